@@ -1,0 +1,82 @@
+/* arena.c: bump allocation in chunks; everything a graph or context allocates
+ * this way is freed in one call.  Out of memory is a broken invariant here
+ * (we cannot report it without memory), so it aborts. */
+#include <stdlib.h>
+#include <string.h>
+#include "kf_int.h"
+
+struct kf_chunk {
+	struct kf_chunk *next;
+	size_t cap, used;
+	_Alignas(16) unsigned char data[];
+};
+
+void *kf_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q) {
+		fputs("kfuse: fatal: out of memory\n", stderr);
+		abort();
+	}
+	return q;
+}
+
+void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
+{
+	if (need <= *cap)
+		return;
+	uint64_t c = *cap ? *cap : 16;
+	while (c < need)
+		c *= 2;
+	if (c > UINT32_MAX - 1)
+		c = UINT32_MAX - 1;
+	*arr = kf_xrealloc(*arr, (size_t)c * sz);
+	*cap = (uint32_t)c;
+}
+
+void *kf_alloc(kf_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	struct kf_chunk *c = a->head;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = 64 * 1024;
+		if (a->total / 4 > cap)
+			cap = a->total / 4; /* grow geometrically: few chunks for big graphs */
+		if (cap < n)
+			cap = n;
+		c = malloc(sizeof *c + cap);
+		if (!c) {
+			fputs("kfuse: fatal: out of memory\n", stderr);
+			abort();
+		}
+		c->cap = cap;
+		c->used = 0;
+		c->next = a->head;
+		a->head = c;
+		a->total += cap;
+	}
+	void *p = c->data + c->used;
+	c->used += n;
+	a->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+char *kf_strdup_arena(kf_arena *a, const char *s, size_t n)
+{
+	char *p = kf_alloc(a, n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+void kf_arena_free(kf_arena *a)
+{
+	struct kf_chunk *c = a->head;
+	while (c) {
+		struct kf_chunk *next = c->next;
+		free(c);
+		c = next;
+	}
+	memset(a, 0, sizeof *a);
+}

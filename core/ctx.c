@@ -1,0 +1,88 @@
+/* ctx.c: the context (strings, types, ops, diagnostics) and the op registry. */
+#include <stdlib.h>
+#include <string.h>
+#include "kf_int.h"
+
+kf_ctx *kf_ctx_new(void)
+{
+	kf_ctx *c = kf_xrealloc(NULL, sizeof *c);
+	memset(c, 0, sizeof *c);
+	kf_intern(c, "", 0); /* sid 0 is the empty string: "no name" */
+	kf_ops_builtin_init(c);
+	return c;
+}
+
+void kf_ctx_free(kf_ctx *c)
+{
+	if (!c)
+		return;
+	kf_diag_free_all(c);
+	free(c->str);
+	free(c->strlen_);
+	free(c->strtab.slot);
+	free(c->type);
+	free(c->typetab.slot);
+	free(c->op);
+	free(c->optab.slot);
+	kf_arena_free(&c->arena);
+	free(c);
+}
+
+/* ---- op registry: an array in registration order plus a name table ---- */
+
+static uint32_t op_find(const kf_ctx *c, const char *name, size_t n, uint32_t *slot)
+{
+	uint32_t mask = c->optab.cap - 1;
+	uint32_t i = (uint32_t)kf_hash_bytes(name, n, KF_HASH_SEED) & mask;
+	for (;; i = (i + 1) & mask) {
+		uint32_t id = c->optab.slot[i];
+		if (id == KF_NONE || (strlen(c->op[id].name) == n && memcmp(c->op[id].name, name, n) == 0)) {
+			*slot = i;
+			return id;
+		}
+	}
+}
+
+int kf_op_count(const kf_ctx *c) { return (int)c->nop; }
+const kf_opinfo *kf_op(const kf_ctx *c, int op) { return &c->op[op]; }
+kf_opinfo *kf_op_mut(kf_ctx *c, int op) { return &c->op[op]; }
+
+int kf_op_lookup(const kf_ctx *c, const char *name, size_t n)
+{
+	if (!c->optab.cap)
+		return -1;
+	uint32_t slot, id = op_find(c, name, n, &slot);
+	return id == KF_NONE ? -1 : (int)id;
+}
+
+int kf_op_register(kf_ctx *c, const kf_opinfo *info)
+{
+	size_t n = strlen(info->name);
+	if (kf_op_lookup(c, info->name, n) >= 0) {
+		kf_error(c, KF_NOLOC, "op '%s' is already registered", info->name);
+		return -1;
+	}
+	if (c->nop >= UINT16_MAX) {
+		kf_error(c, KF_NOLOC, "too many ops registered");
+		return -1;
+	}
+	if (!c->optab.cap || (c->nop + 1) * 2 > c->optab.cap) {
+		uint32_t cap = c->optab.cap ? c->optab.cap * 2 : 128;
+		free(c->optab.slot);
+		c->optab.slot = kf_xrealloc(NULL, cap * sizeof(uint32_t));
+		memset(c->optab.slot, 0xff, cap * sizeof(uint32_t));
+		c->optab.cap = cap;
+		for (uint32_t id = 0; id < c->nop; id++) {
+			uint32_t slot;
+			op_find(c, c->op[id].name, strlen(c->op[id].name), &slot);
+			c->optab.slot[slot] = id;
+		}
+	}
+	kf_grow((void **)&c->op, &c->capop, c->nop + 1, sizeof *c->op);
+	uint32_t id = c->nop++, slot;
+	c->op[id] = *info;
+	c->op[id].name = kf_strdup_arena(&c->arena, info->name, n);
+	op_find(c, info->name, n, &slot);
+	c->optab.slot[slot] = id;
+	return (int)id;
+}

@@ -1,0 +1,425 @@
+/* kf.h: the kfuse core, the one header every module includes.
+ *
+ * Contract:
+ *  - A kf_ctx owns interned strings, interned types, the op registry and the
+ *    diagnostics.  It is not thread-safe but holds no globals: several contexts
+ *    may live side by side (Lua callbacks, host programs).
+ *  - A kf_graph owns its values, nodes, operand slots and blocks in growable
+ *    arrays addressed by 32-bit handles (kf_vid, kf_nid, ...), and everything
+ *    else (attributes, constant payloads) in one arena.  kf_graph_free releases
+ *    all of it.  Handles stay valid across growth; pointers into the arrays do
+ *    not, so re-fetch after any call that creates values or nodes.
+ *  - Use lists are exact at all times: every operand slot is linked into the
+ *    use list of the value it reads.  The mutation API below keeps them so.
+ *  - Library code never exits and never prints: errors go to the context
+ *    (kf_error*) and functions return a failure value.  Tools print them.
+ */
+#ifndef KF_H
+#define KF_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define KF_VERSION "0.1.0"
+#define KF_MAX_RANK 8
+#define KF_NONE UINT32_MAX
+
+typedef uint32_t kf_vid; /* value */
+typedef uint32_t kf_nid; /* node */
+typedef uint32_t kf_bid; /* block */
+typedef uint32_t kf_uid; /* operand slot (a use) */
+typedef uint32_t kf_tid; /* interned type */
+typedef uint32_t kf_sid; /* interned string; 0 is the empty string */
+
+typedef struct kf_ctx kf_ctx;
+typedef struct kf_graph kf_graph;
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+typedef enum {
+	KF_F16, KF_BF16, KF_F32, KF_F64, KF_I1, KF_I8, KF_I32, KF_I64, KF_NDTYPE
+} kf_dtype;
+
+const char *kf_dtype_name(kf_dtype t);
+int kf_dtype_parse(const char *s, size_t n); /* -1 when s is not a dtype */
+size_t kf_dtype_size(kf_dtype t);            /* bytes per element; i1 is 1 */
+bool kf_dtype_is_float(kf_dtype t);
+
+/* ---- types and shapes ---------------------------------------------------- */
+
+/* A dim >= 0 is static.  A symbolic dim `N` is KF_SYM(sid of "N"). */
+#define KF_SYM(sid) (-1 - (int64_t)(sid))
+#define KF_IS_SYM(d) ((d) < 0)
+#define KF_SYM_SID(d) ((kf_sid)(-1 - (d)))
+
+typedef struct kf_type {
+	uint8_t dtype, rank;
+	int64_t dim[KF_MAX_RANK];
+} kf_type;
+
+/* Types are hash-consed in the context: equal types have equal ids, also
+ * across graphs of one context.  Unused dim slots must be zero (kf_type_make
+ * does it). */
+kf_tid kf_type_intern(kf_ctx *c, const kf_type *t);
+const kf_type *kf_type_get(const kf_ctx *c, kf_tid id);
+kf_type kf_type_make(kf_dtype dt, int rank, const int64_t *dims);
+bool kf_type_is_static(const kf_type *t);
+/* Element count of a static type; -1 if symbolic or on overflow past 2^62. */
+int64_t kf_type_numel(const kf_type *t);
+
+/* ---- strings --------------------------------------------------------------- */
+
+kf_sid kf_intern(kf_ctx *c, const char *s, size_t n);
+kf_sid kf_intern_cstr(kf_ctx *c, const char *s);
+kf_sid kf_lookup_str(const kf_ctx *c, const char *s, size_t n); /* KF_NONE if absent */
+const char *kf_str(const kf_ctx *c, kf_sid id);
+size_t kf_strlen(const kf_ctx *c, kf_sid id);
+
+/* ---- growable text buffer ------------------------------------------------ */
+
+typedef struct kf_buf {
+	char *p;
+	size_t n, cap;
+} kf_buf;
+
+void kf_buf_put(kf_buf *b, const char *s, size_t n);
+void kf_buf_puts(kf_buf *b, const char *s);
+void kf_buf_putc(kf_buf *b, char ch);
+void kf_buf_printf(kf_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void kf_buf_free(kf_buf *b);
+/* Shortest text of a double that reads back to the same value of dtype t
+ * (f16/bf16/f32 read back through rounding to that type); always contains '.',
+ * 'e', "inf" or "nan" so that it lexes as a float. */
+void kf_buf_float(kf_buf *b, double v, kf_dtype t);
+
+/* ---- arena ----------------------------------------------------------------- */
+
+typedef struct kf_arena {
+	struct kf_chunk *head;
+	size_t used, total;
+} kf_arena;
+
+void *kf_alloc(kf_arena *a, size_t n); /* zeroed, 16-byte aligned; aborts on OOM */
+char *kf_strdup_arena(kf_arena *a, const char *s, size_t n);
+void kf_arena_free(kf_arena *a);
+
+/* ---- diagnostics ----------------------------------------------------------- */
+
+/* A source is a named text.  Locations are (source, byte offset); line and
+ * column are computed only when printing.  A source with no text names a
+ * file for errors that have no position (a .npy file, a missing file). */
+typedef uint32_t kf_srcid;
+kf_srcid kf_source_add(kf_ctx *c, const char *name, const char *text, size_t len);
+const char *kf_source_name(const kf_ctx *c, kf_srcid s);
+const char *kf_source_text(const kf_ctx *c, kf_srcid s, size_t *len);
+/* 1-based line and column (in bytes) of an offset. */
+void kf_source_linecol(const kf_ctx *c, kf_srcid s, uint32_t off, int *line, int *col);
+
+typedef struct kf_loc {
+	kf_srcid src;  /* KF_NONE: no position */
+	uint32_t off;
+} kf_loc;
+#define KF_NOLOC ((kf_loc){KF_NONE, 0})
+
+typedef enum { KF_DIAG_ERROR, KF_DIAG_WARNING, KF_DIAG_NOTE } kf_severity;
+
+void kf_error(kf_ctx *c, kf_loc at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kf_warning(kf_ctx *c, kf_loc at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kf_note(kf_ctx *c, kf_loc at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kf_diag_v(kf_ctx *c, kf_severity s, kf_loc at, const char *fmt, va_list ap);
+/* Prints and clears the pending diagnostics: `file:line:col: error: msg`, the
+ * source line and a caret; `file: error: msg` when there is no position;
+ * `kfuse: error: msg` when there is no source at all. */
+void kf_diag_flush(kf_ctx *c, FILE *out);
+int kf_nerrors(const kf_ctx *c); /* errors recorded since the context began */
+void kf_diag_clear(kf_ctx *c);   /* drops pending diagnostics and the count */
+/* The text of pending diagnostics, for tests and Lua: as kf_diag_flush prints. */
+void kf_diag_render(kf_ctx *c, kf_buf *out);
+
+/* ---- attributes ------------------------------------------------------------ */
+
+typedef enum { KF_ATTR_INT, KF_ATTR_FLOAT, KF_ATTR_STR, KF_ATTR_BOOL, KF_ATTR_LIST } kf_attr_kind;
+
+typedef struct kf_attrval {
+	uint8_t kind;
+	uint32_t n; /* list length */
+	union {
+		int64_t i;
+		double f;
+		kf_sid s;
+		bool b;
+		struct kf_attrval *list;
+	};
+} kf_attrval;
+
+typedef struct kf_attr {
+	kf_sid key;
+	kf_attrval v;
+} kf_attr;
+
+bool kf_attrval_eq(const kf_attrval *a, const kf_attrval *b);
+uint64_t kf_attrval_hash(const kf_attrval *a);
+
+/* ---- constants --------------------------------------------------------------- */
+
+typedef enum { KF_CONST_SCALAR, KF_CONST_DENSE, KF_CONST_FILE } kf_const_kind;
+
+/* The payload of a `const` node.  Floating dtypes keep values in f (exact for
+ * every float dtype we have), integer and i1 dtypes in i.  A DENSE constant
+ * with n == 1 and a result of more than one element is a splat. */
+typedef struct kf_const {
+	uint8_t kind;
+	uint64_t n;
+	double *f;
+	int64_t *i;
+	kf_sid path; /* KF_CONST_FILE: as written, resolved against the graph's directory */
+} kf_const;
+
+/* ---- the op registry --------------------------------------------------------- */
+
+typedef enum {
+	KF_TRAIT_ELEMENTWISE, /* same-shape inputs, one output element per input element */
+	KF_TRAIT_BROADCAST,   /* element-wise under numpy broadcasting */
+	KF_TRAIT_INJECTIVE,   /* each output element reads one input element (transpose, slice, ...) */
+	KF_TRAIT_REDUCE,
+	KF_TRAIT_CONTRACTION,
+	KF_TRAIT_OPAQUE,
+} kf_trait;
+const char *kf_trait_name(kf_trait t);
+
+enum {
+	KF_OPF_COMMUTATIVE = 1 << 0,
+	KF_OPF_TERMINATOR = 1 << 1, /* return, yield: last node of a block */
+	KF_OPF_REGION = 1 << 2,     /* carries a body block (fusion) */
+	KF_OPF_EFFECT = 1 << 3,     /* never removed as dead */
+	KF_OPF_SYMBOL = 1 << 4,     /* takes `@name` after the op name */
+};
+
+/* The built-in ops, in registry order.  Plugins append after KF_NBUILTIN. */
+#define KF_BUILTIN_OPS(X) \
+	X(CONST, "const") \
+	X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow") \
+	X(MAX, "max") X(MIN, "min") \
+	X(NEG, "neg") X(ABS, "abs") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") \
+	X(RSQRT, "rsqrt") X(TANH, "tanh") X(SIGMOID, "sigmoid") X(RELU, "relu") \
+	X(GELU, "gelu") X(ERF, "erf") X(SILU, "silu") \
+	X(WHERE, "where") X(CAST, "cast") \
+	X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge") \
+	X(AND, "and") X(OR, "or") X(NOT, "not") \
+	X(REDUCE_SUM, "reduce_sum") X(REDUCE_MEAN, "reduce_mean") \
+	X(REDUCE_MAX, "reduce_max") X(REDUCE_MIN, "reduce_min") \
+	X(SOFTMAX, "softmax") X(LOG_SOFTMAX, "log_softmax") X(LAYER_NORM, "layer_norm") \
+	X(MATMUL, "matmul") X(GEMM, "gemm") \
+	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
+	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
+	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
+
+enum {
+#define KF_OP_ENUM(id, name) KF_OP_##id,
+	KF_BUILTIN_OPS(KF_OP_ENUM)
+#undef KF_OP_ENUM
+	KF_NBUILTIN
+};
+
+/* Computes the result types of node n from its operand types and attributes.
+ * Returns the number of results written to out (at most maxout), or -1 after
+ * writing a message (no location, no trailing newline) to err. */
+typedef int (*kf_infer_fn)(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+
+struct kf_tensor;
+/* Reference CPU implementation: computes the outputs of node n from its
+ * inputs.  The interpreter allocates out[i] (types from the node's results)
+ * before the call.  Returns 0, or -1 after writing a message to err. */
+typedef int (*kf_cpu_fn)(kf_graph *g, kf_nid n, const struct kf_tensor *in, int nin,
+			 struct kf_tensor *out, int nout, char *err, size_t errlen);
+
+typedef struct kf_opinfo {
+	const char *name;
+	int8_t min_in, max_in; /* max_in -1: variadic */
+	int8_t nres;           /* -1: as many as the text or builder says */
+	uint8_t trait;         /* kf_trait */
+	uint16_t flags;        /* KF_OPF_* */
+	kf_infer_fn infer;
+	kf_cpu_fn cpu;         /* filled in by the runtime for built-ins */
+	const char *cuda;      /* element-wise CUDA expression over a, b, c (e.g. "fmaxf(a, 0.f)"), or NULL */
+	const char *attrs;     /* allowed attribute names, space-separated; NULL: any */
+	const char *doc;       /* one line */
+	void *user;            /* plugin data */
+} kf_opinfo;
+
+int kf_op_count(const kf_ctx *c);
+const kf_opinfo *kf_op(const kf_ctx *c, int op);
+kf_opinfo *kf_op_mut(kf_ctx *c, int op);
+int kf_op_lookup(const kf_ctx *c, const char *name, size_t n); /* -1 if unknown */
+/* Registers a new op (name copied); returns its id, or -1 with an error in
+ * the context when the name is taken. */
+int kf_op_register(kf_ctx *c, const kf_opinfo *info);
+
+/* ---- context --------------------------------------------------------------- */
+
+kf_ctx *kf_ctx_new(void);
+void kf_ctx_free(kf_ctx *c);
+
+/* ---- graphs -------------------------------------------------------------- */
+
+typedef struct kf_value {
+	kf_tid type;
+	kf_nid def;       /* defining node, KF_NONE for a block argument */
+	uint32_t idx;     /* result index in def, or argument index in blk */
+	kf_bid blk;       /* block the value is visible in */
+	kf_sid name;      /* as written (without '%' and '#k'); 0 if none */
+	kf_uid first_use; /* KF_NONE if unused */
+} kf_value;
+
+typedef struct kf_use {
+	kf_vid value;
+	kf_nid user;
+	kf_uid next, prev; /* in value's use list */
+} kf_use;
+
+enum { KF_NODE_DEAD = 1 };
+
+typedef struct kf_node {
+	uint16_t op;
+	uint16_t flags;  /* KF_NODE_* */
+	uint32_t nin;
+	kf_uid in0;      /* operand slots in0 .. in0+nin-1 */
+	uint32_t nres;
+	kf_vid res0;     /* results res0 .. res0+nres-1 */
+	uint32_t nattr;
+	kf_attr *attr;   /* sorted by key string */
+	kf_bid blk;      /* containing block */
+	kf_bid body;     /* region body for fusion, KF_NONE otherwise */
+	kf_sid sym;      /* `@name`, 0 if none */
+	kf_nid prev, next;
+	kf_loc loc;
+	kf_const *cst;   /* const nodes */
+} kf_node;
+
+typedef struct kf_block {
+	kf_nid parent;   /* node owning this region; KF_NONE for the graph body */
+	uint32_t narg;
+	kf_vid *arg;     /* arena */
+	uint32_t argcap;
+	kf_nid first, last;
+} kf_block;
+
+struct kf_graph {
+	kf_ctx *ctx;
+	kf_sid name;
+	kf_loc loc;
+	kf_arena arena;
+	kf_value *val;  uint32_t nval, capval;
+	kf_node *node;  uint32_t nnode, capnode;
+	kf_use *use;    uint32_t nuse, capuse;
+	kf_block *blk;  uint32_t nblk, capblk;
+	uint32_t nres;  /* declared result types (`-> (...)`) */
+	kf_tid *res;
+	kf_sid dir;     /* directory that file("...") constants are relative to */
+};
+
+/* Block 0 is the graph body; its arguments are the graph's inputs and its
+ * last node is `return`. */
+kf_graph *kf_graph_new(kf_ctx *c, const char *name);
+void kf_graph_free(kf_graph *g);
+void kf_graph_set_results(kf_graph *g, const kf_tid *types, uint32_t n);
+
+kf_bid kf_block_new(kf_graph *g, kf_nid parent);
+kf_vid kf_block_add_arg(kf_graph *g, kf_bid b, kf_tid type, kf_sid name);
+
+/* Creates a node of op with operands in[0..nin) and nres results of the given
+ * types, inserted before node `before` (KF_NONE: at the end of block b).
+ * Result values get no names.  Attributes are copied and sorted. */
+kf_nid kf_node_new(kf_graph *g, kf_bid b, kf_nid before, int op,
+		   const kf_vid *in, uint32_t nin, const kf_tid *res, uint32_t nres);
+void kf_node_set_attrs(kf_graph *g, kf_nid n, const kf_attr *a, uint32_t na);
+/* Adds or replaces one attribute. */
+void kf_node_set_attr(kf_graph *g, kf_nid n, kf_sid key, kf_attrval v);
+/* Deep-copies an attribute value into the graph's arena. */
+kf_attrval kf_attrval_copy(kf_graph *g, const kf_attrval *v);
+
+static inline kf_node *kf_N(const kf_graph *g, kf_nid n) { return &g->node[n]; }
+static inline kf_value *kf_V(const kf_graph *g, kf_vid v) { return &g->val[v]; }
+static inline kf_vid kf_in(const kf_graph *g, kf_nid n, uint32_t i) { return g->use[g->node[n].in0 + i].value; }
+static inline kf_vid kf_res(const kf_graph *g, kf_nid n, uint32_t i) { return g->node[n].res0 + i; }
+static inline const kf_type *kf_vtype(const kf_graph *g, kf_vid v) { return kf_type_get(g->ctx, g->val[v].type); }
+static inline kf_nid kf_def(const kf_graph *g, kf_vid v) { return g->val[v].def; }
+static inline bool kf_has_uses(const kf_graph *g, kf_vid v) { return g->val[v].first_use != KF_NONE; }
+
+#define kf_foreach_node(g, b, n) \
+	for (kf_nid n = (g)->blk[b].first; n != KF_NONE; n = (g)->node[n].next)
+#define kf_foreach_use(g, v, u) \
+	for (kf_uid u = (g)->val[v].first_use; u != KF_NONE; u = (g)->use[u].next)
+
+uint32_t kf_nuses(const kf_graph *g, kf_vid v);
+void kf_set_operand(kf_graph *g, kf_nid n, uint32_t i, kf_vid v);
+/* Every use of `from` now reads `to`. */
+void kf_replace_all_uses(kf_graph *g, kf_vid from, kf_vid to);
+/* Unlinks n from its block and drops its operand uses; its results must be
+ * unused.  A region body's nodes are erased with it.  The slot stays (DEAD). */
+void kf_node_erase(kf_graph *g, kf_nid n);
+/* Moves n to just before `before` (KF_NONE: end of block b). */
+void kf_node_move(kf_graph *g, kf_nid n, kf_bid b, kf_nid before);
+/* The terminator of block b, or KF_NONE. */
+kf_nid kf_block_terminator(const kf_graph *g, kf_bid b);
+uint32_t kf_graph_live_nodes(const kf_graph *g); /* not counting region bodies' nodes */
+
+/* Attribute lookup (keys by text). */
+const kf_attrval *kf_attr_get(const kf_graph *g, kf_nid n, const char *key);
+int64_t kf_attr_int(const kf_graph *g, kf_nid n, const char *key, int64_t dflt);
+double kf_attr_float(const kf_graph *g, kf_nid n, const char *key, double dflt);
+bool kf_attr_bool(const kf_graph *g, kf_nid n, const char *key, bool dflt);
+const char *kf_attr_str(const kf_graph *g, kf_nid n, const char *key, const char *dflt);
+/* Copies an int list into out (at most max); returns its length, or -1 when
+ * absent or not a list of ints. */
+int kf_attr_ints(const kf_graph *g, kf_nid n, const char *key, int64_t *out, int max);
+
+/* ---- modules, text ---------------------------------------------------------- */
+
+/* A .kf file holds one or more graphs. */
+typedef struct kf_module {
+	kf_ctx *ctx;
+	uint32_t ngraph;
+	kf_graph **graph;
+	kf_srcid src;
+} kf_module;
+
+/* Parses text (which need not be NUL-terminated, and may contain NULs) named
+ * `filename`.  Returns NULL when there were errors; they are in the context.
+ * The module is built only if the whole file parses and resolves. */
+kf_module *kf_parse(kf_ctx *c, const char *filename, const char *text, size_t len);
+/* Reads a file (or "-" for stdin) and parses it; a read error is a diagnostic. */
+kf_module *kf_parse_file(kf_ctx *c, const char *path);
+void kf_module_free(kf_module *m);
+kf_module *kf_module_new(kf_ctx *c);
+void kf_module_add(kf_module *m, kf_graph *g);
+
+void kf_print_graph(kf_buf *out, kf_graph *g);
+void kf_print_module(kf_buf *out, kf_module *m);
+/* A type as written in the IR: f32[64,N]. */
+void kf_print_type(kf_buf *out, const kf_ctx *c, kf_tid t);
+
+/* ---- verification, inference ----------------------------------------------- */
+
+/* Checks every invariant of the graph (SSA dominance within blocks, operand
+ * and result counts, types agree with inference, terminators, regions
+ * isolated and well formed, use lists exact).  Returns the number of errors
+ * it added to the context. */
+int kf_verify(kf_graph *g);
+/* Result types of node n as its op infers them; -1 with err on failure. */
+int kf_infer(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+
+/* ---- tensors (runtime data; defined here so that op plugins can use them) -- */
+
+typedef struct kf_tensor {
+	uint8_t dtype, rank;
+	int64_t dim[KF_MAX_RANK];
+	void *data;   /* C order, little endian; i1 stored as one byte 0/1 */
+	size_t nbytes;
+} kf_tensor;
+
+#endif
