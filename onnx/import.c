@@ -1,0 +1,347 @@
+/* import.c: an ONNX ModelProto to a kfuse graph.  The node translations live
+ * in translate.c; this file holds the graph walk, values, constants and types.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "importer.h"
+#include "npy.h"
+#include "tensor.h"
+
+int kf_imp_fail(kf_imp *I, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (I->node)
+		kf_error(I->c, (kf_loc){I->src, 0}, "node '%s' (%s, opset %lld): %s",
+			 I->node->name && *I->node->name ? I->node->name : "(unnamed)", I->node->op_type,
+			 (long long)I->opset, msg);
+	else
+		kf_error(I->c, (kf_loc){I->src, 0}, "%s", msg);
+	I->failed = true;
+	return -1;
+}
+
+/* ONNX names may hold any character; kfuse value names are [A-Za-z0-9_.$]. */
+static kf_sid clean_name(kf_ctx *c, const char *s)
+{
+	char buf[128];
+	size_t n = 0;
+	for (; *s && n < sizeof buf - 1; s++) {
+		char ch = *s;
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			  ch == '_' || ch == '.' || ch == '$';
+		buf[n++] = ok ? ch : '_';
+	}
+	return kf_intern(c, buf, n);
+}
+
+kf_vid kf_imp_lookup(kf_imp *I, const char *name)
+{
+	kf_sid s = kf_lookup_str(I->c, name, strlen(name));
+	if (s != KF_NONE && s < I->nmap && I->map[s])
+		return I->map[s] - 1;
+	kf_imp_fail(I, "input '%s' is not defined by any earlier node, input or initializer", name);
+	return KF_NONE;
+}
+
+void kf_imp_bind(kf_imp *I, const char *name, kf_vid v)
+{
+	kf_sid s = kf_intern_cstr(I->c, name);
+	if (s >= I->nmap) {
+		uint32_t n = I->nmap ? I->nmap : 64;
+		while (n <= s)
+			n *= 2;
+		I->map = realloc(I->map, n * sizeof *I->map);
+		memset(I->map + I->nmap, 0, (n - I->nmap) * sizeof *I->map);
+		I->nmap = n;
+	}
+	I->map[s] = v + 1;
+	if (I->g->val[v].name == 0)
+		I->g->val[v].name = clean_name(I->c, name);
+}
+
+/* Creates a node and gives its results the types the op infers. */
+kf_nid kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres)
+{
+	for (int i = 0; i < nin; i++)
+		if (in[i] == KF_NONE)
+			return KF_NONE;
+	kf_tid dummy[16];
+	for (int i = 0; i < nres && i < 16; i++)
+		dummy[i] = I->scalar_f32;
+	kf_nid n = kf_node_new(I->g, 0, KF_NONE, op, in, (uint32_t)nin, dummy, (uint32_t)nres);
+	if (na)
+		kf_node_set_attrs(I->g, n, a, (uint32_t)na);
+	kf_type t[16];
+	char err[256];
+	int k = kf_infer(I->g, n, t, 16, err, sizeof err);
+	if (k != nres) {
+		kf_imp_fail(I, "%s", k < 0 ? err : "result count mismatch");
+		return KF_NONE;
+	}
+	for (int i = 0; i < nres; i++)
+		I->g->val[kf_res(I->g, n, (uint32_t)i)].type = kf_type_intern(I->c, &t[i]);
+	return n;
+}
+
+kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na)
+{
+	kf_nid n = kf_imp_node(I, op, in, nin, a, na, 1);
+	return n == KF_NONE ? KF_NONE : kf_res(I->g, n, 0);
+}
+
+static kf_vid const_node(kf_imp *I, kf_const *k, const kf_type *t)
+{
+	kf_tid tid = kf_type_intern(I->c, t);
+	kf_nid n = kf_node_new(I->g, 0, KF_NONE, KF_OP_CONST, NULL, 0, &tid, 1);
+	I->g->node[n].cst = k;
+	return kf_res(I->g, n, 0);
+}
+
+kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt)
+{
+	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
+	k->kind = KF_CONST_SCALAR;
+	k->n = 1;
+	if (kf_dtype_is_float(dt)) {
+		k->f = kf_alloc(&I->g->arena, sizeof(double));
+		k->f[0] = kf_dtype_round(dt, v);
+	} else {
+		k->i = kf_alloc(&I->g->arena, sizeof(int64_t));
+		k->i[0] = (int64_t)v;
+	}
+	kf_type t = kf_type_make(dt, 0, NULL);
+	return const_node(I, k, &t);
+}
+
+/* An initializer or Constant: inline when small, else an .npy beside the
+ * output, referenced as file("..."). */
+kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name)
+{
+	kf_type ty = kf_tensor_type(t);
+	int64_t n = kf_tensor_numel(t);
+	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
+	int64_t inline_max = I->o.inline_max > 0 ? I->o.inline_max : 64;
+	if (I->o.weights_dir && n > inline_max) {
+		char file[160], path[4200];
+		snprintf(file, sizeof file, "%s.npy", kf_str(I->c, clean_name(I->c, name)));
+		snprintf(path, sizeof path, "%s/%s", I->o.weights_dir, file);
+		if (kf_npy_write(I->c, path, t) < 0) {
+			I->failed = true;
+			return KF_NONE;
+		}
+		char ref[4400];
+		snprintf(ref, sizeof ref, "%s%s", I->o.weights_ref ? I->o.weights_ref : "", file);
+		k->kind = KF_CONST_FILE;
+		k->path = kf_intern_cstr(I->c, ref);
+		return const_node(I, k, &ty);
+	}
+	k->kind = ty.rank == 0 ? KF_CONST_SCALAR : KF_CONST_DENSE;
+	k->n = (uint64_t)n;
+	/* a splat stays one value: all equal and more than one element */
+	bool splat = n > 1;
+	for (int64_t i = 1; splat && i < n; i++)
+		splat = kf_tensor_get_i64(t, i) == kf_tensor_get_i64(t, 0) && kf_tensor_get(t, i) == kf_tensor_get(t, 0);
+	if (splat)
+		k->n = 1;
+	if (kf_dtype_is_float(t->dtype)) {
+		k->f = kf_alloc(&I->g->arena, (k->n ? k->n : 1) * sizeof(double));
+		for (uint64_t i = 0; i < k->n; i++)
+			k->f[i] = kf_tensor_get(t, (int64_t)i);
+	} else {
+		k->i = kf_alloc(&I->g->arena, (k->n ? k->n : 1) * sizeof(int64_t));
+		for (uint64_t i = 0; i < k->n; i++)
+			k->i[i] = kf_tensor_get_i64(t, (int64_t)i);
+	}
+	return const_node(I, k, &ty);
+}
+
+/* Values of a constant integer operand (shape, axes, starts, ...). */
+int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max)
+{
+	kf_nid d = I->g->val[v].def;
+	if (d == KF_NONE || I->g->node[d].op != KF_OP_CONST || !I->g->node[d].cst ||
+	    I->g->node[d].cst->kind == KF_CONST_FILE)
+		return -1;
+	const kf_const *k = I->g->node[d].cst;
+	int64_t n = kf_type_numel(kf_vtype(I->g, v));
+	if (n < 0 || n > max)
+		return -1;
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t j = k->n == 1 ? 0 : (uint64_t)i;
+		out[i] = k->i ? k->i[j] : (int64_t)k->f[j];
+	}
+	return (int)n;
+}
+
+/* ---- graph inputs, outputs ---- */
+
+int kf_imp_value_type(kf_imp *I, const Onnx__ValueInfoProto *vi, kf_type *t)
+{
+	const Onnx__TypeProto *tp = vi->type;
+	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+		return kf_imp_fail(I, "graph value '%s' is not a tensor (sequences, maps and optionals are not supported)",
+				   vi->name);
+	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+	int dt = kf_onnx_dtype(tt->elem_type);
+	if (dt < 0)
+		return kf_imp_fail(I, "graph value '%s' has element type %s, which kfuse does not support", vi->name,
+				   kf_onnx_dtype_name(tt->elem_type));
+	if (!tt->shape)
+		return kf_imp_fail(I, "graph value '%s' has no shape (kfuse needs the rank)", vi->name);
+	if (tt->shape->n_dim > KF_MAX_RANK)
+		return kf_imp_fail(I, "graph value '%s' has rank %zu (at most %d)", vi->name, tt->shape->n_dim,
+				   KF_MAX_RANK);
+	int64_t dims[KF_MAX_RANK];
+	for (size_t i = 0; i < tt->shape->n_dim; i++) {
+		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0) {
+			dims[i] = d->dim_value;
+			continue;
+		}
+		char sym[160];
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param[0])
+			snprintf(sym, sizeof sym, "%s", d->dim_param);
+		else
+			snprintf(sym, sizeof sym, "%s_d%zu", vi->name, i);
+		kf_sid s = clean_name(I->c, sym);
+		if (kf_str(I->c, s)[0] >= '0' && kf_str(I->c, s)[0] <= '9') {
+			snprintf(sym, sizeof sym, "d_%s", kf_str(I->c, s));
+			s = kf_intern_cstr(I->c, sym);
+		}
+		dims[i] = KF_SYM(s);
+	}
+	*t = kf_type_make((kf_dtype)dt, (int)tt->shape->n_dim, dims);
+	return 0;
+}
+
+static int add_initializers(kf_imp *I, const Onnx__GraphProto *gp)
+{
+	for (size_t i = 0; i < gp->n_initializer; i++) {
+		kf_tensor t;
+		char err[256];
+		if (kf_onnx_tensor(gp->initializer[i], &t, err, sizeof err) < 0)
+			return kf_imp_fail(I, "initializer: %s", err);
+		kf_vid v = kf_imp_tensor_const(I, &t, gp->initializer[i]->name);
+		kf_tensor_free(&t);
+		if (v == KF_NONE)
+			return -1;
+		kf_imp_bind(I, gp->initializer[i]->name, v);
+	}
+	return 0;
+}
+
+static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
+{
+	for (size_t i = 0; i < gp->n_initializer; i++)
+		if (strcmp(gp->initializer[i]->name, name) == 0)
+			return true;
+	return false;
+}
+
+static int add_inputs(kf_imp *I, const Onnx__GraphProto *gp)
+{
+	for (size_t i = 0; i < gp->n_input; i++) {
+		if (is_initializer(gp, gp->input[i]->name))
+			continue; /* an initializer with a default: we take the initializer */
+		kf_type t;
+		if (kf_imp_value_type(I, gp->input[i], &t) < 0)
+			return -1;
+		kf_vid v = kf_block_add_arg(I->g, 0, kf_type_intern(I->c, &t), 0);
+		kf_imp_bind(I, gp->input[i]->name, v);
+	}
+	return 0;
+}
+
+static int add_outputs(kf_imp *I, const Onnx__GraphProto *gp)
+{
+	kf_vid *out = calloc(gp->n_output + 1, sizeof *out);
+	kf_tid *types = calloc(gp->n_output + 1, sizeof *types);
+	int rc = 0;
+	for (size_t i = 0; i < gp->n_output && rc == 0; i++) {
+		out[i] = kf_imp_lookup(I, gp->output[i]->name);
+		if (out[i] == KF_NONE) {
+			rc = -1;
+			break;
+		}
+		types[i] = I->g->val[out[i]].type;
+	}
+	if (rc == 0) {
+		kf_node_new(I->g, 0, KF_NONE, KF_OP_RETURN, out, (uint32_t)gp->n_output, NULL, 0);
+		kf_graph_set_results(I->g, types, (uint32_t)gp->n_output);
+	}
+	free(out);
+	free(types);
+	return rc;
+}
+
+static int64_t default_opset(const Onnx__ModelProto *mp)
+{
+	for (size_t i = 0; i < mp->n_opset_import; i++) {
+		const char *d = mp->opset_import[i]->domain;
+		if (!d || !*d || strcmp(d, "ai.onnx") == 0)
+			return mp->opset_import[i]->version;
+	}
+	return 1;
+}
+
+kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t len, const kf_onnx_opts *o)
+{
+	kf_srcid src = kf_source_add(c, name, NULL, 0);
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	if (!mp) {
+		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model (the protobuf does not parse)");
+		return NULL;
+	}
+	if (!mp->graph) {
+		kf_error(c, (kf_loc){src, 0}, "the model has no graph");
+		onnx__model_proto__free_unpacked(mp, NULL);
+		return NULL;
+	}
+	kf_imp I = {.c = c, .src = src, .opset = default_opset(mp)};
+	if (o)
+		I.o = *o;
+	const Onnx__GraphProto *gp = mp->graph;
+	I.gp = gp;
+	kf_sid gname = clean_name(c, gp->name && *gp->name ? gp->name : "main");
+	I.g = kf_graph_new(c, kf_str(c, gname));
+	kf_type f32 = kf_type_make(KF_F32, 0, NULL);
+	I.scalar_f32 = kf_type_intern(c, &f32);
+	int rc = add_initializers(&I, gp);
+	if (rc == 0)
+		rc = add_inputs(&I, gp);
+	for (size_t i = 0; rc == 0 && i < gp->n_node; i++) {
+		I.node = gp->node[i];
+		rc = kf_imp_translate(&I, gp->node[i]);
+		if (I.failed)
+			rc = -1;
+	}
+	I.node = NULL;
+	if (rc == 0)
+		rc = add_outputs(&I, gp);
+	free(I.map);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	if (rc < 0 || I.failed) {
+		kf_graph_free(I.g);
+		return NULL;
+	}
+	kf_module *m = kf_module_new(c);
+	m->src = src;
+	kf_module_add(m, I.g);
+	return m;
+}
+
+kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *o)
+{
+	kf_srcid src;
+	char *buf;
+	size_t len;
+	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
+		return NULL;
+	kf_module *m = kf_onnx_import(c, path, buf, len, o);
+	free(buf);
+	return m;
+}

@@ -1,0 +1,153 @@
+/* tensor_pb.c: ONNX TensorProto <-> kf_tensor, and reading the .pb files of
+ * the ONNX test data sets.  Data comes from raw_data (little endian) or from
+ * the typed repeated fields, as the proto documents for each type. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "onnx.pb-c.h"
+#include "onnx_import.h"
+#include "tensor.h"
+#include "tensor_pb.h"
+
+int kf_onnx_dtype(int32_t t)
+{
+	switch (t) {
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return KF_F32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return KF_F16;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return KF_BF16;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return KF_F64;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return KF_I1;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return KF_I8;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return KF_I32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return KF_I64;
+	}
+	return -1;
+}
+
+const char *kf_onnx_dtype_name(int32_t t)
+{
+	static const char *names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32",
+				      "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64",
+				      "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+	return t >= 0 && t < (int32_t)(sizeof names / sizeof *names) ? names[t] : "an unknown type";
+}
+
+/* Fills out from a TensorProto; on failure writes why into err. */
+int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	int dt = kf_onnx_dtype(tp->data_type);
+	if (dt < 0) {
+		snprintf(err, errlen, "tensor '%s' has data type %s, which kfuse does not support",
+			 tp->name ? tp->name : "", kf_onnx_dtype_name(tp->data_type));
+		return -1;
+	}
+	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		snprintf(err, errlen, "tensor '%s' keeps its data in an external file, which kfuse does not read",
+			 tp->name ? tp->name : "");
+		return -1;
+	}
+	if (tp->n_dims > KF_MAX_RANK) {
+		snprintf(err, errlen, "tensor '%s' has rank %zu (kfuse supports up to %d)", tp->name ? tp->name : "",
+			 tp->n_dims, KF_MAX_RANK);
+		return -1;
+	}
+	for (size_t i = 0; i < tp->n_dims; i++)
+		if (tp->dims[i] < 0) {
+			snprintf(err, errlen, "tensor '%s' has a negative dim", tp->name ? tp->name : "");
+			return -1;
+		}
+	if (kf_tensor_alloc(out, (kf_dtype)dt, (int)tp->n_dims, tp->dims) < 0) {
+		snprintf(err, errlen, "tensor '%s' is too large", tp->name ? tp->name : "");
+		return -1;
+	}
+	int64_t n = kf_tensor_numel(out);
+	size_t esz = kf_dtype_size((kf_dtype)dt);
+	if (tp->has_raw_data) {
+		if (tp->raw_data.len != (size_t)n * esz) {
+			snprintf(err, errlen, "tensor '%s' has %zu bytes of data, its shape needs %zu",
+				 tp->name ? tp->name : "", tp->raw_data.len, (size_t)n * esz);
+			kf_tensor_free(out);
+			return -1;
+		}
+		if (n)
+			memcpy(out->data, tp->raw_data.data, (size_t)n * esz);
+		return 0;
+	}
+	/* typed fields: floats in float_data, f64 in double_data, i64 in
+	 * int64_data, and every narrower type (f16/bf16 as bit patterns) in int32_data */
+	size_t have = dt == KF_F32 ? tp->n_float_data : dt == KF_F64 ? tp->n_double_data
+			: dt == KF_I64 ? tp->n_int64_data : tp->n_int32_data;
+	if (have != (size_t)n) {
+		snprintf(err, errlen, "tensor '%s' has %zu values, its shape needs %lld", tp->name ? tp->name : "",
+			 have, (long long)n);
+		kf_tensor_free(out);
+		return -1;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		switch (dt) {
+		case KF_F32: ((float *)out->data)[i] = tp->float_data[i]; break;
+		case KF_F64: ((double *)out->data)[i] = tp->double_data[i]; break;
+		case KF_I64: ((int64_t *)out->data)[i] = tp->int64_data[i]; break;
+		case KF_F16: case KF_BF16: ((uint16_t *)out->data)[i] = (uint16_t)tp->int32_data[i]; break;
+		case KF_I32: ((int32_t *)out->data)[i] = tp->int32_data[i]; break;
+		default: ((int8_t *)out->data)[i] = (int8_t)(dt == KF_I1 ? tp->int32_data[i] != 0 : tp->int32_data[i]);
+		}
+	}
+	return 0;
+}
+
+static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		kf_error(c, (kf_loc){src, 0}, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *p = malloc(cap);
+	size_t k;
+	while (p && (k = fread(p + n, 1, cap - n, f)) > 0) {
+		n += k;
+		if (n == cap)
+			p = realloc(p, cap *= 2);
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (!p || bad) {
+		free(p);
+		kf_error(c, (kf_loc){src, 0}, "read error");
+		return -1;
+	}
+	*buf = p;
+	*len = n;
+	return 0;
+}
+
+int kf_onnx_read_file(kf_ctx *c, const char *path, kf_srcid *src, char **buf, size_t *len)
+{
+	*src = kf_source_add(c, path, NULL, 0);
+	return read_whole(c, path, *src, buf, len);
+}
+
+int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
+{
+	kf_srcid src;
+	char *buf;
+	size_t len;
+	memset(out, 0, sizeof *out);
+	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
+		return -1;
+	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+	free(buf);
+	if (!tp) {
+		kf_error(c, (kf_loc){src, 0}, "not a valid serialized ONNX TensorProto");
+		return -1;
+	}
+	char err[256];
+	int rc = kf_onnx_tensor(tp, out, err, sizeof err);
+	if (rc < 0)
+		kf_error(c, (kf_loc){src, 0}, "%s", err);
+	onnx__tensor_proto__free_unpacked(tp, NULL);
+	return rc;
+}

@@ -1,0 +1,203 @@
+/* conformance: the ONNX backend node tests (Debian's libonnx-testdata) run
+ * through kfuse-import-onnx's translation and the CPU interpreter, compared
+ * with the expected outputs at ONNX's tolerances (rtol 1e-3, atol 1e-7).
+ *
+ * Each test ends as one of: pass; fail (wrong values, a run error, or an
+ * import error that is not an unsupported feature); unsupported (the model
+ * uses an op, attribute or type kfuse does not have: the reason is shown).
+ * Exit status 1 when any test fails.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "interp.h"
+#include "onnx_import.h"
+#include "tensor.h"
+
+enum { PASS, FAIL, UNSUP };
+static const char *verdict_name[] = {"pass", "FAIL", "unsupported"};
+
+typedef struct result {
+	char name[128];
+	int verdict;
+	char why[256];
+} result;
+
+static int load_set(kf_ctx *c, const char *dir, const char *prefix, kf_tensor *t, int max)
+{
+	int n = 0;
+	for (; n < max; n++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
+		struct stat st;
+		if (stat(path, &st) != 0)
+			break;
+		if (kf_onnx_read_tensor(c, path, &t[n]) < 0)
+			return -1;
+	}
+	return n;
+}
+
+/* numpy.isclose with ONNX's tolerances; NaN matches NaN. */
+static int compare(const kf_tensor *got, const kf_tensor *want, char *why, size_t cap)
+{
+	if (!kf_tensor_same_shape(got, want)) {
+		kf_buf a = {0}, b = {0};
+		kf_tensor_summary(&a, got);
+		kf_tensor_summary(&b, want);
+		snprintf(why, cap, "shape/dtype: got %.60s, want %.60s", a.p, b.p);
+		kf_buf_free(&a);
+		kf_buf_free(&b);
+		return -1;
+	}
+	int64_t n = kf_tensor_numel(got);
+	double worst = 0;
+	int64_t at = -1;
+	for (int64_t i = 0; i < n; i++) {
+		double x = kf_tensor_get(got, i), y = kf_tensor_get(want, i);
+		if (isnan(x) && isnan(y))
+			continue;
+		double err = fabs(x - y);
+		if (x == y)
+			continue;
+		if (!(err <= 1e-7 + 1e-3 * fabs(y)) && (at < 0 || err > worst || isnan(err))) {
+			worst = err;
+			at = i;
+		}
+	}
+	if (at >= 0) {
+		snprintf(why, cap, "largest error %.3g at element %lld (got %.9g, want %.9g)", worst, (long long)at,
+			 kf_tensor_get(got, at), kf_tensor_get(want, at));
+		return -1;
+	}
+	return 0;
+}
+
+static bool is_unsupported(const char *msg)
+{
+	return strstr(msg, "not supported") || strstr(msg, "does not support") || strstr(msg, "does not read") ||
+	       strstr(msg, "needs a static") || strstr(msg, "must be a constant") || strstr(msg, "not a tensor");
+}
+
+static void first_line(kf_ctx *c, char *out, size_t cap)
+{
+	kf_buf b = {0};
+	kf_diag_render(c, &b);
+	char *nl = b.p ? strchr(b.p, '\n') : NULL;
+	if (nl)
+		*nl = 0;
+	snprintf(out, cap, "%s", b.p ? b.p : "");
+	kf_buf_free(&b);
+	kf_diag_clear(c);
+}
+
+static void run_test(const char *root, const char *name, result *r)
+{
+	char dir[4096], model[4200], data[4200];
+	snprintf(dir, sizeof dir, "%s/%s", root, name);
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	snprintf(r->name, sizeof r->name, "%s", name);
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = kf_onnx_import_file(c, model, NULL);
+	if (m && kf_verify(m->graph[0]) > 0) {
+		kf_module_free(m);
+		m = NULL;
+	}
+	if (!m) {
+		first_line(c, r->why, sizeof r->why);
+		const char *msg = strstr(r->why, "error: ");
+		r->verdict = is_unsupported(r->why) ? UNSUP : FAIL;
+		if (msg)
+			memmove(r->why, msg + 7, strlen(msg + 7) + 1);
+		kf_ctx_free(c);
+		return;
+	}
+	r->verdict = PASS;
+	for (int set = 0; r->verdict == PASS; set++) {
+		snprintf(data, sizeof data, "%s/test_data_set_%d", dir, set);
+		struct stat st;
+		if (stat(data, &st) != 0)
+			break;
+		kf_tensor in[32] = {0}, want[32] = {0}, got[32] = {0};
+		int nin = load_set(c, data, "input", in, 32), nout = load_set(c, data, "output", want, 32);
+		kf_graph *g = m->graph[0];
+		if (nin < 0 || nout < 0) {
+			first_line(c, r->why, sizeof r->why);
+			r->verdict = is_unsupported(r->why) ? UNSUP : FAIL;
+		} else if ((uint32_t)nout != g->nres) {
+			snprintf(r->why, sizeof r->why, "graph has %u outputs, test data %d", g->nres, nout);
+			r->verdict = FAIL;
+		} else if (kf_interp_run(g, in, nin, got, nout) < 0) {
+			first_line(c, r->why, sizeof r->why);
+			r->verdict = FAIL;
+		} else {
+			for (int i = 0; i < nout && r->verdict == PASS; i++)
+				if (compare(&got[i], &want[i], r->why, sizeof r->why) < 0)
+					r->verdict = FAIL;
+		}
+		for (int i = 0; i < 32; i++) {
+			kf_tensor_free(&in[i]);
+			kf_tensor_free(&want[i]);
+			kf_tensor_free(&got[i]);
+		}
+	}
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv)
+{
+	const char *root = "/usr/share/libonnx-testdata/data/node", *table = NULL, *filter = NULL;
+	bool verbose = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--table") && i + 1 < argc)
+			table = argv[++i];
+		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
+			filter = argv[++i];
+		else if (!strcmp(argv[i], "-v"))
+			verbose = true;
+		else
+			root = argv[i];
+	}
+	DIR *d = opendir(root);
+	if (!d) {
+		fprintf(stderr, "%s: error: cannot open the ONNX node tests (apt-get install libonnx-testdata)\n", root);
+		return 2;
+	}
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "test_", 5) && (!filter || strstr(e->d_name, filter))) {
+			names = realloc(names, (n + 1) * sizeof *names);
+			names[n++] = strdup(e->d_name);
+		}
+	closedir(d);
+	qsort(names, n, sizeof *names, cmp_str);
+	result *res = calloc(n + 1, sizeof *res);
+	int count[3] = {0};
+	for (size_t i = 0; i < n; i++) {
+		run_test(root, names[i], &res[i]);
+		count[res[i].verdict]++;
+		if (res[i].verdict == FAIL || verbose)
+			printf("%-60s %-11s %s\n", res[i].name, verdict_name[res[i].verdict], res[i].why);
+	}
+	FILE *t = table ? fopen(table, "w") : NULL;
+	if (t) {
+		fprintf(t, "| test | verdict | detail |\n|---|---|---|\n");
+		for (size_t i = 0; i < n; i++)
+			fprintf(t, "| %s | %s | %s |\n", res[i].name, verdict_name[res[i].verdict], res[i].why);
+		fclose(t);
+	}
+	printf("ONNX node tests: %d passed, %d failed, %d unsupported, of %zu\n", count[PASS], count[FAIL],
+	       count[UNSUP], n);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(res);
+	return count[FAIL] ? 1 : 0;
+}

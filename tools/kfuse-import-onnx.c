@@ -1,0 +1,93 @@
+/* kfuse-import-onnx: ONNX model in, .kf text out. */
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "onnx_import.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: kfuse-import-onnx MODEL.onnx [-o OUT.kf] [--weights-dir D] [--inline-max N]\n"
+	      "                         [--allow-unsupported]\n"
+	      "Translates an ONNX model into kfuse's text IR.  Initializers of more than N\n"
+	      "elements (default 64) are written as .npy files into D (default: OUT.weights\n"
+	      "beside OUT; without -o everything stays inline) and named with file(\"...\").\n"
+	      "  --allow-unsupported  keep ops kfuse cannot express as opaque onnx_<Op> nodes\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"weights-dir", required_argument, 0, 'w'}, {"inline-max", required_argument, 0, 'n'},
+		{"allow-unsupported", no_argument, 0, 'u'}, {"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'V'},           {0, 0, 0, 0},
+	};
+	kf_onnx_opts o = {.inline_max = 64};
+	const char *out = NULL, *wdir = NULL;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': out = optarg; break;
+		case 'w': wdir = optarg; break;
+		case 'n': o.inline_max = atoll(optarg); break;
+		case 'u': o.allow_unsupported = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': puts("kfuse-import-onnx " KF_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return 2;
+	}
+	char defdir[PATH_MAX], ref[PATH_MAX];
+	if (out && !wdir) {
+		snprintf(defdir, sizeof defdir, "%s.weights", out);
+		wdir = defdir;
+	}
+	if (wdir) {
+		/* the text names the weights relative to the .kf file when they sit
+		 * in a folder beside it, else by the path as given */
+		char tmp[PATH_MAX], outdir[PATH_MAX] = ".";
+		snprintf(tmp, sizeof tmp, "%s", out ? out : ".");
+		if (out)
+			snprintf(outdir, sizeof outdir, "%s", dirname(tmp));
+		char wtmp[PATH_MAX];
+		snprintf(wtmp, sizeof wtmp, "%s", wdir);
+		char *wparent = dirname(wtmp);
+		char wtmp2[PATH_MAX];
+		snprintf(wtmp2, sizeof wtmp2, "%s", wdir);
+		if (strcmp(wparent, outdir) == 0)
+			snprintf(ref, sizeof ref, "%s/", basename(wtmp2));
+		else
+			snprintf(ref, sizeof ref, "%s/", wdir);
+		mkdir(wdir, 0777);
+		o.weights_dir = wdir;
+		o.weights_ref = ref;
+	}
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = kf_onnx_import_file(c, argv[optind], &o);
+	int rc = 1;
+	if (m) {
+		for (uint32_t i = 0; i < m->ngraph; i++)
+			kf_verify(m->graph[i]);
+		if (kf_nerrors(c) == 0) {
+			kf_buf b = {0};
+			kf_print_module(&b, m);
+			FILE *f = out ? fopen(out, "w") : stdout;
+			if (!f) {
+				fprintf(stderr, "%s: error: cannot write\n", out);
+			} else {
+				fwrite(b.p, 1, b.n, f);
+				rc = (out ? fclose(f) : fflush(f)) == 0 ? 0 : 1;
+			}
+			kf_buf_free(&b);
+		}
+	}
+	kf_diag_flush(c, stderr);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	return rc;
+}
