@@ -1,0 +1,23 @@
+/* npy.h: numpy .npy files <-> kf_tensor.
+ *
+ * Reads format versions 1.0, 2.0 and 3.0 of little-endian C-order arrays
+ * of <f2 <f4 <f8 |b1 |i1 <i4 <i8, and bf16 as 2-byte voids '|V2' (what
+ * np.save writes for an ml_dtypes.bfloat16 array; '<V2' and 'bfloat16' are
+ * read too).  Writes version 1.0 (2.0 when the header would not fit), bf16
+ * as '|V2'.  See docs/runtime.md.
+ * Every failure is an error in the context naming the file, and -1. */
+#ifndef KF_NPY_H
+#define KF_NPY_H
+
+#include "kf.h"
+
+/* Reads path into out (overwritten).  0, or -1 with an error naming the file. */
+int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out);
+/* Parses a whole .npy image already in memory; name is used in errors. */
+int kf_npy_parse(kf_ctx *c, const char *name, const void *buf, size_t len, kf_tensor *out);
+/* Writes t to path atomically (a temporary file, then rename). */
+int kf_npy_write(kf_ctx *c, const char *path, const kf_tensor *t);
+/* Appends the .npy image of t to out (for tests and in-memory use). */
+void kf_npy_serialize(const kf_tensor *t, kf_buf *out);
+
+#endif
