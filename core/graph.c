@@ -284,7 +284,8 @@ void kf_node_set_attr(kf_graph *g, kf_nid n, kf_sid key, kf_attrval v)
 			return;
 		}
 	kf_attr *a = kf_alloc(&g->arena, (x->nattr + 1) * sizeof *a);
-	memcpy(a, x->attr, x->nattr * sizeof *a);
+	if (x->nattr)
+		memcpy(a, x->attr, x->nattr * sizeof *a);
 	a[x->nattr] = (kf_attr){key, kf_attrval_copy(g, &v)};
 	x = &g->node[n];
 	x->attr = a;
