@@ -31,7 +31,8 @@ void kf_graph_free(kf_graph *g)
 void kf_graph_set_results(kf_graph *g, const kf_tid *types, uint32_t n)
 {
 	g->res = kf_alloc(&g->arena, (n ? n : 1) * sizeof *g->res);
-	memcpy(g->res, types, n * sizeof *types);
+	if (n)
+		memcpy(g->res, types, n * sizeof *types);
 	g->nres = n;
 }
 
