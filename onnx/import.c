@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "importer.h"
+#include "interp.h"
 #include "npy.h"
+#include "passes.h"
 #include "tensor.h"
 
 int kf_imp_fail(kf_imp *I, const char *fmt, ...)
@@ -63,34 +65,45 @@ void kf_imp_bind(kf_imp *I, const char *name, kf_vid v)
 		I->g->val[v].name = clean_name(I->c, name);
 }
 
-/* Creates a node and gives its results the types the op infers. */
-kf_nid kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres)
+/* Creates a node and gives its results the types the op infers; a node
+ * whose operands are all small constants is folded at once, so that shape
+ * arithmetic (Shape, Gather of it, Concat, ...) ends in the constants that
+ * Reshape and friends need at compile time. */
+int kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres, kf_vid *res)
 {
 	for (int i = 0; i < nin; i++)
 		if (in[i] == KF_NONE)
-			return KF_NONE;
-	kf_tid dummy[16];
-	for (int i = 0; i < nres && i < 16; i++)
+			return -1;
+	if (nres > 64)
+		return kf_imp_fail(I, "more than 64 results");
+	kf_tid dummy[64];
+	for (int i = 0; i < nres; i++)
 		dummy[i] = I->scalar_f32;
 	kf_nid n = kf_node_new(I->g, 0, KF_NONE, op, in, (uint32_t)nin, dummy, (uint32_t)nres);
 	if (na)
 		kf_node_set_attrs(I->g, n, a, (uint32_t)na);
-	kf_type t[16];
+	kf_type t[64];
 	char err[256];
-	int k = kf_infer(I->g, n, t, 16, err, sizeof err);
-	if (k != nres) {
-		kf_imp_fail(I, "%s", k < 0 ? err : "result count mismatch");
-		return KF_NONE;
-	}
-	for (int i = 0; i < nres; i++)
+	int k = kf_infer(I->g, n, t, 64, err, sizeof err);
+	if (k != nres)
+		return kf_imp_fail(I, "%s", k < 0 ? err : "result count mismatch");
+	for (int i = 0; i < nres; i++) {
 		I->g->val[kf_res(I->g, n, (uint32_t)i)].type = kf_type_intern(I->c, &t[i]);
-	return n;
+		res[i] = kf_res(I->g, n, (uint32_t)i);
+	}
+	kf_vid folded[64];
+	if (op != KF_OP_CONST && kf_fold_node(I->g, n, 4096, folded) == 1) {
+		for (int i = 0; i < nres; i++)
+			res[i] = folded[i];
+		kf_node_erase(I->g, n);
+	}
+	return 0;
 }
 
 kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na)
 {
-	kf_nid n = kf_imp_node(I, op, in, nin, a, na, 1);
-	return n == KF_NONE ? KF_NONE : kf_res(I->g, n, 0);
+	kf_vid r;
+	return kf_imp_node(I, op, in, nin, a, na, 1, &r) < 0 ? KF_NONE : r;
 }
 
 static kf_vid const_node(kf_imp *I, kf_const *k, const kf_type *t)
@@ -301,6 +314,7 @@ kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t l
 		onnx__model_proto__free_unpacked(mp, NULL);
 		return NULL;
 	}
+	kf_rt_register(c); /* CPU kernels fold constant subgraphs at import */
 	kf_imp I = {.c = c, .src = src, .opset = default_opset(mp)};
 	if (o)
 		I.o = *o;

@@ -21,8 +21,9 @@ typedef struct kf_imp {
 int kf_imp_fail(kf_imp *I, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 kf_vid kf_imp_lookup(kf_imp *I, const char *name);
 void kf_imp_bind(kf_imp *I, const char *name, kf_vid v);
-/* A node of op over in[], typed by inference; KF_NONE after an error. */
-kf_nid kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres);
+/* A node of op over in[], typed by inference (folded when its operands are
+ * constants); its results in res[].  -1 after an error. */
+int kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres, kf_vid *res);
 kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na);
 kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt);
 kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name);

@@ -25,10 +25,23 @@ static int64_t oint(NP *np, const char *name, int64_t dflt)
 	return a ? a->i : dflt;
 }
 
+/* ONNX float attributes are f32: take the shortest decimal that reads back
+ * as the same f32, so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
+static double f32_clean(float f)
+{
+	char buf[32];
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+		if ((float)strtod(buf, NULL) == f)
+			return strtod(buf, NULL);
+	}
+	return f;
+}
+
 static double ofloat(NP *np, const char *name, double dflt)
 {
 	const Onnx__AttributeProto *a = oattr(np, name);
-	return a ? a->f : dflt;
+	return a ? f32_clean(a->f) : dflt;
 }
 
 static void ostr(NP *np, const char *name, const char *dflt, char *out, size_t cap)
@@ -101,6 +114,16 @@ static kf_vid reshape_to(kf_imp *I, kf_vid x, const int64_t *shape, int rank)
 	kf_attrval items[KF_MAX_RANK];
 	kf_attr a = alist(I, "shape", items, shape, rank);
 	return kf_imp_op(I, KF_OP_RESHAPE, &x, 1, &a, 1);
+}
+
+static kf_vid reduce(kf_imp *I, int op, kf_vid x, const int64_t *axes, int n, bool keep)
+{
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a[2] = {ab(I, "keepdims", keep)};
+	int na = 1;
+	if (n > 0)
+		a[na++] = alist(I, "axes", items, axes, n);
+	return kf_imp_op(I, op, &x, 1, a, na);
 }
 
 static int need_static(kf_imp *I, kf_vid x)
@@ -372,12 +395,7 @@ static int tr_split(kf_imp *I, NP *np, kf_vid *out, int op)
 	int na = 1;
 	if (n > 0)
 		a[na++] = alist(I, "sizes", items, sizes, n);
-	kf_nid nd = kf_imp_node(I, KF_OP_SPLIT, &x, 1, a, na, nres);
-	if (nd == KF_NONE)
-		return -1;
-	for (int i = 0; i < nres; i++)
-		out[i] = kf_res(I->g, nd, (uint32_t)i);
-	return nres;
+	return kf_imp_node(I, KF_OP_SPLIT, &x, 1, a, na, nres, out) < 0 ? -1 : nres;
 }
 
 static int tr_reduce(kf_imp *I, NP *np, kf_vid *out, int op)
@@ -429,12 +447,30 @@ static int tr_softmax(kf_imp *I, NP *np, kf_vid *out, int op)
 
 static int tr_layer_norm(kf_imp *I, NP *np, kf_vid *out, int op)
 {
-	for (size_t i = 1; i < np->n_output; i++)
-		if (np->output[i][0])
-			return kf_imp_fail(I, "output %zu (Mean / InvStdDev) is not supported", i);
 	kf_vid v[3] = {in(I, np, 0), in(I, np, 1), in(I, np, 2)};
-	kf_attr a[2] = {ai(I, "axis", oint(np, "axis", -1)), af(I, "epsilon", ofloat(np, "epsilon", 1e-5))};
-	return (out[0] = kf_imp_op(I, KF_OP_LAYER_NORM, v, has_in(np, 2) ? 3 : 2, a, 2)) != KF_NONE;
+	double eps = ofloat(np, "epsilon", 1e-5);
+	int64_t axis = oint(np, "axis", -1);
+	kf_attr a[2] = {ai(I, "axis", axis), af(I, "epsilon", eps)};
+	if ((out[0] = kf_imp_op(I, KF_OP_LAYER_NORM, v, has_in(np, 2) ? 3 : 2, a, 2)) == KF_NONE)
+		return -1;
+	bool stats = false;
+	for (size_t i = 1; i < np->n_output; i++)
+		stats |= np->output[i][0] != 0;
+	if (!stats)
+		return 1;
+	/* Mean and InvStdDev, kept-dim shaped, as the op's function body defines them */
+	kf_vid x = v[0];
+	int r = ty(I, x)->rank;
+	int64_t ax = axis < 0 ? axis + r : axis, axes[KF_MAX_RANK];
+	int n = 0;
+	for (int64_t i = ax; i < r; i++)
+		axes[n++] = i;
+	kf_vid mean = reduce(I, KF_OP_REDUCE_MEAN, x, axes, n, true);
+	kf_vid d = op2(I, KF_OP_SUB, x, mean);
+	kf_vid var = reduce(I, KF_OP_REDUCE_MEAN, op2(I, KF_OP_MUL, d, d), axes, n, true);
+	out[1] = mean;
+	out[2] = op1(I, KF_OP_RSQRT, op2(I, KF_OP_ADD, var, sc(I, eps, x)));
+	return out[1] == KF_NONE || out[2] == KF_NONE ? -1 : 3;
 }
 
 static int tr_gelu(kf_imp *I, NP *np, kf_vid *out, int op)
@@ -524,6 +560,170 @@ static int tr_clip(kf_imp *I, NP *np, kf_vid *out, int op)
 	return (out[0] = x) != KF_NONE;
 }
 
+
+/* ---- shape queries and simple ops ONNX has and kfuse composes ---- */
+
+static int tr_shape(kf_imp *I, NP *np, kf_vid *out, int size)
+{
+	kf_vid x = in(I, np, 0);
+	if (x == KF_NONE || need_static(I, x) < 0)
+		return -1;
+	const kf_type *t = ty(I, x);
+	if (size)
+		return (out[0] = kf_imp_scalar(I, (double)kf_type_numel(t), KF_I64)) != KF_NONE;
+	int64_t r = t->rank, lo = oint(np, "start", 0), hi = oint(np, "end", r);
+	lo = lo < 0 ? lo + r : lo;
+	hi = hi < 0 ? hi + r : hi;
+	lo = lo < 0 ? 0 : lo > r ? r : lo;
+	hi = hi < lo ? lo : hi > r ? r : hi;
+	int64_t n = hi - lo;
+	kf_tensor v;
+	if (kf_tensor_alloc(&v, KF_I64, 1, &n) < 0)
+		return -1;
+	for (int64_t i = 0; i < n; i++)
+		kf_tensor_set_i64(&v, i, t->dim[lo + i]);
+	out[0] = kf_imp_tensor_const(I, &v, np->output[0]);
+	kf_tensor_free(&v);
+	return out[0] != KF_NONE;
+}
+
+static int tr_constant_of_shape(kf_imp *I, NP *np, kf_vid *out, int op)
+{
+	int64_t shape[KF_MAX_RANK];
+	bool present;
+	int r = ints_from(I, np, 0, NULL, shape, KF_MAX_RANK, &present);
+	if (r < 0)
+		return -1;
+	kf_tensor fill = {0}, v;
+	const Onnx__AttributeProto *a = oattr(np, "value");
+	char err[256];
+	if (a && a->t && kf_onnx_tensor(a->t, &fill, err, sizeof err) < 0)
+		return kf_imp_fail(I, "%s", err);
+	kf_dtype d = a && a->t ? (kf_dtype)fill.dtype : KF_F32;
+	if (kf_tensor_alloc(&v, d, r, shape) < 0) {
+		kf_tensor_free(&fill);
+		return kf_imp_fail(I, "the shape is too large");
+	}
+	double x = a && a->t && kf_tensor_numel(&fill) ? kf_tensor_get(&fill, 0) : 0;
+	for (int64_t i = 0, n = kf_tensor_numel(&v); i < n; i++)
+		kf_tensor_set(&v, i, x);
+	out[0] = kf_imp_tensor_const(I, &v, np->output[0]);
+	kf_tensor_free(&v);
+	kf_tensor_free(&fill);
+	return out[0] != KF_NONE;
+}
+
+static int tr_cast_like(kf_imp *I, NP *np, kf_vid *out, int op)
+{
+	kf_vid x = in(I, np, 0), like = in(I, np, 1);
+	if (x == KF_NONE || like == KF_NONE)
+		return -1;
+	kf_attr a = astr(I, "to", kf_dtype_name(dt(I, like)));
+	return (out[0] = kf_imp_op(I, KF_OP_CAST, &x, 1, &a, 1)) != KF_NONE;
+}
+
+static int tr_isnan_inf(kf_imp *I, NP *np, kf_vid *out, int inf)
+{
+	kf_vid x = in(I, np, 0);
+	if (x == KF_NONE)
+		return -1;
+	if (!inf)
+		return (out[0] = op2(I, KF_OP_NE, x, x)) != KF_NONE;
+	bool pos = oint(np, "detect_positive", 1), neg = oint(np, "detect_negative", 1);
+	kf_vid y = pos && neg ? op2(I, KF_OP_EQ, op1(I, KF_OP_ABS, x), sc(I, INFINITY, x))
+		 : op2(I, KF_OP_EQ, x, sc(I, pos ? INFINITY : neg ? -INFINITY : NAN, x));
+	return (out[0] = y) != KF_NONE;
+}
+
+/* Inference-mode Dropout: the identity, and an all-true mask. */
+static int tr_dropout(kf_imp *I, NP *np, kf_vid *out, int op)
+{
+	kf_vid x = in(I, np, 0);
+	if (x == KF_NONE)
+		return -1;
+	if (has_in(np, 2)) {
+		int64_t train;
+		if (kf_imp_const_ints(I, in(I, np, 2), &train, 1) != 1 || train)
+			return kf_imp_fail(I, "training mode is not supported (it is random)");
+	}
+	out[0] = x;
+	if (np->n_output < 2 || !np->output[1][0])
+		return 1;
+	if (need_static(I, x) < 0)
+		return -1;
+	const kf_type *t = ty(I, x);
+	kf_tensor m;
+	if (kf_tensor_alloc(&m, KF_I1, t->rank, t->dim) < 0)
+		return -1;
+	for (int64_t i = 0, n = kf_tensor_numel(&m); i < n; i++)
+		kf_tensor_set(&m, i, 1);
+	out[1] = kf_imp_tensor_const(I, &m, np->output[1]);
+	kf_tensor_free(&m);
+	return out[1] == KF_NONE ? -1 : 2;
+}
+
+/* A per-channel parameter [C] as [C,1,...,1] so it broadcasts over NC... */
+static kf_vid per_channel(kf_imp *I, kf_vid p, int rank)
+{
+	const kf_type *t = ty(I, p);
+	int64_t s[KF_MAX_RANK];
+	if (t->rank != 1 || rank < 2)
+		return p;
+	s[0] = t->dim[0];
+	for (int i = 1; i < rank - 1; i++)
+		s[i] = 1;
+	return reshape_to(I, p, s, rank - 1);
+}
+
+static int tr_batch_norm(kf_imp *I, NP *np, kf_vid *out, int op)
+{
+	if (oint(np, "training_mode", 0))
+		return kf_imp_fail(I, "training mode is not supported");
+	for (size_t i = 1; i < np->n_output; i++)
+		if (np->output[i][0])
+			return kf_imp_fail(I, "output %zu (running statistics) is not supported", i);
+	kf_vid x = in(I, np, 0);
+	if (x == KF_NONE)
+		return -1;
+	int r = ty(I, x)->rank;
+	kf_vid scale = per_channel(I, in(I, np, 1), r), b = per_channel(I, in(I, np, 2), r);
+	kf_vid mean = per_channel(I, in(I, np, 3), r), var = per_channel(I, in(I, np, 4), r);
+	kf_vid inv = op1(I, KF_OP_RSQRT, op2(I, KF_OP_ADD, var, sc(I, ofloat(np, "epsilon", 1e-5), x)));
+	kf_vid y = op2(I, KF_OP_MUL, op2(I, KF_OP_SUB, x, mean), op2(I, KF_OP_MUL, inv, scale));
+	return (out[0] = op2(I, KF_OP_ADD, y, b)) != KF_NONE;
+}
+
+/* ReduceSumSquare, L1, L2, LogSum, LogSumExp as ONNX's function bodies write them. */
+static int tr_reduce_composite(kf_imp *I, NP *np, kf_vid *out, int which)
+{
+	kf_vid x = in(I, np, 0);
+	int64_t axes[KF_MAX_RANK];
+	bool present;
+	int n = ints_from(I, np, 1, I->opset >= 18 ? NULL : "axes", axes, KF_MAX_RANK, &present);
+	if (x == KF_NONE || n < 0)
+		return -1;
+	if (n == 0 && oint(np, "noop_with_empty_axes", 0))
+		return (out[0] = x), 1;
+	bool keep = oint(np, "keepdims", 1) != 0;
+	kf_vid y = KF_NONE;
+	switch (which) {
+	case 0: y = reduce(I, KF_OP_REDUCE_SUM, op2(I, KF_OP_MUL, x, x), axes, n, keep); break;
+	case 1: y = reduce(I, KF_OP_REDUCE_SUM, op1(I, KF_OP_ABS, x), axes, n, keep); break;
+	case 2: y = op1(I, KF_OP_SQRT, reduce(I, KF_OP_REDUCE_SUM, op2(I, KF_OP_MUL, x, x), axes, n, keep)); break;
+	case 3: y = op1(I, KF_OP_LOG, reduce(I, KF_OP_REDUCE_SUM, x, axes, n, keep)); break;
+	case 4: { /* max-shifted for range: log(sum(exp(x - m))) + m */
+		kf_vid m = reduce(I, KF_OP_REDUCE_MAX, x, axes, n, true);
+		kf_vid s = reduce(I, KF_OP_REDUCE_SUM, op1(I, KF_OP_EXP, op2(I, KF_OP_SUB, x, m)), axes, n, keep);
+		kf_vid mk = keep ? m : reduce(I, KF_OP_REDUCE_MAX, x, axes, n, false);
+		y = op2(I, KF_OP_ADD, op1(I, KF_OP_LOG, s), mk);
+		break;
+	}
+	}
+	if (which != 4 && !kf_dtype_is_float(dt(I, x)) && which >= 2)
+		return kf_imp_fail(I, "integer input is not supported");
+	return (out[0] = y) != KF_NONE;
+}
+
 static const struct {
 	const char *name;
 	tr_fn fn;
@@ -566,6 +766,16 @@ static const struct {
 	{"Softplus", tr_activation, 6, ""}, {"Softsign", tr_activation, 7, ""},
 	{"ThresholdedRelu", tr_activation, 8, "alpha"}, {"PRelu", tr_activation, 9, ""},
 	{"Sign", tr_activation, 10, ""}, {"Clip", tr_clip, 0, "min max"},
+	{"Shape", tr_shape, 0, "start end"}, {"Size", tr_shape, 1, ""},
+	{"ConstantOfShape", tr_constant_of_shape, 0, "value"}, {"CastLike", tr_cast_like, 0, "saturate"},
+	{"IsNaN", tr_isnan_inf, 0, ""}, {"IsInf", tr_isnan_inf, 1, "detect_positive detect_negative"},
+	{"Dropout", tr_dropout, 0, "ratio seed"},
+	{"BatchNormalization", tr_batch_norm, 0, "epsilon momentum training_mode spatial"},
+	{"ReduceSumSquare", tr_reduce_composite, 0, "axes keepdims noop_with_empty_axes"},
+	{"ReduceL1", tr_reduce_composite, 1, "axes keepdims noop_with_empty_axes"},
+	{"ReduceL2", tr_reduce_composite, 2, "axes keepdims noop_with_empty_axes"},
+	{"ReduceLogSum", tr_reduce_composite, 3, "axes keepdims noop_with_empty_axes"},
+	{"ReduceLogSumExp", tr_reduce_composite, 4, "axes keepdims noop_with_empty_axes"},
 };
 
 static bool word_in(const char *list, const char *w)
