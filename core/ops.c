@@ -353,8 +353,8 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 	[KF_OP_MUL] = {"mul", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a * b)", "", "a * b, broadcast"},
 	[KF_OP_DIV] = {"div", 2, 2, 1, BC, 0, inf_arith, NULL, "(a / b)", "", "a / b, broadcast"},
 	[KF_OP_POW] = {"pow", 2, 2, 1, BC, 0, inf_arith, NULL, "powf(a, b)", "", "a ^ b, broadcast"},
-	[KF_OP_MAX] = {"max", 2, 2, 1, BC, COMM, inf_arith, NULL, "fmaxf(a, b)", "", "larger of a and b, broadcast"},
-	[KF_OP_MIN] = {"min", 2, 2, 1, BC, COMM, inf_arith, NULL, "fminf(a, b)", "", "smaller of a and b, broadcast"},
+	[KF_OP_MAX] = {"max", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a > b || a != a ? a : b)", "", "larger of a and b (NaN if either is), broadcast"},
+	[KF_OP_MIN] = {"min", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a < b || a != a ? a : b)", "", "smaller of a and b (NaN if either is), broadcast"},
 	[KF_OP_NEG] = {"neg", 1, 1, 1, EW, 0, inf_num1, NULL, "(-a)", "", "-a"},
 	[KF_OP_ABS] = {"abs", 1, 1, 1, EW, 0, inf_num1, NULL, "fabsf(a)", "", "|a|"},
 	[KF_OP_EXP] = {"exp", 1, 1, 1, EW, 0, inf_float1, NULL, "expf(a)", "", "e^a"},
@@ -364,7 +364,7 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 	[KF_OP_TANH] = {"tanh", 1, 1, 1, EW, 0, inf_float1, NULL, "tanhf(a)", "", "hyperbolic tangent"},
 	[KF_OP_SIGMOID] = {"sigmoid", 1, 1, 1, EW, 0, inf_float1, NULL, "(1.f / (1.f + expf(-a)))", "",
 			   "1 / (1 + e^-a)"},
-	[KF_OP_RELU] = {"relu", 1, 1, 1, EW, 0, inf_num1, NULL, "fmaxf(a, 0.f)", "", "max(a, 0)"},
+	[KF_OP_RELU] = {"relu", 1, 1, 1, EW, 0, inf_num1, NULL, "(a < 0.f ? 0.f : a)", "", "max(a, 0); NaN stays NaN"},
 	/* the expression is the exact (approximate = "none") form; the tanh form
 	 * depends on the attribute, so an emitter must look at it */
 	[KF_OP_GELU] = {"gelu", 1, 1, 1, EW, 0, inf_gelu, NULL, "(0.5f * a * (1.f + erff(a * 0.70710678118654752f)))",

@@ -104,7 +104,8 @@ typedef struct kf_timing {
 } kf_timing;
 
 void kf_timing_add(kf_timing *t, const char *name, double seconds);
-/* The table: one row per entry (a pass run twice has two), then a total. */
+/* The table: one row per entry (a pass run twice has two; with verify_each a
+ * "(verify-each)" row follows each pass), then a total. */
 void kf_timing_render(const kf_timing *t, kf_buf *out);
 void kf_timing_free(kf_timing *t);
 double kf_now(void); /* monotonic seconds */
@@ -113,7 +114,8 @@ typedef enum {
 	KF_DUMP_BEFORE, KF_DUMP_AFTER
 } kf_dump_when;
 
-/* How to run a pipeline.  Print conditions: after every pass (after_all),
+/* How to run a pipeline.  verify_each verifies each graph a pass changed
+ * (a pass that reports no change is trusted to have left it alone).  Print conditions: after every pass (after_all),
  * after a pass that changed something (after_change), before/after the passes
  * named in before/after (comma-separated names). */
 typedef struct kf_runopts {

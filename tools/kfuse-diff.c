@@ -228,20 +228,20 @@ static const char *local_difference(differ *d, kf_nid m, kf_nid n)
 {
 	const kf_node *x = &d->a.g->node[m], *y = &d->b.g->node[n];
 	if (x->op != y->op)
-		return "op";
+		return "op differs";
 	if (x->nin != y->nin)
-		return "operand count";
+		return "operand count differs";
 	if (x->nres != y->nres)
-		return "result count";
+		return "result count differs";
 	for (uint32_t i = 0; i < x->nres; i++)
 		if (d->a.g->val[x->res0 + i].type != d->b.g->val[y->res0 + i].type)
-			return "result type";
+			return "result type differs";
 	if (hash_attrs(d, d->a.g, x) != hash_attrs(d, d->b.g, y))
-		return "attributes";
+		return "attributes differ";
 	if (hash_const(d, d->a.g, x) != hash_const(d, d->b.g, y))
-		return "constant value";
+		return "constant value differs";
 	if (d->rtol >= 0 && !const_close(d, x->cst, y->cst))
-		return "constant value (beyond --rtol)";
+		return "constant value differs beyond --rtol";
 	return NULL;
 }
 
@@ -333,9 +333,7 @@ static void walk(differ *d, kf_vid ra, kf_vid rb)
 		}
 		const char *what = local_difference(d, m, n);
 		if (what) {
-			char msg[96];
-			snprintf(msg, sizeof msg, "%s differs", what);
-			report(d, p.a, p.b, msg);
+			report(d, p.a, p.b, what);
 			if (d->a.g->node[m].op != d->b.g->node[n].op || d->a.g->node[m].nin != d->b.g->node[n].nin)
 				continue;
 		}

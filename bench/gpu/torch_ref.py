@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The GPU benchmarks of bench/gpu/*.kf in PyTorch: eager and torch.compile,
+median time from triton.testing.do_bench (CUDA events), plus a device copy
+for the bandwidth ceiling.  Prints one JSON object per line:
+  {"name": ..., "bytes": ..., "eager_ms": ..., "compile_ms": ...}
+  {"name": "copy", "bytes": ..., "ms": ..., "gbs": ...}
+bytes counts each input and output once (the traffic a fused kernel needs)."""
+import json
+import math
+import sys
+
+import torch
+
+try:
+    from triton.testing import do_bench
+except ImportError:  # CUDA events by hand
+    def do_bench(fn, warmup=25, rep=100, return_mode="median"):
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(100):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            ts.append(s.elapsed_time(e))
+        ts.sort()
+        return ts[len(ts) // 2]
+
+dev = "cuda"
+torch.manual_seed(0)
+
+
+def ew_chain(x):
+    c = torch.relu(x * 1.5 + -0.25)
+    return c * c - x
+
+
+def bias_gelu(x, b):
+    return torch.nn.functional.gelu(x + b, approximate="tanh")
+
+
+def layer_norm(x, g, be):
+    mu = x.mean(dim=-1, keepdim=True)
+    d = x - mu
+    var = (d * d).mean(dim=-1, keepdim=True)
+    return d * torch.rsqrt(var + 1e-5) * g + be
+
+
+def softmax(x):
+    m = x.amax(dim=-1, keepdim=True)
+    e = torch.exp(x - m)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+CASES = {
+    "ew_chain": (ew_chain, [(16777216,)]),
+    "bias_gelu": (bias_gelu, [(8192, 4096), (4096,)]),
+    "layer_norm": (layer_norm, [(16384, 1024), (1024,), (1024,)]),
+    "softmax": (softmax, [(16384, 1024)]),
+}
+
+
+def main():
+    names = sys.argv[1:] or list(CASES)
+    for name in names:
+        fn, shapes = CASES[name]
+        args = [torch.randn(*s, device=dev, dtype=torch.float32) for s in shapes]
+        out = fn(*args)
+        nbytes = sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
+        eager = do_bench(lambda: fn(*args), return_mode="median")
+        try:
+            cfn = torch.compile(fn)
+            cfn(*args)
+            comp = do_bench(lambda: cfn(*args), return_mode="median")
+        except Exception as e:  # no compiler toolchain: report and go on
+            print(f"torch.compile failed for {name}: {e}", file=sys.stderr)
+            comp = math.nan
+        print(json.dumps({"name": name, "bytes": nbytes, "eager_ms": eager, "compile_ms": comp}), flush=True)
+    # the ceiling: a device-to-device copy of 1 GiB (read + write counted)
+    n = 1 << 28
+    a = torch.empty(n, device=dev, dtype=torch.float32)
+    b = torch.empty_like(a)
+    ms = do_bench(lambda: b.copy_(a), return_mode="median")
+    nb = 2 * n * 4
+    print(json.dumps({"name": "copy", "bytes": nb, "ms": ms, "gbs": nb / ms / 1e6}), flush=True)
+
+
+main()

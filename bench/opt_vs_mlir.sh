@@ -1,0 +1,78 @@
+#!/bin/sh
+# opt_vs_mlir.sh: kfuse-opt -p canonicalize,cse,dce against
+# mlir-opt-19 --canonicalize --cse on the same generated graph (bench/gen_graph.py
+# writes it as g.kf and as TOSA g.mlir).  Builds nothing.
+#
+# usage: bench/opt_vs_mlir.sh [-k KFUSE_OPT] [-n NODES] [-r RUNS] [-g GENERATOR]
+# Prints a markdown table: best wall time of RUNS runs, peak RSS (/usr/bin/time -v)
+# and the number of ops left (lines defining a value in the output, constants
+# included, on both sides).
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+kopt=""
+nodes=200000
+runs=3
+gen="$root/bench/gen_graph.py"
+while getopts k:n:r:g: o; do
+	case $o in
+	k) kopt=$OPTARG ;;
+	n) nodes=$OPTARG ;;
+	r) runs=$OPTARG ;;
+	g) gen=$OPTARG ;;
+	*) echo "usage: $0 [-k KFUSE_OPT] [-n NODES] [-r RUNS] [-g GENERATOR]" >&2; exit 2 ;;
+	esac
+done
+if [ -z "$kopt" ]; then
+	# the most recently built kfuse-opt under build*/
+	kopt=$(ls -t "$root"/build*/kfuse-opt "$root"/build*/tools/kfuse-opt 2>/dev/null | head -n 1 || true)
+fi
+[ -x "$kopt" ] || { echo "$0: no kfuse-opt found (build it, or pass -k PATH)" >&2; exit 1; }
+mlir=$(command -v mlir-opt-19 || command -v mlir-opt || true)
+[ -n "$mlir" ] || { echo "$0: mlir-opt-19 is not installed" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "$0: /usr/bin/time is needed (Debian package 'time')" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 "$gen" --nodes "$nodes" --out "$tmp"
+
+# measure NAME OUTFILE CMD...: best wall seconds and the max peak RSS (KiB) over runs
+measure() {
+	name=$1 out=$2
+	shift 2
+	best="" rss=0 i=0
+	while [ $i -lt "$runs" ]; do
+		/usr/bin/time -v "$@" >"$out" 2>"$tmp/$name.time" || {
+			cat "$tmp/$name.time" >&2
+			echo "$0: $name failed" >&2
+			exit 1
+		}
+		w=$(sed -n 's/.*Elapsed (wall clock) time.*: //p' "$tmp/$name.time" |
+			awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
+		r=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tmp/$name.time")
+		best=$(awk -v a="$best" -v b="$w" 'BEGIN { print (a == "" || b < a) ? b : a }')
+		[ "$r" -gt "$rss" ] && rss=$r
+		i=$((i + 1))
+	done
+	echo "$best $rss"
+}
+
+set -- $(measure kfuse "$tmp/out.kf" "$kopt" "$tmp/g.kf" -p canonicalize,cse,dce -o "$tmp/out.kf")
+kt=$1 kr=$2
+set -- $(measure mlir "$tmp/out.mlir" "$mlir" --canonicalize --cse "$tmp/g.mlir" -o "$tmp/out.mlir")
+mt=$1 mr=$2
+
+kin=$(grep -c ' = ' "$tmp/g.kf" || true)
+min=$(grep -c ' = ' "$tmp/g.mlir" || true)
+kleft=$(grep -c ' = ' "$tmp/out.kf" || true)
+mleft=$(grep -c ' = ' "$tmp/out.mlir" || true)
+
+awk -v kt="$kt" -v mt="$mt" -v kr="$kr" -v mr="$mr" -v kin="$kin" -v min="$min" \
+    -v kl="$kleft" -v ml="$mleft" -v n="$nodes" -v runs="$runs" -v gen="$(basename "$gen")" 'BEGIN {
+	printf "graph: %s --nodes %d (best of %d runs)\n\n", gen, n, runs
+	printf "| | kfuse-opt -p canonicalize,cse,dce | mlir-opt-19 --canonicalize --cse | ratio (mlir / kfuse) |\n"
+	printf "|---|---:|---:|---:|\n"
+	printf "| wall time | %.3f s | %.3f s | %.1fx |\n", kt, mt, (kt > 0 ? mt / kt : 0)
+	printf "| peak RSS | %.1f MiB | %.1f MiB | %.1fx |\n", kr / 1024, mr / 1024, (kr > 0 ? mr / kr : 0)
+	printf "| ops in | %d | %d | |\n", kin, min
+	printf "| ops left | %d | %d | |\n", kl, ml
+}'

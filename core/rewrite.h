@@ -1,0 +1,224 @@
+/* rewrite.h: the rewrite engine: pattern graphs, the matcher and the
+ * greedy worklist driver (MLIR-shaped: rules indexed by root op, tried by
+ * benefit, a de-duplicated worklist, dead nodes removed, bounded iterations,
+ * a converged / not-converged result).
+ *
+ * A rule is a pattern graph (variables, constants, ops) plus either a
+ * replacement template (a second pattern graph whose variables are the
+ * pattern's, instantiated in C) or a replace callback.  The Lua bridge
+ * (core/lua_rules.c) traces `rule { ... }` scripts into these structures;
+ * C code can build them directly with kf_pat_*.  A transform is a rule with
+ * no pattern: an apply callback run on every node of one op.
+ *
+ * Callbacks build replacements through a kf_rewriter, which journals every
+ * mutation so that a rule failing half way is rolled back and the graph is
+ * never left half rewritten.
+ */
+#ifndef KF_REWRITE_H
+#define KF_REWRITE_H
+
+#include "kf.h"
+
+/* ---- pattern graphs ------------------------------------------------------ */
+
+/* A pattern value: a pattern node and one of its results. */
+typedef uint32_t kf_pv;
+#define KF_PV(node, res) (((uint32_t)(node) << 8) | (uint32_t)(res))
+#define KF_PV_NODE(pv) ((pv) >> 8)
+#define KF_PV_RES(pv) ((pv) & 0xffu)
+#define KF_PAT_MAXOUT 16
+
+typedef enum { KF_PN_VAR, KF_PN_CONST, KF_PN_OP } kf_pnkind;
+
+typedef struct kf_pnode {
+	uint8_t kind;     /* kf_pnkind */
+	uint8_t nres;     /* OP: result count */
+	uint16_t op;      /* OP */
+	uint32_t nin;
+	kf_pv *in;        /* OP: operands */
+	uint32_t nattr;
+	kf_attr *attr;    /* OP: attributes that must match; unnamed ones match anything */
+	uint32_t var;     /* VAR: variable index */
+	double cval;      /* CONST: value */
+	int cdtype;       /* CONST: kf_dtype, or -1: any (matching) / from the context (replacing) */
+} kf_pnode;
+
+typedef struct kf_pattern {
+	kf_ctx *ctx;
+	kf_arena arena;
+	kf_pnode *node;
+	uint32_t nnode, capnode;
+	uint32_t nvar;
+	const char **varname;  /* [nvar] */
+	uint32_t capvar;
+	uint32_t nout;
+	kf_pv out[KF_PAT_MAXOUT];
+} kf_pattern;
+
+kf_pattern *kf_pat_new(kf_ctx *c);
+void kf_pat_free(kf_pattern *p);
+/* Adds pattern variable `name` (copied); variables are numbered in order. */
+kf_pv kf_pat_var(kf_pattern *p, const char *name);
+kf_pv kf_pat_const(kf_pattern *p, double v, int dtype);
+/* An op node with nres results (nres 0: the op's declared count, or 1);
+ * attributes are deep-copied.  Returns its result 0. */
+kf_pv kf_pat_op(kf_pattern *p, int op, const kf_pv *in, uint32_t nin,
+		const kf_attr *attr, uint32_t nattr, uint32_t nres);
+/* Sets the outputs; out[0] is the root and must be an op result.  Returns
+ * -1 with a message in err when an output is not reachable from the root. */
+int kf_pat_set_outputs(kf_pattern *p, const kf_pv *out, uint32_t n, char *err, size_t errlen);
+/* Longest operand chain from the root, in op nodes (1 for a single op). */
+int kf_pat_depth(const kf_pattern *p);
+/* The ops of the pattern's op nodes, root first: "mul(add, tanh)" style. */
+void kf_pat_print(kf_buf *out, const kf_pattern *p);
+
+/* ---- rules ------------------------------------------------------------- */
+
+typedef struct kf_rewriter kf_rewriter;
+typedef struct kf_rule kf_rule;
+
+struct kf_rule {
+	const char *name;
+	const char *origin;     /* "file.lua:12", for messages */
+	int benefit;            /* higher first */
+	double rtol;            /* constants match within this relative tolerance */
+	bool keep_interior;     /* matched interior values used outside are kept */
+	kf_pattern *pat;        /* NULL: a transform */
+	kf_pattern *tmpl;       /* replacement traced once; NULL: replace() */
+	int on_op;              /* the root op (rules: from pat; transforms: given) */
+	/* Callbacks; each returns 1 (yes / changed), 0 (no) or -1 (error, in the
+	 * context).  where and replace see the match in rw->bind; replace sets
+	 * rw->out.  apply is a transform's: it runs on node n and says whether
+	 * it changed the graph. */
+	int (*where)(kf_rewriter *rw);
+	int (*replace)(kf_rewriter *rw);
+	int (*apply)(kf_rewriter *rw, kf_nid n);
+	void *user;
+	uint32_t index;         /* set by the driver: position in the rule set */
+};
+
+/* A rule set is a view: an ordered list of rules owned elsewhere. */
+typedef struct kf_ruleset {
+	kf_rule **rule;
+	uint32_t n, cap;
+} kf_ruleset;
+
+void kf_ruleset_add(kf_ruleset *s, kf_rule *r);
+void kf_ruleset_free(kf_ruleset *s);
+
+/* ---- matching -------------------------------------------------------------- */
+
+typedef struct kf_match {
+	kf_vid bind[64];          /* pattern variables, by index */
+	uint32_t nbind;
+	kf_vid out[KF_PAT_MAXOUT]; /* the graph values of the pattern outputs */
+	uint32_t nout;
+	kf_nid node[64];          /* matched op nodes (constants not included) */
+	uint32_t nnode;
+	const char *why;          /* when it fails: the reason */
+	uint32_t why_pn;          /* ... at this pattern node */
+} kf_match;
+
+#define KF_PAT_MAXNODE 64
+
+/* Matches rule r's pattern with its root at node n.  Commutative ops match
+ * either operand order, constants within r->rtol (scalars match splats that
+ * broadcast into their user), a variable bound twice binds one value, and a
+ * matched interior value used outside the match blocks it (unless
+ * r->keep_interior). */
+bool kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m);
+
+/* ---- building replacements ------------------------------------------------ */
+
+struct kf_rewriter {
+	kf_graph *g;
+	const kf_rule *rule;
+	kf_nid root;            /* new nodes are inserted before it */
+	const kf_match *m;      /* the match (NULL for transforms) */
+	kf_vid out[KF_PAT_MAXOUT];
+	uint32_t nout;
+	uint32_t nmut;          /* mutations so far */
+	char err[256];          /* why the last builder call failed */
+	/* the journal, for rollback */
+	kf_nid *created; uint32_t ncreated, capcreated;
+	struct kf_rw_moved { kf_nid user; uint32_t slot; kf_vid old; } *moved;
+	uint32_t nmoved, capmoved;
+	struct kf_rw_attrs { kf_nid n; kf_attr *attr; uint32_t nattr; } *attrs;
+	uint32_t nattrs, capattrs;
+	kf_nid *erase; uint32_t nerase, caperase;
+	kf_nid mark;            /* nodes >= mark were created by this rewrite */
+};
+
+/* Starts a rewrite whose new nodes go before root; kf_rw_end frees the
+ * journal (keeping the changes), kf_rw_rollback undoes them first. */
+void kf_rw_begin(kf_rewriter *rw, kf_graph *g, kf_nid root);
+void kf_rw_end(kf_rewriter *rw);
+void kf_rw_rollback(kf_rewriter *rw);
+/* Builds traced graph t with its variables bound to bind[]: sets rw->out
+ * and returns 1, or 0 with the reason in rw->err.  Constants take the dtype
+ * of a sibling operand, else `fallback`; a constant output becomes a splat
+ * of the type of like[k] (when like is given). */
+int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, kf_dtype fallback,
+		      const kf_vid *like);
+
+/* Creates a node before rw->root with result types from kf_infer (or from
+ * types[] when given: ops without a shape function).  nres 0: the op's
+ * count (split: the length of `sizes`).  Returns result 0, or KF_NONE with
+ * the reason in rw->err (the node is not left behind). */
+kf_vid kf_rw_create(kf_rewriter *rw, int op, const kf_vid *in, uint32_t nin,
+		    const kf_attr *attr, uint32_t nattr, const kf_tid *types, uint32_t nres);
+/* A scalar constant `const v : dt[]`. */
+kf_vid kf_rw_const(kf_rewriter *rw, double v, kf_dtype dt);
+/* Every use of from reads to (journaled). */
+void kf_rw_replace_uses(kf_rewriter *rw, kf_vid from, kf_vid to);
+/* Erases n when the rewrite commits; it must be unused by then. */
+void kf_rw_erase(kf_rewriter *rw, kf_nid n);
+/* Adds or replaces an attribute (journaled). */
+void kf_rw_set_attr(kf_rewriter *rw, kf_nid n, kf_sid key, kf_attrval v);
+/* True when node n was created by this rewrite or is scheduled for erasure. */
+bool kf_rw_erased(const kf_rewriter *rw, kf_nid n);
+
+/* ---- the driver ---------------------------------------------------------- */
+
+typedef struct kf_rw_opts {
+	int max_iter;            /* sweeps over the graph; 0: 10 */
+	uint64_t max_rewrites;   /* 0: 100000 + 8 * nodes */
+	int trace;               /* 1: a line per rewrite; 2: also failed matches */
+	kf_buf *log;             /* trace lines go here; NULL: none */
+} kf_rw_opts;
+
+typedef struct kf_rw_stats {
+	uint64_t visited;        /* nodes popped from the worklist */
+	uint64_t tried;          /* match attempts (rule x node of its root op) */
+	uint64_t matched;        /* structural matches */
+	uint64_t callbacks;      /* where/replace/apply entries (Lua entries) */
+	uint64_t rewrites;
+	uint64_t rejected;       /* matches a where, a type or a replace declined */
+	uint64_t dead;           /* dead nodes removed */
+	uint32_t iterations;
+	bool converged;
+	uint64_t *fired;         /* per rule of the set */
+	uint32_t nfired;
+} kf_rw_stats;
+
+void kf_rw_stats_init(kf_rw_stats *st, const kf_ruleset *rs);
+void kf_rw_stats_free(kf_rw_stats *st);
+
+/* Applies the rules to g until nothing matches.  Returns 0 when it
+ * converged; -1 with an error in the context when a callback failed (the
+ * graph keeps every rewrite before it, and none of the failing one), when
+ * the caps were hit, when a rule claimed success and changed nothing, or
+ * when rules undo each other (a rewritten region hashes like one an earlier
+ * rewrite started from). */
+int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stats *st);
+
+/* "rule N" lines: how often each rule fired, and the counters. */
+void kf_rw_summary(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st);
+
+/* A type as the IR writes it, f32[4,N] (the core cannot call ir-text's
+ * printer: kfcore links before kftext). */
+void kf_rw_type_str(kf_buf *out, const kf_ctx *c, kf_tid t);
+/* "file:line:col" of a location, or "?" (for messages). */
+void kf_rw_locstr(kf_buf *out, const kf_ctx *c, kf_loc loc);
+
+#endif

@@ -1,0 +1,729 @@
+/* rewrite_driver.c: the greedy worklist driver of the rewrite engine.
+ *
+ * requires exact use lists; keeps them; removes dead nodes (not pinned ones).
+ *
+ * Shaped like MLIR's greedy driver: rules are indexed by root op and tried
+ * by benefit; the worklist is a de-duplicated stack seeded top-down; after a
+ * rewrite the new nodes, and the users of the new values up to the deepest
+ * pattern's depth, are pushed again, so one sweep reaches a fixed point and
+ * a second one (with nothing to do) proves it.  Iterations (sweeps) and
+ * rewrites are capped.  Each rewrite hashes the region it replaced and the
+ * region it built (structure down to values it did not create); equal
+ * hashes mean a rule that changed nothing, and a built region equal to one
+ * an earlier rewrite started from means two rules undo each other.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kf_int.h"
+#include "rewrite.h"
+
+/* A rewrite's built region (key h) and the region it started from. */
+typedef struct seen_ent {
+	uint64_t h, from;
+	uint32_t rule; /* +1; 0: empty */
+} seen_ent;
+
+typedef struct driver {
+	kf_graph *g;
+	const kf_ruleset *rs;
+	const kf_rw_opts *o;
+	kf_rw_stats *st;
+	uint32_t **byop;   /* per op: rule indices by benefit */
+	uint32_t *nbyop;
+	int nop;
+	int depth;         /* deepest pattern */
+	kf_nid *wl; uint32_t nwl, capwl;
+	uint8_t *inwl; uint32_t capin;
+	seen_ent *seen; uint32_t capseen, nseen;
+	uint32_t recent[64]; uint32_t nrecent;
+	uint64_t max_rewrites;
+	bool changed;
+} driver;
+
+/* ---- worklist -------------------------------------------------------------- */
+
+static void wl_push(driver *d, kf_nid n)
+{
+	if (n == KF_NONE || (kf_N(d->g, n)->flags & KF_NODE_DEAD))
+		return;
+	if (n >= d->capin) {
+		uint32_t cap = d->capin;
+		kf_grow((void **)&d->inwl, &cap, n + 1, 1);
+		memset(d->inwl + d->capin, 0, cap - d->capin);
+		d->capin = cap;
+	}
+	if (d->inwl[n])
+		return;
+	d->inwl[n] = 1;
+	kf_grow((void **)&d->wl, &d->capwl, d->nwl + 1, sizeof *d->wl);
+	d->wl[d->nwl++] = n;
+}
+
+/* Users of v, and their users, up to depth levels: a pattern rooted there
+ * may now match through the new value. */
+static void push_users(driver *d, kf_vid v, int depth)
+{
+	if (depth <= 0)
+		return;
+	kf_foreach_use(d->g, v, u) {
+		kf_nid user = d->g->use[u].user;
+		wl_push(d, user);
+		const kf_node *nd = kf_N(d->g, user);
+		for (uint32_t r = 0; r < nd->nres && depth > 1; r++)
+			push_users(d, nd->res0 + r, depth - 1);
+	}
+}
+
+static void seed(driver *d)
+{
+	kf_graph *g = d->g;
+	for (kf_bid b = g->nblk; b-- > 0;) {
+		if (b && (g->blk[b].parent == KF_NONE || (kf_N(g, g->blk[b].parent)->flags & KF_NODE_DEAD)))
+			continue;
+		/* pushed last to first, so that popping goes top-down */
+		for (kf_nid n = g->blk[b].last; n != KF_NONE; n = g->node[n].prev)
+			wl_push(d, n);
+	}
+}
+
+/* ---- the rule index ------------------------------------------------------------ */
+
+static int build_index(driver *d)
+{
+	const kf_ruleset *rs = d->rs;
+	d->nop = kf_op_count(d->g->ctx);
+	d->byop = calloc((size_t)d->nop, sizeof *d->byop);
+	d->nbyop = calloc((size_t)d->nop, sizeof *d->nbyop);
+	if (!d->byop || !d->nbyop)
+		return -1;
+	d->depth = 1;
+	for (uint32_t i = 0; i < rs->n; i++) {
+		kf_rule *r = rs->rule[i];
+		r->index = i;
+		if (r->on_op < 0 || r->on_op >= d->nop)
+			continue;
+		if (r->pat && kf_pat_depth(r->pat) > d->depth)
+			d->depth = kf_pat_depth(r->pat);
+		d->nbyop[r->on_op]++;
+	}
+	for (int op = 0; op < d->nop; op++) {
+		d->byop[op] = d->nbyop[op] ? malloc(d->nbyop[op] * sizeof **d->byop) : NULL;
+		d->nbyop[op] = 0;
+	}
+	for (uint32_t i = 0; i < rs->n; i++) {
+		int op = rs->rule[i]->on_op;
+		if (op < 0 || op >= d->nop)
+			continue;
+		/* insertion keeps load order among equal benefits */
+		uint32_t *l = d->byop[op], k = d->nbyop[op]++;
+		while (k > 0 && rs->rule[l[k - 1]]->benefit < rs->rule[i]->benefit) {
+			l[k] = l[k - 1];
+			k--;
+		}
+		l[k] = i;
+	}
+	return 0;
+}
+
+/* ---- region hashes ------------------------------------------------------------- */
+
+#define MIX(h, x) ((h) = ((h) ^ (uint64_t)(x)) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL)
+
+typedef struct hctx {
+	const kf_graph *g;
+	const kf_match *m;  /* before: values of matched nodes are inside */
+	kf_nid mark;        /* after: nodes >= mark are inside */
+	int budget;
+} hctx;
+
+static bool inside(const hctx *h, kf_nid n)
+{
+	if (n == KF_NONE)
+		return false;
+	if (!h->m)
+		return n >= h->mark;
+	for (uint32_t i = 0; i < h->m->nnode; i++)
+		if (h->m->node[i] == n)
+			return true;
+	return false;
+}
+
+static uint64_t vhash(hctx *h, kf_vid v)
+{
+	const kf_graph *g = h->g;
+	kf_nid n = kf_def(g, v);
+	uint64_t x = 0xcbf29ce484222325ULL;
+	bool cst = n != KF_NONE && kf_N(g, n)->op == KF_OP_CONST;
+	if (--h->budget < 0 || (!cst && !inside(h, n))) {
+		MIX(x, 1);
+		MIX(x, v);
+		return x;
+	}
+	const kf_node *nd = kf_N(g, n);
+	MIX(x, nd->op);
+	MIX(x, g->val[v].type);
+	MIX(x, g->val[v].idx);
+	for (uint32_t i = 0; i < nd->nattr; i++) {
+		MIX(x, nd->attr[i].key);
+		MIX(x, kf_attrval_hash(&nd->attr[i].v));
+	}
+	if (cst && nd->cst) {
+		const kf_const *k = nd->cst;
+		MIX(x, k->kind);
+		MIX(x, k->n);
+		for (uint64_t i = 0; i < k->n && i < 16; i++) {
+			uint64_t bits = 0;
+			if (k->f)
+				memcpy(&bits, &k->f[i], sizeof bits);
+			else if (k->i)
+				bits = (uint64_t)k->i[i];
+			MIX(x, bits);
+		}
+		MIX(x, k->path);
+	}
+	uint64_t ch[2] = {0, 0};
+	for (uint32_t i = 0; i < nd->nin; i++) {
+		uint64_t c = vhash(h, kf_in(g, n, i));
+		if (nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE)) {
+			ch[i] = c;
+			continue;
+		}
+		MIX(x, c);
+	}
+	if (nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE)) {
+		/* operand order does not matter to a commutative op */
+		MIX(x, ch[0] < ch[1] ? ch[0] : ch[1]);
+		MIX(x, ch[0] < ch[1] ? ch[1] : ch[0]);
+	}
+	return x;
+}
+
+static uint64_t region_hash(const kf_graph *g, const kf_match *m, kf_nid mark, const kf_vid *out,
+			    uint32_t nout)
+{
+	hctx h = {g, m, mark, 4096};
+	uint64_t x = 0x84222325cbf29ce4ULL;
+	for (uint32_t k = 0; k < nout; k++)
+		MIX(x, vhash(&h, out[k]));
+	return x;
+}
+
+/* The earlier rewrite that built region h, or NULL. */
+static const seen_ent *seen_find(const driver *d, uint64_t h)
+{
+	if (!d->capseen)
+		return NULL;
+	for (uint32_t i = (uint32_t)h & (d->capseen - 1);; i = (i + 1) & (d->capseen - 1)) {
+		if (!d->seen[i].rule)
+			return NULL;
+		if (d->seen[i].h == h)
+			return &d->seen[i];
+	}
+}
+
+static void seen_add(driver *d, uint64_t h, uint64_t from, uint32_t rule)
+{
+	if ((d->nseen + 1) * 2 > d->capseen) {
+		uint32_t cap = d->capseen ? d->capseen * 2 : 256;
+		seen_ent *old = d->seen;
+		uint32_t oldcap = d->capseen;
+		d->seen = calloc(cap, sizeof *d->seen);
+		d->capseen = cap;
+		d->nseen = 0;
+		for (uint32_t i = 0; i < oldcap; i++)
+			if (old[i].rule)
+				seen_add(d, old[i].h, old[i].from, old[i].rule - 1);
+		free(old);
+	}
+	uint32_t i = (uint32_t)h & (d->capseen - 1);
+	while (d->seen[i].rule && d->seen[i].h != h)
+		i = (i + 1) & (d->capseen - 1);
+	if (!d->seen[i].rule)
+		d->nseen++;
+	d->seen[i] = (seen_ent){h, from, rule + 1};
+}
+
+/* ---- rollback and commit ------------------------------------------------------------ */
+
+static bool node_unused(const kf_graph *g, kf_nid n)
+{
+	const kf_node *nd = kf_N(g, n);
+	for (uint32_t r = 0; r < nd->nres; r++)
+		if (kf_has_uses(g, nd->res0 + r))
+			return false;
+	return true;
+}
+
+static bool pinned(const kf_graph *g, kf_nid n)
+{
+	return (kf_op(g->ctx, kf_N(g, n)->op)->flags & (KF_OPF_EFFECT | KF_OPF_TERMINATOR)) != 0;
+}
+
+/* Erases n and pushes its operands' producers (they may be dead now). */
+static void erase_node(driver *d, kf_nid n)
+{
+	kf_graph *g = d->g;
+	const kf_node *nd = kf_N(g, n);
+	uint32_t nin = nd->nin;
+	kf_vid in[16];
+	for (uint32_t i = 0; i < nin && i < 16; i++)
+		in[i] = kf_in(g, n, i);
+	kf_node_erase(g, n);
+	for (uint32_t i = 0; i < nin && i < 16; i++) {
+		wl_push(d, kf_def(g, in[i]));
+		push_users(d, in[i], d->depth);
+	}
+}
+
+/* Erases the nodes in list that nothing reads any more, repeatedly. */
+static void erase_dead(driver *d, const kf_nid *list, uint32_t n)
+{
+	bool again = true;
+	while (again) {
+		again = false;
+		for (uint32_t i = 0; i < n; i++) {
+			kf_nid x = list[i];
+			if (!(kf_N(d->g, x)->flags & KF_NODE_DEAD) && !pinned(d->g, x) && node_unused(d->g, x)) {
+				erase_node(d, x);
+				again = true;
+			}
+		}
+	}
+}
+
+/* ---- tracing ------------------------------------------------------------------- */
+
+static void trace_rewrite(driver *d, const kf_rule *r, kf_nid root, const kf_match *m,
+			  const kf_rewriter *rw)
+{
+	kf_buf *b = d->o->log;
+	if (!b || d->o->trace < 1)
+		return;
+	kf_buf_printf(b, "rewrite '%s' at ", r->name);
+	kf_rw_locstr(b, d->g->ctx, kf_N(d->g, root)->loc);
+	kf_buf_puts(b, ":");
+	if (m)
+		for (uint32_t i = 0; i < m->nnode; i++)
+			kf_buf_printf(b, " %s", kf_op(d->g->ctx, kf_N(d->g, m->node[i])->op)->name);
+	else
+		kf_buf_printf(b, " %s", kf_op(d->g->ctx, kf_N(d->g, root)->op)->name);
+	kf_buf_puts(b, " ->");
+	uint32_t shown = 0;
+	for (uint32_t i = 0; i < rw->ncreated; i++) {
+		const kf_node *nd = kf_N(d->g, rw->created[i]);
+		if (nd->op != KF_OP_CONST && !(nd->flags & KF_NODE_DEAD)) {
+			kf_buf_printf(b, " %s", kf_op(d->g->ctx, nd->op)->name);
+			shown++;
+		}
+	}
+	if (!shown)
+		kf_buf_puts(b, rw->ncreated ? " const" : " (existing values)");
+	kf_buf_putc(b, '\n');
+}
+
+static void trace_reject(driver *d, const kf_rule *r, kf_nid n, const char *why)
+{
+	if (!d->o->log || d->o->trace < 2)
+		return;
+	kf_buf_printf(d->o->log, "  '%s' at ", r->name);
+	kf_rw_locstr(d->o->log, d->g->ctx, kf_N(d->g, n)->loc);
+	kf_buf_printf(d->o->log, ": %s\n", why);
+}
+
+/* "'a' (40), 'b' (24)": the rules among the last rewrites. */
+static void recent_rules(driver *d, kf_buf *out)
+{
+	uint32_t n = d->nrecent < 64 ? d->nrecent : 64;
+	uint32_t cnt[64] = {0}, idx[64], k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t r = d->recent[i], j = 0;
+		while (j < k && idx[j] != r)
+			j++;
+		if (j == k)
+			idx[k++] = r;
+		cnt[j]++;
+	}
+	for (uint32_t j = 0; j < k; j++)
+		kf_buf_printf(out, "%s'%s' (%u)", j ? ", " : "", d->rs->rule[idx[j]]->name, cnt[j]);
+}
+
+static void note_fired(driver *d, const kf_rule *r)
+{
+	d->st->rewrites++;
+	if (d->st->fired && r->index < d->st->nfired)
+		d->st->fired[r->index]++;
+	d->recent[d->nrecent++ % 64] = r->index;
+	d->changed = true;
+}
+
+/* ---- applying one rule ------------------------------------------------------------ */
+
+static int fail_rule(driver *d, kf_rewriter *rw, kf_nid n, const char *what)
+{
+	kf_rw_rollback(rw);
+	kf_note(d->g->ctx, kf_N(d->g, n)->loc, "while %s rule '%s' (%s) here", what, rw->rule->name,
+		rw->rule->origin ? rw->rule->origin : "C");
+	return -1;
+}
+
+/* Checks the replacement of a match before it is swapped in: 1 fine, 0 to
+ * decline (reason in rw->err), -1 on a broken rule (error in the context). */
+static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_nid n)
+{
+	kf_graph *g = d->g;
+	const kf_rule *r = rw->rule;
+	if (rw->nout != m->nout) {
+		kf_error(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s): replace gave %u values for %u pattern outputs",
+			 r->name, r->origin ? r->origin : "C", rw->nout, m->nout);
+		return -1;
+	}
+	for (uint32_t k = 0; k < m->nout; k++) {
+		if (rw->out[k] >= g->nval || kf_rw_erased(rw, kf_def(g, rw->out[k]))) {
+			kf_error(g->ctx, kf_N(g, n)->loc, "rule '%s': replace result %u is not a live value",
+				 r->name, k + 1);
+			return -1;
+		}
+		if (kf_V(g, rw->out[k])->type != kf_V(g, m->out[k])->type) {
+			kf_buf a = {0}, b = {0};
+			kf_rw_type_str(&a, g->ctx, kf_V(g, rw->out[k])->type);
+			kf_rw_type_str(&b, g->ctx, kf_V(g, m->out[k])->type);
+			snprintf(rw->err, sizeof rw->err, "the replacement has type %s, not %s", a.p, b.p);
+			kf_buf_free(&a);
+			kf_buf_free(&b);
+			return 0;
+		}
+	}
+	/* a replacement that reads what it replaces would become a cycle */
+	for (uint32_t i = 0; i < rw->ncreated; i++) {
+		const kf_node *nd = kf_N(g, rw->created[i]);
+		for (uint32_t j = 0; j < nd->nin; j++)
+			for (uint32_t k = 0; k < m->nout; k++)
+				if (kf_in(g, rw->created[i], j) == m->out[k] && rw->out[k] != m->out[k]) {
+					kf_error(g->ctx, kf_N(g, n)->loc,
+						 "rule '%s' (%s): the replacement reads the value it replaces",
+						 r->name, r->origin ? r->origin : "C");
+					return -1;
+				}
+	}
+	if (m->nout > 1) {
+		/* outputs besides the root are rewired to values made just before
+		 * the root: none of their users may come before it */
+		uint32_t left = m->nnode;
+		for (kf_nid x = kf_N(g, n)->prev; x != KF_NONE && left > 1; x = kf_N(g, x)->prev) {
+			if (x >= rw->mark)
+				continue;
+			bool matched = false;
+			for (uint32_t i = 0; i < m->nnode; i++)
+				matched |= m->node[i] == x;
+			if (matched) {
+				left--;
+				continue;
+			}
+			for (uint32_t j = 0; j < kf_N(g, x)->nin; j++)
+				for (uint32_t k = 1; k < m->nout; k++)
+					if (kf_in(g, x, j) == m->out[k]) {
+						snprintf(rw->err, sizeof rw->err,
+							 "output %u has a user before the root", k + 1);
+						return 0;
+					}
+		}
+	}
+	return 1;
+}
+
+static int report_loop(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
+{
+	kf_graph *g = d->g;
+	const kf_rule *r = rw->rule;
+	const char *org = r->origin ? r->origin : "C";
+	if (ha == hb) {
+		kf_rw_rollback(rw);
+		kf_error(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s) claims success but leaves the graph unchanged",
+			 r->name, org);
+		return -1;
+	}
+	const seen_ent *e = seen_find(d, hb);
+	if (e && e->from == ha) {
+		const kf_rule *a = d->rs->rule[e->rule - 1];
+		kf_rw_rollback(rw);
+		if (a == r)
+			kf_error(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s) undoes itself: it gives back the graph "
+				 "it rewrote", r->name, org);
+		else
+			kf_error(g->ctx, kf_N(g, n)->loc, "rules '%s' (%s) and '%s' (%s) undo each other: "
+				 "'%s' gives back the graph that '%s' rewrote", a->name,
+				 a->origin ? a->origin : "C", r->name, org, r->name, a->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 rewritten, 0 no match (or declined), -1 error. */
+static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
+{
+	kf_graph *g = d->g;
+	kf_match m;
+	d->st->tried++;
+	if (!kf_rw_match(g, r, n, &m)) {
+		if (d->o->trace >= 2 && m.why)
+			trace_reject(d, r, n, m.why);
+		return 0;
+	}
+	d->st->matched++;
+	kf_rewriter rw;
+	kf_rw_begin(&rw, g, n);
+	rw.rule = r;
+	rw.m = &m;
+	int k = 1;
+	if (r->where) {
+		d->st->callbacks++;
+		k = r->where(&rw);
+		if (k <= 0) {
+			if (k == 0) {
+				d->st->rejected++;
+				trace_reject(d, r, n, "where() said no");
+			}
+			k = k < 0 ? fail_rule(d, &rw, n, "checking") : 0;
+			kf_rw_end(&rw);
+			return k;
+		}
+	}
+	if (r->tmpl) {
+		k = kf_rw_instantiate(&rw, r->tmpl, m.bind, (kf_dtype)kf_vtype(g, m.out[0])->dtype, m.out);
+	} else {
+		d->st->callbacks++;
+		k = r->replace(&rw);
+	}
+	if (k > 0)
+		k = check_replacement(d, &rw, &m, n);
+	if (k <= 0) {
+		if (k < 0) {
+			fail_rule(d, &rw, n, "applying");
+			kf_rw_end(&rw);
+			return -1;
+		}
+		kf_rw_rollback(&rw);
+		d->st->rejected++;
+		trace_reject(d, r, n, rw.err[0] ? rw.err : "replace declined");
+		kf_rw_end(&rw);
+		return 0;
+	}
+	uint64_t hb = region_hash(g, &m, 0, m.out, m.nout);
+	uint64_t ha = region_hash(g, NULL, rw.mark, rw.out, rw.nout);
+	if (report_loop(d, &rw, n, hb, ha) < 0) {
+		kf_rw_end(&rw);
+		return -1;
+	}
+	seen_add(d, ha, hb, r->index);
+	trace_rewrite(d, r, n, &m, &rw);
+	for (uint32_t i = 0; i < m.nout; i++)
+		kf_replace_all_uses(g, m.out[i], rw.out[i]);
+	note_fired(d, r);
+	for (uint32_t i = 0; i < rw.ncreated; i++)
+		wl_push(d, rw.created[i]);
+	for (uint32_t i = 0; i < rw.nout; i++)
+		push_users(d, rw.out[i], d->depth);
+	erase_dead(d, m.node, m.nnode);
+	kf_rw_end(&rw);
+	return 1;
+}
+
+/* Commits a transform's deferred erasures; -1 when one is still used. */
+static int commit_erasures(driver *d, kf_rewriter *rw, kf_nid n)
+{
+	kf_graph *g = d->g;
+	for (uint32_t i = 0; i < rw->nerase; i++) {
+		const kf_node *nd = kf_N(g, rw->erase[i]);
+		for (uint32_t r = 0; r < nd->nres; r++)
+			kf_foreach_use(g, nd->res0 + r, u) {
+				kf_nid user = g->use[u].user;
+				bool gone = false;
+				for (uint32_t j = 0; j < rw->nerase; j++)
+					gone |= rw->erase[j] == user;
+				if (!gone) {
+					kf_error(g->ctx, kf_N(g, rw->erase[i])->loc,
+						 "rule '%s' (%s) erased a node whose result is still used",
+						 rw->rule->name, rw->rule->origin ? rw->rule->origin : "C");
+					return fail_rule(d, rw, n, "applying");
+				}
+			}
+	}
+	/* users first: erase what is unused until the list is done */
+	for (bool again = true; again;) {
+		again = false;
+		for (uint32_t i = 0; i < rw->nerase; i++) {
+			kf_nid x = rw->erase[i];
+			if (!(kf_N(g, x)->flags & KF_NODE_DEAD) && node_unused(g, x)) {
+				erase_node(d, x);
+				again = true;
+			}
+		}
+	}
+	return 0;
+}
+
+static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
+{
+	kf_graph *g = d->g;
+	kf_rewriter rw;
+	kf_rw_begin(&rw, g, n);
+	rw.rule = r;
+	d->st->tried++;
+	d->st->callbacks++;
+	int k = r->apply(&rw, n);
+	if (k < 0 || (k == 0 && rw.nmut)) {
+		if (k == 0)
+			kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) changed the graph but returned false",
+				 r->name, r->origin ? r->origin : "C");
+		k = fail_rule(d, &rw, n, "applying");
+		kf_rw_end(&rw);
+		return k;
+	}
+	if (k == 0) {
+		kf_rw_end(&rw);
+		return 0;
+	}
+	if (rw.nmut == 0) {
+		kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) claims success but leaves the graph unchanged",
+			 r->name, r->origin ? r->origin : "C");
+		kf_rw_end(&rw);
+		return -1;
+	}
+	trace_rewrite(d, r, n, NULL, &rw);
+	if (commit_erasures(d, &rw, n) < 0) {
+		kf_rw_end(&rw);
+		return -1;
+	}
+	note_fired(d, r);
+	wl_push(d, n);
+	for (uint32_t i = 0; i < rw.ncreated; i++) {
+		wl_push(d, rw.created[i]);
+		const kf_node *nd = kf_N(g, rw.created[i]);
+		for (uint32_t j = 0; j < nd->nres; j++)
+			push_users(d, nd->res0 + j, d->depth);
+	}
+	for (uint32_t i = 0; i < rw.nmoved; i++)
+		wl_push(d, rw.moved[i].user);
+	for (uint32_t i = 0; i < rw.nattrs; i++)
+		wl_push(d, rw.attrs[i].n);
+	kf_rw_end(&rw);
+	return 1;
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static int cap_hit(driver *d)
+{
+	kf_buf b = {0};
+	recent_rules(d, &b);
+	kf_error(d->g->ctx, d->g->loc, "rules did not converge: %llu rewrites hit the cap (max-rewrites=%llu); "
+		 "the last ones were by %s", (unsigned long long)d->st->rewrites,
+		 (unsigned long long)d->max_rewrites, b.p ? b.p : "?");
+	kf_buf_free(&b);
+	return -1;
+}
+
+static int process(driver *d)
+{
+	kf_graph *g = d->g;
+	while (d->nwl) {
+		kf_nid n = d->wl[--d->nwl];
+		d->inwl[n] = 0;
+		const kf_node *nd = kf_N(g, n);
+		if (nd->flags & KF_NODE_DEAD)
+			continue;
+		d->st->visited++;
+		if (nd->nres && !pinned(g, n) && node_unused(g, n)) {
+			erase_node(d, n);
+			d->st->dead++;
+			d->changed = true;
+			continue;
+		}
+		int op = nd->op;
+		for (uint32_t i = 0; op < d->nop && i < d->nbyop[op]; i++) {
+			const kf_rule *r = d->rs->rule[d->byop[op][i]];
+			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);
+			if (k < 0)
+				return -1;
+			if (k > 0) {
+				if (d->st->rewrites >= d->max_rewrites)
+					return cap_hit(d);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stats *st)
+{
+	static const kf_rw_opts dflt = {0};
+	driver d;
+	memset(&d, 0, sizeof d);
+	d.g = g;
+	d.rs = rs;
+	d.o = o ? o : &dflt;
+	d.st = st;
+	int rc = build_index(&d);
+	if (rc < 0)
+		kf_error(g->ctx, g->loc, "out of memory building the rule index");
+	d.max_rewrites = d.o->max_rewrites ? d.o->max_rewrites : 100000 + 8 * (uint64_t)g->nnode;
+	int max_iter = d.o->max_iter > 0 ? d.o->max_iter : 10;
+	st->converged = false;
+	uint64_t before = st->rewrites;
+	for (int it = 0; rc == 0 && it < max_iter; it++) {
+		st->iterations++;
+		d.changed = false;
+		seed(&d);
+		rc = process(&d);
+		if (rc == 0 && !d.changed) {
+			st->converged = true;
+			break;
+		}
+	}
+	if (rc == 0 && !st->converged) {
+		kf_buf b = {0};
+		recent_rules(&d, &b);
+		kf_error(g->ctx, g->loc, "rules did not converge in %d iterations (max-iter=%d, %llu rewrites); "
+			 "the last ones were by %s", max_iter, max_iter,
+			 (unsigned long long)(st->rewrites - before), b.p ? b.p : "?");
+		kf_buf_free(&b);
+		rc = -1;
+	}
+	for (int op = 0; op < d.nop && d.byop; op++)
+		free(d.byop[op]);
+	free(d.byop);
+	free(d.nbyop);
+	free(d.wl);
+	free(d.inwl);
+	free(d.seen);
+	return rc;
+}
+
+void kf_rw_stats_init(kf_rw_stats *st, const kf_ruleset *rs)
+{
+	memset(st, 0, sizeof *st);
+	st->nfired = rs->n;
+	st->fired = calloc(rs->n ? rs->n : 1, sizeof *st->fired);
+}
+
+void kf_rw_stats_free(kf_rw_stats *st)
+{
+	free(st->fired);
+	memset(st, 0, sizeof *st);
+}
+
+void kf_rw_summary(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st)
+{
+	kf_buf_printf(out, "rules: %llu rewrites, %u iterations, %s; %llu nodes visited, %llu match attempts, "
+		      "%llu structural matches, %llu script entries, %llu declined, %llu dead nodes removed\n",
+		      (unsigned long long)st->rewrites, st->iterations,
+		      st->converged ? "converged" : "not converged", (unsigned long long)st->visited,
+		      (unsigned long long)st->tried, (unsigned long long)st->matched,
+		      (unsigned long long)st->callbacks, (unsigned long long)st->rejected,
+		      (unsigned long long)st->dead);
+	for (uint32_t i = 0; i < rs->n && i < st->nfired; i++)
+		if (st->fired[i])
+			kf_buf_printf(out, "  %6llu  %s\n", (unsigned long long)st->fired[i], rs->rule[i]->name);
+}

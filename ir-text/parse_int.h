@@ -1,0 +1,88 @@
+/* parse_int.h: the parser's state, shared by parse.c (module, graphs,
+ * statements, names) and parse_lit.c (types, literals, attributes,
+ * constants).  Private to ir-text. */
+#ifndef KF_PARSE_INT_H
+#define KF_PARSE_INT_H
+
+#include "kf.h"
+#include "lex.h"
+
+#define KF_PARSE_MAX_ERRORS 20 /* then "too many errors" and stop */
+#define KF_PARSE_MAX_LIST 256  /* attribute list nesting */
+#define KF_PARSE_MAX_REGION 64 /* region nesting */
+#define KF_POISON KF_NONE      /* a name whose definition failed: uses stay quiet */
+
+/* One name binding in the parser's own open-addressing table, keyed by the
+ * name's bytes.  Valid only when scope is the current scope's id, so a new
+ * scope (graph or region) hides every older binding without clearing
+ * anything.  Names are compared against the defining token in the text.
+ * On a machine where a cache miss costs 250 ns, two misses per lookup
+ * instead of the five of a trip through the context's string table and a
+ * sid-indexed array is most of the parse time; 16-byte slots keep the table
+ * small (it is a good part of the peak memory). */
+#define KF_SCOPE_EMPTY 0
+#define KF_SCOPE_DEAD 1         /* a binding a closed region made; never current */
+#define KF_SCOPE_MULTI 0x80000000u /* in scope: the node has several results */
+typedef struct kf_pslot {
+	uint32_t hash;
+	uint32_t scope; /* | KF_SCOPE_MULTI */
+	kf_vid vid;     /* first result, or KF_POISON */
+	uint32_t off;   /* the defining '%name' token */
+} kf_pslot;
+
+/* A literal scalar as written, before a type says what it must be. */
+enum { KF_LIT_INT, KF_LIT_FLOAT, KF_LIT_BOOL };
+typedef struct kf_lit {
+	uint8_t kind;
+	uint32_t off;
+	int64_t i;
+	double f;
+} kf_lit;
+
+typedef struct kf_parser {
+	kf_ctx *c;
+	kf_srcid src;
+	const char *text;
+	size_t len;
+	kf_lexer lx;
+	kf_token tok;
+	int nerr;
+	bool stop;     /* too many errors: unwind */
+	bool building; /* no error yet, so nodes are still being created */
+
+	kf_graph *g;
+	kf_pslot *tab; uint32_t captab, ntab;
+	uint32_t scope, nscope;
+	kf_pslot *undo; uint32_t nundo, capundo; /* bindings a region shadowed */
+	uint32_t outer[KF_PARSE_MAX_REGION + 1]; /* enclosing scopes, for a hint */
+	int depth;                               /* region nesting */
+
+	kf_arena tmp;  /* attribute lists, until kf_node_set_attrs copies them */
+	kf_buf sbuf;   /* a decoded string */
+	kf_lit *lit; uint32_t nlit, caplit; /* dense literal elements */
+} kf_parser;
+
+/* parse.c */
+void kf_parse_err(kf_parser *p, uint32_t off, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void kf_parse_next(kf_parser *p);
+/* Reports "expected WHAT near TOK" (silent on a lexer error, already told). */
+void kf_parse_expected(kf_parser *p, const char *what);
+bool kf_parse_accept(kf_parser *p, int kind);
+bool kf_parse_expect(kf_parser *p, int kind, const char *what);
+/* Expects the closer of an opener at open_off, naming it when lines differ. */
+bool kf_parse_close(kf_parser *p, int kind, const char *what, char opench, uint32_t open_off);
+bool kf_parse_is_word(const kf_parser *p, const char *w);
+/* A token's text for messages, quoted and cut short: 'foo' or end of file. */
+const char *kf_parse_near(const kf_parser *p, const kf_token *t, char *buf, size_t n);
+
+/* parse_lit.c */
+/* A type `f32[64,N]`; *tid is KF_NONE after a reported non-syntax error. */
+bool kf_parse_type(kf_parser *p, kf_tid *tid);
+/* `{k = v, ...}` at '{'; *out in p->tmp. */
+bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *n);
+/* After `const`: the literal, optional attributes, ':' and the type; fills
+ * *cst (in the graph's arena when p->building) and *tid. */
+bool kf_parse_const(kf_parser *p, kf_const **cst, kf_attr **attrs, uint32_t *nattr, kf_tid *tid);
+
+#endif

@@ -1,0 +1,654 @@
+/* emit_cuda.c: the CUDA emitter's common part: the prelude, dtypes, op
+ * expressions, constants, and turning a node into a kernel (dispatch to
+ * emit_elementwise.c, emit_reduce.c, emit_matmul.c).
+ *
+ * requires: static shapes; keeps the graph unchanged (read only).
+ * Numerics follow the interpreter (docs/interpreter.md): f16/bf16 stored,
+ * computed in f32; integers computed in 64 bits and wrapped on store;
+ * max/min propagate NaN; integer division by 0 gives 0.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_int.h"
+#include "fuse.h"
+#include "cuda.h"
+
+static const char prelude[] =
+	"/* kfuse prelude */\n"
+	"#define KF_INF __int_as_float(0x7f800000)\n"
+	"#define KF_NAN __int_as_float(0x7fc00000)\n"
+	"#define KF_DINF __longlong_as_double(0x7ff0000000000000LL)\n"
+	"#define KF_DNAN __longlong_as_double(0x7ff8000000000000LL)\n"
+	"__device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+	"__device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+	"__device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(f)); return h; }\n"
+	"__device__ __forceinline__ float kf_b2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }\n"
+	"__device__ __forceinline__ unsigned short kf_f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+	"#define KF_F1(name, fe, de) \\\n"
+	"  __device__ __forceinline__ float name(float x) { return fe; } \\\n"
+	"  __device__ __forceinline__ double name(double x) { return de; }\n"
+	"KF_F1(kf_exp, expf(x), exp(x))\n"
+	"KF_F1(kf_log, logf(x), log(x))\n"
+	"KF_F1(kf_sqrt, sqrtf(x), sqrt(x))\n"
+	"KF_F1(kf_rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))\n"
+	"KF_F1(kf_tanh, tanhf(x), tanh(x))\n"
+	"KF_F1(kf_erf, erff(x), erf(x))\n"
+	"KF_F1(kf_sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))\n"
+	"KF_F1(kf_silu, x / (1.0f + expf(-x)), x / (1.0 + exp(-x)))\n"
+	"KF_F1(kf_gelu, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)), 0.5 * x * (1.0 + erf(x * 0.70710678118654752)))\n"
+	"KF_F1(kf_gelu_tanh, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))),"
+	" 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x))))\n"
+	"KF_F1(kf_abs, fabsf(x), fabs(x))\n"
+	"__device__ __forceinline__ long long kf_abs(long long x) { return x < 0 ? (long long)(0ULL - (unsigned long long)x) : x; }\n"
+	"__device__ __forceinline__ float kf_pow(float a, float b) { return powf(a, b); }\n"
+	"__device__ __forceinline__ double kf_pow(double a, double b) { return pow(a, b); }\n"
+	"__device__ __forceinline__ long long kf_pow(long long x, long long e) {\n"
+	"  if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
+	"  unsigned long long r = 1, b = (unsigned long long)x;\n"
+	"  for (; e; e >>= 1) { if (e & 1) r *= b; b *= b; }\n"
+	"  return (long long)r; }\n"
+	"__device__ __forceinline__ long long kf_div(long long a, long long b) {\n"
+	"  return b == 0 ? 0 : b == -1 ? (long long)(0ULL - (unsigned long long)a) : a / b; }\n"
+	"__device__ __forceinline__ float kf_div(float a, float b) { return a / b; }\n"
+	"__device__ __forceinline__ double kf_div(double a, double b) { return a / b; }\n"
+	"template <typename T> __device__ __forceinline__ T kf_max(T a, T b) { return (a > b || a != a) ? a : b; }\n"
+	"template <typename T> __device__ __forceinline__ T kf_min(T a, T b) { return (a < b || a != a) ? a : b; }\n"
+	"template <typename T> __device__ __forceinline__ T kf_relu(T a) { return a < (T)0 ? (T)0 : a; }\n"
+	"__device__ __forceinline__ long long kf_f2i(double v, long long lo, long long hi) {\n"
+	"  return v != v ? 0 : v <= (double)lo ? lo : v >= (double)hi ? hi : (long long)v; }\n"
+	"template <int B> struct kf_vt;\n"
+	"template <> struct kf_vt<1> { typedef unsigned char t; };\n"
+	"template <> struct kf_vt<2> { typedef unsigned short t; };\n"
+	"template <> struct kf_vt<4> { typedef unsigned int t; };\n"
+	"template <> struct kf_vt<8> { typedef uint2 t; };\n"
+	"template <> struct kf_vt<16> { typedef uint4 t; };\n"
+	"template <typename T, int V> __device__ __forceinline__ void kf_vld(T *d, const T *s) {\n"
+	"  typedef typename kf_vt<sizeof(T) * V>::t W; *reinterpret_cast<W *>(d) = __ldg(reinterpret_cast<const W *>(s)); }\n"
+	"template <typename T, int V> __device__ __forceinline__ void kf_vst(T *d, const T *s) {\n"
+	"  typedef typename kf_vt<sizeof(T) * V>::t W; *reinterpret_cast<W *>(d) = *reinterpret_cast<const W *>(s); }\n"
+	"struct kf_opsum { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };\n"
+	"struct kf_opmax { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return kf_max(a, b); } };\n"
+	"struct kf_opmin { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return kf_min(a, b); } };\n"
+	"/* Reduces v over the TPR threads of a row (TPR a power of two; rows are\n"
+	"   consecutive threads): shuffles within a warp, then shared memory. */\n"
+	"template <int TPR, typename T, typename Op> __device__ __forceinline__ T kf_rowred(T v, T *sm, Op op) {\n"
+	"#pragma unroll\n"
+	"  for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+	"  if (TPR > 32) {\n"
+	"    const int wpr = TPR / 32, base = (threadIdx.x / TPR) * wpr;\n"
+	"    __syncthreads();\n"
+	"    if ((threadIdx.x & 31) == 0) sm[threadIdx.x / 32] = v;\n"
+	"    __syncthreads();\n"
+	"    v = sm[base];\n"
+	"    for (int i = 1; i < wpr; i++) v = op(v, sm[base + i]);\n"
+	"  }\n"
+	"  return v; }\n";
+
+const char *kf_emit_prelude(void) { return prelude; }
+
+const char *kf_kernel_kind_name(int kind)
+{
+	static const char *const n[] = {"loop", "row", "reduce", "matmul"};
+	return kind >= 0 && kind < 4 ? n[kind] : "?";
+}
+
+/* ---- dtypes ----------------------------------------------------------------- */
+
+const char *kx_st(kf_dtype t)
+{
+	switch (t) {
+	case KF_F16: case KF_BF16: return "unsigned short";
+	case KF_F32: return "float";
+	case KF_F64: return "double";
+	case KF_I1: return "unsigned char";
+	case KF_I8: return "signed char";
+	case KF_I32: return "int";
+	default: return "long long";
+	}
+}
+
+const char *kx_ct(kf_dtype t)
+{
+	switch (t) {
+	case KF_F16: case KF_BF16: case KF_F32: return "float";
+	case KF_F64: return "double";
+	case KF_I1: return "bool";
+	default: return "long long";
+	}
+}
+
+const char *kx_it(const kx *k) { return k->wide ? "long long" : "int"; }
+
+kf_dtype kx_dt(const kx *k, kf_vid v) { return (kf_dtype)kf_vtype(k->g, v)->dtype; }
+
+int64_t kx_numel(const kx *k, kf_vid v) { return kf_type_numel(kf_vtype(k->g, v)); }
+
+void kx_load(kf_buf *b, kf_dtype t, const char *fmt, ...)
+{
+	char lv[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(lv, sizeof lv, fmt, ap);
+	va_end(ap);
+	switch (t) {
+	case KF_F16: kf_buf_printf(b, "kf_h2f(%s)", lv); break;
+	case KF_BF16: kf_buf_printf(b, "kf_b2f(%s)", lv); break;
+	case KF_I1: kf_buf_printf(b, "(%s != 0)", lv); break;
+	case KF_I8: case KF_I32: kf_buf_printf(b, "(long long)%s", lv); break;
+	default: kf_buf_puts(b, lv); break;
+	}
+}
+
+void kx_store(kf_buf *b, kf_dtype t, const char *fmt, ...)
+{
+	char v[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof v, fmt, ap);
+	va_end(ap);
+	switch (t) {
+	case KF_F16: kf_buf_printf(b, "kf_f2h(%s)", v); break;
+	case KF_BF16: kf_buf_printf(b, "kf_f2b(%s)", v); break;
+	case KF_I1: kf_buf_printf(b, "(unsigned char)(%s != 0)", v); break;
+	default: kf_buf_printf(b, "(%s)(%s)", kx_st(t), v); break;
+	}
+}
+
+void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
+{
+	if (!kf_dtype_is_float(t)) {
+		if (t == KF_I1)
+			kf_buf_puts(b, i ? "true" : "false");
+		else if (i == INT64_MIN)
+			kf_buf_puts(b, "(-9223372036854775807LL - 1)");
+		else
+			kf_buf_printf(b, "%lldLL", (long long)i);
+		return;
+	}
+	bool dbl = t == KF_F64;
+	if (f != f) {
+		kf_buf_puts(b, dbl ? "KF_DNAN" : "KF_NAN");
+	} else if (f > 1e308 * 10 || f < -1e308 * 10) {
+		kf_buf_puts(b, f < 0 ? "-" : "");
+		kf_buf_puts(b, dbl ? "KF_DINF" : "KF_INF");
+	} else {
+		/* the shortest text that reads back to the value in its dtype;
+		 * float literals round to the same f32 */
+		kf_buf_float(b, f, dbl ? KF_F64 : KF_F32);
+		if (!dbl)
+			kf_buf_putc(b, 'f');
+	}
+}
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+int kx_fail(kx *k, const char *fmt, ...)
+{
+	char msg[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	kf_error(k->c, kf_N(k->g, k->at)->loc, "cuda: %s", msg);
+	return -1;
+}
+
+int kx_param(const kx *k, kf_vid v)
+{
+	for (uint32_t i = 0; i < k->nparam; i++)
+		if (k->param[i] == v)
+			return (int)i;
+	return -1;
+}
+
+bool kx_computed(const kx *k, kf_vid v)
+{
+	kf_nid d = kf_def(k->g, v);
+	for (uint32_t i = 0; i < k->nnode && d != KF_NONE; i++)
+		if (k->node[i] == d)
+			return true;
+	return false;
+}
+
+void kx_params(kx *k, kf_buf *b)
+{
+	kf_buf_putc(b, '(');
+	for (uint32_t i = 0; i < k->nparam; i++)
+		kf_buf_printf(b, "%sconst %s *__restrict__ p%u", i ? ", " : "",
+			      kx_st(kx_dt(k, k->param[i])), i);
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(b, "%s%s *__restrict__ o%u", i || k->nparam ? ", " : "",
+			      kx_st(kx_dt(k, k->out[i])), i);
+	kf_buf_putc(b, ')');
+}
+
+void kx_bytes(kx *k)
+{
+	int64_t n = 0;
+	for (uint32_t i = 0; i < k->nparam; i++)
+		n += kx_numel(k, k->param[i]) * (int64_t)kf_dtype_size(kx_dt(k, k->param[i]));
+	for (uint32_t i = 0; i < k->nout; i++)
+		n += kx_numel(k, k->out[i]) * (int64_t)kf_dtype_size(kx_dt(k, k->out[i]));
+	k->k->bytes = n;
+}
+
+/* ---- op expressions ---------------------------------------------------------- */
+
+static int cast_expr(kx *k, kf_nid n, const char *a, kf_buf *o)
+{
+	kf_dtype from = kx_dt(k, kf_in(k->g, n, 0)), to = kx_dt(k, kf_res(k->g, n, 0));
+	bool ff = kf_dtype_is_float(from), tf = kf_dtype_is_float(to);
+	if (to == KF_I1) {
+		kf_buf_printf(o, "(%s != 0)", a);
+	} else if (tf) {
+		/* the value is rounded to the target's precision, then computed in
+		 * the target's compute type */
+		if (to == KF_F16)
+			kf_buf_printf(o, from == KF_F64 ? "kf_h2f(kf_d2h(%s))" : "kf_h2f(kf_f2h((float)%s))", a);
+		else if (to == KF_BF16)
+			kf_buf_printf(o, "kf_b2f(kf_f2b((float)%s))", a);
+		else
+			kf_buf_printf(o, "(%s)%s", kx_ct(to), a);
+	} else if (ff) {
+		static const char *const lim[][2] = {
+			[KF_I8] = {"-128LL", "127LL"},
+			[KF_I32] = {"-2147483648LL", "2147483647LL"},
+			[KF_I64] = {"(-9223372036854775807LL - 1)", "9223372036854775807LL"},
+		};
+		kf_buf_printf(o, "kf_f2i((double)%s, %s, %s)", a, lim[to][0], lim[to][1]);
+	} else {
+		/* integer to integer: computed in 64 bits, wrapped by the store;
+		 * the value must wrap now, as the cast's result */
+		if (to == KF_I8)
+			kf_buf_printf(o, "(long long)(signed char)%s", a);
+		else if (to == KF_I32)
+			kf_buf_printf(o, "(long long)(int)%s", a);
+		else
+			kf_buf_printf(o, "(long long)%s", a);
+	}
+	return 0;
+}
+
+int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
+{
+	kf_graph *g = k->g;
+	int op = kf_N(g, n)->op;
+	kf_dtype rt = kx_dt(k, kf_res(g, n, 0));
+	bool fl = kf_dtype_is_float(rt);
+	switch (op) {
+	case KF_OP_ADD: kf_buf_printf(o, "(%s + %s)", a[0], a[1]); return 0;
+	case KF_OP_SUB: kf_buf_printf(o, "(%s - %s)", a[0], a[1]); return 0;
+	case KF_OP_MUL: kf_buf_printf(o, "(%s * %s)", a[0], a[1]); return 0;
+	case KF_OP_DIV: kf_buf_printf(o, fl ? "(%s / %s)" : "kf_div(%s, %s)", a[0], a[1]); return 0;
+	case KF_OP_POW: kf_buf_printf(o, "kf_pow(%s, %s)", a[0], a[1]); return 0;
+	case KF_OP_MAX: kf_buf_printf(o, "kf_max(%s, %s)", a[0], a[1]); return 0;
+	case KF_OP_MIN: kf_buf_printf(o, "kf_min(%s, %s)", a[0], a[1]); return 0;
+	case KF_OP_NEG: kf_buf_printf(o, fl ? "(-%s)" : "(long long)(0ULL - (unsigned long long)%s)", a[0]); return 0;
+	case KF_OP_ABS: kf_buf_printf(o, "kf_abs(%s)", a[0]); return 0;
+	case KF_OP_EXP: kf_buf_printf(o, "kf_exp(%s)", a[0]); return 0;
+	case KF_OP_LOG: kf_buf_printf(o, "kf_log(%s)", a[0]); return 0;
+	case KF_OP_SQRT: kf_buf_printf(o, "kf_sqrt(%s)", a[0]); return 0;
+	case KF_OP_RSQRT: kf_buf_printf(o, "kf_rsqrt(%s)", a[0]); return 0;
+	case KF_OP_TANH: kf_buf_printf(o, "kf_tanh(%s)", a[0]); return 0;
+	case KF_OP_SIGMOID: kf_buf_printf(o, "kf_sigmoid(%s)", a[0]); return 0;
+	case KF_OP_RELU: kf_buf_printf(o, "kf_relu(%s)", a[0]); return 0;
+	case KF_OP_ERF: kf_buf_printf(o, "kf_erf(%s)", a[0]); return 0;
+	case KF_OP_SILU: kf_buf_printf(o, "kf_silu(%s)", a[0]); return 0;
+	case KF_OP_GELU: {
+		const char *ap = kf_attr_str(g, n, "approximate", "none");
+		kf_buf_printf(o, strcmp(ap, "tanh") == 0 ? "kf_gelu_tanh(%s)" : "kf_gelu(%s)", a[0]);
+		return 0;
+	}
+	case KF_OP_WHERE: kf_buf_printf(o, "(%s ? %s : %s)", a[0], a[1], a[2]); return 0;
+	case KF_OP_CAST: return cast_expr(k, n, a[0], o);
+	case KF_OP_EQ: kf_buf_printf(o, "(%s == %s)", a[0], a[1]); return 0;
+	case KF_OP_NE: kf_buf_printf(o, "(%s != %s)", a[0], a[1]); return 0;
+	case KF_OP_LT: kf_buf_printf(o, "(%s < %s)", a[0], a[1]); return 0;
+	case KF_OP_LE: kf_buf_printf(o, "(%s <= %s)", a[0], a[1]); return 0;
+	case KF_OP_GT: kf_buf_printf(o, "(%s > %s)", a[0], a[1]); return 0;
+	case KF_OP_GE: kf_buf_printf(o, "(%s >= %s)", a[0], a[1]); return 0;
+	case KF_OP_AND: kf_buf_printf(o, "(%s && %s)", a[0], a[1]); return 0;
+	case KF_OP_OR: kf_buf_printf(o, "(%s || %s)", a[0], a[1]); return 0;
+	case KF_OP_NOT: kf_buf_printf(o, "(!%s)", a[0]); return 0;
+	default:
+		break;
+	}
+	const kf_opinfo *oi = kf_op(k->c, op);
+	if (op >= KF_NBUILTIN && oi->cuda) {
+		/* a plugin op: its expression over a, b, c, with the operands
+		 * substituted (identifiers a, b, c not part of a longer name) */
+		for (const char *s = oi->cuda; *s; s++) {
+			bool id = (*s == 'a' || *s == 'b' || *s == 'c') &&
+				  (s == oi->cuda || !(s[-1] == '_' || (s[-1] >= '0' && s[-1] <= '9') ||
+						      ((s[-1] | 32) >= 'a' && (s[-1] | 32) <= 'z'))) &&
+				  !(s[1] == '_' || (s[1] >= '0' && s[1] <= '9') ||
+				    ((s[1] | 32) >= 'a' && (s[1] | 32) <= 'z'));
+			int idx = *s - 'a';
+			if (id && idx < (int)kf_N(g, n)->nin)
+				kf_buf_printf(o, "(%s)", a[idx]);
+			else
+				kf_buf_putc(o, *s);
+		}
+		return 0;
+	}
+	return kx_fail(k, "op '%s' has no CUDA form", oi->name);
+}
+
+void kx_const_elem(kx *k, kf_nid n, const char *ix, kf_buf *o)
+{
+	const kf_const *c = kf_N(k->g, n)->cst;
+	kf_dtype t = kx_dt(k, kf_res(k->g, n, 0));
+	bool fl = kf_dtype_is_float(t);
+	if (c->n == 1) {
+		kx_literal(o, t, fl ? c->f[0] : 0, fl ? 0 : c->i[0]);
+		return;
+	}
+	int id = k->nconst++;
+	kf_buf_printf(&k->decl, "__device__ const %s kf_c%d[%llu] = {", kx_ct(t), id,
+		      (unsigned long long)c->n);
+	for (uint64_t i = 0; i < c->n; i++) {
+		if (i)
+			kf_buf_puts(&k->decl, ", ");
+		kx_literal(&k->decl, t, fl ? c->f[i] : 0, fl ? 0 : c->i[i]);
+	}
+	kf_buf_puts(&k->decl, "};\n");
+	kf_buf_printf(o, "kf_c%d[%s]", id, ix);
+}
+
+/* ---- kernels ------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Joins decl, the signature and the body; the name is the hash of the text
+ * written with a placeholder name, so that it depends on structure only. */
+static void finish(kx *k, const char *bounds)
+{
+	kf_buf t = {0};
+	kf_buf_puts(&t, k->decl.p ? k->decl.p : "");
+	kf_buf_printf(&t, "extern \"C\" __global__ void %s KF_KERNEL", bounds);
+	kx_params(k, &t);
+	kf_buf_puts(&t, "\n{\n");
+	kf_buf_put(&t, k->b.p ? k->b.p : "", k->b.n);
+	kf_buf_puts(&t, "}\n");
+	snprintf(k->k->name, sizeof k->k->name, "kf_%016llx", (unsigned long long)fnv1a(t.p, t.n));
+	kf_buf out = {0};
+	const char *ph = strstr(t.p, "KF_KERNEL");
+	kf_buf_put(&out, t.p, (size_t)(ph - t.p));
+	kf_buf_puts(&out, k->k->name);
+	kf_buf_puts(&out, ph + 9);
+	kf_buf_putc(&out, '\0');
+	k->k->src = out.p;
+	kf_buf_free(&t);
+}
+
+static void kx_free(kx *k)
+{
+	kf_buf_free(&k->decl);
+	kf_buf_free(&k->b);
+	kf_buf_free(&k->pre);
+	kf_buf_free(&k->cur);
+	for (uint32_t i = 0; i < k->nix; i++)
+		free(k->ix[i].expr);
+	free(k->ix);
+	free(k->memo);
+	free(k->param);
+	free(k->node);
+	free(k->out);
+}
+
+void kf_kernel_free(kf_kernel *k)
+{
+	free(k->src);
+	free(k->in);
+	free(k->out);
+	memset(k, 0, sizeof *k);
+}
+
+static bool all_static(kx *k)
+{
+	for (uint32_t i = 0; i < k->nparam; i++)
+		if (kx_numel(k, k->param[i]) < 0)
+			return false;
+	for (uint32_t i = 0; i < k->nnode; i++) {
+		const kf_node *x = kf_N(k->g, k->node[i]);
+		for (uint32_t r = 0; r < x->nres; r++)
+			if (kx_numel(k, x->res0 + r) < 0)
+				return false;
+	}
+	return true;
+}
+
+/* Builds the spec of node n: a fusion's body, or n alone. */
+static void spec(kx *k, kf_nid n)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	kf_kernel *kk = k->k;
+	if (x->op == KF_OP_FUSION) {
+		const kf_block *b = &g->blk[x->body];
+		k->nparam = b->narg;
+		k->param = malloc((b->narg + 1) * sizeof *k->param);
+		if (b->narg)
+			memcpy(k->param, b->arg, b->narg * sizeof *k->param);
+		kk->nin = x->nin;
+		kk->in = malloc((x->nin + 1) * sizeof *kk->in);
+		for (uint32_t i = 0; i < x->nin; i++)
+			kk->in[i] = kf_in(g, n, i);
+		uint32_t cnt = 0;
+		kf_foreach_node(g, x->body, m)
+			cnt++;
+		k->node = malloc((cnt + 1) * sizeof *k->node);
+		kf_nid y = kf_block_terminator(g, x->body);
+		kf_foreach_node(g, x->body, m)
+			if (m != y)
+				k->node[k->nnode++] = m;
+		uint32_t ny = y == KF_NONE ? 0 : kf_N(g, y)->nin;
+		k->nout = ny;
+		k->out = malloc((ny + 1) * sizeof *k->out);
+		for (uint32_t i = 0; i < ny; i++)
+			k->out[i] = kf_in(g, y, i);
+	} else {
+		k->param = malloc((x->nin + 1) * sizeof *k->param);
+		for (uint32_t i = 0; i < x->nin; i++) {
+			kf_vid v = kf_in(g, n, i);
+			if (kx_param(k, v) < 0)
+				k->param[k->nparam++] = v;
+		}
+		kk->nin = k->nparam;
+		kk->in = malloc((k->nparam + 1) * sizeof *kk->in);
+		memcpy(kk->in, k->param, k->nparam * sizeof *kk->in);
+		k->node = malloc(sizeof *k->node);
+		k->node[k->nnode++] = n;
+		k->nout = x->nres;
+		k->out = malloc((x->nres + 1) * sizeof *k->out);
+		for (uint32_t i = 0; i < x->nres; i++)
+			k->out[i] = kf_res(g, n, i);
+	}
+	kk->nout = x->nres;
+	kk->out = malloc((x->nres + 1) * sizeof *kk->out);
+	for (uint32_t i = 0; i < x->nres; i++)
+		kk->out[i] = kf_res(g, n, i);
+}
+
+static int kernel_kind(kx *k, kf_nid n)
+{
+	const kf_node *x = kf_N(k->g, n);
+	if (x->op == KF_OP_FUSION) {
+		const char *kind = kf_attr_str(k->g, n, "kind", "elementwise");
+		return strcmp(kind, "reduce") == 0 ? KF_KK_ROW : KF_KK_LOOP;
+	}
+	switch (kf_fuse_kind_of(k->g, n)) {
+	case KF_FK_LOOP: return KF_KK_LOOP;
+	case KF_FK_ROW: {
+		int a;
+		int64_t R, C;
+		kf_fuse_row_split(k->g, n, &a, &R, &C);
+		/* a row too long for registers: the generic kernel loops over it */
+		return C <= 32768 ? KF_KK_ROW : KF_KK_REDUCE;
+	}
+	case KF_FK_REDUCE: return KF_KK_REDUCE;
+	default: break;
+	}
+	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM)
+		return KF_KK_MATMUL;
+	if (kf_op(k->c, x->op)->trait == KF_TRAIT_REDUCE)
+		return KF_KK_REDUCE;
+	return -1;
+}
+
+int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
+{
+	const kf_node *x = kf_N(g, n);
+	memset(out, 0, sizeof *out);
+	if (x->op == KF_OP_CONST || x->op == KF_OP_RESHAPE || x->op == KF_OP_RETURN ||
+	    x->op == KF_OP_YIELD)
+		return 1;
+	kx k = {.g = g, .c = g->ctx, .at = n, .k = out};
+	out->node = n;
+	out->grid_y = out->grid_z = 1;
+	spec(&k, n);
+	int rc = -1;
+	if (!all_static(&k)) {
+		kx_fail(&k, "'%s' has symbolic shapes; the CUDA backend needs static ones",
+			kf_op(g->ctx, x->op)->name);
+		goto done;
+	}
+	int kind = kernel_kind(&k, n);
+	out->kind = kind;
+	out->nops = (int)k.nnode;
+	int64_t big = 0;
+	for (uint32_t i = 0; i < k.nparam; i++)
+		big = kx_numel(&k, k.param[i]) > big ? kx_numel(&k, k.param[i]) : big;
+	for (uint32_t i = 0; i < k.nnode; i++)
+		for (uint32_t r = 0; r < kf_N(g, k.node[i])->nres; r++) {
+			int64_t m = kx_numel(&k, kf_res(g, k.node[i], r));
+			big = m > big ? m : big;
+		}
+	/* 32-bit index arithmetic is cheaper; products of two indices stay
+	 * below 2^31 when every tensor has fewer than 2^30 elements */
+	k.wide = big >= (1LL << 30);
+	switch (kind) {
+	case KF_KK_LOOP: rc = kx_emit_loop(&k); break;
+	case KF_KK_ROW: rc = kx_emit_row(&k); break;
+	case KF_KK_REDUCE: rc = kx_emit_reduce(&k); break;
+	case KF_KK_MATMUL: rc = kx_emit_matmul(&k); break;
+	default:
+		rc = kx_fail(&k, "op '%s' has no CUDA implementation", kf_op(g->ctx, x->op)->name);
+	}
+	if (rc == 0) {
+		kx_bytes(&k);
+		char bounds[48];
+		snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
+		finish(&k, bounds);
+	}
+done:
+	kx_free(&k);
+	if (rc != 0)
+		kf_kernel_free(out);
+	return rc;
+}
+
+void kf_kernels_free(kf_kernels *ks)
+{
+	for (uint32_t i = 0; i < ks->n; i++)
+		kf_kernel_free(&ks->k[i]);
+	free(ks->k);
+	memset(ks, 0, sizeof *ks);
+}
+
+int kf_emit_graph(kf_graph *g, kf_kernels *out)
+{
+	kf_foreach_node(g, 0, n) {
+		kf_kernel k;
+		int rc = kf_emit_node(g, n, &k);
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			continue;
+		if (out->n == out->cap) {
+			out->cap = out->cap ? out->cap * 2 : 16;
+			out->k = realloc(out->k, out->cap * sizeof *out->k);
+		}
+		out->k[out->n++] = k;
+	}
+	return 0;
+}
+
+/* ---- module-level emission ------------------------------------------------------ */
+
+/* Appends each kernel of ks not already in `seen` (names, by the kernel's
+ * canonical name), headed by a comment naming the graph and node. */
+static void program(kf_buf *out, kf_kernels *ks, kf_graph *g, kf_buf *seen)
+{
+	for (uint32_t i = 0; i < ks->n; i++) {
+		char key[32];
+		snprintf(key, sizeof key, "%s;", ks->k[i].name);
+		kf_buf_putc(seen, '\0');
+		seen->n--;
+		bool dup = strstr(seen->p, key) != NULL;
+		const kf_node *x = kf_N(g, ks->k[i].node);
+		kf_buf_printf(out, "\n// @%s: %s", kf_str(g->ctx, g->name), kf_op(g->ctx, x->op)->name);
+		if (x->sym)
+			kf_buf_printf(out, " @%s", kf_str(g->ctx, x->sym));
+		kf_buf_printf(out, " -> %s (%s kernel, %d op%s, block %d)%s\n", ks->k[i].name,
+			      kf_kernel_kind_name(ks->k[i].kind), ks->k[i].nops, ks->k[i].nops == 1 ? "" : "s",
+			      ks->k[i].block, dup ? ", as above" : "");
+		if (!dup) {
+			kf_buf_puts(out, ks->k[i].src);
+			kf_buf_puts(seen, key);
+		}
+	}
+}
+
+int kf_emit_cuda_module(kf_module *m, kf_buf *out)
+{
+	kf_buf seen = {0};
+	kf_buf_puts(&seen, ";");
+	kf_buf_puts(out, kf_emit_prelude());
+	int rc = 0;
+	for (uint32_t i = 0; i < m->ngraph && rc == 0; i++) {
+		kf_kernels ks = {0};
+		rc = kf_emit_graph(m->graph[i], &ks);
+		if (rc == 0)
+			program(out, &ks, m->graph[i], &seen);
+		kf_kernels_free(&ks);
+	}
+	kf_buf_free(&seen);
+	return rc;
+}
+
+int kf_emit_ptx_module(kf_module *m, kf_buf *out)
+{
+	kf_buf src = {0};
+	if (kf_emit_cuda_module(m, &src) != 0) {
+		kf_buf_free(&src);
+		return -1;
+	}
+	kf_buf_putc(&src, '\0');
+	kf_nvrtc *nv = kf_nvrtc_open(m->ctx);
+	if (!nv) {
+		kf_buf_free(&src);
+		return -1;
+	}
+	const char *arch = getenv("KFUSE_ARCH");
+	if (!arch || !*arch)
+		arch = "sm_90";
+	const char *opts[] = {"-std=c++17"};
+	kf_buf ptx = {0};
+	int rc = kf_nvrtc_compile(nv, src.p, "kfuse.cu", arch, opts, 1, 0, &ptx, NULL);
+	if (rc == 0)
+		kf_buf_puts(out, ptx.p);
+	kf_buf_free(&ptx);
+	kf_buf_free(&src);
+	kf_nvrtc_close(nv);
+	return rc;
+}

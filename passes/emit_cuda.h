@@ -1,0 +1,68 @@
+/* emit_cuda.h: the CUDA emitter: one `extern "C" __global__` kernel per
+ * fusion node, and per unfused op (wrapped as a one-node kernel at emit time,
+ * so that a graph without `fuse` in its pipeline runs one kernel per op).
+ *
+ * The text of a kernel is canonical: names inside come from its structure
+ * (p0.. inputs, o0.. outputs, t0.. temporaries in emission order), constants
+ * and shapes are written into it, and the kernel's name is kf_ + 16 hex
+ * digits of a hash of the text.  Equal kernels have equal names and text, so
+ * the runtime compiles each once and the disk cache key is stable.
+ * docs/fusion.md describes the kernel shapes.
+ */
+#ifndef KF_EMIT_CUDA_H
+#define KF_EMIT_CUDA_H
+
+#include "kf.h"
+
+typedef enum {
+	KF_KK_LOOP,    /* grid-stride element-wise loop, vectorised where it can be */
+	KF_KK_ROW,     /* rows in registers: warp shuffles and a block reduce */
+	KF_KK_REDUCE,  /* a generic reduction: one thread per output element */
+	KF_KK_MATMUL,  /* tiled matmul / gemm */
+} kf_kernel_kind;
+
+const char *kf_kernel_kind_name(int kind);
+
+typedef struct kf_kernel {
+	char name[24];      /* kf_0123456789abcdef */
+	char *src;          /* the kernel (without the prelude), NUL-terminated */
+	int kind;           /* kf_kernel_kind */
+	kf_nid node;        /* the node it runs: a top-level node, or a body node
+			       when a fusion was split */
+	uint32_t nin, nout;
+	kf_vid *in, *out;   /* parameters in order: inputs, then outputs */
+	int block;          /* threads per block */
+	int64_t units;      /* blocks that give every work unit its own block;
+			       the kernels loop (grid-stride), so fewer is fine */
+	unsigned grid_y, grid_z; /* matmul tiles; 1 otherwise */
+	int64_t bytes;      /* bytes the kernel reads and writes, once each */
+	int nops;           /* ops it computes */
+} kf_kernel;
+
+typedef struct kf_kernels {
+	kf_kernel *k;
+	uint32_t n, cap;
+} kf_kernels;
+
+/* The helpers every kernel uses; a program is the prelude and kernels. */
+const char *kf_emit_prelude(void);
+
+/* Emits the kernel of node n (top-level or in a fusion body): a fusion node
+ * runs its body; another op is wrapped as a one-node kernel.  Returns 0; 1
+ * when n needs no kernel (const: the runtime uploads it; reshape: an alias
+ * of its operand; return); -1 with an error at the node. */
+int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *k);
+void kf_kernel_free(kf_kernel *k);
+
+/* Every kernel of g's top level, in program order. */
+int kf_emit_graph(kf_graph *g, kf_kernels *out);
+void kf_kernels_free(kf_kernels *ks);
+
+/* kfuse-opt --emit=cuda: the prelude, then each distinct kernel of every
+ * graph once, each headed by a comment naming the graph and the node. */
+int kf_emit_cuda_module(kf_module *m, kf_buf *out);
+/* kfuse-opt --emit=ptx: the same program compiled by NVRTC for sm_90 (or
+ * $KFUSE_ARCH) to PTX.  -1 with an error when NVRTC is missing or fails. */
+int kf_emit_ptx_module(kf_module *m, kf_buf *out);
+
+#endif

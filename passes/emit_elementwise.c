@@ -1,0 +1,511 @@
+/* emit_elementwise.c: loop kernels (kind = "elementwise", and every
+ * element-wise, broadcast or injective op run alone).
+ *
+ * One iteration space: the element count N of the outputs.  A grid-stride
+ * loop gives each thread V consecutive elements (16 bytes of the widest
+ * output) per trip; inputs read at the loop index, or broadcast along
+ * leading dims (a row vector: index % n), are loaded as one 16-byte vector
+ * before the lanes; inputs broadcast along trailing dims (index / m) once
+ * per trip; anything else per lane.  Values are computed on demand at the
+ * index each consumer needs (an injective op maps the index), memoised per
+ * (value, index).  A scalar loop handles the N % V tail.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_int.h"
+
+/* ---- index arithmetic ------------------------------------------------------- */
+
+static void strides(const kf_type *t, int64_t *st)
+{
+	int64_t s = 1;
+	for (int d = t->rank - 1; d >= 0; d--) {
+		st[d] = s;
+		s *= t->dim[d];
+	}
+}
+
+/* Coordinate d of linear index x in shape t, as text. */
+static void coord(kf_buf *o, const kf_type *t, int d, const char *x)
+{
+	int64_t st[KF_MAX_RANK], before = 1;
+	strides(t, st);
+	for (int e = 0; e < d; e++)
+		before *= t->dim[e];
+	kf_buf_putc(o, '(');
+	if (st[d] != 1)
+		kf_buf_printf(o, "(%s / %lld)", x, (long long)st[d]);
+	else
+		kf_buf_puts(o, x);
+	if (before != 1)
+		kf_buf_printf(o, " %% %lld", (long long)t->dim[d]);
+	kf_buf_putc(o, ')');
+}
+
+int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf *o, int64_t *arg)
+{
+	int64_t nf = kf_type_numel(from), nt = kf_type_numel(to);
+	if (nt == 1) {
+		kf_buf_putc(o, '0');
+		return -2;
+	}
+	if (nt == nf) {
+		kf_buf_puts(o, x);
+		return IXF_ROOT;
+	}
+	int r = from->rank, s = to->rank;
+	int64_t sf[KF_MAX_RANK], tdim[KF_MAX_RANK], stt[KF_MAX_RANK];
+	strides(from, sf);
+	int64_t acc = 1;
+	for (int d = r - 1; d >= 0; d--) {
+		tdim[d] = d < r - s ? 1 : to->dim[d - (r - s)];
+		stt[d] = acc;
+		acc *= tdim[d];
+	}
+	/* runs of kept dims (same size in both, > 1); dims of size 1 in from
+	 * are transparent, broadcast dims end a run */
+	int nterm = 0, form = IXF_OTHER;
+	int d = 0;
+	while (d < r) {
+		if (from->dim[d] == 1 || tdim[d] != from->dim[d]) {
+			d++;
+			continue;
+		}
+		int d0 = d, d1 = d;
+		int64_t P = 1;
+		while (d < r && (from->dim[d] == 1 || tdim[d] == from->dim[d])) {
+			if (from->dim[d] != 1)
+				d1 = d;
+			P *= from->dim[d];
+			d++;
+		}
+		int64_t before = 1;
+		for (int e = 0; e < d0; e++)
+			before *= from->dim[e];
+		if (nterm++)
+			kf_buf_puts(o, " + ");
+		kf_buf_putc(o, '(');
+		if (sf[d1] != 1)
+			kf_buf_printf(o, "(%s / %lld)", x, (long long)sf[d1]);
+		else
+			kf_buf_puts(o, x);
+		if (before != 1)
+			kf_buf_printf(o, " %% %lld", (long long)P);
+		kf_buf_putc(o, ')');
+		if (stt[d1] != 1)
+			kf_buf_printf(o, " * %lld", (long long)stt[d1]);
+		if (nterm == 1) {
+			if (sf[d1] == 1 && stt[d1] == 1 && before != 1) {
+				form = IXF_MOD;
+				*arg = P;
+			} else if (before == 1 && stt[d1] == 1) {
+				form = IXF_DIV;
+				*arg = sf[d1];
+			}
+		} else {
+			form = IXF_OTHER;
+		}
+	}
+	if (!nterm) {
+		kf_buf_putc(o, '0');
+		return -2;
+	}
+	return form;
+}
+
+/* An index variable: memoised by its text; returns its number, or IX_ZERO. */
+static int ix_add(kx *k, kf_buf *expr, int form, int64_t arg)
+{
+	if (form == -2) {
+		kf_buf_free(expr);
+		return IX_ZERO;
+	}
+	kf_buf_putc(expr, '\0');
+	for (uint32_t i = 0; i < k->nix; i++)
+		if (strcmp(k->ix[i].expr, expr->p) == 0) {
+			kf_buf_free(expr);
+			return (int)i;
+		}
+	if (k->nix == k->capix) {
+		k->capix = k->capix ? k->capix * 2 : 16;
+		k->ix = realloc(k->ix, k->capix * sizeof *k->ix);
+	}
+	int id = (int)k->nix++;
+	k->ix[id] = (kx_ix){expr->p, form, arg};
+	kf_buf_printf(&k->cur, "      const %s i%d = %s;\n", kx_it(k), id, expr->p);
+	return id;
+}
+
+static void ix_name(int ix, char *buf, size_t n)
+{
+	if (ix == IX_ZERO)
+		snprintf(buf, n, "0");
+	else
+		snprintf(buf, n, "i%d", ix);
+}
+
+/* Index into `to` read at index ix of `from` under broadcasting. */
+static int ix_bcast(kx *k, int ix, const kf_type *from, const kf_type *to)
+{
+	if (ix == IX_ZERO)
+		return IX_ZERO;
+	char x[16];
+	ix_name(ix, x, sizeof x);
+	kf_buf e = {0};
+	int64_t arg = 0;
+	int form = kx_bcast_expr(from, to, x, &e, &arg);
+	if (form == IXF_ROOT) {
+		kf_buf_free(&e);
+		return ix;
+	}
+	if (ix != 0 && form != -2)
+		form = IXF_OTHER;
+	return ix_add(k, &e, form, arg);
+}
+
+/* ---- values ----------------------------------------------------------------- */
+
+static int value_at(kx *k, kf_vid v, int ix);
+
+static int tmp(kx *k, kf_vid v, int ix, const char *ct, kf_buf *expr)
+{
+	int t = k->ntmp++;
+	kf_buf_putc(expr, '\0');
+	kf_buf_printf(&k->cur, "      const %s t%d = %s;\n", ct, t, expr->p);
+	kf_buf_free(expr);
+	if (k->nmemo == k->capmemo) {
+		k->capmemo = k->capmemo ? k->capmemo * 2 : 32;
+		k->memo = realloc(k->memo, k->capmemo * sizeof *k->memo);
+	}
+	k->memo[k->nmemo++] = (kx_memo){v, ix, t};
+	return t;
+}
+
+static int load_param(kx *k, kf_vid v, int p, int ix)
+{
+	kf_dtype dt = kx_dt(k, v);
+	size_t sz = kf_dtype_size(dt);
+	kf_buf e = {0};
+	int V = k->V;
+	int form = ix == IX_ZERO ? -2 : k->ix[ix].form;
+	int64_t arg = ix == IX_ZERO ? 0 : k->ix[ix].arg;
+	bool vec = V > 1 && sz * (size_t)V <= 16 &&
+		   (form == IXF_ROOT || (form == IXF_MOD && arg % V == 0));
+	if (vec) {
+		/* one 16-byte (or narrower) load for the V lanes */
+		int t = k->ntmp++;
+		char at[48];
+		if (form == IXF_ROOT)
+			snprintf(at, sizeof at, "b");
+		else
+			snprintf(at, sizeof at, "(b %% %lld)", (long long)arg);
+		kf_buf_printf(&k->pre, "    __align__(16) %s t%d[%d];\n    kf_vld<%s, %d>(t%d, p%d + %s);\n",
+			      kx_st(dt), t, V, kx_st(dt), V, t, p, at);
+		kx_load(&e, dt, "t%d[l]", t);
+	} else if (V > 1 && form == IXF_DIV && arg % V == 0) {
+		/* the same element for every lane */
+		int t = k->ntmp++;
+		kf_buf_printf(&k->pre, "    const %s t%d = ", kx_ct(dt), t);
+		kx_load(&k->pre, dt, "p%d[b / %lld]", p, (long long)arg);
+		kf_buf_puts(&k->pre, ";\n");
+		kf_buf_printf(&e, "t%d", t);
+	} else {
+		char x[16];
+		ix_name(ix, x, sizeof x);
+		kx_load(&e, dt, "p%d[%s]", p, x);
+	}
+	return tmp(k, v, ix, kx_ct(dt), &e);
+}
+
+/* ONNX slice bounds of node n: start and step per dim of its operand. */
+static void slice_bounds(kx *k, kf_nid n, const kf_type *in, int64_t *start, int64_t *step)
+{
+	int64_t st[KF_MAX_RANK], en[KF_MAX_RANK], ax[KF_MAX_RANK], sp[KF_MAX_RANK];
+	int ns = kf_attr_ints(k->g, n, "starts", st, KF_MAX_RANK);
+	kf_attr_ints(k->g, n, "ends", en, KF_MAX_RANK);
+	int na = kf_attr_ints(k->g, n, "axes", ax, KF_MAX_RANK);
+	int nsp = kf_attr_ints(k->g, n, "steps", sp, KF_MAX_RANK);
+	for (int d = 0; d < in->rank; d++) {
+		start[d] = 0;
+		step[d] = 1;
+	}
+	for (int i = 0; i < ns && i < KF_MAX_RANK; i++) {
+		int64_t a = na > i ? ax[i] : i;
+		if (a < 0)
+			a += in->rank;
+		if (a < 0 || a >= in->rank)
+			continue;
+		int64_t D = in->dim[a], s = st[i], p = nsp > i ? sp[i] : 1;
+		if (s < 0)
+			s += D;
+		if (p > 0)
+			s = s < 0 ? 0 : s > D ? D : s;
+		else
+			s = s < 0 ? 0 : s > D - 1 ? D - 1 : s;
+		start[a] = s;
+		step[a] = p;
+	}
+}
+
+/* The index into operand type `in` of a value read at coordinates
+ * start[d] + coord_d(ix in out) * step[d] (transpose: perm maps out dims to
+ * operand dims). */
+static int ix_affine(kx *k, int ix, const kf_type *out, const kf_type *in, const int64_t *perm,
+		     const int64_t *start, const int64_t *step)
+{
+	int64_t si[KF_MAX_RANK], off = 0;
+	strides(in, si);
+	char x[16];
+	ix_name(ix, x, sizeof x);
+	kf_buf e = {0};
+	int nterm = 0;
+	for (int d = 0; d < in->rank; d++)
+		off += (start ? start[d] : 0) * si[d];
+	for (int d = 0; d < out->rank; d++) {
+		if (out->dim[d] == 1)
+			continue;
+		int id = perm ? (int)perm[d] : d;
+		int64_t mul = si[id] * (step ? step[id] : 1);
+		if (nterm++)
+			kf_buf_puts(&e, " + ");
+		if (ix == IX_ZERO)
+			kf_buf_putc(&e, '0');
+		else
+			coord(&e, out, d, x);
+		if (mul != 1)
+			kf_buf_printf(&e, " * %lld", (long long)mul);
+	}
+	if (off || !nterm)
+		kf_buf_printf(&e, "%s%lld", nterm ? " + " : "", (long long)off);
+	return ix_add(k, &e, IXF_OTHER, 0);
+}
+
+static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	int axis = (int)kf_attr_int(g, n, "axis", 0);
+	if (axis < 0)
+		axis += out->rank;
+	char xs[16];
+	ix_name(ix, xs, sizeof xs);
+	kf_buf ce = {0};
+	coord(&ce, out, axis, xs);
+	int cix = ix_add(k, &ce, IXF_OTHER, 0);
+	int *parts = malloc(x->nin * sizeof *parts);
+	int64_t off = 0, *offs = malloc(x->nin * sizeof *offs);
+	for (uint32_t i = 0; i < x->nin; i++) {
+		kf_vid u = kf_in(g, n, i);
+		const kf_type *in = kf_vtype(g, u);
+		int64_t si[KF_MAX_RANK];
+		strides(in, si);
+		/* the coordinate along axis is clamped into the operand so that
+		 * every operand can be evaluated; the select below picks one */
+		kf_buf e = {0};
+		int nterm = 0;
+		for (int d = 0; d < out->rank; d++) {
+			if (in->dim[d] == 1 && d != axis)
+				continue;
+			if (nterm++)
+				kf_buf_puts(&e, " + ");
+			if (d == axis)
+				kf_buf_printf(&e, "kf_min(kf_max((%s)i%d - (%s)%lld, (%s)0), (%s)%lld)", kx_it(k),
+					      cix, kx_it(k), (long long)off, kx_it(k), kx_it(k),
+					      (long long)(in->dim[d] - 1));
+			else
+				coord(&e, out, d, xs);
+			if (si[d] != 1)
+				kf_buf_printf(&e, " * %lld", (long long)si[d]);
+		}
+		if (!nterm)
+			kf_buf_putc(&e, '0');
+		int pix = ix_add(k, &e, IXF_OTHER, 0);
+		offs[i] = off;
+		off += in->dim[axis];
+		parts[i] = value_at(k, u, pix);
+		if (parts[i] < 0) {
+			free(parts);
+			free(offs);
+			return -1;
+		}
+	}
+	kf_buf e = {0};
+	for (uint32_t i = 0; i + 1 < x->nin; i++)
+		kf_buf_printf(&e, "i%d < %lld ? t%d : ", cix, (long long)offs[i + 1], parts[i]);
+	kf_buf_printf(&e, "t%d", parts[x->nin - 1]);
+	free(parts);
+	free(offs);
+	return tmp(k, kf_res(g, n, 0), ix, kx_ct(kx_dt(k, kf_res(g, n, 0))), &e);
+}
+
+/* Emits value v (of this kernel) at index ix into v's own shape; returns
+ * its temporary, or -1. */
+static int value_at(kx *k, kf_vid v, int ix)
+{
+	for (uint32_t i = 0; i < k->nmemo; i++)
+		if (k->memo[i].v == v && k->memo[i].ix == ix)
+			return k->memo[i].t;
+	kf_graph *g = k->g;
+	int p = kx_param(k, v);
+	if (p >= 0)
+		return load_param(k, v, p, ix);
+	kf_nid n = kf_def(g, v);
+	const kf_node *x = kf_N(g, n);
+	const kf_type *vt = kf_vtype(g, v);
+	kf_type out = *vt;
+	kf_dtype dt = (kf_dtype)vt->dtype;
+	char xs[16];
+	ix_name(ix, xs, sizeof xs);
+	kf_buf e = {0};
+	switch (x->op) {
+	case KF_OP_CONST:
+		kx_const_elem(k, n, xs, &e);
+		return tmp(k, v, ix, kx_ct(dt), &e);
+	case KF_OP_RESHAPE:
+		return value_at(k, kf_in(g, n, 0), ix);
+	case KF_OP_BROADCAST_TO:
+		return value_at(k, kf_in(g, n, 0), ix_bcast(k, ix, &out, kf_vtype(g, kf_in(g, n, 0))));
+	case KF_OP_TRANSPOSE: {
+		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
+		int64_t perm[KF_MAX_RANK];
+		if (kf_attr_ints(g, n, "perm", perm, KF_MAX_RANK) != in.rank)
+			for (int d = 0; d < in.rank; d++)
+				perm[d] = in.rank - 1 - d;
+		for (int d = 0; d < in.rank; d++)
+			if (perm[d] < 0)
+				perm[d] += in.rank;
+		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, perm, NULL, NULL));
+	}
+	case KF_OP_SLICE: {
+		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
+		int64_t start[KF_MAX_RANK], step[KF_MAX_RANK];
+		slice_bounds(k, n, &in, start, step);
+		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, step));
+	}
+	case KF_OP_SPLIT: {
+		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
+		int axis = (int)kf_attr_int(g, n, "axis", 0);
+		if (axis < 0)
+			axis += in.rank;
+		int64_t start[KF_MAX_RANK] = {0};
+		for (uint32_t r = 0; r < kf_V(g, v)->idx; r++)
+			start[axis] += kf_vtype(g, x->res0 + r)->dim[axis];
+		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, NULL));
+	}
+	case KF_OP_CONCAT:
+		return concat_at(k, n, &out, ix);
+	default:
+		break;
+	}
+	int trait = kf_op(k->c, x->op)->trait;
+	if (trait != KF_TRAIT_ELEMENTWISE && trait != KF_TRAIT_BROADCAST)
+		return kx_fail(k, "op '%s' cannot run in an element-wise kernel", kf_op(k->c, x->op)->name);
+	char names[3][16];
+	const char *a[3] = {names[0], names[1], names[2]};
+	if (x->nin > 3)
+		return kx_fail(k, "op '%s' has more than 3 operands", kf_op(k->c, x->op)->name);
+	for (uint32_t i = 0; i < x->nin; i++) {
+		kf_vid u = kf_in(g, n, i);
+		int t = value_at(k, u, ix_bcast(k, ix, &out, kf_vtype(g, u)));
+		if (t < 0)
+			return -1;
+		snprintf(names[i], sizeof names[i], "t%d", t);
+	}
+	if (kx_op_expr(k, n, a, &e) != 0) {
+		kf_buf_free(&e);
+		return -1;
+	}
+	return tmp(k, v, ix, kx_ct(dt), &e);
+}
+
+/* ---- the kernel ------------------------------------------------------------- */
+
+static void reset_region(kx *k)
+{
+	for (uint32_t i = 0; i < k->nix; i++)
+		free(k->ix[i].expr);
+	k->nix = 0;
+	k->nmemo = 0;
+	k->pre.n = 0;
+	k->cur.n = 0;
+	/* index 0 is the root, declared by the loop */
+	kf_buf r = {0};
+	kf_buf_puts(&r, "i0");
+	kf_buf_putc(&r, '\0');
+	k->capix = k->capix ? k->capix : 16;
+	k->ix = realloc(k->ix, k->capix * sizeof *k->ix);
+	k->ix[0] = (kx_ix){r.p, IXF_ROOT, 0};
+	k->nix = 1;
+}
+
+/* The lanes' body: every output at i0. */
+static int lanes(kx *k, bool vec)
+{
+	for (uint32_t j = 0; j < k->nout; j++) {
+		int t = value_at(k, k->out[j], 0);
+		if (t < 0)
+			return -1;
+		kf_dtype dt = kx_dt(k, k->out[j]);
+		if (vec) {
+			kf_buf_printf(&k->cur, "      r%u[l] = ", j);
+		} else {
+			kf_buf_printf(&k->cur, "      o%u[i0] = ", j);
+		}
+		kx_store(&k->cur, dt, "t%d", t);
+		kf_buf_puts(&k->cur, ";\n");
+	}
+	return 0;
+}
+
+int kx_emit_loop(kx *k)
+{
+	int64_t N = kx_numel(k, k->out[0]);
+	for (uint32_t j = 1; j < k->nout; j++)
+		if (kx_numel(k, k->out[j]) != N)
+			return kx_fail(k, "an element-wise kernel's outputs differ in size");
+	size_t maxsz = 1;
+	for (uint32_t j = 0; j < k->nout; j++)
+		if (kf_dtype_size(kx_dt(k, k->out[j])) > maxsz)
+			maxsz = kf_dtype_size(kx_dt(k, k->out[j]));
+	int V = (int)(16 / maxsz);
+	if (V > 8)
+		V = 8;
+	if (N < 4 * V)
+		V = 1;
+	const char *it = kx_it(k);
+	int64_t nv = N / V;
+	k->k->block = 256;
+	k->k->units = (nv + 255) / 256;
+	if (k->k->units < 1)
+		k->k->units = 1;
+	if (V > 1) {
+		k->V = V;
+		reset_region(k);
+		if (lanes(k, true) != 0)
+			return -1;
+		kf_buf_printf(&k->b, "  for (%s v = blockIdx.x * (%s)blockDim.x + threadIdx.x; v < %lld; v += (%s)gridDim.x * blockDim.x) {\n",
+			      it, it, (long long)nv, it);
+		kf_buf_printf(&k->b, "    const %s b = v * %d;\n", it, V);
+		kf_buf_put(&k->b, k->pre.p ? k->pre.p : "", k->pre.n);
+		for (uint32_t j = 0; j < k->nout; j++)
+			kf_buf_printf(&k->b, "    __align__(16) %s r%u[%d];\n", kx_st(kx_dt(k, k->out[j])), j, V);
+		kf_buf_printf(&k->b, "#pragma unroll\n    for (int l = 0; l < %d; l++) {\n      const %s i0 = b + l;\n", V, it);
+		kf_buf_put(&k->b, k->cur.p ? k->cur.p : "", k->cur.n);
+		kf_buf_puts(&k->b, "    }\n");
+		for (uint32_t j = 0; j < k->nout; j++)
+			kf_buf_printf(&k->b, "    kf_vst<%s, %d>(o%u + b, r%u);\n", kx_st(kx_dt(k, k->out[j])), V, j, j);
+		kf_buf_puts(&k->b, "  }\n");
+	}
+	if (N % V != 0 || V == 1) {
+		k->V = 1;
+		reset_region(k);
+		if (lanes(k, false) != 0)
+			return -1;
+		kf_buf_printf(&k->b, "  for (%s i0 = %lld + blockIdx.x * (%s)blockDim.x + threadIdx.x; i0 < %lld; i0 += (%s)gridDim.x * blockDim.x) {\n",
+			      it, (long long)(nv * V) * (V > 1), it, (long long)N, it);
+		kf_buf_put(&k->b, k->cur.p ? k->cur.p : "", k->cur.n);
+		kf_buf_puts(&k->b, "  }\n");
+	}
+	return 0;
+}

@@ -1,0 +1,85 @@
+/* emit_int.h: the CUDA emitter's working state, shared by passes/emit_*.c;
+ * not for other modules. */
+#ifndef KF_EMIT_INT_H
+#define KF_EMIT_INT_H
+
+#include "emit_cuda.h"
+
+/* Index forms, relative to the loop's root index i0 (for vector loads). */
+enum { IXF_ROOT, IXF_MOD, IXF_DIV, IXF_OTHER };
+#define IX_ZERO (-1)
+
+typedef struct kx_memo {
+	kf_vid v;
+	int ix, t;
+} kx_memo;
+
+typedef struct kx_ix {
+	char *expr;
+	int form;
+	int64_t arg;
+} kx_ix;
+
+/* One kernel being emitted.  The spec: params (values read from memory,
+ * in parameter order), the nodes computed (in order) and the values
+ * written.  Temporaries are t0, t1, ... in emission order. */
+typedef struct kx {
+	kf_graph *g;
+	kf_ctx *c;
+	kf_nid at;
+	kf_vid *param;
+	uint32_t nparam;
+	kf_nid *node;
+	uint32_t nnode;
+	kf_vid *out;
+	uint32_t nout;
+	kf_buf decl;   /* before the kernel: embedded constant arrays */
+	kf_buf b;      /* the kernel body */
+	kf_buf pre;    /* loop kernels: loads before the lane loop */
+	kf_buf cur;    /* loop kernels: the lane loop's body */
+	int ntmp, nconst;
+	kx_memo *memo;
+	uint32_t nmemo, capmemo;
+	kx_ix *ix;
+	uint32_t nix, capix;
+	bool wide;     /* 64-bit indices */
+	int V;         /* loop kernels: lanes per thread */
+	kf_kernel *k;
+} kx;
+
+/* ---- emit_cuda.c ---- */
+const char *kx_st(kf_dtype t);  /* storage type: float, unsigned short, ... */
+const char *kx_ct(kf_dtype t);  /* compute type: float, double, long long, bool */
+const char *kx_it(const kx *k); /* index type: int or long long */
+kf_dtype kx_dt(const kx *k, kf_vid v);
+void kx_load(kf_buf *b, kf_dtype t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kx_store(kf_buf *b, kf_dtype t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i);
+int kx_param(const kx *k, kf_vid v);
+bool kx_computed(const kx *k, kf_vid v);
+/* The CUDA expression of element-wise node n over operand texts a[]; -1
+ * with an error when the op has none. */
+int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *out);
+/* Declares constant node n's payload as an array in k->decl (dense) and
+ * writes its element at index text ix (or the splat literal) to out. */
+void kx_const_elem(kx *k, kf_nid n, const char *ix, kf_buf *out);
+int kx_fail(kx *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int64_t kx_numel(const kx *k, kf_vid v);
+/* Appends the kernel's parameter list, "(const float *__restrict__ p0, ...)". */
+void kx_params(kx *k, kf_buf *b);
+void kx_bytes(kx *k);
+
+/* ---- the kernel kinds ---- */
+int kx_emit_loop(kx *k);       /* emit_elementwise.c */
+int kx_emit_row(kx *k);        /* emit_reduce.c */
+int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
+int kx_emit_matmul(kx *k);     /* emit_matmul.c */
+
+/* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
+ * the linear index into a value of type `to` that numpy broadcasting reads
+ * for linear index text x into type `from`.  Writes the expression to out
+ * and returns its form (IXF_*; IXF_ROOT when it is x itself, *arg = the
+ * modulus or divisor); returns -2 for the constant 0. */
+int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf *out, int64_t *arg);
+
+#endif

@@ -1,0 +1,544 @@
+/* emit_reduce.c: row kernels (kind = "reduce": reductions over trailing
+ * axes with their element-wise prologue and epilogue) and the generic
+ * reduction kernel (any axes; one thread per output element).
+ *
+ * A row kernel splits its input F into R rows of C elements.  TPR threads
+ * (a power of two, 32..1024) share a row; each holds K = NJ * V elements
+ * of every per-element value in registers (NJ vectors of V elements, 16
+ * bytes each when C allows), so a row is read once and written once however
+ * many reductions it goes through (softmax, layer norm).  Reductions are a
+ * per-thread loop, warp shuffles, then shared memory across warps
+ * (kf_rowred in the prelude).  Rows are a grid-stride loop.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "emit_int.h"
+#include "fuse.h"
+
+typedef struct row {
+	kf_type F;
+	int a;
+	int64_t R, C;
+	int V, TPR, NJ, K, RPB, block;
+	bool need_mask;
+	unsigned smem;     /* bit per compute kind that needs shared memory: f, d, l */
+} row;
+
+/* memo: ix = 1 for per-element arrays, 0 for per-row scalars */
+static int memo_find(kx *k, kf_vid v, int *arr)
+{
+	for (uint32_t i = 0; i < k->nmemo; i++)
+		if (k->memo[i].v == v) {
+			*arr = k->memo[i].ix;
+			return k->memo[i].t;
+		}
+	return -1;
+}
+
+static int memo_add(kx *k, kf_vid v, int arr)
+{
+	if (k->nmemo == k->capmemo) {
+		k->capmemo = k->capmemo ? k->capmemo * 2 : 32;
+		k->memo = realloc(k->memo, k->capmemo * sizeof *k->memo);
+	}
+	int t = k->ntmp++;
+	k->memo[k->nmemo++] = (kx_memo){v, arr, t};
+	return t;
+}
+
+static const char *sm_name(const char *ct, row *w)
+{
+	if (strcmp(ct, "double") == 0) {
+		w->smem |= 2;
+		return "kf_smd";
+	}
+	if (strcmp(ct, "long long") == 0) {
+		w->smem |= 4;
+		return "kf_sml";
+	}
+	w->smem |= 1;
+	return "kf_smf";
+}
+
+static void valid(kf_buf *b, row *w, const char *e)
+{
+	if (w->V > 1)
+		kf_buf_printf(b, "(lane + (%s / %d) * %d) * %d < %lld", e, w->V, w->TPR, w->V, (long long)w->C);
+	else
+		kf_buf_printf(b, "lane + %s * %d < %lld", e, w->TPR, (long long)w->C);
+}
+
+/* Loads param p (value v) with row class rc; returns the temporary. */
+static int load(kx *k, row *w, kf_vid v, int p, kf_rowclass rc, int *arr)
+{
+	kf_dtype dt = kx_dt(k, v);
+	const char *st = kx_st(dt), *ct = kx_ct(dt);
+	kf_buf *b = &k->cur;
+	if (rc == KF_RC_ROW || rc == KF_RC_SCALAR) {
+		int t = memo_add(k, v, 0);
+		*arr = 0;
+		kf_buf_printf(b, "    const %s t%d = ", ct, t);
+		if (rc == KF_RC_ROW) {
+			kf_buf_puts(b, "rv ? ");
+			kx_load(b, dt, "p%d[row]", p);
+			kf_buf_printf(b, " : (%s)0;\n", ct);
+		} else {
+			kx_load(b, dt, "p%d[0]", p);
+			kf_buf_puts(b, ";\n");
+		}
+		return t;
+	}
+	int t = memo_add(k, v, 1);
+	*arr = 1;
+	char at[64];
+	if (rc == KF_RC_FULL)
+		snprintf(at, sizeof at, "row * %lld + c0", (long long)w->C);
+	else
+		snprintf(at, sizeof at, "c0");
+	kf_buf_printf(b, "    __align__(16) %s t%ds[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n"
+		      "      const int c0 = (lane + j * %d) * %d;\n      if (rv && c0 < %lld) kf_vld<%s, %d>(t%ds + j * %d, p%d + %s);\n"
+		      "      else for (int l = 0; l < %d; l++) t%ds[j * %d + l] = (%s)0;\n    }\n",
+		      st, t, w->K, w->NJ, w->TPR, w->V, (long long)w->C, st, w->V, t, w->V, p, at, w->V, t,
+		      w->V, st);
+	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = ", ct, t, w->K,
+		      w->K, t);
+	kx_load(b, dt, "t%ds[e]", t);
+	kf_buf_puts(b, ";\n");
+	return t;
+}
+
+/* A reference to value v in a per-element (elem) or per-row context. */
+static int ref(kx *k, row *w, kf_vid v, bool elem, char *out, size_t n)
+{
+	int arr = 0, t = memo_find(k, v, &arr);
+	if (t < 0) {
+		int p = kx_param(k, v);
+		kf_rowclass rc = kf_fuse_rowclass(&w->F, w->a, kf_vtype(k->g, v), elem);
+		if (p < 0)
+			return kx_fail(k, "value used before it is computed in a row kernel");
+		if (rc == KF_RC_BAD || (!elem && (rc == KF_RC_FULL || rc == KF_RC_COL)))
+			return kx_fail(k, "an input's shape does not fit the rows of this kernel");
+		t = load(k, w, v, p, rc, &arr);
+	}
+	if (arr && !elem)
+		return kx_fail(k, "a per-element value is read per row");
+	snprintf(out, n, arr ? "t%d[e]" : "t%d", t);
+	return 0;
+}
+
+static void rowred(kx *k, row *w, int t, const char *ct, const char *op)
+{
+	kf_buf_printf(&k->cur, "    t%d = kf_rowred<%d>(t%d, %s, kf_op%s());\n", t, w->TPR, t, sm_name(ct, w), op);
+}
+
+/* acc (declared) op= src[e] over the valid elements. */
+static void accumulate(kx *k, row *w, const char *acc, const char *fmt_src, const char *op)
+{
+	kf_buf_puts(&k->cur, "#pragma unroll\n    for (int e = 0; e < ");
+	kf_buf_printf(&k->cur, "%d; e++) ", w->K);
+	if (w->need_mask) {
+		kf_buf_puts(&k->cur, "if (");
+		valid(&k->cur, w, "e");
+		kf_buf_puts(&k->cur, ") ");
+	}
+	if (strcmp(op, "sum") == 0)
+		kf_buf_printf(&k->cur, "%s += %s;\n", acc, fmt_src);
+	else
+		kf_buf_printf(&k->cur, "%s = kf_%s(%s, %s);\n", acc, op, acc, fmt_src);
+}
+
+static const char *ident(const char *op, const char *ct)
+{
+	bool fl = strcmp(ct, "float") == 0, db = strcmp(ct, "double") == 0;
+	if (strcmp(op, "sum") == 0)
+		return "0";
+	if (strcmp(op, "max") == 0)
+		return fl ? "-KF_INF" : db ? "-KF_DINF" : "(-9223372036854775807LL - 1)";
+	return fl ? "KF_INF" : db ? "KF_DINF" : "9223372036854775807LL";
+}
+
+static int row_op(kx *k, row *w, kf_nid n)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	kf_vid res = kf_res(g, n, 0);
+	kf_dtype dt = kx_dt(k, res);
+	const char *ct = kx_ct(dt);
+	char xs[32], buf[64];
+	if (ref(k, w, kf_in(g, n, 0), true, xs, sizeof xs) != 0)
+		return -1;
+	kf_buf *b = &k->cur;
+	int op = x->op;
+	if (op == KF_OP_REDUCE_SUM || op == KF_OP_REDUCE_MEAN || op == KF_OP_REDUCE_MAX ||
+	    op == KF_OP_REDUCE_MIN) {
+		const char *o = op == KF_OP_REDUCE_MAX ? "max" : op == KF_OP_REDUCE_MIN ? "min" : "sum";
+		int t = memo_add(k, res, 0);
+		kf_buf_printf(b, "    %s t%d = %s;\n", ct, t, ident(o, ct));
+		snprintf(buf, sizeof buf, "t%d", t);
+		accumulate(k, w, buf, xs, o);
+		rowred(k, w, t, ct, o);
+		if (op == KF_OP_REDUCE_MEAN)
+			kf_buf_printf(b, "    t%d = t%d / (%s)%lld;\n", t, t, ct, (long long)w->C);
+		return 0;
+	}
+	if (op == KF_OP_SOFTMAX || op == KF_OP_LOG_SOFTMAX) {
+		int m = k->ntmp++, ex = k->ntmp++, s = k->ntmp++;
+		kf_buf_printf(b, "    %s t%d = %s;\n", ct, m, ident("max", ct));
+		snprintf(buf, sizeof buf, "t%d", m);
+		accumulate(k, w, buf, xs, "max");
+		rowred(k, w, m, ct, "max");
+		kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = kf_exp(%s - t%d);\n",
+			      ct, ex, w->K, s, w->K, ex, xs, m);
+		char es[32];
+		snprintf(es, sizeof es, "t%d[e]", ex);
+		snprintf(buf, sizeof buf, "t%d", s);
+		accumulate(k, w, buf, es, "sum");
+		rowred(k, w, s, ct, "sum");
+		int y = memo_add(k, res, 1);
+		if (op == KF_OP_SOFTMAX)
+			kf_buf_printf(b, "    %s t%d[%d];\n    const %s t%dr = (%s)1 / t%d;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr;\n",
+				      ct, y, w->K, ct, s, ct, s, w->K, y, ex, s);
+		else
+			kf_buf_printf(b, "    %s t%d[%d];\n    const %s t%dl = t%d + kf_log(t%d);\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%dl;\n",
+				      ct, y, w->K, ct, s, m, s, w->K, y, xs, s);
+		return 0;
+	}
+	if (op == KF_OP_LAYER_NORM) {
+		char sc[32] = "", bi[32] = "";
+		if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
+			return -1;
+		if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
+			return -1;
+		double eps = kf_attr_float(g, n, "epsilon", 1e-5);
+		int mu = k->ntmp++, d = k->ntmp++, var = k->ntmp++;
+		kf_buf_printf(b, "    %s t%d = 0;\n", ct, mu);
+		snprintf(buf, sizeof buf, "t%d", mu);
+		accumulate(k, w, buf, xs, "sum");
+		rowred(k, w, mu, ct, "sum");
+		kf_buf_printf(b, "    t%d = t%d / (%s)%lld;\n", mu, mu, ct, (long long)w->C);
+		kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%d;\n",
+			      ct, d, w->K, var, w->K, d, xs, mu);
+		char ds[40];
+		snprintf(ds, sizeof ds, "t%d[e] * t%d[e]", d, d);
+		snprintf(buf, sizeof buf, "t%d", var);
+		accumulate(k, w, buf, ds, "sum");
+		rowred(k, w, var, ct, "sum");
+		kf_buf_printf(b, "    const %s t%dr = kf_rsqrt(t%d / (%s)%lld + ", ct, var, var, ct, (long long)w->C);
+		kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, eps, 0);
+		kf_buf_puts(b, ");\n");
+		int y = memo_add(k, res, 1);
+		kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr",
+			      ct, y, w->K, w->K, y, d, var);
+		if (*sc)
+			kf_buf_printf(b, " * %s", sc);
+		if (*bi)
+			kf_buf_printf(b, " + %s", bi);
+		kf_buf_puts(b, ";\n");
+		return 0;
+	}
+	return kx_fail(k, "op '%s' cannot run in a row kernel", kf_op(k->c, op)->name);
+}
+
+static int elem_op(kx *k, row *w, kf_nid n)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	kf_vid res = kf_res(g, n, 0);
+	kf_dtype dt = kx_dt(k, res);
+	kf_rowclass rc = kf_fuse_rowclass(&w->F, w->a, kf_vtype(g, res), false);
+	if (rc == KF_RC_BAD)
+		return kx_fail(k, "'%s' does not fit the rows of this kernel", kf_op(k->c, x->op)->name);
+	bool elem = rc == KF_RC_FULL || rc == KF_RC_COL;
+	kf_buf e = {0};
+	if (x->op == KF_OP_CONST) {
+		/* small dense constants index by their class; splats are literals */
+		const char *ix = rc == KF_RC_FULL ? "row * 0" : "0";
+		char ib[96];
+		if (rc == KF_RC_FULL) {
+			snprintf(ib, sizeof ib, "row * %lld + (lane + (e / %d) * %d) * %d + e %% %d",
+				 (long long)w->C, w->V, w->TPR, w->V, w->V);
+			ix = ib;
+		} else if (rc == KF_RC_COL) {
+			snprintf(ib, sizeof ib, "(lane + (e / %d) * %d) * %d + e %% %d", w->V, w->TPR, w->V, w->V);
+			ix = ib;
+		} else if (rc == KF_RC_ROW) {
+			ix = "row";
+		}
+		kx_const_elem(k, n, ix, &e);
+	} else {
+		char names[3][32];
+		const char *a[3] = {names[0], names[1], names[2]};
+		if (x->nin > 3 || x->nres != 1)
+			return kx_fail(k, "op '%s' cannot run in a row kernel", kf_op(k->c, x->op)->name);
+		for (uint32_t i = 0; i < x->nin; i++)
+			if (ref(k, w, kf_in(g, n, i), elem, names[i], sizeof names[i]) != 0)
+				return -1;
+		if (kx_op_expr(k, n, a, &e) != 0) {
+			kf_buf_free(&e);
+			return -1;
+		}
+	}
+	kf_buf_putc(&e, '\0');
+	int t = memo_add(k, res, elem);
+	if (elem)
+		kf_buf_printf(&k->cur, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s;\n",
+			      kx_ct(dt), t, w->K, w->K, t, e.p);
+	else
+		kf_buf_printf(&k->cur, "    const %s t%d = %s;\n", kx_ct(dt), t, e.p);
+	kf_buf_free(&e);
+	return 0;
+}
+
+static int store(kx *k, row *w, uint32_t j)
+{
+	kf_vid v = k->out[j];
+	kf_dtype dt = kx_dt(k, v);
+	char r[32];
+	int arr = 0, t = memo_find(k, v, &arr);
+	if (t < 0) { /* an input yielded as is */
+		bool elem = kf_fuse_rowclass(&w->F, w->a, kf_vtype(k->g, v), false) <= KF_RC_COL;
+		if (ref(k, w, v, elem, r, sizeof r) != 0)
+			return -1;
+		t = memo_find(k, v, &arr);
+	}
+	kf_buf *b = &k->cur;
+	if (!arr) {
+		kf_buf_printf(b, "    if (rv && lane == 0) o%u[row] = ", j);
+		kx_store(b, dt, "t%d", t);
+		kf_buf_puts(b, ";\n");
+		return 0;
+	}
+	if (kx_numel(k, v) != w->R * w->C)
+		return kx_fail(k, "a row kernel writes a per-element output that is not a full row");
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int c0 = (lane + j * %d) * %d;\n"
+		      "      if (rv && c0 < %lld) {\n        __align__(16) %s r[%d];\n#pragma unroll\n"
+		      "        for (int l = 0; l < %d; l++) r[l] = ",
+		      w->NJ, w->TPR, w->V, (long long)w->C, kx_st(dt), w->V, w->V);
+	char src[32];
+	snprintf(src, sizeof src, "t%d[j * %d + l]", t, w->V);
+	kx_store(b, dt, "%s", src);
+	kf_buf_printf(b, ";\n        kf_vst<%s, %d>(o%u + row * %lld + c0, r);\n      }\n    }\n", kx_st(dt), w->V,
+		      j, (long long)w->C);
+	return 0;
+}
+
+int kx_emit_row(kx *k)
+{
+	kf_graph *g = k->g;
+	row w = {0};
+	kf_nid rn = KF_NONE;
+	for (uint32_t i = 0; i < k->nnode && rn == KF_NONE; i++)
+		if (kf_op(k->c, kf_N(g, k->node[i])->op)->trait == KF_TRAIT_REDUCE)
+			rn = k->node[i];
+	if (rn == KF_NONE || !kf_fuse_row_split(g, rn, &w.a, &w.R, &w.C))
+		return kx_fail(k, "a reduce kernel without a reduction over trailing axes");
+	w.F = *kf_vtype(g, kf_in(g, rn, 0));
+	size_t maxsz = 1;
+	for (uint32_t i = 0; i < k->nparam; i++)
+		if (kf_dtype_size(kx_dt(k, k->param[i])) > maxsz)
+			maxsz = kf_dtype_size(kx_dt(k, k->param[i]));
+	for (uint32_t i = 0; i < k->nout; i++)
+		if (kf_dtype_size(kx_dt(k, k->out[i])) > maxsz)
+			maxsz = kf_dtype_size(kx_dt(k, k->out[i]));
+	w.V = (int)(16 / maxsz);
+	if (w.V > 8)
+		w.V = 8;
+	while (w.V > 1 && w.C % w.V != 0)
+		w.V /= 2;
+	int64_t nvec = w.C / w.V;
+	w.TPR = 32;
+	while (w.TPR < 1024 && (nvec + w.TPR - 1) / w.TPR > 8)
+		w.TPR *= 2;
+	w.NJ = (int)((nvec + w.TPR - 1) / w.TPR);
+	if (w.NJ < 1)
+		w.NJ = 1;
+	w.K = w.NJ * w.V;
+	w.need_mask = nvec % w.TPR != 0 || nvec < w.TPR;
+	w.block = w.TPR < 256 ? 256 : w.TPR;
+	w.RPB = w.block / w.TPR;
+	k->k->block = w.block;
+	k->k->units = (w.R + w.RPB - 1) / w.RPB;
+	if (k->k->units < 1)
+		k->k->units = 1;
+	k->cur.n = 0;
+	for (uint32_t i = 0; i < k->nnode; i++) {
+		kf_nid n = k->node[i];
+		int rc = kf_op(k->c, kf_N(g, n)->op)->trait == KF_TRAIT_REDUCE ? row_op(k, &w, n)
+										: elem_op(k, &w, n);
+		if (rc != 0)
+			return -1;
+	}
+	for (uint32_t j = 0; j < k->nout; j++)
+		if (store(k, &w, j) != 0)
+			return -1;
+	const char *it = kx_it(k);
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  const int lane = threadIdx.x %% %d, sub = threadIdx.x / %d;\n", w.TPR, w.TPR);
+	if (w.TPR > 32) {
+		if (w.smem & 1)
+			kf_buf_printf(b, "  __shared__ float kf_smf[%d];\n", w.block / 32);
+		if (w.smem & 2)
+			kf_buf_printf(b, "  __shared__ double kf_smd[%d];\n", w.block / 32);
+		if (w.smem & 4)
+			kf_buf_printf(b, "  __shared__ long long kf_sml[%d];\n", w.block / 32);
+	} else {
+		/* kf_rowred needs a pointer even when it does not use it */
+		kf_buf_puts(b, "  float *kf_smf = 0; double *kf_smd = 0; long long *kf_sml = 0;\n"
+			       "  (void)kf_smf; (void)kf_smd; (void)kf_sml;\n");
+	}
+	kf_buf_printf(b, "  for (%s r0 = (%s)blockIdx.x * %d; r0 < %lld; r0 += (%s)gridDim.x * %d) {\n", it, it,
+		      w.RPB, (long long)w.R, it, w.RPB);
+	kf_buf_printf(b, "    const %s row = r0 + sub;\n    const bool rv = row < %lld;\n", it, (long long)w.R);
+	kf_buf_put(b, k->cur.p ? k->cur.p : "", k->cur.n);
+	kf_buf_puts(b, "  }\n");
+	return 0;
+}
+
+/* ---- generic reductions ---------------------------------------------------------- */
+
+/* Index text of coordinate list: sum over dims in `sel` of coord(x in the
+ * shape of those dims) * stride in full. */
+static void sub_index(kf_buf *o, const kf_type *full, const bool *sel, bool want, const char *x)
+{
+	int64_t st[KF_MAX_RANK], s = 1;
+	for (int d = full->rank - 1; d >= 0; d--) {
+		st[d] = s;
+		s *= full->dim[d];
+	}
+	int64_t inner = 1;
+	int n = 0;
+	kf_buf_putc(o, '(');
+	for (int d = full->rank - 1; d >= 0; d--) {
+		if (sel[d] != want || full->dim[d] == 1)
+			continue;
+		if (n++)
+			kf_buf_puts(o, " + ");
+		kf_buf_printf(o, "((%s / %lld) %% %lld) * %lld", x, (long long)inner, (long long)full->dim[d],
+			      (long long)st[d]);
+		inner *= full->dim[d];
+	}
+	if (!n)
+		kf_buf_putc(o, '0');
+	kf_buf_putc(o, ')');
+}
+
+int kx_emit_reduce(kx *k)
+{
+	kf_graph *g = k->g;
+	if (k->nnode != 1)
+		return kx_fail(k, "a generic reduction kernel runs one op");
+	kf_nid n = k->node[0];
+	const kf_node *x = kf_N(g, n);
+	kf_vid in = kf_in(g, n, 0), res = kf_res(g, n, 0);
+	kf_type X = *kf_vtype(g, in);
+	kf_dtype dt = kx_dt(k, res);
+	const char *it = kx_it(k);
+	/* floats accumulate in double here, as the interpreter does */
+	const char *acc = kf_dtype_is_float(dt) ? "double" : kx_ct(dt);
+	kf_buf *b = &k->b;
+	int p = kx_param(k, in);
+	bool sel[KF_MAX_RANK] = {0};
+	int64_t M, RN = 1;
+	k->k->block = 256;
+	if (x->op == KF_OP_REDUCE_SUM || x->op == KF_OP_REDUCE_MEAN || x->op == KF_OP_REDUCE_MAX ||
+	    x->op == KF_OP_REDUCE_MIN) {
+		int64_t ax[KF_MAX_RANK];
+		int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
+		for (int d = 0; d < X.rank; d++)
+			sel[d] = na <= 0;
+		for (int i = 0; i < na && i < KF_MAX_RANK; i++)
+			sel[ax[i] < 0 ? ax[i] + X.rank : ax[i]] = true;
+		for (int d = 0; d < X.rank; d++)
+			RN *= sel[d] ? X.dim[d] : 1;
+		M = kx_numel(k, res);
+		const char *o = x->op == KF_OP_REDUCE_MAX ? "max" : x->op == KF_OP_REDUCE_MIN ? "min" : "sum";
+		kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
+			      it, it, (long long)M, it);
+		kf_buf_printf(b, "    const %s base = ", it);
+		sub_index(b, &X, sel, false, "o");
+		kf_buf_printf(b, ";\n    %s acc = %s;\n    for (%s r = 0; r < %lld; r++) {\n      const %s v = ", acc,
+			      ident(o, acc), it, (long long)RN, acc);
+		kf_buf_printf(b, "(%s)", acc);
+		kf_buf tmpb = {0};
+		sub_index(&tmpb, &X, sel, true, "r");
+		kf_buf_putc(&tmpb, '\0');
+		char lv[600];
+		snprintf(lv, sizeof lv, "p%d[base + %s]", p, tmpb.p);
+		kf_buf_free(&tmpb);
+		kx_load(b, (kf_dtype)X.dtype, "%s", lv);
+		if (strcmp(o, "sum") == 0)
+			kf_buf_puts(b, ";\n      acc += v;\n    }\n");
+		else
+			kf_buf_printf(b, ";\n      acc = kf_%s(acc, v);\n    }\n", o);
+		if (x->op == KF_OP_REDUCE_MEAN)
+			kf_buf_printf(b, "    acc = acc / (%s)%lld;\n", acc, (long long)RN);
+		kf_buf_puts(b, "    o0[o] = ");
+		kx_store(b, dt, "acc");
+		kf_buf_puts(b, ";\n  }\n");
+		k->k->units = (M + 255) / 256;
+		return 0;
+	}
+	if (x->op != KF_OP_SOFTMAX && x->op != KF_OP_LOG_SOFTMAX && x->op != KF_OP_LAYER_NORM)
+		return kx_fail(k, "op '%s' has no CUDA implementation", kf_op(k->c, x->op)->name);
+	int a = (int)kf_attr_int(g, n, "axis", -1);
+	if (a < 0)
+		a += X.rank;
+	int64_t O = 1, A = 1, I = 1;
+	for (int d = 0; d < X.rank; d++) {
+		if (d < a)
+			O *= X.dim[d];
+		else if (d == a || x->op == KF_OP_LAYER_NORM)
+			A *= X.dim[d];
+		else
+			I *= X.dim[d];
+	}
+	M = O * I;
+	k->k->units = (M + 255) / 256;
+	kf_buf_printf(b, "  for (%s m = blockIdx.x * (%s)blockDim.x + threadIdx.x; m < %lld; m += (%s)gridDim.x * blockDim.x) {\n",
+		      it, it, (long long)M, it);
+	kf_buf_printf(b, "    const %s base = (m / %lld) * %lld + m %% %lld;\n", it, (long long)I, (long long)(A * I),
+		      (long long)I);
+	char xv[64];
+	snprintf(xv, sizeof xv, "p%d[base + j * %lld]", p, (long long)I);
+	kf_buf_printf(b, "    %s s1 = %s, s2 = 0;\n    for (%s j = 0; j < %lld; j++) { const %s v = ", acc,
+		      x->op == KF_OP_LAYER_NORM ? "0" : ident("max", acc), it, (long long)A, acc);
+	kx_load(b, (kf_dtype)X.dtype, "%s", xv);
+	kf_buf_printf(b, "; s1 = %s; }\n", x->op == KF_OP_LAYER_NORM ? "s1 + v" : "kf_max(s1, v)");
+	if (x->op == KF_OP_LAYER_NORM)
+		kf_buf_printf(b, "    s1 = s1 / %lld;\n", (long long)A);
+	kf_buf_printf(b, "    for (%s j = 0; j < %lld; j++) { const %s v = ", it, (long long)A, acc);
+	kx_load(b, (kf_dtype)X.dtype, "%s", xv);
+	kf_buf_printf(b, "; s2 += %s; }\n", x->op == KF_OP_LAYER_NORM ? "(v - s1) * (v - s1)" : "kf_exp(v - s1)");
+	if (x->op == KF_OP_LAYER_NORM) {
+		kf_buf_printf(b, "    s2 = 1.0 / sqrt(s2 / %lld + ", (long long)A);
+		kx_literal(b, KF_F64, kf_attr_float(g, n, "epsilon", 1e-5), 0);
+		kf_buf_puts(b, ");\n");
+	}
+	kf_buf_printf(b, "    for (%s j = 0; j < %lld; j++) {\n      const %s v = ", it, (long long)A, acc);
+	kx_load(b, (kf_dtype)X.dtype, "%s", xv);
+	kf_buf_printf(b, ";\n      %s y = ", acc);
+	if (x->op == KF_OP_SOFTMAX) {
+		kf_buf_puts(b, "kf_exp(v - s1) / s2");
+	} else if (x->op == KF_OP_LOG_SOFTMAX) {
+		kf_buf_puts(b, "v - s1 - kf_log(s2)");
+	} else {
+		kf_buf_puts(b, "(v - s1) * s2");
+		kf_type R = {.dtype = X.dtype, .rank = (uint8_t)(X.rank - a)};
+		for (int d = a; d < X.rank; d++)
+			R.dim[d - a] = X.dim[d];
+		for (uint32_t i = 1; i < x->nin; i++) {
+			kf_vid u = kf_in(g, n, i);
+			kf_buf ix = {0};
+			int64_t arg;
+			kx_bcast_expr(&R, kf_vtype(g, u), "j", &ix, &arg);
+			kf_buf_putc(&ix, '\0');
+			kf_buf_printf(b, " %s (%s)", i == 1 ? "*" : "+", acc);
+			kx_load(b, kx_dt(k, u), "p%d[%s]", kx_param(k, u), ix.p);
+			kf_buf_free(&ix);
+		}
+	}
+	kf_buf_printf(b, ";\n      o0[base + j * %lld] = ", (long long)I);
+	kx_store(b, dt, "y");
+	kf_buf_puts(b, ";\n    }\n  }\n");
+	return 0;
+}

@@ -1,0 +1,879 @@
+/* fuse.c: the fuse pass: groups top-level nodes into fusion nodes, one
+ * kernel each.
+ *
+ * requires: a verified graph with static shapes (symbolic ones stay unfused);
+ * keeps: values, names and locations of every op (moved into bodies);
+ * breaks: node order (the block is re-sorted topologically at the end).
+ *
+ * Greedy, in program order: for every producer -> consumer edge the two
+ * groups merge when the result can run as one kernel (see kf_fuse_kind and
+ * fuse.h): same iteration space, reductions over one row shape with their
+ * element-wise prologue and epilogue, no cycle through an outside node, and
+ * within the limits.  Then groups that read a common input merge (sibling,
+ * multi-output fusion).  Each group of two or more ops becomes a fusion node;
+ * small constants are copied into the bodies that read them.  Every edge that
+ * stayed unfused keeps the reason of its last failed attempt for
+ * --explain-fusion (passes/fuse_explain.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "fuse.h"
+#include "fuse_int.h"
+#include "pass.h"
+
+static const char *const reason_code[] = {
+#define X(id, text) #id,
+	KF_FUSE_REASONS(X)
+#undef X
+};
+static const char *const reason_text[] = {
+#define X(id, text) text,
+	KF_FUSE_REASONS(X)
+#undef X
+};
+
+const char *kf_fuse_reason_code(kf_fuse_reason r) { return r < KF_FR_COUNT ? reason_code[r] : "?"; }
+const char *kf_fuse_reason_text(kf_fuse_reason r) { return r < KF_FR_COUNT ? reason_text[r] : "?"; }
+
+void kf_fuse_opts_default(kf_fuse_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->siblings = true;
+	o->max_inputs = 24;
+	o->max_nodes = 256;
+	o->max_regs = 160;
+	o->max_row = 32768;
+}
+
+/* ---- classification (shared with the emitter) -------------------------------- */
+
+bool kf_fuse_op_expensive(int op)
+{
+	switch (op) {
+	case KF_OP_EXP: case KF_OP_LOG: case KF_OP_TANH: case KF_OP_SIGMOID: case KF_OP_GELU:
+	case KF_OP_ERF: case KF_OP_SILU: case KF_OP_POW: case KF_OP_SQRT: case KF_OP_RSQRT:
+	case KF_OP_DIV:
+		return true;
+	default:
+		return op >= KF_NBUILTIN;
+	}
+}
+
+bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->op != KF_OP_CONST || !x->cst || x->cst->kind == KF_CONST_FILE)
+		return false;
+	const kf_type *t = kf_vtype(g, x->res0);
+	return kf_type_is_static(t) && (x->cst->n == 1 || x->cst->n <= KF_FUSE_EMBED_MAX);
+}
+
+static bool node_static(const kf_graph *g, kf_nid n)
+{
+	const kf_node *x = kf_N(g, n);
+	for (uint32_t i = 0; i < x->nin; i++)
+		if (!kf_type_is_static(kf_vtype(g, kf_in(g, n, i))))
+			return false;
+	for (uint32_t i = 0; i < x->nres; i++)
+		if (!kf_type_is_static(kf_vtype(g, x->res0 + i)))
+			return false;
+	return true;
+}
+
+static int norm_axis(int64_t ax, int rank)
+{
+	if (ax < 0)
+		ax += rank;
+	return ax < 0 ? 0 : ax > rank ? rank : (int)ax;
+}
+
+bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *pa, int64_t *R, int64_t *C)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->nin < 1)
+		return false;
+	const kf_type *F = kf_vtype(g, kf_in(g, n, 0));
+	int r = F->rank, a;
+	switch (x->op) {
+	case KF_OP_REDUCE_SUM: case KF_OP_REDUCE_MEAN: case KF_OP_REDUCE_MAX: case KF_OP_REDUCE_MIN: {
+		int64_t ax[KF_MAX_RANK];
+		int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
+		bool on[KF_MAX_RANK] = {0};
+		if (na <= 0) {
+			for (int d = 0; d < r; d++)
+				on[d] = true;
+		} else {
+			if (na > KF_MAX_RANK)
+				return false;
+			for (int i = 0; i < na; i++) {
+				int64_t v = ax[i] < 0 ? ax[i] + r : ax[i];
+				if (v < 0 || v >= r)
+					return false;
+				on[v] = true;
+			}
+		}
+		/* trailing: once an axis is reduced, every later one is too, except
+		 * dims of size 1, which do not change the layout */
+		a = r;
+		while (a > 0 && (on[a - 1] || F->dim[a - 1] == 1))
+			a--;
+		for (int d = 0; d < a; d++)
+			if (on[d] && F->dim[d] != 1)
+				return false;
+		break;
+	}
+	case KF_OP_SOFTMAX: case KF_OP_LOG_SOFTMAX:
+		a = norm_axis(kf_attr_int(g, n, "axis", -1), r);
+		/* one axis: trailing when every dim after it is 1 */
+		for (int d = a + 1; d < r; d++)
+			if (F->dim[d] != 1)
+				return false;
+		break;
+	case KF_OP_LAYER_NORM:
+		a = norm_axis(kf_attr_int(g, n, "axis", -1), r);
+		break;
+	default:
+		return false;
+	}
+	int64_t rr = 1, cc = 1;
+	for (int d = 0; d < r; d++) {
+		if (F->dim[d] < 0)
+			return false;
+		if (d < a)
+			rr *= F->dim[d];
+		else
+			cc *= F->dim[d];
+	}
+	*pa = a;
+	*R = rr;
+	*C = cc;
+	return true;
+}
+
+kf_fuse_kind kf_fuse_kind_of(const kf_graph *g, kf_nid n)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->op == KF_OP_CONST)
+		return KF_FK_CONST;
+	if (x->op == KF_OP_FUSION || x->op == KF_OP_RETURN || x->op == KF_OP_YIELD)
+		return KF_FK_NONE;
+	if (!node_static(g, n))
+		return KF_FK_NONE;
+	const kf_opinfo *oi = kf_op(g->ctx, x->op);
+	switch (oi->trait) {
+	case KF_TRAIT_ELEMENTWISE: case KF_TRAIT_BROADCAST: case KF_TRAIT_INJECTIVE:
+		if (x->op >= KF_NBUILTIN && !oi->cuda)
+			return KF_FK_NONE;
+		return KF_FK_LOOP;
+	case KF_TRAIT_REDUCE: {
+		int a;
+		int64_t R, C;
+		return kf_fuse_row_split(g, n, &a, &R, &C) ? KF_FK_ROW : KF_FK_REDUCE;
+	}
+	default:
+		return KF_FK_NONE;
+	}
+}
+
+kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool elem)
+{
+	int r = F->rank, s = t->rank;
+	if (!elem && s == a) {
+		bool same = true;
+		for (int d = 0; d < a; d++)
+			same = same && t->dim[d] == F->dim[d];
+		if (same && s > 0)
+			return KF_RC_ROW;
+	}
+	if (s > r)
+		return KF_RC_BAD;
+	bool full = true, scalar = true, row = true, col = true;
+	for (int d = 0; d < r; d++) {
+		int64_t td = d < r - s ? 1 : t->dim[d - (r - s)];
+		int64_t fd = F->dim[d];
+		bool eq = td == fd, one = td == 1;
+		full = full && eq;
+		scalar = scalar && one;
+		row = row && (d < a ? eq : one);
+		col = col && (d < a ? one : eq);
+	}
+	if (full)
+		return KF_RC_FULL;
+	if (scalar)
+		return KF_RC_SCALAR;
+	if (row)
+		return KF_RC_ROW;
+	if (col)
+		return KF_RC_COL;
+	return KF_RC_BAD;
+}
+
+/* ---- the grouping -------------------------------------------------------------- */
+
+enum { G_LOOP = 1, G_ROW = 2 };
+
+uint32_t kf_fuse_find(fz *z, uint32_t p)
+{
+	while (z->parent[p] != p) {
+		z->parent[p] = z->parent[z->parent[p]];
+		p = z->parent[p];
+	}
+	return p;
+}
+
+static uint32_t pos_of(const fz *z, kf_vid v)
+{
+	kf_nid d = kf_def(z->g, v);
+	return d == KF_NONE || kf_N(z->g, d)->blk != 0 ? KF_NONE : z->pos[d];
+}
+
+static int64_t numel_of(const kf_graph *g, kf_vid v)
+{
+	return kf_type_numel(kf_vtype(g, v));
+}
+
+static bool is_member(fz *z, uint32_t p, uint32_t ga, uint32_t gb)
+{
+	if (p == KF_NONE || !z->kind[p])
+		return false;
+	uint32_t r = kf_fuse_find(z, p);
+	return r == ga || r == gb;
+}
+
+/* Counts distinct outside inputs of the union of groups ga and gb (small
+ * constants are embedded, not inputs). */
+static int count_inputs(fz *z, uint32_t ga, uint32_t gb)
+{
+	z->epoch++;
+	int k = 0;
+	for (int gi = 0; gi < 2; gi++)
+		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
+			kf_nid n = z->order[p];
+			for (uint32_t i = 0; i < kf_N(z->g, n)->nin; i++) {
+				kf_vid v = kf_in(z->g, n, i);
+				uint32_t q = pos_of(z, v);
+				if (is_member(z, q, ga, gb))
+					continue;
+				kf_nid d = kf_def(z->g, v);
+				if (d != KF_NONE && kf_fuse_const_embeddable(z->g, d))
+					continue;
+				if (z->vmark[v] == z->epoch)
+					continue;
+				z->vmark[v] = z->epoch;
+				k++;
+			}
+		}
+	return k;
+}
+
+/* True when a path leaves group `from` through a node outside both groups
+ * and reaches group `to`: merging them would make a cycle. */
+static bool path_outside(fz *z, uint32_t from, uint32_t to)
+{
+	uint32_t limit = z->maxpos[to];
+	uint32_t sp = 0;
+	z->epoch++;
+	for (uint32_t p = z->head[from]; p != KF_NONE; p = z->next[p]) {
+		const kf_node *x = kf_N(z->g, z->order[p]);
+		for (uint32_t r = 0; r < x->nres; r++)
+			kf_foreach_use(z->g, x->res0 + r, u) {
+				kf_nid un = z->g->use[u].user;
+				uint32_t q = z->pos[un];
+				if (q == KF_NONE || q > limit || is_member(z, q, from, to) || z->pmark[q] == z->epoch)
+					continue;
+				z->pmark[q] = z->epoch;
+				z->stack[sp++] = q;
+			}
+	}
+	while (sp) {
+		uint32_t q = z->stack[--sp];
+		const kf_node *x = kf_N(z->g, z->order[q]);
+		for (uint32_t r = 0; r < x->nres; r++)
+			kf_foreach_use(z->g, x->res0 + r, u) {
+				uint32_t w = z->pos[z->g->use[u].user];
+				if (w == KF_NONE || w > limit || z->pmark[w] == z->epoch)
+					continue;
+				if (is_member(z, w, to, to))
+					return true;
+				z->pmark[w] = z->epoch;
+				z->stack[sp++] = w;
+			}
+	}
+	return false;
+}
+
+static bool has_outside_user(fz *z, kf_vid v, uint32_t ga, uint32_t gb)
+{
+	kf_foreach_use(z->g, v, u) {
+		kf_nid un = z->g->use[u].user;
+		if (kf_N(z->g, un)->blk != 0 || !is_member(z, z->pos[un], ga, gb))
+			return true;
+	}
+	return false;
+}
+
+/* Row shapes agree on dims; the dtype does not matter (a cast between two
+ * reductions keeps the rows). */
+static bool same_dims(const kf_graph *g, kf_tid a, kf_tid b)
+{
+	const kf_type *x = kf_type_get(g->ctx, a), *y = kf_type_get(g->ctx, b);
+	if (x->rank != y->rank)
+		return false;
+	for (int d = 0; d < x->rank; d++)
+		if (x->dim[d] != y->dim[d])
+			return false;
+	return true;
+}
+
+/* The row shape of the merged group: the F of its ROW groups, which must
+ * agree (*F = KF_NONE when they do not).  False for two loop groups. */
+static bool merged_rowshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, int *a)
+{
+	bool found = false;
+	for (int gi = 0; gi < 2; gi++) {
+		uint32_t gr = gi ? gb : ga;
+		if (z->gkind[gr] != G_ROW)
+			continue;
+		if (!found) {
+			*F = z->rowT[gr];
+			*a = z->rowA[gr];
+			found = true;
+		} else if (!same_dims(z->g, z->rowT[gr], *F) || z->rowA[gr] != *a) {
+			*F = KF_NONE;
+		}
+	}
+	return found;
+}
+
+/* Checks that every op of the merged group can run in a row kernel over
+ * F split at a; returns a reason or KF_FR_NONE; *regs gets the estimate. */
+static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int a, int *regs)
+{
+	kf_graph *g = z->g;
+	kf_type Fc = *kf_type_get(g->ctx, FT);
+	const kf_type *F = &Fc;
+	int64_t C = 1;
+	for (int d = a; d < F->rank; d++)
+		C *= F->dim[d];
+	if (C > z->o->max_row)
+		return KF_FR_REDUCE_LAYOUT;
+	int live = 1;
+	bool after_reduce = false;
+	for (uint32_t p = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
+	     p <= (z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb]); p++) {
+		if (!is_member(z, p, ga, gb))
+			continue;
+		kf_nid n = z->order[p];
+		const kf_node *x = kf_N(g, n);
+		if (z->kind[p] == KF_FK_ROW) {
+			int a2;
+			int64_t R2, C2;
+			kf_fuse_row_split(g, n, &a2, &R2, &C2);
+			if (!same_dims(g, kf_V(g, kf_in(g, n, 0))->type, FT) || a2 != a)
+				return KF_FR_SHAPE_MISMATCH;
+			for (uint32_t i = 1; i < x->nin; i++) { /* layer_norm scale, bias */
+				kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, kf_in(g, n, i)), true);
+				if (k != KF_RC_COL && k != KF_RC_SCALAR && k != KF_RC_FULL)
+					return KF_FR_SHAPE_MISMATCH;
+			}
+			after_reduce = true;
+			continue;
+		}
+		if (x->op == KF_OP_RESHAPE || kf_op(g->ctx, x->op)->trait == KF_TRAIT_INJECTIVE ||
+		    x->nres != 1)
+			return KF_FR_SHAPE_MISMATCH;
+		kf_rowclass rc = kf_fuse_rowclass(F, a, kf_vtype(g, x->res0), false);
+		bool elem = rc == KF_RC_FULL || rc == KF_RC_COL;
+		if (rc == KF_RC_BAD)
+			return KF_FR_SHAPE_MISMATCH;
+		for (uint32_t i = 0; i < x->nin; i++) {
+			kf_vid v = kf_in(g, n, i);
+			kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, v), elem);
+			if (k == KF_RC_BAD)
+				return KF_FR_REDUCE_THEN_BROADCAST_MISMATCH;
+			/* a value computed per row read per element must be indexed by
+			 * row; one computed per element must not be read per row */
+			uint32_t q = pos_of(z, v);
+			if (is_member(z, q, ga, gb)) {
+				bool prow = kf_fuse_rowclass(F, a, kf_vtype(g, v), false) >= KF_RC_ROW;
+				if (prow && !(k == KF_RC_ROW || k == KF_RC_SCALAR))
+					return KF_FR_REDUCE_THEN_BROADCAST_MISMATCH;
+				if (!prow && !elem)
+					return KF_FR_SHAPE_MISMATCH;
+			}
+		}
+		if (elem && has_outside_user(z, x->res0, ga, gb) && rc != KF_RC_FULL)
+			return KF_FR_SHAPE_MISMATCH;
+		/* per-element values still needed after a reduction stay in
+		 * registers: one array of C/threads elements each */
+		if (elem && !after_reduce)
+			live++;
+	}
+	int64_t tpr = 32;
+	while (tpr < 1024 && (C + tpr - 1) / tpr > 32)
+		tpr *= 2;
+	int64_t k = (C + tpr - 1) / tpr;
+	*regs = (int)(24 + k * (live < 3 ? live : 3) + 8);
+	return KF_FR_NONE;
+}
+
+/* Checks a loop group: one iteration space, no expensive value recomputed
+ * per element of a broadcast. */
+static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, bool allow)
+{
+	kf_graph *g = z->g;
+	int64_t N = -1;
+	for (int gi = 0; gi < 2; gi++)
+		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
+			const kf_node *x = kf_N(g, z->order[p]);
+			for (uint32_t r = 0; r < x->nres; r++)
+				if (has_outside_user(z, x->res0 + r, ga, gb)) {
+					int64_t m = numel_of(g, x->res0 + r);
+					if (N >= 0 && m != N)
+						return KF_FR_SHAPE_MISMATCH;
+					N = m;
+				}
+		}
+	if (allow || N < 0)
+		return KF_FR_NONE;
+	for (int gi = 0; gi < 2; gi++)
+		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
+			const kf_node *x = kf_N(g, z->order[p]);
+			if (kf_fuse_op_expensive(x->op) && numel_of(g, x->res0) < N)
+				return KF_FR_MULTI_USE_EXPENSIVE;
+		}
+	return KF_FR_NONE;
+}
+
+static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a)
+{
+	z->parent[gb] = ga;
+	z->next[z->tail[ga]] = z->head[gb];
+	z->tail[ga] = z->tail[gb];
+	z->size[ga] += z->size[gb];
+	if (z->minpos[gb] < z->minpos[ga])
+		z->minpos[ga] = z->minpos[gb];
+	if (z->maxpos[gb] > z->maxpos[ga])
+		z->maxpos[ga] = z->maxpos[gb];
+	z->gkind[ga] = (uint8_t)kind;
+	z->rowT[ga] = F;
+	z->rowA[ga] = a;
+}
+
+/* Tries to merge the groups of positions pp (producer) and pc (consumer);
+ * returns the reason it did not, or KF_FR_NONE. */
+static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
+{
+	uint32_t ga = kf_fuse_find(z, pp), gb = kf_fuse_find(z, pc);
+	if (ga == gb)
+		return KF_FR_NONE;
+	kf_nid np = z->order[pp], nc = z->order[pc];
+	int verdict = KF_FUSE_DEFAULT;
+	if (z->o->policy.fn) {
+		verdict = z->o->policy.fn(z->o->policy.ud, z->g, np, nc);
+		if (verdict == KF_FUSE_VETO)
+			return KF_FR_POLICY_VETO;
+	}
+	bool allow = verdict == KF_FUSE_ALLOW;
+	if (!allow && z->size[ga] + z->size[gb] > (uint32_t)z->o->max_nodes)
+		return KF_FR_TOO_MANY_NODES;
+	kf_tid F = KF_NONE;
+	int a = 0, kind = G_LOOP;
+	if (merged_rowshape(z, ga, gb, &F, &a)) {
+		if (F == KF_NONE)
+			return z->gkind[ga] == G_ROW ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
+						     : KF_FR_SHAPE_MISMATCH;
+		int regs = 0;
+		kf_fuse_reason r = check_row(z, ga, gb, F, a, &regs);
+		if (r != KF_FR_NONE)
+			return r;
+		if (!allow && regs > z->o->max_regs)
+			return KF_FR_REGISTER_LIMIT;
+		kind = G_ROW;
+	} else {
+		kf_fuse_reason r = check_loop(z, ga, gb, allow);
+		if (r != KF_FR_NONE)
+			return r;
+	}
+	if (count_inputs(z, ga, gb) > z->o->max_inputs)
+		return KF_FR_TOO_MANY_INPUTS;
+	if (path_outside(z, ga, gb) || path_outside(z, gb, ga))
+		return KF_FR_CYCLE;
+	merge(z, ga, gb, kind, F, a);
+	return KF_FR_NONE;
+}
+
+/* Reason for an edge whose ends cannot fuse at all. */
+static kf_fuse_reason static_reason(fz *z, kf_nid n)
+{
+	const kf_node *x = kf_N(z->g, n);
+	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !node_static(z->g, n))
+		return KF_FR_SYMBOLIC_SHAPE;
+	uint32_t p = z->pos[n];
+	switch (z->ckind[p]) {
+	case KF_FK_REDUCE:
+		return KF_FR_REDUCE_LAYOUT;
+	case KF_FK_ROW:
+		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
+	case KF_FK_NONE:
+		if (x->op == KF_OP_RETURN)
+			return KF_FR_GRAPH_OUTPUT;
+		return kf_op(z->g->ctx, x->op)->trait == KF_TRAIT_CONTRACTION ? KF_FR_CONTRACTION
+									   : KF_FR_OPAQUE_OP;
+	default:
+		return KF_FR_NONE;
+	}
+}
+
+static void group_edges(fz *z)
+{
+	kf_graph *g = z->g;
+	for (uint32_t pc = 0; pc < z->n; pc++) {
+		kf_nid nc = z->order[pc];
+		const kf_node *x = kf_N(g, nc);
+		for (uint32_t i = 0; i < x->nin; i++) {
+			kf_uid u = x->in0 + i;
+			uint32_t pp = pos_of(z, g->use[u].value);
+			if (pp == KF_NONE || z->kind[pp] == KF_FK_CONST)
+				continue;
+			kf_fuse_reason r = static_reason(z, z->order[pp]);
+			if (r == KF_FR_NONE)
+				r = static_reason(z, nc);
+			if (r == KF_FR_NONE && (!z->kind[pp] || !z->kind[pc]))
+				r = KF_FR_OPAQUE_OP;
+			if (r == KF_FR_NONE)
+				r = try_merge(z, pp, pc);
+			z->why[u] = (uint8_t)r;
+		}
+	}
+}
+
+/* Sibling fusion: the groups that read one value merge when they can. */
+static void group_siblings(fz *z)
+{
+	kf_graph *g = z->g;
+	for (kf_vid v = 0; v < g->nval; v++) {
+		if (kf_V(g, v)->blk != 0 || kf_nuses(g, v) < 2)
+			continue;
+		uint32_t first = KF_NONE;
+		kf_foreach_use(g, v, u) {
+			kf_nid un = g->use[u].user;
+			if (kf_N(g, un)->blk != 0)
+				continue;
+			uint32_t q = z->pos[un];
+			if (!z->kind[q])
+				continue;
+			if (first == KF_NONE) {
+				first = q;
+				continue;
+			}
+			try_merge(z, first, q);
+		}
+	}
+}
+
+/* ---- building fusion nodes -------------------------------------------------- */
+
+static int fusion_node(fz *z, uint32_t root, int index)
+{
+	kf_graph *g = z->g;
+	kf_ctx *c = g->ctx;
+	uint32_t cnt = 0;
+	for (uint32_t p = z->minpos[root]; p <= z->maxpos[root]; p++)
+		if (z->kind[p] && kf_fuse_find(z, p) == root)
+			z->mem[cnt++] = p;
+	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
+	uint32_t nin = 0, nout = 0;
+	z->epoch++;
+	for (uint32_t i = 0; i < cnt; i++) {
+		kf_nid n = z->order[z->mem[i]];
+		for (uint32_t k = 0; k < kf_N(g, n)->nin; k++) {
+			kf_vid v = kf_in(g, n, k);
+			uint32_t q = pos_of(z, v);
+			if (is_member(z, q, root, root) || z->vmark[v] == z->epoch)
+				continue;
+			kf_nid d = kf_def(g, v);
+			if (d != KF_NONE && kf_fuse_const_embeddable(g, d))
+				continue;
+			z->vmark[v] = z->epoch;
+			ins[nin++] = v;
+		}
+	}
+	kf_tid *rt = malloc((cnt * 8 + 1) * sizeof *rt);
+	for (uint32_t i = 0; i < cnt; i++) {
+		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
+		for (uint32_t r = 0; r < x->nres; r++)
+			if (has_outside_user(z, x->res0 + r, root, root)) {
+				rt[nout] = kf_V(g, x->res0 + r)->type;
+				outs[nout++] = x->res0 + r;
+			}
+	}
+	kf_nid last = z->order[z->mem[cnt - 1]];
+	kf_nid f = kf_node_new(g, 0, last, KF_OP_FUSION, ins, nin, rt, nout);
+	free(rt);
+	char name[32];
+	snprintf(name, sizeof name, "k%d", index);
+	kf_N(g, f)->sym = kf_intern_cstr(c, name);
+	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
+	kf_sid kind = kf_intern_cstr(c, z->gkind[root] == G_ROW ? "reduce" : "elementwise");
+	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
+	kf_bid b = kf_block_new(g, f);
+	kf_N(g, f)->body = b;
+	/* map: outer value -> body value, through vmap (reset below) */
+	for (uint32_t i = 0; i < nin; i++)
+		z->vmap[ins[i]] = kf_block_add_arg(g, b, kf_V(g, ins[i])->type, 0);
+	kf_vid *tmp = malloc(64 * sizeof *tmp);
+	uint32_t tmpcap = 64;
+	for (uint32_t i = 0; i < cnt; i++) {
+		kf_nid n = z->order[z->mem[i]];
+		uint32_t nn = kf_N(g, n)->nin;
+		if (nn > tmpcap) {
+			tmpcap = nn;
+			tmp = realloc(tmp, tmpcap * sizeof *tmp);
+		}
+		for (uint32_t k = 0; k < nn; k++) {
+			kf_vid v = kf_in(g, n, k);
+			if (z->vmap[v] == KF_NONE) { /* an embedded constant: copy it in */
+				kf_nid d = kf_def(g, v);
+				kf_tid t = kf_V(g, v)->type;
+				kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
+				kf_N(g, cn)->cst = kf_N(g, d)->cst;
+				kf_N(g, cn)->loc = kf_N(g, d)->loc;
+				kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
+				z->vmap[v] = kf_res(g, cn, 0);
+			}
+			tmp[k] = z->vmap[v];
+		}
+		const kf_node *x = kf_N(g, n);
+		uint32_t nr = x->nres;
+		kf_tid *rts = malloc((nr + 1) * sizeof *rts);
+		for (uint32_t r = 0; r < nr; r++)
+			rts[r] = kf_V(g, x->res0 + r)->type;
+		kf_nid m = kf_node_new(g, b, KF_NONE, x->op, tmp, nn, rts, nr);
+		free(rts);
+		x = kf_N(g, n);
+		kf_node_set_attrs(g, m, x->attr, x->nattr);
+		kf_N(g, m)->loc = x->loc;
+		kf_N(g, m)->sym = x->sym;
+		for (uint32_t r = 0; r < nr; r++) {
+			kf_V(g, kf_res(g, m, r))->name = kf_V(g, x->res0 + r)->name;
+			z->vmap[x->res0 + r] = kf_res(g, m, r);
+		}
+	}
+	for (uint32_t i = 0; i < nout; i++)
+		tmp[i] = z->vmap[outs[i]];
+	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, tmp, nout, NULL, 0);
+	/* outside users now read the fusion's results */
+	for (uint32_t i = 0; i < nout; i++) {
+		kf_vid nv = kf_res(g, f, i);
+		if (nout == 1)
+			kf_V(g, nv)->name = kf_V(g, outs[i])->name;
+		uint32_t k = 0;
+		kf_foreach_use(g, outs[i], u) {
+			kf_nid un = g->use[u].user;
+			if (kf_N(g, un)->blk != 0 || !is_member(z, z->pos[un], root, root))
+				z->ubuf[k++] = u;
+		}
+		for (uint32_t j = 0; j < k; j++) {
+			kf_uid u = z->ubuf[j];
+			kf_set_operand(g, g->use[u].user, u - kf_N(g, g->use[u].user)->in0, nv);
+		}
+	}
+	free(tmp);
+	/* reset the map for the next group: every entry set above is an
+	 * operand or a result of a member */
+	for (uint32_t i = 0; i < cnt; i++) {
+		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
+		for (uint32_t k = 0; k < x->nin; k++)
+			z->vmap[kf_in(g, z->order[z->mem[i]], k)] = KF_NONE;
+		for (uint32_t r = 0; r < x->nres; r++)
+			z->vmap[x->res0 + r] = KF_NONE;
+	}
+	for (uint32_t i = cnt; i-- > 0;)
+		kf_node_erase(g, z->order[z->mem[i]]);
+	return 0;
+}
+
+/* Constants left without users after their copies moved into bodies. */
+static void drop_dead_consts(fz *z)
+{
+	for (uint32_t p = 0; p < z->n; p++) {
+		kf_nid n = z->order[p];
+		if (z->ckind[p] == KF_FK_CONST && !(kf_N(z->g, n)->flags & KF_NODE_DEAD) &&
+		    !kf_has_uses(z->g, kf_res(z->g, n, 0)))
+			kf_node_erase(z->g, n);
+	}
+}
+
+static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
+{
+	memset(z, 0, sizeof *z);
+	z->g = g;
+	z->o = o;
+	kf_foreach_node(g, 0, n)
+		z->n++;
+	uint32_t n = z->n ? z->n : 1;
+	z->order = malloc(n * sizeof *z->order);
+	z->pos = malloc(g->nnode * sizeof *z->pos + 1);
+	for (kf_nid i = 0; i < g->nnode; i++)
+		z->pos[i] = KF_NONE;
+	uint32_t k = 0;
+	kf_foreach_node(g, 0, m) {
+		z->order[k] = m;
+		z->pos[m] = k++;
+	}
+	z->kind = calloc(n, 1);
+	z->parent = malloc(n * sizeof *z->parent);
+	z->next = malloc(n * sizeof *z->next);
+	z->head = malloc(n * sizeof *z->head);
+	z->tail = malloc(n * sizeof *z->tail);
+	z->size = malloc(n * sizeof *z->size);
+	z->minpos = malloc(n * sizeof *z->minpos);
+	z->maxpos = malloc(n * sizeof *z->maxpos);
+	z->gkind = calloc(n, 1);
+	z->rowT = calloc(n, sizeof *z->rowT);
+	z->ckind = calloc(n, 1);
+	z->rowA = calloc(n, sizeof *z->rowA);
+	z->pmark = calloc(n, sizeof *z->pmark);
+	z->stack = malloc(n * sizeof *z->stack);
+	z->mem = malloc(n * sizeof *z->mem);
+	z->vmark = calloc(g->nval + 1, sizeof *z->vmark);
+	z->why = calloc(g->nuse + 1, 1);
+	for (uint32_t p = 0; p < z->n; p++) {
+		kf_nid m = z->order[p];
+		int kd = kf_fuse_kind_of(g, m);
+		/* unfusible kinds keep kind 0 here; static_reason reads the op */
+		z->kind[p] = (uint8_t)(kd == KF_FK_LOOP || kd == KF_FK_ROW ? kd : 0);
+		if (kd == KF_FK_CONST || kd == KF_FK_REDUCE)
+			z->kind[p] = 0;
+		z->parent[p] = p;
+		z->next[p] = KF_NONE;
+		z->head[p] = z->tail[p] = p;
+		z->size[p] = 1;
+		z->minpos[p] = z->maxpos[p] = p;
+		if (kd == KF_FK_ROW) {
+			int a;
+			int64_t R, C;
+			kf_fuse_row_split(g, m, &a, &R, &C);
+			z->gkind[p] = G_ROW;
+			z->rowT[p] = kf_V(g, kf_in(g, m, 0))->type;
+			z->rowA[p] = a;
+			if (C > o->max_row)
+				z->kind[p] = 0;
+		} else {
+			z->gkind[p] = G_LOOP;
+		}
+		z->ckind[p] = (uint8_t)kd;
+	}
+}
+
+static void teardown(fz *z)
+{
+	free(z->order); free(z->pos); free(z->kind); free(z->parent); free(z->next);
+	free(z->head); free(z->tail); free(z->size); free(z->minpos); free(z->maxpos);
+	free(z->gkind); free(z->rowT); free(z->rowA); free(z->pmark); free(z->stack);
+	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
+	free(z->ubuf); free(z->ckind);
+}
+
+int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
+{
+	fz z;
+	setup(&z, g, o);
+	group_edges(&z);
+	if (o->siblings)
+		group_siblings(&z);
+	if (o->explain && o->log)
+		kf_fuse_explain(&z, o->log);
+	/* groups of two or more ops become fusion nodes, in program order */
+	z.nvmap = g->nval;
+	z.vmap = malloc((g->nval + 1) * sizeof *z.vmap);
+	for (kf_vid v = 0; v < g->nval; v++)
+		z.vmap[v] = KF_NONE;
+	z.nvbuf = 2 * (g->nuse + g->nval + 2);
+	z.vbuf = malloc(z.nvbuf * sizeof *z.vbuf);
+	z.ubuf = malloc((g->nuse + 1) * sizeof *z.ubuf);
+	int made = 0, fused_ops = 0;
+	for (uint32_t p = 0; p < z.n; p++) {
+		if (!z.kind[p] || kf_fuse_find(&z, p) != p || z.size[p] < 2)
+			continue;
+		fused_ops += (int)z.size[p];
+		fusion_node(&z, p, made++);
+	}
+	if (made) {
+		drop_dead_consts(&z);
+		kf_fuse_toposort(g);
+		*changed = true;
+	}
+	if (o->log && (o->explain || made))
+		kf_buf_printf(o->log, "fuse: @%s: %d fusion kernel%s from %d ops\n",
+			      kf_str(g->ctx, g->name), made, made == 1 ? "" : "s", fused_ops);
+	teardown(&z);
+	return 0;
+}
+
+/* ---- the pass ---------------------------------------------------------------- */
+
+static const char *const fuse_opts[] = {
+	"explain", "siblings", "max-inputs", "max-nodes", "max-regs", "max-row", "policy", NULL
+};
+
+static int fuse_begin(kf_ctx *c, kf_passopts *o)
+{
+	const char *path = kf_passopt_str(o, "policy", NULL);
+	if (!path)
+		return 0;
+	if (!kf_lua_fuse_policy_open) {
+		kf_error(c, o->loc, "fuse: option 'policy' needs the Lua bridge, which this build lacks");
+		return -1;
+	}
+	kf_fuse_policy *p = calloc(1, sizeof *p);
+	if (kf_lua_fuse_policy_open(c, path, p) != 0) {
+		free(p);
+		return -1;
+	}
+	o->state = p;
+	return 0;
+}
+
+static void fuse_end(kf_ctx *c, kf_passopts *o)
+{
+	kf_fuse_policy *p = o->state;
+	if (p && p->free)
+		p->free(p->ud);
+	free(p);
+	o->state = NULL;
+}
+
+static int fuse_pass_run(kf_graph *g, const kf_passopts *po, bool *changed)
+{
+	kf_ctx *c = g->ctx;
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	int nerr = kf_nerrors(c);
+	o.explain = kf_passopt_bool(c, po, "explain", (po->flags & KF_PASSF_EXPLAIN) != 0);
+	o.siblings = kf_passopt_bool(c, po, "siblings", true);
+	o.max_inputs = (int)kf_passopt_int(c, po, "max-inputs", o.max_inputs);
+	o.max_nodes = (int)kf_passopt_int(c, po, "max-nodes", o.max_nodes);
+	o.max_regs = (int)kf_passopt_int(c, po, "max-regs", o.max_regs);
+	o.max_row = (int)kf_passopt_int(c, po, "max-row", o.max_row);
+	if (kf_nerrors(c) != nerr)
+		return -1;
+	if (o.max_inputs < 1 || o.max_nodes < 1 || o.max_regs < 1 || o.max_row < 1) {
+		kf_error(c, po->loc, "fuse: limits must be positive");
+		return -1;
+	}
+	if (po->state)
+		o.policy = *(kf_fuse_policy *)po->state;
+	o.log = po->log;
+	return kf_fuse_run(g, &o, changed);
+}
+
+const kf_pass kf_pass_fuse = {
+	.name = "fuse",
+	.doc = "group element-wise, injective and row-reduction ops into fusion kernels",
+	.opts = fuse_opts,
+	.run = fuse_pass_run,
+	.begin = fuse_begin,
+	.end = fuse_end,
+};

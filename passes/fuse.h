@@ -1,0 +1,113 @@
+/* fuse.h: the fuse pass (passes/fuse.c) and what the CUDA emitter shares
+ * with it: which ops fuse, how a reduction splits its input into rows.
+ *
+ * The pass groups top-level nodes into `fusion @kN(...) {kind = ...}` nodes:
+ *   kind = "elementwise": element-wise, broadcast and injective ops; one
+ *          iteration space (every result the group writes has one element
+ *          count), values computed on demand at the indices needed.
+ *   kind = "reduce": reductions over trailing axes (reduce_*, softmax,
+ *          log_softmax, layer_norm) of one row shape [R, C], with their
+ *          element-wise prologue and epilogue; a row is kept in registers.
+ * See docs/fusion.md for the rules and the reason codes.
+ */
+#ifndef KF_FUSE_H
+#define KF_FUSE_H
+
+#include "kf.h"
+
+/* Why a producer -> consumer edge did not fuse (--explain-fusion). */
+#define KF_FUSE_REASONS(X) \
+	X(NONE, "fused") \
+	X(CYCLE, "fusing would create a cycle through a node outside both groups") \
+	X(OPAQUE_OP, "the op has no fusible CUDA form") \
+	X(CONTRACTION, "contractions (matmul, gemm) run as their own kernel") \
+	X(TOO_MANY_INPUTS, "the kernel would take too many inputs") \
+	X(TOO_MANY_NODES, "the kernel would hold too many ops") \
+	X(REGISTER_LIMIT, "the kernel's estimated registers per thread exceed the limit") \
+	X(REDUCE_THEN_BROADCAST_MISMATCH, "the reduction's result is broadcast in a shape other than its rows") \
+	X(REDUCE_LAYOUT, "the reduction is not over trailing axes, or its rows are too long to keep in registers") \
+	X(POLICY_VETO, "the fusion policy vetoed it") \
+	X(MULTI_USE_EXPENSIVE, "an expensive value would be recomputed for each element it is broadcast to") \
+	X(SHAPE_MISMATCH, "the groups iterate over different shapes") \
+	X(SYMBOLIC_SHAPE, "symbolic shapes are not fused") \
+	X(GRAPH_OUTPUT, "the value is a graph output only")
+
+typedef enum {
+#define KF_FUSE_REASON_ENUM(id, text) KF_FR_##id,
+	KF_FUSE_REASONS(KF_FUSE_REASON_ENUM)
+#undef KF_FUSE_REASON_ENUM
+	KF_FR_COUNT
+} kf_fuse_reason;
+
+const char *kf_fuse_reason_code(kf_fuse_reason r); /* "CYCLE" */
+const char *kf_fuse_reason_text(kf_fuse_reason r);
+
+/* The policy hook: asked for every producer -> consumer edge (and every
+ * sibling pair, with producer = the first node of one group) that passed
+ * the legality checks.  KF_FUSE_VETO blocks it (POLICY_VETO); KF_FUSE_ALLOW
+ * waives the heuristic limits (MULTI_USE_EXPENSIVE, TOO_MANY_NODES,
+ * REGISTER_LIMIT) but never legality (cycles, shapes, inputs);
+ * KF_FUSE_DEFAULT leaves the decision to the pass. */
+typedef enum { KF_FUSE_DEFAULT = -1, KF_FUSE_VETO = 0, KF_FUSE_ALLOW = 1 } kf_fuse_verdict;
+typedef int (*kf_fuse_policy_fn)(void *ud, kf_graph *g, kf_nid producer, kf_nid consumer);
+typedef struct kf_fuse_policy {
+	kf_fuse_policy_fn fn;  /* NULL: no policy */
+	void *ud;
+	void (*free)(void *ud); /* called by the pass when it is done; may be NULL */
+} kf_fuse_policy;
+
+/* The pass option `policy=FILE.lua` asks this function for a policy.  It is
+ * a weak symbol: the Lua bridge (core/lua_*.c) defines it to load the script
+ * and wrap its can_fuse(producer, consumer); without it the option is an
+ * error.  Returns 0, or -1 with an error in the context. */
+int kf_lua_fuse_policy_open(kf_ctx *c, const char *path, kf_fuse_policy *out) __attribute__((weak));
+
+typedef struct kf_fuse_opts {
+	bool explain;       /* one line per unfused edge into log */
+	bool siblings;      /* fuse groups that read one input (default on) */
+	int max_inputs;     /* distinct inputs of one kernel (default 24) */
+	int max_nodes;      /* ops in one kernel (default 256) */
+	int max_regs;       /* estimated registers per thread (default 160) */
+	int max_row;        /* longest row (elements) a reduce kernel fuses (default 32768) */
+	kf_fuse_policy policy;
+	kf_buf *log;        /* explanations and the summary; NULL: none */
+} kf_fuse_opts;
+
+void kf_fuse_opts_default(kf_fuse_opts *o);
+/* Runs the fusion on the top level of g.  Returns 0, or -1 with an error. */
+int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed);
+
+/* ---- shared with the emitter ------------------------------------------------ */
+
+/* How node n iterates, as kernels see it. */
+typedef enum {
+	KF_FK_NONE,     /* not fusible: contraction, opaque, fusion, terminator */
+	KF_FK_LOOP,     /* element-wise, broadcast, injective */
+	KF_FK_ROW,      /* reduction over trailing axes: rows of C elements */
+	KF_FK_REDUCE,   /* another reduction (generic kernel, not fused) */
+	KF_FK_CONST,
+} kf_fuse_kind;
+
+kf_fuse_kind kf_fuse_kind_of(const kf_graph *g, kf_nid n);
+
+/* The row split of a reduction-like node: its input 0 has type F (rank r),
+ * and it reduces axes a..r-1, so R = prod F[0..a), C = prod F[a..r).
+ * Returns false when n is not a reduction over trailing axes. */
+bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *a, int64_t *R, int64_t *C);
+
+/* How a value of type t is indexed in a row kernel over F split at a:
+ * FULL [row, col], COL (broadcast over rows) [col], ROW (one per row) [row],
+ * SCALAR.  elem: t is an operand of a per-element op, so it aligns to F
+ * from the right as numpy broadcasting does; otherwise (a result, or an
+ * operand of a per-row op) F[0..a) without the reduced dims is a ROW too. */
+typedef enum { KF_RC_BAD, KF_RC_FULL, KF_RC_COL, KF_RC_ROW, KF_RC_SCALAR } kf_rowclass;
+kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool elem);
+
+/* True for ops whose CUDA form is costly (transcendentals, division). */
+bool kf_fuse_op_expensive(int op);
+
+/* A const that a kernel embeds in its text instead of reading it. */
+#define KF_FUSE_EMBED_MAX 64
+bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n);
+
+#endif

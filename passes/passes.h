@@ -1,0 +1,42 @@
+/* passes.h: the built-in passes and what the tools need of them.
+ *
+ * A pass file exports `const kf_pass kf_pass_NAME` (see core/pass.h) and
+ * adds one X(NAME) line to KF_PASS_LIST in registry.c. */
+#ifndef KF_PASSES_H
+#define KF_PASSES_H
+
+#include "pass.h"
+
+/* Adds every built-in pass to r, in registry order. */
+void kf_passes_builtin(kf_passreg *r);
+
+/* Graphviz text of a graph / of every graph of a module (passes/dot.c). */
+void kf_dot_graph(kf_buf *out, kf_graph *g);
+void kf_dot_module(kf_buf *out, kf_module *m);
+
+/* Helpers shared by the graph passes (registry.c). */
+
+/* A node no pass may remove or merge: a terminator or an op with effects. */
+bool kf_pass_node_pinned(const kf_graph *g, kf_nid n);
+/* True when no result of n has a use. */
+bool kf_pass_node_dead(const kf_graph *g, kf_nid n);
+
+/* ---- constant folding (fold.c, for canonicalize) ---- */
+
+/* The inline payload of v when v is defined by a `const` (not file()). */
+const kf_const *kf_fold_const_of(const kf_graph *g, kf_vid v);
+/* True when v is a constant whose elements are all equal; *out gets it. */
+bool kf_fold_uniform(const kf_graph *g, kf_vid v, double *out);
+/* True when v is a constant whose every element equals x. */
+bool kf_fold_is(const kf_graph *g, kf_vid v, double x);
+/* A splat constant of type tid holding v, inserted before node `before`. */
+kf_vid kf_fold_splat(kf_graph *g, kf_nid before, kf_tid tid, double v);
+/* Folds node n when it can (see fold.c): creates one const node per result
+ * before n, writes their values to out and returns 1; 0 when n does not fold.
+ * Uses of n are left for the caller to move. */
+int kf_fold_node(kf_graph *g, kf_nid n, int64_t max_elems, kf_vid *out);
+
+/* Largest constant (in elements) that canonicalize materialises by folding. */
+#define KF_FOLD_MAX_ELEMS (1 << 20)
+
+#endif

@@ -1,0 +1,65 @@
+/* recurrence.h: recognising an unrolled recurrence (an RNN's steps written
+ * out), shared by the `persistent` pass (passes/recurrence.c), which finds
+ * it in the graph body, and the persistent-kernel emitter
+ * (passes/emit_persistent.c), which finds it again in the fusion body.
+ *
+ * A recurrence in block b is a chain of T >= 2 steps.  Step k holds the
+ * matmul mm[k] = matmul(s, R) of a state value s with the one weight R
+ * that all steps read, and every node that depends on mm[k], not on
+ * mm[k+1], and that mm[k+1] depends on (the cell).  Step k+1 is step k's
+ * image: the same ops and attributes, operands related one for one:
+ *   - internal: a value of the same step;
+ *   - slot j: a state the step reads from the step before (step 0 reads
+ *     the initial value init[j]; h and c of an LSTM);
+ *   - invariant: one value read by every step (R, a bias, a constant);
+ *   - per-step input: an outside value that differs per step only by a
+ *     `slice {axes = [0]}` whose start moves by one row per step (x_t).
+ * See docs/persistent.md. */
+#ifndef KF_RECURRENCE_H
+#define KF_RECURRENCE_H
+
+#include "kf.h"
+
+enum { KF_REC_INTERNAL, KF_REC_SLOT, KF_REC_INV, KF_REC_EXT };
+
+typedef struct kf_rec {
+	kf_graph *g;
+	kf_bid blk;
+	kf_vid R;            /* operand 1 of every step's matmul */
+	uint32_t T;          /* steps */
+	uint32_t nper;       /* nodes per step */
+	kf_nid *node;        /* [T * nper]: node i of step k at k * nper + i, step 0 in block order */
+	uint32_t nnode;      /* g->nnode when analysed */
+	uint32_t *stepof;    /* [nnode]: 1 + the step of a chain node, 0 outside */
+	uint32_t *idx;       /* [nnode]: a chain node's index i in its step */
+	uint8_t *cls;        /* [nper * KF_REC_MAXIN]: operand class of step 0's node i, operand j */
+	uint16_t *slot;      /* [nper * KF_REC_MAXIN]: the slot of a KF_REC_SLOT operand */
+	uint32_t nslot;
+	kf_vid *init;        /* [nslot]: what step 0 reads */
+	kf_vid *sval;        /* [T * nslot]: slot j's value after step k at k * nslot + j */
+	char why[200];       /* why the chain was refused */
+} kf_rec;
+
+#define KF_REC_MAXIN 8
+
+/* Values in block b used as operand 1 by two or more matmuls of rank-2
+ * operands, in order of first use; returns how many (at most max). */
+uint32_t kf_rec_candidates(kf_graph *g, kf_bid b, kf_vid *out, uint32_t max);
+/* Analyses the chain of matmuls over R in block b.  0 when it is a
+ * recurrence (r filled; free with kf_rec_free), -1 when not (r->why says
+ * why; nothing to free). */
+int kf_rec_analyze(kf_graph *g, kf_bid b, kf_vid R, kf_rec *r);
+void kf_rec_free(kf_rec *r);
+
+/* The chain node of step k that is step 0's node n (by index). */
+static inline kf_nid kf_rec_at(const kf_rec *r, uint32_t k, kf_nid n0)
+{
+	return r->node[k * r->nper + r->idx[n0]];
+}
+
+/* True when per-step inputs a (of step k) and b (of step k+d) differ only
+ * by slices along axis 0 that start d rows later; *row0 gets a's slice
+ * start (the row that step k reads). */
+bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int64_t d, int64_t *row0);
+
+#endif

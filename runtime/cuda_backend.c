@@ -1,0 +1,833 @@
+/* cuda_backend.c: the CUDA backend: plan (kernels, compile, buffers), run
+ * (upload, launch or replay the CUDA graph, download), profile and bench.
+ * See cuda_backend.h for the shape of it. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cuda_backend.h"
+#include "cuda.h"
+#include "kcache.h"
+#include "tensor.h"
+#include "../passes/emit_cuda.h"
+
+#define ALIGN 256
+#define PER_PROGRAM 8
+
+typedef struct step {
+	kf_kernel k;
+	int prog;            /* program index */
+	kf_cufunc f;
+	kf_cuptr *ptr;       /* parameter values */
+	void **args;
+	unsigned grid;
+	float ms;            /* profile */
+} step;
+
+typedef struct prog {
+	kf_buf src;
+	kf_buf image;
+	kf_cumodule mod;
+	bool cached;
+	char err[512];
+} prog;
+
+struct kf_cuda_session {
+	kf_ctx *c;
+	kf_cuda_opts o;
+	kf_cuda *cu;
+	kf_nvrtc *nv;
+	char arch[16];
+	kf_graph *g;
+	uint32_t gnodes;       /* g->nnode when planned, to notice a changed graph */
+	step *st;
+	uint32_t nst;
+	prog *pr;
+	uint32_t npr;
+	kf_vid *alias;         /* value -> value whose buffer it uses (KF_NONE: itself) */
+	kf_cuptr *vptr;        /* value -> device address */
+	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
+	uint32_t nown;
+	kf_custream stream;
+	kf_cugraph graph;
+	bool ran;
+	kf_cuda_stats stats;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- planning: kernels ------------------------------------------------------------ */
+
+static void add_step(kf_cuda_session *s, const kf_kernel *k)
+{
+	s->st = realloc(s->st, (s->nst + 1) * sizeof *s->st);
+	memset(&s->st[s->nst], 0, sizeof *s->st);
+	s->st[s->nst].prog = -1;
+	s->st[s->nst++].k = *k;
+}
+
+static kf_vid root(const kf_cuda_session *s, kf_vid v)
+{
+	while (s->alias[v] != KF_NONE)
+		v = s->alias[v];
+	return v;
+}
+
+/* Emits the kernels of block b's nodes (the top level, or a split fusion's
+ * body) as steps; reshape becomes an alias. */
+static int emit_block(kf_cuda_session *s, kf_bid b)
+{
+	kf_graph *g = s->g;
+	kf_foreach_node(g, b, n) {
+		const kf_node *x = kf_N(g, n);
+		if (x->op == KF_OP_RESHAPE) {
+			s->alias[kf_res(g, n, 0)] = kf_in(g, n, 0);
+			continue;
+		}
+		kf_kernel k;
+		int rc = kf_emit_node(g, n, &k);
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			add_step(s, &k);
+	}
+	return 0;
+}
+
+/* ---- planning: compile ---------------------------------------------------------- */
+
+typedef struct job {
+	kf_cuda_session *s;
+	uint32_t next;
+	pthread_mutex_t mu;
+} job;
+
+static void compile_one(kf_cuda_session *s, prog *p)
+{
+	kf_ctx *c = kf_ctx_new(); /* errors of this thread; the context is not shared */
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_kcache kc;
+	kf_kcache_init(&kc, c, s->o.cache_dir);
+	const char *opts[] = {"-std=c++17"};
+	int rc = -1;
+	if (nv) {
+		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", s->arch, opts, 1, 1,
+				       &p->image, NULL);
+		p->cached = rc == 0 && kc.hits > 0;
+	}
+	if (rc != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		snprintf(p->err, sizeof p->err, "%.*s", (int)(d.n < 500 ? d.n : 500), d.p ? d.p : "compile failed");
+		kf_buf_free(&d);
+	}
+	kf_kcache_fini(&kc);
+	if (nv)
+		kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+}
+
+static void *worker(void *arg)
+{
+	job *j = arg;
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		uint32_t i = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (i >= j->s->npr)
+			return NULL;
+		compile_one(j->s, &j->s->pr[i]);
+	}
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((*(step *const *)a)->k.name, (*(step *const *)b)->k.name);
+}
+
+/* Groups the distinct kernels (sorted by name, so that programs and their
+ * cache keys do not depend on node order) into programs of PER_PROGRAM
+ * and compiles them in parallel. */
+static int compile(kf_cuda_session *s)
+{
+	uint32_t n = 0;
+	step **by = malloc((s->nst + 1) * sizeof *by);
+	for (uint32_t i = 0; i < s->nst; i++)
+		if (s->st[i].prog < 0)
+			by[n++] = &s->st[i];
+	qsort(by, n, sizeof *by, cmp_name);
+	uint32_t first = s->npr, inprog = PER_PROGRAM;
+	for (uint32_t i = 0; i < n; i++) {
+		if (i && strcmp(by[i]->k.name, by[i - 1]->k.name) == 0) {
+			by[i]->prog = by[i - 1]->prog;
+			continue;
+		}
+		s->stats.distinct++;
+		if (inprog == PER_PROGRAM) {
+			s->pr = realloc(s->pr, (s->npr + 1) * sizeof *s->pr);
+			memset(&s->pr[s->npr], 0, sizeof *s->pr);
+			kf_buf_puts(&s->pr[s->npr].src, kf_emit_prelude());
+			s->npr++;
+			inprog = 0;
+		}
+		inprog++;
+		by[i]->prog = (int)s->npr - 1;
+		kf_buf_puts(&s->pr[s->npr - 1].src, by[i]->k.src);
+	}
+	free(by);
+	for (uint32_t i = first; i < s->npr; i++)
+		kf_buf_putc(&s->pr[i].src, '\0');
+	int nt = s->o.threads;
+	if (nt <= 0) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		nt = nc > 16 ? 16 : nc < 1 ? 1 : (int)nc;
+	}
+	if (nt > (int)(s->npr - first))
+		nt = (int)(s->npr - first);
+	double t0 = now_s();
+	job j = {.s = s, .next = first};
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_t th[16];
+	int started = 0;
+	for (int i = 1; i < nt; i++)
+		if (pthread_create(&th[started], NULL, worker, &j) == 0)
+			started++;
+	worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&j.mu);
+	s->stats.compile_s += now_s() - t0;
+	int rc = 0;
+	for (uint32_t i = first; i < s->npr; i++) {
+		s->stats.programs++;
+		if (s->pr[i].err[0]) {
+			kf_error(s->c, s->g->loc, "cuda: compiling kernels failed: %s", s->pr[i].err);
+			rc = -1;
+		} else if (s->pr[i].cached) {
+			s->stats.cached++;
+		} else {
+			s->stats.compiled++;
+		}
+	}
+	return rc;
+}
+
+/* ---- planning: load, split spilling kernels -------------------------------------- */
+
+/* Loads the programs from `from` on, finds each step's function, and marks
+ * fused steps that spill. */
+static int load(kf_cuda_session *s, bool *spilled)
+{
+	if (!s->cu)
+		return 0;
+	double t0 = now_s();
+	for (uint32_t i = 0; i < s->npr; i++)
+		if (!s->pr[i].mod && kf_cuda_module_load(s->cu, s->pr[i].image.p, &s->pr[i].mod) != 0)
+			return -1;
+	for (uint32_t i = 0; i < s->nst; i++) {
+		step *t = &s->st[i];
+		spilled[i] = false;
+		if (t->f)
+			continue;
+		if (kf_cuda_function(s->cu, s->pr[t->prog].mod, t->k.name, &t->f) != 0)
+			return -1;
+		kf_cuda_funcattr fa;
+		if (kf_cuda_func_attrs(s->cu, t->f, &fa) != 0)
+			return -1;
+		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION;
+		int bps = 0;
+		const kf_cuda_info *inf = kf_cuda_get_info(s->cu);
+		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, 0, &bps) != 0 || bps < 1)
+			bps = 1;
+		int64_t cap = (int64_t)inf->sm_count * bps;
+		/* grid-stride kernels: one full wave at most; matmul tiles exactly */
+		t->grid = (unsigned)(t->k.kind == KF_KK_MATMUL || t->k.units < cap ? t->k.units : cap);
+	}
+	s->stats.load_s += now_s() - t0;
+	return 0;
+}
+
+/* A fusion whose kernel spills runs its body op by op: the body's
+ * arguments alias the fusion's operands and the yielded values its
+ * results.  Returns the number of steps split. */
+static int split(kf_cuda_session *s, const bool *spilled, uint32_t nst)
+
+{
+	kf_graph *g = s->g;
+	int nsplit = 0;
+	for (uint32_t i = 0; i < nst; i++) {
+		if (!spilled[i])
+			continue;
+		kf_nid f = s->st[i].k.node;
+		const kf_node *x = kf_N(g, f);
+		kf_nid y = kf_block_terminator(g, x->body);
+		bool ok = true;
+		/* a yielded argument or a value yielded twice needs a copy: keep
+		 * the spilling kernel then */
+		for (uint32_t j = 0; j < kf_N(g, y)->nin && ok; j++) {
+			kf_vid v = kf_in(g, y, j);
+			ok = kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op != KF_OP_CONST &&
+			     kf_N(g, kf_def(g, v))->op != KF_OP_RESHAPE;
+			for (uint32_t k = 0; k < j; k++)
+				ok = ok && kf_in(g, y, k) != v;
+		}
+		if (!ok)
+			continue;
+		for (uint32_t j = 0; j < x->nin; j++)
+			s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
+		for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
+			s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
+		uint32_t before = s->nst;
+		if (emit_block(s, x->body) != 0)
+			return -1;
+		/* the body's steps (appended) take the fusion's place */
+		uint32_t nb = s->nst - before;
+		step *ns = malloc((s->nst + 1) * sizeof *ns);
+		memcpy(ns, s->st, i * sizeof *ns);
+		memcpy(ns + i, s->st + before, nb * sizeof *ns);
+		memcpy(ns + i + nb, s->st + i + 1, (before - i - 1) * sizeof *ns);
+		kf_kernel_free(&s->st[i].k);
+		free(s->st);
+		s->st = ns;
+		s->nst = before - 1 + nb;
+		if (s->o.report)
+			kf_buf_printf(s->o.report, "cuda: @%s: kernel of fusion @%s spills registers; split into %u kernels\n",
+				      kf_str(g->ctx, g->name), kf_str(g->ctx, x->sym), nb);
+		return 1; /* indices moved: the caller compiles, loads and checks again */
+	}
+	return nsplit;
+}
+
+/* ---- planning: memory -------------------------------------------------------------- */
+
+typedef struct iv {
+	kf_vid v;
+	uint32_t def, last;
+	size_t size, off;
+} iv;
+
+static size_t vbytes(kf_graph *g, kf_vid v)
+{
+	const kf_type *t = kf_vtype(g, v);
+	size_t n = (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
+	return (n + ALIGN - 1) / ALIGN * ALIGN + (n == 0 ? ALIGN : 0);
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+	const iv *x = *(iv *const *)a, *y = *(iv *const *)b;
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+static int own_buffer(kf_cuda_session *s, kf_vid v, size_t n)
+{
+	s->own = realloc(s->own, (s->nown + 1) * sizeof *s->own);
+	if (s->cu && kf_cuda_malloc(s->cu, n, &s->own[s->nown]) != 0)
+		return -1;
+	s->vptr[v] = s->cu ? s->own[s->nown++] : 0;
+	return 0;
+}
+
+/* Uploads a const node's payload (through the interpreter's const kernel). */
+static int upload_const(kf_cuda_session *s, kf_nid n)
+{
+	kf_graph *g = s->g;
+	kf_vid v = kf_res(g, n, 0);
+	kf_tensor t;
+	char err[256] = "";
+	if (kf_tensor_alloc_type(&t, kf_vtype(g, v)) != 0 ||
+	    kf_op(s->c, KF_OP_CONST)->cpu(g, n, NULL, 0, &t, 1, err, sizeof err) != 0) {
+		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
+		kf_tensor_free(&t);
+		return -1;
+	}
+	int rc = own_buffer(s, v, vbytes(g, v));
+	if (rc == 0 && s->cu && t.nbytes)
+		rc = kf_cuda_h2d(s->cu, s->vptr[v], t.data, t.nbytes);
+	kf_tensor_free(&t);
+	return rc;
+}
+
+/* Places every kernel-written buffer in one arena: a buffer may reuse the
+ * space of buffers whose last reader ran before it is written. */
+static int plan_memory(kf_cuda_session *s)
+{
+	kf_graph *g = s->g;
+	uint32_t nv = g->nval;
+	uint32_t *def = malloc(nv * sizeof *def), *last = malloc(nv * sizeof *last);
+	for (uint32_t v = 0; v < nv; v++)
+		def[v] = last[v] = KF_NONE;
+	for (uint32_t i = 0; i < s->nst; i++) {
+		const kf_kernel *k = &s->st[i].k;
+		for (uint32_t j = 0; j < k->nin; j++)
+			last[root(s, k->in[j])] = i;
+		for (uint32_t j = 0; j < k->nout; j++) {
+			kf_vid r = root(s, k->out[j]);
+			if (def[r] == KF_NONE)
+				def[r] = i;
+			if (last[r] == KF_NONE || last[r] < i)
+				last[r] = i;
+		}
+	}
+	kf_nid ret = kf_block_terminator(g, 0);
+	for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin; j++)
+		last[root(s, kf_in(g, ret, j))] = s->nst; /* graph outputs live to the end */
+	iv *a = malloc((nv + 1) * sizeof *a);
+	iv **act = malloc((nv + 1) * sizeof *act);
+	uint32_t na = 0;
+	size_t top = 0, naive = 0;
+	for (uint32_t i = 0; i < s->nst; i++) /* in def order */
+		for (uint32_t j = 0; j < s->st[i].k.nout; j++) {
+			kf_vid r = root(s, s->st[i].k.out[j]);
+			if (def[r] != i || s->vptr[r])
+				continue;
+			bool seen = false;
+			for (uint32_t q = 0; q < na && !seen; q++)
+				seen = a[q].v == r;
+			if (seen)
+				continue;
+			size_t size = vbytes(g, r);
+			naive += size;
+			uint32_t nact = 0;
+			for (uint32_t q = 0; q < na; q++)
+				if (a[q].last >= i)
+					act[nact++] = &a[q];
+			qsort(act, nact, sizeof *act, cmp_off);
+			size_t off = 0;
+			for (uint32_t q = 0; q < nact; q++) {
+				if (act[q]->off >= off + size)
+					break;
+				if (act[q]->off + act[q]->size > off)
+					off = act[q]->off + act[q]->size;
+			}
+			a[na++] = (iv){r, i, last[r], size, off};
+			if (off + size > top)
+				top = off + size;
+		}
+	s->stats.arena_bytes = top;
+	s->stats.naive_bytes = naive;
+	int rc = 0;
+	if (s->cu && top && kf_cuda_malloc(s->cu, top, &s->arena) != 0)
+		rc = -1;
+	for (uint32_t q = 0; q < na; q++)
+		s->vptr[a[q].v] = s->arena + a[q].off;
+	free(a);
+	free(act);
+	free(def);
+	free(last);
+	return rc;
+}
+
+static void bind_args(kf_cuda_session *s)
+{
+	for (uint32_t i = 0; i < s->nst; i++) {
+		step *t = &s->st[i];
+		uint32_t n = t->k.nin + t->k.nout;
+		free(t->ptr);
+		free(t->args);
+		t->ptr = malloc((n + 1) * sizeof *t->ptr);
+		t->args = malloc((n + 1) * sizeof *t->args);
+		for (uint32_t j = 0; j < n; j++) {
+			kf_vid v = j < t->k.nin ? t->k.in[j] : t->k.out[j - t->k.nin];
+			t->ptr[j] = s->vptr[root(s, v)];
+			t->args[j] = &t->ptr[j];
+		}
+	}
+}
+
+static void unplan(kf_cuda_session *s)
+{
+	for (uint32_t i = 0; i < s->nst; i++) {
+		kf_kernel_free(&s->st[i].k);
+		free(s->st[i].ptr);
+		free(s->st[i].args);
+	}
+	free(s->st);
+	s->st = NULL;
+	s->nst = 0;
+	for (uint32_t i = 0; i < s->npr; i++) {
+		if (s->cu && s->pr[i].mod)
+			kf_cuda_module_unload(s->cu, s->pr[i].mod);
+		kf_buf_free(&s->pr[i].src);
+		kf_buf_free(&s->pr[i].image);
+	}
+	free(s->pr);
+	s->pr = NULL;
+	s->npr = 0;
+	for (uint32_t i = 0; s->cu && i < s->nown; i++)
+		kf_cuda_free(s->cu, s->own[i]);
+	free(s->own);
+	s->own = NULL;
+	s->nown = 0;
+	if (s->cu && s->arena)
+		kf_cuda_free(s->cu, s->arena);
+	s->arena = 0;
+	if (s->cu && s->graph)
+		kf_cuda_graph_free(s->cu, s->graph);
+	s->graph = NULL;
+	free(s->alias);
+	free(s->vptr);
+	s->alias = NULL;
+	s->vptr = NULL;
+	s->g = NULL;
+	s->ran = false;
+	memset(&s->stats, 0, sizeof s->stats);
+}
+
+static void plan_report(kf_cuda_session *s)
+{
+	kf_buf *r = s->o.report;
+	if (!r)
+		return;
+	kf_cuda_stats *t = &s->stats;
+	kf_buf_printf(r, "cuda: @%s for %s: %d kernels (%d distinct) in %d programs: %d compiled, %d from the cache;"
+		      " emit %.1f ms, compile %.1f ms, load %.1f ms, plan %.1f ms total\n",
+		      kf_str(s->c, s->g->name), s->arch, t->kernels, t->distinct, t->programs, t->compiled,
+		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
+	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
+		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
+}
+
+int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
+{
+	if (s->g == g && s->gnodes == g->nnode)
+		return 0;
+	unplan(s);
+	double t0 = now_s();
+	s->g = g;
+	s->gnodes = g->nnode;
+	s->alias = malloc((g->nval + 1) * sizeof *s->alias);
+	s->vptr = calloc(g->nval + 1, sizeof *s->vptr);
+	for (uint32_t v = 0; v < g->nval; v++)
+		s->alias[v] = KF_NONE;
+	int rc = emit_block(s, 0);
+	s->stats.emit_s = now_s() - t0;
+	for (int round = 0; rc == 0; round++) {
+		rc = compile(s);
+		bool *spilled = calloc(s->nst + 1, 1);
+		if (rc == 0)
+			rc = load(s, spilled);
+		int ns = rc == 0 && round < 64 ? split(s, spilled, s->nst) : 0;
+		free(spilled);
+		if (ns < 0)
+			rc = -1;
+		if (ns <= 0)
+			break;
+		s->stats.split += ns;
+	}
+	/* inputs and constants own their buffers; kernels' outputs share the arena */
+	for (uint32_t i = 0; rc == 0 && i < g->blk[0].narg; i++)
+		rc = own_buffer(s, g->blk[0].arg[i], vbytes(g, g->blk[0].arg[i]));
+	/* constants some step (or the graph's return) reads; body constants
+	 * are embedded in their kernel unless the body was split */
+	kf_nid ret = kf_block_terminator(g, 0);
+	for (uint32_t b = 0; rc == 0 && b < g->nblk; b++)
+		kf_foreach_node(g, b, n) {
+			if (rc != 0 || kf_N(g, n)->op != KF_OP_CONST || (kf_N(g, n)->flags & KF_NODE_DEAD))
+				continue;
+			kf_vid v = kf_res(g, n, 0);
+			bool read = false;
+			for (uint32_t i = 0; i < s->nst && !read; i++)
+				for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
+					read = root(s, s->st[i].k.in[j]) == v;
+			for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
+				read = root(s, kf_in(g, ret, j)) == v;
+			if (read)
+				rc = upload_const(s, n);
+		}
+	if (rc == 0)
+		rc = plan_memory(s);
+	if (rc == 0)
+		bind_args(s);
+	s->stats.kernels = (int)s->nst;
+	for (uint32_t i = 0; i < g->blk[0].narg; i++)
+		s->stats.graph_bytes += kf_type_numel(kf_vtype(g, g->blk[0].arg[i])) *
+					(int64_t)kf_dtype_size(kf_vtype(g, g->blk[0].arg[i])->dtype);
+	for (uint32_t i = 0; i < g->nres; i++)
+		s->stats.graph_bytes += (int64_t)kf_type_numel(kf_type_get(s->c, g->res[i])) *
+					(int64_t)kf_dtype_size((kf_dtype)kf_type_get(s->c, g->res[i])->dtype);
+	for (uint32_t i = 0; i < s->nst; i++)
+		s->stats.kernel_bytes += s->st[i].k.bytes;
+	s->stats.plan_s = now_s() - t0;
+	if (rc != 0) {
+		unplan(s);
+		return -1;
+	}
+	plan_report(s);
+	return 0;
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+static int launch_all(kf_cuda_session *s, bool timed)
+{
+	kf_cuevent e0 = NULL, e1 = NULL;
+	if (timed && (kf_cuda_event_new(s->cu, &e0) != 0 || kf_cuda_event_new(s->cu, &e1) != 0))
+		return -1;
+	int rc = 0;
+	for (uint32_t i = 0; i < s->nst && rc == 0; i++) {
+		step *t = &s->st[i];
+		unsigned grid[3] = {t->grid ? t->grid : 1, t->k.grid_y, t->k.grid_z};
+		unsigned block[3] = {(unsigned)t->k.block, 1, 1};
+		if (timed)
+			rc = kf_cuda_event_record(s->cu, e0, s->stream);
+		if (rc == 0)
+			rc = kf_cuda_launch(s->cu, t->f, grid, block, 0, s->stream, t->args);
+		if (rc == 0 && timed && (rc = kf_cuda_event_record(s->cu, e1, s->stream)) == 0)
+			rc = kf_cuda_event_elapsed(s->cu, e0, e1, &t->ms);
+		if (rc != 0)
+			kf_note(s->c, kf_N(s->g, t->k.node)->loc, "cuda: while launching %s", t->k.name);
+	}
+	if (e0)
+		kf_cuda_event_free(s->cu, e0);
+	if (e1)
+		kf_cuda_event_free(s->cu, e1);
+	return rc;
+}
+
+static void profile_report(kf_cuda_session *s)
+{
+	kf_buf *r = s->o.report;
+	if (!r)
+		return;
+	kf_graph *g = s->g;
+	kf_buf_printf(r, "profile @%s (%u kernels, eager launches):\n", kf_str(s->c, g->name), s->nst);
+	kf_buf_printf(r, "  %-20s %-28s %-7s %10s %12s %9s\n", "kernel", "node", "kind", "time us", "bytes", "GB/s");
+	double tot = 0;
+	int64_t totb = 0;
+	for (uint32_t i = 0; i < s->nst; i++) {
+		const step *t = &s->st[i];
+		const kf_node *x = kf_N(g, t->k.node);
+		char node[64];
+		snprintf(node, sizeof node, "%s%s%s (%d op%s)", kf_op(s->c, x->op)->name, x->sym ? " @" : "",
+			 x->sym ? kf_str(s->c, x->sym) : "", t->k.nops, t->k.nops == 1 ? "" : "s");
+		kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f\n", t->k.name, node,
+			      kf_kernel_kind_name(t->k.kind), t->ms * 1e3, (long long)t->k.bytes,
+			      t->ms > 0 ? t->k.bytes / (t->ms * 1e6) : 0.0);
+		tot += t->ms;
+		totb += t->k.bytes;
+	}
+	kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f\n", "total", "", "", tot * 1e3, (long long)totb,
+		      tot > 0 ? totb / (tot * 1e6) : 0.0);
+}
+
+static int check_inputs(kf_cuda_session *s, const kf_tensor *in, int nin, int nout)
+{
+	kf_graph *g = s->g;
+	if (nin != (int)g->blk[0].narg || nout != (int)g->nres) {
+		kf_error(s->c, g->loc, "cuda: @%s takes %u inputs and %u results, not %d and %d",
+			 kf_str(s->c, g->name), g->blk[0].narg, g->nres, nin, nout);
+		return -1;
+	}
+	for (int i = 0; i < nin; i++) {
+		kf_type want = *kf_vtype(g, g->blk[0].arg[i]), have = kf_tensor_type(&in[i]);
+		if (memcmp(&want, &have, sizeof want) != 0) {
+			kf_buf a = {0}, b = {0};
+			kf_print_type(&a, s->c, g->blk[0].arg[i]);
+			kf_error(s->c, g->loc, "cuda: input %d of @%s must be %.*s", i, kf_str(s->c, g->name),
+				 (int)a.n, a.p);
+			kf_buf_free(&a);
+			kf_buf_free(&b);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
+			kf_tensor *out, int nout)
+{
+	if (!s->cu) {
+		kf_error(s->c, g->loc, "cuda: a dry-run session cannot run graphs");
+		return -1;
+	}
+	if (kf_cuda_session_plan(s, g) != 0 || check_inputs(s, in, nin, nout) != 0)
+		return -1;
+	for (int i = 0; i < nin; i++)
+		if (in[i].nbytes && kf_cuda_h2d(s->cu, s->vptr[g->blk[0].arg[i]], in[i].data, in[i].nbytes) != 0)
+			return -1;
+	int rc;
+	if (!s->ran || s->o.no_graph || s->o.profile) {
+		rc = launch_all(s, s->o.profile);
+		if (rc == 0)
+			rc = kf_cuda_sync(s->cu, s->stream);
+		if (rc == 0 && s->o.profile)
+			profile_report(s);
+		/* the launches worked: capture them once for replays */
+		if (rc == 0 && !s->o.no_graph && !s->graph) {
+			rc = kf_cuda_capture_begin(s->cu, s->stream);
+			if (rc == 0) {
+				int lrc = launch_all(s, false);
+				rc = kf_cuda_capture_end(s->cu, s->stream, &s->graph);
+				rc = lrc ? lrc : rc;
+			}
+		}
+	} else {
+		rc = kf_cuda_graph_launch(s->cu, s->graph, s->stream);
+		if (rc == 0)
+			rc = kf_cuda_sync(s->cu, s->stream);
+	}
+	if (rc != 0)
+		return -1;
+	s->ran = true;
+	kf_nid ret = kf_block_terminator(g, 0);
+	for (int i = 0; i < nout; i++) {
+		kf_vid v = root(s, kf_in(g, ret, (uint32_t)i));
+		if (kf_tensor_alloc_type(&out[i], kf_type_get(s->c, g->res[i])) != 0) {
+			kf_error(s->c, g->loc, "cuda: out of host memory for result %d", i);
+			rc = -1;
+		} else if (out[i].nbytes && kf_cuda_d2h(s->cu, out[i].data, s->vptr[v], out[i].nbytes) != 0) {
+			rc = -1;
+		}
+	}
+	if (rc != 0)
+		for (int i = 0; i < nout; i++)
+			kf_tensor_free(&out[i]);
+	return rc;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *min_ms)
+{
+	if (!s->ran || n < 1) {
+		kf_error(s->c, KF_NOLOC, "cuda: bench needs a run first");
+		return -1;
+	}
+	kf_cuevent e0, e1;
+	if (kf_cuda_event_new(s->cu, &e0) != 0)
+		return -1;
+	if (kf_cuda_event_new(s->cu, &e1) != 0) {
+		kf_cuda_event_free(s->cu, e0);
+		return -1;
+	}
+	double *ms = calloc((size_t)n, sizeof *ms);
+	int rc = 0;
+	/* one untimed replay warms the caches and clocks */
+	for (int k = -1; k < n && rc == 0; k++) {
+		float t = 0;
+		rc = kf_cuda_event_record(s->cu, e0, s->stream);
+		if (rc == 0)
+			rc = s->graph ? kf_cuda_graph_launch(s->cu, s->graph, s->stream) : launch_all(s, false);
+		if (rc == 0)
+			rc = kf_cuda_event_record(s->cu, e1, s->stream);
+		if (rc == 0)
+			rc = kf_cuda_event_elapsed(s->cu, e0, e1, &t);
+		if (k >= 0)
+			ms[k] = t;
+	}
+	if (rc == 0) {
+		qsort(ms, (size_t)n, sizeof *ms, cmp_dbl);
+		*median_ms = ms[n / 2];
+		*min_ms = ms[0];
+	}
+	free(ms);
+	kf_cuda_event_free(s->cu, e0);
+	kf_cuda_event_free(s->cu, e1);
+	return rc;
+}
+
+void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out) { *out = s->stats; }
+
+kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o)
+{
+	kf_cuda_session *s = calloc(1, sizeof *s);
+	s->c = c;
+	s->o = *o;
+	kf_rt_register(c);
+	/* NVRTC is opened here only to fail early and clearly; each compile
+	 * thread opens its own */
+	s->nv = kf_nvrtc_open(c);
+	if (!s->nv)
+		goto fail;
+	if (!o->dry_run) {
+		s->cu = kf_cuda_open(c, o->device);
+		if (!s->cu)
+			goto fail;
+		if (kf_cuda_stream_new(s->cu, &s->stream) != 0)
+			goto fail;
+	}
+	snprintf(s->arch, sizeof s->arch, "%s",
+		 o->arch ? o->arch : s->cu ? kf_cuda_get_info(s->cu)->arch : "sm_90");
+	return s;
+fail:
+	kf_cuda_session_free(s);
+	return NULL;
+}
+
+void kf_cuda_session_free(kf_cuda_session *s)
+{
+	if (!s)
+		return;
+	unplan(s);
+	if (s->cu && s->stream)
+		kf_cuda_stream_free(s->cu, s->stream);
+	if (s->cu)
+		kf_cuda_close(s->cu);
+	if (s->nv)
+		kf_nvrtc_close(s->nv);
+	free(s);
+}
+
+int kf_cuda_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout,
+		const kf_cuda_opts *o)
+{
+	kf_cuda_session *s = kf_cuda_session_new(g->ctx, o);
+	if (!s)
+		return -1;
+	int rc = o->dry_run ? kf_cuda_session_plan(s, g) : kf_cuda_session_run(s, g, in, nin, out, nout);
+	kf_cuda_session_free(s);
+	return rc;
+}
+
+/* ---- the backend seam ------------------------------------------------------------------ */
+
+typedef struct cbe {
+	kf_backend be;
+	kf_ctx *c;
+	kf_cuda_opts o;
+	kf_cuda_session *s;
+} cbe;
+
+static int be_run(const kf_backend *be, kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout)
+{
+	cbe *b = be->state;
+	if (!b->s && !(b->s = kf_cuda_session_new(b->c, &b->o)))
+		return -1;
+	return kf_cuda_session_run(b->s, g, in, nin, out, nout);
+}
+
+kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o)
+{
+	cbe *b = calloc(1, sizeof *b);
+	b->c = c;
+	b->o = *o;
+	b->be.name = "cuda";
+	b->be.run = be_run;
+	b->be.state = b;
+	return &b->be;
+}
+
+kf_cuda_session *kf_backend_cuda_session(const kf_backend *be)
+{
+	return be && be->state ? ((cbe *)be->state)->s : NULL;
+}
+
+void kf_backend_cuda_free(kf_backend *be)
+{
+	if (!be)
+		return;
+	cbe *b = be->state;
+	kf_cuda_session_free(b->s);
+	free(b);
+}

@@ -1,0 +1,73 @@
+/* cuda_backend.h: running a graph on the GPU.
+ *
+ * A session plans a graph once and runs it many times:
+ *   - every top-level node becomes a kernel (passes/emit_cuda.h): a fusion
+ *     node runs its body, any other op runs alone (so a graph not fused
+ *     runs one kernel per op); const nodes are uploaded once, reshape is an
+ *     alias of its operand;
+ *   - the distinct kernels are compiled by NVRTC for the device's arch,
+ *     a few per program, programs in parallel, each through the disk kernel
+ *     cache (runtime/kcache.h): a second run compiles nothing;
+ *   - a fused kernel that spills registers is split: its body's ops run as
+ *     one kernel each (reported in the plan notes);
+ *   - intermediate buffers share one device arena, placed by liveness so
+ *     that buffers whose lifetimes do not overlap reuse memory;
+ *   - the launch sequence is captured once into a CUDA graph and replayed.
+ * Shapes must be static.  docs/fusion.md has the details.
+ */
+#ifndef KF_CUDA_BACKEND_H
+#define KF_CUDA_BACKEND_H
+
+#include "kf.h"
+#include "interp.h"
+
+typedef struct kf_cuda_opts {
+	int device;
+	bool profile;        /* per-kernel table (name, time, bytes, GB/s) into report */
+	bool no_graph;       /* launch kernel by kernel instead of a CUDA graph */
+	bool no_cache;       /* compile everything, bypassing the disk cache */
+	bool dry_run;        /* plan and compile only (no GPU needed): the plan goes to report */
+	const char *arch;    /* NULL: the device's ("sm_90"); dry_run: sm_90 */
+	const char *cache_dir; /* NULL: as kcache.h says */
+	int threads;         /* parallel NVRTC programs; 0: one per core, up to 16 */
+	kf_buf *report;      /* plan notes, profile tables; NULL: none.  The tool prints it. */
+} kf_cuda_opts;
+
+typedef struct kf_cuda_session kf_cuda_session;
+
+/* NULL with an error in c when the driver or NVRTC is missing (a dry run
+ * needs only NVRTC). */
+kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o);
+void kf_cuda_session_free(kf_cuda_session *s);
+/* Plans g on first use (again when g changes), then uploads in, runs, and
+ * allocates and downloads out (kf_interp_run's contract). */
+int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
+			kf_tensor *out, int nout);
+/* Plans and compiles g without running it. */
+int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g);
+
+typedef struct kf_cuda_stats {
+	double plan_s, emit_s, compile_s, load_s; /* wall seconds of the last plan */
+	int kernels, distinct, programs, compiled, cached, split;
+	size_t arena_bytes, naive_bytes; /* planned intermediates vs one buffer each */
+	int64_t graph_bytes;             /* inputs + outputs: the ideal traffic */
+	int64_t kernel_bytes;            /* what the kernels read and write */
+} kf_cuda_stats;
+void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out);
+
+/* Times n replays of the last run's launches on the device (inputs stay
+ * resident; CUDA events around each replay).  Median and min in ms. */
+int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *min_ms);
+
+/* The backend entry: a session used once. */
+int kf_cuda_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout,
+		const kf_cuda_opts *o);
+
+/* kfuse-run's seam: a backend whose state is a session (created on the
+ * first run, so that constructing it never fails); free with
+ * kf_backend_cuda_free.  available() says whether the driver loads. */
+kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o);
+void kf_backend_cuda_free(kf_backend *be);
+kf_cuda_session *kf_backend_cuda_session(const kf_backend *be);
+
+#endif

@@ -1,0 +1,51 @@
+/* interp.h: the CPU reference interpreter, the oracle for every numerical
+ * check, and the backend seam that kfuse-run selects through.
+ *
+ * The interpreter runs any verified graph, fused or not: it walks the body
+ * in order, binds symbolic dims from the inputs, computes each node's result
+ * shapes at run time, calls kf_op(c, op)->cpu (built-ins and plugin ops
+ * alike) and frees each intermediate after its last use.  Semantics per op
+ * are in docs/ops.md; the numeric contract (compute precision, integer
+ * division by zero, NaN) is in docs/interpreter.md.
+ */
+#ifndef KF_INTERP_H
+#define KF_INTERP_H
+
+#include "kf.h"
+#include "tensor.h"
+
+/* Sets the cpu function of every built-in op in c.  Idempotent; leaves ops
+ * whose cpu is already set (by a plugin) alone.  kf_interp_run calls it. */
+void kf_rt_register(kf_ctx *c);
+
+/* Runs graph g on in[0..nin) (one per graph input, in order; borrowed) and
+ * allocates out[0..nout) (nout must be the graph's result count; the caller
+ * frees them with kf_tensor_free).  Returns 0, or -1 with an error in the
+ * context: wrong input count, dtype or shape (naming the input), symbolic
+ * dims bound inconsistently, or an op failing at run time (at its node). */
+int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout);
+
+/* The result shape of node n for concrete inputs, as the interpreter computes
+ * it (for built-in ops from the op's rule; for others from the declared type
+ * with symbols bound).  out[i] comes in holding the declared type with known
+ * symbols replaced; returns 0 or -1 with a message in err. */
+int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *out, int nout,
+		char *err, size_t errlen);
+
+/* ---- backends -------------------------------------------------------------- */
+
+/* What kfuse-run (and later the CUDA runtime) executes a graph with.  run has
+ * kf_interp_run's contract.  available is NULL, or returns false with a
+ * reason in why when the backend cannot run here. */
+typedef struct kf_backend {
+	const char *name;
+	int (*run)(const struct kf_backend *be, kf_graph *g, const kf_tensor *in, int nin,
+		   kf_tensor *out, int nout);
+	bool (*available)(const struct kf_backend *be, char *why, size_t whylen);
+	void *state;
+} kf_backend;
+
+/* The CPU interpreter as a backend. */
+const kf_backend *kf_backend_cpu(void);
+
+#endif

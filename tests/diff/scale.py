@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""kfuse-diff at scale: two 200k-node graphs that differ in one attribute,
+with every value renamed on one side.  kfuse-diff must name that attribute
+(and only it) and finish within the time limit given."""
+import os, subprocess, sys, tempfile, time
+
+def graph(n, prefix, flip):
+    lines = ["graph @big(%x: f32[1024], %b: f32[1024]) -> (f32[1024]) {"]
+    prev, k = "%x", 0
+    ops = ["add", "mul", "gelu", "sub", "tanh"]
+    for i in range(n):
+        v = f"%{prefix}{i}"
+        op = ops[i % len(ops)]
+        if op == "gelu":
+            ap = "none" if (i == flip) else "tanh"
+            lines.append(f'  {v} = gelu({prev}) {{approximate = "{ap}"}} : f32[1024]')
+        elif op == "tanh":
+            lines.append(f"  {v} = tanh({prev}) : f32[1024]")
+        else:
+            lines.append(f"  {v} = {op}({prev}, %b) : f32[1024]")
+        prev = v
+    lines.append(f"  return {prev}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+def main():
+    tool, limit = sys.argv[1], float(sys.argv[2])
+    n, flip = 200_000, 123_457  # a gelu node: 123457 % 5 == 2
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "a.kf"), os.path.join(d, "b.kf")
+        open(a, "w").write(graph(n, "v", -1))
+        open(b, "w").write(graph(n, "renamed_", flip))
+        same = subprocess.run([tool, a, a], capture_output=True, text=True)
+        assert same.returncode == 0, same.stdout + same.stderr
+        t = time.perf_counter()
+        r = subprocess.run([tool, a, b], capture_output=True, text=True)
+        dt = time.perf_counter() - t
+        out = r.stdout
+        print(out, r.stderr, f"time {dt:.3f} s (limit {limit} s)")
+        assert r.returncode == 1, f"exit {r.returncode}"
+        assert "difference 1: attributes differ" in out
+        assert f"a.kf:{flip + 2}:" in out and f"b.kf:{flip + 2}:" in out
+        assert "attribute 'approximate': \"tanh\" vs \"none\"" in out
+        assert "difference 2" not in out
+        assert dt < limit, f"took {dt:.3f} s, limit {limit} s"
+
+main()

@@ -1,0 +1,2 @@
+-- The sandbox has no io, os, debug or package.
+local f = io.open("/etc/passwd")

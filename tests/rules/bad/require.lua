@@ -1,0 +1,2 @@
+-- require reads only modules below the rule path.
+local secret = require "..etc.passwd"

@@ -1,0 +1,2 @@
+-- A module for sandbox/uses-lib.lua.
+return { benefit = 7 }

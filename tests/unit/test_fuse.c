@@ -1,0 +1,276 @@
+/* Unit tests of the fuse pass, the CUDA emitter and the CUDA backend's
+ * planning (which needs NVRTC, not a GPU): groups made, graphs still valid
+ * and computing the same function on the interpreter, the policy hook, the
+ * explanations, canonical kernel text, the kernel cache and buffer reuse. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cuda.h"
+#include "cuda_backend.h"
+#include "emit_cuda.h"
+#include "equiv.h"
+#include "fuse.h"
+#include "interp.h"
+#include "kf.h"
+
+static kf_module *parse(kf_ctx *c, const char *text)
+{
+	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
+	if (!m || kf_verify(m->graph[0]) != 0) {
+		kf_buf b = {0};
+		kf_diag_render(c, &b);
+		fail_msg("parse: %.*s", (int)b.n, b.p);
+	}
+	return m;
+}
+
+static int count_op(kf_graph *g, int op)
+{
+	int k = 0;
+	kf_foreach_node(g, 0, n)
+		k += kf_N(g, n)->op == op;
+	return k;
+}
+
+/* Fuses a copy of text's graph and checks it verifies and computes what the
+ * original computes (interpreter, random inputs). */
+static kf_module *fuse_checked(kf_ctx *c, const char *text, const kf_fuse_opts *o)
+{
+	kf_module *ref = parse(c, text), *m = parse(c, text);
+	bool changed = false;
+	assert_int_equal(kf_fuse_run(m->graph[0], o, &changed), 0);
+	assert_int_equal(kf_verify(m->graph[0]), 0);
+	kf_buf rep = {0};
+	int rc = kf_equiv_check(ref->graph[0], m->graph[0], 7, 2, 1e-5, 1e-6, &rep);
+	if (rc != 0)
+		fail_msg("fused graph differs: %.*s", (int)rep.n, rep.p);
+	kf_buf_free(&rep);
+	kf_module_free(ref);
+	return m;
+}
+
+static const char layer_norm[] =
+	"graph @ln(%x: f32[16,256], %g: f32[256], %be: f32[256]) -> (f32[16,256]) {\n"
+	"  %mu = reduce_mean(%x) {axes = [-1], keepdims = true} : f32[16,1]\n"
+	"  %d = sub(%x, %mu) : f32[16,256]\n"
+	"  %d2 = mul(%d, %d) : f32[16,256]\n"
+	"  %var = reduce_mean(%d2) {axes = [-1], keepdims = true} : f32[16,1]\n"
+	"  %eps = const 1.0e-5 : f32[]\n"
+	"  %ve = add(%var, %eps) : f32[16,1]\n"
+	"  %r = rsqrt(%ve) : f32[16,1]\n"
+	"  %y = mul(%d, %r) : f32[16,256]\n"
+	"  %y2 = mul(%y, %g) : f32[16,256]\n"
+	"  %y3 = add(%y2, %be) : f32[16,256]\n"
+	"  return %y3\n"
+	"}\n";
+
+static void test_layer_norm_one_kernel(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	kf_module *m = fuse_checked(c, layer_norm, &o);
+	kf_graph *g = m->graph[0];
+	assert_int_equal(count_op(g, KF_OP_FUSION), 1);
+	assert_int_equal(kf_graph_live_nodes(g), 2); /* the fusion and return */
+	kf_nid f = g->blk[0].first;
+	assert_string_equal(kf_attr_str(g, f, "kind", ""), "reduce");
+	kf_kernel k;
+	assert_int_equal(kf_emit_node(g, f, &k), 0);
+	assert_int_equal(k.kind, KF_KK_ROW);
+	/* one read of x, gamma, beta and one write: the row stays in registers */
+	assert_int_equal(k.bytes, (16 * 256 * 2 + 256 * 2) * 4);
+	assert_non_null(strstr(k.src, "kf_rowred<32>"));
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+static const char diamond[] =
+	"graph @d(%x: f32[8,8], %w: f32[8,8]) -> (f32[8,8]) {\n"
+	"  %a = exp(%x) : f32[8,8]\n"
+	"  %m = matmul(%a, %w) : f32[8,8]\n"
+	"  %c = add(%a, %m) : f32[8,8]\n"
+	"  %e = neg(%c) : f32[8,8]\n"
+	"  return %e\n"
+	"}\n";
+
+static void test_no_cycle(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_buf log = {0};
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	o.explain = true;
+	o.log = &log;
+	kf_module *m = fuse_checked(c, diamond, &o);
+	/* %a cannot join %c (path through the matmul): c and e fuse */
+	assert_int_equal(count_op(m->graph[0], KF_OP_FUSION), 1);
+	assert_int_equal(count_op(m->graph[0], KF_OP_EXP), 1);
+	kf_buf_putc(&log, '\0');
+	assert_non_null(strstr(log.p, "t.kf:4:3: not fused: %a (exp) -> %c (add): CYCLE:"));
+	assert_non_null(strstr(log.p, "not fused: %a (exp) -> %m (matmul): CONTRACTION:"));
+	kf_buf_free(&log);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+static int veto_all(void *ud, kf_graph *g, kf_nid p, kf_nid q)
+{
+	(*(int *)ud)++;
+	return KF_FUSE_VETO;
+}
+
+static int allow_all(void *ud, kf_graph *g, kf_nid p, kf_nid q)
+{
+	return KF_FUSE_ALLOW;
+}
+
+static const char bcast[] =
+	"graph @b(%x: f32[64,32], %b: f32[32]) -> (f32[64,32]) {\n"
+	"  %t = tanh(%b) : f32[32]\n"
+	"  %y = add(%x, %t) : f32[64,32]\n"
+	"  %z = relu(%y) : f32[64,32]\n"
+	"  return %z\n"
+	"}\n";
+
+static void test_policy(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	/* without a policy: tanh stays out (recomputed per element otherwise) */
+	kf_module *m = fuse_checked(c, bcast, &o);
+	assert_int_equal(count_op(m->graph[0], KF_OP_TANH), 1);
+	kf_module_free(m);
+	/* ALLOW waives the heuristic */
+	o.policy.fn = allow_all;
+	m = fuse_checked(c, bcast, &o);
+	assert_int_equal(count_op(m->graph[0], KF_OP_TANH), 0);
+	assert_int_equal(count_op(m->graph[0], KF_OP_FUSION), 1);
+	kf_module_free(m);
+	/* VETO blocks every edge, and says so */
+	int asked = 0;
+	kf_buf log = {0};
+	o.policy.fn = veto_all;
+	o.policy.ud = &asked;
+	o.explain = true;
+	o.log = &log;
+	m = fuse_checked(c, bcast, &o);
+	assert_int_equal(count_op(m->graph[0], KF_OP_FUSION), 0);
+	assert_true(asked >= 2);
+	kf_buf_putc(&log, '\0');
+	assert_non_null(strstr(log.p, "t.kf:4:3: not fused: %y (add) -> %z (relu): POLICY_VETO:"));
+	kf_buf_free(&log);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+/* Kernel text depends on structure only: other value names, same text. */
+static void test_canonical_kernels(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_module *a = parse(c, "graph @a(%x: f32[100], %y: f32[100]) -> (f32[100]) {\n"
+				"  %s = add(%x, %y) : f32[100]\n  %t = exp(%s) : f32[100]\n  return %t\n}\n");
+	kf_module *b = parse(c, "graph @b(%p: f32[100], %q: f32[100]) -> (f32[100]) {\n"
+				"  %u = add(%p, %q) : f32[100]\n  %v = exp(%u) : f32[100]\n  return %v\n}\n");
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	bool ch;
+	kf_fuse_run(a->graph[0], &o, &ch);
+	kf_fuse_run(b->graph[0], &o, &ch);
+	kf_kernel ka, kb;
+	assert_int_equal(kf_emit_node(a->graph[0], a->graph[0]->blk[0].first, &ka), 0);
+	assert_int_equal(kf_emit_node(b->graph[0], b->graph[0]->blk[0].first, &kb), 0);
+	assert_string_equal(ka.name, kb.name);
+	assert_string_equal(ka.src, kb.src);
+	/* 100 floats: 25 float4 and no tail loop */
+	assert_non_null(strstr(ka.src, "v < 25;"));
+	assert_null(strstr(ka.src, "i0 < 100"));
+	kf_kernel_free(&ka);
+	kf_kernel_free(&kb);
+	kf_module_free(a);
+	kf_module_free(b);
+	kf_ctx_free(c);
+}
+
+/* Unfused, the emitter wraps each op as its own kernel. */
+static void test_unfused_kernels(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = parse(c, layer_norm);
+	kf_kernels ks = {0};
+	assert_int_equal(kf_emit_graph(m->graph[0], &ks), 0);
+	assert_int_equal(ks.n, 9); /* 10 ops, the const is uploaded */
+	kf_kernels_free(&ks);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+static bool have_nvrtc(void)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+	return nv != NULL;
+}
+
+/* The backend's plan without a GPU: kernels compiled by NVRTC through the
+ * disk cache (a second session compiles nothing), intermediates reusing
+ * memory. */
+static void test_plan_cache(void **st)
+{
+	if (!have_nvrtc())
+		skip();
+	char dir[] = "/tmp/kf-fuse-cacheXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = parse(c, layer_norm);
+	kf_cuda_opts o = {.dry_run = true, .cache_dir = dir};
+	kf_cuda_stats s1, s2;
+	kf_cuda_session *s = kf_cuda_session_new(c, &o);
+	assert_non_null(s);
+	assert_int_equal(kf_cuda_session_plan(s, m->graph[0]), 0);
+	kf_cuda_session_stats(s, &s1);
+	kf_cuda_session_free(s);
+	assert_int_equal(s1.kernels, 9);
+	assert_true(s1.compiled > 0);
+	assert_int_equal(s1.cached, 0);
+	/* nine [16,256] or [16,1] intermediates; liveness lets them share */
+	assert_true(s1.arena_bytes < s1.naive_bytes);
+	s = kf_cuda_session_new(c, &o);
+	assert_int_equal(kf_cuda_session_plan(s, m->graph[0]), 0);
+	kf_cuda_session_stats(s, &s2);
+	kf_cuda_session_free(s);
+	assert_int_equal(s2.compiled, 0);
+	assert_int_equal(s2.cached, s2.programs);
+	assert_int_equal(s2.distinct, s1.distinct);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layer_norm_one_kernel),
+		cmocka_unit_test(test_no_cycle),
+		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_canonical_kernels),
+		cmocka_unit_test(test_unfused_kernels),
+		cmocka_unit_test(test_plan_cache),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
