@@ -521,97 +521,93 @@ void kfc_pattern_free(kfc_pattern *p)
 	p->rx_state = 0;
 }
 
-/* -DVAR=VAL and -D#[FMT,]NUM=EXPR, as FileCheck's defineCmdlineVariables. */
+/* -D#[FMT,]NUM=EXPR: parsed as the block [[#FMT,NUM:EXPR]] in a buffer of its
+ * own (for the messages), evaluated at once. */
+static bool define_numeric(kfc_ctx *c, int i, const char *d)
+{
+	const char *eq = strchr(d, '=');
+	if (!eq) {
+		fprintf(stderr, "Missing equal sign in command-line definition '-D%s'\n", d);
+		return false;
+	}
+	kfc_str buf = {0};
+	kfc_str_printf(&buf, "Global define #%d: %s (parsed as: [[", i + 1, d);
+	size_t start = buf.n;
+	kfc_str_put(&buf, d, (size_t)(eq - d));
+	kfc_str_putc(&buf, ':');
+	kfc_str_put(&buf, eq + 1, strlen(eq + 1));
+	size_t end = buf.n;
+	kfc_str_put(&buf, "]])", 3);
+	kfc_file *f = kfc_add_buffer(c, "Global defines", buf.p, buf.n);
+	kfc_str_free(&buf);
+	kfc_expr *x;
+	kfc_fmt fmt;
+	int var;
+	const char *dn;
+	size_t dl;
+	kfc_err errs[4];
+	int nerrs = 0;
+	int64_t val;
+	if (!kfc_expr_block(c, f->text + start + 1, end - start - 1, false, 0, &x, &fmt, &var, &dn, &dl))
+		return false;
+	if (var < 0 || !x) {
+		kfc_msg(c, f->text + start + 1, NULL, "error", "invalid variable definition");
+		return false;
+	}
+	if (!kfc_expr_eval(c, x, 0, &val, errs, &nerrs, 4)) {
+		for (int k = 0; k < nerrs; k++)
+			kfc_msg(c, errs[k].at, NULL, "error", "%s", errs[k].msg);
+		return false;
+	}
+	c->vars[var].has_value = true;
+	c->vars[var].nval = val;
+	c->vars[var].def_line = 0;
+	return true;
+}
+
+/* -DVAR=VAL: the value is taken verbatim. */
+static bool define_string(kfc_ctx *c, const char *d)
+{
+	const char *eq = strchr(d, '=');
+	if (!eq) {
+		fprintf(stderr, "Missing equal sign in command-line definition '-D%s'\n", d);
+		return false;
+	}
+	size_t len = 0, nlen = (size_t)(eq - d);
+	bool pseudo = false;
+	if (nlen == 0) {
+		kfc_msg(c, NULL, NULL, "error", "Missing variable name in command-line definition '-D%s'", d);
+		return false;
+	}
+	kfc_file *f = kfc_add_buffer(c, "Global defines", d, strlen(d));
+	if (!var_name_ok(f->text, nlen, &len, &pseudo, c))
+		return false;
+	if (pseudo || len != nlen) {
+		kfc_msg(c, f->text, NULL, "error", "invalid name in string variable definition '%.*s'",
+			(int)nlen, d);
+		return false;
+	}
+	int v = kfc_var_find(c, d, nlen);
+	if (v >= 0 && c->vars[v].numeric) {
+		kfc_msg(c, f->text, NULL, "error", "numeric variable with name '%.*s' already exists",
+			(int)nlen, d);
+		return false;
+	}
+	if (v < 0)
+		v = kfc_var_add(c, d, nlen, false);
+	c->vars[v].has_value = true;
+	c->vars[v].sval = eq + 1;
+	c->vars[v].slen = strlen(eq + 1);
+	return true;
+}
+
+/* -D definitions, as FileCheck's defineCmdlineVariables: all are tried. */
 bool kfc_define_cmdline(kfc_ctx *c)
 {
 	bool ok = true;
 	for (int i = 0; i < c->o.ndefines; i++) {
 		const char *d = c->o.defines[i];
-		if (d[0] == '#') {
-			/* Parsed as the block [[#FMT,NUM:EXPR]] in a buffer of its own. */
-			kfc_str buf = {0};
-			kfc_str_printf(&buf, "Global define #%d: %s (parsed as: [[", i + 1, d);
-			size_t start = buf.n;
-			const char *eq = strchr(d, '=');
-			if (!eq) {
-				fprintf(stderr, "Missing equal sign in command-line definition '-D%s'\n", d);
-				kfc_str_free(&buf);
-				ok = false;
-				continue;
-			}
-			kfc_str_put(&buf, d, (size_t)(eq - d));
-			kfc_str_putc(&buf, ':');
-			kfc_str_put(&buf, eq + 1, strlen(eq + 1));
-			size_t end = buf.n;
-			kfc_str_put(&buf, "]])", 3);
-			kfc_file *f = kfc_add_buffer(c, "Global defines", buf.p, buf.n);
-			kfc_str_free(&buf);
-			kfc_expr *x;
-			kfc_fmt fmt;
-			int var;
-			const char *dn;
-			size_t dl;
-			kfc_err errs[4];
-			int nerrs = 0;
-			int64_t val;
-			if (!kfc_expr_block(c, f->text + start + 1, end - start - 1, false, 0, &x, &fmt,
-				&var, &dn, &dl)) {
-				ok = false;
-				continue;
-			}
-			if (var < 0 || !x) {
-				kfc_msg(c, f->text + start + 1, NULL, "error", "invalid variable definition");
-				ok = false;
-				continue;
-			}
-			if (!kfc_expr_eval(c, x, 0, &val, errs, &nerrs, 4)) {
-				for (int k = 0; k < nerrs; k++)
-					kfc_msg(c, errs[k].at, NULL, "error", "%s", errs[k].msg);
-				ok = false;
-				continue;
-			}
-			c->vars[var].has_value = true;
-			c->vars[var].nval = val;
-			c->vars[var].def_line = 0;
-			continue;
-		}
-		const char *eq = strchr(d, '=');
-		if (!eq) {
-			fprintf(stderr, "Missing equal sign in command-line definition '-D%s'\n", d);
-			ok = false;
-			continue;
-		}
-		size_t len = 0;
-		bool pseudo = false;
-		size_t nlen = (size_t)(eq - d);
-		if (nlen == 0) {
-			kfc_msg(c, NULL, NULL, "error", "Missing variable name in command-line definition '-D%s'", d);
-			ok = false;
-			continue;
-		}
-		kfc_file *f = kfc_add_buffer(c, "Global defines", d, strlen(d));
-		if (!var_name_ok(f->text, nlen, &len, &pseudo, c)) {
-			ok = false;
-			continue;
-		}
-		if (pseudo || len != nlen) {
-			kfc_msg(c, f->text, NULL, "error", "invalid name in string variable definition '%.*s'",
-				(int)nlen, d);
-			ok = false;
-			continue;
-		}
-		int v = kfc_var_find(c, d, nlen);
-		if (v >= 0 && c->vars[v].numeric) {
-			kfc_msg(c, f->text, NULL, "error", "numeric variable with name '%.*s' already exists",
-				(int)nlen, d);
-			ok = false;
-			continue;
-		}
-		if (v < 0)
-			v = kfc_var_add(c, d, nlen, false);
-		c->vars[v].has_value = true;
-		c->vars[v].sval = eq + 1;
-		c->vars[v].slen = strlen(eq + 1);
+		ok = (d[0] == '#' ? define_numeric(c, i, d) : define_string(c, d)) && ok;
 	}
 	return ok;
 }
