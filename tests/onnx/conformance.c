@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include "interp.h"
 #include "onnx_import.h"
+#include "passes.h"
 #include "tensor.h"
 
 enum { PASS, FAIL, UNSUP };
@@ -22,8 +23,36 @@ static const char *verdict_name[] = {"pass", "FAIL", "unsupported"};
 typedef struct result {
 	char name[128];
 	int verdict;
+	int kernels; /* after the pipeline: nodes that launch work */
 	char why[256];
 } result;
+
+/* --pipeline: passes run on every imported graph before it runs. */
+static const char *pipeline_text;
+static int max_kernels = -1;
+
+/* Nodes that would each be a kernel: not constants, aliases or the return. */
+static int count_kernels(kf_graph *g)
+{
+	int k = 0;
+	kf_foreach_node(g, 0, n) {
+		int op = g->node[n].op;
+		k += op != KF_OP_CONST && op != KF_OP_RETURN && op != KF_OP_RESHAPE;
+	}
+	return k;
+}
+
+static int run_pipeline(kf_ctx *c, kf_module *m)
+{
+	kf_passreg reg = {0};
+	kf_passes_builtin(&reg);
+	kf_pipeline *p = kf_pipeline_parse(c, &reg, pipeline_text);
+	kf_runopts ro = {.verify_each = true};
+	int rc = p ? kf_pipeline_run(p, m, &ro) : -1;
+	kf_pipeline_free(p);
+	kf_passreg_free(&reg);
+	return rc;
+}
 
 static int load_set(kf_ctx *c, const char *dir, const char *prefix, kf_tensor *t, int max)
 {
@@ -114,6 +143,14 @@ static void run_test(const char *root, const char *name, result *r)
 		kf_ctx_free(c);
 		return;
 	}
+	if (pipeline_text && run_pipeline(c, m) < 0) {
+		first_line(c, r->why, sizeof r->why);
+		r->verdict = FAIL;
+		kf_module_free(m);
+		kf_ctx_free(c);
+		return;
+	}
+	r->kernels = count_kernels(m->graph[0]);
 	r->verdict = PASS;
 	for (int set = 0; r->verdict == PASS; set++) {
 		snprintf(data, sizeof data, "%s/test_data_set_%d", dir, set);
@@ -143,6 +180,11 @@ static void run_test(const char *root, const char *name, result *r)
 			kf_tensor_free(&got[i]);
 		}
 	}
+	if (r->verdict == PASS && max_kernels >= 0 && r->kernels > max_kernels) {
+		snprintf(r->why, sizeof r->why, "%d kernels after the pipeline (at most %d wanted)", r->kernels,
+			 max_kernels);
+		r->verdict = FAIL;
+	}
 	kf_module_free(m);
 	kf_ctx_free(c);
 }
@@ -158,6 +200,10 @@ int main(int argc, char **argv)
 			table = argv[++i];
 		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
 			filter = argv[++i];
+		else if (!strcmp(argv[i], "--pipeline") && i + 1 < argc)
+			pipeline_text = argv[++i];
+		else if (!strcmp(argv[i], "--max-kernels") && i + 1 < argc)
+			max_kernels = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-v"))
 			verbose = true;
 		else
@@ -184,13 +230,15 @@ int main(int argc, char **argv)
 		run_test(root, names[i], &res[i]);
 		count[res[i].verdict]++;
 		if (res[i].verdict == FAIL || verbose)
-			printf("%-60s %-11s %s\n", res[i].name, verdict_name[res[i].verdict], res[i].why);
+			printf("%-60s %-11s %2d kernels  %s\n", res[i].name, verdict_name[res[i].verdict], res[i].kernels,
+			       res[i].why);
 	}
 	FILE *t = table ? fopen(table, "w") : NULL;
 	if (t) {
-		fprintf(t, "| test | verdict | detail |\n|---|---|---|\n");
+		fprintf(t, "| test | verdict | kernels | detail |\n|---|---|---|---|\n");
 		for (size_t i = 0; i < n; i++)
-			fprintf(t, "| %s | %s | %s |\n", res[i].name, verdict_name[res[i].verdict], res[i].why);
+			fprintf(t, "| %s | %s | %d | %s |\n", res[i].name, verdict_name[res[i].verdict], res[i].kernels,
+				res[i].why);
 		fclose(t);
 	}
 	printf("ONNX node tests: %d passed, %d failed, %d unsupported, of %zu\n", count[PASS], count[FAIL],
