@@ -4,7 +4,7 @@
 # writes it as g.kf and as TOSA g.mlir).  Builds nothing.
 #
 # usage: bench/opt_vs_mlir.sh [-k KFUSE_OPT] [-n NODES] [-r RUNS] [-g GENERATOR]
-# Prints a markdown table: best wall time of RUNS runs, peak RSS (/usr/bin/time -v)
+# Prints a markdown table: best wall and CPU time of RUNS runs, peak RSS (/usr/bin/time -v)
 # and the number of ops left (lines defining a value in the output, constants
 # included, on both sides).
 set -eu
@@ -35,11 +35,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$gen" --nodes "$nodes" --out "$tmp"
 
-# measure NAME OUTFILE CMD...: best wall seconds and the max peak RSS (KiB) over runs
+# measure NAME OUTFILE CMD...: best wall seconds, best CPU (user + sys)
+# seconds and the max peak RSS (KiB) over runs.  CPU time is what to read on
+# a busy machine, where wall time includes waiting for a core.
 measure() {
 	name=$1 out=$2
 	shift 2
-	best="" rss=0 i=0
+	best="" cpu="" rss=0 i=0
 	while [ $i -lt "$runs" ]; do
 		/usr/bin/time -v "$@" >"$out" 2>"$tmp/$name.time" || {
 			cat "$tmp/$name.time" >&2
@@ -49,29 +51,34 @@ measure() {
 		w=$(sed -n 's/.*Elapsed (wall clock) time.*: //p' "$tmp/$name.time" |
 			awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 		r=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tmp/$name.time")
+		u=$(sed -n 's/.*User time (seconds): //p' "$tmp/$name.time")
+		sy=$(sed -n 's/.*System time (seconds): //p' "$tmp/$name.time")
+		c=$(awk -v u="$u" -v s="$sy" 'BEGIN { print u + s }')
 		best=$(awk -v a="$best" -v b="$w" 'BEGIN { print (a == "" || b < a) ? b : a }')
+		cpu=$(awk -v a="$cpu" -v b="$c" 'BEGIN { print (a == "" || b < a) ? b : a }')
 		[ "$r" -gt "$rss" ] && rss=$r
 		i=$((i + 1))
 	done
-	echo "$best $rss"
+	echo "$best $cpu $rss"
 }
 
 set -- $(measure kfuse "$tmp/out.kf" "$kopt" "$tmp/g.kf" -p canonicalize,cse,dce -o "$tmp/out.kf")
-kt=$1 kr=$2
+kt=$1 kc=$2 kr=$3
 set -- $(measure mlir "$tmp/out.mlir" "$mlir" --canonicalize --cse "$tmp/g.mlir" -o "$tmp/out.mlir")
-mt=$1 mr=$2
+mt=$1 mc=$2 mr=$3
 
 kin=$(grep -c ' = ' "$tmp/g.kf" || true)
 min=$(grep -c ' = ' "$tmp/g.mlir" || true)
 kleft=$(grep -c ' = ' "$tmp/out.kf" || true)
 mleft=$(grep -c ' = ' "$tmp/out.mlir" || true)
 
-awk -v kt="$kt" -v mt="$mt" -v kr="$kr" -v mr="$mr" -v kin="$kin" -v min="$min" \
+awk -v kt="$kt" -v mt="$mt" -v kc="$kc" -v mc="$mc" -v kr="$kr" -v mr="$mr" -v kin="$kin" -v min="$min" \
     -v kl="$kleft" -v ml="$mleft" -v n="$nodes" -v runs="$runs" -v gen="$(basename "$gen")" 'BEGIN {
 	printf "graph: %s --nodes %d (best of %d runs)\n\n", gen, n, runs
 	printf "| | kfuse-opt -p canonicalize,cse,dce | mlir-opt-19 --canonicalize --cse | ratio (mlir / kfuse) |\n"
 	printf "|---|---:|---:|---:|\n"
 	printf "| wall time | %.3f s | %.3f s | %.1fx |\n", kt, mt, (kt > 0 ? mt / kt : 0)
+	printf "| CPU time (user+sys) | %.3f s | %.3f s | %.1fx |\n", kc, mc, (kc > 0 ? mc / kc : 0)
 	printf "| peak RSS | %.1f MiB | %.1f MiB | %.1fx |\n", kr / 1024, mr / 1024, (kr > 0 ? mr / kr : 0)
 	printf "| ops in | %d | %d | |\n", kin, min
 	printf "| ops left | %d | %d | |\n", kl, ml

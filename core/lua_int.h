@@ -35,6 +35,7 @@ typedef struct kf_lfile {
 	char *path;
 	kf_srcid src;
 	bool module;            /* loaded by require */
+	int env_ref;            /* its environment (globals such as can_fuse) */
 	int examples_ref;       /* LUA_NOREF when the file has none */
 	uint32_t first, n;      /* its rules in h->rule */
 } kf_lfile;
@@ -96,7 +97,8 @@ void kf_lnewenv(kf_lhost *h);
 /* Loads and runs a rule file (text only) in a fresh environment.  [-0, +0, -] */
 int kf_lrun_file(kf_lhost *h, const char *path);
 
-/* ---- lua_graph.c: values, nodes, the graph API, builders ---- */
+/* ---- lua_graph.c: values, nodes, the graph API, builders (lua_types.c:
+ * types and attributes) ---- */
 void kf_lgraph_open(lua_State *L);            /* metatables, builder functions */
 void kf_lpush_sym(lua_State *L, kf_pattern *p, kf_pv pv);
 void kf_lpush_value(kf_lhost *h, kf_graph *g, kf_vid v);
@@ -112,6 +114,10 @@ void kf_lpush_builder(lua_State *L, int op);
 /* A Lua table of attributes at idx into a kf_attr array in h->scratch.
  * Keys in `skip` (space-separated) are left out.  [-0, +0, v] */
 uint32_t kf_ltoattrs(kf_lhost *h, int idx, kf_attr **out, const char *skip);
+/* One attribute value from Lua (boolean, number, string, list) into
+ * h->scratch, and back.  [-0, +0, v] / [-0, +1, m] */
+kf_attrval kf_ltoattrval(kf_lhost *h, lua_State *L, int idx, int depth);
+void kf_lpush_attrval(lua_State *L, const kf_ctx *c, const kf_attrval *v);
 /* Pushes a type as {dtype=, shape=, rank=}.  [-0, +1, m] */
 void kf_lpush_type(lua_State *L, const kf_ctx *c, const kf_type *t);
 /* A type from "f32[4,N]" or a {dtype=, shape=} table.  [-0, +0, v] */

@@ -245,6 +245,18 @@ static int example_body(lua_State *L)
 	return 0;
 }
 
+/* A copy of n bytes that may hold NULs (strndup would stop at the first:
+ * found by fuzzing), NUL-terminated. */
+static char *dup_bytes(const char *p, size_t n)
+{
+	char *q = malloc(n + 1);
+	if (q) {
+		memcpy(q, p, n);
+		q[n] = 0;
+	}
+	return q;
+}
+
 /* Reads example i of table ref; 1, 0 past the end, -1 on a malformed one. */
 static int read_example(kf_lhost *h, int ref, uint32_t i, kf_rule_example *ex)
 {
@@ -256,8 +268,8 @@ static int read_example(kf_lhost *h, int ref, uint32_t i, kf_rule_example *ex)
 		return -1;
 	if (j.before) {
 		/* copies: the strings belong to the Lua table */
-		ex->before = strndup(j.before, j.nbefore);
-		ex->after = strndup(j.after, j.nafter);
+		ex->before = dup_bytes(j.before, j.nbefore);
+		ex->after = dup_bytes(j.after, j.nafter);
 		ex->nbefore = j.nbefore;
 		ex->nafter = j.nafter;
 	}

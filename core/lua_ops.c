@@ -316,6 +316,49 @@ static char *dup_field(lua_State *L, int idx, const char *key, const char *what)
 	return s;
 }
 
+/* arity (a count or {min, max}), nres, commutative.  [-0, +0, e] */
+static void read_shape(lua_State *L, kf_opinfo *info, const char *what)
+{
+	info->min_in = info->max_in = 1;
+	info->nres = 1;
+	int t = lua_getfield(L, 1, "arity");
+	if (t == LUA_TNUMBER) {
+		info->min_in = info->max_in = (int8_t)luaL_checkinteger(L, -1);
+	} else if (t == LUA_TTABLE) {
+		lua_rawgeti(L, -1, 1);
+		lua_rawgeti(L, -2, 2);
+		info->min_in = (int8_t)luaL_checkinteger(L, -2);
+		info->max_in = (int8_t)luaL_optinteger(L, -1, -1);
+		lua_pop(L, 2);
+	} else if (t != LUA_TNIL) {
+		luaL_error(L, "%s: arity is a count or {min, max}", what);
+	}
+	lua_pop(L, 1);
+	if (lua_getfield(L, 1, "nres") != LUA_TNIL)
+		info->nres = (int8_t)luaL_checkinteger(L, -1);
+	lua_getfield(L, 1, "commutative");
+	if (lua_toboolean(L, -1))
+		info->flags |= KF_OPF_COMMUTATIVE;
+	lua_pop(L, 2);
+}
+
+/* attrs = {"a", "b"} as "a b".  [-0, +0, m] */
+static char *read_attrs(lua_State *L)
+{
+	char *r = NULL;
+	if (lua_getfield(L, 1, "attrs") == LUA_TTABLE) {
+		kf_buf b = {0};
+		for (int i = 1; lua_rawgeti(L, -1, i) == LUA_TSTRING; i++) {
+			kf_buf_printf(&b, "%s%s", i > 1 ? " " : "", lua_tostring(L, -1));
+			lua_pop(L, 1);
+		}
+		lua_pop(L, 1);
+		r = b.p ? b.p : strdup("");
+	}
+	lua_pop(L, 1);
+	return r;
+}
+
 /* op { name, trait, arity?, nres?, attrs?, commutative?, infer?, cpu?, cuda?, doc? }
  * [-1, +0, e] */
 int kf_lop_declare(lua_State *L)
@@ -339,27 +382,7 @@ int kf_lop_declare(lua_State *L)
 	kf_opinfo info;
 	memset(&info, 0, sizeof info);
 	info.trait = (uint8_t)trait;
-	info.min_in = info.max_in = 1;
-	info.nres = 1;
-	int t = lua_getfield(L, 1, "arity");
-	if (t == LUA_TNUMBER) {
-		info.min_in = info.max_in = (int8_t)luaL_checkinteger(L, -1);
-	} else if (t == LUA_TTABLE) {
-		lua_rawgeti(L, -1, 1);
-		lua_rawgeti(L, -2, 2);
-		info.min_in = (int8_t)luaL_checkinteger(L, -2);
-		info.max_in = (int8_t)luaL_optinteger(L, -1, -1);
-		lua_pop(L, 2);
-	} else if (t != LUA_TNIL) {
-		return luaL_error(L, "%s: arity is a count or {min, max}", what);
-	}
-	lua_pop(L, 1);
-	if (lua_getfield(L, 1, "nres") != LUA_TNIL)
-		info.nres = (int8_t)luaL_checkinteger(L, -1);
-	lua_getfield(L, 1, "commutative");
-	if (lua_toboolean(L, -1))
-		info.flags |= KF_OPF_COMMUTATIVE;
-	lua_pop(L, 2);
+	read_shape(L, &info, what);
 	bool has_infer = lua_getfield(L, 1, "infer") == LUA_TFUNCTION;
 	bool has_cpu = lua_getfield(L, 1, "cpu") == LUA_TFUNCTION;
 	lua_pop(L, 2);
@@ -378,16 +401,7 @@ int kf_lop_declare(lua_State *L)
 	lop->infer_ref = lop->cpu_ref = LUA_NOREF;
 	lop->cuda = dup_field(L, 1, "cuda", what);
 	lop->doc = dup_field(L, 1, "doc", what);
-	if (lua_getfield(L, 1, "attrs") == LUA_TTABLE) {
-		kf_buf b = {0};
-		for (int i = 1; lua_rawgeti(L, -1, i) == LUA_TSTRING; i++) {
-			kf_buf_printf(&b, "%s%s", i > 1 ? " " : "", lua_tostring(L, -1));
-			lua_pop(L, 1);
-		}
-		lua_pop(L, 1);
-		lop->attrs = b.p ? b.p : strdup("");
-	}
-	lua_pop(L, 1);
+	lop->attrs = read_attrs(L);
 	lua_Debug ar;
 	if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.source[0] == '@')
 		lop->loc = kf_lloc(h, ar.source + 1, ar.currentline);

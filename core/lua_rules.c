@@ -536,3 +536,54 @@ void kf_lua_rule_tolerance(const kf_rule *r, double *rtol, double *atol)
 	*rtol = lr ? lr->vrtol : 1e-3;
 	*atol = lr ? lr->vatol : 1e-4;
 }
+
+/* ---- hooks for passes ------------------------------------------------------------------ */
+
+typedef struct hjob {
+	kf_lhost *h;
+	int env_ref;
+	const char *name;
+	kf_graph *g;
+	kf_nid a, b;
+	int result;
+} hjob;
+
+/* env[name](a, b) -> true | false | nil.  [-1, +0, e] */
+static int hook_body(lua_State *L)
+{
+	hjob *j = lua_touserdata(L, 1);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, j->env_ref);
+	if (lua_getfield(L, -1, j->name) != LUA_TFUNCTION)
+		return luaL_error(L, "the script defines no function '%s'", j->name);
+	kf_lpush_node(j->h, j->g, j->a);
+	kf_lpush_node(j->h, j->g, j->b);
+	lua_call(L, 2, 1);
+	j->result = lua_isnil(L, -1) ? -1 : lua_toboolean(L, -1);
+	return 0;
+}
+
+int kf_lua_hook_nodes(kf_lrules *r, const char *name, kf_graph *g, kf_nid a, kf_nid b)
+{
+	kf_lhost *h = r->h;
+	const kf_lfile *f = NULL;
+	for (uint32_t i = r->first; i < r->first + r->nfile && !f; i++)
+		if (!h->file[i].module)
+			f = &h->file[i];
+	if (!f) {
+		kf_error(h->ctx, KF_NOLOC, "%s: no script to call '%s' in", r->path, name);
+		return -2;
+	}
+	hjob j = {h, f->env_ref, name, g, a, b, -1};
+	kf_lmode saved = h->mode;
+	kf_rewriter *saved_rw = h->rw;
+	h->mode = KF_LM_WHERE; /* read-only: a hook may look, not change */
+	h->rw = NULL;
+	snprintf(h->what, sizeof h->what, "'%s' of %s", name, f->path);
+	lua_pushcfunction(h->L, hook_body);
+	lua_pushlightuserdata(h->L, &j);
+	int rc = kf_lcall(h, 1, 0, (kf_loc){f->src, 0}, NULL, 0);
+	h->mode = saved;
+	h->rw = saved_rw;
+	h->session++;
+	return rc < 0 ? -2 : j.result;
+}

@@ -50,6 +50,12 @@ typedef struct kf_rule_example {
 int kf_lua_rules_example(kf_lrules *r, uint32_t k, kf_rule_example *ex);
 void kf_rule_example_free(kf_rule_example *ex);
 
+/* A global function of r's first rule file used as a hook by a pass (the
+ * fuse pass's can_fuse(producer, consumer)): called with two node handles,
+ * it answers 1 (true), 0 (false) or -1 (nil: no opinion); -2 on an error
+ * (in the context) or when the file defines no such function. */
+int kf_lua_hook_nodes(kf_lrules *r, const char *name, kf_graph *g, kf_nid a, kf_nid b);
+
 /* Calls from C into Lua since the context's host started. */
 uint64_t kf_lua_entries(kf_ctx *c);
 

@@ -134,6 +134,7 @@ static kf_srcid add_source(kf_lhost *h, const char *path, const char *text, size
 	f->path = strdup(path);
 	f->src = s;
 	f->examples_ref = LUA_NOREF;
+	f->env_ref = LUA_NOREF;
 	return s;
 }
 
@@ -339,15 +340,28 @@ kf_loc kf_lloc(kf_lhost *h, const char *file, int line)
 	return KF_NOLOC;
 }
 
-/* Splits "file:line: message" when file is a loaded script. */
+/* Splits "file:line: message" when file is a loaded script.  Lua shortens
+ * long chunk names to "...tail", so a tail of a path matches too. */
 static kf_loc msg_loc(kf_lhost *h, const char *msg, const char **rest)
 {
+	bool cut = !strncmp(msg, "...", 3);
+	const char *name = cut ? msg + 3 : msg;
 	for (uint32_t i = h->nfile; i-- > 0;) {
-		size_t n = strlen(h->file[i].path);
-		if (strncmp(msg, h->file[i].path, n) || msg[n] != ':' || !isdigit((unsigned char)msg[n + 1]))
+		const char *path = h->file[i].path;
+		size_t n = strlen(path);
+		if (cut) {
+			const char *colon = strchr(name, ':');
+			size_t k = colon ? (size_t)(colon - name) : 0;
+			if (!colon || k > n || strncmp(path + n - k, name, k))
+				continue;
+			n = k;
+		} else if (strncmp(msg, path, n)) {
+			continue;
+		}
+		if (name[n] != ':' || !isdigit((unsigned char)name[n + 1]))
 			continue;
 		char *end;
-		long line = strtol(msg + n + 1, &end, 10);
+		long line = strtol(name + n + 1, &end, 10);
 		if (*end != ':')
 			continue;
 		*rest = end + 1 + (end[1] == ' ');
@@ -422,6 +436,8 @@ int kf_lrun_file(kf_lhost *h, const char *path)
 		return -1;
 	}
 	kf_lnewenv(h);                                      /* chunk, env */
+	lua_pushvalue(L, -1);
+	h->file[fi].env_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	lua_pushvalue(L, -1);
 	lua_insert(L, -3);                                  /* env, chunk, env */
 	lua_setupvalue(L, -2, 1);                           /* env, chunk */

@@ -31,6 +31,7 @@ typedef struct driver {
 	kf_rw_stats *st;
 	uint32_t **byop;   /* per op: rule indices by benefit */
 	uint32_t *nbyop;
+	int16_t (*want)[2]; /* per rule: ops its root's two operands need, -1 any, -2 no check */
 	int nop;
 	int depth;         /* deepest pattern */
 	kf_nid *wl; uint32_t nwl, capwl;
@@ -98,9 +99,21 @@ static int build_index(driver *d)
 	if (!d->byop || !d->nbyop)
 		return -1;
 	d->depth = 1;
+	d->want = malloc((rs->n ? rs->n : 1) * sizeof *d->want);
+	if (!d->want)
+		return -1;
 	for (uint32_t i = 0; i < rs->n; i++) {
 		kf_rule *r = rs->rule[i];
 		r->index = i;
+		d->want[i][0] = d->want[i][1] = -2;
+		if (r->pat) {
+			const kf_pnode *root = &r->pat->node[KF_PV_NODE(r->pat->out[0])];
+			for (uint32_t k = 0; k < 2 && root->nin == 2; k++) {
+				const kf_pnode *c = &r->pat->node[KF_PV_NODE(root->in[k])];
+				d->want[i][k] = c->kind == KF_PN_OP ? (int16_t)c->op
+					      : c->kind == KF_PN_CONST ? KF_OP_CONST : -1;
+			}
+		}
 		if (r->on_op < 0 || r->on_op >= d->nop)
 			continue;
 		if (r->pat && kf_pat_depth(r->pat) > d->depth)
@@ -605,8 +618,13 @@ static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 	}
 	for (uint32_t i = 0; i < rw.nmoved; i++)
 		wl_push(d, rw.moved[i].user);
-	for (uint32_t i = 0; i < rw.nattrs; i++)
+	for (uint32_t i = 0; i < rw.nattrs; i++) {
+		/* a changed attribute may let a pattern rooted above it match */
+		const kf_node *nd = kf_N(g, rw.attrs[i].n);
 		wl_push(d, rw.attrs[i].n);
+		for (uint32_t j = 0; j < nd->nres; j++)
+			push_users(d, nd->res0 + j, d->depth);
+	}
 	kf_rw_end(&rw);
 	return 1;
 }
@@ -641,8 +659,26 @@ static int process(driver *d)
 			continue;
 		}
 		int op = nd->op;
+		/* the ops of a binary node's operands (-3: a graph argument),
+		 * against which most candidates fail at once (kf_rw_match
+		 * checks it too, for callers that match directly) */
+		int have0 = -3, have1 = -3;
+		if (nd->nin == 2) {
+			kf_nid a = kf_def(g, kf_in(g, n, 0)), b = kf_def(g, kf_in(g, n, 1));
+			have0 = a == KF_NONE ? -3 : kf_N(g, a)->op;
+			have1 = b == KF_NONE ? -3 : kf_N(g, b)->op;
+		}
+		bool comm = (kf_op(g->ctx, op)->flags & KF_OPF_COMMUTATIVE) != 0;
 		for (uint32_t i = 0; op < d->nop && i < d->nbyop[op]; i++) {
-			const kf_rule *r = d->rs->rule[d->byop[op][i]];
+			uint32_t ri = d->byop[op][i];
+			const kf_rule *r = d->rs->rule[ri];
+			int w0 = d->want[ri][0], w1 = d->want[ri][1];
+			if (nd->nin == 2 && w0 != -2 &&
+			    !((w0 < 0 || w0 == have0) && (w1 < 0 || w1 == have1)) &&
+			    !(comm && (w0 < 0 || w0 == have1) && (w1 < 0 || w1 == have0))) {
+				d->st->tried++;
+				continue;
+			}
 			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);
 			if (k < 0)
 				return -1;
@@ -695,6 +731,7 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 		free(d.byop[op]);
 	free(d.byop);
 	free(d.nbyop);
+	free(d.want);
 	free(d.wl);
 	free(d.inwl);
 	free(d.seen);

@@ -176,6 +176,22 @@ static bool check_operand(vst *s, kf_bid b, kf_nid n, uint32_t i)
 }
 
 /* Results of n: theirs, in range; marks them defined. */
+/* A static type whose byte count does not fit in int64 can be neither
+ * allocated nor indexed by any backend: refused here, where every graph
+ * passes (parsed, imported or rewritten), rather than wrapping later. */
+static void check_size(vst *s, kf_vid v, kf_loc at)
+{
+	const kf_type *t = kf_vtype(s->g, v);
+	size_t es = kf_dtype_size((kf_dtype)t->dtype);
+	int64_t n = kf_type_numel(t);
+	if (!kf_type_is_static(t) || es == 0 || (n >= 0 && n <= INT64_MAX / (int64_t)es))
+		return;
+	kf_tstr ts;
+	kf_sid name = s->g->val[v].name;
+	verr(s, at, "type %s of %s%s is too large: its size in bytes overflows int64", kf_ops_tstr(s->c, t, &ts),
+	     name ? "%" : "a value", name ? kf_str(s->c, name) : "");
+}
+
 static bool define_results(vst *s, kf_bid b, kf_nid n)
 {
 	kf_graph *g = s->g;
@@ -190,7 +206,8 @@ static bool define_results(vst *s, kf_bid b, kf_nid n)
 		if (v->def != n || v->idx != i || v->blk != b) {
 			verr(s, nd->loc, "result %u of '%s' does not point back to its node and block", i, opname(s, n));
 			ok = false;
-		}
+		} else
+			check_size(s, nd->res0 + i, nd->loc);
 		s->vdef[nd->res0 + i] = 1;
 	}
 	return ok;
@@ -345,6 +362,7 @@ static bool block_args(vst *s, kf_bid b, kf_loc at)
 			ok = false;
 			continue;
 		}
+		check_size(s, v, at);
 		s->vdef[v] = 1;
 	}
 	return ok;

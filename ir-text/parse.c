@@ -6,10 +6,11 @@
  * name resolution go on, so one run reports several errors.  After a bad
  * statement the parser resyncs at the next line.
  *
- * Names live in an array indexed by their interned sid, stamped with a scope
- * id: lookups are O(1), and a region hides every outer name by taking a new
- * id (regions are isolated).  Bindings a region shadows are restored from an
- * undo stack when it closes.
+ * Names live in the parser's own hash table (parse_names.c), stamped with a
+ * scope id: a region hides every outer name by taking a new id (regions are
+ * isolated), and the bindings it shadows come back when it closes.  A
+ * statement is read first (operand names only collected, their table slots
+ * prefetched), then judged in source order and built.
  *
  * The parser checks syntax, names, result counts and operand counts (since
  * kf_node_new trusts them); types are left to kf_verify, which tools run. */
@@ -154,172 +155,10 @@ static void resync(kf_parser *p, uint32_t off)
 		kf_parse_next(p);
 }
 
-/* ---- names ---- */
-
-static uint32_t name_hash(const char *s, uint32_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return (uint32_t)(h ^ (h >> 32));
-}
-
-static bool is_namech(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '_' || ch == '.' || ch == '$';
-}
-
-/* Whether slot e binds name s: the defining token spells it and ends there. */
-static bool slot_is(const kf_parser *p, const kf_pslot *e, const char *s, uint32_t n, uint32_t h)
-{
-	if (e->hash != h)
-		return false;
-	const char *d = p->text + e->off + 1;
-	return (size_t)(e->off + 1) + n <= p->len && memcmp(d, s, n) == 0 &&
-	       ((size_t)(e->off + 1) + n == p->len || !is_namech(d[n]));
-}
-
-/* The slot holding name s (of any scope), or the empty slot where it goes. */
-static kf_pslot *slot_find(kf_parser *p, const char *s, uint32_t n, uint32_t h)
-{
-	uint32_t mask = p->captab - 1;
-	for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-		kf_pslot *e = &p->tab[i];
-		if (e->scope == KF_SCOPE_EMPTY || slot_is(p, e, s, n, h))
-			return e;
-	}
-}
-
-static void tab_grow(kf_parser *p)
-{
-	kf_pslot *old = p->tab;
-	uint32_t oldcap = p->captab;
-	p->captab = oldcap ? oldcap * 2 : 1024;
-	p->tab = calloc(p->captab, sizeof *p->tab);
-	if (!p->tab)
-		abort();
-	for (uint32_t i = 0; i < oldcap; i++)
-		if (old[i].scope != KF_SCOPE_EMPTY) {
-			uint32_t j = old[i].hash & (p->captab - 1);
-			while (p->tab[j].scope != KF_SCOPE_EMPTY)
-				j = (j + 1) & (p->captab - 1);
-			p->tab[j] = old[i];
-		}
-	free(old);
-}
-
-/* The binding of value token t, in whatever scope (check e->scope). */
-static kf_pslot *lookup(kf_parser *p, const kf_token *t)
-{
-	const char *s = p->text + t->off + 1;
-	if (!p->captab)
-		tab_grow(p);
-	return slot_find(p, s, t->nlen, name_hash(s, t->nlen));
-}
-
-static void print_loc(kf_parser *p, uint32_t off, char *buf, size_t n)
-{
-	int line, col;
-	kf_source_linecol(p->c, p->src, off, &line, &col);
-	snprintf(buf, n, "%d:%d", line, col);
-}
-
-static void redefinition(kf_parser *p, const kf_token *t, uint32_t first)
-{
-	char at[32];
-	print_loc(p, first, at, sizeof at);
-	kf_parse_err(p, t->off, "redefinition of '%%%.*s' (first at %s)", (int)t->nlen, p->text + t->off + 1, at);
-}
-
-/* Binds %name (token t) to vid..vid+nres-1 in the current scope; a
- * redefinition is reported unless `quiet` (the caller already did). */
-static void define(kf_parser *p, const kf_token *t, kf_vid vid, uint32_t nres, bool quiet)
-{
-	if ((p->ntab + 1) * 4 > p->captab * 3)
-		tab_grow(p);
-	kf_pslot *e = lookup(p, t);
-	if ((e->scope & ~KF_SCOPE_MULTI) == p->scope) {
-		if (!quiet)
-			redefinition(p, t, e->off);
-		return;
-	}
-	if (e->scope == KF_SCOPE_EMPTY) {
-		p->ntab++;
-		*e = (kf_pslot){.hash = name_hash(p->text + t->off + 1, t->nlen), .scope = KF_SCOPE_DEAD};
-	}
-	if (p->depth > 0) { /* keep the shadowed binding for when the region closes */
-		if (p->nundo == p->capundo) {
-			p->capundo = p->capundo ? p->capundo * 2 : 64;
-			p->undo = realloc(p->undo, p->capundo * sizeof *p->undo);
-			if (!p->undo)
-				abort();
-		}
-		p->undo[p->nundo++] = *e;
-	}
-	e->scope = p->scope | (nres > 1 ? KF_SCOPE_MULTI : 0);
-	e->vid = vid;
-	e->off = t->off;
-}
-
-/* Puts back the bindings shadowed since undo mark `mark`. */
-static void restore(kf_parser *p, uint32_t mark)
-{
-	while (p->nundo > mark) {
-		kf_pslot *u = &p->undo[--p->nundo];
-		const char *s = p->text + u->off + 1;
-		uint32_t n = 0;
-		while (u->off + 1 + n < p->len && is_namech(s[n]))
-			n++;
-		*slot_find(p, s, n, u->hash) = *u;
-	}
-}
-
-static bool in_outer_scope(const kf_parser *p, const kf_pslot *e)
-{
-	for (int i = 0; i < p->depth; i++)
-		if (p->outer[i] == (e->scope & ~KF_SCOPE_MULTI))
-			return true;
-	return false;
-}
-
-/* Resolves the value token t; KF_POISON after a reported error or for a
- * name whose definition failed. */
-static kf_vid resolve(kf_parser *p, const kf_token *t)
-{
-	const char *nm = p->text + t->off + 1;
-	int nl = (int)t->nlen;
-	kf_pslot *e = lookup(p, t);
-	if ((e->scope & ~KF_SCOPE_MULTI) != p->scope) {
-		if (in_outer_scope(p, e))
-			kf_parse_err(p, t->off, "use of undefined value '%%%.*s' (a region sees only its own '^' arguments)", nl, nm);
-		else
-			kf_parse_err(p, t->off, "use of undefined value '%%%.*s'", nl, nm);
-		return KF_POISON;
-	}
-	if (e->vid == KF_POISON)
-		return KF_POISON;
-	/* a valid binding of several results is a built node: it knows how many */
-	uint32_t nres = e->scope & KF_SCOPE_MULTI ? p->g->node[p->g->val[e->vid].def].nres : 1;
-	if (t->idx >= 0) {
-		if ((uint64_t)t->idx >= nres) {
-			kf_parse_err(p, t->off, "'%%%.*s' has %u result%s; '%.*s' is out of range", nl, nm,
-				     nres, nres == 1 ? "" : "s", (int)t->len, p->text + t->off);
-			return KF_POISON;
-		}
-		return e->vid + (uint32_t)t->idx;
-	}
-	if (nres != 1) {
-		kf_parse_err(p, t->off, "'%%%.*s' has %u results; use '%%%.*s#0' .. '%%%.*s#%u'", nl, nm,
-			     nres, nl, nm, nl, nm, nres - 1);
-		return KF_POISON;
-	}
-	return e->vid;
-}
-
 /* ---- statements ---- */
 
 typedef struct stmt {
+	kf_token *tk; uint32_t ntk, captk; /* operand tokens, resolved after the line is read */
 	kf_vid *in; uint32_t nin, capin;
 	kf_tid *res; uint32_t nres, capres;
 } stmt;
@@ -346,20 +185,35 @@ static void push_tid(stmt *s, kf_tid t)
 	s->res[s->nres++] = t;
 }
 
-/* value {',' value}; *poisoned when one did not resolve. */
-static bool parse_values(kf_parser *p, stmt *s, bool *poisoned)
+/* value {',' value}, collected to be resolved by resolve_values. */
+static bool parse_values(kf_parser *p, stmt *s)
 {
 	do {
 		if (p->tok.kind != KF_T_VALUE) {
 			kf_parse_expected(p, "a value");
 			return false;
 		}
-		kf_vid v = resolve(p, &p->tok);
-		*poisoned |= v == KF_POISON;
-		push_vid(s, v);
+		if (s->ntk == s->captk) {
+			s->captk = s->captk ? s->captk * 2 : 8;
+			s->tk = realloc(s->tk, s->captk * sizeof *s->tk);
+			if (!s->tk)
+				abort();
+		}
+		kf_parse_prefetch(p, &p->tok);
+		s->tk[s->ntk++] = p->tok;
 		kf_parse_next(p);
 	} while (kf_parse_accept(p, KF_T_COMMA));
 	return true;
+}
+
+/* The operands' values; *poisoned when one did not resolve. */
+static void resolve_values(kf_parser *p, stmt *s, bool *poisoned)
+{
+	for (uint32_t i = 0; i < s->ntk; i++) {
+		kf_vid v = kf_parse_resolve(p, &s->tk[i]);
+		*poisoned |= v == KF_POISON;
+		push_vid(s, v);
+	}
 }
 
 /* type {',' type}; *poisoned when one was bad. */
@@ -492,7 +346,7 @@ static bool parse_region(kf_parser *p, kf_nid n)
 			kf_vid a = KF_POISON;
 			if (p->building && b != KF_NONE && t != KF_NONE)
 				a = kf_block_add_arg(p->g, b, t, kf_intern(p->c, p->text + v.off + 1, v.nlen));
-			define(p, &v, a, 1, false);
+			kf_parse_define(p, &v, a, 1, false);
 		} while (kf_parse_accept(p, KF_T_COMMA));
 	}
 	if (!kf_parse_close(p, KF_T_RPAREN, "')'", '(', caret) || !kf_parse_expect(p, KF_T_COLON, "':' after the region's arguments"))
@@ -502,119 +356,169 @@ static bool parse_region(kf_parser *p, kf_nid n)
 out:
 	if (opened) /* a broken region head: skip its body, not parse it as the graph's */
 		skip_braces(p);
-	restore(p, mark);
+	kf_parse_restore(p, mark);
 	p->scope = saved_scope;
 	p->depth--;
 	return ok;
 }
 
-/* The part after `%r =` (or the op word of a result-less statement).
- * lhs: the defining token (kind KF_T_EOF when none); nres: results named. */
-static bool parse_op(kf_parser *p, kf_bid b, bool region, const kf_token *lhs, uint32_t nres,
-		     bool redef, bool *terminated)
+/* What one statement says, as it is read and then judged. */
+typedef struct opstmt {
+	kf_token lhs;      /* the defining %name; kind KF_T_EOF when none */
+	uint32_t nres;     /* results named */
+	kf_token optok;    /* the op word */
+	int op;            /* -1: unknown */
+	const kf_opinfo *info;
+	bool term;         /* return or yield */
+	kf_sid sym;
+	kf_const *cst;
+	kf_attr *attrs;
+	uint32_t nattr;
+} opstmt;
+
+/* Reads the statement from the op word to its end (or its region's '{');
+ * false after a syntax error. */
+static bool read_op(kf_parser *p, opstmt *o, stmt *s, bool region)
 {
-	stmt *s = &(stmt){0};
-	bool ok = false, poisoned = false, term = false;
-	kf_token optok = p->tok;
-	uint32_t start = lhs->kind == KF_T_VALUE ? lhs->off : optok.off;
-	if (optok.kind != KF_T_IDENT) {
+	bool poisoned = false;
+	o->optok = p->tok;
+	if (o->optok.kind != KF_T_IDENT) {
 		kf_parse_expected(p, "an op name");
-		goto done;
+		return false;
 	}
-	int op = kf_op_lookup(p->c, p->text + optok.off, optok.len);
-	if (op < 0) {
-		unknown_op(p, &optok);
-		poisoned = true;
-	}
-	const kf_opinfo *info = op >= 0 ? kf_op(p->c, op) : NULL;
+	o->op = kf_op_lookup(p->c, p->text + o->optok.off, o->optok.len);
+	o->info = o->op >= 0 ? kf_op(p->c, o->op) : NULL;
+	const kf_opinfo *info = o->info;
 	kf_parse_next(p);
-	kf_const *cst = NULL;
-	kf_attr *attrs = NULL;
-	uint32_t nattr = 0;
-	kf_sid sym = 0;
-	if (op == KF_OP_CONST) {
+	if (!info && p->tok.kind != KF_T_LPAREN && p->tok.kind != KF_T_GLOBAL) {
+		unknown_op(p, &o->optok); /* a misspelt `return %x`: one error is enough */
+		return false;
+	}
+	if (o->op == KF_OP_CONST) {
 		kf_tid t;
-		if (!kf_parse_const(p, &cst, &attrs, &nattr, &t))
-			goto done;
+		if (!kf_parse_const(p, &o->cst, &o->attrs, &o->nattr, &t))
+			return false;
 		push_tid(s, t);
-		poisoned |= t == KF_NONE;
 	} else if (info && (info->flags & KF_OPF_TERMINATOR)) {
-		if (p->tok.kind == KF_T_VALUE && !parse_values(p, s, &poisoned))
-			goto done;
-		if (op == KF_OP_RETURN && region)
-			kf_parse_err(p, optok.off, "'return' inside a region; a region ends with 'yield'");
-		if (op == KF_OP_YIELD && !region)
-			kf_parse_err(p, optok.off, "'yield' outside a region; a graph ends with 'return'");
-		term = *terminated = true;
+		if (p->tok.kind == KF_T_VALUE && !parse_values(p, s))
+			return false;
+		if (o->op == KF_OP_RETURN && region)
+			kf_parse_err(p, o->optok.off, "'return' inside a region; a region ends with 'yield'");
+		if (o->op == KF_OP_YIELD && !region)
+			kf_parse_err(p, o->optok.off, "'yield' outside a region; a graph ends with 'return'");
+		o->term = true;
 	} else {
 		/* unknown ops are read in the general form to stay in step */
 		if (p->tok.kind == KF_T_GLOBAL && (!info || (info->flags & KF_OPF_SYMBOL))) {
-			sym = kf_intern(p->c, p->text + p->tok.off + 1, p->tok.nlen);
+			o->sym = kf_intern(p->c, p->text + p->tok.off + 1, p->tok.nlen);
 			kf_parse_next(p);
 		} else if (info && (info->flags & KF_OPF_SYMBOL)) {
 			kf_parse_expected(p, "'@name'");
-			goto done;
+			return false;
 		}
 		uint32_t lp = p->tok.off;
-		if (!kf_parse_expect(p, KF_T_LPAREN, "'('"))
-			goto done;
-		if (p->tok.kind != KF_T_RPAREN && !parse_values(p, s, &poisoned))
-			goto done;
-		if (!kf_parse_close(p, KF_T_RPAREN, "')'", '(', lp))
-			goto done;
+		if (!kf_parse_expect(p, KF_T_LPAREN, "'('") ||
+		    (p->tok.kind != KF_T_RPAREN && !parse_values(p, s)) ||
+		    !kf_parse_close(p, KF_T_RPAREN, "')'", '(', lp))
+			return false;
 		if (p->tok.kind == KF_T_LBRACE && peek(p).kind != KF_T_CARET &&
-		    !kf_parse_attrs(p, &attrs, &nattr))
-			goto done;
+		    !kf_parse_attrs(p, &o->attrs, &o->nattr))
+			return false;
 		if (kf_parse_accept(p, KF_T_COLON) && !parse_types(p, s, &poisoned))
-			goto done;
+			return false;
 	}
 	/* the statement must end here (or open its region) before it is judged */
 	if (p->tok.kind == KF_T_ERROR)
-		goto done;
+		return false;
 	if (!p->tok.bol && p->tok.kind != KF_T_RBRACE && p->tok.kind != KF_T_LBRACE) {
-		kf_parse_expected(p, s->nres == 0 && nres > 0 && !term ? "':' and the result type" : "end of line");
-		goto done;
+		kf_parse_expected(p, s->nres == 0 && o->nres > 0 && !o->term ? "':' and the result type" : "end of line");
+		return false;
 	}
-	if (info) {
-		if (info->nres >= 0 && nres != (uint32_t)info->nres && !(term && nres == 0)) {
-			if (nres == 0)
-				kf_parse_err(p, optok.off, "'%s' has a result; name it: '%%x = %s(...)'", info->name, info->name);
-			else
-				kf_parse_err(p, lhs->off, "'%s' has %d result%s, but %u %s named", info->name,
-					     info->nres, info->nres == 1 ? "" : "s", nres, nres == 1 ? "is" : "are");
-		} else if (s->nres != nres && !term)
-			kf_parse_err(p, optok.off, "'%s' names %u result%s but gives %u type%s", info->name, nres,
-				     nres == 1 ? "" : "s", s->nres, s->nres == 1 ? "" : "s");
-		check_arity(p, info, s->nin, optok.off);
-	}
-	kf_nid n = KF_NONE;
-	if (p->building && !poisoned) {
-		n = kf_node_new(p->g, b, KF_NONE, op, s->in, s->nin, s->res, nres);
-		kf_node *x = kf_N(p->g, n);
-		x->loc = (kf_loc){p->src, start};
-		x->sym = sym;
-		x->cst = cst;
-		if (nattr)
-			kf_node_set_attrs(p->g, n, attrs, nattr);
-		if (lhs->kind == KF_T_VALUE) {
-			kf_sid nm = kf_intern(p->c, p->text + lhs->off + 1, lhs->nlen);
-			for (uint32_t i = 0; i < nres; i++)
-				p->g->val[x->res0 + i].name = nm;
+	return true;
+}
+
+/* Checks the statement in source order (the name defined, the op, the
+ * operands, the counts); false when it cannot become a node. */
+static bool judge_op(kf_parser *p, opstmt *o, stmt *s, bool *redef)
+{
+	const kf_opinfo *info = o->info;
+	uint32_t nres = o->nres;
+	bool poisoned = false;
+	for (uint32_t i = 0; i < s->nres; i++)
+		poisoned |= s->res[i] == KF_NONE;
+	if (o->lhs.kind == KF_T_VALUE) {
+		kf_pslot *e = kf_parse_lookup(p, &o->lhs);
+		if ((e->scope & ~KF_SCOPE_MULTI) == p->scope) {
+			kf_parse_redefinition(p, &o->lhs, e->off);
+			*redef = true;
 		}
 	}
-	if (lhs->kind == KF_T_VALUE)
-		define(p, lhs, n == KF_NONE ? KF_POISON : kf_N(p->g, n)->res0, nres, redef);
-	lhs = NULL; /* defined */
-	ok = true;
-	if ((info && (info->flags & KF_OPF_REGION)) || (!info && p->tok.kind == KF_T_LBRACE))
-		ok = parse_region(p, n);
-	else if (p->tok.kind == KF_T_LBRACE && peek(p).kind == KF_T_CARET) {
-		kf_parse_err(p, p->tok.off, "'%s' takes no region", info->name);
-		ok = parse_region(p, KF_NONE);
+	if (!info) {
+		unknown_op(p, &o->optok);
+		poisoned = true;
 	}
-done:
-	if (!ok && lhs && lhs->kind == KF_T_VALUE && !redef) /* quiet later uses of the name */
-		define(p, lhs, KF_POISON, nres ? nres : 1, true);
+	resolve_values(p, s, &poisoned);
+	if (!info)
+		return false;
+	if (info->nres >= 0 && nres != (uint32_t)info->nres && !(o->term && nres == 0)) {
+		if (nres == 0)
+			kf_parse_err(p, o->optok.off, "'%s' has a result; name it: '%%x = %s(...)'", info->name, info->name);
+		else
+			kf_parse_err(p, o->lhs.off, "'%s' has %d result%s, but %u %s named", info->name,
+				     info->nres, info->nres == 1 ? "" : "s", nres, nres == 1 ? "is" : "are");
+	} else if (s->nres != nres && !o->term)
+		kf_parse_err(p, o->optok.off, "'%s' names %u result%s but gives %u type%s", info->name, nres,
+			     nres == 1 ? "" : "s", s->nres, s->nres == 1 ? "" : "s");
+	check_arity(p, info, s->nin, o->optok.off);
+	return !poisoned;
+}
+
+/* Makes the node of a judged statement at the end of block b. */
+static kf_nid build_op(kf_parser *p, kf_bid b, const opstmt *o, const stmt *s)
+{
+	kf_nid n = kf_node_new(p->g, b, KF_NONE, o->op, s->in, s->nin, s->res, o->nres);
+	kf_node *x = kf_N(p->g, n);
+	x->loc = (kf_loc){p->src, o->lhs.kind == KF_T_VALUE ? o->lhs.off : o->optok.off};
+	x->sym = o->sym;
+	x->cst = o->cst;
+	if (o->nattr)
+		kf_node_set_attrs(p->g, n, o->attrs, o->nattr);
+	if (o->lhs.kind == KF_T_VALUE) {
+		kf_sid nm = kf_intern(p->c, p->text + o->lhs.off + 1, o->lhs.nlen);
+		x = kf_N(p->g, n);
+		for (uint32_t i = 0; i < o->nres; i++)
+			p->g->val[x->res0 + i].name = nm;
+	}
+	return n;
+}
+
+/* The part after `%r =` (or the op word of a result-less statement), its
+ * node and its region. */
+static bool parse_op(kf_parser *p, kf_bid b, bool region, const kf_token *lhs, uint32_t nres,
+		     bool *terminated)
+{
+	stmt *s = &(stmt){0};
+	opstmt o = {.lhs = *lhs, .nres = nres};
+	bool redef = false, ok = false, defined = false;
+	if (read_op(p, &o, s, region)) {
+		*terminated |= o.term;
+		kf_nid n = KF_NONE;
+		if (judge_op(p, &o, s, &redef) && p->building)
+			n = build_op(p, b, &o, s);
+		if (lhs->kind == KF_T_VALUE)
+			kf_parse_define(p, lhs, n == KF_NONE ? KF_POISON : kf_N(p->g, n)->res0, nres, redef);
+		defined = true;
+		ok = true;
+		if ((o.info && (o.info->flags & KF_OPF_REGION)) || (!o.info && p->tok.kind == KF_T_LBRACE))
+			ok = parse_region(p, n);
+		else if (p->tok.kind == KF_T_LBRACE && peek(p).kind == KF_T_CARET) {
+			kf_parse_err(p, p->tok.off, "'%s' takes no region", o.info->name);
+			ok = parse_region(p, KF_NONE);
+		}
+	}
+	if (!defined && lhs->kind == KF_T_VALUE) /* quiet later uses of the name */
+		kf_parse_define(p, lhs, KF_POISON, nres ? nres : 1, true);
+	free(s->tk);
 	free(s->in);
 	free(s->res);
 	return ok;
@@ -625,15 +529,10 @@ static bool parse_stmt(kf_parser *p, kf_bid b, bool region, bool *terminated)
 {
 	kf_token lhs = {.kind = KF_T_EOF};
 	uint32_t nres = 0;
-	bool redef = false;
 	if (p->tok.kind == KF_T_VALUE) {
 		lhs = p->tok;
 		nres = 1;
-		kf_pslot *e = lookup(p, &lhs); /* told here, so that messages come in source order */
-		if ((e->scope & ~KF_SCOPE_MULTI) == p->scope) {
-			redefinition(p, &lhs, e->off);
-			redef = true;
-		}
+		kf_parse_prefetch(p, &lhs);
 		if (lhs.idx >= 0)
 			kf_parse_err(p, lhs.off, "cannot define '%.*s'; name several results as '%%%.*s:N'",
 				     (int)lhs.len, p->text + lhs.off, (int)lhs.nlen, p->text + lhs.off + 1);
@@ -651,14 +550,14 @@ static bool parse_stmt(kf_parser *p, kf_bid b, bool region, bool *terminated)
 			}
 		}
 		if (!kf_parse_expect(p, KF_T_EQ, "'='")) {
-			define(p, &lhs, KF_POISON, nres, true);
+			kf_parse_define(p, &lhs, KF_POISON, nres, true);
 			return false;
 		}
 	} else if (p->tok.kind != KF_T_IDENT) {
 		kf_parse_expected(p, "a statement");
 		return false;
 	}
-	return parse_op(p, b, region, &lhs, nres, redef, terminated);
+	return parse_op(p, b, region, &lhs, nres, terminated);
 }
 
 /* Statements up to the closing '}' of a graph body or region. */
@@ -668,7 +567,7 @@ static bool parse_block(kf_parser *p, kf_bid b, uint32_t open_off, bool region)
 	char near[48];
 	while (!p->stop) {
 		if (p->tok.kind == KF_T_RBRACE) {
-			if (!terminated)
+			if (!terminated && p->building) /* after an error it may be the broken line */
 				kf_parse_err(p, p->tok.off, region ? "region does not end with 'yield'"
 							       : "graph does not end with 'return'");
 			kf_parse_next(p);
@@ -729,7 +628,7 @@ static bool parse_header(kf_parser *p, kf_graph *g)
 			kf_vid a = KF_POISON;
 			if (p->building && t != KF_NONE)
 				a = kf_block_add_arg(g, 0, t, kf_intern(p->c, p->text + v.off + 1, v.nlen));
-			define(p, &v, a, 1, false);
+			kf_parse_define(p, &v, a, 1, false);
 		} while (kf_parse_accept(p, KF_T_COMMA));
 	}
 	if (!kf_parse_close(p, KF_T_RPAREN, "')'", '(', lp) || !kf_parse_expect(p, KF_T_ARROW, "'->'"))
@@ -809,7 +708,7 @@ static kf_module *parse_module(kf_parser *p)
 		}
 		if (byname[g->name]) {
 			char first[32];
-			print_loc(p, gs[byname[g->name] - 1]->loc.off, first, sizeof first);
+			kf_parse_loc(p, gs[byname[g->name] - 1]->loc.off, first, sizeof first);
 			kf_parse_err(p, nt.off, "redefinition of graph '@%s' (first at %s)", kf_str(p->c, g->name), first);
 		} else
 			byname[g->name] = ng + 1;
@@ -841,6 +740,15 @@ static kf_module *parse_source(kf_ctx *c, kf_srcid src)
 	kf_parser p = {.c = c, .src = src, .building = true, .nscope = KF_SCOPE_DEAD};
 	p.text = kf_source_text(c, src, &len);
 	p.len = len;
+	/* size the name table for the text (a statement takes ~32+ bytes), so
+	 * that a big file is not rehashed through a chain of growing tables */
+	while ((uint64_t)p.captab * 3 / 4 < len / 32 && p.captab < (1u << 28))
+		p.captab = p.captab ? p.captab * 2 : 1024;
+	if (p.captab) {
+		p.tab = calloc(p.captab, sizeof *p.tab);
+		if (!p.tab)
+			abort();
+	}
 	kf_lex_init(&p.lx, p.text, len);
 	kf_module *m = parse_module(&p);
 	free(p.tab);
@@ -898,6 +806,13 @@ kf_module *kf_parse_file(kf_ctx *c, const char *path)
 	if (!f) {
 		int e = errno;
 		kf_error(c, (kf_loc){kf_source_add(c, name, NULL, 0), 0}, "cannot open: %s", strerror(e));
+		return NULL;
+	}
+	/* refuse a file too large before reading it, not after */
+	struct stat st;
+	if (!in && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= UINT32_MAX) {
+		fclose(f);
+		too_large(c, name, (size_t)st.st_size);
 		return NULL;
 	}
 	size_t len;

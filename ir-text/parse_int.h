@@ -57,6 +57,8 @@ typedef struct kf_parser {
 	uint32_t outer[KF_PARSE_MAX_REGION + 1]; /* enclosing scopes, for a hint */
 	int depth;                               /* region nesting */
 
+	kf_tid last_type;                   /* the last type read, and its text */
+	uint32_t last_type_off, last_type_len;
 	kf_arena tmp;  /* attribute lists, until kf_node_set_attrs copies them */
 	kf_buf sbuf;   /* a decoded string */
 	kf_lit *lit; uint32_t nlit, caplit; /* dense literal elements */
@@ -75,6 +77,22 @@ bool kf_parse_close(kf_parser *p, int kind, const char *what, char opench, uint3
 bool kf_parse_is_word(const kf_parser *p, const char *w);
 /* A token's text for messages, quoted and cut short: 'foo' or end of file. */
 const char *kf_parse_near(const kf_parser *p, const kf_token *t, char *buf, size_t n);
+
+/* parse_names.c */
+/* The binding of value token t in whatever scope (check e->scope), or the
+ * empty slot where it would go. */
+kf_pslot *kf_parse_lookup(kf_parser *p, const kf_token *t);
+/* Binds %name (token t) to vid..vid+nres-1 in the current scope; reports a
+ * redefinition unless `quiet`. */
+void kf_parse_define(kf_parser *p, const kf_token *t, kf_vid vid, uint32_t nres, bool quiet);
+void kf_parse_redefinition(kf_parser *p, const kf_token *t, uint32_t first);
+/* Puts back the bindings a region shadowed since undo mark `mark`. */
+void kf_parse_restore(kf_parser *p, uint32_t mark);
+/* The value of a use token; KF_POISON after a reported error. */
+kf_vid kf_parse_resolve(kf_parser *p, const kf_token *t);
+void kf_parse_prefetch(const kf_parser *p, const kf_token *t);
+/* "line:col" of an offset. */
+void kf_parse_loc(kf_parser *p, uint32_t off, char *buf, size_t n);
 
 /* parse_lit.c */
 /* A type `f32[64,N]`; *tid is KF_NONE after a reported non-syntax error. */

@@ -147,6 +147,15 @@ bool kf_parse_type(kf_parser *p, kf_tid *tid)
 		kf_parse_expected(p, "a type (such as f32[4,N])");
 		return false;
 	}
+	/* most types repeat the one before, byte for byte: skip building it */
+	const char *rb = memchr(p->text + t.off, ']', p->len - t.off < 256 ? p->len - t.off : 256);
+	uint32_t span = rb ? (uint32_t)(rb - (p->text + t.off)) + 1 : 0;
+	if (span && span == p->last_type_len && !memcmp(p->text + t.off, p->text + p->last_type_off, span)) {
+		while (p->tok.kind != KF_T_EOF && p->tok.off < t.off + span)
+			kf_parse_next(p);
+		*tid = p->last_type;
+		return true;
+	}
 	int dt = kf_dtype_parse(p->text + t.off, t.len);
 	bool bad = dt < 0;
 	if (bad)
@@ -182,11 +191,17 @@ bool kf_parse_type(kf_parser *p, kf_tid *tid)
 			kf_parse_next(p);
 		} while (kf_parse_accept(p, KF_T_COMMA));
 	}
+	uint32_t rboff = p->tok.off;
 	if (!kf_parse_close(p, KF_T_RBRACK, "']'", '[', lb))
 		return false;
 	if (!bad) {
 		kf_type ty = kf_type_make((kf_dtype)dt, rank, dims);
 		*tid = kf_type_intern(p->c, &ty);
+		if (span && rboff == t.off + span - 1) { /* its text ends at that ']' */
+			p->last_type = *tid;
+			p->last_type_off = t.off;
+			p->last_type_len = span;
+		}
 	}
 	return true;
 }

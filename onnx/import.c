@@ -291,6 +291,33 @@ static int add_outputs(kf_imp *I, const Onnx__GraphProto *gp)
 	return rc;
 }
 
+/* The names ONNX requires but protobuf leaves NULL when absent (proto2
+ * optional strings): what lacks one, or NULL when all are there.  Checked
+ * once here so that no translation meets a NULL name (found by fuzzing). */
+static const char *missing_name(const Onnx__GraphProto *gp)
+{
+	for (size_t i = 0; i < gp->n_node; i++) {
+		if (!gp->node[i]->op_type)
+			return "a node has no op_type";
+		for (size_t k = 0; k < gp->node[i]->n_attribute; k++)
+			if (!gp->node[i]->attribute[k]->name)
+				return "a node attribute has no name";
+	}
+	for (size_t i = 0; i < gp->n_initializer; i++)
+		if (!gp->initializer[i]->name)
+			return "an initializer has no name";
+	for (size_t i = 0; i < gp->n_input; i++)
+		if (!gp->input[i]->name)
+			return "a graph input has no name";
+	for (size_t i = 0; i < gp->n_output; i++)
+		if (!gp->output[i]->name)
+			return "a graph output has no name";
+	for (size_t i = 0; i < gp->n_value_info; i++)
+		if (!gp->value_info[i]->name)
+			return "a value_info entry has no name";
+	return NULL;
+}
+
 static int64_t default_opset(const Onnx__ModelProto *mp)
 {
 	for (size_t i = 0; i < mp->n_opset_import; i++) {
@@ -304,6 +331,10 @@ static int64_t default_opset(const Onnx__ModelProto *mp)
 kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t len, const kf_onnx_opts *o)
 {
 	kf_srcid src = kf_source_add(c, name, NULL, 0);
+	if (len > KF_ONNX_MAX_BYTES) {
+		kf_error(c, (kf_loc){src, 0}, "model too large (%zu bytes; protobuf's limit is 2 GiB)", len);
+		return NULL;
+	}
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
 	if (!mp) {
 		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model (the protobuf does not parse)");
@@ -311,6 +342,12 @@ kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t l
 	}
 	if (!mp->graph) {
 		kf_error(c, (kf_loc){src, 0}, "the model has no graph");
+		onnx__model_proto__free_unpacked(mp, NULL);
+		return NULL;
+	}
+	const char *why = missing_name(mp->graph);
+	if (why) {
+		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model: %s", why);
 		onnx__model_proto__free_unpacked(mp, NULL);
 		return NULL;
 	}

@@ -28,6 +28,10 @@ kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a,
 kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt);
 kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name);
 int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max);
+/* ONNX LSTM and GRU, unrolled into primitive ops (rnn.c); translate.c's
+ * table calls them.  Return the number of outputs or -1. */
+int kf_imp_lstm(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_gru(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 /* Translates one node; binds its outputs. */
 int kf_imp_translate(kf_imp *I, const Onnx__NodeProto *np);
 /* The declared type of a graph value (input, output or value_info). */

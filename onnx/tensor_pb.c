@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
 #include "tensor.h"
@@ -102,6 +103,14 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		kf_error(c, (kf_loc){src, 0}, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	/* protobuf messages are limited to 2 GiB: refuse larger before reading */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > KF_ONNX_MAX_BYTES) {
+		fclose(f);
+		kf_error(c, (kf_loc){src, 0}, "file too large (%lld bytes; protobuf's limit is 2 GiB)",
+			 (long long)st.st_size);
 		return -1;
 	}
 	size_t cap = 1 << 16, n = 0;

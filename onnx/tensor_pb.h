@@ -4,6 +4,9 @@
 #include "kf.h"
 #include "onnx.pb-c.h"
 
+/* Protobuf messages are limited to 2 GiB; larger files and buffers are refused. */
+#define KF_ONNX_MAX_BYTES INT32_MAX
+
 int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_t errlen);
 const char *kf_onnx_dtype_name(int32_t t);
 /* Reads a whole file; the source added names it in errors. */

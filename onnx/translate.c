@@ -766,6 +766,8 @@ static const struct {
 	{"Softplus", tr_activation, 6, ""}, {"Softsign", tr_activation, 7, ""},
 	{"ThresholdedRelu", tr_activation, 8, "alpha"}, {"PRelu", tr_activation, 9, ""},
 	{"Sign", tr_activation, 10, ""}, {"Clip", tr_clip, 0, "min max"},
+	{"LSTM", kf_imp_lstm, 0, "hidden_size direction layout activations clip input_forget"},
+	{"GRU", kf_imp_gru, 0, "hidden_size direction layout activations clip linear_before_reset"},
 	{"Shape", tr_shape, 0, "start end"}, {"Size", tr_shape, 1, ""},
 	{"ConstantOfShape", tr_constant_of_shape, 0, "value"}, {"CastLike", tr_cast_like, 0, "saturate"},
 	{"IsNaN", tr_isnan_inf, 0, ""}, {"IsInf", tr_isnan_inf, 1, "detect_positive detect_negative"},
@@ -848,15 +850,19 @@ int kf_imp_translate(kf_imp *I, NP *np)
 				return kf_imp_fail(I, "attribute '%s' is not supported", np->attribute[i]->name);
 		kf_vid out[64];
 		int n = table[k].fn(I, np, out, table[k].op);
-		if (n < 0 || I->failed)
+		if (I->failed)
 			return -1;
+		/* a translation that gave up without a message met a required
+		 * input that is absent or empty (found by fuzzing) */
+		if (n < 0)
+			return kf_imp_fail(I, "a required input is missing (%zu given)", np->n_input);
 		for (size_t i = 0; i < np->n_output; i++) {
 			if (!np->output[i][0])
 				continue;
 			if ((int)i >= n)
 				return kf_imp_fail(I, "output %zu is not supported", i);
 			if (out[i] == KF_NONE)
-				return -1;
+				return kf_imp_fail(I, "output %zu could not be translated", i);
 			kf_imp_bind(I, np->output[i], out[i]);
 		}
 		return 0;

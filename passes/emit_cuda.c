@@ -89,8 +89,8 @@ const char *kf_emit_prelude(void) { return prelude; }
 
 const char *kf_kernel_kind_name(int kind)
 {
-	static const char *const n[] = {"loop", "row", "reduce", "matmul"};
-	return kind >= 0 && kind < 4 ? n[kind] : "?";
+	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent"};
+	return kind >= 0 && kind < 5 ? n[kind] : "?";
 }
 
 /* ---- dtypes ----------------------------------------------------------------- */
@@ -345,7 +345,9 @@ void kx_const_elem(kx *k, kf_nid n, const char *ix, kf_buf *o)
 		return;
 	}
 	int id = k->nconst++;
-	kf_buf_printf(&k->decl, "__device__ const %s kf_c%d[%llu] = {", kx_ct(t), id,
+	/* KF_KERNEL becomes the kernel's name: arrays of kernels that share a
+	 * program must not clash */
+	kf_buf_printf(&k->decl, "__device__ const %s KF_KERNEL_c%d[%llu] = {", kx_ct(t), id,
 		      (unsigned long long)c->n);
 	for (uint64_t i = 0; i < c->n; i++) {
 		if (i)
@@ -353,7 +355,7 @@ void kx_const_elem(kx *k, kf_nid n, const char *ix, kf_buf *o)
 		kx_literal(&k->decl, t, fl ? c->f[i] : 0, fl ? 0 : c->i[i]);
 	}
 	kf_buf_puts(&k->decl, "};\n");
-	kf_buf_printf(o, "kf_c%d[%s]", id, ix);
+	kf_buf_printf(o, "KF_KERNEL_c%d[%s]", id, ix);
 }
 
 /* ---- kernels ------------------------------------------------------------------- */
@@ -381,10 +383,14 @@ static void finish(kx *k, const char *bounds)
 	kf_buf_puts(&t, "}\n");
 	snprintf(k->k->name, sizeof k->k->name, "kf_%016llx", (unsigned long long)fnv1a(t.p, t.n));
 	kf_buf out = {0};
-	const char *ph = strstr(t.p, "KF_KERNEL");
-	kf_buf_put(&out, t.p, (size_t)(ph - t.p));
-	kf_buf_puts(&out, k->k->name);
-	kf_buf_puts(&out, ph + 9);
+	kf_buf_putc(&t, '\0');
+	const char *p = t.p, *ph;
+	while ((ph = strstr(p, "KF_KERNEL"))) {
+		kf_buf_put(&out, p, (size_t)(ph - p));
+		kf_buf_puts(&out, k->k->name);
+		p = ph + 9;
+	}
+	kf_buf_puts(&out, p);
 	kf_buf_putc(&out, '\0');
 	k->k->src = out.p;
 	kf_buf_free(&t);
@@ -484,6 +490,8 @@ static int kernel_kind(kx *k, kf_nid n)
 	const kf_node *x = kf_N(k->g, n);
 	if (x->op == KF_OP_FUSION) {
 		const char *kind = kf_attr_str(k->g, n, "kind", "elementwise");
+		if (strcmp(kind, "persistent") == 0)
+			return KF_KK_PERSISTENT;
 		return strcmp(kind, "reduce") == 0 ? KF_KK_ROW : KF_KK_LOOP;
 	}
 	switch (kf_fuse_kind_of(k->g, n)) {
@@ -541,6 +549,7 @@ int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 	case KF_KK_ROW: rc = kx_emit_row(&k); break;
 	case KF_KK_REDUCE: rc = kx_emit_reduce(&k); break;
 	case KF_KK_MATMUL: rc = kx_emit_matmul(&k); break;
+	case KF_KK_PERSISTENT: rc = kx_emit_persistent(&k); break;
 	default:
 		rc = kx_fail(&k, "op '%s' has no CUDA implementation", kf_op(g->ctx, x->op)->name);
 	}

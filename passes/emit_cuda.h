@@ -19,6 +19,7 @@ typedef enum {
 	KF_KK_ROW,     /* rows in registers: warp shuffles and a block reduce */
 	KF_KK_REDUCE,  /* a generic reduction: one thread per output element */
 	KF_KK_MATMUL,  /* tiled matmul / gemm */
+	KF_KK_PERSISTENT, /* a whole recurrence, cooperative launch (emit_persistent.c) */
 } kf_kernel_kind;
 
 const char *kf_kernel_kind_name(int kind);

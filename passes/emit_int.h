@@ -74,6 +74,7 @@ int kx_emit_loop(kx *k);       /* emit_elementwise.c */
 int kx_emit_row(kx *k);        /* emit_reduce.c */
 int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
+int kx_emit_persistent(kx *k); /* emit_persistent.c */
 
 /* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
  * the linear index into a value of type `to` that numpy broadcasting reads

@@ -346,8 +346,15 @@ int kx_emit_row(kx *k)
 	while (w.V > 1 && w.C % w.V != 0)
 		w.V /= 2;
 	int64_t nvec = w.C / w.V;
+	/* up to 8 vectors of a row per thread (a warp holds a row of 1024
+	 * floats); a long body gets 2, so that its unrolled code (and the
+	 * compile time) stays small: more threads share the row instead */
+	int nelem = 0;
+	for (uint32_t i = 0; i < k->nnode; i++)
+		nelem += kf_fuse_rowclass(&w.F, w.a, kf_vtype(g, kf_res(g, k->node[i], 0)), false) <= KF_RC_COL;
+	int maxnj = nelem > 16 ? 2 : 8;
 	w.TPR = 32;
-	while (w.TPR < 1024 && (nvec + w.TPR - 1) / w.TPR > 8)
+	while (w.TPR < 1024 && (nvec + w.TPR - 1) / w.TPR > maxnj)
 		w.TPR *= 2;
 	w.NJ = (int)((nvec + w.TPR - 1) / w.TPR);
 	if (w.NJ < 1)

@@ -200,6 +200,15 @@ done:
 
 int kf_fold_node(kf_graph *g, kf_nid n, int64_t max, kf_vid *out)
 {
+	/* The common case first and cheaply: some operand is not a constant. */
+	const kf_node *nd = kf_N(g, n);
+	if (nd->nin == 0)
+		return 0;
+	for (uint32_t i = 0; i < nd->nin; i++) {
+		kf_nid d = kf_def(g, kf_in(g, n, i));
+		if (d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST)
+			return 0;
+	}
 	if (fold_splats(g, n, out))
 		return 1;
 	if (!foldable(g, n, max))

@@ -45,169 +45,6 @@ void kf_fuse_opts_default(kf_fuse_opts *o)
 	o->max_row = 32768;
 }
 
-/* ---- classification (shared with the emitter) -------------------------------- */
-
-bool kf_fuse_op_expensive(int op)
-{
-	switch (op) {
-	case KF_OP_EXP: case KF_OP_LOG: case KF_OP_TANH: case KF_OP_SIGMOID: case KF_OP_GELU:
-	case KF_OP_ERF: case KF_OP_SILU: case KF_OP_POW: case KF_OP_SQRT: case KF_OP_RSQRT:
-	case KF_OP_DIV:
-		return true;
-	default:
-		return op >= KF_NBUILTIN;
-	}
-}
-
-bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n)
-{
-	const kf_node *x = kf_N(g, n);
-	if (x->op != KF_OP_CONST || !x->cst || x->cst->kind == KF_CONST_FILE)
-		return false;
-	const kf_type *t = kf_vtype(g, x->res0);
-	return kf_type_is_static(t) && (x->cst->n == 1 || x->cst->n <= KF_FUSE_EMBED_MAX);
-}
-
-static bool node_static(const kf_graph *g, kf_nid n)
-{
-	const kf_node *x = kf_N(g, n);
-	for (uint32_t i = 0; i < x->nin; i++)
-		if (!kf_type_is_static(kf_vtype(g, kf_in(g, n, i))))
-			return false;
-	for (uint32_t i = 0; i < x->nres; i++)
-		if (!kf_type_is_static(kf_vtype(g, x->res0 + i)))
-			return false;
-	return true;
-}
-
-static int norm_axis(int64_t ax, int rank)
-{
-	if (ax < 0)
-		ax += rank;
-	return ax < 0 ? 0 : ax > rank ? rank : (int)ax;
-}
-
-bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *pa, int64_t *R, int64_t *C)
-{
-	const kf_node *x = kf_N(g, n);
-	if (x->nin < 1)
-		return false;
-	const kf_type *F = kf_vtype(g, kf_in(g, n, 0));
-	int r = F->rank, a;
-	switch (x->op) {
-	case KF_OP_REDUCE_SUM: case KF_OP_REDUCE_MEAN: case KF_OP_REDUCE_MAX: case KF_OP_REDUCE_MIN: {
-		int64_t ax[KF_MAX_RANK];
-		int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
-		bool on[KF_MAX_RANK] = {0};
-		if (na <= 0) {
-			for (int d = 0; d < r; d++)
-				on[d] = true;
-		} else {
-			if (na > KF_MAX_RANK)
-				return false;
-			for (int i = 0; i < na; i++) {
-				int64_t v = ax[i] < 0 ? ax[i] + r : ax[i];
-				if (v < 0 || v >= r)
-					return false;
-				on[v] = true;
-			}
-		}
-		/* trailing: once an axis is reduced, every later one is too, except
-		 * dims of size 1, which do not change the layout */
-		a = r;
-		while (a > 0 && (on[a - 1] || F->dim[a - 1] == 1))
-			a--;
-		for (int d = 0; d < a; d++)
-			if (on[d] && F->dim[d] != 1)
-				return false;
-		break;
-	}
-	case KF_OP_SOFTMAX: case KF_OP_LOG_SOFTMAX:
-		a = norm_axis(kf_attr_int(g, n, "axis", -1), r);
-		/* one axis: trailing when every dim after it is 1 */
-		for (int d = a + 1; d < r; d++)
-			if (F->dim[d] != 1)
-				return false;
-		break;
-	case KF_OP_LAYER_NORM:
-		a = norm_axis(kf_attr_int(g, n, "axis", -1), r);
-		break;
-	default:
-		return false;
-	}
-	int64_t rr = 1, cc = 1;
-	for (int d = 0; d < r; d++) {
-		if (F->dim[d] < 0)
-			return false;
-		if (d < a)
-			rr *= F->dim[d];
-		else
-			cc *= F->dim[d];
-	}
-	*pa = a;
-	*R = rr;
-	*C = cc;
-	return true;
-}
-
-kf_fuse_kind kf_fuse_kind_of(const kf_graph *g, kf_nid n)
-{
-	const kf_node *x = kf_N(g, n);
-	if (x->op == KF_OP_CONST)
-		return KF_FK_CONST;
-	if (x->op == KF_OP_FUSION || x->op == KF_OP_RETURN || x->op == KF_OP_YIELD)
-		return KF_FK_NONE;
-	if (!node_static(g, n))
-		return KF_FK_NONE;
-	const kf_opinfo *oi = kf_op(g->ctx, x->op);
-	switch (oi->trait) {
-	case KF_TRAIT_ELEMENTWISE: case KF_TRAIT_BROADCAST: case KF_TRAIT_INJECTIVE:
-		if (x->op >= KF_NBUILTIN && !oi->cuda)
-			return KF_FK_NONE;
-		return KF_FK_LOOP;
-	case KF_TRAIT_REDUCE: {
-		int a;
-		int64_t R, C;
-		return kf_fuse_row_split(g, n, &a, &R, &C) ? KF_FK_ROW : KF_FK_REDUCE;
-	}
-	default:
-		return KF_FK_NONE;
-	}
-}
-
-kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool elem)
-{
-	int r = F->rank, s = t->rank;
-	if (!elem && s == a) {
-		bool same = true;
-		for (int d = 0; d < a; d++)
-			same = same && t->dim[d] == F->dim[d];
-		if (same && s > 0)
-			return KF_RC_ROW;
-	}
-	if (s > r)
-		return KF_RC_BAD;
-	bool full = true, scalar = true, row = true, col = true;
-	for (int d = 0; d < r; d++) {
-		int64_t td = d < r - s ? 1 : t->dim[d - (r - s)];
-		int64_t fd = F->dim[d];
-		bool eq = td == fd, one = td == 1;
-		full = full && eq;
-		scalar = scalar && one;
-		row = row && (d < a ? eq : one);
-		col = col && (d < a ? one : eq);
-	}
-	if (full)
-		return KF_RC_FULL;
-	if (scalar)
-		return KF_RC_SCALAR;
-	if (row)
-		return KF_RC_ROW;
-	if (col)
-		return KF_RC_COL;
-	return KF_RC_BAD;
-}
-
 /* ---- the grouping -------------------------------------------------------------- */
 
 enum { G_LOOP = 1, G_ROW = 2 };
@@ -224,7 +61,7 @@ uint32_t kf_fuse_find(fz *z, uint32_t p)
 static uint32_t pos_of(const fz *z, kf_vid v)
 {
 	kf_nid d = kf_def(z->g, v);
-	return d == KF_NONE || kf_N(z->g, d)->blk != 0 ? KF_NONE : z->pos[d];
+	return d == KF_NONE || kf_N(z->g, d)->blk != 0 ? KF_NONE : kf_fuse_pos(z, d);
 }
 
 static int64_t numel_of(const kf_graph *g, kf_vid v)
@@ -278,7 +115,7 @@ static bool path_outside(fz *z, uint32_t from, uint32_t to)
 		for (uint32_t r = 0; r < x->nres; r++)
 			kf_foreach_use(z->g, x->res0 + r, u) {
 				kf_nid un = z->g->use[u].user;
-				uint32_t q = z->pos[un];
+				uint32_t q = kf_fuse_pos(z, un);
 				if (q == KF_NONE || q > limit || is_member(z, q, from, to) || z->pmark[q] == z->epoch)
 					continue;
 				z->pmark[q] = z->epoch;
@@ -290,7 +127,7 @@ static bool path_outside(fz *z, uint32_t from, uint32_t to)
 		const kf_node *x = kf_N(z->g, z->order[q]);
 		for (uint32_t r = 0; r < x->nres; r++)
 			kf_foreach_use(z->g, x->res0 + r, u) {
-				uint32_t w = z->pos[z->g->use[u].user];
+				uint32_t w = kf_fuse_pos(z, z->g->use[u].user);
 				if (w == KF_NONE || w > limit || z->pmark[w] == z->epoch)
 					continue;
 				if (is_member(z, w, to, to))
@@ -306,7 +143,7 @@ static bool has_outside_user(fz *z, kf_vid v, uint32_t ga, uint32_t gb)
 {
 	kf_foreach_use(z->g, v, u) {
 		kf_nid un = z->g->use[u].user;
-		if (kf_N(z->g, un)->blk != 0 || !is_member(z, z->pos[un], ga, gb))
+		if (kf_N(z->g, un)->blk != 0 || !is_member(z, kf_fuse_pos(z, un), ga, gb))
 			return true;
 	}
 	return false;
@@ -357,7 +194,7 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 		C *= F->dim[d];
 	if (C > z->o->max_row)
 		return KF_FR_REDUCE_LAYOUT;
-	int live = 1;
+	int live = 1, nred = 0;
 	bool after_reduce = false;
 	for (uint32_t p = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
 	     p <= (z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb]); p++) {
@@ -377,6 +214,11 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 					return KF_FR_SHAPE_MISMATCH;
 			}
 			after_reduce = true;
+			/* a long chain of row ops (layer norm after layer norm) is
+			 * legal in one kernel, but its unrolled code compiles slowly
+			 * and gains little: a few reductions per kernel */
+			if (++nred > KF_FUSE_MAX_REDUCTIONS)
+				return KF_FR_TOO_MANY_NODES;
 			continue;
 		}
 		if (x->op == KF_OP_RESHAPE || kf_op(g->ctx, x->op)->trait == KF_TRAIT_INJECTIVE ||
@@ -507,9 +349,9 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 static kf_fuse_reason static_reason(fz *z, kf_nid n)
 {
 	const kf_node *x = kf_N(z->g, n);
-	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !node_static(z->g, n))
+	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !kf_fuse_node_static(z->g, n))
 		return KF_FR_SYMBOLIC_SHAPE;
-	uint32_t p = z->pos[n];
+	uint32_t p = kf_fuse_pos(z, n);
 	switch (z->ckind[p]) {
 	case KF_FK_REDUCE:
 		return KF_FR_REDUCE_LAYOUT;
@@ -560,7 +402,7 @@ static void group_siblings(fz *z)
 			kf_nid un = g->use[u].user;
 			if (kf_N(g, un)->blk != 0)
 				continue;
-			uint32_t q = z->pos[un];
+			uint32_t q = kf_fuse_pos(z, un);
 			if (!z->kind[q])
 				continue;
 			if (first == KF_NONE) {
@@ -574,10 +416,35 @@ static void group_siblings(fz *z)
 
 /* ---- building fusion nodes -------------------------------------------------- */
 
+/* The per-value arrays cover the values made since they were sized (the
+ * results of earlier fusion nodes, which later groups read). */
+static void grow_values(fz *z)
+{
+	uint32_t nv = z->g->nval + 1;
+	if (z->nvmark < nv) {
+		z->vmark = realloc(z->vmark, nv * sizeof *z->vmark);
+		memset(z->vmark + z->nvmark, 0, (nv - z->nvmark) * sizeof *z->vmark);
+		z->nvmark = nv;
+	}
+	if (z->nvmap < nv) {
+		z->vmap = realloc(z->vmap, nv * sizeof *z->vmap);
+		for (uint32_t v = z->nvmap; v < nv; v++)
+			z->vmap[v] = KF_NONE;
+		z->nvmap = nv;
+	}
+	uint32_t need = 2 * (z->g->nuse + nv + 2);
+	if (z->nvbuf < need) {
+		z->nvbuf = need;
+		z->vbuf = realloc(z->vbuf, need * sizeof *z->vbuf);
+		z->ubuf = realloc(z->ubuf, need * sizeof *z->ubuf);
+	}
+}
+
 static int fusion_node(fz *z, uint32_t root, int index)
 {
 	kf_graph *g = z->g;
 	kf_ctx *c = g->ctx;
+	grow_values(z);
 	uint32_t cnt = 0;
 	for (uint32_t p = z->minpos[root]; p <= z->maxpos[root]; p++)
 		if (z->kind[p] && kf_fuse_find(z, p) == root)
@@ -660,6 +527,8 @@ static int fusion_node(fz *z, uint32_t root, int index)
 			z->vmap[x->res0 + r] = kf_res(g, m, r);
 		}
 	}
+	if (nout > tmpcap)
+		tmp = realloc(tmp, nout * sizeof *tmp);
 	for (uint32_t i = 0; i < nout; i++)
 		tmp[i] = z->vmap[outs[i]];
 	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, tmp, nout, NULL, 0);
@@ -671,7 +540,7 @@ static int fusion_node(fz *z, uint32_t root, int index)
 		uint32_t k = 0;
 		kf_foreach_use(g, outs[i], u) {
 			kf_nid un = g->use[u].user;
-			if (kf_N(g, un)->blk != 0 || !is_member(z, z->pos[un], root, root))
+			if (kf_N(g, un)->blk != 0 || !is_member(z, kf_fuse_pos(z, un), root, root))
 				z->ubuf[k++] = u;
 		}
 		for (uint32_t j = 0; j < k; j++) {
@@ -714,7 +583,8 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 		z->n++;
 	uint32_t n = z->n ? z->n : 1;
 	z->order = malloc(n * sizeof *z->order);
-	z->pos = malloc(g->nnode * sizeof *z->pos + 1);
+	z->npos = g->nnode;
+	z->pos = malloc((g->nnode + 1) * sizeof *z->pos);
 	for (kf_nid i = 0; i < g->nnode; i++)
 		z->pos[i] = KF_NONE;
 	uint32_t k = 0;
@@ -737,7 +607,8 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 	z->pmark = calloc(n, sizeof *z->pmark);
 	z->stack = malloc(n * sizeof *z->stack);
 	z->mem = malloc(n * sizeof *z->mem);
-	z->vmark = calloc(g->nval + 1, sizeof *z->vmark);
+	z->nvmark = g->nval + 1;
+	z->vmark = calloc(z->nvmark, sizeof *z->vmark);
 	z->why = calloc(g->nuse + 1, 1);
 	for (uint32_t p = 0; p < z->n; p++) {
 		kf_nid m = z->order[p];
@@ -786,13 +657,6 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	if (o->explain && o->log)
 		kf_fuse_explain(&z, o->log);
 	/* groups of two or more ops become fusion nodes, in program order */
-	z.nvmap = g->nval;
-	z.vmap = malloc((g->nval + 1) * sizeof *z.vmap);
-	for (kf_vid v = 0; v < g->nval; v++)
-		z.vmap[v] = KF_NONE;
-	z.nvbuf = 2 * (g->nuse + g->nval + 2);
-	z.vbuf = malloc(z.nvbuf * sizeof *z.vbuf);
-	z.ubuf = malloc((g->nuse + 1) * sizeof *z.ubuf);
 	int made = 0, fused_ops = 0;
 	for (uint32_t p = 0; p < z.n; p++) {
 		if (!z.kind[p] || kf_fuse_find(&z, p) != p || z.size[p] < 2)

@@ -106,6 +106,9 @@ kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool ele
 /* True for ops whose CUDA form is costly (transcendentals, division). */
 bool kf_fuse_op_expensive(int op);
 
+/* Reductions one row kernel holds at most (two layer norms). */
+#define KF_FUSE_MAX_REDUCTIONS 4
+
 /* A const that a kernel embeds in its text instead of reading it. */
 #define KF_FUSE_EMBED_MAX 64
 bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n);

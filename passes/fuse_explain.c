@@ -1,8 +1,173 @@
-/* fuse_explain.c: --explain-fusion (why each producer -> consumer edge did
- * not fuse) and the topological re-sort the fuse pass ends with. */
+/* fuse_explain.c: what the fuse pass decides with: which ops fuse, how a
+ * reduction splits into rows and how values index them (shared with the
+ * emitter); --explain-fusion (why each producer -> consumer edge did not
+ * fuse); and the topological re-sort the pass ends with. */
 #include <stdlib.h>
 #include <string.h>
 #include "fuse_int.h"
+
+/* ---- classification (shared with the emitter) -------------------------------- */
+
+bool kf_fuse_op_expensive(int op)
+{
+	switch (op) {
+	case KF_OP_EXP: case KF_OP_LOG: case KF_OP_TANH: case KF_OP_SIGMOID: case KF_OP_GELU:
+	case KF_OP_ERF: case KF_OP_SILU: case KF_OP_POW: case KF_OP_SQRT: case KF_OP_RSQRT:
+	case KF_OP_DIV:
+		return true;
+	default:
+		return op >= KF_NBUILTIN;
+	}
+}
+
+bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->op != KF_OP_CONST || !x->cst || x->cst->kind == KF_CONST_FILE)
+		return false;
+	const kf_type *t = kf_vtype(g, x->res0);
+	return kf_type_is_static(t) && (x->cst->n == 1 || x->cst->n <= KF_FUSE_EMBED_MAX);
+}
+
+bool kf_fuse_node_static(const kf_graph *g, kf_nid n)
+{
+	const kf_node *x = kf_N(g, n);
+	for (uint32_t i = 0; i < x->nin; i++)
+		if (!kf_type_is_static(kf_vtype(g, kf_in(g, n, i))))
+			return false;
+	for (uint32_t i = 0; i < x->nres; i++)
+		if (!kf_type_is_static(kf_vtype(g, x->res0 + i)))
+			return false;
+	return true;
+}
+
+static int norm_axis(int64_t ax, int rank)
+{
+	if (ax < 0)
+		ax += rank;
+	return ax < 0 ? 0 : ax > rank ? rank : (int)ax;
+}
+
+bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *pa, int64_t *R, int64_t *C)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->nin < 1)
+		return false;
+	const kf_type *F = kf_vtype(g, kf_in(g, n, 0));
+	int r = F->rank, a;
+	switch (x->op) {
+	case KF_OP_REDUCE_SUM: case KF_OP_REDUCE_MEAN: case KF_OP_REDUCE_MAX: case KF_OP_REDUCE_MIN: {
+		int64_t ax[KF_MAX_RANK];
+		int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
+		bool on[KF_MAX_RANK] = {0};
+		if (na <= 0) {
+			for (int d = 0; d < r; d++)
+				on[d] = true;
+		} else {
+			if (na > KF_MAX_RANK)
+				return false;
+			for (int i = 0; i < na; i++) {
+				int64_t v = ax[i] < 0 ? ax[i] + r : ax[i];
+				if (v < 0 || v >= r)
+					return false;
+				on[v] = true;
+			}
+		}
+		/* trailing: once an axis is reduced, every later one is too, except
+		 * dims of size 1, which do not change the layout */
+		a = r;
+		while (a > 0 && (on[a - 1] || F->dim[a - 1] == 1))
+			a--;
+		for (int d = 0; d < a; d++)
+			if (on[d] && F->dim[d] != 1)
+				return false;
+		break;
+	}
+	case KF_OP_SOFTMAX: case KF_OP_LOG_SOFTMAX:
+		a = norm_axis(kf_attr_int(g, n, "axis", -1), r);
+		/* one axis: trailing when every dim after it is 1 */
+		for (int d = a + 1; d < r; d++)
+			if (F->dim[d] != 1)
+				return false;
+		break;
+	case KF_OP_LAYER_NORM:
+		a = norm_axis(kf_attr_int(g, n, "axis", -1), r);
+		break;
+	default:
+		return false;
+	}
+	int64_t rr = 1, cc = 1;
+	for (int d = 0; d < r; d++) {
+		if (F->dim[d] < 0)
+			return false;
+		if (d < a)
+			rr *= F->dim[d];
+		else
+			cc *= F->dim[d];
+	}
+	*pa = a;
+	*R = rr;
+	*C = cc;
+	return true;
+}
+
+kf_fuse_kind kf_fuse_kind_of(const kf_graph *g, kf_nid n)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->op == KF_OP_CONST)
+		return KF_FK_CONST;
+	if (x->op == KF_OP_FUSION || x->op == KF_OP_RETURN || x->op == KF_OP_YIELD)
+		return KF_FK_NONE;
+	if (!kf_fuse_node_static(g, n))
+		return KF_FK_NONE;
+	const kf_opinfo *oi = kf_op(g->ctx, x->op);
+	switch (oi->trait) {
+	case KF_TRAIT_ELEMENTWISE: case KF_TRAIT_BROADCAST: case KF_TRAIT_INJECTIVE:
+		if (x->op >= KF_NBUILTIN && !oi->cuda)
+			return KF_FK_NONE;
+		return KF_FK_LOOP;
+	case KF_TRAIT_REDUCE: {
+		int a;
+		int64_t R, C;
+		return kf_fuse_row_split(g, n, &a, &R, &C) ? KF_FK_ROW : KF_FK_REDUCE;
+	}
+	default:
+		return KF_FK_NONE;
+	}
+}
+
+kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool elem)
+{
+	int r = F->rank, s = t->rank;
+	if (!elem && s == a) {
+		bool same = true;
+		for (int d = 0; d < a; d++)
+			same = same && t->dim[d] == F->dim[d];
+		if (same && s > 0)
+			return KF_RC_ROW;
+	}
+	if (s > r)
+		return KF_RC_BAD;
+	bool full = true, scalar = true, row = true, col = true;
+	for (int d = 0; d < r; d++) {
+		int64_t td = d < r - s ? 1 : t->dim[d - (r - s)];
+		int64_t fd = F->dim[d];
+		bool eq = td == fd, one = td == 1;
+		full = full && eq;
+		scalar = scalar && one;
+		row = row && (d < a ? eq : one);
+		col = col && (d < a ? one : eq);
+	}
+	if (full)
+		return KF_RC_FULL;
+	if (scalar)
+		return KF_RC_SCALAR;
+	if (row)
+		return KF_RC_ROW;
+	if (col)
+		return KF_RC_COL;
+	return KF_RC_BAD;
+}
 
 static void put_value(kf_buf *b, const kf_graph *g, kf_vid v)
 {
@@ -42,7 +207,7 @@ void kf_fuse_explain(fz *z, kf_buf *log)
 			kf_nid np = kf_def(g, v);
 			if (np == KF_NONE || kf_N(g, np)->blk != 0)
 				continue;
-			uint32_t pp = z->pos[np];
+			uint32_t pp = kf_fuse_pos(z, np);
 			if (z->ckind[pp] == KF_FK_CONST)
 				continue;
 			if (z->kind[pp] && z->kind[pc] && kf_fuse_find(z, pp) == kf_fuse_find(z, pc))

@@ -14,6 +14,7 @@ typedef struct fz {
 	uint32_t n;           /* top-level nodes */
 	kf_nid *order;        /* position -> node */
 	uint32_t *pos;        /* node -> position, KF_NONE inside bodies */
+	uint32_t npos;        /* nodes when the pass began; later ones are its own */
 	uint8_t *kind;        /* KF_FK_LOOP / KF_FK_ROW when fusible, else 0 */
 	uint8_t *ckind;       /* kf_fuse_kind_of, for explanations */
 	uint8_t *gkind;       /* group roots: G_LOOP or G_ROW */
@@ -24,11 +25,15 @@ typedef struct fz {
 	uint32_t *vmark;      /* per value, compared with epoch */
 	uint8_t *why;         /* per operand slot: kf_fuse_reason of its edge */
 	kf_vid *vmap, *vbuf;
-	uint32_t nvmap, nvbuf;
+	uint32_t nvmap, nvmark, nvbuf;
 	kf_uid *ubuf;
 } fz;
 
 uint32_t kf_fuse_find(fz *z, uint32_t p);
+/* The position of node n; KF_NONE for nodes in bodies or made by the pass. */
+static inline uint32_t kf_fuse_pos(const fz *z, kf_nid n) { return n < z->npos ? z->pos[n] : KF_NONE; }
+/* True when every operand and result of n has a static shape. */
+bool kf_fuse_node_static(const kf_graph *g, kf_nid n);
 /* One line per unfused producer -> consumer edge, into log. */
 void kf_fuse_explain(fz *z, kf_buf *log);
 /* Re-sorts block 0 so that every value is defined before its uses (stable

@@ -19,7 +19,14 @@ void kf_dot_module(kf_buf *out, kf_module *m);
 /* A node no pass may remove or merge: a terminator or an op with effects. */
 bool kf_pass_node_pinned(const kf_graph *g, kf_nid n);
 /* True when no result of n has a use. */
-bool kf_pass_node_dead(const kf_graph *g, kf_nid n);
+static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
+{
+	const kf_node *nd = kf_N(g, n);
+	for (uint32_t i = 0; i < nd->nres; i++)
+		if (kf_has_uses(g, nd->res0 + i))
+			return false;
+	return true;
+}
 
 /* ---- constant folding (fold.c, for canonicalize) ---- */
 

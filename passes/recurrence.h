@@ -62,4 +62,14 @@ static inline kf_nid kf_rec_at(const kf_rec *r, uint32_t k, kf_nid n0)
  * start (the row that step k reads). */
 bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int64_t d, int64_t *row0);
 
+/* Helpers shared with the pass. */
+/* Two values every step may read as one: the same value, or constants of
+ * one type and payload. */
+bool kf_rec_same_inv(const kf_graph *g, kf_vid a, kf_vid b);
+/* The first int of list attribute key (dflt when absent; INT64_MIN when it
+ * has another length). */
+int64_t kf_rec_first_int(const kf_graph *g, kf_nid n, const char *key, int64_t dflt);
+/* A slice of one row along axis 0 (step 1): what a per-step input reads. */
+bool kf_rec_row_slice(const kf_graph *g, kf_nid n);
+
 #endif

@@ -9,6 +9,7 @@
 	X(dce) \
 	X(shape_infer) \
 	X(rules) \
+	X(persistent) \
 	X(fuse)
 
 #define KF_PASS_DECL(id) extern const kf_pass kf_pass_##id;
@@ -26,13 +27,4 @@ bool kf_pass_node_pinned(const kf_graph *g, kf_nid n)
 {
 	const kf_opinfo *oi = kf_op(g->ctx, kf_N(g, n)->op);
 	return (oi->flags & (KF_OPF_EFFECT | KF_OPF_TERMINATOR)) != 0;
-}
-
-bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
-{
-	const kf_node *nd = kf_N(g, n);
-	for (uint32_t i = 0; i < nd->nres; i++)
-		if (kf_has_uses(g, nd->res0 + i))
-			return false;
-	return true;
 }

@@ -7,12 +7,13 @@
  * Options: path=FILE|DIR (required), max-iter=N (sweeps, default 10),
  * max-rewrites=N, trace=0|1|2 (1: a line per rewrite and a summary of the
  * rules that fired; 2: also why candidate matches failed; --trace-rewrites
- * sets 1).  The rules are loaded once per context and kept (Lua-defined
+ * sets 1), stats (the summary alone).  The rules are loaded once per context and kept (Lua-defined
  * ops must outlive the pass).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuse.h"
 #include "passes.h"
 #include "rules.h"
 
@@ -21,6 +22,7 @@ typedef struct rules_state {
 	kf_rw_opts opts;
 	kf_rw_stats st;
 	const char *path;
+	bool stats;             /* print the summary at the end */
 } rules_state;
 
 static int rules_begin(kf_ctx *c, kf_passopts *o)
@@ -42,9 +44,11 @@ static int rules_begin(kf_ctx *c, kf_passopts *o)
 		kf_note(c, o->loc, "while loading the rules of this pass");
 		return -1;
 	}
+	bool stats = kf_passopt_bool(c, o, "stats", false);
 	rules_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return -1;
+	s->stats = stats || trace;
 	s->rules = r;
 	s->path = path;
 	s->opts.max_iter = (int)iter;
@@ -70,14 +74,14 @@ static void rules_end(kf_ctx *c, kf_passopts *o)
 	rules_state *s = o->state;
 	if (!s)
 		return;
-	if (s->opts.trace && o->log)
+	if (s->stats && o->log)
 		kf_rw_summary(o->log, kf_lua_rules_set(s->rules), &s->st);
 	kf_rw_stats_free(&s->st);
 	free(s);
 	o->state = NULL;
 }
 
-static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "trace", NULL};
+static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "trace", "stats", NULL};
 
 const kf_pass kf_pass_rules = {
 	.name = "rules",
@@ -153,4 +157,27 @@ int kf_rules_run_examples(kf_lrules *r, kf_buf *log, uint32_t *nrun)
 			return -1;
 		fails += e;
 	}
+}
+
+/* ---- the fuse pass's Lua policy ------------------------------------------------------- */
+
+/* can_fuse(producer, consumer): true allows, false vetoes, nil leaves it to
+ * the pass.  A script error vetoes (and is in the context). */
+static int lua_policy(void *ud, kf_graph *g, kf_nid producer, kf_nid consumer)
+{
+	int k = kf_lua_hook_nodes(ud, "can_fuse", g, producer, consumer);
+	return k == 1 ? KF_FUSE_ALLOW : k == 0 || k == -2 ? KF_FUSE_VETO : KF_FUSE_DEFAULT;
+}
+
+/* Defined here, in a file every tool links (the rules pass is in the
+ * registry), so that fuse.c's weak reference finds it. */
+int kf_lua_fuse_policy_open(kf_ctx *c, const char *path, kf_fuse_policy *out)
+{
+	kf_lrules *r = kf_lua_rules_load(c, path);
+	if (!r)
+		return -1;
+	out->fn = lua_policy;
+	out->ud = r; /* owned by the context's Lua host */
+	out->free = NULL;
+	return 0;
 }

@@ -14,6 +14,7 @@
 
 #define ALIGN 256
 #define PER_PROGRAM 8
+#define PER_PROGRAM_OPS 48
 
 typedef struct step {
 	kf_kernel k;
@@ -163,13 +164,17 @@ static int compile(kf_cuda_session *s)
 			by[n++] = &s->st[i];
 	qsort(by, n, sizeof *by, cmp_name);
 	uint32_t first = s->npr, inprog = PER_PROGRAM;
+	int ops = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (i && strcmp(by[i]->k.name, by[i - 1]->k.name) == 0) {
 			by[i]->prog = by[i - 1]->prog;
 			continue;
 		}
 		s->stats.distinct++;
-		if (inprog == PER_PROGRAM) {
+		/* a program holds up to PER_PROGRAM kernels or PER_PROGRAM_OPS ops,
+		 * so that big kernels compile in parallel */
+		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS) {
+			ops = 0;
 			s->pr = realloc(s->pr, (s->npr + 1) * sizeof *s->pr);
 			memset(&s->pr[s->npr], 0, sizeof *s->pr);
 			kf_buf_puts(&s->pr[s->npr].src, kf_emit_prelude());
@@ -177,6 +182,7 @@ static int compile(kf_cuda_session *s)
 			inprog = 0;
 		}
 		inprog++;
+		ops += by[i]->k.nops;
 		by[i]->prog = (int)s->npr - 1;
 		kf_buf_puts(&s->pr[s->npr - 1].src, by[i]->k.src);
 	}
@@ -241,6 +247,14 @@ static int load(kf_cuda_session *s, bool *spilled)
 		if (kf_cuda_func_attrs(s->cu, t->f, &fa) != 0)
 			return -1;
 		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION;
+		/* a persistent kernel needs a cooperative launch; without one its
+		 * body runs op by op (the split below), which computes the same */
+		if (t->k.kind == KF_KK_PERSISTENT && !kf_cuda_get_info(s->cu)->coop_launch) {
+			spilled[i] = true;
+			if (s->o.report)
+				kf_buf_printf(s->o.report, "cuda: no cooperative launch on this device: the persistent "
+					      "node runs as ordinary kernels\n");
+		}
 		int bps = 0;
 		const kf_cuda_info *inf = kf_cuda_get_info(s->cu);
 		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, 0, &bps) != 0 || bps < 1)
@@ -578,7 +592,8 @@ static int launch_all(kf_cuda_session *s, bool timed)
 		if (timed)
 			rc = kf_cuda_event_record(s->cu, e0, s->stream);
 		if (rc == 0)
-			rc = kf_cuda_launch(s->cu, t->f, grid, block, 0, s->stream, t->args);
+			rc = (t->k.kind == KF_KK_PERSISTENT ? kf_cuda_launch_coop : kf_cuda_launch)(
+				s->cu, t->f, grid, block, 0, s->stream, t->args);
 		if (rc == 0 && timed && (rc = kf_cuda_event_record(s->cu, e1, s->stream)) == 0)
 			rc = kf_cuda_event_elapsed(s->cu, e0, e1, &t->ms);
 		if (rc != 0)

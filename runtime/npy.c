@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -384,6 +385,16 @@ int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out)
 			fail(c, path, err);
 			goto out;
 		}
+	}
+	/* A header that promises more data than the file holds is refused
+	 * before the array is allocated (it may claim terabytes). */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size - h.data_off < h.data_len) {
+		snprintf(msg, sizeof msg, "truncated data: expected %llu bytes, found %llu",
+			 (unsigned long long)h.data_len, (unsigned long long)st.st_size - h.data_off);
+		fail(c, path, msg);
+		goto out;
 	}
 	if (alloc_for(c, path, &h, out) < 0)
 		goto out;

@@ -147,10 +147,7 @@ static int compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64
 		if (st.nbad == 0 && !st.shape_differs)
 			continue;
 		kf_buf_printf(rep, "  output %u: ", k + 1);
-		kf_equiv_describe(rep, &st);
-		if (st.worst >= 0)
-			kf_buf_printf(rep, "; worst at element %lld: replacement %.9g, pattern %.9g",
-				      (long long)st.worst, st.worst_got, st.worst_want);
+		kf_equiv_describe(rep, &st); /* "(worst at [i]: replacement vs pattern)" */
 		kf_buf_puts(rep, "\n  inputs:\n");
 		for (uint32_t i = 0; i < nin; i++) {
 			kf_buf_printf(rep, "    %s = ", kf_str(c, kf_V(a, blk->arg[i])->name));
@@ -194,94 +191,92 @@ static int config(const kf_rule *r, uint32_t i, vspec *vs)
 	return 1;
 }
 
+/* Applies r to b (a copy of a); the number of rewrites, or -1. */
+static int apply_once(const kf_rule *r, kf_graph *b)
+{
+	kf_ruleset rs = {0};
+	kf_ruleset_add(&rs, (kf_rule *)r);
+	kf_rw_stats st;
+	kf_rw_stats_init(&st, &rs);
+	int rc = kf_rw_run(b, &rs, NULL, &st);
+	int n = (int)st.rewrites;
+	kf_rw_stats_free(&st);
+	kf_ruleset_free(&rs);
+	return rc < 0 || kf_verify(b) ? -1 : n;
+}
+
+/* One set of input types: 1 the rule fired and agrees, 0 it did not fire
+ * (why in skipped), 2 it disagrees (reported to out), -1 error. */
+static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec *vs, uint64_t cseed,
+			kf_buf *skipped, kf_buf *out)
+{
+	char why[256];
+	kf_graph *a = pattern_graph(c, r, vs, cseed, why, sizeof why);
+	if (!a) {
+		kf_buf_puts(skipped, "  (");
+		describe(skipped, c, r->pat, vs);
+		kf_buf_printf(skipped, ": %s)\n", why);
+		kf_diag_clear(c);
+		return 0;
+	}
+	kf_graph *b = pattern_graph(c, r, vs, cseed, why, sizeof why);
+	int n = apply_once(r, b), rc = n < 0 ? -1 : n > 0;
+	for (int t = 0; rc == 1 && t < o->trials; t++) {
+		kf_buf rep = {0};
+		int d = compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
+		if (d > 0) {
+			kf_buf_printf(out, "%s: rule '%s' does not compute what its pattern does, for ", r->origin,
+				      r->name);
+			describe(out, c, r->pat, vs);
+			kf_buf_printf(out, ":\n%s", rep.p);
+		}
+		rc = d < 0 ? -1 : d > 0 ? 2 : 1;
+		kf_buf_free(&rep);
+	}
+	if (rc == 0)
+		kf_buf_puts(skipped, "  (where() or the replacement declined)\n");
+	kf_graph_free(a);
+	kf_graph_free(b);
+	return rc;
+}
+
 /* Verifies one rule: 0 fine, 1 wrong (reported), -1 could not check. */
 static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 {
-	if (!r->pat) {
-		if (o->verbose)
-			kf_buf_printf(out, "%s: transform '%s': checked by its file's examples only\n",
-				      r->origin, r->name);
+	const char *off = !r->pat ? "transform '%s': checked by its file's examples only"
+		        : kf_lua_rule_verify_off(r) ? "rule '%s': verify = false, checked by the examples" : NULL;
+	if (off) {
+		if (o->verbose) {
+			kf_buf_printf(out, "%s: ", r->origin);
+			kf_buf_printf(out, off, r->name);
+			kf_buf_putc(out, '\n');
+		}
 		return 0;
 	}
-	if (kf_lua_rule_verify_off(r)) {
-		if (o->verbose)
-			kf_buf_printf(out, "%s: rule '%s': verify = false, checked by the examples\n", r->origin,
-				      r->name);
-		return 0;
-	}
-	int fired = 0, tried = 0, bad = 0;
+	int fired = 0, bad = 0, rc = 0;
 	kf_buf skipped = {0};
-	for (uint32_t i = 0; !bad; i++) {
+	for (uint32_t i = 0; !bad && rc >= 0; i++) {
 		vspec vs[KF_PAT_MAXNODE];
 		int k = config(r, i, vs);
-		if (k < 0) {
-			kf_buf_free(&skipped);
-			return -1;
-		}
-		if (k == 0)
+		if (k <= 0) {
+			rc = k;
 			break;
-		char why[256];
-		uint64_t cseed = o->seed + 7919 * i;
-		kf_graph *a = pattern_graph(c, r, vs, cseed, why, sizeof why);
-		if (!a) {
-			kf_buf_puts(&skipped, "  (");
-			describe(&skipped, c, r->pat, vs);
-			kf_buf_printf(&skipped, ": %s)\n", why);
-			kf_diag_clear(c);
-			continue;
 		}
-		tried++;
-		kf_graph *b = pattern_graph(c, r, vs, cseed, why, sizeof why);
-		kf_ruleset rs = {0};
-		kf_ruleset_add(&rs, (kf_rule *)r);
-		kf_rw_stats st;
-		kf_rw_stats_init(&st, &rs);
-		int rc = kf_rw_run(b, &rs, NULL, &st);
-		uint64_t n = st.rewrites;
-		kf_rw_stats_free(&st);
-		kf_ruleset_free(&rs);
-		if (rc < 0 || kf_verify(b)) {
-			kf_graph_free(a);
-			kf_graph_free(b);
-			return -1;
-		}
-		if (n > 0) {
-			fired++;
-			for (int t = 0; t < o->trials && !bad; t++) {
-				kf_buf rep = {0};
-				int d = compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
-				if (d < 0) {
-					kf_buf_free(&rep);
-					kf_graph_free(a);
-					kf_graph_free(b);
-					kf_buf_free(&skipped);
-					return -1;
-				}
-				if (d > 0) {
-					kf_buf_printf(out, "%s: rule '%s' does not compute what its pattern does, for ",
-						      r->origin, r->name);
-					describe(out, c, r->pat, vs);
-					kf_buf_printf(out, ":\n%s", rep.p);
-					bad = 1;
-				}
-				kf_buf_free(&rep);
-			}
-		}
-		kf_graph_free(a);
-		kf_graph_free(b);
+		rc = check_config(c, r, o, vs, o->seed + 7919 * i, &skipped, out);
+		fired += rc > 0;
+		bad = rc == 2;
 	}
-	if (!bad && fired == 0) {
-		kf_buf_printf(out, "%s: rule '%s' never applies to its own pattern (%s)\n%s", r->origin, r->name,
-			      tried ? "where() or the replacement declined every time"
-				    : "no input types fit it; give verify = { {var = \"f32[4,8]\", ...} }",
+	if (rc >= 0 && !bad && fired == 0) {
+		kf_buf_printf(out, "%s: rule '%s' never applies to its own pattern; give it verify = "
+			      "{ {var = \"f32[4,8]\", ...} } with types it fits:\n%s", r->origin, r->name,
 			      skipped.p ? skipped.p : "");
 		bad = 1;
-	} else if (o->verbose && !bad) {
+	} else if (rc >= 0 && o->verbose && !bad) {
 		kf_buf_printf(out, "%s: rule '%s': same results for %d type set%s\n", r->origin, r->name, fired,
 			      fired == 1 ? "" : "s");
 	}
 	kf_buf_free(&skipped);
-	return bad;
+	return rc < 0 ? -1 : bad;
 }
 
 static int usage(void)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "kf.h"
 #include "lua_rules.h"
+#include "plugin.h"
 #include "rules.h"
 
 static char dir[64], path[96];
@@ -58,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kf_buf diag = {0};
 	kf_diag_render(c, &diag);
 	kf_buf_free(&diag);
+	kf_plugin_release(c); /* the Lua state: kf_ctx_free does not free it */
 	kf_ctx_free(c);
 	return 0;
 }

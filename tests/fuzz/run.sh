@@ -12,7 +12,8 @@
 # $OUT/<target>-crash-* (or leak-, timeout-, oom-); minimise it with
 # `fuzz-<target> -minimize_crash=1 FILE`, fix the bug, and add it to
 # regress/<target>/ so that ctest replays it from then on.
-# Prints one line per target: seconds, executions, corpus size, findings.
+# Prints one line per target: seconds it ran (less than asked when it
+# stopped at a finding), executions, corpus size, findings.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: run.sh BUILD_DIR [SECONDS] [TARGET...]}
@@ -36,11 +37,13 @@ run_one() {
 	[ -f "$here/$t.dict" ] && set -- "$@" -dict="$here/$t.dict"
 	# stdout/stderr of the code under test are closed (kfuse-check prints a
 	# lot); libFuzzer's and the sanitizers' reports still reach the log
+	start=$(date +%s)
 	"$exe" "$@" -close_fd_mask=3 "$out/corpus/$t" "$here/corpus/$t" >"$out/$t.log" 2>&1 || true
+	took=$(($(date +%s) - start))
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$t.log" | tail -1)
 	found=$(ls "$out" | grep -c "^$t-" || true)
 	ncorp=$(ls "$out/corpus/$t" | wc -l)
-	echo "$t: ${secs}s, ${execs:-?} execs, corpus $ncorp, findings $found (log $out/$t.log)"
+	echo "$t: ${took}s, ${execs:-?} execs, corpus $ncorp, findings $found (log $out/$t.log)"
 }
 
 n=0

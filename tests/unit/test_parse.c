@@ -440,8 +440,10 @@ static void test_large_graph(void **st)
 	assert_memory_equal(out.p, t.p, t.n);
 	printf("# 200k nodes (%.1f MB): parse %.1f ms, print %.1f ms\n", t.n / 1e6, (t1 - t0) * 1e3, (t3 - t2) * 1e3);
 #if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
-	/* the goal is well under 0.2 s; a loaded 2-core machine gets slack */
-	assert_true(t1 - t0 + t3 - t2 < 1.0);
+	/* the goal is well under 0.2 s; the bound is loose because the 2-core
+	 * test machine is often loaded, yet catches any quadratic slip (which
+	 * would take minutes) */
+	assert_true(t1 - t0 + t3 - t2 < 2.0);
 #endif
 	kf_buf_free(&out);
 	kf_buf_free(&t);

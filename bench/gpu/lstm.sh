@@ -1,0 +1,80 @@
+#!/bin/sh
+# bench/gpu/lstm.sh [BUILD_DIR] [N]: a whole LSTM (and GRU) as one persistent
+# kernel, against PyTorch.  Builds nothing: it uses the prebuilt kfuse-opt
+# and kfuse-run of BUILD_DIR (default: $KFUSE_BUILD, else the first build*/
+# holding both).  Needs the GPU, CUDA's libnvrtc, python3 with PyTorch.
+#
+# For examples/rnn/{lstm_80x256, lstm_8x256x8l, gru_80x256}.kf (batch 1,
+# input and hidden 256, fp32; 80 steps, or 8 layers of 8 steps):
+#   persistent: kfuse-opt -p persistent,fuse, then kfuse-run --backend=cuda
+#               --compare=cpu --random-inputs --bench N (outputs checked
+#               against the interpreter, rtol 1e-4)
+#   per-op:     the graph as written, one kernel per op (only for the
+#               8-layer graph: 80 steps are ~1800 kernels)
+# then lstm_torch.py (eager step loop, torch.nn.LSTM/GRU = cuDNN,
+# torch.compile of the step loop), and prints one table.
+# Tuning: KFUSE_PERSISTENT_UPB=N sets the hidden units per block (default
+# ceil(H/128): 2 at H=256, so 128 blocks); the script also tries 1 and 4.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-${KFUSE_BUILD:-}}
+N=${2:-50}
+if [ -z "$build" ]; then
+	for d in "$root"/build*/ "$root"/.carry/*/; do
+		if [ -x "$d/kfuse-run" ] && [ -x "$d/kfuse-opt" ]; then build=$d; break; fi
+	done
+fi
+if [ -z "$build" ] || [ ! -x "$build/kfuse-run" ]; then
+	echo "lstm.sh: no build directory with kfuse-run and kfuse-opt (pass one, or set KFUSE_BUILD)" >&2
+	exit 2
+fi
+opt="$build/kfuse-opt"
+kfrun="$build/kfuse-run"
+out=${KFUSE_BENCH_OUT:-$(mktemp -d /tmp/kfuse-lstm.XXXXXX)}
+mkdir -p "$out"
+export KFUSE_CACHE_DIR="$out/cache"
+log="$out/results.txt"
+: > "$log"
+echo "lstm.sh: build $build, $N timed runs each, logs in $out"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+
+# run NAME VARIANT FILE: one kfuse-run, its median and check into the log
+run() {
+	if "$kfrun" "$3" --backend=cuda --compare=cpu --random-inputs --seed 1 --bench "$N" --profile \
+		> "$out/$1.$2.txt" 2>&1; then st=ok; else st=FAIL; fi
+	ms=$(sed -n 's/^bench cuda .*median \([0-9.]*\) ms.*/\1/p' "$out/$1.$2.txt" | tail -1)
+	grep -qi "mismatch\|out of tolerance: [1-9]\|\[FAIL\]" "$out/$1.$2.txt" && st=MISMATCH
+	echo "$1 $2 ${ms:-nan} $st" >> "$log"
+	[ "$st" = ok ] || { echo "== $1 $2: $st"; tail -20 "$out/$1.$2.txt"; }
+}
+
+for ex in lstm_80x256 lstm_8x256x8l gru_80x256; do
+	src="$root/examples/rnn/$ex.kf"
+	if ! "$opt" "$src" -p persistent,fuse -o "$out/$ex.p.kf" 2> "$out/$ex.opt.log"; then
+		echo "FAIL kfuse-opt $ex"; cat "$out/$ex.opt.log"; continue
+	fi
+	run "$ex" persistent "$out/$ex.p.kf"
+	for u in 1 4; do
+		export KFUSE_PERSISTENT_UPB=$u
+		run "$ex" "persistent-upb$u" "$out/$ex.p.kf"
+		unset KFUSE_PERSISTENT_UPB
+	done
+	[ "$ex" = lstm_8x256x8l ] && run "$ex" per-op "$src"
+done
+
+python3 "$here/lstm_torch.py" > "$out/torch.txt" 2> "$out/torch.err" || { echo "lstm_torch.py failed:"; tail -5 "$out/torch.err"; }
+
+echo
+printf '%-16s %-22s %12s  %s\n' graph variant "median us" check
+while read -r g v ms st; do
+	us=$(awk -v m="$ms" 'BEGIN { if (m == "nan") print "nan"; else printf "%.1f", m * 1000 }')
+	printf '%-16s %-22s %12s  %s\n' "$g" "kfuse $v" "$us" "$st"
+done < "$log"
+# torch rows: "graph variant us"
+while read -r g v us; do
+	printf '%-16s %-22s %12s\n' "$g" "$v" "$us"
+done < "$out/torch.txt"
+echo
+echo "bars: lstm_80x256 persistent under 250 us, outputs within 1e-4 of the interpreter;"
+echo "      lstm_8x256x8l: report beside cuDNN and eager, goal under 100 us"

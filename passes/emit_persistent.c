@@ -1,0 +1,467 @@
+/* emit_persistent.c: a `fusion {kind = "persistent"}` node (an unrolled
+ * recurrence, passes/recurrence.c) as one persistent kernel.
+ *
+ * The kernel runs all steps.  The state width H (the recurrent matmul's
+ * inner dim) is split into groups of UPB units; a block owns a group (more
+ * than one when the grid is smaller than the number of groups).  Per step
+ * each block:
+ *   1. reads the whole previous state vector h (K floats) into shared
+ *      memory, from the init argument at step 0 and from a tagged exchange
+ *      buffer afterwards;
+ *   2. computes the gate rows its units need (unit j reads matmul columns
+ *      j + s for each gate offset s of the cell), one row per warp, as dot
+ *      products with the weight kept in registers for the whole kernel
+ *      (the block's first group; other groups read it from L2);
+ *   3. runs the cell's element-wise ops for its units (generated from step
+ *      0 of the body), keeps each state in a per-unit scratch, writes the
+ *      outputs, and publishes its h values.
+ * There is one grid-wide wait per step and no barrier: h is published as
+ * (value, tag) pairs in one 64-bit store and readers spin until every pair
+ * carries the tag of the step they need.  Two buffers alternate: a block
+ * can overwrite buffer t&1 at step t+2 only after every block has published
+ * step t+1, which each did after reading buffer t&1.  Tags carry a launch
+ * epoch (bumped by the last block to finish) so that a stale tag of an
+ * earlier launch never matches.  Every block must be resident at once: the
+ * backend launches it with cuLaunchCooperativeKernel.
+ *
+ * Supported: batch 1 (states f32[1,H]), f32, one recurrent matmul per step
+ * whose weight is a body argument [K,G] or its transpose, the cell's ops
+ * element-wise with slices along the last axis, per-step inputs as row
+ * slices of arguments.  kf_emit_persistent_check says why a node is not.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "emit_int.h"
+#include "recurrence.h"
+
+#define NT 256 /* threads per block */
+#define NW (NT / 32)
+
+typedef struct pm {
+	kx *k;
+	kf_rec r;
+	int64_t H, K, G;   /* state width, matmul inner dim, gate rows */
+	int upb, ng;       /* units per block, groups */
+	int64_t S[64];     /* gate offsets read from the matmul */
+	int ns;
+	int hslot;         /* the slot the matmul reads */
+	kf_buf ew;         /* the element-wise part of a step */
+	struct { kf_vid v; int64_t off; bool zero; int t; } memo[512];
+	int nmemo, ntmp;
+	char why[200];
+} pm;
+
+static int bad(pm *p, const char *msg)
+{
+	snprintf(p->why, sizeof p->why, "%s", msg);
+	return -1;
+}
+
+static int width(const kf_graph *g, kf_vid v)
+{
+	const kf_type *t = kf_vtype(g, v);
+	return t->rank == 0 ? 1 : (int)t->dim[t->rank - 1];
+}
+
+/* A value of the cell is [1,N] or [N] or a scalar: batch 1. */
+static bool row_shape(const kf_graph *g, kf_vid v)
+{
+	const kf_type *t = kf_vtype(g, v);
+	return t->dtype == KF_F32 && t->rank <= 2 && (t->rank < 2 || t->dim[0] == 1) && kf_type_is_static(t);
+}
+
+static int slot_of(const pm *p, kf_vid v)
+{
+	for (uint32_t s = 0; s < p->r.nslot; s++)
+		if (p->r.init[s] == v)
+			return (int)s;
+	return -1;
+}
+
+/* Reads body argument or constant v at index text ix. */
+static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
+{
+	kx *k = p->k;
+	kf_nid d = kf_def(k->g, v);
+	if (d != KF_NONE && kf_N(k->g, d)->op == KF_OP_CONST) {
+		kx_const_elem(k, d, ix, o);
+		return 0;
+	}
+	int a = kx_param(k, v);
+	if (a < 0 || d != KF_NONE)
+		return bad(p, "the cell reads a value computed outside its steps");
+	kf_buf_printf(o, "__ldg(p%d + (%s))", a, ix);
+	return 0;
+}
+
+static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o);
+
+/* The expression of node n's result at (zero ? 0 : j + off). */
+static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
+{
+	kx *k = p->k;
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	if (n == p->r.node[0]) { /* the recurrent matmul: a gate row */
+		if (zero)
+			return bad(p, "the matmul's result is broadcast");
+		int s = 0;
+		while (s < p->ns && p->S[s] != off)
+			s++;
+		if (s == p->ns) {
+			if (p->ns == 64)
+				return bad(p, "too many gate offsets");
+			p->S[p->ns++] = off;
+		}
+		kf_buf_printf(o, "kf_sg[%d * %d + u]", s, p->upb);
+		return 0;
+	}
+	if (x->op == KF_OP_SLICE || x->op == KF_OP_RESHAPE) {
+		kf_vid a = kf_in(g, n, 0);
+		if (!row_shape(g, a))
+			return bad(p, "a slice or reshape of a value that is not one row");
+		int64_t st = 0;
+		if (x->op == KF_OP_SLICE) {
+			int64_t ax[2], s0[2], e0[2], sp[2] = {1, 1};
+			int na = kf_attr_ints(g, n, "axes", ax, 2), ns = kf_attr_ints(g, n, "starts", s0, 2);
+			int nsp = kf_attr_ints(g, n, "steps", sp, 2);
+			int r = kf_vtype(g, a)->rank;
+			if (na != 1 || ns != 1 || (ax[0] != r - 1 && ax[0] != -1) || (nsp >= 0 && sp[0] != 1) ||
+			    kf_attr_ints(g, n, "ends", e0, 2) != 1)
+				return bad(p, "a slice of the cell is not along its last axis with step 1");
+			st = s0[0] < 0 ? s0[0] + width(g, a) : s0[0];
+		} else if (width(g, a) != width(g, kf_res(g, n, 0))) {
+			return bad(p, "a reshape changes the row");
+		}
+		return ex(p, a, off + st, zero, o);
+	}
+	const char *args[KF_REC_MAXIN];
+	kf_buf ab[KF_REC_MAXIN] = {{0}};
+	int rc = 0;
+	for (uint32_t i = 0; i < x->nin && rc == 0; i++) {
+		kf_vid a = kf_in(g, n, i);
+		bool z = zero || width(g, a) == 1;
+		rc = ex(p, a, z ? 0 : off, z, &ab[i]);
+		kf_buf_putc(&ab[i], 0);
+		args[i] = ab[i].p;
+	}
+	if (rc == 0) {
+		kf_buf e = {0};
+		k->at = n;
+		rc = kx_op_expr(k, n, args, &e);
+		if (rc == 0) {
+			int t = p->ntmp++;
+			kf_buf_printf(&p->ew, "      const float t%d = %.*s;\n", t, (int)e.n, e.p);
+			kf_buf_printf(o, "t%d", t);
+		}
+		kf_buf_free(&e);
+	}
+	for (uint32_t i = 0; i < x->nin; i++)
+		kf_buf_free(&ab[i]);
+	return rc;
+}
+
+/* The expression of step-0 value v at unit index j + off (or at 0). */
+static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
+{
+	kf_graph *g = p->k->g;
+	if (!row_shape(g, v))
+		return bad(p, "the cell has a value that is not one f32 row (batch 1)");
+	for (int i = 0; i < p->nmemo; i++)
+		if (p->memo[i].v == v && p->memo[i].off == off && p->memo[i].zero == zero) {
+			kf_buf_printf(o, "t%d", p->memo[i].t);
+			return 0;
+		}
+	char ix[64];
+	if (zero)
+		snprintf(ix, sizeof ix, "0");
+	else
+		snprintf(ix, sizeof ix, "j + %lld", (long long)off);
+	kf_nid d = kf_def(g, v);
+	int s = slot_of(p, v);
+	kf_buf e = {0};
+	int rc = 0;
+	if (d != KF_NONE && d < p->r.nnode && p->r.stepof[d] == 1) {
+		rc = ex_node(p, d, off, zero, &e);
+	} else if (s >= 0) {
+		/* a state: unit j reads its own, kept in the scratch */
+		if (zero || off != 0)
+			return bad(p, "a state is read at another unit's index");
+		kf_buf_puts(&e, "(t == 0 ? ");
+		rc = load_ext(p, v, "j", &e);
+		kf_buf_printf(&e, " : KFP_st[%d][j])", s);
+	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_SLICE && kf_def(g, kf_in(g, d, 0)) == KF_NONE) {
+		/* a per-step input: row row0 + t of an argument */
+		kf_vid a = kf_in(g, d, 0);
+		int64_t st[1], ax[1];
+		if (kf_attr_ints(g, d, "starts", st, 1) != 1 || kf_attr_ints(g, d, "axes", ax, 1) != 1 || ax[0] != 0)
+			return bad(p, "a per-step input is not a row slice");
+		char rix[96];
+		snprintf(rix, sizeof rix, "(%lld + t) * %d + %s", (long long)st[0], width(g, a), zero ? "0" : ix);
+		rc = load_ext(p, a, rix, &e);
+	} else {
+		rc = load_ext(p, v, ix, &e);
+	}
+	if (rc == 0) {
+		int t;
+		if (e.n > 1 && e.p[0] == 't' && e.p[1] >= '0' && e.p[1] <= '9') {
+			t = atoi(e.p + 1);
+		} else {
+			t = p->ntmp++;
+			kf_buf_printf(&p->ew, "      const float t%d = %.*s;\n", t, (int)e.n, e.p);
+		}
+		kf_buf_printf(o, "t%d", t);
+		if (p->nmemo < 512)
+			p->memo[p->nmemo++] = (typeof(p->memo[0])){v, off, zero, t};
+	}
+	kf_buf_free(&e);
+	return rc;
+}
+
+/* Finds the recurrence in the node's body and checks what the kernel
+ * supports. */
+static int analyze(pm *p)
+{
+	kx *k = p->k;
+	kf_graph *g = k->g;
+	kf_bid b = kf_N(g, k->at)->body;
+	kf_vid cand[4];
+	if (kf_rec_candidates(g, b, cand, 4) != 1)
+		return bad(p, "the body has no single recurrent weight");
+	if (kf_rec_analyze(g, b, cand[0], &p->r) != 0)
+		return bad(p, p->r.why);
+	kf_rec *r = &p->r;
+	const kf_type *A = kf_vtype(g, kf_in(g, r->node[0], 0)), *R = kf_vtype(g, r->R);
+	if (A->dim[0] != 1)
+		return bad(p, "batch sizes other than 1 are not supported");
+	if (A->dtype != KF_F32)
+		return bad(p, "only f32 is supported");
+	p->K = A->dim[1];
+	p->G = R->dim[1];
+	p->H = p->K;
+	p->hslot = r->slot[0];
+	for (uint32_t s = 0; s < r->nslot; s++)
+		if (!row_shape(g, r->init[s]) || width(g, r->init[s]) != p->H || kf_vtype(g, r->init[s])->rank != 2)
+			return bad(p, "a state is not one f32 row of the hidden size");
+	kf_nid d = kf_def(g, r->R);
+	if (d != KF_NONE && (kf_N(g, d)->op != KF_OP_TRANSPOSE || kf_def(g, kf_in(g, d, 0)) != KF_NONE))
+		return bad(p, "the recurrent weight is neither an argument nor an argument's transpose");
+	const char *env = getenv("KFUSE_PERSISTENT_UPB");
+	int upb = env && atoi(env) > 0 ? atoi(env) : 0;
+	/* about 128 groups: one block per SM on a large GPU */
+	p->upb = upb ? upb : (int)((p->H + 127) / 128);
+	if (p->upb > 32)
+		p->upb = 32;
+	p->ng = (int)((p->H + p->upb - 1) / p->upb);
+	return 0;
+}
+
+/* W(row, kk): element (kk, row) of the weight the matmul reads. */
+static void wexpr(pm *p, const char *row, const char *kk, kf_buf *o)
+{
+	kf_graph *g = p->k->g;
+	kf_nid d = kf_def(g, p->r.R);
+	if (d == KF_NONE) {
+		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", kx_param(p->k, p->r.R), kk, (long long)p->G, row);
+		return;
+	}
+	int64_t perm[2] = {1, 0};
+	kf_attr_ints(g, d, "perm", perm, 2);
+	int a = kx_param(p->k, kf_in(g, d, 0));
+	if (perm[0] == 1) /* R = W^T: W[row][kk], read along kk: coalesced */
+		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", a, row, (long long)p->K, kk);
+	else
+		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", a, kk, (long long)p->G, row);
+}
+
+/* The cell of one unit: states kept, h published, outputs written. */
+static int cell(pm *p, unsigned T)
+{
+	kx *k = p->k;
+	kf_graph *g = k->g;
+	kf_rec *r = &p->r;
+	kf_buf st = {0};
+	int rc = 0;
+	for (uint32_t s = 0; s < r->nslot && rc == 0; s++) {
+		kf_buf e = {0};
+		rc = ex(p, r->sval[s], 0, false, &e);
+		kf_buf_printf(&st, "      KFP_st[%u][j] = %.*s;\n", s, (int)e.n, e.p);
+		if ((int)s == p->hslot)
+			kf_buf_printf(&st, "      *(volatile unsigned long long *)&KFP_hb[t & 1][j] = "
+				      "((unsigned long long)(base + t + 1) << 32) | __float_as_uint(%.*s);\n", (int)e.n, e.p);
+		kf_buf_free(&e);
+	}
+	for (uint32_t q = 0; q < k->nout && rc == 0; q++) {
+		kf_vid y = k->out[q];
+		kf_nid d = kf_def(g, y);
+		kf_buf e = {0};
+		if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONCAT && kf_N(g, d)->nin == T) {
+			kf_vid v0 = kf_in(g, d, 0);
+			kf_nid n0 = kf_def(g, v0);
+			bool ok = n0 != KF_NONE && n0 < r->nnode && r->stepof[n0] == 1;
+			for (uint32_t t = 0; t < T && ok; t++)
+				ok = kf_in(g, d, t) == kf_res(g, kf_rec_at(r, t, n0), 0);
+			if (!ok || width(g, v0) != p->H || (rc = ex(p, v0, 0, false, &e)) != 0) {
+				kf_buf_free(&e);
+				rc = rc ? rc : bad(p, "an output is a concat that is not one value of every step");
+				break;
+			}
+			kf_buf_printf(&st, "      o%u[t * %lld + j] = %.*s;\n", q, (long long)p->H, (int)e.n, e.p);
+		} else if (d != KF_NONE && d < r->nnode && r->stepof[d] == T) {
+			kf_nid n0 = r->node[r->idx[d]];
+			if (width(g, y) != p->H || (rc = ex(p, kf_res(g, n0, 0), 0, false, &e)) != 0) {
+				kf_buf_free(&e);
+				rc = rc ? rc : bad(p, "an output is not as wide as the state");
+				break;
+			}
+			kf_buf_printf(&st, "      if (t == %u) o%u[j] = %.*s;\n", T - 1, q, (int)e.n, e.p);
+		} else {
+			rc = bad(p, "an output is neither a step's value nor the sequence of one");
+		}
+		kf_buf_free(&e);
+	}
+	if (rc == 0)
+		kf_buf_put(&p->ew, st.p, st.n);
+	kf_buf_free(&st);
+	return rc;
+}
+
+static uint64_t hash(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Replaces every "KFP_" in b with "kfp_<hash>_": the globals of one
+ * kernel text are its own. */
+static void rename_globals(kf_buf *b, const char *tag)
+{
+	kf_buf o = {0};
+	const char *s = b->p ? b->p : "", *e = s + b->n;
+	while (s < e) {
+		const char *q = strstr(s, "KFP_");
+		if (!q || q >= e) {
+			kf_buf_put(&o, s, (size_t)(e - s));
+			break;
+		}
+		kf_buf_put(&o, s, (size_t)(q - s));
+		kf_buf_puts(&o, tag);
+		s = q + 4;
+	}
+	kf_buf_free(b);
+	*b = o;
+}
+
+static void emit_text(pm *p, unsigned T)
+{
+	kx *k = p->k;
+	kf_buf *b = &k->b;
+	int NR = p->ns * p->upb, RPW = (NR + NW - 1) / NW, KPL = (int)((p->K + 31) / 32);
+	bool cache = RPW * KPL <= 64; /* the weight in registers, if it fits */
+	kf_rec *r = &p->r;
+	kf_buf_printf(&k->decl, "__device__ unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
+	kf_buf_printf(&k->decl, "__device__ float KFP_st[%u][%lld];\n", r->nslot, (long long)p->H);
+	kf_buf_printf(&k->decl, "__device__ unsigned int KFP_ep, KFP_done;\n");
+	kf_buf_printf(&k->decl, "__device__ const int KFP_S[%d] = {", p->ns);
+	for (int s = 0; s < p->ns; s++)
+		kf_buf_printf(&k->decl, "%s%lld", s ? ", " : "", (long long)p->S[s]);
+	kf_buf_puts(&k->decl, "};\n");
+	kf_buf_printf(b, "  /* persistent %s: %u steps, hidden %lld, %d units per block, %d groups, %d gate rows per group */\n",
+		      kf_attr_str(k->g, k->at, "cell", "rnn"), T, (long long)p->H, p->upb, p->ng, NR);
+	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sg[%d];\n  __shared__ unsigned kf_epoch;\n",
+		      (long long)p->K, NR);
+	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
+	kf_buf_puts(b, "  if (threadIdx.x == 0) kf_epoch = *(volatile unsigned *)&KFP_ep;\n");
+	kf_buf_printf(b, "  int kf_qo[%d];\n  bool kf_qv[%d];\n", RPW, RPW);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n"
+		      "    const int q = warp + %d * i, s = q / %d;\n"
+		      "    kf_qv[i] = q < %d;\n    kf_qo[i] = kf_qv[i] ? q %% %d + KFP_S[s] : 0;\n  }\n",
+		      RPW, NW, p->upb, NR, p->upb);
+	if (cache) {
+		kf_buf_printf(b, "  float kf_w[%d][%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n"
+			      "#pragma unroll\n    for (int c = 0; c < %d; c++) {\n"
+			      "      const int kk = lane + 32 * c, j = blockIdx.x * %d + (warp + %d * i) %% %d, row = blockIdx.x * %d + kf_qo[i];\n"
+			      "      kf_w[i][c] = kf_qv[i] && kk < %lld && j < %lld && blockIdx.x < %d ? ",
+			      RPW, KPL, RPW, KPL, p->upb, NW, p->upb, p->upb, (long long)p->K, (long long)p->H, p->ng);
+		wexpr(p, "row", "kk", b);
+		kf_buf_puts(b, " : 0.f;\n    }\n");
+	}
+	kf_buf_printf(b, "  __syncthreads();\n  const unsigned base = kf_epoch * %uu;\n", T);
+	kf_buf_printf(b, "  for (int t = 0; t < %u; t++) {\n", T);
+	kf_buf_printf(b, "    for (int kk = threadIdx.x; kk < %lld; kk += %d) {\n      float v;\n"
+		      "      if (t == 0) {\n        v = ", (long long)p->K, NT);
+	{ /* the initial state */
+		kf_vid h0 = r->init[p->hslot];
+		kf_nid d = kf_def(k->g, h0);
+		if (d != KF_NONE)
+			kx_const_elem(k, d, "kk", b);
+		else
+			kf_buf_printf(b, "__ldg(p%d + kk)", kx_param(k, h0));
+	}
+	kf_buf_puts(b, ";\n      } else {\n"
+		    "        const volatile unsigned long long *src = &KFP_hb[(t - 1) & 1][kk];\n"
+		    "        unsigned long long w;\n"
+		    "        do { w = *src; } while ((unsigned)(w >> 32) != base + t);\n"
+		    "        v = __uint_as_float((unsigned)w);\n      }\n      kf_sh[kk] = v;\n    }\n"
+		    "    __syncthreads();\n");
+	kf_buf_printf(b, "    for (int grp = blockIdx.x; grp < %d; grp += gridDim.x) {\n", p->ng);
+	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n"
+		      "        const int row = grp * %d + kf_qo[i], j = grp * %d + (warp + %d * i) %% %d;\n"
+		      "        float acc = 0.f;\n        if (kf_qv[i] && j < %lld) {\n#pragma unroll\n"
+		      "          for (int c = 0; c < %d; c++) {\n            const int kk = lane + 32 * c;\n"
+		      "            if (kk < %lld) acc += (",
+		      RPW, p->upb, p->upb, NW, p->upb, (long long)p->H, KPL, (long long)p->K);
+	if (cache)
+		kf_buf_puts(b, "grp == (int)blockIdx.x ? kf_w[i][c] : ");
+	wexpr(p, "row", "kk", b);
+	kf_buf_puts(b, ") * kf_sh[kk];\n          }\n        }\n"
+		    "#pragma unroll\n        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
+		    "        if (kf_qv[i] && lane == 0) kf_sg[warp + ");
+	kf_buf_printf(b, "%d * i] = acc;\n      }\n      __syncthreads();\n", NW);
+	kf_buf_printf(b, "      if (threadIdx.x < %d) {\n        const int u = threadIdx.x, j = grp * %d + u;\n"
+		      "        if (j < %lld) {\n", p->upb, p->upb, (long long)p->H);
+	kf_buf_put(b, p->ew.p, p->ew.n);
+	kf_buf_puts(b, "        }\n      }\n      __syncthreads();\n    }\n  }\n");
+	/* the last block to finish moves the epoch on for the next launch */
+	kf_buf_puts(b, "  if (threadIdx.x == 0) {\n    __threadfence();\n"
+		    "    if (atomicAdd(&KFP_done, 1u) == gridDim.x - 1) {\n"
+		    "      KFP_done = 0;\n      __threadfence();\n      atomicAdd(&KFP_ep, 1u);\n    }\n  }\n");
+}
+
+int kx_emit_persistent(kx *k)
+{
+	pm *p = calloc(1, sizeof *p);
+	p->k = k;
+	kf_nid f = k->at;
+	unsigned T = 0;
+	int rc = analyze(p);
+	if (rc == 0) {
+		T = p->r.T;
+		rc = cell(p, T);
+	}
+	k->at = f;
+	if (rc == 0 && p->ns * p->upb > 32 * NW * 8)
+		rc = bad(p, "too many gate rows per block");
+	if (rc == 0) {
+		emit_text(p, T);
+		/* the kernel's globals are named after its text */
+		uint64_t h = hash(k->b.p, k->b.n, hash(k->decl.p, k->decl.n, 0xcbf29ce484222325ULL));
+		char tag[32];
+		snprintf(tag, sizeof tag, "kfp_%016llx_", (unsigned long long)h);
+		rename_globals(&k->decl, tag);
+		rename_globals(&k->b, tag);
+		k->k->block = NT;
+		k->k->units = p->ng;
+	} else {
+		kx_fail(k, "persistent kernel: %s (the interpreter runs this node; for the GPU, leave the "
+			"'persistent' pass out)", p->why);
+	}
+	kf_buf_free(&p->ew);
+	if (p->r.node)
+		kf_rec_free(&p->r);
+	free(p);
+	return rc;
+}

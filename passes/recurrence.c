@@ -1,0 +1,606 @@
+/* recurrence.c: the `persistent` pass: an unrolled recurrence (an LSTM's or
+ * GRU's steps written out) becomes one `fusion {kind = "persistent"}` node
+ * whose body is the steps themselves, with the input projections of all
+ * steps hoisted out of it into one matmul over the whole sequence.
+ *
+ * requires: a verified graph, exact use lists; works on the top level.
+ * keeps: the values the graph computes (the body is what it replaced; the
+ * hoisted projection computes the same rows); breaks nothing else, though
+ * nodes are re-ordered (topologically, stable) around the new node.
+ * The analysis (kf_rec_*, passes/recurrence_scan.c) is shared with
+ * passes/emit_persistent.c, which finds the same chain again in the
+ * fusion body.  docs/persistent.md. */
+#include <stdlib.h>
+#include <string.h>
+#include "passes.h"
+#include "recurrence.h"
+
+/* ---- the rewrite ------------------------------------------------------------------ */
+
+typedef struct rw {
+	kf_graph *g;
+	kf_rec *r;
+	kf_vid *ext0;        /* per distinct per-step input of step 0: its value */
+	kf_vid *hx;          /* ... the hoisted whole-sequence value */
+	int64_t *row0;       /* ... the row step 0 reads */
+	uint32_t next;
+	kf_vid *ins;         /* the fusion's operands */
+	uint32_t nin;
+	kf_vid *vmap;        /* outer value -> body value (for the current step) */
+	kf_vid *hm_a, *hm_h; /* hoisted so far: step 0's value -> its whole-sequence value */
+	int64_t *hm_row;
+	uint32_t nhm, caphm;
+	char why[200];
+} rw;
+
+static kf_vid new1(kf_graph *g, kf_bid b, kf_nid before, int op, const kf_vid *in, uint32_t nin, kf_tid t)
+{
+	kf_nid n = kf_node_new(g, b, before, op, in, nin, &t, 1);
+	return kf_res(g, n, 0);
+}
+
+static void set_ints(kf_graph *g, kf_nid n, const char *key, const int64_t *v, int k)
+{
+	kf_attrval *it = kf_alloc(&g->arena, (size_t)k * sizeof *it);
+	for (int i = 0; i < k; i++)
+		it[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = v[i]};
+	kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, key), (kf_attrval){.kind = KF_ATTR_LIST, .n = (uint32_t)k, .list = it});
+}
+
+/* Retypes node n's result from inference; false when inference fails. */
+static bool retype(kf_graph *g, kf_nid n)
+{
+	kf_type t;
+	char err[200];
+	if (kf_infer(g, n, &t, 1, err, sizeof err) != 1)
+		return false;
+	kf_V(g, kf_res(g, n, 0))->type = kf_type_intern(g->ctx, &t);
+	return true;
+}
+
+/* A slice of rows [lo, lo + n) of v, inserted before `before` in block b. */
+static kf_vid rows(kf_graph *g, kf_bid b, kf_nid before, kf_vid v, int64_t lo, int64_t n)
+{
+	kf_type t = *kf_vtype(g, v);
+	t.dim[0] = n;
+	kf_vid s = new1(g, b, before, KF_OP_SLICE, &v, 1, kf_type_intern(g->ctx, &t));
+	int64_t a = 0, e = lo + n;
+	set_ints(g, kf_def(g, s), "axes", &a, 1);
+	set_ints(g, kf_def(g, s), "starts", &lo, 1);
+	set_ints(g, kf_def(g, s), "ends", &e, 1);
+	return s;
+}
+
+/* The per-step input a (step 0; b is step 1's) computed for every row at
+ * once: the row slice becomes the whole operand, a matmul by an invariant
+ * weight and element-wise ops with row-invariant operands are row-wise, so
+ * row k of the result is step k's input.  New nodes go before `before`. */
+static kf_vid hoist(rw *w, kf_vid a, kf_vid b, kf_nid before, int64_t *row0)
+{
+	kf_graph *g = w->g;
+	kf_nid x = kf_def(g, a), y = kf_def(g, b);
+	for (uint32_t i = 0; i < w->nhm; i++)
+		if (w->hm_a[i] == a) {
+			*row0 = w->hm_row[i];
+			return w->hm_h[i];
+		}
+	if (kf_rec_row_slice(g, x)) {
+		*row0 = kf_rec_first_int(g, x, "starts", 0);
+		kf_vid X = kf_in(g, x, 0);
+		if (kf_vtype(g, X)->rank != kf_vtype(g, a)->rank || !kf_type_is_static(kf_vtype(g, X)))
+			return KF_NONE;
+		return X;
+	}
+	const kf_node *p = kf_N(g, x);
+	const kf_opinfo *oi = kf_op(g->ctx, p->op);
+	/* a slice that keeps every row is row-wise too */
+	bool ew = oi->trait == KF_TRAIT_ELEMENTWISE || oi->trait == KF_TRAIT_BROADCAST ||
+		  (p->op == KF_OP_SLICE && kf_vtype(g, a)->dim[0] == kf_vtype(g, kf_in(g, x, 0))->dim[0] &&
+		   kf_rec_first_int(g, x, "axes", 0) != 0);
+	if (!(p->op == KF_OP_MATMUL || ew) || p->nin > KF_REC_MAXIN || p->nres != 1)
+		return KF_NONE;
+	kf_vid in[KF_REC_MAXIN];
+	int rank = kf_vtype(g, a)->rank;
+	for (uint32_t i = 0; i < p->nin; i++) {
+		kf_vid u = kf_in(g, x, i), v = kf_in(g, y, i);
+		if (kf_rec_same_inv(g, u, v)) {
+			/* an invariant operand must be the same for every row */
+			const kf_type *t = kf_vtype(g, u);
+			bool rowinv = p->op == KF_OP_MATMUL ? i == 1 : t->rank < rank || t->dim[0] == 1;
+			if (!rowinv)
+				return KF_NONE;
+			in[i] = u;
+		} else if (p->op == KF_OP_MATMUL && i == 1) {
+			return KF_NONE;
+		} else if ((in[i] = hoist(w, u, v, before, row0)) == KF_NONE) {
+			return KF_NONE;
+		}
+		x = kf_def(g, a); /* re-fetch: nodes were added */
+	}
+	kf_vid h = new1(g, 0, before, kf_N(g, x)->op, in, kf_N(g, x)->nin, kf_V(g, a)->type);
+	kf_node_set_attrs(g, kf_def(g, h), kf_N(g, x)->attr, kf_N(g, x)->nattr);
+	kf_N(g, kf_def(g, h))->loc = kf_N(g, x)->loc;
+	if (!retype(g, kf_def(g, h)))
+		return KF_NONE;
+	/* shared parts of several per-step inputs are hoisted once */
+	if (w->nhm == w->caphm)
+		return h;
+	w->hm_a[w->nhm] = a;
+	w->hm_h[w->nhm] = h;
+	w->hm_row[w->nhm++] = *row0;
+	return h;
+}
+
+/* Hoists every distinct per-step input of the chain. */
+static int hoist_all(rw *w)
+{
+	kf_graph *g = w->g;
+	kf_rec *r = w->r;
+	for (uint32_t i = 0; i < r->nper; i++)
+		for (uint32_t j = 0; j < kf_N(g, r->node[i])->nin; j++) {
+			if (r->cls[i * KF_REC_MAXIN + j] != KF_REC_EXT)
+				continue;
+			kf_vid a = kf_in(g, r->node[i], j), b = kf_in(g, r->node[r->nper + i], j);
+			bool seen = false;
+			for (uint32_t e = 0; e < w->next && !seen; e++)
+				seen = w->ext0[e] == a;
+			if (seen)
+				continue;
+			int64_t row0 = 0;
+			kf_vid h = hoist(w, a, b, kf_def(g, a), &row0);
+			if (h != KF_NONE && kf_vtype(g, h)->dim[0] < row0 + (int64_t)r->T)
+				h = KF_NONE;
+			if (h == KF_NONE) {
+				snprintf(w->why, sizeof w->why, "a per-step input ('%s') cannot be computed for all "
+					 "steps at once", kf_op(g->ctx, kf_N(g, kf_def(g, a))->op)->name);
+				return -1;
+			}
+			w->ext0[w->next] = a;
+			w->hx[w->next] = h;
+			w->row0[w->next++] = row0;
+		}
+	return 0;
+}
+
+/* The body value that outer value v is read as: an argument (added on
+ * first use), a copy of a splat constant, or the transpose of the
+ * recurrent weight (so that the kernel reads the weight as it is stored). */
+static kf_vid body_val(rw *w, kf_bid b, kf_vid v)
+{
+	kf_graph *g = w->g;
+	if (w->vmap[v] != KF_NONE)
+		return w->vmap[v];
+	kf_nid d = kf_def(g, v);
+	kf_vid bv;
+	if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST && kf_N(g, d)->cst->kind != KF_CONST_FILE &&
+	    kf_N(g, d)->cst->n == 1) {
+		bv = new1(g, b, KF_NONE, KF_OP_CONST, NULL, 0, kf_V(g, v)->type);
+		kf_N(g, kf_def(g, bv))->cst = kf_N(g, d)->cst;
+		kf_N(g, kf_def(g, bv))->loc = kf_N(g, d)->loc;
+	} else if (v == w->r->R && d != KF_NONE && kf_N(g, d)->op == KF_OP_TRANSPOSE &&
+		   kf_vtype(g, v)->rank == 2) {
+		kf_vid src = body_val(w, b, kf_in(g, d, 0));
+		bv = new1(g, b, KF_NONE, KF_OP_TRANSPOSE, &src, 1, kf_V(g, v)->type);
+		d = kf_def(g, v);
+		kf_node_set_attrs(g, kf_def(g, bv), kf_N(g, d)->attr, kf_N(g, d)->nattr);
+	} else {
+		bv = kf_block_add_arg(g, b, kf_V(g, v)->type, 0);
+		w->ins[w->nin++] = v;
+	}
+	kf_V(g, bv)->name = kf_V(g, v)->name;
+	return w->vmap[v] = bv;
+}
+
+typedef struct outv {
+	uint32_t i;      /* step node index */
+	bool seq;        /* the values of every step, concatenated along axis 0 */
+	kf_nid cat;      /* an outside concat of exactly those values, or KF_NONE */
+} outv;
+
+static bool outside_use(const kf_rec *r, kf_vid v, kf_nid skip)
+{
+	kf_foreach_use(r->g, v, u) {
+		kf_nid un = r->g->use[u].user;
+		if (un != skip && (un >= r->nnode || !r->stepof[un]))
+			return true;
+	}
+	return false;
+}
+
+/* The concat node that reads exactly step node i's values in step order. */
+static kf_nid full_concat(const kf_rec *r, uint32_t i)
+{
+	kf_graph *g = r->g;
+	kf_vid v0 = kf_res(g, r->node[i], 0);
+	kf_foreach_use(g, v0, u) {
+		kf_nid c = g->use[u].user;
+		if (kf_N(g, c)->op != KF_OP_CONCAT || kf_N(g, c)->nin != r->T || kf_attr_int(g, c, "axis", -1) != 0)
+			continue;
+		bool ok = true;
+		for (uint32_t k = 0; k < r->T && ok; k++)
+			ok = kf_in(g, c, k) == kf_res(g, r->node[k * r->nper + i], 0);
+		if (ok)
+			return c;
+	}
+	return KF_NONE;
+}
+
+/* Which step values leave the chain, and how. */
+static uint32_t outputs(const kf_rec *r, outv *o)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < r->nper; i++) {
+		kf_nid cat = full_concat(r, i);
+		bool mid = cat != KF_NONE;
+		for (uint32_t k = 0; k + 1 < r->T; k++)
+			mid = mid || outside_use(r, kf_res(r->g, r->node[k * r->nper + i], 0), cat);
+		/* with a sequence, the last step's users read its last row too:
+		 * a later chain then sees every step's input alike */
+		if (mid)
+			o[n++] = (outv){i, true, cat};
+		else if (outside_use(r, kf_res(r->g, r->node[(r->T - 1) * r->nper + i], 0), cat))
+			o[n++] = (outv){i, false, KF_NONE};
+	}
+	return n;
+}
+
+static void set_str(kf_graph *g, kf_nid n, const char *k, const char *v)
+{
+	kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, k), (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(g->ctx, v)});
+}
+
+static void set_int(kf_graph *g, kf_nid n, const char *k, int64_t v)
+{
+	kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, k), (kf_attrval){.kind = KF_ATTR_INT, .i = v});
+}
+
+/* The next free `@kN` among the graph's fusion nodes. */
+static int next_sym(kf_graph *g)
+{
+	int next = 0;
+	for (kf_nid n = 0; n < g->nnode; n++) {
+		const kf_node *x = kf_N(g, n);
+		const char *s = x->sym ? kf_str(g->ctx, x->sym) : "";
+		if (!(x->flags & KF_NODE_DEAD) && x->op == KF_OP_FUSION && s[0] == 'k' && s[1] >= '0' && s[1] <= '9')
+			next = atoi(s + 1) + 1 > next ? atoi(s + 1) + 1 : next;
+	}
+	return next;
+}
+
+/* What the cell is, for the node's attributes and the log: an LSTM
+ * carries h and c, a GRU only h with three gates, anything else is "rnn". */
+static const char *cell_name(const kf_rec *r)
+{
+	const kf_type *R = kf_vtype(r->g, r->R);
+	if (r->nslot == 2 && R->dim[1] == 4 * R->dim[0])
+		return "lstm";
+	if (r->nslot == 1 && R->dim[1] == 3 * R->dim[0])
+		return "gru";
+	return "rnn";
+}
+
+/* Copies step k's nodes into body b (per-step inputs as row slices of the
+ * hoisted values). */
+static void copy_step(rw *w, kf_bid b, uint32_t k)
+{
+	kf_graph *g = w->g;
+	kf_rec *r = w->r;
+	for (uint32_t i = 0; i < r->nper; i++) {
+		kf_nid n = r->node[k * r->nper + i];
+		kf_vid in[KF_REC_MAXIN];
+		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
+			kf_vid a = kf_in(g, n, j);
+			uint8_t cls = r->cls[i * KF_REC_MAXIN + j];
+			if (cls == KF_REC_EXT) {
+				kf_vid a0 = kf_in(g, r->node[i], j);
+				uint32_t e = 0;
+				while (w->ext0[e] != a0)
+					e++;
+				in[j] = rows(g, b, KF_NONE, body_val(w, b, w->hx[e]), w->row0[e] + k,
+					     kf_vtype(g, a)->dim[0]);
+			} else if (cls == KF_REC_INV || (cls == KF_REC_SLOT && k == 0)) {
+				in[j] = body_val(w, b, a);
+			} else {
+				in[j] = w->vmap[a];
+			}
+		}
+		const kf_node *x = kf_N(g, n);
+		kf_vid v = new1(g, b, KF_NONE, x->op, in, x->nin, kf_V(g, x->res0)->type);
+		x = kf_N(g, n);
+		kf_node_set_attrs(g, kf_def(g, v), x->attr, x->nattr);
+		kf_N(g, kf_def(g, v))->loc = x->loc;
+		kf_V(g, v)->name = kf_V(g, x->res0)->name;
+		w->vmap[x->res0] = v;
+	}
+}
+
+/* Erases node n if its results are unused, then the operand definitions
+ * that it leaves unused (not graph inputs, not pinned nodes). */
+static void erase_dead(kf_graph *g, kf_nid n)
+{
+	if (n == KF_NONE || (kf_N(g, n)->flags & KF_NODE_DEAD) || kf_pass_node_pinned(g, n) ||
+	    !kf_pass_node_dead(g, n))
+		return;
+	uint32_t nin = kf_N(g, n)->nin;
+	kf_nid *d = malloc((nin + 1) * sizeof *d);
+	for (uint32_t j = 0; j < nin; j++)
+		d[j] = kf_def(g, kf_in(g, n, j));
+	kf_node_erase(g, n);
+	for (uint32_t j = 0; j < nin; j++)
+		erase_dead(g, d[j]);
+	free(d);
+}
+
+/* Outside users of v (not chain nodes, not `skip`) now read `to`. */
+static void redirect(const kf_rec *r, kf_vid v, kf_vid to, kf_nid skip)
+{
+	kf_graph *g = r->g;
+	uint32_t n = kf_nuses(g, v), k = 0;
+	kf_uid *us = malloc((n + 1) * sizeof *us);
+	kf_foreach_use(g, v, u) {
+		kf_nid un = g->use[u].user;
+		if (un != skip && (un >= r->nnode || !r->stepof[un]))
+			us[k++] = u;
+	}
+	for (uint32_t i = 0; i < k; i++)
+		kf_set_operand(g, g->use[us[i]].user, us[i] - kf_N(g, g->use[us[i]].user)->in0, to);
+	free(us);
+}
+
+/* Builds the persistent node for the chain r; the chain's nodes go. */
+static kf_nid build(rw *w, int sym, kf_buf *log)
+{
+	kf_graph *g = w->g;
+	kf_rec *r = w->r;
+	outv *o = malloc((r->nper * 2 + 1) * sizeof *o);
+	uint32_t no = outputs(r, o);
+	kf_tid *rt = malloc((no + 1) * sizeof *rt);
+	for (uint32_t q = 0; q < no; q++) {
+		kf_type t = *kf_vtype(g, kf_res(g, r->node[o[q].i], 0));
+		if (o[q].seq)
+			t.dim[0] *= r->T;
+		rt[q] = kf_type_intern(g->ctx, &t);
+	}
+	kf_nid ret = kf_block_terminator(g, 0);
+	/* the body first, since it decides the operands; the node adopts it */
+	kf_bid b = kf_block_new(g, KF_NONE);
+	for (uint32_t k = 0; k < r->T; k++)
+		copy_step(w, b, k);
+	kf_vid *y = malloc((no + r->T + 1) * sizeof *y), *cat = y + no;
+	for (uint32_t q = 0; q < no; q++) {
+		if (!o[q].seq) {
+			y[q] = w->vmap[kf_res(g, r->node[(r->T - 1) * r->nper + o[q].i], 0)];
+			continue;
+		}
+		for (uint32_t k = 0; k < r->T; k++)
+			cat[k] = w->vmap[kf_res(g, r->node[k * r->nper + o[q].i], 0)];
+		y[q] = new1(g, b, KF_NONE, KF_OP_CONCAT, cat, r->T, rt[q]);
+		set_int(g, kf_def(g, y[q]), "axis", 0);
+	}
+	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, y, no, NULL, 0);
+	/* the operands, now that the body has asked for them */
+	kf_nid f = kf_node_new(g, 0, ret, KF_OP_FUSION, w->ins, w->nin, rt, no);
+	kf_N(g, f)->body = b;
+	g->blk[b].parent = f;
+	char name[32];
+	snprintf(name, sizeof name, "k%d", sym);
+	kf_N(g, f)->sym = kf_intern_cstr(g->ctx, name);
+	kf_N(g, f)->loc = kf_N(g, r->node[0])->loc;
+	const kf_type *R = kf_vtype(g, r->R);
+	set_str(g, f, "kind", "persistent");
+	set_str(g, f, "cell", cell_name(r));
+	set_int(g, f, "steps", r->T);
+	set_int(g, f, "hidden", R->dim[0]);
+	set_int(g, f, "layers", 1);
+	/* outside users read the node's results (or row slices of a sequence) */
+	for (uint32_t q = 0; q < no; q++) {
+		kf_vid res = kf_res(g, f, q);
+		if (!o[q].seq) {
+			kf_vid v = kf_res(g, r->node[(r->T - 1) * r->nper + o[q].i], 0);
+			kf_V(g, res)->name = kf_V(g, v)->name;
+			redirect(r, v, res, KF_NONE);
+			continue;
+		}
+		if (o[q].cat != KF_NONE) {
+			kf_V(g, res)->name = kf_V(g, kf_res(g, o[q].cat, 0))->name;
+			kf_replace_all_uses(g, kf_res(g, o[q].cat, 0), res);
+			kf_node_erase(g, o[q].cat);
+		}
+		int64_t d0 = kf_vtype(g, kf_res(g, r->node[o[q].i], 0))->dim[0];
+		for (uint32_t k = 0; k < r->T; k++) {
+			kf_vid v = kf_res(g, r->node[k * r->nper + o[q].i], 0);
+			if (!outside_use(r, v, KF_NONE))
+				continue;
+			kf_vid s = rows(g, 0, ret, res, (int64_t)k * d0, d0);
+			redirect(r, v, s, kf_def(g, s));
+		}
+	}
+	if (log)
+		kf_buf_printf(log, "persistent: @%s: %u steps of %s over %%%s (hidden %lld, %u per-step input%s hoisted)"
+			      " -> fusion @%s\n", kf_str(g->ctx, g->name), r->T, cell_name(r),
+			      kf_V(g, r->R)->name ? kf_str(g->ctx, kf_V(g, r->R)->name) : "?", (long long)R->dim[0],
+			      w->next, w->next == 1 ? "" : "s", name);
+	free(o);
+	free(rt);
+	free(y);
+	return f;
+}
+
+/* Erases the chain, then what only the chain read (the per-step inputs,
+ * the weight's transpose, constants). */
+static void erase_chain(const kf_rec *r)
+{
+	kf_graph *g = r->g;
+	uint32_t nd = 0, cap = r->T * r->nper * KF_REC_MAXIN + 1;
+	kf_nid *d = malloc(cap * sizeof *d);
+	for (uint32_t q = r->T * r->nper; q-- > 0;) {
+		kf_nid n = r->node[q];
+		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
+			kf_nid dj = kf_def(g, kf_in(g, n, j));
+			if (dj != KF_NONE && (dj >= r->nnode || !r->stepof[dj]))
+				d[nd++] = dj;
+		}
+		kf_node_erase(g, n);
+	}
+	for (uint32_t i = 0; i < nd; i++)
+		erase_dead(g, d[i]);
+	free(d);
+}
+
+/* Re-orders block b topologically, keeping the present order where it
+ * can (a node goes as early as its operands allow, ties by old position);
+ * the terminator stays last. */
+static void topo_sort(kf_graph *g, kf_bid b)
+{
+	uint32_t n = 0;
+	kf_foreach_node(g, b, m)
+		n++;
+	kf_nid *ord = malloc((n + 1) * sizeof *ord), *heap = malloc((n + 1) * sizeof *heap);
+	uint32_t *pos = malloc((g->nnode + 1) * sizeof *pos), *deg = calloc(g->nnode + 1, sizeof *deg);
+	uint32_t i = 0, nh = 0, no = 0;
+	kf_nid term = kf_block_terminator(g, b);
+	kf_foreach_node(g, b, m) {
+		pos[m] = i;
+		ord[i++] = m;
+	}
+	for (i = 0; i < n; i++) {
+		kf_nid m = ord[i];
+		for (uint32_t j = 0; j < kf_N(g, m)->nin; j++) {
+			kf_nid d = kf_def(g, kf_in(g, m, j));
+			deg[m] += d != KF_NONE && kf_N(g, d)->blk == b;
+		}
+	}
+	/* a binary min-heap of ready nodes by old position */
+#define KF_HPUSH(x) do { uint32_t c_ = nh++; heap[c_] = (x); \
+		while (c_ && pos[heap[(c_ - 1) / 2]] > pos[heap[c_]]) { \
+			kf_nid t_ = heap[c_]; heap[c_] = heap[(c_ - 1) / 2]; heap[(c_ - 1) / 2] = t_; c_ = (c_ - 1) / 2; } \
+	} while (0)
+	for (i = 0; i < n; i++)
+		if (!deg[ord[i]] && ord[i] != term)
+			KF_HPUSH(ord[i]);
+	kf_nid *out = malloc((n + 1) * sizeof *out);
+	while (nh) {
+		kf_nid m = heap[0];
+		heap[0] = heap[--nh];
+		for (uint32_t c = 0;;) {
+			uint32_t l = 2 * c + 1, s = c;
+			if (l < nh && pos[heap[l]] < pos[heap[s]])
+				s = l;
+			if (l + 1 < nh && pos[heap[l + 1]] < pos[heap[s]])
+				s = l + 1;
+			if (s == c)
+				break;
+			kf_nid t = heap[c];
+			heap[c] = heap[s];
+			heap[s] = t;
+			c = s;
+		}
+		out[no++] = m;
+		for (uint32_t q = 0; q < kf_N(g, m)->nres; q++)
+			kf_foreach_use(g, kf_res(g, m, q), u) {
+				kf_nid un = g->use[u].user;
+				if (kf_N(g, un)->blk == b && --deg[un] == 0 && un != term)
+					KF_HPUSH(un);
+			}
+	}
+#undef KF_HPUSH
+	for (i = 0; i < no; i++)
+		kf_node_move(g, out[i], b, term);
+	free(ord);
+	free(heap);
+	free(pos);
+	free(deg);
+	free(out);
+}
+
+/* ---- the pass ------------------------------------------------------------------------ */
+
+static int rewrite(kf_graph *g, kf_rec *r, kf_buf *log)
+{
+	uint32_t nnode0 = g->nnode;
+	rw w = {.g = g, .r = r};
+	uint32_t cap = r->nper * KF_REC_MAXIN + 1;
+	w.ext0 = calloc(cap, sizeof *w.ext0);
+	w.hx = calloc(cap, sizeof *w.hx);
+	w.row0 = calloc(cap, sizeof *w.row0);
+	w.caphm = cap * 8;
+	w.hm_a = calloc(cap * 8, sizeof *w.hm_a);
+	w.hm_h = calloc(cap * 8, sizeof *w.hm_h);
+	w.hm_row = calloc(cap * 8, sizeof *w.hm_row);
+	int rc = hoist_all(&w);
+	if (rc != 0) {
+		/* drop what hoisting made before it failed */
+		for (kf_nid n = g->nnode; n-- > nnode0;)
+			if (!(kf_N(g, n)->flags & KF_NODE_DEAD) && kf_pass_node_dead(g, n))
+				kf_node_erase(g, n);
+		if (log)
+			kf_buf_printf(log, "persistent: @%s: not a persistent recurrence: %s\n", kf_str(g->ctx, g->name),
+				      w.why);
+	} else {
+		w.ins = malloc((r->T * r->nper * KF_REC_MAXIN + 1) * sizeof *w.ins);
+		w.vmap = malloc((g->nval + 4 * (size_t)r->T * r->nper + 64) * sizeof *w.vmap);
+		/* the body adds values; vmap covers every outer value, which all exist now */
+		for (uint32_t v = 0; v < g->nval; v++)
+			w.vmap[v] = KF_NONE;
+		build(&w, next_sym(g), log);
+		erase_chain(r);
+		topo_sort(g, 0);
+	}
+	free(w.ext0);
+	free(w.hx);
+	free(w.row0);
+	free(w.hm_a);
+	free(w.hm_h);
+	free(w.hm_row);
+	free(w.ins);
+	free(w.vmap);
+	return rc;
+}
+
+static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
+{
+	int64_t min_steps = kf_passopt_int(g->ctx, o, "min-steps", 2);
+	kf_vid done[256];
+	uint32_t ndone = 0;
+	for (;;) {
+		kf_vid cand[64];
+		uint32_t nc = kf_rec_candidates(g, 0, cand, 64), i;
+		for (i = 0; i < nc; i++) {
+			bool seen = false;
+			for (uint32_t j = 0; j < ndone && !seen; j++)
+				seen = done[j] == cand[i];
+			if (!seen)
+				break;
+		}
+		if (i == nc || ndone == 256)
+			return 0;
+		done[ndone++] = cand[i];
+		kf_rec r;
+		const char *wname = kf_V(g, cand[i])->name ? kf_str(g->ctx, kf_V(g, cand[i])->name) : "?";
+		if (kf_rec_analyze(g, 0, cand[i], &r) != 0) {
+			/* a weight every step reads without a chain (the input
+			 * projection's) is no news: say nothing */
+			if (o->log && !strstr(r.why, "one chain"))
+				kf_buf_printf(o->log, "persistent: @%s: the matmuls over %%%s are not a recurrence: %s\n",
+					      kf_str(g->ctx, g->name), wname, r.why);
+			continue;
+		}
+		if (r.T < (uint32_t)min_steps) {
+			kf_rec_free(&r);
+			continue;
+		}
+		if (rewrite(g, &r, o->log) == 0)
+			*changed = true;
+		kf_rec_free(&r);
+	}
+}
+
+static const char *const persistent_opts[] = {"min-steps", NULL};
+
+const kf_pass kf_pass_persistent = {
+	.name = "persistent",
+	.doc = "an unrolled LSTM/GRU (steps linked by their state, one recurrent weight) becomes one "
+	       "persistent fusion node; input projections are hoisted into one matmul",
+	.opts = persistent_opts,
+	.run = persistent_run,
+};
