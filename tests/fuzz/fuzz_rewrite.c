@@ -2,11 +2,13 @@
  * random graphs.
  *
  * The bytes are a program that builds an f32 graph over %x: f32[4,8],
- * %y: f32[8] and %s: f32[]: each step takes an op byte and operand bytes
- * (operands index the values built so far; constants come from a table
- * that holds the constants of the standard patterns, so that the fuzzer
- * can assemble GELU, SiLU and the like from pieces).  A node whose types do
- * not infer is dropped.  The graph returns its last value and one other.
+ * %y: f32[8] and %s: f32[]: each step is four bytes, a kind, a selector and
+ * two operands (indices into the values built so far).  Kinds: a constant
+ * (from a table that holds the constants of the standard patterns, so that
+ * the fuzzer can assemble GELU, SiLU and the like from pieces), a unary op,
+ * a binary op, a cast, a reduction (op, axis, keepdims from the selector),
+ * a layout op or softmax or matmul.  A node whose types do not infer is
+ * dropped.  The graph returns its last value and one other.
  *
  * Then the rules run to a fixed point.  The driver must converge, the
  * result must verify, and on the interpreter it must compute what the input
@@ -45,6 +47,8 @@ static const int binary[] = {
 	KF_OP_ADD, KF_OP_SUB, KF_OP_MUL, KF_OP_DIV, KF_OP_POW, KF_OP_MAX, KF_OP_MIN,
 };
 static const char *const cast_to[] = {"f16", "bf16", "f32"};
+static const int reduce[] = {KF_OP_REDUCE_SUM, KF_OP_REDUCE_MEAN, KF_OP_REDUCE_MAX, KF_OP_REDUCE_MIN};
+static const int64_t axes[] = {-1, 0, 1};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -105,6 +109,40 @@ static kf_vid add_op(kf_graph *g, int op, const kf_vid *in, uint32_t nin, const 
 	return kf_res(g, n, 0);
 }
 
+static kf_attr attr_ints(const char *key, const int64_t *v, uint32_t n, kf_attrval *items)
+{
+	for (uint32_t i = 0; i < n; i++)
+		items[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = v[i]};
+	return (kf_attr){kf_intern_cstr(ctx, key), {.kind = KF_ATTR_LIST, .n = n, .list = items}};
+}
+
+/* reduce_* over one axis, keepdims or not. */
+static kf_vid add_reduce(kf_graph *g, unsigned k, kf_vid x)
+{
+	kf_attrval item[1];
+	kf_attr a[2] = {attr_ints("axes", &axes[(k / 4) % N(axes)], 1, item),
+			{kf_intern_cstr(ctx, "keepdims"), {.kind = KF_ATTR_BOOL, .b = (k / 12) % 2 == 0}}};
+	return add_op(g, reduce[k % N(reduce)], &x, 1, a, 2);
+}
+
+/* transpose, reshape, softmax or matmul. */
+static kf_vid add_layout(kf_graph *g, unsigned k, const kf_vid *in)
+{
+	static const int64_t perm[] = {1, 0}, s84[] = {8, 4}, s32[] = {32}, s48[] = {4, 8};
+	kf_attrval items[2];
+	kf_attr a;
+	switch (k % 6) {
+	case 0: a = attr_ints("perm", perm, 2, items); return add_op(g, KF_OP_TRANSPOSE, in, 1, &a, 1);
+	case 1: a = attr_ints("shape", s84, 2, items); return add_op(g, KF_OP_RESHAPE, in, 1, &a, 1);
+	case 2: a = attr_ints("shape", s32, 1, items); return add_op(g, KF_OP_RESHAPE, in, 1, &a, 1);
+	case 3: a = attr_ints("shape", s48, 2, items); return add_op(g, KF_OP_RESHAPE, in, 1, &a, 1);
+	case 4:
+		a = (kf_attr){kf_intern_cstr(ctx, "axis"), {.kind = KF_ATTR_INT, .i = -1}};
+		return add_op(g, KF_OP_SOFTMAX, in, 1, &a, 1);
+	default: return add_op(g, KF_OP_MATMUL, in, 2, NULL, 0);
+	}
+}
+
 static kf_graph *build(reader *r)
 {
 	kf_graph *g = kf_graph_new(ctx, "fuzz");
@@ -117,7 +155,7 @@ static kf_graph *build(reader *r)
 	v[nv++] = kf_block_add_arg(g, 0, ty, kf_intern_cstr(ctx, "y"));
 	v[nv++] = kf_block_add_arg(g, 0, ts, kf_intern_cstr(ctx, "s"));
 	for (int step = 0; step < MAXSTEP && r->n >= 2; step++) {
-		unsigned sel = next(r) % 4, k = next(r);
+		unsigned sel = next(r) % 6, k = next(r);
 		kf_vid in[2] = {v[next(r) % nv], v[next(r) % nv]}, got = KF_NONE;
 		if (sel == 0)
 			got = add_const(g, consts[k % N(consts)]);
@@ -125,6 +163,10 @@ static kf_graph *build(reader *r)
 			got = add_op(g, unary[k % N(unary)], in, 1, NULL, 0);
 		else if (sel == 2)
 			got = add_op(g, binary[k % N(binary)], in, 2, NULL, 0);
+		else if (sel == 4)
+			got = add_reduce(g, k, in[0]);
+		else if (sel == 5)
+			got = add_layout(g, k, in);
 		else {
 			kf_attr a = {kf_intern_cstr(ctx, "to"),
 				     {.kind = KF_ATTR_STR, .s = kf_intern_cstr(ctx, cast_to[k % N(cast_to)])}};
