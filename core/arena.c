@@ -5,12 +5,6 @@
 #include <string.h>
 #include "kf_int.h"
 
-struct kf_chunk {
-	struct kf_chunk *next;
-	size_t cap, used;
-	_Alignas(16) unsigned char data[];
-};
-
 void *kf_xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
@@ -19,6 +13,16 @@ void *kf_xrealloc(void *p, size_t n)
 		abort();
 	}
 	return q;
+}
+
+void *kf_xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+	if (!p) {
+		fputs("kfuse: fatal: out of memory\n", stderr);
+		abort();
+	}
+	return p;
 }
 
 void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
@@ -34,17 +38,20 @@ void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 	*cap = (uint32_t)c;
 }
 
-void *kf_alloc(kf_arena *a, size_t n)
+/* n bytes at the given alignment (a power of two, at most 16), not zeroed.
+ * A chunk has KF_ARENA_SLACK bytes past its capacity, never handed out, so
+ * that any allocation may be read that far past its end. */
+void *kf_arena_bytes(kf_arena *a, size_t n, size_t align)
 {
-	n = (n + 15) & ~(size_t)15;
 	struct kf_chunk *c = a->head;
-	if (!c || c->cap - c->used < n) {
+	size_t off = c ? (c->used + align - 1) & ~(align - 1) : 0;
+	if (!c || off > c->cap || c->cap - off < n) {
 		size_t cap = 64 * 1024;
 		if (a->total / 4 > cap)
 			cap = a->total / 4; /* grow geometrically: few chunks for big graphs */
 		if (cap < n)
 			cap = n;
-		c = malloc(sizeof *c + cap);
+		c = malloc(sizeof *c + cap + KF_ARENA_SLACK);
 		if (!c) {
 			fputs("kfuse: fatal: out of memory\n", stderr);
 			abort();
@@ -54,17 +61,24 @@ void *kf_alloc(kf_arena *a, size_t n)
 		c->next = a->head;
 		a->head = c;
 		a->total += cap;
+		off = 0;
 	}
-	void *p = c->data + c->used;
-	c->used += n;
+	c->used = off + n;
 	a->used += n;
+	return c->data + off;
+}
+
+void *kf_alloc(kf_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	void *p = kf_arena_bytes(a, n, 16);
 	memset(p, 0, n);
 	return p;
 }
 
 char *kf_strdup_arena(kf_arena *a, const char *s, size_t n)
 {
-	char *p = kf_alloc(a, n + 1);
+	char *p = kf_arena_bytes(a, n + 1, 1); /* packed: names are most of a big graph's strings */
 	memcpy(p, s, n);
 	p[n] = 0;
 	return p;

@@ -16,6 +16,8 @@ void kf_ctx_free(kf_ctx *c)
 {
 	if (!c)
 		return;
+	if (c->ext_release)
+		c->ext_release(c);
 	kf_diag_free_all(c);
 	free(c->str);
 	free(c->strlen_);
@@ -27,6 +29,14 @@ void kf_ctx_free(kf_ctx *c)
 	kf_arena_free(&c->arena);
 	free(c);
 }
+
+void kf_ctx_set_ext(kf_ctx *c, void *ext, void (*release)(kf_ctx *c))
+{
+	c->ext = ext;
+	c->ext_release = release;
+}
+
+void *kf_ctx_ext(const kf_ctx *c) { return c->ext; }
 
 /* ---- op registry: an array in registration order plus a name table ---- */
 

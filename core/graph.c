@@ -162,29 +162,52 @@ static void block_remove(kf_graph *g, kf_nid n)
 	x->prev = x->next = KF_NONE;
 }
 
+/* Grows *arr to hold exactly need elements of size sz when it holds fewer. */
+static void reserve(void **arr, uint32_t *cap, uint32_t have, uint32_t more, size_t sz)
+{
+	uint64_t need = (uint64_t)have + more;
+	if (need > UINT32_MAX - 1)
+		need = UINT32_MAX - 1;
+	if (need <= *cap)
+		return;
+	*arr = kf_xrealloc(*arr, (size_t)need * sz);
+	*cap = (uint32_t)need;
+}
+
+void kf_graph_reserve(kf_graph *g, uint32_t nnode, uint32_t nval, uint32_t nuse)
+{
+	reserve((void **)&g->node, &g->capnode, g->nnode, nnode, sizeof *g->node);
+	reserve((void **)&g->val, &g->capval, g->nval, nval, sizeof *g->val);
+	reserve((void **)&g->use, &g->capuse, g->nuse, nuse, sizeof *g->use);
+}
+
 kf_nid kf_node_new(kf_graph *g, kf_bid b, kf_nid before, int op,
 		   const kf_vid *in, uint32_t nin, const kf_tid *res, uint32_t nres)
 {
-	kf_grow((void **)&g->node, &g->capnode, g->nnode + 1, sizeof *g->node);
-	kf_nid n = g->nnode++;
-	kf_node *x = &g->node[n];
-	memset(x, 0, sizeof *x);
-	x->op = (uint16_t)op;
-	x->body = KF_NONE;
-	x->loc = KF_NOLOC;
-	x->prev = x->next = KF_NONE;
-	x->nin = nin;
-	x->in0 = g->nuse;
-	kf_grow((void **)&g->use, &g->capuse, g->nuse + nin, sizeof *g->use);
-	for (uint32_t i = 0; i < nin; i++) {
-		kf_uid u = g->nuse++;
-		g->use[u] = (kf_use){in[i], n, KF_NONE, KF_NONE};
-		use_link(g, u);
+	if (nres > KF_MAX_RESULTS) { /* the field is 16 bits; callers check, this is the backstop */
+		kf_error(g->ctx, KF_NOLOC, "a node has at most %d results, not %u", KF_MAX_RESULTS, nres);
+		nres = KF_MAX_RESULTS;
 	}
-	x->nres = nres;
-	x->res0 = g->nval;
+	if (g->nnode == g->capnode)
+		kf_grow((void **)&g->node, &g->capnode, g->nnode + 1, sizeof *g->node);
+	if (nin > g->capuse - g->nuse)
+		kf_grow((void **)&g->use, &g->capuse, g->nuse + nin, sizeof *g->use);
+	if (nres > g->capval - g->nval)
+		kf_grow((void **)&g->val, &g->capval, g->nval + nres, sizeof *g->val);
+	kf_nid n = g->nnode++;
+	g->node[n] = (kf_node){.op = (uint16_t)op, .nin = nin, .in0 = g->nuse, .res0 = g->nval,
+			       .nres = (uint16_t)nres, .body = KF_NONE, .loc = KF_NOLOC};
+	kf_use *u = &g->use[g->nuse];
+	for (uint32_t i = 0; i < nin; i++, u++) { /* use_link, without re-reading what was just written */
+		kf_uid id = g->nuse++;
+		kf_value *v = &g->val[in[i]];
+		*u = (kf_use){in[i], n, v->first_use, KF_NONE};
+		if (v->first_use != KF_NONE)
+			g->use[v->first_use].prev = id;
+		v->first_use = id;
+	}
 	for (uint32_t i = 0; i < nres; i++)
-		value_new(g, res[i], n, i, b);
+		g->val[g->nval++] = (kf_value){res[i], n, i, b, 0, KF_NONE};
 	block_insert(g, n, b, before);
 	return n;
 }
@@ -266,6 +289,10 @@ static void attrs_sort(const kf_ctx *c, kf_attr *a, uint32_t n)
 
 void kf_node_set_attrs(kf_graph *g, kf_nid n, const kf_attr *a, uint32_t na)
 {
+	if (na > KF_MAX_ATTRS) { /* the field is 16 bits; the parser checks, this is the backstop */
+		kf_error(g->ctx, KF_NOLOC, "a node has at most %d attributes, not %u", KF_MAX_ATTRS, na);
+		na = KF_MAX_ATTRS;
+	}
 	kf_attr *copy = kf_alloc(&g->arena, (na ? na : 1) * sizeof *copy);
 	for (uint32_t i = 0; i < na; i++) {
 		copy[i].key = a[i].key;
@@ -284,6 +311,10 @@ void kf_node_set_attr(kf_graph *g, kf_nid n, kf_sid key, kf_attrval v)
 			x->attr[i].v = kf_attrval_copy(g, &v);
 			return;
 		}
+	if (x->nattr == KF_MAX_ATTRS) {
+		kf_error(g->ctx, KF_NOLOC, "a node has at most %d attributes", KF_MAX_ATTRS);
+		return;
+	}
 	kf_attr *a = kf_alloc(&g->arena, (x->nattr + 1) * sizeof *a);
 	if (x->nattr)
 		memcpy(a, x->attr, x->nattr * sizeof *a);

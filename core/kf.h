@@ -77,6 +77,15 @@ kf_sid kf_intern_cstr(kf_ctx *c, const char *s);
 kf_sid kf_lookup_str(const kf_ctx *c, const char *s, size_t n); /* KF_NONE if absent */
 const char *kf_str(const kf_ctx *c, kf_sid id);
 size_t kf_strlen(const kf_ctx *c, kf_sid id);
+/* The text of id and its length; the text may be read (not written) 16
+ * bytes past its end, so that a short name is copied in one 16-byte move. */
+const char *kf_str_padded(const kf_ctx *c, kf_sid id, size_t *len);
+/* The table's hash of s, for a caller that interns or looks up one name
+ * more than once, or loads its table slot early (the parser). */
+uint32_t kf_str_hash(const char *s, size_t n);
+kf_sid kf_intern_hashed(kf_ctx *c, const char *s, size_t n, uint32_t hash);
+kf_sid kf_lookup_hashed(const kf_ctx *c, const char *s, size_t n, uint32_t hash); /* KF_NONE if absent */
+void kf_str_prefetch(const kf_ctx *c, uint32_t hash);
 
 /* ---- growable text buffer ------------------------------------------------ */
 
@@ -262,7 +271,13 @@ int kf_op_register(kf_ctx *c, const kf_opinfo *info);
 /* ---- context --------------------------------------------------------------- */
 
 kf_ctx *kf_ctx_new(void);
+/* Frees the context; an extension's release runs first. */
 void kf_ctx_free(kf_ctx *c);
+/* One extension a module may hang on the context (the plugin host: the Lua
+ * state and loaded libraries).  kf_ctx_free calls release(c) while the
+ * context is still whole; release should clear the slot (set NULL). */
+void kf_ctx_set_ext(kf_ctx *c, void *ext, void (*release)(kf_ctx *c));
+void *kf_ctx_ext(const kf_ctx *c);
 
 /* ---- graphs -------------------------------------------------------------- */
 
@@ -283,22 +298,25 @@ typedef struct kf_use {
 
 enum { KF_NODE_DEAD = 1 };
 
+/* 64 bytes: the node array is the largest part of a big graph. */
 typedef struct kf_node {
 	uint16_t op;
 	uint16_t flags;  /* KF_NODE_* */
 	uint32_t nin;
 	kf_uid in0;      /* operand slots in0 .. in0+nin-1 */
-	uint32_t nres;
 	kf_vid res0;     /* results res0 .. res0+nres-1 */
-	uint32_t nattr;
-	kf_attr *attr;   /* sorted by key string */
+	uint16_t nres;   /* at most KF_MAX_RESULTS */
+	uint16_t nattr;  /* at most KF_MAX_ATTRS */
 	kf_bid blk;      /* containing block */
 	kf_bid body;     /* region body for fusion, KF_NONE otherwise */
 	kf_sid sym;      /* `@name`, 0 if none */
 	kf_nid prev, next;
 	kf_loc loc;
+	kf_attr *attr;   /* sorted by key string */
 	kf_const *cst;   /* const nodes */
 } kf_node;
+#define KF_MAX_RESULTS 65535
+#define KF_MAX_ATTRS 65535
 
 typedef struct kf_block {
 	kf_nid parent;   /* node owning this region; KF_NONE for the graph body */
@@ -331,9 +349,15 @@ void kf_graph_set_results(kf_graph *g, const kf_tid *types, uint32_t n);
 kf_bid kf_block_new(kf_graph *g, kf_nid parent);
 kf_vid kf_block_add_arg(kf_graph *g, kf_bid b, kf_tid type, kf_sid name);
 
+/* Makes room for at least n more nodes, values and operand slots (a
+ * parser that knows the size of its text), so that the arrays are not
+ * copied as they grow; untouched room costs address space, not memory. */
+void kf_graph_reserve(kf_graph *g, uint32_t nnode, uint32_t nval, uint32_t nuse);
+
 /* Creates a node of op with operands in[0..nin) and nres results of the given
- * types, inserted before node `before` (KF_NONE: at the end of block b).
- * Result values get no names.  Attributes are copied and sorted. */
+ * types (nres at most KF_MAX_RESULTS), inserted before node `before`
+ * (KF_NONE: at the end of block b).  Result values get no names.
+ * Attributes are copied and sorted (at most KF_MAX_ATTRS). */
 kf_nid kf_node_new(kf_graph *g, kf_bid b, kf_nid before, int op,
 		   const kf_vid *in, uint32_t nin, const kf_tid *res, uint32_t nres);
 void kf_node_set_attrs(kf_graph *g, kf_nid n, const kf_attr *a, uint32_t na);
@@ -400,6 +424,9 @@ void kf_module_add(kf_module *m, kf_graph *g);
 
 void kf_print_graph(kf_buf *out, kf_graph *g);
 void kf_print_module(kf_buf *out, kf_module *m);
+/* Prints m to f as kf_print_module would, through a small buffer (a big
+ * module's text is never held whole); -1 with errno on a write error. */
+int kf_print_module_file(FILE *f, kf_module *m);
 /* A type as written in the IR: f32[64,N]. */
 void kf_print_type(kf_buf *out, const kf_ctx *c, kf_tid t);
 

@@ -26,19 +26,61 @@ typedef struct kf_diag {
 	char *msg;
 } kf_diag;
 
+/* The string table: open addressing, triangular (quadratic) probing, which
+ * at the 80 % load it runs at probes half as many slots as linear probing
+ * would for a new string.  A slot is
+ * (hash << 32 | id + 1), 0 when empty, so that a probe compares 32 bits of
+ * the hash before it touches any string (most probed slots hold another
+ * string, and each string is a cache miss away). */
+typedef struct kf_strtab {
+	uint64_t *slot;
+	uint32_t cap, n; /* cap is a power of two */
+} kf_strtab;
+
 struct kf_ctx {
 	kf_arena arena; /* strings, op names */
-	char **str; uint32_t *strlen_; uint32_t nstr, capstr; kf_idtab strtab;
+	/* str[id]: the text, NUL-terminated, packed in the arena after its
+	 * 32-bit length; strlen_ is unused (NULL) */
+	char **str; uint32_t *strlen_; uint32_t nstr, capstr; kf_strtab strtab;
 	kf_type *type; uint32_t ntype, captype; kf_idtab typetab;
 	kf_opinfo *op; uint32_t nop, capop; kf_idtab optab;
 	kf_source *src; uint32_t nsrc, capsrc;
 	kf_diag *diag; uint32_t ndiag, capdiag;
 	int nerrors;
+	void *ext;
+	void (*ext_release)(kf_ctx *c);
 };
 
 uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h);
 #define KF_HASH_SEED 1469598103934665603ULL
 void *kf_xrealloc(void *p, size_t n);
+void *kf_xcalloc(size_t n, size_t sz); /* zeroed; aborts on OOM */
+/* n bytes at the given alignment (a power of two, at most 16), not zeroed;
+ * the KF_ARENA_SLACK bytes after them are readable (kf_str_padded). */
+void *kf_arena_bytes(kf_arena *a, size_t n, size_t align);
+#define KF_ARENA_SLACK 16
+
+struct kf_chunk {
+	struct kf_chunk *next;
+	size_t cap, used; /* the data holds cap + KF_ARENA_SLACK bytes */
+	_Alignas(16) unsigned char data[];
+};
+
+/* kf_arena_bytes when the current chunk has room: inline, for the string
+ * table's one allocation per new string. */
+static inline void *kf_arena_take(kf_arena *a, size_t n, size_t align)
+{
+	struct kf_chunk *c = a->head;
+	if (c) {
+		size_t off = (c->used + align - 1) & ~(align - 1);
+		if (off <= c->cap && c->cap - off >= n) {
+			c->used = off + n;
+			a->used += n;
+			return c->data + off;
+		}
+	}
+	return kf_arena_bytes(a, n, align);
+}
 /* Grows *arr (of elements of size sz) so that it holds at least need. */
 void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 

@@ -1,12 +1,10 @@
 /* plugin.c: plugins (C shared libraries and Lua op scripts) and the Lua host
  * of a context.
  *
- * What plugins register must live as long as the context, and the core has
- * no per-context slot for extensions and keeps no globals.  So the plugin
- * state of a context hangs off an internal op, registered on first use
- * under a name the IR lexer cannot produce ("<plugin-host>"): looking it up
- * finds the state from the context alone, which is all a pass or a callback
- * has.  kf_plugin_release frees it.
+ * What plugins register must live as long as the context: the plugin state
+ * hangs on the context's extension slot (kf_ctx_set_ext), found from the
+ * context alone, which is all a pass or a callback has.  kf_plugin_release
+ * frees it; kf_ctx_free calls it, so tools need not.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -16,8 +14,6 @@
 #include "kfuse_plugin.h"
 #include "lua_int.h"
 #include "plugin.h"
-
-#define HOST_OP "<plugin-host>"
 
 typedef struct plugin {
 	void *dl;
@@ -32,38 +28,14 @@ typedef struct plughost {
 	int *ops; uint32_t nops, capops; /* registered by C plugins */
 } plughost;
 
-static int not_an_op(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
-{
-	snprintf(err, errlen, "'%s' is internal to kfuse, not an op", HOST_OP);
-	return -1;
-}
-
 static plughost *host_of(kf_ctx *c, bool create)
 {
-	int op = kf_op_lookup(c, HOST_OP, strlen(HOST_OP));
-	plughost *p = op >= 0 ? kf_op(c, op)->user : NULL;
+	plughost *p = kf_ctx_ext(c);
 	if (p || !create)
 		return p;
 	p = calloc(1, sizeof *p);
-	if (!p)
-		return NULL;
-	if (op >= 0) {
-		kf_op_mut(c, op)->user = p;
-		return p;
-	}
-	kf_opinfo info;
-	memset(&info, 0, sizeof info);
-	info.name = HOST_OP;
-	info.trait = KF_TRAIT_OPAQUE;
-	info.flags = KF_OPF_EFFECT;
-	info.infer = not_an_op;
-	info.attrs = "";
-	info.doc = "internal: the plugin state of the context (not an op)";
-	info.user = p;
-	if (kf_op_register(c, &info) < 0) {
-		free(p);
-		return NULL;
-	}
+	if (p)
+		kf_ctx_set_ext(c, p, kf_plugin_release);
 	return p;
 }
 
@@ -216,10 +188,10 @@ void kf_plugin_passes(kf_ctx *c, kf_passreg *r)
 
 void kf_plugin_release(kf_ctx *c)
 {
-	int op = kf_op_lookup(c, HOST_OP, strlen(HOST_OP));
 	plughost *p = host_of(c, false);
 	if (!p)
 		return;
+	kf_ctx_set_ext(c, NULL, NULL);
 	kf_lhost_free(p->lua);
 	/* ops of C plugins point into their libraries: detach them first */
 	for (uint32_t i = 0; i < p->nops; i++) {
@@ -240,5 +212,4 @@ void kf_plugin_release(kf_ctx *c)
 	free(p->pl);
 	free(p->pass);
 	free(p);
-	kf_op_mut(c, op)->user = NULL;
 }

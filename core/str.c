@@ -16,82 +16,164 @@ uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
-static uint64_t str_hash(const char *s, size_t n) { return kf_hash_bytes(s, n, KF_HASH_SEED); }
+/* ---- interned strings ---- */
 
-static void tab_init(kf_idtab *t, uint32_t cap)
+static uint64_t rd64(const char *p)
 {
-	t->slot = kf_xrealloc(NULL, cap * sizeof *t->slot);
-	memset(t->slot, 0xff, cap * sizeof *t->slot);
-	t->cap = cap;
-	t->n = 0;
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
 }
 
-static kf_sid str_find(const kf_ctx *c, const char *s, size_t n, uint64_t h, uint32_t *slot)
+static uint64_t rd32(const char *p)
 {
-	uint32_t mask = c->strtab.cap - 1, i = (uint32_t)h & mask;
-	for (;; i = (i + 1) & mask) {
-		uint32_t id = c->strtab.slot[i];
-		if (id == KF_NONE) {
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	__uint128_t r = (__uint128_t)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* wyhash's shape: a few loads and two multiplications for a short name,
+ * where FNV-1a spends a multiply on each byte. */
+uint32_t kf_str_hash(const char *s, size_t n)
+{
+	const uint64_t p0 = 0xa0761d6478bd642fULL, p1 = 0xe7037ed1a0b428dbULL;
+	uint64_t a, b, seed = 0x8ebc6af09c88c6e3ULL;
+	if (n <= 16) {
+		if (n >= 4) {
+			size_t q = (n >> 3) << 2;
+			a = rd32(s) << 32 | rd32(s + q);
+			b = rd32(s + n - 4) << 32 | rd32(s + n - 4 - q);
+		} else if (n > 0) {
+			a = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[n >> 1] << 8 |
+			    (unsigned char)s[n - 1];
+			b = 0;
+		} else
+			a = b = 0;
+	} else {
+		size_t i = n;
+		const char *q = s;
+		for (; i > 16; i -= 16, q += 16)
+			seed = mix(rd64(q) ^ p1, rd64(q + 8) ^ seed);
+		a = rd64(q + i - 16);
+		b = rd64(q + i - 8);
+	}
+	uint64_t h = mix(p1 ^ n, mix(a ^ p1, b ^ seed ^ p0));
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static uint32_t str_len(const char *t)
+{
+	uint32_t n;
+	memcpy(&n, t - 4, 4);
+	return n;
+}
+
+/* The id of s, or KF_NONE with *slot the empty slot where it goes. */
+static inline __attribute__((always_inline)) kf_sid str_find(const kf_ctx *c, const char *s, size_t n,
+							   uint32_t h, uint32_t *slot)
+{
+	const uint64_t *tab = c->strtab.slot;
+	uint32_t mask = c->strtab.cap - 1;
+	for (uint32_t i = h & mask, step = 1;; i = (i + step++) & mask) {
+		uint64_t e = tab[i];
+		if (!e) {
 			*slot = i;
 			return KF_NONE;
 		}
-		if (c->strlen_[id] == n && memcmp(c->str[id], s, n) == 0)
-			return id;
+		if ((uint32_t)(e >> 32) == h) {
+			kf_sid id = (uint32_t)e - 1;
+			const char *t = c->str[id];
+			if (str_len(t) == n && memcmp(t, s, n) == 0)
+				return id;
+		}
 	}
 }
 
-static void str_rehash(kf_ctx *c)
+/* Moves every slot to a table of cap slots; the hash in the slot places
+ * it, so no string is read. */
+static void str_rehash(kf_ctx *c, uint32_t cap)
 {
-	kf_idtab old = c->strtab;
-	tab_init(&c->strtab, old.cap * 2);
-	for (uint32_t id = 0; id < c->nstr; id++) {
-		uint32_t slot;
-		str_find(c, c->str[id], c->strlen_[id], str_hash(c->str[id], c->strlen_[id]), &slot);
-		c->strtab.slot[slot] = id;
+	kf_strtab old = c->strtab;
+	c->strtab.slot = kf_xcalloc(cap, sizeof *c->strtab.slot);
+	c->strtab.cap = cap;
+	for (uint32_t i = 0; i < old.cap; i++) {
+		uint64_t e = old.slot[i];
+		if (!e)
+			continue;
+		uint32_t j = (uint32_t)(e >> 32) & (cap - 1);
+		for (uint32_t step = 1; c->strtab.slot[j]; j = (j + step++) & (cap - 1))
+			;
+		c->strtab.slot[j] = e;
 	}
-	c->strtab.n = c->nstr;
 	free(old.slot);
 }
 
-kf_sid kf_intern(kf_ctx *c, const char *s, size_t n)
+kf_sid kf_intern_hashed(kf_ctx *c, const char *s, size_t n, uint32_t h)
 {
 	if (!c->strtab.cap)
-		tab_init(&c->strtab, 1024);
-	uint64_t h = str_hash(s, n);
-	uint32_t slot;
+		str_rehash(c, 1024);
+	uint32_t slot = 0;
 	kf_sid id = str_find(c, s, n, h, &slot);
 	if (id != KF_NONE)
 		return id;
-	if ((c->strtab.n + 1) * 2 > c->strtab.cap) {
-		str_rehash(c);
+	if ((uint64_t)(c->strtab.n + 1) * 5 > (uint64_t)c->strtab.cap * 4) { /* 80 %: the tags keep probes cheap */
+		str_rehash(c, c->strtab.cap * 2);
 		str_find(c, s, n, h, &slot);
 	}
-	if (c->nstr + 1 > c->capstr) {
-		uint32_t cap = c->capstr;
-		kf_grow((void **)&c->str, &cap, c->nstr + 1, sizeof *c->str);
-		c->strlen_ = kf_xrealloc(c->strlen_, cap * sizeof *c->strlen_);
-		c->capstr = cap;
-	}
+	if (c->nstr == c->capstr)
+		kf_grow((void **)&c->str, &c->capstr, c->nstr + 1, sizeof *c->str);
+	/* the length, the bytes and a NUL, packed: 12 bytes for "v12345" */
+	char *t = kf_arena_take(&c->arena, 4 + n + 1, 4);
+	uint32_t len = (uint32_t)n;
+	memcpy(t, &len, 4);
+	memcpy(t + 4, s, n);
+	t[4 + n] = 0;
 	id = c->nstr++;
-	c->str[id] = kf_strdup_arena(&c->arena, s, n);
-	c->strlen_[id] = (uint32_t)n;
-	c->strtab.slot[slot] = id;
+	c->str[id] = t + 4;
+	c->strtab.slot[slot] = (uint64_t)h << 32 | (id + 1);
 	c->strtab.n++;
 	return id;
 }
 
+kf_sid kf_intern(kf_ctx *c, const char *s, size_t n) { return kf_intern_hashed(c, s, n, kf_str_hash(s, n)); }
+
 kf_sid kf_intern_cstr(kf_ctx *c, const char *s) { return kf_intern(c, s, strlen(s)); }
 
-kf_sid kf_lookup_str(const kf_ctx *c, const char *s, size_t n)
+kf_sid kf_lookup_hashed(const kf_ctx *c, const char *s, size_t n, uint32_t h)
 {
 	uint32_t slot;
 	if (!c->strtab.cap)
 		return KF_NONE;
-	return str_find(c, s, n, str_hash(s, n), &slot);
+	return str_find(c, s, n, h, &slot);
+}
+
+kf_sid kf_lookup_str(const kf_ctx *c, const char *s, size_t n) { return kf_lookup_hashed(c, s, n, kf_str_hash(s, n)); }
+
+void kf_str_prefetch(const kf_ctx *c, uint32_t h)
+{
+	if (c->strtab.cap)
+		__builtin_prefetch(&c->strtab.slot[h & (c->strtab.cap - 1)]);
 }
 
 const char *kf_str(const kf_ctx *c, kf_sid id) { return id < c->nstr ? c->str[id] : ""; }
-size_t kf_strlen(const kf_ctx *c, kf_sid id) { return id < c->nstr ? c->strlen_[id] : 0; }
+
+const char *kf_str_padded(const kf_ctx *c, kf_sid id, size_t *len)
+{
+	static const char none[KF_ARENA_SLACK + 1]; /* "", readable as far as a real one */
+	if (id >= c->nstr) {
+		*len = 0;
+		return none;
+	}
+	*len = str_len(c->str[id]);
+	return c->str[id]; /* in the arena: its slack covers the 16 bytes */
+}
+size_t kf_strlen(const kf_ctx *c, kf_sid id) { return id < c->nstr ? str_len(c->str[id]) : 0; }
 
 /* ---- kf_buf ---- */
 

@@ -44,7 +44,7 @@ typedef struct kf_token {
 	uint32_t len;  /* bytes; for KF_T_VALUE with #k, the whole "%s#k" */
 	uint32_t nlen; /* KF_T_VALUE, KF_T_GLOBAL: bytes of the name (after the sigil);
 			* KF_LEXERR_STR_BYTE: offset of the bad byte in the token */
-	int64_t idx;   /* KF_T_VALUE: k of %name#k (saturated at INT32_MAX), -1 if none */
+	int32_t idx;   /* KF_T_VALUE: k of %name#k (saturated at INT32_MAX), -1 if none */
 } kf_token;
 
 typedef struct kf_lexer {
@@ -52,7 +52,8 @@ typedef struct kf_lexer {
 	bool nl; /* a newline (or the start) since the last token */
 } kf_lexer;
 
-/* len must be below 4 GiB (offsets are 32-bit); the parser checks. */
+/* len must be below 4 GiB (offsets are 32-bit; the parser checks), and
+ * text[len] must be a readable 0 (a sentinel; kf_source_add puts one). */
 void kf_lex_init(kf_lexer *lx, const char *text, size_t len);
 void kf_lex_next(kf_lexer *lx, kf_token *t);
 

@@ -1,8 +1,11 @@
 /* lexer.re: the .kf tokenizer, compiled by re2c at build time.
  *
- * Reads through a bounds-checked YYPEEK, so the text needs no sentinel and
- * may hold NUL bytes: past the end it reads 0, and the $ rule fires only when
- * the cursor is really at the limit (re2c's "sentinel with bounds checks").
+ * The text ends in a NUL sentinel (text[len] == 0; the context's copy of a
+ * source has it) and may hold NUL bytes of its own: no rule matches past a
+ * 0, and the rule for a 0 tells the end (the cursor past the limit) from a
+ * NUL in the text, so nothing is read past the sentinel and no byte pays a
+ * bounds check (re2c's sentinel method).  Bit vectors and computed gotos: a
+ * name's bytes cost a table test each, not a chain of comparisons.
  * Input is bytes (re2c --input-encoding ascii); UTF-8 is accepted, and
  * checked, only inside strings and comments. */
 #include "lex.h"
@@ -15,7 +18,7 @@ void kf_lex_init(kf_lexer *lx, const char *text, size_t len)
 }
 
 /* Saturating decimal for the k of %name#k; the parser range-checks it. */
-static int64_t lex_index(const char *p, const char *end)
+static int32_t lex_index(const char *p, const char *end)
 {
 	int64_t k = 0;
 	for (; p < end; p++) {
@@ -23,7 +26,7 @@ static int64_t lex_index(const char *p, const char *end)
 		if (k > INT32_MAX)
 			return INT32_MAX;
 	}
-	return k;
+	return (int32_t)k;
 }
 
 /* After an unterminated string: what stopped it decides the message. */
@@ -50,6 +53,8 @@ void kf_lex_next(kf_lexer *lx, kf_token *t)
 	t->nlen = 0;
 	t->idx = -1;
 	for (;;) {
+		while (*cur == ' ') /* most blanks are single spaces: no trip through the DFA */
+			cur++;
 		start = cur;
 #define TOK(k) do { lx->cur = cur; tok(lx, t, start, (k)); return; } while (0)
 #define ERR(e) do { lx->cur = cur; tok(lx, t, start, KF_T_ERROR); t->err = (uint8_t)(e); return; } while (0)
@@ -57,13 +62,13 @@ void kf_lex_next(kf_lexer *lx, kf_token *t)
 		re2c:api = custom;
 		re2c:api:style = free-form;
 		re2c:define:YYCTYPE = "unsigned char";
-		re2c:define:YYPEEK = "(cur < lim ? (unsigned char)*cur : 0)";
+		re2c:define:YYPEEK = "(unsigned char)*cur";
 		re2c:define:YYSKIP = "++cur;";
 		re2c:define:YYBACKUP = "mar = cur;";
 		re2c:define:YYRESTORE = "cur = mar;";
-		re2c:define:YYLESSTHAN = "(lim - cur < @@{len})";
 		re2c:yyfill:enable = 0;
-		re2c:eof = 0;
+		re2c:flags:bit-vectors = 1;
+		re2c:flags:computed-gotos = 1;
 
 		u8tail = [\x80-\xbf];
 		u8 = [\xc2-\xdf] u8tail
@@ -78,19 +83,20 @@ void kf_lex_next(kf_lexer *lx, kf_token *t)
 		exp = [eE] [+-]? dig+;
 		strch = [^"\\\n\x00\x80-\xff] | "\\" [^\n\x00\x80-\xff] | u8;
 
-		$ { lx->cur = cur; t->kind = KF_T_EOF; t->off = (uint32_t)(cur - lx->base);
-		    t->len = 0; t->bol = true; return; }
 		[ \t\r]+ { continue; }
 		"\n" { lx->nl = true; continue; }
 		"#" ([^\n\x00\x80-\xff] | u8)* { continue; }
 
-		"%" namech+ { t->nlen = (uint32_t)(cur - start - 1); TOK(KF_T_VALUE); }
-		"%" namech+ "#" dig+ {
-			const char *h = start + 1;
-			while (*h != '#')
-				h++;
-			t->nlen = (uint32_t)(h - start - 1);
-			t->idx = lex_index(h + 1, cur);
+		"%" namech+ {
+			/* %name#k by hand: the DFA's name loop stays a bit test
+			 * (a '#' is a byte before the sentinel, so cur[1] is readable) */
+			t->nlen = (uint32_t)(cur - start - 1);
+			if (*cur == '#' && cur[1] >= '0' && cur[1] <= '9') {
+				const char *k = ++cur;
+				while (*cur >= '0' && *cur <= '9')
+					cur++;
+				t->idx = lex_index(k, cur);
+			}
 			TOK(KF_T_VALUE);
 		}
 		"@" namech+ { t->nlen = (uint32_t)(cur - start - 1); TOK(KF_T_GLOBAL); }
@@ -128,7 +134,17 @@ void kf_lex_next(kf_lexer *lx, kf_token *t)
 		"-" { TOK(KF_T_MINUS); }
 		"^" { TOK(KF_T_CARET); }
 
-		"\x00" { ERR(KF_LEXERR_NUL); }
+		"\x00" {
+			if (cur > lim) { /* the sentinel */
+				lx->cur = lim;
+				t->kind = KF_T_EOF;
+				t->off = (uint32_t)(lim - lx->base);
+				t->len = 0;
+				t->bol = true;
+				return;
+			}
+			ERR(KF_LEXERR_NUL);
+		}
 		u8 { ERR(KF_LEXERR_NONASCII); }
 		[\x80-\xff] { ERR(KF_LEXERR_UTF8); }
 		* { ERR(KF_LEXERR_CHAR); }

@@ -12,23 +12,22 @@
 #define KF_PARSE_MAX_REGION 64 /* region nesting */
 #define KF_POISON KF_NONE      /* a name whose definition failed: uses stay quiet */
 
-/* One name binding in the parser's own open-addressing table, keyed by the
- * name's bytes.  Valid only when scope is the current scope's id, so a new
- * scope (graph or region) hides every older binding without clearing
- * anything.  Names are compared against the defining token in the text.
- * On a machine where a cache miss costs 250 ns, two misses per lookup
- * instead of the five of a trip through the context's string table and a
- * sid-indexed array is most of the parse time; 16-byte slots keep the table
- * small (it is a good part of the peak memory). */
+/* The binding of a value name, by the name's sid (parse_names.c).  Valid
+ * only when scope is the current scope's id, so a new scope (graph or
+ * region) hides every older binding without clearing anything. */
 #define KF_SCOPE_EMPTY 0
-#define KF_SCOPE_DEAD 1         /* a binding a closed region made; never current */
+#define KF_SCOPE_DEAD 1         /* never a current scope */
 #define KF_SCOPE_MULTI 0x80000000u /* in scope: the node has several results */
-typedef struct kf_pslot {
-	uint32_t hash;
+typedef struct kf_pbind {
 	uint32_t scope; /* | KF_SCOPE_MULTI */
 	kf_vid vid;     /* first result, or KF_POISON */
 	uint32_t off;   /* the defining '%name' token */
-} kf_pslot;
+} kf_pbind;
+
+typedef struct kf_pundo {
+	kf_sid sid;
+	kf_pbind b;
+} kf_pundo;
 
 /* A literal scalar as written, before a type says what it must be. */
 enum { KF_LIT_INT, KF_LIT_FLOAT, KF_LIT_BOOL };
@@ -38,6 +37,15 @@ typedef struct kf_lit {
 	int64_t i;
 	double f;
 } kf_lit;
+
+/* An op name seen before: the registry's hash of each statement's op word
+ * was a noticeable share of the parse, and a file uses a handful of ops. */
+#define KF_PARSE_OPCACHE 64
+typedef struct kf_opcache {
+	const char *name; /* the registry's; NULL when empty */
+	uint32_t len;
+	int op;
+} kf_opcache;
 
 typedef struct kf_parser {
 	kf_ctx *c;
@@ -51,12 +59,13 @@ typedef struct kf_parser {
 	bool building; /* no error yet, so nodes are still being created */
 
 	kf_graph *g;
-	kf_pslot *tab; uint32_t captab, ntab;
+	kf_pbind *bind; uint32_t capbind;        /* by sid */
 	uint32_t scope, nscope;
-	kf_pslot *undo; uint32_t nundo, capundo; /* bindings a region shadowed */
+	kf_pundo *undo; uint32_t nundo, capundo; /* bindings a region shadowed */
 	uint32_t outer[KF_PARSE_MAX_REGION + 1]; /* enclosing scopes, for a hint */
 	int depth;                               /* region nesting */
 
+	kf_opcache opc[KF_PARSE_OPCACHE];
 	kf_tid last_type;                   /* the last type read, and its text */
 	uint32_t last_type_off, last_type_len;
 	kf_arena tmp;  /* attribute lists, until kf_node_set_attrs copies them */
@@ -75,22 +84,32 @@ bool kf_parse_expect(kf_parser *p, int kind, const char *what);
 /* Expects the closer of an opener at open_off, naming it when lines differ. */
 bool kf_parse_close(kf_parser *p, int kind, const char *what, char opench, uint32_t open_off);
 bool kf_parse_is_word(const kf_parser *p, const char *w);
+kf_token kf_parse_peek(const kf_parser *p); /* the token after p->tok */
+int kf_parse_line(kf_parser *p, uint32_t off);
+
+/* parse_stmt.c */
+/* Statements up to the closing '}' of a graph body or region. */
+bool kf_parse_block(kf_parser *p, kf_bid b, uint32_t open_off, bool region);
+/* `(args) -> (types)` of graph g. */
+bool kf_parse_header(kf_parser *p, kf_graph *g);
 /* A token's text for messages, quoted and cut short: 'foo' or end of file. */
 const char *kf_parse_near(const kf_parser *p, const kf_token *t, char *buf, size_t n);
 
 /* parse_names.c */
-/* The binding of value token t in whatever scope (check e->scope), or the
- * empty slot where it would go. */
-kf_pslot *kf_parse_lookup(kf_parser *p, const kf_token *t);
-/* Binds %name (token t) to vid..vid+nres-1 in the current scope; reports a
- * redefinition unless `quiet`. */
-void kf_parse_define(kf_parser *p, const kf_token *t, kf_vid vid, uint32_t nres, bool quiet);
+/* The string-table hash of value token t's name; its slot is prefetched. */
+uint32_t kf_parse_hash(const kf_parser *p, const kf_token *t);
+/* The name of value token t, interned. */
+kf_sid kf_parse_name(kf_parser *p, const kf_token *t);
+kf_pbind *kf_parse_bind(kf_parser *p, kf_sid sid);
+/* Binds %name (token t, interned as sid) to vid..vid+nres-1 in the current
+ * scope; reports a redefinition unless `quiet`. */
+void kf_parse_define(kf_parser *p, const kf_token *t, kf_sid sid, kf_vid vid, uint32_t nres, bool quiet);
 void kf_parse_redefinition(kf_parser *p, const kf_token *t, uint32_t first);
 /* Puts back the bindings a region shadowed since undo mark `mark`. */
 void kf_parse_restore(kf_parser *p, uint32_t mark);
-/* The value of a use token; KF_POISON after a reported error. */
-kf_vid kf_parse_resolve(kf_parser *p, const kf_token *t);
-void kf_parse_prefetch(const kf_parser *p, const kf_token *t);
+/* The value of a use token whose name hashes to h; KF_POISON after a
+ * reported error. */
+kf_vid kf_parse_resolve(kf_parser *p, const kf_token *t, uint32_t h);
 /* "line:col" of an offset. */
 void kf_parse_loc(kf_parser *p, uint32_t off, char *buf, size_t n);
 

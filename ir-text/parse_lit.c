@@ -147,12 +147,13 @@ bool kf_parse_type(kf_parser *p, kf_tid *tid)
 		kf_parse_expected(p, "a type (such as f32[4,N])");
 		return false;
 	}
-	/* most types repeat the one before, byte for byte: skip building it */
-	const char *rb = memchr(p->text + t.off, ']', p->len - t.off < 256 ? p->len - t.off : 256);
-	uint32_t span = rb ? (uint32_t)(rb - (p->text + t.off)) + 1 : 0;
-	if (span && span == p->last_type_len && !memcmp(p->text + t.off, p->text + p->last_type_off, span)) {
-		while (p->tok.kind != KF_T_EOF && p->tok.off < t.off + span)
-			kf_parse_next(p);
+	/* most types repeat the one before, byte for byte: reuse its id and
+	 * skip its tokens (the same bytes lex the same way, up to its ']') */
+	if (p->last_type_len && p->len - t.off >= p->last_type_len &&
+	    !memcmp(p->text + t.off, p->text + p->last_type_off, p->last_type_len)) {
+		p->lx.cur = p->text + t.off + p->last_type_len;
+		p->lx.nl = false;
+		kf_parse_next(p);
 		*tid = p->last_type;
 		return true;
 	}
@@ -197,11 +198,9 @@ bool kf_parse_type(kf_parser *p, kf_tid *tid)
 	if (!bad) {
 		kf_type ty = kf_type_make((kf_dtype)dt, rank, dims);
 		*tid = kf_type_intern(p->c, &ty);
-		if (span && rboff == t.off + span - 1) { /* its text ends at that ']' */
-			p->last_type = *tid;
-			p->last_type_off = t.off;
-			p->last_type_len = span;
-		}
+		p->last_type = *tid;
+		p->last_type_off = t.off;
+		p->last_type_len = rboff + 1 - t.off;
 	}
 	return true;
 }
@@ -283,6 +282,11 @@ bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *nout)
 				if (a[i].key == key)
 					kf_parse_err(p, k.off, "duplicate attribute %s", kf_parse_near(p, &k, near, sizeof near));
 			if (!kf_parse_expect(p, KF_T_EQ, "'=' after the attribute name")) {
+				ok = false;
+				break;
+			}
+			if (n == KF_MAX_ATTRS) {
+				kf_parse_err(p, k.off, "too many attributes (limit %d)", KF_MAX_ATTRS);
 				ok = false;
 				break;
 			}

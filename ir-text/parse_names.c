@@ -1,73 +1,41 @@
-/* parse_names.c: the parser's name table: value names to their bindings.
+/* parse_names.c: the parser's name bindings: value names to their values.
  *
- * Open addressing keyed by the name's bytes, compared against the defining
- * token in the text (see kf_pslot in parse_int.h); scopes are stamps, and a
- * region's shadowed bindings are kept on an undo stack until it closes. */
+ * A name is interned in the context where it is defined (the value keeps
+ * it as its name anyway) and bound by its sid in a dense array; a use is
+ * one probe of the context's string table and one array load.  Scopes are
+ * stamps, and a region's shadowed bindings are kept on an undo stack until
+ * it closes (see kf_pbind in parse_int.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "parse_int.h"
 
-static uint32_t name_hash(const char *s, uint32_t n)
+uint32_t kf_parse_hash(const kf_parser *p, const kf_token *t)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return (uint32_t)(h ^ (h >> 32));
+	uint32_t h = kf_str_hash(p->text + t->off + 1, t->nlen);
+	kf_str_prefetch(p->c, h); /* a cache miss; the rest of the line is read meanwhile */
+	return h;
 }
 
-static bool is_namech(char ch)
+kf_sid kf_parse_name(kf_parser *p, const kf_token *t)
 {
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '_' || ch == '.' || ch == '$';
+	return kf_intern(p->c, p->text + t->off + 1, t->nlen);
 }
 
-/* Whether slot e binds name s: the defining token spells it and ends there. */
-static bool slot_is(const kf_parser *p, const kf_pslot *e, const char *s, uint32_t n, uint32_t h)
+/* The binding of sid; the array grows (zeroed: unbound) to hold it. */
+kf_pbind *kf_parse_bind(kf_parser *p, kf_sid sid)
 {
-	if (e->hash != h)
-		return false;
-	const char *d = p->text + e->off + 1;
-	return (size_t)(e->off + 1) + n <= p->len && memcmp(d, s, n) == 0 &&
-	       ((size_t)(e->off + 1) + n == p->len || !is_namech(d[n]));
-}
-
-/* The slot holding name s (of any scope), or the empty slot where it goes. */
-static kf_pslot *slot_find(kf_parser *p, const char *s, uint32_t n, uint32_t h)
-{
-	uint32_t mask = p->captab - 1;
-	for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-		kf_pslot *e = &p->tab[i];
-		if (e->scope == KF_SCOPE_EMPTY || slot_is(p, e, s, n, h))
-			return e;
+	if (sid >= p->capbind) {
+		uint32_t cap = p->capbind ? p->capbind : 1024;
+		while (cap <= sid)
+			cap *= 2;
+		p->bind = realloc(p->bind, (size_t)cap * sizeof *p->bind);
+		if (!p->bind)
+			abort();
+		memset(p->bind + p->capbind, 0, (size_t)(cap - p->capbind) * sizeof *p->bind);
+		p->capbind = cap;
 	}
-}
-
-static void tab_grow(kf_parser *p)
-{
-	kf_pslot *old = p->tab;
-	uint32_t oldcap = p->captab;
-	p->captab = oldcap ? oldcap * 2 : 1024;
-	p->tab = calloc(p->captab, sizeof *p->tab);
-	if (!p->tab)
-		abort();
-	for (uint32_t i = 0; i < oldcap; i++)
-		if (old[i].scope != KF_SCOPE_EMPTY) {
-			uint32_t j = old[i].hash & (p->captab - 1);
-			while (p->tab[j].scope != KF_SCOPE_EMPTY)
-				j = (j + 1) & (p->captab - 1);
-			p->tab[j] = old[i];
-		}
-	free(old);
-}
-
-/* The binding of value token t, in whatever scope (check e->scope). */
-kf_pslot *kf_parse_lookup(kf_parser *p, const kf_token *t)
-{
-	const char *s = p->text + t->off + 1;
-	if (!p->captab)
-		tab_grow(p);
-	return slot_find(p, s, t->nlen, name_hash(s, t->nlen));
+	return &p->bind[sid];
 }
 
 void kf_parse_loc(kf_parser *p, uint32_t off, char *buf, size_t n)
@@ -84,21 +52,15 @@ void kf_parse_redefinition(kf_parser *p, const kf_token *t, uint32_t first)
 	kf_parse_err(p, t->off, "redefinition of '%%%.*s' (first at %s)", (int)t->nlen, p->text + t->off + 1, at);
 }
 
-/* Binds %name (token t) to vid..vid+nres-1 in the current scope; a
- * redefinition is reported unless `quiet` (the caller already did). */
-void kf_parse_define(kf_parser *p, const kf_token *t, kf_vid vid, uint32_t nres, bool quiet)
+/* Binds %name (token t, interned as sid) to vid..vid+nres-1 in the current
+ * scope; a redefinition is reported unless `quiet` (the caller already did). */
+void kf_parse_define(kf_parser *p, const kf_token *t, kf_sid sid, kf_vid vid, uint32_t nres, bool quiet)
 {
-	if ((p->ntab + 1) * 4 > p->captab * 3)
-		tab_grow(p);
-	kf_pslot *e = kf_parse_lookup(p, t);
+	kf_pbind *e = kf_parse_bind(p, sid);
 	if ((e->scope & ~KF_SCOPE_MULTI) == p->scope) {
 		if (!quiet)
 			kf_parse_redefinition(p, t, e->off);
 		return;
-	}
-	if (e->scope == KF_SCOPE_EMPTY) {
-		p->ntab++;
-		*e = (kf_pslot){.hash = name_hash(p->text + t->off + 1, t->nlen), .scope = KF_SCOPE_DEAD};
 	}
 	if (p->depth > 0) { /* keep the shadowed binding for when the region closes */
 		if (p->nundo == p->capundo) {
@@ -107,7 +69,7 @@ void kf_parse_define(kf_parser *p, const kf_token *t, kf_vid vid, uint32_t nres,
 			if (!p->undo)
 				abort();
 		}
-		p->undo[p->nundo++] = *e;
+		p->undo[p->nundo++] = (kf_pundo){sid, *e};
 	}
 	e->scope = p->scope | (nres > 1 ? KF_SCOPE_MULTI : 0);
 	e->vid = vid;
@@ -118,16 +80,12 @@ void kf_parse_define(kf_parser *p, const kf_token *t, kf_vid vid, uint32_t nres,
 void kf_parse_restore(kf_parser *p, uint32_t mark)
 {
 	while (p->nundo > mark) {
-		kf_pslot *u = &p->undo[--p->nundo];
-		const char *s = p->text + u->off + 1;
-		uint32_t n = 0;
-		while (u->off + 1 + n < p->len && is_namech(s[n]))
-			n++;
-		*slot_find(p, s, n, u->hash) = *u;
+		const kf_pundo *u = &p->undo[--p->nundo];
+		p->bind[u->sid] = u->b;
 	}
 }
 
-static bool in_outer_scope(const kf_parser *p, const kf_pslot *e)
+static bool in_outer_scope(const kf_parser *p, const kf_pbind *e)
 {
 	for (int i = 0; i < p->depth; i++)
 		if (p->outer[i] == (e->scope & ~KF_SCOPE_MULTI))
@@ -135,13 +93,15 @@ static bool in_outer_scope(const kf_parser *p, const kf_pslot *e)
 	return false;
 }
 
-/* Resolves the value token t; KF_POISON after a reported error or for a
- * name whose definition failed. */
-kf_vid kf_parse_resolve(kf_parser *p, const kf_token *t)
+/* Resolves the value token t (whose name hashes to h); KF_POISON after a
+ * reported error or for a name whose definition failed. */
+kf_vid kf_parse_resolve(kf_parser *p, const kf_token *t, uint32_t h)
 {
+	static const kf_pbind unbound = {0};
 	const char *nm = p->text + t->off + 1;
 	int nl = (int)t->nlen;
-	kf_pslot *e = kf_parse_lookup(p, t);
+	kf_sid sid = kf_lookup_hashed(p->c, nm, t->nlen, h);
+	const kf_pbind *e = sid < p->capbind ? &p->bind[sid] : &unbound;
 	if ((e->scope & ~KF_SCOPE_MULTI) != p->scope) {
 		if (in_outer_scope(p, e))
 			kf_parse_err(p, t->off, "use of undefined value '%%%.*s' (a region sees only its own '^' arguments)", nl, nm);
@@ -167,12 +127,4 @@ kf_vid kf_parse_resolve(kf_parser *p, const kf_token *t)
 		return KF_POISON;
 	}
 	return e->vid;
-}
-
-/* Starts loading the table slot of a value name: the slot is a cache miss
- * (the table is megabytes), and the rest of the line is read meanwhile. */
-void kf_parse_prefetch(const kf_parser *p, const kf_token *t)
-{
-	if (p->captab)
-		__builtin_prefetch(&p->tab[name_hash(p->text + t->off + 1, t->nlen) & (p->captab - 1)]);
 }

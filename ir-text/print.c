@@ -8,69 +8,144 @@
  * print(parse(text)) is a fixed point: the printed names are unique and
  * parse back to themselves.
  *
- * Speed: per-sid marks stamped with a scope id (no clearing), a string set
- * only for generated names, a cache of type texts and the use text of each
- * value in one slot; O(n) in the graph. */
+ * Speed and size: per-sid marks stamped with a scope id (no clearing), a
+ * string set only for generated names, 4 bytes per value for its printed
+ * name (its own sid, or a generated one), cached texts of types and op
+ * names, and writes into the buffer without a call or a NUL each; O(n) in
+ * the graph.  kf_print_module_file streams: the buffer goes to the file
+ * every PRINT_CHUNK bytes, so a big module's text is never held whole. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kf.h"
 
+#define PRINT_CHUNK (64 * 1024)
+
 typedef struct pstr {
-	const char *s;
+	const char *s; /* readable 16 bytes past its end (put_padded) */
 	uint32_t n;
 } pstr;
 
-/* The text of a use of a value, `%name` or `%name#k`, kept inline when short
- * so that printing an operand touches one slot, not the string table. */
-typedef struct pname {
-	uint32_t n;  /* bytes of the use text */
-	uint32_t bn; /* bytes of `%name` alone (the definition) */
-	union {
-		char s[16];
-		const char *p;
-	};
-} pname;
+/* A value's printed name: 0 while unnamed, else a sid (its own name) or,
+ * with PN_GEN, an index into gen; PN_MULTI: a result of a node with
+ * several, used as `%name#k`. */
+#define PN_GEN 0x80000000u
+#define PN_MULTI 0x40000000u
+#define PN_INDEX 0x3fffffffu
+
+/* Per sid: the stamp of the scope that last marked it (2*stamp: a name of
+ * that scope, 2*stamp + 1: taken), and whether it is a printable name. */
+#define SM_KNOWN 0x80000000u
+#define SM_VALID 0x40000000u
+#define SM_MARK 0x3fffffffu
 
 typedef struct printer {
 	kf_buf *out;
+	FILE *sink;   /* kf_print_module_file: where out goes */
+	int werr;     /* errno of a failed write to sink, or 0 */
 	kf_graph *g;
 	kf_ctx *c;
-	pname *pn;    /* per value */
-	struct smark { uint32_t mark, suf; } *sm; /* per sid: 2*stamp used, +1 taken */
-	uint32_t capsm, stamp;
+	uint32_t *pn; /* per value */
+	uint32_t *sm; uint32_t capsm, stamp; /* per sid */
+	uint32_t *suf;                       /* per sid: the last suffix tried; NULL until a clash */
 	pstr *gen; uint32_t ngen, capgen;
 	uint32_t *gset; uint32_t capgset, ngset; /* generated names of this scope */
 	pstr *tc; uint32_t captc;                /* type texts by tid */
+	pstr *oc; uint32_t capoc;                /* op names by op */
 	kf_arena arena;
 } printer;
 
 /* ---- small writers ---- */
 
-static void put_u64(kf_buf *b, uint64_t v)
+static void out_grow(kf_buf *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->n + n + 1)
+		cap *= 2;
+	b->p = realloc(b->p, cap);
+	if (!b->p)
+		abort();
+	b->cap = cap;
+}
+
+/* Room for n more bytes (and a NUL after them). */
+static inline char *room(printer *pr, size_t n)
+{
+	kf_buf *b = pr->out;
+	if (b->cap - b->n < n + 1)
+		out_grow(b, n);
+	return b->p + b->n;
+}
+
+static inline void put(printer *pr, const char *s, size_t n)
+{
+	memcpy(room(pr, n), s, n);
+	pr->out->n += n;
+}
+
+/* Short constants: the copy is inlined. */
+#define PUTS(pr, lit) put(pr, lit, sizeof lit - 1)
+
+static inline void putch(printer *pr, char ch)
+{
+	*room(pr, 1) = ch;
+	pr->out->n++;
+}
+
+/* A text whose storage is readable 16 bytes past its end (kf_str_padded,
+ * keep_padded): copied in 16-byte pieces without a call. */
+static inline void put_padded(printer *pr, const pstr *t)
+{
+	char *d = room(pr, t->n + 16);
+	for (uint32_t i = 0; i < t->n; i += 16)
+		memcpy(d + i, t->s + i, 16);
+	pr->out->n += t->n;
+}
+
+/* A copy of s in the printer's arena, readable to a multiple of 16 bytes. */
+static pstr keep_padded(printer *pr, const char *s, size_t n)
+{
+	char *d = kf_alloc(&pr->arena, n + 16);
+	memcpy(d, s, n);
+	return (pstr){d, (uint32_t)n};
+}
+
+static void put_u64(printer *pr, uint64_t v)
 {
 	char s[24];
 	int i = 24;
 	do
 		s[--i] = (char)('0' + v % 10);
 	while ((v /= 10) != 0);
-	kf_buf_put(b, s + i, (size_t)(24 - i));
+	put(pr, s + i, (size_t)(24 - i));
 }
 
-static void put_i64(kf_buf *b, int64_t v)
+static void put_i64(printer *pr, int64_t v)
 {
 	if (v < 0) {
-		kf_buf_putc(b, '-');
-		put_u64(b, 0 - (uint64_t)v);
+		putch(pr, '-');
+		put_u64(pr, 0 - (uint64_t)v);
 	} else
-		put_u64(b, (uint64_t)v);
+		put_u64(pr, (uint64_t)v);
 }
 
-static void indent(kf_buf *b, int n)
+static void indent(printer *pr, int n)
 {
 	static const char sp[] = "                                ";
 	for (; n > 32; n -= 32)
-		kf_buf_put(b, sp, 32);
-	kf_buf_put(b, sp, (size_t)n);
+		put(pr, sp, 32);
+	put(pr, sp, (size_t)n);
+}
+
+/* Hands the buffer to the sink when it is big enough (or at the end). */
+static void flush(printer *pr, bool all)
+{
+	kf_buf *b = pr->out;
+	if (!pr->sink || (!all && b->n < PRINT_CHUNK))
+		return;
+	if (b->n && !pr->werr && fwrite(b->p, 1, b->n, pr->sink) != b->n)
+		pr->werr = errno ? errno : EIO;
+	b->n = 0;
 }
 
 /* Length of the valid UTF-8 sequence at s (of at most n bytes), or 0. */
@@ -116,18 +191,26 @@ static void put_string(kf_buf *b, const char *s, size_t n)
 	kf_buf_putc(b, '"');
 }
 
-static bool is_namech(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '_' || ch == '.' || ch == '$';
-}
+/* The bytes of a name: [A-Za-z0-9_.$]. */
+static const bool namech[256] = {
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1, ['_'] = 1, ['.'] = 1, ['$'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+	['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1,
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+	['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1,
+};
 
 static bool valid_name(const char *s, size_t n)
 {
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!is_namech(s[i]))
+		if (!namech[(unsigned char)s[i]])
 			return false;
 	return true;
 }
@@ -146,41 +229,67 @@ void kf_print_type(kf_buf *out, const kf_ctx *c, kf_tid tid)
 			kf_sid s = KF_SYM_SID(t->dim[i]);
 			kf_buf_put(out, kf_str(c, s), kf_strlen(c, s));
 		} else
-			put_i64(out, t->dim[i]);
+			kf_buf_printf(out, "%lld", (long long)t->dim[i]);
 	}
 	kf_buf_putc(out, ']');
 }
 
-static void put_type(printer *pr, kf_tid tid)
+/* Grows a per-id cache of texts to hold id. */
+static void cache_grow(pstr **tab, uint32_t *cap, uint32_t id)
 {
-	if (tid >= (1u << 24)) { /* not worth caching; tids are small in practice */
-		kf_print_type(pr->out, pr->c, tid);
-		return;
-	}
-	if (tid >= pr->captc) {
-		uint32_t cap = pr->captc ? pr->captc : 64;
-		while (cap <= tid)
-			cap *= 2;
-		pr->tc = realloc(pr->tc, cap * sizeof *pr->tc);
-		if (!pr->tc)
-			abort();
-		memset(pr->tc + pr->captc, 0, (cap - pr->captc) * sizeof *pr->tc);
-		pr->captc = cap;
-	}
+	uint32_t n = *cap ? *cap : 64;
+	while (n <= id)
+		n *= 2;
+	*tab = realloc(*tab, n * sizeof **tab);
+	if (!*tab)
+		abort();
+	memset(*tab + *cap, 0, (n - *cap) * sizeof **tab);
+	*cap = n;
+}
+
+/* The cached text of type tid; NULL for a tid too large to cache (tids
+ * are small in practice). */
+static const pstr *type_text(printer *pr, kf_tid tid)
+{
+	if (tid >= (1u << 24))
+		return NULL;
+	if (tid >= pr->captc)
+		cache_grow(&pr->tc, &pr->captc, tid);
 	pstr *e = &pr->tc[tid];
 	if (!e->s) {
 		kf_buf b = {0};
 		kf_print_type(&b, pr->c, tid);
-		e->s = kf_strdup_arena(&pr->arena, b.p, b.n);
-		e->n = (uint32_t)b.n;
+		*e = keep_padded(pr, b.p, b.n);
 		kf_buf_free(&b);
 	}
-	kf_buf_put(pr->out, e->s, e->n);
+	return e;
+}
+
+static void put_type(printer *pr, kf_tid tid)
+{
+	const pstr *t = type_text(pr, tid);
+	if (t)
+		put_padded(pr, t);
+	else
+		kf_print_type(pr->out, pr->c, tid);
+}
+
+static const pstr *opname_text(printer *pr, int op)
+{
+	if ((uint32_t)op >= pr->capoc)
+		cache_grow(&pr->oc, &pr->capoc, (uint32_t)op);
+	pstr *e = &pr->oc[op];
+	if (!e->s) {
+		const char *nm = kf_op(pr->c, op)->name;
+		*e = keep_padded(pr, nm, strlen(nm));
+	}
+	return e;
 }
 
 /* ---- naming ---- */
 
-static struct smark *smark(printer *pr, kf_sid s)
+/* The mark of sid s; the array grows to hold it. */
+static uint32_t *smark(printer *pr, kf_sid s)
 {
 	if (s >= pr->capsm) {
 		uint32_t cap = pr->capsm ? pr->capsm : 1024;
@@ -190,9 +299,42 @@ static struct smark *smark(printer *pr, kf_sid s)
 		if (!pr->sm)
 			abort();
 		memset(pr->sm + pr->capsm, 0, (cap - pr->capsm) * sizeof *pr->sm);
+		if (pr->suf) {
+			pr->suf = realloc(pr->suf, cap * sizeof *pr->suf);
+			if (!pr->suf)
+				abort();
+			memset(pr->suf + pr->capsm, 0, (cap - pr->capsm) * sizeof *pr->suf);
+		}
 		pr->capsm = cap;
 	}
 	return &pr->sm[s];
+}
+
+/* Whether sid s prints as a name: not empty, namech only, and small enough
+ * for a PN code; checked once per sid. */
+static bool printable_slow(printer *pr, kf_sid s)
+{
+	uint32_t *m = smark(pr, s);
+	if (!(*m & SM_KNOWN)) {
+		size_t n;
+		const char *t = kf_str_padded(pr->c, s, &n);
+		*m |= SM_KNOWN | (valid_name(t, n) ? SM_VALID : 0);
+	}
+	return *m & SM_VALID;
+}
+
+static inline bool printable_name(printer *pr, kf_sid s)
+{
+	if (!s || s > PN_INDEX)
+		return false;
+	if (s < pr->capsm && (pr->sm[s] & SM_KNOWN))
+		return pr->sm[s] & SM_VALID;
+	return printable_slow(pr, s);
+}
+
+static void set_mark(printer *pr, kf_sid s, uint32_t mark)
+{
+	pr->sm[s] = (pr->sm[s] & ~SM_MARK) | mark;
 }
 
 static uint64_t str_hash(const char *s, size_t n)
@@ -208,7 +350,7 @@ static uint64_t str_hash(const char *s, size_t n)
 static bool gen_claim(printer *pr, const char *s, size_t n)
 {
 	kf_sid sid = kf_lookup_str(pr->c, s, n);
-	if (sid != KF_NONE && sid < pr->capsm && pr->sm[sid].mark >= 2 * pr->stamp)
+	if (sid != KF_NONE && sid < pr->capsm && (pr->sm[sid] & SM_MARK) >= 2 * pr->stamp)
 		return false;
 	if ((pr->ngset + 1) * 2 > pr->capgset) {
 		uint32_t cap = pr->capgset ? pr->capgset * 2 : 64, *old = pr->gset, oldcap = pr->capgset;
@@ -239,71 +381,64 @@ static bool gen_claim(printer *pr, const char *s, size_t n)
 		if (!pr->gen)
 			abort();
 	}
-	pr->gen[pr->ngen] = (pstr){kf_strdup_arena(&pr->arena, s, n), (uint32_t)n};
+	pr->gen[pr->ngen] = keep_padded(pr, s, n);
 	pr->gset[j] = pr->ngen++;
 	pr->ngset++;
 	return true;
 }
 
-static bool printable_name(printer *pr, kf_sid s)
+/* The next suffix to try for name s (`s_1`, `s_2`, ...): a counter per name
+ * keeps many clashes linear. */
+static uint32_t next_suffix(printer *pr, kf_sid s)
 {
-	return s && valid_name(kf_str(pr->c, s), kf_strlen(pr->c, s));
-}
-
-static void set_pname(printer *pr, kf_vid v, const char *name, uint32_t len, int64_t idx)
-{
-	char buf[32];
-	uint32_t n = len + 1;
-	if (idx >= 0)
-		n += (uint32_t)snprintf(buf, sizeof buf, "#%lld", (long long)idx);
-	pname *e = &pr->pn[v];
-	e->n = n;
-	e->bn = len + 1;
-	char *d = e->s;
-	if (n > sizeof e->s) {
-		d = kf_alloc(&pr->arena, n);
-		e->p = d;
+	if (!pr->suf) {
+		pr->suf = calloc(pr->capsm, sizeof *pr->suf);
+		if (!pr->suf)
+			abort();
 	}
-	d[0] = '%';
-	memcpy(d + 1, name, len);
-	if (idx >= 0)
-		memcpy(d + 1 + len, buf, n - len - 1);
+	return ++pr->suf[s];
 }
 
 /* Gives value v (and the other results of its node) its printed name. */
 static void assign(printer *pr, kf_vid v, uint32_t nres, uint32_t *counter)
 {
 	kf_sid s = pr->g->val[v].name;
-	const char *name;
-	uint32_t len;
-	char buf[64];
-	if (printable_name(pr, s) && smark(pr, s)->mark != 2 * pr->stamp + 1) {
-		pr->sm[s].mark = 2 * pr->stamp + 1;
-		name = kf_str(pr->c, s);
-		len = (uint32_t)kf_strlen(pr->c, s);
+	uint32_t code;
+	if (printable_name(pr, s) && (pr->sm[s] & SM_MARK) != 2 * pr->stamp + 1) {
+		set_mark(pr, s, 2 * pr->stamp + 1);
+		code = s;
 	} else if (printable_name(pr, s)) {
 		kf_buf b = {0};
-		for (;;) { /* the per-name suffix counter keeps many clashes linear */
-			uint32_t k = ++pr->sm[s].suf;
+		for (;;) {
 			b.n = 0;
 			kf_buf_put(&b, kf_str(pr->c, s), kf_strlen(pr->c, s));
-			kf_buf_printf(&b, "_%u", k);
+			kf_buf_printf(&b, "_%u", next_suffix(pr, s));
 			if (gen_claim(pr, b.p, b.n))
 				break;
 		}
 		kf_buf_free(&b);
-		name = pr->gen[pr->ngen - 1].s;
-		len = pr->gen[pr->ngen - 1].n;
+		code = PN_GEN | (pr->ngen - 1);
 	} else {
+		char buf[16];
 		int n;
 		do
 			n = snprintf(buf, sizeof buf, "%u", (*counter)++);
 		while (!gen_claim(pr, buf, (size_t)n));
-		name = pr->gen[pr->ngen - 1].s;
-		len = pr->gen[pr->ngen - 1].n;
+		code = PN_GEN | (pr->ngen - 1);
 	}
+	if (nres > 1)
+		code |= PN_MULTI;
 	for (uint32_t i = 0; i < nres; i++)
-		set_pname(pr, v + i, name, len, nres > 1 ? (int64_t)i : -1);
+		pr->pn[v + i] = code;
+}
+
+static inline void mark_name(printer *pr, kf_sid s, uint32_t mine)
+{
+	if (printable_name(pr, s) && (pr->sm[s] & SM_MARK) < mine) {
+		set_mark(pr, s, mine);
+		if (pr->suf)
+			pr->suf[s] = 0;
+	}
 }
 
 static void name_scope(printer *pr, kf_bid b)
@@ -316,96 +451,173 @@ static void name_scope(printer *pr, kf_bid b)
 		memset(pr->gset, 0xff, pr->capgset * sizeof *pr->gset);
 		pr->ngset = 0;
 	}
-	/* first every name of the scope, so that generated ones avoid them all */
-	for (uint32_t i = 0; i < bk->narg; i++) {
-		kf_sid s = g->val[bk->arg[i]].name;
-		if (printable_name(pr, s))
-			smark(pr, s)->mark = 2 * pr->stamp, pr->sm[s].suf = 0;
-	}
-	kf_foreach_node(g, b, n) {
-		if (!g->node[n].nres)
-			continue;
-		kf_sid s = g->val[g->node[n].res0].name;
-		if (printable_name(pr, s))
-			smark(pr, s)->mark = 2 * pr->stamp, pr->sm[s].suf = 0;
-	}
+	/* first every name of the scope, so that generated ones avoid them all;
+	 * a name new to this scope starts its suffixes again */
+	uint32_t mine = 2 * pr->stamp;
 	for (uint32_t i = 0; i < bk->narg; i++)
-		assign(pr, bk->arg[i], 1, &counter);
+		mark_name(pr, g->val[bk->arg[i]].name, mine);
 	kf_foreach_node(g, b, n)
 		if (g->node[n].nres)
-			assign(pr, g->node[n].res0, g->node[n].nres, &counter);
+			mark_name(pr, g->val[g->node[n].res0].name, mine);
+	for (uint32_t i = 0; i < bk->narg; i++)
+		assign(pr, bk->arg[i], 1, &counter);
+	kf_foreach_node(g, b, n) {
+		const kf_node *x = &g->node[n];
+		kf_sid s = x->nres == 1 ? g->val[x->res0].name : 0;
+		if (s && printable_name(pr, s) && (pr->sm[s] & SM_MARK) != mine + 1) {
+			set_mark(pr, s, mine + 1); /* the common case of assign, inline */
+			pr->pn[x->res0] = s;
+		} else if (x->nres) {
+			assign(pr, x->res0, x->nres, &counter);
+		}
+	}
 }
 
-static const char *pname_text(const pname *e) { return e->n > sizeof e->s ? e->p : e->s; }
-
-/* The name at a definition: `%name`. */
-static void put_name(printer *pr, kf_vid v)
+/* `%name` of value v: at a definition, or (with #k) at a use. */
+static void put_vname(printer *pr, kf_vid v, bool use)
 {
-	const pname *e = &pr->pn[v];
-	kf_buf_put(pr->out, pname_text(e), e->bn);
-}
-
-/* A use: %name, or %name#k for a result of a node with several. */
-static void put_use(printer *pr, kf_vid v)
-{
-	if (v >= pr->g->nval || !pr->pn[v].n) { /* a broken graph still prints */
-		kf_buf_puts(pr->out, "%<bad>");
+	uint32_t e = v < pr->g->nval ? pr->pn[v] : 0;
+	if (!e) { /* a broken graph still prints */
+		PUTS(pr, "%<bad>");
 		return;
 	}
-	const pname *e = &pr->pn[v];
-	kf_buf_put(pr->out, pname_text(e), e->n);
+	putch(pr, '%');
+	if (e & PN_GEN) {
+		put_padded(pr, &pr->gen[e & PN_INDEX]);
+	} else {
+		size_t n;
+		const char *t = kf_str_padded(pr->c, e & PN_INDEX, &n);
+		put_padded(pr, &(pstr){t, (uint32_t)n});
+	}
+	if (use && (e & PN_MULTI)) {
+		putch(pr, '#');
+		put_u64(pr, pr->g->val[v].idx);
+	}
+}
+
+/* The text of value v's name for put_simple; false when it takes more than
+ * a copy (`#k`, or a broken graph's unnamed value). */
+static inline bool vname_text(printer *pr, kf_vid v, pstr *t)
+{
+	uint32_t e = v < pr->g->nval ? pr->pn[v] : 0;
+	if (!e || (e & PN_MULTI))
+		return false;
+	if (e & PN_GEN) {
+		*t = pr->gen[e & PN_INDEX];
+	} else {
+		size_t n;
+		t->s = kf_str_padded(pr->c, e, &n);
+		t->n = (uint32_t)n;
+	}
+	return true;
+}
+
+static inline char *copy_padded(char *d, const pstr *t)
+{
+	for (uint32_t i = 0; i < t->n; i += 16)
+		memcpy(d + i, t->s + i, 16);
+	return d + t->n;
+}
+
+/* The common node, `%r = op(%a, %b) : type` (one result, at most 8
+ * operands, no attributes, symbol, constant or region), written after one
+ * room check: most of a big graph's text.  false: not such a node,
+ * nothing written. */
+static bool put_simple(printer *pr, kf_nid n, int ind)
+{
+	static const char sp[32] = "                                ";
+	const kf_graph *g = pr->g;
+	const kf_node *x = &g->node[n];
+	pstr nm[9];
+	if (x->nres != 1 || x->nin > 8 || x->nattr || x->sym || x->body != KF_NONE || x->op == KF_OP_CONST ||
+	    ind > 32 || !vname_text(pr, x->res0, &nm[0]))
+		return false;
+	size_t need = 32 + 64 + nm[0].n;
+	for (uint32_t i = 0; i < x->nin; i++) {
+		if (!vname_text(pr, kf_in(g, n, i), &nm[i + 1]))
+			return false;
+		need += nm[i + 1].n + 20;
+	}
+	const pstr *op = opname_text(pr, x->op), *ty = type_text(pr, g->val[x->res0].type);
+	if (!ty)
+		return false;
+	char *d = room(pr, need + op->n + ty->n), *d0 = d;
+	memcpy(d, sp, 32);
+	d += ind;
+	*d++ = '%';
+	d = copy_padded(d, &nm[0]);
+	memcpy(d, " = ", 3);
+	d = copy_padded(d + 3, op);
+	*d++ = '(';
+	for (uint32_t i = 0; i < x->nin; i++) {
+		if (i) {
+			memcpy(d, ", ", 2);
+			d += 2;
+		}
+		*d++ = '%';
+		d = copy_padded(d, &nm[i + 1]);
+	}
+	memcpy(d, ") : ", 4);
+	d = copy_padded(d + 4, ty);
+	*d++ = '\n';
+	pr->out->n += (size_t)(d - d0);
+	return true;
 }
 
 /* ---- attributes and constants ---- */
 
 static void put_attrval(printer *pr, const kf_attrval *v)
 {
-	kf_buf *b = pr->out;
 	switch (v->kind) {
-	case KF_ATTR_INT: put_i64(b, v->i); break;
-	case KF_ATTR_FLOAT: kf_buf_float(b, v->f, KF_F64); break;
-	case KF_ATTR_STR: put_string(b, kf_str(pr->c, v->s), kf_strlen(pr->c, v->s)); break;
-	case KF_ATTR_BOOL: kf_buf_puts(b, v->b ? "true" : "false"); break;
+	case KF_ATTR_INT: put_i64(pr, v->i); break;
+	case KF_ATTR_FLOAT: kf_buf_float(pr->out, v->f, KF_F64); break;
+	case KF_ATTR_STR: put_string(pr->out, kf_str(pr->c, v->s), kf_strlen(pr->c, v->s)); break;
+	case KF_ATTR_BOOL:
+		if (v->b)
+			PUTS(pr, "true");
+		else
+			PUTS(pr, "false");
+		break;
 	case KF_ATTR_LIST:
-		kf_buf_putc(b, '[');
+		putch(pr, '[');
 		for (uint32_t i = 0; i < v->n; i++) {
 			if (i)
-				kf_buf_put(b, ", ", 2);
+				PUTS(pr, ", ");
 			put_attrval(pr, &v->list[i]);
 		}
-		kf_buf_putc(b, ']');
+		putch(pr, ']');
 		break;
 	}
 }
 
 static void put_attrs(printer *pr, const kf_node *x)
 {
-	if (!x->nattr)
-		return;
-	kf_buf_put(pr->out, " {", 2);
+	PUTS(pr, " {");
 	for (uint32_t i = 0; i < x->nattr; i++) {
 		const char *k = kf_str(pr->c, x->attr[i].key);
 		size_t kn = kf_strlen(pr->c, x->attr[i].key);
 		if (i)
-			kf_buf_put(pr->out, ", ", 2);
+			PUTS(pr, ", ");
 		if (valid_name(k, kn) && !(k[0] >= '0' && k[0] <= '9') && k[0] != '.')
-			kf_buf_put(pr->out, k, kn);
+			put(pr, k, kn);
 		else
 			put_string(pr->out, k, kn);
-		kf_buf_put(pr->out, " = ", 3);
+		PUTS(pr, " = ");
 		put_attrval(pr, &x->attr[i].v);
 	}
-	kf_buf_putc(pr->out, '}');
+	putch(pr, '}');
 }
 
 static void put_elem(printer *pr, const kf_const *k, kf_dtype dt, uint64_t i)
 {
 	if (kf_dtype_is_float(dt))
 		kf_buf_float(pr->out, k->f[i], dt);
+	else if (dt == KF_I1 && k->i[i])
+		PUTS(pr, "true");
 	else if (dt == KF_I1)
-		kf_buf_puts(pr->out, k->i[i] ? "true" : "false");
+		PUTS(pr, "false");
 	else
-		put_i64(pr->out, k->i[i]);
+		put_i64(pr, k->i[i]);
 }
 
 /* Elements from *i on, nested by the dims from d on. */
@@ -415,24 +627,24 @@ static void put_nested(printer *pr, const kf_const *k, const kf_type *t, int d, 
 		put_elem(pr, k, (kf_dtype)t->dtype, (*i)++);
 		return;
 	}
-	kf_buf_putc(pr->out, '[');
+	putch(pr, '[');
 	for (int64_t j = 0; j < t->dim[d]; j++) {
 		if (j)
-			kf_buf_put(pr->out, ", ", 2);
+			PUTS(pr, ", ");
 		put_nested(pr, k, t, d + 1, i);
+		flush(pr, false); /* a big constant streams too */
 	}
-	kf_buf_putc(pr->out, ']');
+	putch(pr, ']');
 }
 
 static void put_const(printer *pr, const kf_const *k, kf_tid tid)
 {
 	const kf_type *t = kf_type_get(pr->c, tid);
 	kf_dtype dt = (kf_dtype)t->dtype;
-	kf_buf *b = pr->out;
 	if (k->kind == KF_CONST_FILE) {
-		kf_buf_puts(b, "file(");
-		put_string(b, kf_str(pr->c, k->path), kf_strlen(pr->c, k->path));
-		kf_buf_putc(b, ')');
+		PUTS(pr, "file(");
+		put_string(pr->out, kf_str(pr->c, k->path), kf_strlen(pr->c, k->path));
+		putch(pr, ')');
 		return;
 	}
 	if (k->kind == KF_CONST_SCALAR && k->n >= 1) {
@@ -440,22 +652,23 @@ static void put_const(printer *pr, const kf_const *k, kf_tid tid)
 		return;
 	}
 	int64_t numel = kf_type_numel(t);
-	kf_buf_puts(b, "dense<");
+	PUTS(pr, "dense<");
 	if (k->n == 1 && (numel != 1 || t->rank == 0)) {
 		put_elem(pr, k, dt, 0); /* a splat */
 	} else if (numel >= 0 && k->n == (uint64_t)numel) {
 		uint64_t i = 0;
 		put_nested(pr, k, t, 0, &i);
 	} else { /* a payload that disagrees with its type: flat, so it shows */
-		kf_buf_putc(b, '[');
+		putch(pr, '[');
 		for (uint64_t i = 0; i < k->n; i++) {
 			if (i)
-				kf_buf_put(b, ", ", 2);
+				PUTS(pr, ", ");
 			put_elem(pr, k, dt, i);
+			flush(pr, false);
 		}
-		kf_buf_putc(b, ']');
+		putch(pr, ']');
 	}
-	kf_buf_putc(b, '>');
+	putch(pr, '>');
 }
 
 /* ---- nodes, blocks, graphs ---- */
@@ -465,55 +678,62 @@ static void put_block(printer *pr, kf_bid b, int ind);
 static void put_node(printer *pr, kf_nid n, int ind)
 {
 	kf_graph *g = pr->g;
-	kf_buf *b = pr->out;
 	const kf_node *x = &g->node[n];
-	const kf_opinfo *op = kf_op(pr->c, x->op);
-	indent(b, ind);
+	if (put_simple(pr, n, ind))
+		return;
+	uint32_t flags = kf_op(pr->c, x->op)->flags;
+	indent(pr, ind);
 	if (x->nres) {
-		put_name(pr, x->res0);
+		put_vname(pr, x->res0, false);
 		if (x->nres > 1) {
-			kf_buf_putc(b, ':');
-			put_u64(b, x->nres);
+			putch(pr, ':');
+			put_u64(pr, x->nres);
 		}
-		kf_buf_put(b, " = ", 3);
+		PUTS(pr, " = ");
 	}
-	kf_buf_puts(b, op->name);
-	if ((op->flags & KF_OPF_TERMINATOR) && x->body == KF_NONE) {
+	put_padded(pr, opname_text(pr, x->op));
+	if ((flags & KF_OPF_TERMINATOR) && x->body == KF_NONE) {
 		for (uint32_t i = 0; i < x->nin; i++) {
-			kf_buf_put(b, i ? ", " : " ", i ? 2 : 1);
-			put_use(pr, kf_in(g, n, i));
+			putch(pr, i ? ',' : ' ');
+			if (i)
+				putch(pr, ' ');
+			put_vname(pr, kf_in(g, n, i), true);
 		}
-		kf_buf_putc(b, '\n');
+		putch(pr, '\n');
 		return;
 	}
 	if (x->op == KF_OP_CONST && x->cst) {
-		kf_buf_putc(b, ' ');
+		putch(pr, ' ');
 		put_const(pr, x->cst, g->val[x->res0].type);
 	} else {
 		if (x->sym) {
-			kf_buf_put(b, " @", 2);
-			kf_buf_put(b, kf_str(pr->c, x->sym), kf_strlen(pr->c, x->sym));
+			PUTS(pr, " @");
+			put(pr, kf_str(pr->c, x->sym), kf_strlen(pr->c, x->sym));
 		}
-		kf_buf_putc(b, '(');
+		putch(pr, '(');
 		for (uint32_t i = 0; i < x->nin; i++) {
 			if (i)
-				kf_buf_put(b, ", ", 2);
-			put_use(pr, kf_in(g, n, i));
+				PUTS(pr, ", ");
+			put_vname(pr, kf_in(g, n, i), true);
 		}
-		kf_buf_putc(b, ')');
+		putch(pr, ')');
 	}
-	put_attrs(pr, x);
+	if (x->nattr)
+		put_attrs(pr, x);
 	for (uint32_t i = 0; i < x->nres; i++) {
-		kf_buf_put(b, i ? ", " : " : ", i ? 2 : 3);
+		if (i)
+			PUTS(pr, ", ");
+		else
+			PUTS(pr, " : ");
 		put_type(pr, g->val[x->res0 + i].type);
 	}
 	if (x->body != KF_NONE) {
-		kf_buf_put(b, " {\n", 3);
+		PUTS(pr, " {\n");
 		put_block(pr, x->body, ind);
-		indent(b, ind);
-		kf_buf_putc(b, '}');
+		indent(pr, ind);
+		putch(pr, '}');
 	}
-	kf_buf_putc(b, '\n');
+	putch(pr, '\n');
 }
 
 /* A region body: `^(args):` at the node's indent, its nodes two deeper. */
@@ -521,50 +741,54 @@ static void put_block(printer *pr, kf_bid bid, int ind)
 {
 	kf_graph *g = pr->g;
 	name_scope(pr, bid);
-	indent(pr->out, ind);
-	kf_buf_put(pr->out, "^(", 2);
+	indent(pr, ind);
+	PUTS(pr, "^(");
 	for (uint32_t i = 0; i < g->blk[bid].narg; i++) {
 		kf_vid a = g->blk[bid].arg[i];
 		if (i)
-			kf_buf_put(pr->out, ", ", 2);
-		put_name(pr, a);
-		kf_buf_put(pr->out, ": ", 2);
+			PUTS(pr, ", ");
+		put_vname(pr, a, false);
+		PUTS(pr, ": ");
 		put_type(pr, g->val[a].type);
 	}
-	kf_buf_put(pr->out, "):\n", 3);
-	kf_foreach_node(g, bid, n)
+	PUTS(pr, "):\n");
+	kf_foreach_node(g, bid, n) {
 		put_node(pr, n, ind + 2);
+		flush(pr, false);
+	}
 }
 
 static void print_graph(printer *pr)
 {
 	kf_graph *g = pr->g;
-	kf_buf *b = pr->out;
 	pr->pn = calloc(g->nval ? g->nval : 1, sizeof *pr->pn);
 	if (!pr->pn)
 		abort();
 	name_scope(pr, 0);
-	kf_buf_puts(b, "graph @");
-	kf_buf_put(b, kf_str(pr->c, g->name), kf_strlen(pr->c, g->name));
-	kf_buf_putc(b, '(');
+	PUTS(pr, "graph @");
+	put(pr, kf_str(pr->c, g->name), kf_strlen(pr->c, g->name));
+	putch(pr, '(');
 	for (uint32_t i = 0; i < g->blk[0].narg; i++) {
 		kf_vid a = g->blk[0].arg[i];
 		if (i)
-			kf_buf_put(b, ", ", 2);
-		put_name(pr, a);
-		kf_buf_put(b, ": ", 2);
+			PUTS(pr, ", ");
+		put_vname(pr, a, false);
+		PUTS(pr, ": ");
 		put_type(pr, g->val[a].type);
 	}
-	kf_buf_puts(b, ") -> (");
+	PUTS(pr, ") -> (");
 	for (uint32_t i = 0; i < g->nres; i++) {
 		if (i)
-			kf_buf_put(b, ", ", 2);
+			PUTS(pr, ", ");
 		put_type(pr, g->res[i]);
 	}
-	kf_buf_puts(b, ") {\n");
-	kf_foreach_node(g, 0, n)
+	PUTS(pr, ") {\n");
+	kf_foreach_node(g, 0, n) {
 		put_node(pr, n, 2);
-	kf_buf_puts(b, "}\n");
+		flush(pr, false);
+	}
+	PUTS(pr, "}\n");
+	pr->out->p[pr->out->n] = 0; /* room() kept a byte for it */
 	free(pr->pn);
 	pr->pn = NULL;
 }
@@ -572,9 +796,11 @@ static void print_graph(printer *pr)
 static void printer_free(printer *pr)
 {
 	free(pr->sm);
+	free(pr->suf);
 	free(pr->gen);
 	free(pr->gset);
 	free(pr->tc);
+	free(pr->oc);
 	kf_arena_free(&pr->arena);
 }
 
@@ -585,14 +811,30 @@ void kf_print_graph(kf_buf *out, kf_graph *g)
 	printer_free(&pr);
 }
 
-void kf_print_module(kf_buf *out, kf_module *m)
+static void print_module(printer *pr, kf_module *m)
 {
-	printer pr = {.out = out, .c = m->ctx};
 	for (uint32_t i = 0; i < m->ngraph; i++) {
 		if (i)
-			kf_buf_putc(out, '\n');
-		pr.g = m->graph[i];
-		print_graph(&pr);
+			putch(pr, '\n');
+		pr->g = m->graph[i];
+		print_graph(pr);
 	}
-	printer_free(&pr);
+	printer_free(pr);
+}
+
+void kf_print_module(kf_buf *out, kf_module *m)
+{
+	print_module(&(printer){.out = out, .c = m->ctx}, m);
+}
+
+int kf_print_module_file(FILE *f, kf_module *m)
+{
+	kf_buf out = {0};
+	printer pr = {.out = &out, .sink = f, .c = m->ctx};
+	print_module(&pr, m);
+	flush(&pr, true);
+	kf_buf_free(&out);
+	if (pr.werr)
+		errno = pr.werr;
+	return pr.werr ? -1 : 0;
 }

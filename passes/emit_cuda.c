@@ -67,6 +67,35 @@ static const char prelude[] =
 	"  typedef typename kf_vt<sizeof(T) * V>::t W; *reinterpret_cast<W *>(d) = __ldg(reinterpret_cast<const W *>(s)); }\n"
 	"template <typename T, int V> __device__ __forceinline__ void kf_vst(T *d, const T *s) {\n"
 	"  typedef typename kf_vt<sizeof(T) * V>::t W; *reinterpret_cast<W *>(d) = *reinterpret_cast<const W *>(s); }\n"
+	"/* Cache hints for tensors read or written once (KFUSE_CACHE_HINTS):\n"
+	"   .cs (evict first) loads and stores; nc loads that skip L1 and ask L2\n"
+	"   to fetch 256 bytes. */\n"
+	"template <typename T, int V> __device__ __forceinline__ void kf_vldcs(T *d, const T *s) {\n"
+	"  typedef typename kf_vt<sizeof(T) * V>::t W; *reinterpret_cast<W *>(d) = __ldcs(reinterpret_cast<const W *>(s)); }\n"
+	"template <typename T, int V> __device__ __forceinline__ void kf_vstcs(T *d, const T *s) {\n"
+	"  typedef typename kf_vt<sizeof(T) * V>::t W; __stcs(reinterpret_cast<W *>(d), *reinterpret_cast<const W *>(s)); }\n"
+	"#define KF_LDNA \"ld.global.nc.L1::no_allocate.L2::256B\"\n"
+	"__device__ __forceinline__ uint4 kf_ldna(const uint4 *p) { uint4 r;\n"
+	"  asm(KF_LDNA \".v4.u32 {%0,%1,%2,%3}, [%4];\" : \"=r\"(r.x), \"=r\"(r.y), \"=r\"(r.z), \"=r\"(r.w) : \"l\"(p)); return r; }\n"
+	"__device__ __forceinline__ uint2 kf_ldna(const uint2 *p) { uint2 r;\n"
+	"  asm(KF_LDNA \".v2.u32 {%0,%1}, [%2];\" : \"=r\"(r.x), \"=r\"(r.y) : \"l\"(p)); return r; }\n"
+	"__device__ __forceinline__ unsigned int kf_ldna(const unsigned int *p) { unsigned int r;\n"
+	"  asm(KF_LDNA \".u32 %0, [%1];\" : \"=r\"(r) : \"l\"(p)); return r; }\n"
+	"__device__ __forceinline__ unsigned short kf_ldna(const unsigned short *p) { unsigned short r;\n"
+	"  asm(KF_LDNA \".u16 %0, [%1];\" : \"=h\"(r) : \"l\"(p)); return r; }\n"
+	"__device__ __forceinline__ unsigned char kf_ldna(const unsigned char *p) { unsigned short r;\n"
+	"  asm(KF_LDNA \".u8 %0, [%1];\" : \"=h\"(r) : \"l\"(p)); return (unsigned char)r; }\n"
+	"template <typename T, int V> __device__ __forceinline__ void kf_vldna(T *d, const T *s) {\n"
+	"  typedef typename kf_vt<sizeof(T) * V>::t W; *reinterpret_cast<W *>(d) = kf_ldna(reinterpret_cast<const W *>(s)); }\n"
+	"/* tanh-GELU as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), with\n"
+	"   ex2.approx and a fast division: no cancellation where tanh(u) is near\n"
+	"   -1, and a relative error of a few 1e-7 (1.5e-6 at most, where the\n"
+	"   exponent is large); the constants are -2 log2(e) sqrt(2/pi) (1, 0.044715) */\n"
+	"__device__ __forceinline__ float kf_gelu_tanh_fast(float x) {\n"
+	"  float e; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e) : \"f\"(x * (-2.30220819f + -0.102943242f * x * x)));\n"
+	"  return __fdividef(x, 1.0f + e); }\n"
+	"__device__ __forceinline__ double kf_gelu_tanh_fast(double x) {\n"
+	"  return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x))); }\n"
 	"struct kf_opsum { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };\n"
 	"struct kf_opmax { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return kf_max(a, b); } };\n"
 	"struct kf_opmin { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return kf_min(a, b); } };\n"
@@ -89,8 +118,8 @@ const char *kf_emit_prelude(void) { return prelude; }
 
 const char *kf_kernel_kind_name(int kind)
 {
-	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent"};
-	return kind >= 0 && kind < 5 ? n[kind] : "?";
+	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce"};
+	return kind >= 0 && kind < 6 ? n[kind] : "?";
 }
 
 /* ---- dtypes ----------------------------------------------------------------- */
@@ -233,6 +262,61 @@ void kx_bytes(kx *k)
 	k->k->bytes = n;
 }
 
+/* ---- tuning ----------------------------------------------------------------- */
+
+/* An integer environment variable in [lo, hi] (a power of two when pow2),
+ * or `wave` (-1) where allowed; def when unset or empty. */
+static int tune_var(kx *k, const char *name, int def, int lo, int hi, bool pow2, bool wave, int *out)
+{
+	const char *v = getenv(name);
+	*out = def;
+	if (!v || !*v)
+		return 0;
+	if (wave && strcmp(v, "wave") == 0) {
+		*out = -1;
+		return 0;
+	}
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (*end || x < lo || x > hi || (pow2 && (x & (x - 1)))) {
+		return kx_fail(k, "%s must be %s from %d to %d%s, not '%s'", name, pow2 ? "a power of two" : "an integer",
+			       lo, hi, wave ? " (or 'wave')" : "", v);
+	}
+	*out = (int)x;
+	return 0;
+}
+
+/* The defaults are the predictions of docs/fusion.md ("Tuning"); the sweep
+ * (bench/gpu/sweep.sh) measures the alternatives. */
+int kx_tuning(kx *k, kx_tune *t)
+{
+	int fg = 1;
+	if (tune_var(k, "KFUSE_EW_VEC", 4, 1, 8, true, false, &t->ew_vec) ||
+	    tune_var(k, "KFUSE_EW_BLOCK", 256, 32, 1024, true, false, &t->ew_block) ||
+	    tune_var(k, "KFUSE_EW_GRID", 0, 0, 64, false, true, &t->ew_grid) ||
+	    tune_var(k, "KFUSE_ROW_WARPS", 1, 1, 32, true, false, &t->row_warps) ||
+	    tune_var(k, "KFUSE_ROW_BLOCK", 128, 32, 1024, true, false, &t->row_block) ||
+	    tune_var(k, "KFUSE_ROW_GRID", 0, 0, 64, false, true, &t->row_grid) ||
+	    tune_var(k, "KFUSE_CACHE_HINTS", 0, 0, 3, false, false, &t->hints) ||
+	    tune_var(k, "KFUSE_FAST_GELU", 1, 0, 1, false, false, &fg))
+		return -1;
+	t->fast_gelu = fg;
+	return 0;
+}
+
+const char *kx_vld_stream(const kx *k)
+{
+	return k->tune.hints == 2 ? "kf_vldcs" : k->tune.hints == 3 ? "kf_vldna" : "kf_vld";
+}
+
+const char *kx_vst_stream(const kx *k) { return k->tune.hints ? "kf_vstcs" : "kf_vst"; }
+
+void kx_grid(kx *k, int grid, int64_t units)
+{
+	k->k->units = units < 1 ? 1 : units;
+	k->k->per_sm = grid < 0 ? 0 : grid == 0 ? -1 : grid;
+}
+
 /* ---- op expressions ---------------------------------------------------------- */
 
 static int cast_expr(kx *k, kf_nid n, const char *a, kf_buf *o)
@@ -297,7 +381,8 @@ int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	case KF_OP_SILU: kf_buf_printf(o, "kf_silu(%s)", a[0]); return 0;
 	case KF_OP_GELU: {
 		const char *ap = kf_attr_str(g, n, "approximate", "none");
-		kf_buf_printf(o, strcmp(ap, "tanh") == 0 ? "kf_gelu_tanh(%s)" : "kf_gelu(%s)", a[0]);
+		kf_buf_printf(o, strcmp(ap, "tanh") != 0 ? "kf_gelu(%s)" : k->tune.fast_gelu ? "kf_gelu_tanh_fast(%s)"
+											      : "kf_gelu_tanh(%s)", a[0]);
 		return 0;
 	}
 	case KF_OP_WHERE: kf_buf_printf(o, "(%s ? %s : %s)", a[0], a[1], a[2]); return 0;
@@ -492,6 +577,10 @@ static int kernel_kind(kx *k, kf_nid n)
 		const char *kind = kf_attr_str(k->g, n, "kind", "elementwise");
 		if (strcmp(kind, "persistent") == 0)
 			return KF_KK_PERSISTENT;
+		if (strcmp(kind, "colreduce") == 0) /* passes/emit_colreduce.c */
+			return KF_KK_COLREDUCE;
+		if (strcmp(kind, "contraction") == 0) /* passes/emit_matmul.c */
+			return KF_KK_MATMUL;
 		return strcmp(kind, "reduce") == 0 ? KF_KK_ROW : KF_KK_LOOP;
 	}
 	switch (kf_fuse_kind_of(k->g, n)) {
@@ -530,6 +619,8 @@ int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 			kf_op(g->ctx, x->op)->name);
 		goto done;
 	}
+	if (kx_tuning(&k, &k.tune) != 0)
+		goto done;
 	int kind = kernel_kind(&k, n);
 	out->kind = kind;
 	out->nops = (int)k.nnode;
@@ -550,6 +641,7 @@ int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 	case KF_KK_REDUCE: rc = kx_emit_reduce(&k); break;
 	case KF_KK_MATMUL: rc = kx_emit_matmul(&k); break;
 	case KF_KK_PERSISTENT: rc = kx_emit_persistent(&k); break;
+	case KF_KK_COLREDUCE: rc = kx_emit_colreduce(&k); break;
 	default:
 		rc = kx_fail(&k, "op '%s' has no CUDA implementation", kf_op(g->ctx, x->op)->name);
 	}

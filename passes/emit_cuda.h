@@ -20,6 +20,7 @@ typedef enum {
 	KF_KK_REDUCE,  /* a generic reduction: one thread per output element */
 	KF_KK_MATMUL,  /* tiled matmul / gemm */
 	KF_KK_PERSISTENT, /* a whole recurrence, cooperative launch (emit_persistent.c) */
+	KF_KK_COLREDUCE, /* reductions over other axes: a thread per column (emit_colreduce.c) */
 } kf_kernel_kind;
 
 const char *kf_kernel_kind_name(int kind);
@@ -35,7 +36,12 @@ typedef struct kf_kernel {
 	int block;          /* threads per block */
 	int64_t units;      /* blocks that give every work unit its own block;
 			       the kernels loop (grid-stride), so fewer is fine */
+	int per_sm;         /* grid-stride kernels: blocks per SM to launch (the
+			       grid is then balanced, every block making the
+			       same number of trips); 0: as many as fit; -1:
+			       exactly `units` (the kernel does not loop) */
 	unsigned grid_y, grid_z; /* matmul tiles; 1 otherwise */
+	int smem;           /* dynamic shared memory bytes per block (contraction kernels); 0 otherwise */
 	int64_t bytes;      /* bytes the kernel reads and writes, once each */
 	int nops;           /* ops it computes */
 } kf_kernel;

@@ -1,12 +1,14 @@
 /* emit_elementwise.c: loop kernels (kind = "elementwise", and every
  * element-wise, broadcast or injective op run alone).
  *
- * One iteration space: the element count N of the outputs.  A grid-stride
- * loop gives each thread V consecutive elements (16 bytes of the widest
- * output) per trip; inputs read at the loop index, or broadcast along
- * leading dims (a row vector: index % n), are loaded as one 16-byte vector
- * before the lanes; inputs broadcast along trailing dims (index / m) once
- * per trip; anything else per lane.  Values are computed on demand at the
+ * One iteration space: the element count N of the outputs.  Each thread
+ * handles U vectors of V consecutive elements (16 bytes of the widest
+ * output) per trip, a block a tile of block * U vectors; one block per tile,
+ * or a grid-stride loop over the tiles (KFUSE_EW_*: kx_tune).  Inputs read
+ * at the loop index, or broadcast along leading dims (a row vector: index %
+ * n), are loaded as one 16-byte vector per vector, all before the lanes;
+ * inputs broadcast along trailing dims (index / m) once per vector;
+ * anything else per lane.  Values are computed on demand at the
  * index each consumer needs (an injective op maps the index), memoised per
  * (value, index).  A scalar loop handles the N % V tail.
  */
@@ -182,34 +184,61 @@ static int tmp(kx *k, kf_vid v, int ix, const char *ct, kf_buf *expr)
 	return t;
 }
 
+/* Loop kernels: vector j of a thread starts at element b + j * (block * V)
+ * (so that each load instruction of a warp reads 32 consecutive vectors);
+ * a guard is needed when the tiles of block * U vectors do not divide the
+ * vectorised part (the last tile is partial). */
+static int64_t vec_stride(const kx *k) { return (int64_t)k->k->block * k->V; }
+
+static bool tile_guard(const kx *k)
+{
+	int64_t nv = kx_numel(k, k->out[0]) / k->V;
+	return nv % ((int64_t)k->k->block * k->U) != 0;
+}
+
+static void guard(kf_buf *b, const kx *k)
+{
+	if (tile_guard(k))
+		kf_buf_printf(b, "if (b + j * %lld < %lld) ", (long long)vec_stride(k),
+			      (long long)(kx_numel(k, k->out[0]) / k->V * k->V));
+}
+
 static int load_param(kx *k, kf_vid v, int p, int ix)
 {
 	kf_dtype dt = kx_dt(k, v);
 	size_t sz = kf_dtype_size(dt);
 	kf_buf e = {0};
-	int V = k->V;
+	int V = k->V, U = k->U;
 	int form = ix == IX_ZERO ? -2 : k->ix[ix].form;
 	int64_t arg = ix == IX_ZERO ? 0 : k->ix[ix].arg;
 	bool vec = V > 1 && sz * (size_t)V <= 16 &&
 		   (form == IXF_ROOT || (form == IXF_MOD && arg % V == 0));
 	if (vec) {
-		/* one 16-byte (or narrower) load for the V lanes */
+		/* one 16-byte (or narrower) load per vector of the thread, all
+		 * issued before the lanes use them; a tensor read at the loop
+		 * index is streamed (cache hints), a broadcast row is reused */
 		int t = k->ntmp++;
-		char at[48];
+		char at[64];
 		if (form == IXF_ROOT)
-			snprintf(at, sizeof at, "b");
+			snprintf(at, sizeof at, "b + j * %lld", (long long)vec_stride(k));
 		else
-			snprintf(at, sizeof at, "(b %% %lld)", (long long)arg);
-		kf_buf_printf(&k->pre, "    __align__(16) %s t%d[%d];\n    kf_vld<%s, %d>(t%d, p%d + %s);\n",
-			      kx_st(dt), t, V, kx_st(dt), V, t, p, at);
-		kx_load(&e, dt, "t%d[l]", t);
+			snprintf(at, sizeof at, "(b + j * %lld) %% %lld", (long long)vec_stride(k), (long long)arg);
+		kf_buf_printf(&k->pre, "    __align__(16) %s t%d[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) ",
+			      kx_st(dt), t, U * V, U);
+		guard(&k->pre, k);
+		kf_buf_printf(&k->pre, "%s<%s, %d>(t%d + j * %d, p%d + %s);\n",
+			      form == IXF_ROOT ? kx_vld_stream(k) : "kf_vld", kx_st(dt), V, t, V, p, at);
+		kx_load(&e, dt, "t%d[j * %d + l]", t, V);
 	} else if (V > 1 && form == IXF_DIV && arg % V == 0) {
-		/* the same element for every lane */
+		/* the same element for every lane of a vector */
 		int t = k->ntmp++;
-		kf_buf_printf(&k->pre, "    const %s t%d = ", kx_ct(dt), t);
-		kx_load(&k->pre, dt, "p%d[b / %lld]", p, (long long)arg);
+		kf_buf_printf(&k->pre, "    %s t%d[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) ", kx_ct(dt), t,
+			      U, U);
+		guard(&k->pre, k);
+		kf_buf_printf(&k->pre, "t%d[j] = ", t);
+		kx_load(&k->pre, dt, "p%d[(b + j * %lld) / %lld]", p, (long long)vec_stride(k), (long long)arg);
 		kf_buf_puts(&k->pre, ";\n");
-		kf_buf_printf(&e, "t%d", t);
+		kf_buf_printf(&e, "t%d[j]", t);
 	} else {
 		char x[16];
 		ix_name(ix, x, sizeof x);
@@ -448,13 +477,59 @@ static int lanes(kx *k, bool vec)
 			return -1;
 		kf_dtype dt = kx_dt(k, k->out[j]);
 		if (vec) {
-			kf_buf_printf(&k->cur, "      r%u[l] = ", j);
+			kf_buf_printf(&k->cur, "      r%u[j * %d + l] = ", j, k->V);
 		} else {
 			kf_buf_printf(&k->cur, "      o%u[i0] = ", j);
 		}
 		kx_store(&k->cur, dt, "t%d", t);
 		kf_buf_puts(&k->cur, ";\n");
 	}
+	return 0;
+}
+
+/* The vectorised part: U vectors of V lanes per thread and trip; every
+ * load of a trip is issued before the lanes (more bytes in flight per
+ * thread), then the lanes, then the stores.  One tile of block * U
+ * vectors per block: the grid covers the tiles once (no loop) or loops
+ * over them (a grid-stride loop; the backend picks the grid). */
+static int vector_part(kx *k, int64_t nv)
+{
+	const char *it = kx_it(k);
+	int V = k->V, U = k->U;
+	int64_t S = vec_stride(k), tile = (int64_t)k->k->block * U;
+	reset_region(k);
+	if (lanes(k, true) != 0)
+		return -1;
+	kf_buf *b = &k->b;
+	if (k->k->per_sm < 0)
+		kf_buf_printf(b, "  {\n    const %s b = ((%s)blockIdx.x * %lld + threadIdx.x) * %d;\n", it, it,
+			      (long long)tile, V);
+	else
+		kf_buf_printf(b, "  for (%s b = ((%s)blockIdx.x * %lld + threadIdx.x) * %d; b < %lld; b += (%s)gridDim.x * %lld) {\n",
+			      it, it, (long long)tile, V, (long long)(nv * V), it, (long long)(tile * V));
+	kf_buf_put(b, k->pre.p ? k->pre.p : "", k->pre.n);
+	for (uint32_t j = 0; j < k->nout; j++)
+		kf_buf_printf(b, "    __align__(16) %s r%u[%d];\n", kx_st(kx_dt(k, k->out[j])), j, U * V);
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) ", U);
+	guard(b, k);
+	kf_buf_printf(b, "{\n#pragma unroll\n      for (int l = 0; l < %d; l++) {\n        const %s i0 = b + j * %lld + l;\n",
+		      V, it, (long long)S);
+	/* the lane body is written for one loop level; here it is in two */
+	for (const char *p = k->cur.p, *end = k->cur.p + k->cur.n; p && p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+		kf_buf_puts(b, "  ");
+		kf_buf_put(b, p, n);
+		p += n;
+	}
+	kf_buf_puts(b, "      }\n    }\n");
+	for (uint32_t j = 0; j < k->nout; j++) {
+		kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) ", U);
+		guard(b, k);
+		kf_buf_printf(b, "%s<%s, %d>(o%u + b + j * %lld, r%u + j * %d);\n", kx_vst_stream(k),
+			      kx_st(kx_dt(k, k->out[j])), V, j, (long long)S, j, V);
+	}
+	kf_buf_puts(b, "  }\n");
 	return 0;
 }
 
@@ -475,27 +550,17 @@ int kx_emit_loop(kx *k)
 		V = 1;
 	const char *it = kx_it(k);
 	int64_t nv = N / V;
-	k->k->block = 256;
-	k->k->units = (nv + 255) / 256;
-	if (k->k->units < 1)
-		k->k->units = 1;
+	int B = k->tune.ew_block;
+	k->k->block = B;
+	k->U = k->tune.ew_vec;
+	/* a grid of one block per tile must fit gridDim.x; else it loops */
+	int grid = k->tune.ew_grid;
+	int64_t units = V > 1 ? (nv + (int64_t)B * k->U - 1) / ((int64_t)B * k->U) : (N + B - 1) / B;
+	kx_grid(k, grid == 0 && units > 0x7fffffff ? -1 : grid, units);
 	if (V > 1) {
 		k->V = V;
-		reset_region(k);
-		if (lanes(k, true) != 0)
+		if (vector_part(k, nv) != 0)
 			return -1;
-		kf_buf_printf(&k->b, "  for (%s v = blockIdx.x * (%s)blockDim.x + threadIdx.x; v < %lld; v += (%s)gridDim.x * blockDim.x) {\n",
-			      it, it, (long long)nv, it);
-		kf_buf_printf(&k->b, "    const %s b = v * %d;\n", it, V);
-		kf_buf_put(&k->b, k->pre.p ? k->pre.p : "", k->pre.n);
-		for (uint32_t j = 0; j < k->nout; j++)
-			kf_buf_printf(&k->b, "    __align__(16) %s r%u[%d];\n", kx_st(kx_dt(k, k->out[j])), j, V);
-		kf_buf_printf(&k->b, "#pragma unroll\n    for (int l = 0; l < %d; l++) {\n      const %s i0 = b + l;\n", V, it);
-		kf_buf_put(&k->b, k->cur.p ? k->cur.p : "", k->cur.n);
-		kf_buf_puts(&k->b, "    }\n");
-		for (uint32_t j = 0; j < k->nout; j++)
-			kf_buf_printf(&k->b, "    kf_vst<%s, %d>(o%u + b, r%u);\n", kx_st(kx_dt(k, k->out[j])), V, j, j);
-		kf_buf_puts(&k->b, "  }\n");
 	}
 	if (N % V != 0 || V == 1) {
 		k->V = 1;

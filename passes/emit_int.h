@@ -20,6 +20,22 @@ typedef struct kx_ix {
 	int64_t arg;
 } kx_ix;
 
+/* Launch shapes and code choices that the GPU benchmarks tune, read from
+ * the environment for each kernel (docs/fusion.md, "Tuning").  Each choice
+ * shows in the kernel text, so the kernel's name and the cache key follow. */
+typedef struct kx_tune {
+	int ew_vec;     /* KFUSE_EW_VEC: 16-byte vectors per thread and trip (1, 2, 4, 8) */
+	int ew_block;   /* KFUSE_EW_BLOCK: threads per block (32..1024, a power of two) */
+	int ew_grid;    /* KFUSE_EW_GRID: blocks per SM of a grid-stride loop; 0: one
+			   block per tile, no loop; -1 ("wave"): as many as fit */
+	int row_warps;  /* KFUSE_ROW_WARPS: at least this many warps share a row (1..32) */
+	int row_block;  /* KFUSE_ROW_BLOCK: threads per block (32..1024) */
+	int row_grid;   /* KFUSE_ROW_GRID: as ew_grid, over blocks of rows */
+	int hints;      /* KFUSE_CACHE_HINTS for streamed tensors: 0 none, 1 streaming
+			   stores, 2 also streaming loads, 3 no-L1 loads with L2 prefetch */
+	bool fast_gelu; /* KFUSE_FAST_GELU: tanh-GELU as x * sigmoid(2u) with ex2.approx */
+} kx_tune;
+
 /* One kernel being emitted.  The spec: params (values read from memory,
  * in parameter order), the nodes computed (in order) and the values
  * written.  Temporaries are t0, t1, ... in emission order. */
@@ -44,6 +60,8 @@ typedef struct kx {
 	uint32_t nix, capix;
 	bool wide;     /* 64-bit indices */
 	int V;         /* loop kernels: lanes per thread */
+	int U;         /* loop kernels: vectors per thread and trip */
+	kx_tune tune;
 	kf_kernel *k;
 } kx;
 
@@ -68,6 +86,14 @@ int64_t kx_numel(const kx *k, kf_vid v);
 /* Appends the kernel's parameter list, "(const float *__restrict__ p0, ...)". */
 void kx_params(kx *k, kf_buf *b);
 void kx_bytes(kx *k);
+/* Reads the tuning variables into t; -1 with an error naming a bad one. */
+int kx_tuning(kx *k, kx_tune *t);
+/* The vector load/store helper for a streamed tensor under the hints. */
+const char *kx_vld_stream(const kx *k);
+const char *kx_vst_stream(const kx *k);
+/* Fills k->k->per_sm and k->k->units for a kernel of `units` work units
+ * (blocks) whose grid choice is `grid` (a kx_tune *_grid value). */
+void kx_grid(kx *k, int grid, int64_t units);
 
 /* ---- the kernel kinds ---- */
 int kx_emit_loop(kx *k);       /* emit_elementwise.c */
@@ -75,6 +101,7 @@ int kx_emit_row(kx *k);        /* emit_reduce.c */
 int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
+int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */
 
 /* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
  * the linear index into a value of type `to` that numpy broadcasting reads

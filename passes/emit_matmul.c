@@ -1,12 +1,180 @@
-/* emit_matmul.c: matmul (numpy semantics: batch dims broadcast, 1-D
- * operands promoted) and gemm (alpha * op(A) op(B) + beta * C) as a tiled
- * kernel: 16x16 output tiles, operands staged through shared memory,
- * batches on grid z.  Contractions are never fused; this kernel lets the
- * CUDA backend run every graph, it is not a tuned GEMM.
+/* emit_matmul.c: contraction kernels, the common part: the analysis of a
+ * matmul/gemm node or a `fusion {kind = "contraction"}` (which body nodes
+ * are the prologue of each operand, which the epilogue), tile configs and
+ * their choice, the epilogue helper every contraction kernel calls, and the
+ * SIMT kernel (FMA on CUDA cores: f32 by default, f64, integers).  The
+ * tensor-core and GEMV kernels are in emit_mma.c.
+ *
+ * requires: static shapes; keeps the graph unchanged (read only).
+ * Numerics: f16/bf16/f32 accumulate in f32, f64 in f64, integers in 64
+ * bits; the epilogue computes on the accumulator as the loop kernels do
+ * (f16/bf16 values in f32), so the result is stored once.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "emit_int.h"
+#include "emit_mm_int.h"
+
+/* ---- configs ---------------------------------------------------------------------- */
+
+int kf_mm_config_parse(const char *s, kf_mm_config *c)
+{
+	memset(c, 0, sizeof *c);
+	int n = 0;
+	if (sscanf(s, "mma%dx%dx%dw%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &c->stages, &n) == 6 &&
+	    !s[n]) {
+		c->algo = KF_MM_MMA;
+		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 && c->stages >= 2 &&
+			       c->stages <= 4
+			       ? 0
+			       : -1;
+	}
+	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 && !s[n]) {
+		c->algo = KF_MM_FMA;
+		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 ? 0 : -1;
+	}
+	if (!strcmp(s, "gemv")) {
+		c->algo = KF_MM_GEMV;
+		return 0;
+	}
+	if (sscanf(s, "gemvk%d%n", &c->ks, &n) == 1 && !s[n]) {
+		c->algo = KF_MM_GEMV;
+		return c->ks >= 1 && c->ks <= 1024 ? 0 : -1;
+	}
+	return -1;
+}
+
+void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
+{
+	switch (c->algo) {
+	case KF_MM_MMA:
+		snprintf(out, n, "mma%dx%dx%dw%dx%ds%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+		break;
+	case KF_MM_FMA:
+		snprintf(out, n, "fma%dx%dx%dt%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
+		break;
+	default:
+		if (c->ks)
+			snprintf(out, n, "gemvk%d", c->ks);
+		else
+			snprintf(out, n, "gemv");
+	}
+}
+
+static bool mma_dtype(const kf_mm_shape *sh)
+{
+	return sh->in == KF_F16 || sh->in == KF_BF16 || (sh->in == KF_F32 && sh->tf32);
+}
+
+/* Whether config c can run shape sh (the kernels' structural limits). */
+static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	switch (c->algo) {
+	case KF_MM_MMA: {
+		if (!mma_dtype(sh))
+			return false;
+		int e = sh->in == KF_F32 ? 4 : 2, kstep = e == 4 ? 8 : 16;
+		int wtm = c->bm / c->wm, wtn = c->bn / c->wn, thr = 32 * c->wm * c->wn;
+		if (c->bm % c->wm || c->bn % c->wn || wtm % 16 || wtn % 16 || c->bk % kstep || c->bk % 8 || thr > 1024)
+			return false;
+		/* the accumulators: MI x NI x 4 floats per thread */
+		if ((wtm / 16) * (wtn / 8) * 4 > 192)
+			return false;
+		int pad = 16 / e;
+		int64_t a = (int64_t)c->bm * (c->bk + pad), b = (int64_t)c->bk * (c->bn + pad);
+		int64_t at = (int64_t)c->bk * (c->bm + pad), bt = (int64_t)c->bn * (c->bk + pad);
+		int64_t sm = (int64_t)c->stages * ((a > at ? a : at) + (b > bt ? b : bt)) * e;
+		return sm <= 227 * 1024;
+	}
+	case KF_MM_FMA: {
+		int thr = (c->bm / c->wm) * (c->bn / c->wn);
+		return c->bm % c->wm == 0 && c->bn % c->wn == 0 && thr >= 32 && thr <= 1024 && c->wm * c->wn <= 64 &&
+		       (int64_t)c->bk * (c->bm + c->bn + 2) * 8 <= 48 * 1024;
+	}
+	default:
+		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
+	}
+}
+
+static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
+{
+	if (sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && sh->N >= 32) {
+		kf_mm_config_parse("gemv", c);
+		return;
+	}
+	if (mma_dtype(sh) && sh->K >= 16) {
+		int64_t b128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128) * sh->batch;
+		int64_t b64 = ((sh->M + 63) / 64) * ((sh->N + 127) / 128) * sh->batch;
+		/* big tiles where they fill the 132 SMs of an H100/H200; smaller
+		 * ones for small outputs so that every SM has a block */
+		if (b128 >= 120)
+			kf_mm_config_parse("mma128x128x32w2x4s3", c);
+		else if (b64 >= 100)
+			kf_mm_config_parse("mma64x128x32w2x2s4", c);
+		else
+			kf_mm_config_parse("mma64x64x32w2x2s4", c);
+		return;
+	}
+	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", c);
+}
+
+int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
+{
+	static const char *const all[] = {
+		"mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
+		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
+		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
+		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk4", "gemvk16", "gemvk32", "gemvk64",
+	};
+	int n = 0;
+	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
+	for (size_t i = 0; i < sizeof all / sizeof *all && n < max; i++) {
+		kf_mm_config c;
+		kf_mm_config_parse(all[i], &c);
+		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
+		 * GEMV shapes try only GEMV; the K split is a knob only when B is
+		 * stored [K, N] */
+		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) ||
+		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_GEMV && c.ks && sh->tb))
+			continue;
+		snprintf(out[n++], 32, "%s", all[i]);
+	}
+	return n;
+}
+
+void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n)
+{
+	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c", arch, kf_dtype_name(sh->in),
+		 sh->tf32 ? "+tf32" : "", kf_dtype_name(sh->out), (long long)sh->batch, (long long)sh->M,
+		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n');
+}
+
+/* ---- analysis ----------------------------------------------------------------------- */
+
+typedef struct mmview {
+	kf_graph *g;
+	const kf_nid *node;
+	uint32_t nnode;
+	const kf_vid *param;
+	uint32_t nparam;
+} mmview;
+
+static int vparam(const mmview *v, kf_vid x)
+{
+	for (uint32_t i = 0; i < v->nparam; i++)
+		if (v->param[i] == x)
+			return (int)i;
+	return -1;
+}
+
+static bool vcomputed(const mmview *v, kf_vid x)
+{
+	kf_nid d = kf_def(v->g, x);
+	for (uint32_t i = 0; i < v->nnode && d != KF_NONE; i++)
+		if (v->node[i] == d)
+			return true;
+	return false;
+}
 
 static kf_type sub_type(const kf_type *t, int from, int to)
 {
@@ -16,103 +184,568 @@ static kf_type sub_type(const kf_type *t, int from, int to)
 	return r;
 }
 
-int kx_emit_matmul(kx *k)
+static bool same_shape(const kf_type *a, const kf_type *b)
 {
-	kf_graph *g = k->g;
-	kf_nid n = k->node[0];
+	if (a->rank != b->rank)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (a->dim[d] != b->dim[d])
+			return false;
+	return true;
+}
+
+/* A value a kernel may read as a scalar operand of a prologue op: a
+ * parameter of one element, or a constant in the body. */
+static bool scalar_leaf(const mmview *v, kf_vid x)
+{
+	if (kf_type_numel(kf_vtype(v->g, x)) != 1)
+		return false;
+	kf_nid d = kf_def(v->g, x);
+	return vparam(v, x) >= 0 || (d != KF_NONE && kf_N(v->g, d)->op == KF_OP_CONST && vcomputed(v, x));
+}
+
+/* The operand of prologue node n that carries the matrix (the other is a
+ * scalar), or KF_NONE when n is no prologue op.  *tr: n swaps the last
+ * two axes. */
+static kf_vid chain_input(const mmview *v, kf_nid n, bool *tr)
+{
+	kf_graph *g = v->g;
 	const kf_node *x = kf_N(g, n);
-	kf_vid va = kf_in(g, n, 0), vb = kf_in(g, n, 1), res = kf_res(g, n, 0);
-	kf_type A = *kf_vtype(g, va), B = *kf_vtype(g, vb), O = *kf_vtype(g, res);
-	bool gemm = x->op == KF_OP_GEMM;
-	bool ta = gemm && kf_attr_int(g, n, "trans_a", 0), tb = gemm && kf_attr_int(g, n, "trans_b", 0);
-	int64_t M, K, N;
-	kf_type AB, BB, OB; /* batch shapes */
-	if (A.rank == 1) {
-		M = 1;
-		K = A.dim[0];
-		AB = sub_type(&A, 0, 0);
-	} else {
-		M = ta ? A.dim[A.rank - 1] : A.dim[A.rank - 2];
-		K = ta ? A.dim[A.rank - 2] : A.dim[A.rank - 1];
-		AB = sub_type(&A, 0, A.rank - 2);
+	*tr = false;
+	if (x->nres != 1)
+		return KF_NONE;
+	const kf_type *rt = kf_vtype(g, kf_res(g, n, 0));
+	if (x->op == KF_OP_TRANSPOSE) {
+		int64_t perm[KF_MAX_RANK];
+		int r = kf_attr_ints(g, n, "perm", perm, KF_MAX_RANK);
+		if (r < 2 || r != rt->rank || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
+			return KF_NONE;
+		for (int d = 0; d < r - 2; d++)
+			if (perm[d] != d)
+				return KF_NONE;
+		*tr = true;
+		return kf_in(g, n, 0);
 	}
-	if (B.rank == 1) {
-		N = 1;
-		BB = sub_type(&B, 0, 0);
-	} else {
-		N = tb ? B.dim[B.rank - 2] : B.dim[B.rank - 1];
-		BB = sub_type(&B, 0, B.rank - 2);
+	int tr_ = kf_op(g->ctx, x->op)->trait;
+	if ((tr_ != KF_TRAIT_ELEMENTWISE && tr_ != KF_TRAIT_BROADCAST) || x->op == KF_OP_WHERE)
+		return KF_NONE;
+	if (x->nin == 1)
+		return same_shape(kf_vtype(g, kf_in(g, n, 0)), rt) ? kf_in(g, n, 0) : KF_NONE;
+	if (x->nin != 2)
+		return KF_NONE;
+	for (int i = 0; i < 2; i++) {
+		kf_vid m = kf_in(g, n, (uint32_t)i), s = kf_in(g, n, (uint32_t)!i);
+		if (same_shape(kf_vtype(g, m), rt) && scalar_leaf(v, s) && m != s)
+			return m;
 	}
-	int drop = (A.rank == 1 ? 0 : 1) + (B.rank == 1 ? 0 : 1);
-	OB = sub_type(&O, 0, O.rank - drop);
-	int64_t nb = kf_type_numel(&OB);
-	if (nb > 65535)
-		return kx_fail(k, "matmul with more than 65535 batches");
-	kf_dtype dt = kx_dt(k, res);
-	const char *ct = kx_ct(dt), *it = kx_it(k);
-	kf_buf *b = &k->b;
-	k->k->block = 256;
-	k->k->units = (N + 15) / 16;
-	k->k->grid_y = (unsigned)((M + 15) / 16);
-	k->k->grid_z = (unsigned)(nb > 0 ? nb : 1);
-	int pa = kx_param(k, va), pb = kx_param(k, vb);
-	kf_buf_printf(b, "  __shared__ %s kf_as[16][17], kf_bs[16][17];\n", ct);
-	kf_buf_printf(b, "  const int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n  const %s z = blockIdx.z;\n", it);
-	kf_buf_printf(b, "  const %s m = blockIdx.y * 16 + ty, n = blockIdx.x * 16 + tx;\n", it);
-	kf_buf ia = {0}, ib = {0};
-	int64_t arg;
-	kx_bcast_expr(&OB, &AB, "z", &ia, &arg);
-	kx_bcast_expr(&OB, &BB, "z", &ib, &arg);
-	kf_buf_putc(&ia, '\0');
-	kf_buf_putc(&ib, '\0');
-	kf_buf_printf(b, "  const %s aoff = (%s) * %lld, boff = (%s) * %lld;\n", it, ia.p, (long long)(M * K), ib.p,
-		      (long long)(K * N));
-	kf_buf_free(&ia);
-	kf_buf_free(&ib);
-	kf_buf_printf(b, "  %s acc = 0;\n  for (%s k0 = 0; k0 < %lld; k0 += 16) {\n", ct, it, (long long)K);
-	/* A tile: row m, column k0 + tx; B tile: row k0 + ty, column n */
-	char lv[128];
-	kf_buf_printf(b, "    kf_as[ty][tx] = (m < %lld && k0 + tx < %lld) ? ", (long long)M, (long long)K);
-	if (ta)
-		snprintf(lv, sizeof lv, "p%d[aoff + (k0 + tx) * %lld + m]", pa, (long long)M);
-	else
-		snprintf(lv, sizeof lv, "p%d[aoff + m * %lld + k0 + tx]", pa, (long long)K);
-	kf_buf_printf(b, "(%s)", ct);
-	kx_load(b, (kf_dtype)A.dtype, "%s", lv);
-	kf_buf_printf(b, " : (%s)0;\n", ct);
-	kf_buf_printf(b, "    kf_bs[ty][tx] = (k0 + ty < %lld && n < %lld) ? ", (long long)K, (long long)N);
-	if (tb)
-		snprintf(lv, sizeof lv, "p%d[boff + n * %lld + k0 + ty]", pb, (long long)K);
-	else
-		snprintf(lv, sizeof lv, "p%d[boff + (k0 + ty) * %lld + n]", pb, (long long)N);
-	kf_buf_printf(b, "(%s)", ct);
-	kx_load(b, (kf_dtype)B.dtype, "%s", lv);
-	kf_buf_printf(b, " : (%s)0;\n", ct);
-	kf_buf_puts(b, "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < 16; kk++) acc += kf_as[ty][kk] * kf_bs[kk][tx];\n"
-		       "    __syncthreads();\n  }\n");
-	kf_buf_printf(b, "  if (m < %lld && n < %lld) {\n", (long long)M, (long long)N);
-	if (gemm) {
-		kf_buf_printf(b, "    acc = acc * (%s)", ct);
-		kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, kf_attr_float(g, n, "alpha", 1.0), 0);
-		kf_buf_puts(b, ";\n");
-		if (x->nin > 2) {
-			kf_vid vc = kf_in(g, n, 2);
-			kf_type MN = {.dtype = O.dtype, .rank = 2, .dim = {M, N}};
-			kf_buf ic = {0};
-			/* C broadcast to [M, N], read at m * N + n */
-			kf_buf_printf(b, "    const %s mn = m * %lld + n;\n", it, (long long)N);
-			kx_bcast_expr(&MN, kf_vtype(g, vc), "mn", &ic, &arg);
-			kf_buf_putc(&ic, '\0');
-			kf_buf_printf(b, "    acc = acc + (%s)", ct);
-			kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, kf_attr_float(g, n, "beta", 1.0), 0);
-			kf_buf_printf(b, " * (%s)", ct);
-			kx_load(b, kx_dt(k, vc), "p%d[%s]", kx_param(k, vc), ic.p);
-			kf_buf_puts(b, ";\n");
-			kf_buf_free(&ic);
+	return KF_NONE;
+}
+
+static const char *trace(const mmview *v, kf_nid c, int which, kx_mmop *op)
+{
+	kf_graph *g = v->g;
+	kf_vid x = kf_in(g, c, (uint32_t)which);
+	kf_nid tmp[KX_MM_CHAIN];
+	int n = 0, flips = 0;
+	for (;;) {
+		int p = vparam(v, x);
+		if (p >= 0) {
+			op->param = p;
+			op->st = (kf_dtype)kf_vtype(g, x)->dtype;
+			break;
+		}
+		kf_nid d = kf_def(g, x);
+		if (d == KF_NONE || !vcomputed(v, x))
+			return "a contraction operand is neither a kernel input nor computed in the kernel";
+		if (kf_N(g, d)->op == KF_OP_CONST)
+			return "a contraction operand is an embedded constant (it must be a kernel input)";
+		bool tr;
+		kf_vid in = chain_input(v, d, &tr);
+		if (in == KF_NONE)
+			return "a contraction operand comes from an op that is no prologue (element-wise with scalars, "
+			       "cast, transpose of the last two axes)";
+		if (n == KX_MM_CHAIN)
+			return "a prologue longer than 16 ops";
+		tmp[n++] = d;
+		flips += tr;
+		x = in;
+	}
+	op->nchain = n;
+	for (int i = 0; i < n; i++)
+		op->chain[i] = tmp[n - 1 - i];
+	op->trans = (flips & 1) != 0;
+	return NULL;
+}
+
+static bool in_chain(const kx_mm *mm, kf_nid n)
+{
+	for (int w = 0; w < 2; w++) {
+		const kx_mmop *op = w ? &mm->b : &mm->a;
+		for (int i = 0; i < op->nchain; i++)
+			if (op->chain[i] == n)
+				return true;
+	}
+	return false;
+}
+
+/* Fills mm from a kernel's nodes and parameters; NULL, or why not. */
+static const char *analyse(const mmview *v, kx_mm *mm)
+{
+	kf_graph *g = v->g;
+	memset(mm, 0, sizeof *mm);
+	mm->c = KF_NONE;
+	for (uint32_t i = 0; i < v->nnode; i++) {
+		int op = kf_N(g, v->node[i])->op;
+		if (op != KF_OP_MATMUL && op != KF_OP_GEMM)
+			continue;
+		if (mm->c != KF_NONE)
+			return "a contraction kernel holds one matmul or gemm, not two";
+		mm->c = v->node[i];
+	}
+	if (mm->c == KF_NONE)
+		return "a contraction kernel needs a matmul or gemm";
+	kf_nid c = mm->c;
+	mm->gemm = kf_N(g, c)->op == KF_OP_GEMM;
+	const char *why;
+	if ((why = trace(v, c, 0, &mm->a)) || (why = trace(v, c, 1, &mm->b)))
+		return why;
+	const kf_type *A = kf_vtype(g, kf_in(g, c, 0)), *B = kf_vtype(g, kf_in(g, c, 1));
+	mm->O = *kf_vtype(g, kf_res(g, c, 0));
+	mm->dt = (kf_dtype)A->dtype;
+	mm->rt = (kf_dtype)mm->O.dtype;
+	if (B->dtype != A->dtype)
+		return "the contraction's operands differ in dtype";
+	bool ta = mm->gemm && kf_attr_int(g, c, "trans_a", 0), tb = mm->gemm && kf_attr_int(g, c, "trans_b", 0);
+	mm->a.vec = A->rank == 1;
+	mm->b.vec = B->rank == 1;
+	if (mm->a.vec) {
+		mm->M = 1, mm->K = A->dim[0];
+		mm->a.trans = false;
+	} else {
+		mm->M = ta ? A->dim[A->rank - 1] : A->dim[A->rank - 2];
+		mm->K = ta ? A->dim[A->rank - 2] : A->dim[A->rank - 1];
+		mm->a.batch = sub_type(A, 0, A->rank - 2);
+		mm->a.trans ^= ta;
+	}
+	if (mm->b.vec) {
+		mm->N = 1;
+		mm->b.trans = false;
+	} else {
+		mm->N = tb ? B->dim[B->rank - 2] : B->dim[B->rank - 1];
+		mm->b.batch = sub_type(B, 0, B->rank - 2);
+		mm->b.trans ^= tb;
+	}
+	int drop = !mm->a.vec + !mm->b.vec;
+	mm->OB = sub_type(&mm->O, 0, mm->O.rank - drop);
+	mm->nb = kf_type_numel(&mm->OB);
+	if (mm->nb < 1)
+		mm->nb = 1;
+	/* the rest is the epilogue: element-wise ops over the result's shape
+	 * that read neither prologue values nor anything else computed before */
+	for (uint32_t i = 0; i < v->nnode; i++) {
+		kf_nid n = v->node[i];
+		const kf_node *x = kf_N(g, n);
+		if (n == c || in_chain(mm, n) || x->op == KF_OP_CONST)
+			continue;
+		int tr = kf_op(g->ctx, x->op)->trait;
+		if ((tr != KF_TRAIT_ELEMENTWISE && tr != KF_TRAIT_BROADCAST) || x->nres != 1 ||
+		    !same_shape(kf_vtype(g, kf_res(g, n, 0)), &mm->O))
+			return "an epilogue op is not element-wise over the contraction's result shape";
+		for (uint32_t j = 0; j < x->nin; j++) {
+			kf_nid d = kf_def(g, kf_in(g, n, j));
+			if (d != KF_NONE && vcomputed(v, kf_in(g, n, j)) && in_chain(mm, d))
+				return "a prologue value is also read by the epilogue";
 		}
 	}
-	kf_buf_printf(b, "    o0[z * %lld + m * %lld + n] = ", (long long)(M * N), (long long)N);
-	kx_store(b, dt, "acc");
-	kf_buf_puts(b, ";\n  }\n");
+	return NULL;
+}
+
+static int analyse_kx(kx *k, kx_mm *mm)
+{
+	mmview v = {k->g, k->node, k->nnode, k->param, k->nparam};
+	const char *why = analyse(&v, mm);
+	if (why)
+		return kx_fail(k, "%s", why);
+	const kf_node *x = kf_N(k->g, k->at);
+	mm->tf32 = x->op == KF_OP_FUSION && kf_attr_bool(k->g, k->at, "tf32", false);
 	return 0;
+}
+
+static void shape_of(const kx_mm *mm, bool tf32, kf_mm_shape *sh)
+{
+	*sh = (kf_mm_shape){.in = mm->dt, .out = mm->rt, .batch = mm->nb, .M = mm->M, .N = mm->N, .K = mm->K,
+			    .ta = mm->a.trans, .tb = mm->b.trans, .tf32 = tf32 && mm->dt == KF_F32};
+}
+
+bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+{
+	const kf_node *x = kf_N(g, n);
+	kx_mm mm;
+	const char *why;
+	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM) {
+		kf_vid in[3];
+		uint32_t nin = 0;
+		for (uint32_t i = 0; i < x->nin; i++)
+			in[nin++] = kf_in(g, n, i);
+		mmview v = {g, &n, 1, in, nin};
+		why = analyse(&v, &mm);
+	} else if (x->op == KF_OP_FUSION && x->body != KF_NONE &&
+		   !strcmp(kf_attr_str(g, n, "kind", ""), "contraction")) {
+		const kf_block *b = &g->blk[x->body];
+		uint32_t cnt = 0;
+		kf_foreach_node(g, x->body, m)
+			cnt++;
+		kf_nid *nodes = malloc((cnt + 1) * sizeof *nodes);
+		cnt = 0;
+		kf_foreach_node(g, x->body, m)
+			if (kf_N(g, m)->op != KF_OP_YIELD)
+				nodes[cnt++] = m;
+		mmview v = {g, nodes, cnt, b->arg, b->narg};
+		why = analyse(&v, &mm);
+		free(nodes);
+	} else {
+		return false;
+	}
+	if (why)
+		return false;
+	if (sh)
+		shape_of(&mm, x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false), sh);
+	return true;
+}
+
+/* The node's config: its `tile` attribute, $KFUSE_MATMUL_TILE, or the
+ * heuristic; one that does not fit the shape is passed over. */
+static void choose_config(kx *k, kx_mm *mm)
+{
+	kf_mm_shape sh;
+	shape_of(mm, mm->tf32, &sh);
+	const char *want[2] = {NULL, getenv("KFUSE_MATMUL_TILE")};
+	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
+		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
+	for (int i = 0; i < 2; i++)
+		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && config_fits(&mm->cfg, &sh))
+			return;
+	default_config(&sh, &mm->cfg);
+}
+
+/* ---- operands, epilogue ------------------------------------------------------------ */
+
+bool kx_mm_raw(const kx *k, const kx_mmop *op)
+{
+	for (int i = 0; i < op->nchain; i++)
+		if (kf_N(k->g, op->chain[i])->op != KF_OP_TRANSPOSE)
+			return false;
+	return true;
+}
+
+const char *kx_mm_acc_type(const kx_mm *mm)
+{
+	if (mm->dt == KF_F64)
+		return "double";
+	return kf_dtype_is_float(mm->dt) ? "float" : "long long";
+}
+
+static void scalar_text(kx *k, kf_vid s, kf_buf *o)
+{
+	int p = kx_param(k, s);
+	if (p >= 0)
+		kx_load(o, kx_dt(k, s), "p%d[0]", p);
+	else
+		kx_const_elem(k, kf_def(k->g, s), "0", o);
+}
+
+void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *out)
+{
+	const kx_mmop *op = which ? &mm->b : &mm->a;
+	kf_buf cur = {0};
+	kx_load(&cur, op->st, "p%d[%s]", op->param, ix);
+	kf_buf_putc(&cur, '\0');
+	kf_vid v = k->param[op->param];
+	for (int i = 0; i < op->nchain; i++) {
+		kf_nid n = op->chain[i];
+		if (kf_N(k->g, n)->op == KF_OP_TRANSPOSE) {
+			v = kf_res(k->g, n, 0);
+			continue;
+		}
+		kf_buf txt[2] = {{0}, {0}}, nx = {0};
+		const char *a[2];
+		for (uint32_t j = 0; j < kf_N(k->g, n)->nin; j++) {
+			kf_vid u = kf_in(k->g, n, j);
+			if (u == v)
+				kf_buf_puts(&txt[j], cur.p);
+			else
+				scalar_text(k, u, &txt[j]);
+			kf_buf_putc(&txt[j], '\0');
+			a[j] = txt[j].p;
+		}
+		kx_op_expr(k, n, a, &nx);
+		kf_buf_putc(&nx, '\0');
+		kf_buf_free(&cur);
+		cur = nx;
+		kf_buf_free(&txt[0]);
+		kf_buf_free(&txt[1]);
+		v = kf_res(k->g, n, 0);
+	}
+	kf_buf_printf(out, "(%s)(%s)", kx_mm_acc_type(mm), cur.p);
+	kf_buf_free(&cur);
+}
+
+void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out)
+{
+	const kx_mmop *op = which ? &mm->b : &mm->a;
+	int64_t mat = which ? mm->K * mm->N : mm->M * mm->K, arg;
+	kf_buf t = {0};
+	kf_type OB = mm->OB;
+	if (kx_bcast_expr(&OB, &op->batch, "z", &t, &arg) == -2 || mm->nb == 1) {
+		kf_buf_puts(out, "0");
+	} else {
+		kf_buf_putc(&t, '\0');
+		kf_buf_printf(out, "(%s) * %lldLL", t.p, (long long)mat);
+	}
+	kf_buf_free(&t);
+}
+
+/* The index into a value of type P (broadcast to the result's shape O) of
+ * the element at (z, row, col). */
+static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
+{
+	const kf_type *O = &mm->O;
+	bool hasN = !mm->b.vec, hasM = !mm->a.vec;
+	int r = O->rank;
+	int64_t stride = 1;
+	bool any = false;
+	kf_buf_putc(o, '(');
+	for (int j = P->rank - 1; j >= 0; j--) {
+		int d = r - (P->rank - j);
+		if (P->dim[j] != 1 && d >= 0) {
+			kf_buf_puts(o, any ? " + " : "");
+			if (hasN && d == r - 1) {
+				kf_buf_puts(o, "col");
+			} else if (hasM && d == r - 1 - hasN) {
+				kf_buf_puts(o, "row");
+			} else {
+				int64_t after = 1;
+				for (int e = d + 1; e < mm->OB.rank; e++)
+					after *= mm->OB.dim[e];
+				kf_buf_printf(o, "((z / %lld) %% %lld)", (long long)after, (long long)mm->OB.dim[d]);
+			}
+			kf_buf_printf(o, " * %lld", (long long)stride);
+			any = true;
+		}
+		stride *= P->dim[j];
+	}
+	kf_buf_puts(o, any ? ")" : "0)");
+}
+
+/* Text of value v inside the epilogue helper. */
+static int epi_value(kx *k, const kx_mm *mm, kf_vid v, kf_buf *o)
+{
+	kf_graph *g = k->g;
+	if (v == kf_res(g, mm->c, 0)) {
+		kf_buf_puts(o, "tc");
+		return 0;
+	}
+	int p = kx_param(k, v);
+	kf_buf ix = {0};
+	bidx(mm, kf_vtype(g, v), &ix);
+	kf_buf_putc(&ix, '\0');
+	kf_nid d = kf_def(g, v);
+	int rc = 0;
+	if (p >= 0) {
+		kx_load(o, kx_dt(k, v), "p%d[%s]", p, ix.p);
+	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST && kx_computed(k, v)) {
+		kx_const_elem(k, d, ix.p, o);
+	} else if (d != KF_NONE && kx_computed(k, v) && !in_chain(mm, d)) {
+		for (uint32_t i = 0; i < k->nnode; i++)
+			if (k->node[i] == d)
+				kf_buf_printf(o, "e%u", i);
+	} else {
+		rc = kx_fail(k, "the contraction kernel cannot write a value computed before the contraction");
+	}
+	kf_buf_free(&ix);
+	return rc;
+}
+
+void kx_mm_epi_call(kx *k, kf_buf *b)
+{
+	kf_buf_puts(b, "KF_KERNEL_epi(");
+	for (uint32_t i = 0; i < k->nparam; i++)
+		kf_buf_printf(b, "p%u, ", i);
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(b, "o%u, ", i);
+}
+
+int kx_mm_epilogue(kx *k, const kx_mm *mm)
+{
+	kf_graph *g = k->g;
+	const char *acc = kx_mm_acc_type(mm), *it = kx_it(k), *rct = kx_ct(mm->rt);
+	kf_buf h = {0}, sig = {0};
+	kx_params(k, &sig);
+	sig.n--; /* drop ')' */
+	kf_buf_puts(&h, "static __device__ __forceinline__ void KF_KERNEL_epi");
+	kf_buf_put(&h, sig.p, sig.n);
+	kf_buf_free(&sig);
+	kf_buf_printf(&h, ", int z, %s row, %s col, %s acc)\n{\n", it, it, acc);
+	kf_buf_printf(&h, "  %s tc = (%s)acc;\n", rct, rct);
+	if (mm->gemm) {
+		kf_dtype lt = mm->rt == KF_F64 ? KF_F64 : KF_F32;
+		double alpha = kf_attr_float(g, mm->c, "alpha", 1.0), beta = kf_attr_float(g, mm->c, "beta", 1.0);
+		if (alpha != 1.0) {
+			kf_buf_printf(&h, "  tc = (%s)(tc * ", rct);
+			kx_literal(&h, lt, alpha, 0);
+			kf_buf_puts(&h, ");\n");
+		}
+		if (kf_N(g, mm->c)->nin > 2) {
+			kf_vid vc = kf_in(g, mm->c, 2);
+			kf_buf cv = {0};
+			if (epi_value(k, mm, vc, &cv) != 0) {
+				kf_buf_free(&h);
+				return -1;
+			}
+			kf_buf_putc(&cv, '\0');
+			kf_buf_printf(&h, "  tc = (%s)(tc + ", rct);
+			kx_literal(&h, lt, beta, 0);
+			kf_buf_printf(&h, " * %s);\n", cv.p);
+			kf_buf_free(&cv);
+		}
+	}
+	for (uint32_t i = 0; i < k->nnode; i++) {
+		kf_nid n = k->node[i];
+		const kf_node *x = kf_N(g, n);
+		if (n == mm->c || in_chain(mm, n) || x->op == KF_OP_CONST)
+			continue;
+		kf_buf txt[3] = {{0}, {0}, {0}}, e = {0};
+		const char *a[3] = {"", "", ""};
+		int rc = 0;
+		for (uint32_t j = 0; j < x->nin && j < 3 && rc == 0; j++) {
+			rc = epi_value(k, mm, kf_in(g, n, j), &txt[j]);
+			kf_buf_putc(&txt[j], '\0');
+			a[j] = txt[j].p;
+		}
+		if (rc == 0)
+			rc = kx_op_expr(k, n, a, &e);
+		if (rc == 0)
+			kf_buf_printf(&h, "  const %s e%u = %.*s;\n", kx_ct(kx_dt(k, kf_res(g, n, 0))), i, (int)e.n, e.p);
+		for (int j = 0; j < 3; j++)
+			kf_buf_free(&txt[j]);
+		kf_buf_free(&e);
+		if (rc != 0) {
+			kf_buf_free(&h);
+			return -1;
+		}
+	}
+	kf_buf_printf(&h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
+		      (long long)mm->N);
+	for (uint32_t i = 0; i < k->nout; i++) {
+		kf_buf v = {0};
+		if (epi_value(k, mm, k->out[i], &v) != 0) {
+			kf_buf_free(&h);
+			kf_buf_free(&v);
+			return -1;
+		}
+		kf_buf_putc(&v, '\0');
+		kf_buf_printf(&h, "  o%u[off] = ", i);
+		kx_store(&h, kx_dt(k, k->out[i]), "%s", v.p);
+		kf_buf_puts(&h, ";\n");
+		kf_buf_free(&v);
+	}
+	kf_buf_puts(&h, "}\n");
+	kf_buf_put(&k->decl, h.p, h.n);
+	kf_buf_free(&h);
+	return 0;
+}
+
+/* ---- the SIMT kernel ------------------------------------------------------------------ */
+
+/* Loads of one operand's tile into shared memory, element by element, in
+ * the order that makes the global reads coalesced. */
+static void fma_load(kx *k, const kx_mm *mm, int which, int threads)
+{
+	const kf_mm_config *c = &mm->cfg;
+	const kx_mmop *op = which ? &mm->b : &mm->a;
+	const char *it = kx_it(k);
+	kf_buf *b = &k->b;
+	int rows = which ? c->bn : c->bm; /* the non-K extent of the tile */
+	int64_t R = which ? mm->N : mm->M, K = mm->K;
+	const char *base = which ? "bn" : "bm", *sm = which ? "kf_bs" : "kf_as", *off = which ? "boff" : "aoff";
+	/* stored [R][K] (K contiguous): A plain, B transposed */
+	bool kfast = which ? op->trans : !op->trans;
+	kf_buf_printf(b, "#pragma unroll\n    for (int e = threadIdx.x; e < %d; e += %d) {\n", rows * c->bk, threads);
+	if (kfast)
+		kf_buf_printf(b, "      const int kk = e %% %d, rr = e / %d;\n", c->bk, c->bk);
+	else
+		kf_buf_printf(b, "      const int rr = e %% %d, kk = e / %d;\n", rows, rows);
+	kf_buf_printf(b, "      const %s gr = %s + rr, gk = k0 + kk;\n", it, base);
+	kf_buf ix = {0}, v = {0};
+	if (kfast)
+		kf_buf_printf(&ix, "%s + gr * %lld + gk", off, (long long)K);
+	else
+		kf_buf_printf(&ix, "%s + gk * %lld + gr", off, (long long)R);
+	kf_buf_putc(&ix, '\0');
+	kx_mm_operand(k, mm, which, ix.p, &v);
+	kf_buf_printf(b, "      %s[kk][rr] = (gr < %lld && gk < %lld) ? %.*s : (%s)0;\n    }\n", sm, (long long)R,
+		      (long long)K, (int)v.n, v.p, kx_mm_acc_type(mm));
+	kf_buf_free(&ix);
+	kf_buf_free(&v);
+}
+
+static int emit_fma(kx *k, kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	int tx = c->bn / c->wn, ty = c->bm / c->wm, threads = tx * ty;
+	const char *acc = kx_mm_acc_type(mm), *it = kx_it(k);
+	kf_buf *b = &k->b;
+	k->k->block = threads;
+	k->k->units = (mm->N + c->bn - 1) / c->bn;
+	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
+	k->k->grid_z = (unsigned)mm->nb;
+	kf_buf ao = {0}, bo = {0};
+	kx_mm_batch_off(mm, 0, &ao);
+	kx_mm_batch_off(mm, 1, &bo);
+	kf_buf_printf(b, "  __shared__ %s kf_as[%d][%d], kf_bs[%d][%d];\n", acc, c->bk, c->bm + 1, c->bk, c->bn + 1);
+	kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d, z = blockIdx.z;\n", tx, tx);
+	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
+	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
+	kf_buf_free(&ao);
+	kf_buf_free(&bo);
+	kf_buf_printf(b, "  %s acc[%d][%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
+		      "    for (int j = 0; j < %d; j++) acc[i][j] = 0;\n", acc, c->wm, c->wn, c->wm, c->wn);
+	kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
+	fma_load(k, mm, 0, threads);
+	fma_load(k, mm, 1, threads);
+	kf_buf_printf(b, "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", c->bk);
+	kf_buf_printf(b, "      %s av[%d], bv[%d];\n", acc, c->wm, c->wn);
+	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) av[i] = kf_as[kk][ty + i * %d];\n", c->wm, ty);
+	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) bv[j] = kf_bs[kk][tx + j * %d];\n", c->wn, tx);
+	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++)\n#pragma unroll\n"
+		      "        for (int j = 0; j < %d; j++) acc[i][j] += av[i] * bv[j];\n    }\n"
+		      "    __syncthreads();\n  }\n", c->wm, c->wn);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++) {\n",
+		      c->wm, c->wn);
+	kf_buf_printf(b, "    const %s row = bm + ty + i * %d, col = bn + tx + j * %d;\n", it, ty, tx);
+	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kx_mm_epi_call(k, b);
+	kf_buf_puts(b, "z, row, col, acc[i][j]);\n  }\n");
+	return 0;
+}
+
+/* ---- entry ------------------------------------------------------------------------------ */
+
+int kx_emit_matmul(kx *k)
+{
+	kx_mm mm;
+	if (analyse_kx(k, &mm) != 0)
+		return -1;
+	if (mm.nb > 65535)
+		return kx_fail(k, "matmul with more than 65535 batches");
+	choose_config(k, &mm);
+	if (mm.cfg.algo != KF_MM_GEMV && (mm.M + mm.cfg.bm - 1) / mm.cfg.bm > 65535)
+		return kx_fail(k, "matmul with more than 65535 row tiles");
+	if (kx_mm_epilogue(k, &mm) != 0)
+		return -1;
+	switch (mm.cfg.algo) {
+	case KF_MM_MMA: return kx_mm_emit_mma(k, &mm);
+	case KF_MM_GEMV: return kx_mm_emit_gemv(k, &mm);
+	default: return emit_fma(k, &mm);
+	}
 }

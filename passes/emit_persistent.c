@@ -45,7 +45,12 @@ typedef struct pm {
 	int64_t S[64];     /* gate offsets read from the matmul */
 	int ns;
 	int hslot;         /* the slot the matmul reads */
+	bool gsync;        /* KFUSE_PERSISTENT_SYNC=grid: a grid barrier per step, no tags */
+	bool pf;           /* KFUSE_PERSISTENT_PF (default 1): loads issued before the wait */
+	int hv;            /* h words read per thread and load: 2 (16 bytes) or 1 */
+	int npf;           /* prefetch registers kf_pf<i> */
 	kf_buf ew;         /* the element-wise part of a step */
+	kf_buf pf0, pfs;   /* prefetches: once before the steps, per step before the wait */
 	struct { kf_vid v; int64_t off; bool zero; int t; } memo[512];
 	int nmemo, ntmp;
 	char why[200];
@@ -95,6 +100,24 @@ static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 }
 
 static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o);
+
+/* A load e of the cell that does not depend on h (a per-step input row,
+ * a bias, an initial state) is issued for the block's first group into a
+ * register before the step's wait for h (or once before the steps when it
+ * does not depend on t either), so that its latency (an L2 round trip)
+ * overlaps the wait instead of following it; other groups of the block
+ * (a grid smaller than the groups) load it where it is used. */
+static void prefetch(pm *p, kf_buf *e, bool step)
+{
+	if (!p->pf || e->n < 5 || strncmp(e->p, "__ldg", 5) != 0)
+		return;
+	int r = p->npf++;
+	kf_buf_printf(step ? &p->pfs : &p->pf0, "      kf_pf%d = %.*s;\n", r, (int)e->n, e->p);
+	kf_buf n = {0};
+	kf_buf_printf(&n, "(grp == (int)blockIdx.x ? kf_pf%d : %.*s)", r, (int)e->n, e->p);
+	kf_buf_free(e);
+	*e = n;
+}
 
 /* The expression of node n's result at (zero ? 0 : j + off). */
 static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
@@ -187,9 +210,14 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
 		/* a state: unit j reads its own, kept in the scratch */
 		if (zero || off != 0)
 			return bad(p, "a state is read at another unit's index");
-		kf_buf_puts(&e, "(t == 0 ? ");
-		rc = load_ext(p, v, "j", &e);
-		kf_buf_printf(&e, " : KFP_st[%d][j])", s);
+		kf_buf ld = {0};
+		rc = load_ext(p, v, "j", &ld);
+		prefetch(p, &ld, false);
+		/* the block's first group keeps its states in registers (no
+		 * round trip through memory on each step's critical path) */
+		kf_buf_printf(&e, "(t == 0 ? %.*s : (grp == (int)blockIdx.x ? kf_rs[%d] : KFP_st[%d][j]))",
+			      (int)ld.n, ld.p, s, s);
+		kf_buf_free(&ld);
 	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_SLICE && kf_def(g, kf_in(g, d, 0)) == KF_NONE) {
 		/* a per-step input: row row0 + t of an argument */
 		kf_vid a = kf_in(g, d, 0);
@@ -199,8 +227,10 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
 		char rix[96];
 		snprintf(rix, sizeof rix, "(%lld + t) * %d + %s", (long long)st[0], width(g, a), zero ? "0" : ix);
 		rc = load_ext(p, a, rix, &e);
+		prefetch(p, &e, true);
 	} else {
 		rc = load_ext(p, v, ix, &e);
+		prefetch(p, &e, false);
 	}
 	if (rc == 0) {
 		int t;
@@ -246,6 +276,19 @@ static int analyze(pm *p)
 	kf_nid d = kf_def(g, r->R);
 	if (d != KF_NONE && (kf_N(g, d)->op != KF_OP_TRANSPOSE || kf_def(g, kf_in(g, d, 0)) != KF_NONE))
 		return bad(p, "the recurrent weight is neither an argument nor an argument's transpose");
+	/* the step hand-off: tagged values (the fast default), or grid.sync()
+	 * of cooperative groups, which is simpler to trust: one device run
+	 * with both tells a protocol bug from a math bug */
+	const char *sync = getenv("KFUSE_PERSISTENT_SYNC");
+	if (sync && *sync && strcmp(sync, "tags") != 0 && strcmp(sync, "grid") != 0)
+		return bad(p, "KFUSE_PERSISTENT_SYNC must be 'tags' or 'grid'");
+	p->gsync = sync && !strcmp(sync, "grid");
+	/* tuning switches for the device (bench/gpu/lstm_debug.sh rows) */
+	const char *pf = getenv("KFUSE_PERSISTENT_PF"), *hv = getenv("KFUSE_PERSISTENT_HV");
+	p->pf = !(pf && !strcmp(pf, "0"));
+	p->hv = hv && !strcmp(hv, "1") ? 1 : 2;
+	if (p->K % 2 != 0)
+		p->hv = 1;
 	const char *env = getenv("KFUSE_PERSISTENT_UPB");
 	int upb = env && atoi(env) > 0 ? atoi(env) : 0;
 	/* about 128 groups: one block per SM on a large GPU */
@@ -285,10 +328,12 @@ static int cell(pm *p, unsigned T)
 	for (uint32_t s = 0; s < r->nslot && rc == 0; s++) {
 		kf_buf e = {0};
 		rc = ex(p, r->sval[s], 0, false, &e);
-		kf_buf_printf(&st, "      KFP_st[%u][j] = %.*s;\n", s, (int)e.n, e.p);
-		if ((int)s == p->hslot)
-			kf_buf_printf(&st, "      *(volatile unsigned long long *)&KFP_hb[t & 1][j] = "
-				      "((unsigned long long)(base + t + 1) << 32) | __float_as_uint(%.*s);\n", (int)e.n, e.p);
+		kf_buf_printf(&st, "      if (grp == (int)blockIdx.x) kf_rs[%u] = %.*s; else KFP_st[%u][j] = %.*s;\n",
+			      s, (int)e.n, e.p, s, (int)e.n, e.p);
+		if ((int)s == p->hslot && p->gsync)
+			kf_buf_printf(&st, "      ((volatile float *)KFP_hf[t & 1])[j] = %.*s;\n", (int)e.n, e.p);
+		else if ((int)s == p->hslot)
+			kf_buf_printf(&st, "      KFP_put(&KFP_hb[t & 1][j], base + t + 1, %.*s);\n", (int)e.n, e.p);
 		kf_buf_free(&e);
 	}
 	for (uint32_t q = 0; q < k->nout && rc == 0; q++) {
@@ -355,26 +400,69 @@ static void rename_globals(kf_buf *b, const char *tag)
 	*b = o;
 }
 
-static void emit_text(pm *p, unsigned T)
+/* The kernel's globals and step hand-off helpers.  Tags: h travels as
+ * (value, tag) in one 64-bit word, written with one st.global.u64 (single-
+ * copy atomic: the array is 8-byte aligned) and read with volatile loads,
+ * which go to L2, where the other SMs' stores land.  Since the tag and the
+ * value are one word, a reader that sees the tag sees the value: no fence
+ * is needed, and none is paid for on each step's critical path.  Grid:
+ * plain floats and cooperative_groups' grid.sync() after every step.  The
+ * non-CUDA branches are for the host emulation of tests/unit/
+ * test_persistent.c, which compiles this text as C. */
+static void emit_decl(pm *p, unsigned T)
+{
+	kf_buf *d = &p->k->decl;
+	(void)T;
+	if (p->gsync) {
+		kf_buf_puts(d, "#ifdef __CUDA_ARCH__\n#include <cooperative_groups.h>\n"
+			    "#define KFP_GSYNC() cooperative_groups::this_grid().sync()\n"
+			    "#else\n#define KFP_GSYNC() kf_host_grid_sync()\n#endif\n");
+		kf_buf_printf(d, "__device__ float KFP_hf[2][%lld];\n", (long long)p->K);
+	} else {
+		kf_buf_puts(d, "#ifdef __CUDA_ARCH__\n#define KFP_SPIN() ((void)0)\n"
+			    "#else\n#define KFP_SPIN() kf_host_spin()\n#endif\n");
+		kf_buf_printf(d, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
+		kf_buf_puts(d, "__device__ unsigned int KFP_ep, KFP_done;\n");
+		kf_buf_puts(d, "__device__ __forceinline__ float KFP_wait(const unsigned long long *p, unsigned tag)\n{\n"
+			    "  unsigned long long w;\n"
+			    "  while ((unsigned)((w = *(const volatile unsigned long long *)p) >> 32) != tag)\n"
+			    "    KFP_SPIN();\n  return __uint_as_float((unsigned)w);\n}\n");
+		/* two (value, tag) words in one 16-byte load: half the loads
+		 * and half the spinning threads; each 8-byte half is still
+		 * single-copy atomic, which is all the protocol needs */
+		if (p->hv == 2)
+			kf_buf_puts(d, "__device__ __forceinline__ float2 KFP_wait2(const unsigned long long *p, unsigned tag)\n{\n"
+				    "  unsigned long long a, b;\n  for (;;) {\n#ifdef __CUDA_ARCH__\n"
+				    "    asm volatile(\"ld.volatile.global.v2.u64 {%0, %1}, [%2];\" : \"=l\"(a), \"=l\"(b)"
+				    " : \"l\"(__cvta_generic_to_global(p)) : \"memory\");\n#else\n"
+				    "    a = ((const volatile unsigned long long *)p)[0];\n"
+				    "    b = ((const volatile unsigned long long *)p)[1];\n#endif\n"
+				    "    if ((unsigned)(a >> 32) == tag && (unsigned)(b >> 32) == tag)\n      break;\n"
+				    "    KFP_SPIN();\n  }\n"
+				    "  float2 v;\n  v.x = __uint_as_float((unsigned)a);\n  v.y = __uint_as_float((unsigned)b);\n"
+				    "  return v;\n}\n");
+		kf_buf_puts(d, "__device__ __forceinline__ void KFP_put(unsigned long long *p, unsigned tag, float v)\n{\n"
+			    "  *(volatile unsigned long long *)p = ((unsigned long long)tag << 32) | __float_as_uint(v);\n}\n");
+	}
+	kf_buf_printf(d, "__device__ float KFP_st[%u][%lld];\n", p->r.nslot, (long long)p->H);
+	kf_buf_printf(d, "__device__ const int KFP_S[%d] = {", p->ns);
+	for (int s = 0; s < p->ns; s++)
+		kf_buf_printf(d, "%s%lld", s ? ", " : "", (long long)p->S[s]);
+	kf_buf_puts(d, "};\n");
+}
+
+/* Before the steps: the gate rows of each warp, the block's weight rows
+ * in registers when they fit. */
+static void emit_setup(pm *p, int RPW, int KPL, bool cache)
 {
 	kx *k = p->k;
 	kf_buf *b = &k->b;
-	int NR = p->ns * p->upb, RPW = (NR + NW - 1) / NW, KPL = (int)((p->K + 31) / 32);
-	bool cache = RPW * KPL <= 64; /* the weight in registers, if it fits */
-	kf_rec *r = &p->r;
-	kf_buf_printf(&k->decl, "__device__ unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
-	kf_buf_printf(&k->decl, "__device__ float KFP_st[%u][%lld];\n", r->nslot, (long long)p->H);
-	kf_buf_printf(&k->decl, "__device__ unsigned int KFP_ep, KFP_done;\n");
-	kf_buf_printf(&k->decl, "__device__ const int KFP_S[%d] = {", p->ns);
-	for (int s = 0; s < p->ns; s++)
-		kf_buf_printf(&k->decl, "%s%lld", s ? ", " : "", (long long)p->S[s]);
-	kf_buf_puts(&k->decl, "};\n");
-	kf_buf_printf(b, "  /* persistent %s: %u steps, hidden %lld, %d units per block, %d groups, %d gate rows per group */\n",
-		      kf_attr_str(k->g, k->at, "cell", "rnn"), T, (long long)p->H, p->upb, p->ng, NR);
-	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sg[%d];\n  __shared__ unsigned kf_epoch;\n",
-		      (long long)p->K, NR);
+	int NR = p->ns * p->upb;
+	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sg[%d];\n", (long long)p->K, NR);
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
-	kf_buf_puts(b, "  if (threadIdx.x == 0) kf_epoch = *(volatile unsigned *)&KFP_ep;\n");
+	if (!p->gsync)
+		kf_buf_puts(b, "  __shared__ unsigned kf_epoch;\n"
+			    "  if (threadIdx.x == 0) kf_epoch = *(volatile unsigned *)&KFP_ep;\n");
 	kf_buf_printf(b, "  int kf_qo[%d];\n  bool kf_qv[%d];\n", RPW, RPW);
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n"
 		      "    const int q = warp + %d * i, s = q / %d;\n"
@@ -389,24 +477,75 @@ static void emit_text(pm *p, unsigned T)
 		wexpr(p, "row", "kk", b);
 		kf_buf_puts(b, " : 0.f;\n    }\n");
 	}
-	kf_buf_printf(b, "  __syncthreads();\n  const unsigned base = kf_epoch * %uu;\n", T);
-	kf_buf_printf(b, "  for (int t = 0; t < %u; t++) {\n", T);
-	kf_buf_printf(b, "    for (int kk = threadIdx.x; kk < %lld; kk += %d) {\n      float v;\n"
-		      "      if (t == 0) {\n        v = ", (long long)p->K, NT);
-	{ /* the initial state */
-		kf_vid h0 = r->init[p->hslot];
-		kf_nid d = kf_def(k->g, h0);
+	kf_buf_puts(b, "  __syncthreads();\n");
+}
+
+/* The prefetch loads of pf (see prefetch()) for the block's first group. */
+static void emit_prefetch(pm *p, const kf_buf *pf, const char *in)
+{
+	if (pf->n == 0)
+		return;
+	kf_buf_printf(&p->k->b, "%s  if (threadIdx.x < %d && blockIdx.x < %d) {\n"
+		      "%s    const int u = threadIdx.x, j = blockIdx.x * %d + u;\n%s    (void)u;\n%s    if (j < %lld) {\n",
+		      in, p->upb, p->ng, in, p->upb, in, in, (long long)p->H);
+	kf_buf_put(&p->k->b, pf->p, pf->n);
+	kf_buf_printf(&p->k->b, "%s    }\n%s  }\n", in, in);
+}
+
+/* Step t's h(t-1) into shared memory: at step 0 the initial state, later
+ * from the exchange buffer (waiting for the tag of step t), hv words per
+ * thread and load. */
+static void emit_hread(pm *p)
+{
+	kx *k = p->k;
+	kf_buf *b = &k->b;
+	int n = p->gsync ? 1 : p->hv;
+	kf_vid h0 = p->r.init[p->hslot];
+	kf_nid d = kf_def(k->g, h0);
+	kf_buf_printf(b, "    for (int kk = %d * threadIdx.x; kk < %lld; kk += %d) {\n", n, (long long)p->K, n * NT);
+	kf_buf_puts(b, "      if (t == 0) {\n");
+	for (int i = 0; i < n; i++) {
+		char ix[32];
+		snprintf(ix, sizeof ix, i ? "(kk + %d)" : "kk", i);
+		kf_buf_printf(b, "        kf_sh[%s] = ", ix);
 		if (d != KF_NONE)
-			kx_const_elem(k, d, "kk", b);
+			kx_const_elem(k, d, ix, b);
 		else
-			kf_buf_printf(b, "__ldg(p%d + kk)", kx_param(k, h0));
+			kf_buf_printf(b, "__ldg(p%d + %s)", kx_param(k, h0), ix);
+		kf_buf_puts(b, ";\n");
 	}
-	kf_buf_puts(b, ";\n      } else {\n"
-		    "        const volatile unsigned long long *src = &KFP_hb[(t - 1) & 1][kk];\n"
-		    "        unsigned long long w;\n"
-		    "        do { w = *src; } while ((unsigned)(w >> 32) != base + t);\n"
-		    "        v = __uint_as_float((unsigned)w);\n      }\n      kf_sh[kk] = v;\n    }\n"
-		    "    __syncthreads();\n");
+	kf_buf_puts(b, "      }\n");
+	if (p->gsync)
+		kf_buf_puts(b, "      else kf_sh[kk] = ((const volatile float *)KFP_hf[(t - 1) & 1])[kk];\n");
+	else if (n == 1)
+		kf_buf_puts(b, "      else kf_sh[kk] = KFP_wait(&KFP_hb[(t - 1) & 1][kk], base + t);\n");
+	else
+		kf_buf_puts(b, "      else {\n        const float2 v = KFP_wait2(&KFP_hb[(t - 1) & 1][kk], base + t);\n"
+			    "        kf_sh[kk] = v.x;\n        kf_sh[kk + 1] = v.y;\n      }\n");
+	kf_buf_puts(b, "    }\n    __syncthreads();\n");
+}
+
+static void emit_text(pm *p, unsigned T)
+{
+	kx *k = p->k;
+	kf_buf *b = &k->b;
+	int NR = p->ns * p->upb, RPW = (NR + NW - 1) / NW, KPL = (int)((p->K + 31) / 32);
+	bool cache = RPW * KPL <= 64; /* the weight in registers, if it fits */
+	kf_rec *r = &p->r;
+	emit_decl(p, T);
+	kf_buf_printf(b, "  /* persistent %s: %u steps, hidden %lld, %d units per block, %d groups, %d gate rows per group, %s */\n",
+		      kf_attr_str(k->g, k->at, "cell", "rnn"), T, (long long)p->H, p->upb, p->ng, NR,
+		      p->gsync ? "grid.sync() per step" : "tagged hand-off");
+	emit_setup(p, RPW, KPL, cache);
+	kf_buf_printf(b, "  float kf_rs[%u] = {0.f};\n", r->nslot);
+	for (int i = 0; i < p->npf; i++)
+		kf_buf_printf(b, "  float kf_pf%d = 0.f;\n", i);
+	if (!p->gsync)
+		kf_buf_printf(b, "  const unsigned base = kf_epoch * %uu;\n", T);
+	emit_prefetch(p, &p->pf0, "");
+	kf_buf_printf(b, "  for (int t = 0; t < %u; t++) {\n", T);
+	emit_prefetch(p, &p->pfs, "  ");
+	emit_hread(p);
 	kf_buf_printf(b, "    for (int grp = blockIdx.x; grp < %d; grp += gridDim.x) {\n", p->ng);
 	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n"
 		      "        const int row = grp * %d + kf_qo[i], j = grp * %d + (warp + %d * i) %% %d;\n"
@@ -424,7 +563,11 @@ static void emit_text(pm *p, unsigned T)
 	kf_buf_printf(b, "      if (threadIdx.x < %d) {\n        const int u = threadIdx.x, j = grp * %d + u;\n"
 		      "        if (j < %lld) {\n", p->upb, p->upb, (long long)p->H);
 	kf_buf_put(b, p->ew.p, p->ew.n);
-	kf_buf_puts(b, "        }\n      }\n      __syncthreads();\n    }\n  }\n");
+	kf_buf_puts(b, "        }\n      }\n      __syncthreads();\n    }\n");
+	/* every block's h of step t is out before any block reads it */
+	kf_buf_puts(b, p->gsync ? "    KFP_GSYNC();\n  }\n" : "  }\n");
+	if (p->gsync)
+		return;
 	/* the last block to finish moves the epoch on for the next launch */
 	kf_buf_puts(b, "  if (threadIdx.x == 0) {\n    __threadfence();\n"
 		    "    if (atomicAdd(&KFP_done, 1u) == gridDim.x - 1) {\n"
@@ -460,6 +603,8 @@ int kx_emit_persistent(kx *k)
 			"'persistent' pass out)", p->why);
 	}
 	kf_buf_free(&p->ew);
+	kf_buf_free(&p->pf0);
+	kf_buf_free(&p->pfs);
 	if (p->r.node)
 		kf_rec_free(&p->r);
 	free(p);

@@ -8,7 +8,9 @@
  * bytes each when C allows), so a row is read once and written once however
  * many reductions it goes through (softmax, layer norm).  Reductions are a
  * per-thread loop, warp shuffles, then shared memory across warps
- * (kf_rowred in the prelude).  Rows are a grid-stride loop.
+ * (kf_rowred in the prelude).  A block holds block / TPR rows; one block
+ * per group of rows, or a grid-stride loop over them (KFUSE_ROW_*:
+ * kx_tune).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,18 @@ static void valid(kf_buf *b, row *w, const char *e)
 		kf_buf_printf(b, "lane + %s * %d < %lld", e, w->TPR, (long long)w->C);
 }
 
+/* The condition for touching vector j of a row: rv when the last block has
+ * rows past the end (with_row), c0 < C when the row's vectors do not fill
+ * every thread's NJ; false when it always holds. */
+static bool guard_cond(const row *w, bool with_row, char *out, size_t n)
+{
+	bool col = w->need_mask, rw = with_row && w->R % w->RPB != 0;
+	snprintf(out, n, "%s%s", rw ? "rv" : "", rw && col ? " && " : "");
+	if (col)
+		snprintf(out + strlen(out), n - strlen(out), "c0 < %lld", (long long)w->C);
+	return col || rw;
+}
+
 /* Loads param p (value v) with row class rc; returns the temporary. */
 static int load(kx *k, row *w, kf_vid v, int p, kf_rowclass rc, int *arr)
 {
@@ -90,16 +104,23 @@ static int load(kx *k, row *w, kf_vid v, int p, kf_rowclass rc, int *arr)
 	}
 	int t = memo_add(k, v, 1);
 	*arr = 1;
-	char at[64];
+	char at[64], cond[64];
 	if (rc == KF_RC_FULL)
 		snprintf(at, sizeof at, "row * %lld + c0", (long long)w->C);
 	else
 		snprintf(at, sizeof at, "c0");
+	/* a FULL input is streamed (read once: cache hints); a COL one (a
+	 * gamma) is read by every row */
+	const char *ld = rc == KF_RC_FULL ? kx_vld_stream(k) : "kf_vld";
 	kf_buf_printf(b, "    __align__(16) %s t%ds[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n"
-		      "      const int c0 = (lane + j * %d) * %d;\n      if (rv && c0 < %lld) kf_vld<%s, %d>(t%ds + j * %d, p%d + %s);\n"
-		      "      else for (int l = 0; l < %d; l++) t%ds[j * %d + l] = (%s)0;\n    }\n",
-		      st, t, w->K, w->NJ, w->TPR, w->V, (long long)w->C, st, w->V, t, w->V, p, at, w->V, t,
-		      w->V, st);
+		      "      const int c0 = (lane + j * %d) * %d;\n",
+		      st, t, w->K, w->NJ, w->TPR, w->V);
+	if (guard_cond(w, rc == KF_RC_FULL, cond, sizeof cond))
+		kf_buf_printf(b, "      if (%s) %s<%s, %d>(t%ds + j * %d, p%d + %s);\n"
+			      "      else for (int l = 0; l < %d; l++) t%ds[j * %d + l] = (%s)0;\n    }\n",
+			      cond, ld, st, w->V, t, w->V, p, at, w->V, t, w->V, st);
+	else
+		kf_buf_printf(b, "      %s<%s, %d>(t%ds + j * %d, p%d + %s);\n    }\n", ld, st, w->V, t, w->V, p, at);
 	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = ", ct, t, w->K,
 		      w->K, t);
 	kx_load(b, dt, "t%ds[e]", t);
@@ -273,7 +294,15 @@ static int elem_op(kx *k, row *w, kf_nid n)
 		for (uint32_t i = 0; i < x->nin; i++)
 			if (ref(k, w, kf_in(g, n, i), elem, names[i], sizeof names[i]) != 0)
 				return -1;
-		if (kx_op_expr(k, n, a, &e) != 0) {
+		if (elem && x->op == KF_OP_DIV && kf_dtype_is_float(dt) && !strchr(names[1], '[')) {
+			/* a row divided by a per-row value (softmax's sum): one
+			 * reciprocal per row, a multiplication per element (within
+			 * 1.5 ulp of the division) */
+			int r = k->ntmp++;
+			kf_buf_printf(&k->cur, "    const %s t%d = (%s)1 / %s;\n", kx_ct(dt), r, kx_ct(dt), names[1]);
+			snprintf(names[1], sizeof names[1], "t%d", r);
+			kf_buf_printf(&e, "(%s * %s)", names[0], names[1]);
+		} else if (kx_op_expr(k, n, a, &e) != 0) {
 			kf_buf_free(&e);
 			return -1;
 		}
@@ -310,16 +339,59 @@ static int store(kx *k, row *w, uint32_t j)
 	}
 	if (kx_numel(k, v) != w->R * w->C)
 		return kx_fail(k, "a row kernel writes a per-element output that is not a full row");
+	char cond[64];
+	bool g = guard_cond(w, true, cond, sizeof cond);
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int c0 = (lane + j * %d) * %d;\n"
-		      "      if (rv && c0 < %lld) {\n        __align__(16) %s r[%d];\n#pragma unroll\n"
+		      "      %s%s%s{\n        __align__(16) %s r[%d];\n#pragma unroll\n"
 		      "        for (int l = 0; l < %d; l++) r[l] = ",
-		      w->NJ, w->TPR, w->V, (long long)w->C, kx_st(dt), w->V, w->V);
+		      w->NJ, w->TPR, w->V, g ? "if (" : "", g ? cond : "", g ? ") " : "", kx_st(dt), w->V, w->V);
 	char src[32];
 	snprintf(src, sizeof src, "t%d[j * %d + l]", t, w->V);
 	kx_store(b, dt, "%s", src);
-	kf_buf_printf(b, ";\n        kf_vst<%s, %d>(o%u + row * %lld + c0, r);\n      }\n    }\n", kx_st(dt), w->V,
-		      j, (long long)w->C);
+	kf_buf_printf(b, ";\n        %s<%s, %d>(o%u + row * %lld + c0, r);\n      }\n    }\n", kx_vst_stream(k),
+		      kx_st(dt), w->V, j, (long long)w->C);
 	return 0;
+}
+
+/* The row kernel's shape: V lanes per vector, TPR threads per row, NJ
+ * vectors per thread, RPB rows per block; and the launch (units, per_sm). */
+static void geometry(kx *k, row *w)
+{
+	kf_graph *g = k->g;
+	size_t maxsz = 1;
+	for (uint32_t i = 0; i < k->nparam; i++)
+		if (kf_dtype_size(kx_dt(k, k->param[i])) > maxsz)
+			maxsz = kf_dtype_size(kx_dt(k, k->param[i]));
+	for (uint32_t i = 0; i < k->nout; i++)
+		if (kf_dtype_size(kx_dt(k, k->out[i])) > maxsz)
+			maxsz = kf_dtype_size(kx_dt(k, k->out[i]));
+	w->V = (int)(16 / maxsz);
+	if (w->V > 8)
+		w->V = 8;
+	while (w->V > 1 && w->C % w->V != 0)
+		w->V /= 2;
+	int64_t nvec = w->C / w->V;
+	/* up to 8 vectors of a row per thread (a warp holds a row of 1024
+	 * floats); a long body gets 2, so that its unrolled code (and the
+	 * compile time) stays small: more threads share the row instead */
+	int nelem = 0;
+	for (uint32_t i = 0; i < k->nnode; i++)
+		nelem += kf_fuse_rowclass(&w->F, w->a, kf_vtype(g, kf_res(g, k->node[i], 0)), false) <= KF_RC_COL;
+	int maxnj = nelem > 16 ? 2 : 8;
+	w->TPR = 32 * k->tune.row_warps;
+	while (w->TPR < 1024 && (nvec + w->TPR - 1) / w->TPR > maxnj)
+		w->TPR *= 2;
+	w->NJ = (int)((nvec + w->TPR - 1) / w->TPR);
+	if (w->NJ < 1)
+		w->NJ = 1;
+	w->K = w->NJ * w->V;
+	w->need_mask = nvec % w->TPR != 0 || nvec < w->TPR;
+	w->block = w->TPR < k->tune.row_block ? k->tune.row_block : w->TPR;
+	w->RPB = w->block / w->TPR;
+	k->k->block = w->block;
+	int64_t units = (w->R + w->RPB - 1) / w->RPB;
+	/* a grid of one block per RPB rows must fit gridDim.x; else it loops */
+	kx_grid(k, k->tune.row_grid == 0 && units > 0x7fffffff ? -1 : k->tune.row_grid, units);
 }
 
 int kx_emit_row(kx *k)
@@ -333,40 +405,7 @@ int kx_emit_row(kx *k)
 	if (rn == KF_NONE || !kf_fuse_row_split(g, rn, &w.a, &w.R, &w.C))
 		return kx_fail(k, "a reduce kernel without a reduction over trailing axes");
 	w.F = *kf_vtype(g, kf_in(g, rn, 0));
-	size_t maxsz = 1;
-	for (uint32_t i = 0; i < k->nparam; i++)
-		if (kf_dtype_size(kx_dt(k, k->param[i])) > maxsz)
-			maxsz = kf_dtype_size(kx_dt(k, k->param[i]));
-	for (uint32_t i = 0; i < k->nout; i++)
-		if (kf_dtype_size(kx_dt(k, k->out[i])) > maxsz)
-			maxsz = kf_dtype_size(kx_dt(k, k->out[i]));
-	w.V = (int)(16 / maxsz);
-	if (w.V > 8)
-		w.V = 8;
-	while (w.V > 1 && w.C % w.V != 0)
-		w.V /= 2;
-	int64_t nvec = w.C / w.V;
-	/* up to 8 vectors of a row per thread (a warp holds a row of 1024
-	 * floats); a long body gets 2, so that its unrolled code (and the
-	 * compile time) stays small: more threads share the row instead */
-	int nelem = 0;
-	for (uint32_t i = 0; i < k->nnode; i++)
-		nelem += kf_fuse_rowclass(&w.F, w.a, kf_vtype(g, kf_res(g, k->node[i], 0)), false) <= KF_RC_COL;
-	int maxnj = nelem > 16 ? 2 : 8;
-	w.TPR = 32;
-	while (w.TPR < 1024 && (nvec + w.TPR - 1) / w.TPR > maxnj)
-		w.TPR *= 2;
-	w.NJ = (int)((nvec + w.TPR - 1) / w.TPR);
-	if (w.NJ < 1)
-		w.NJ = 1;
-	w.K = w.NJ * w.V;
-	w.need_mask = nvec % w.TPR != 0 || nvec < w.TPR;
-	w.block = w.TPR < 256 ? 256 : w.TPR;
-	w.RPB = w.block / w.TPR;
-	k->k->block = w.block;
-	k->k->units = (w.R + w.RPB - 1) / w.RPB;
-	if (k->k->units < 1)
-		k->k->units = 1;
+	geometry(k, &w);
 	k->cur.n = 0;
 	for (uint32_t i = 0; i < k->nnode; i++) {
 		kf_nid n = k->node[i];
@@ -393,9 +432,17 @@ int kx_emit_row(kx *k)
 		kf_buf_puts(b, "  float *kf_smf = 0; double *kf_smd = 0; long long *kf_sml = 0;\n"
 			       "  (void)kf_smf; (void)kf_smd; (void)kf_sml;\n");
 	}
-	kf_buf_printf(b, "  for (%s r0 = (%s)blockIdx.x * %d; r0 < %lld; r0 += (%s)gridDim.x * %d) {\n", it, it,
-		      w.RPB, (long long)w.R, it, w.RPB);
-	kf_buf_printf(b, "    const %s row = r0 + sub;\n    const bool rv = row < %lld;\n", it, (long long)w.R);
+	if (k->k->per_sm < 0)
+		kf_buf_printf(b, "  {\n    const %s r0 = (%s)blockIdx.x * %d;\n", it, it, w.RPB);
+	else
+		kf_buf_printf(b, "  for (%s r0 = (%s)blockIdx.x * %d; r0 < %lld; r0 += (%s)gridDim.x * %d) {\n", it, it,
+			      w.RPB, (long long)w.R, it, w.RPB);
+	/* rv: the row exists (only the last block can have rows past R) */
+	kf_buf_printf(b, "    const %s row = r0 + sub;\n", it);
+	if (w.R % w.RPB != 0)
+		kf_buf_printf(b, "    const bool rv = row < %lld;\n", (long long)w.R);
+	else
+		kf_buf_puts(b, "    const bool rv = true;\n");
 	kf_buf_put(b, k->cur.p ? k->cur.p : "", k->cur.n);
 	kf_buf_puts(b, "  }\n");
 	return 0;

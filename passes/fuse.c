@@ -47,8 +47,6 @@ void kf_fuse_opts_default(kf_fuse_opts *o)
 
 /* ---- the grouping -------------------------------------------------------------- */
 
-enum { G_LOOP = 1, G_ROW = 2 };
-
 uint32_t kf_fuse_find(fz *z, uint32_t p)
 {
 	while (z->parent[p] != p) {
@@ -58,23 +56,9 @@ uint32_t kf_fuse_find(fz *z, uint32_t p)
 	return p;
 }
 
-static uint32_t pos_of(const fz *z, kf_vid v)
-{
-	kf_nid d = kf_def(z->g, v);
-	return d == KF_NONE || kf_N(z->g, d)->blk != 0 ? KF_NONE : kf_fuse_pos(z, d);
-}
-
 static int64_t numel_of(const kf_graph *g, kf_vid v)
 {
 	return kf_type_numel(kf_vtype(g, v));
-}
-
-static bool is_member(fz *z, uint32_t p, uint32_t ga, uint32_t gb)
-{
-	if (p == KF_NONE || !z->kind[p])
-		return false;
-	uint32_t r = kf_fuse_find(z, p);
-	return r == ga || r == gb;
 }
 
 /* Counts distinct outside inputs of the union of groups ga and gb (small
@@ -88,8 +72,8 @@ static int count_inputs(fz *z, uint32_t ga, uint32_t gb)
 			kf_nid n = z->order[p];
 			for (uint32_t i = 0; i < kf_N(z->g, n)->nin; i++) {
 				kf_vid v = kf_in(z->g, n, i);
-				uint32_t q = pos_of(z, v);
-				if (is_member(z, q, ga, gb))
+				uint32_t q = fz_pos_of(z, v);
+				if (fz_member(z, q, ga, gb))
 					continue;
 				kf_nid d = kf_def(z->g, v);
 				if (d != KF_NONE && kf_fuse_const_embeddable(z->g, d))
@@ -116,7 +100,7 @@ static bool path_outside(fz *z, uint32_t from, uint32_t to)
 			kf_foreach_use(z->g, x->res0 + r, u) {
 				kf_nid un = z->g->use[u].user;
 				uint32_t q = kf_fuse_pos(z, un);
-				if (q == KF_NONE || q > limit || is_member(z, q, from, to) || z->pmark[q] == z->epoch)
+				if (q == KF_NONE || q > limit || fz_member(z, q, from, to) || z->pmark[q] == z->epoch)
 					continue;
 				z->pmark[q] = z->epoch;
 				z->stack[sp++] = q;
@@ -130,36 +114,13 @@ static bool path_outside(fz *z, uint32_t from, uint32_t to)
 				uint32_t w = kf_fuse_pos(z, z->g->use[u].user);
 				if (w == KF_NONE || w > limit || z->pmark[w] == z->epoch)
 					continue;
-				if (is_member(z, w, to, to))
+				if (fz_member(z, w, to, to))
 					return true;
 				z->pmark[w] = z->epoch;
 				z->stack[sp++] = w;
 			}
 	}
 	return false;
-}
-
-static bool has_outside_user(fz *z, kf_vid v, uint32_t ga, uint32_t gb)
-{
-	kf_foreach_use(z->g, v, u) {
-		kf_nid un = z->g->use[u].user;
-		if (kf_N(z->g, un)->blk != 0 || !is_member(z, kf_fuse_pos(z, un), ga, gb))
-			return true;
-	}
-	return false;
-}
-
-/* Row shapes agree on dims; the dtype does not matter (a cast between two
- * reductions keeps the rows). */
-static bool same_dims(const kf_graph *g, kf_tid a, kf_tid b)
-{
-	const kf_type *x = kf_type_get(g->ctx, a), *y = kf_type_get(g->ctx, b);
-	if (x->rank != y->rank)
-		return false;
-	for (int d = 0; d < x->rank; d++)
-		if (x->dim[d] != y->dim[d])
-			return false;
-	return true;
 }
 
 /* The row shape of the merged group: the F of its ROW groups, which must
@@ -175,7 +136,7 @@ static bool merged_rowshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, int *a)
 			*F = z->rowT[gr];
 			*a = z->rowA[gr];
 			found = true;
-		} else if (!same_dims(z->g, z->rowT[gr], *F) || z->rowA[gr] != *a) {
+		} else if (!fz_same_dims(z->g, z->rowT[gr], *F) || z->rowA[gr] != *a) {
 			*F = KF_NONE;
 		}
 	}
@@ -196,9 +157,10 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 		return KF_FR_REDUCE_LAYOUT;
 	int live = 1, nred = 0;
 	bool after_reduce = false;
+	kf_fuse_mark_views(z, ga, gb);
 	for (uint32_t p = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
 	     p <= (z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb]); p++) {
-		if (!is_member(z, p, ga, gb))
+		if (!fz_rmember(z, p, ga, gb))
 			continue;
 		kf_nid n = z->order[p];
 		const kf_node *x = kf_N(g, n);
@@ -206,7 +168,7 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 			int a2;
 			int64_t R2, C2;
 			kf_fuse_row_split(g, n, &a2, &R2, &C2);
-			if (!same_dims(g, kf_V(g, kf_in(g, n, 0))->type, FT) || a2 != a)
+			if (!fz_same_dims(g, kf_V(g, kf_in(g, n, 0))->type, FT) || a2 != a)
 				return KF_FR_SHAPE_MISMATCH;
 			for (uint32_t i = 1; i < x->nin; i++) { /* layer_norm scale, bias */
 				kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, kf_in(g, n, i)), true);
@@ -235,8 +197,8 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 				return KF_FR_REDUCE_THEN_BROADCAST_MISMATCH;
 			/* a value computed per row read per element must be indexed by
 			 * row; one computed per element must not be read per row */
-			uint32_t q = pos_of(z, v);
-			if (is_member(z, q, ga, gb)) {
+			uint32_t q = fz_pos_of(z, v);
+			if (fz_rmember(z, q, ga, gb)) {
 				bool prow = kf_fuse_rowclass(F, a, kf_vtype(g, v), false) >= KF_RC_ROW;
 				if (prow && !(k == KF_RC_ROW || k == KF_RC_SCALAR))
 					return KF_FR_REDUCE_THEN_BROADCAST_MISMATCH;
@@ -244,7 +206,7 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 					return KF_FR_SHAPE_MISMATCH;
 			}
 		}
-		if (elem && has_outside_user(z, x->res0, ga, gb) && rc != KF_RC_FULL)
+		if (elem && fz_outside_user(z, x->res0, ga, gb) && rc != KF_RC_FULL)
 			return KF_FR_SHAPE_MISMATCH;
 		/* per-element values still needed after a reduction stay in
 		 * registers: one array of C/threads elements each */
@@ -269,7 +231,7 @@ static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, bool allow)
 		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
 			const kf_node *x = kf_N(g, z->order[p]);
 			for (uint32_t r = 0; r < x->nres; r++)
-				if (has_outside_user(z, x->res0 + r, ga, gb)) {
+				if (fz_outside_user(z, x->res0 + r, ga, gb)) {
 					int64_t m = numel_of(g, x->res0 + r);
 					if (N >= 0 && m != N)
 						return KF_FR_SHAPE_MISMATCH;
@@ -287,7 +249,7 @@ static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, bool allow)
 	return KF_FR_NONE;
 }
 
-static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a)
+static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S)
 {
 	z->parent[gb] = ga;
 	z->next[z->tail[ga]] = z->head[gb];
@@ -300,6 +262,7 @@ static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a)
 	z->gkind[ga] = (uint8_t)kind;
 	z->rowT[ga] = F;
 	z->rowA[ga] = a;
+	z->colS[ga] = S;
 }
 
 /* Tries to merge the groups of positions pp (producer) and pc (consumer);
@@ -321,7 +284,16 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 		return KF_FR_TOO_MANY_NODES;
 	kf_tid F = KF_NONE;
 	int a = 0, kind = G_LOOP;
-	if (merged_rowshape(z, ga, gb, &F, &a)) {
+	unsigned S = 0;
+	z->vepoch++; /* the view marks of an earlier check are stale */
+	if (z->gkind[ga] == G_COL || z->gkind[gb] == G_COL) {
+		kf_fuse_reason r = kf_fuse_merged_colshape(z, ga, gb, &F, &S);
+		if (r == KF_FR_NONE)
+			r = kf_fuse_check_col(z, ga, gb, F, S);
+		if (r != KF_FR_NONE)
+			return r;
+		kind = G_COL;
+	} else if (merged_rowshape(z, ga, gb, &F, &a)) {
 		if (F == KF_NONE)
 			return z->gkind[ga] == G_ROW ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
 						     : KF_FR_SHAPE_MISMATCH;
@@ -341,7 +313,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 		return KF_FR_TOO_MANY_INPUTS;
 	if (path_outside(z, ga, gb) || path_outside(z, gb, ga))
 		return KF_FR_CYCLE;
-	merge(z, ga, gb, kind, F, a);
+	merge(z, ga, gb, kind, F, a, S);
 	return KF_FR_NONE;
 }
 
@@ -354,7 +326,7 @@ static kf_fuse_reason static_reason(fz *z, kf_nid n)
 	uint32_t p = kf_fuse_pos(z, n);
 	switch (z->ckind[p]) {
 	case KF_FK_REDUCE:
-		return KF_FR_REDUCE_LAYOUT;
+		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
 	case KF_FK_ROW:
 		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
 	case KF_FK_NONE:
@@ -375,7 +347,7 @@ static void group_edges(fz *z)
 		const kf_node *x = kf_N(g, nc);
 		for (uint32_t i = 0; i < x->nin; i++) {
 			kf_uid u = x->in0 + i;
-			uint32_t pp = pos_of(z, g->use[u].value);
+			uint32_t pp = fz_pos_of(z, g->use[u].value);
 			if (pp == KF_NONE || z->kind[pp] == KF_FK_CONST)
 				continue;
 			kf_fuse_reason r = static_reason(z, z->order[pp]);
@@ -456,8 +428,8 @@ static int fusion_node(fz *z, uint32_t root, int index)
 		kf_nid n = z->order[z->mem[i]];
 		for (uint32_t k = 0; k < kf_N(g, n)->nin; k++) {
 			kf_vid v = kf_in(g, n, k);
-			uint32_t q = pos_of(z, v);
-			if (is_member(z, q, root, root) || z->vmark[v] == z->epoch)
+			uint32_t q = fz_pos_of(z, v);
+			if (fz_member(z, q, root, root) || z->vmark[v] == z->epoch)
 				continue;
 			kf_nid d = kf_def(g, v);
 			if (d != KF_NONE && kf_fuse_const_embeddable(g, d))
@@ -470,7 +442,7 @@ static int fusion_node(fz *z, uint32_t root, int index)
 	for (uint32_t i = 0; i < cnt; i++) {
 		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
 		for (uint32_t r = 0; r < x->nres; r++)
-			if (has_outside_user(z, x->res0 + r, root, root)) {
+			if (fz_outside_user(z, x->res0 + r, root, root)) {
 				rt[nout] = kf_V(g, x->res0 + r)->type;
 				outs[nout++] = x->res0 + r;
 			}
@@ -482,7 +454,9 @@ static int fusion_node(fz *z, uint32_t root, int index)
 	snprintf(name, sizeof name, "k%d", index);
 	kf_N(g, f)->sym = kf_intern_cstr(c, name);
 	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
-	kf_sid kind = kf_intern_cstr(c, z->gkind[root] == G_ROW ? "reduce" : "elementwise");
+	kf_sid kind = kf_intern_cstr(c, z->gkind[root] == G_ROW   ? "reduce"
+					: z->gkind[root] == G_COL ? "colreduce"
+								  : "elementwise");
 	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
 	kf_bid b = kf_block_new(g, f);
 	kf_N(g, f)->body = b;
@@ -540,7 +514,7 @@ static int fusion_node(fz *z, uint32_t root, int index)
 		uint32_t k = 0;
 		kf_foreach_use(g, outs[i], u) {
 			kf_nid un = g->use[u].user;
-			if (kf_N(g, un)->blk != 0 || !is_member(z, kf_fuse_pos(z, un), root, root))
+			if (kf_N(g, un)->blk != 0 || !fz_member(z, kf_fuse_pos(z, un), root, root))
 				z->ubuf[k++] = u;
 		}
 		for (uint32_t j = 0; j < k; j++) {
@@ -604,6 +578,9 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 	z->rowT = calloc(n, sizeof *z->rowT);
 	z->ckind = calloc(n, 1);
 	z->rowA = calloc(n, sizeof *z->rowA);
+	z->colS = calloc(n, sizeof *z->colS);
+	z->vw = calloc(n, sizeof *z->vw);
+	z->view = calloc(n, 1);
 	z->pmark = calloc(n, sizeof *z->pmark);
 	z->stack = malloc(n * sizeof *z->stack);
 	z->mem = malloc(n * sizeof *z->mem);
@@ -617,6 +594,14 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 		z->kind[p] = (uint8_t)(kd == KF_FK_LOOP || kd == KF_FK_ROW ? kd : 0);
 		if (kd == KF_FK_CONST || kd == KF_FK_REDUCE)
 			z->kind[p] = 0;
+		unsigned S;
+		int64_t M, L;
+		if (kd == KF_FK_REDUCE && kf_fuse_col_split(g, m, &S, &M, &L)) {
+			z->kind[p] = FZ_COL;
+			z->gkind[p] = G_COL;
+			z->rowT[p] = kf_V(g, kf_in(g, m, 0))->type;
+			z->colS[p] = S;
+		}
 		z->parent[p] = p;
 		z->next[p] = KF_NONE;
 		z->head[p] = z->tail[p] = p;
@@ -631,7 +616,7 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 			z->rowA[p] = a;
 			if (C > o->max_row)
 				z->kind[p] = 0;
-		} else {
+		} else if (kd != KF_FK_REDUCE || !z->kind[p]) {
 			z->gkind[p] = G_LOOP;
 		}
 		z->ckind[p] = (uint8_t)kd;
@@ -644,7 +629,7 @@ static void teardown(fz *z)
 	free(z->head); free(z->tail); free(z->size); free(z->minpos); free(z->maxpos);
 	free(z->gkind); free(z->rowT); free(z->rowA); free(z->pmark); free(z->stack);
 	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
-	free(z->ubuf); free(z->ckind);
+	free(z->ubuf); free(z->ckind); free(z->colS); free(z->vw); free(z->view);
 }
 
 int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
@@ -654,12 +639,13 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	group_edges(&z);
 	if (o->siblings)
 		group_siblings(&z);
+	kf_fuse_detach_views(&z);
 	if (o->explain && o->log)
 		kf_fuse_explain(&z, o->log);
 	/* groups of two or more ops become fusion nodes, in program order */
 	int made = 0, fused_ops = 0;
 	for (uint32_t p = 0; p < z.n; p++) {
-		if (!z.kind[p] || kf_fuse_find(&z, p) != p || z.size[p] < 2)
+		if (kf_fuse_find(&z, p) != p || z.size[p] < 2)
 			continue;
 		fused_ops += (int)z.size[p];
 		fusion_node(&z, p, made++);

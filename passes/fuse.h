@@ -8,6 +8,12 @@
  *   kind = "reduce": reductions over trailing axes (reduce_*, softmax,
  *          log_softmax, layer_norm) of one row shape [R, C], with their
  *          element-wise prologue and epilogue; a row is kept in registers.
+ *   kind = "colreduce": reduce_* over other axes (one axis not last, or
+ *          several) of one shape, with prologue and epilogue; one thread per
+ *          output column loops over the reduced axes, once per dependent
+ *          reduction.
+ * Reshapes at the boundary of a reduce or colreduce group stay outside it:
+ * they are aliases of the buffers the kernel reads or writes.
  * See docs/fusion.md for the rules and the reason codes.
  */
 #ifndef KF_FUSE_H
@@ -25,7 +31,7 @@
 	X(TOO_MANY_NODES, "the kernel would hold too many ops") \
 	X(REGISTER_LIMIT, "the kernel's estimated registers per thread exceed the limit") \
 	X(REDUCE_THEN_BROADCAST_MISMATCH, "the reduction's result is broadcast in a shape other than its rows") \
-	X(REDUCE_LAYOUT, "the reduction is not over trailing axes, or its rows are too long to keep in registers") \
+	X(REDUCE_LAYOUT, "the reduction fits neither a row kernel (trailing axes, rows that fit in registers) nor a column kernel") \
 	X(POLICY_VETO, "the fusion policy vetoed it") \
 	X(MULTI_USE_EXPENSIVE, "an expensive value would be recomputed for each element it is broadcast to") \
 	X(SHAPE_MISMATCH, "the groups iterate over different shapes") \
@@ -102,6 +108,27 @@ bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *a, int64_t *R, int64_t 
  * operand of a per-row op) F[0..a) without the reduced dims is a ROW too. */
 typedef enum { KF_RC_BAD, KF_RC_FULL, KF_RC_COL, KF_RC_ROW, KF_RC_SCALAR } kf_rowclass;
 kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool elem);
+
+/* Column kernels (kind = "colreduce", passes/emit_colreduce.c): reductions
+ * over any set of axes of one shape F.  S is the mask of reduced dims of F
+ * (dims of size 1 left out); one thread owns each of the M "columns" (the
+ * kept coordinates, consecutive threads on consecutive columns) and loops
+ * over the L reduced ones.  Every value of the kernel is F-aligned: its type,
+ * aligned to F from the right as numpy broadcasting does, has each dim equal
+ * to F's or 1, so that it is evaluated at the thread's current point of F.
+ * Returns false when n is not a float reduce_* whose result is its own
+ * column (keepdims, or reduced dims leading). */
+bool kf_fuse_col_split(const kf_graph *g, kf_nid n, unsigned *S, int64_t *M, int64_t *L);
+
+/* How a value of type t sits in a column kernel over F with reduced dims S:
+ * ELEM varies along a reduced dim (evaluated inside the loop over them),
+ * OUT is constant along them (once per column); BAD is not F-aligned. */
+typedef enum { KF_CC_BAD, KF_CC_ELEM, KF_CC_OUT } kf_colclass;
+kf_colclass kf_fuse_colclass(const kf_type *F, unsigned S, const kf_type *t);
+/* True when a value of type t can be written by a column kernel: an ELEM
+ * value of F's dims (each thread writes its column's elements), or an OUT
+ * value with F's kept dims (each thread writes its own column). */
+bool kf_fuse_col_writable(const kf_type *F, unsigned S, const kf_type *t);
 
 /* True for ops whose CUDA form is costly (transcendentals, division). */
 bool kf_fuse_op_expensive(int op);

@@ -1,7 +1,9 @@
 /* fuse_explain.c: what the fuse pass decides with: which ops fuse, how a
- * reduction splits into rows and how values index them (shared with the
- * emitter); --explain-fusion (why each producer -> consumer edge did not
- * fuse); and the topological re-sort the pass ends with. */
+ * reduction splits into rows or columns and how values index them (shared
+ * with the emitter); the reshapes a reduction kernel leaves outside as
+ * aliases and the legality of column groups; --explain-fusion (why each
+ * producer -> consumer edge did not fuse); and the topological re-sort the
+ * pass ends with. */
 #include <stdlib.h>
 #include <string.h>
 #include "fuse_int.h"
@@ -169,6 +171,194 @@ kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool ele
 	return KF_RC_BAD;
 }
 
+/* dim d of t aligned to a rank-r shape from the right (1 where t has none) */
+static int64_t aligned_dim(const kf_type *t, int r, int d)
+{
+	return d < r - t->rank ? 1 : t->dim[d - (r - t->rank)];
+}
+
+kf_colclass kf_fuse_colclass(const kf_type *F, unsigned S, const kf_type *t)
+{
+	if (t->rank > F->rank)
+		return KF_CC_BAD;
+	bool elem = false;
+	for (int d = 0; d < F->rank; d++) {
+		int64_t td = aligned_dim(t, F->rank, d);
+		if (td != F->dim[d] && td != 1)
+			return KF_CC_BAD;
+		elem = elem || ((S >> d & 1) && td != 1);
+	}
+	return elem ? KF_CC_ELEM : KF_CC_OUT;
+}
+
+bool kf_fuse_col_writable(const kf_type *F, unsigned S, const kf_type *t)
+{
+	kf_colclass k = kf_fuse_colclass(F, S, t);
+	if (k == KF_CC_BAD || t->rank > F->rank)
+		return false;
+	for (int d = 0; d < F->rank; d++) {
+		int64_t want = k == KF_CC_ELEM || !(S >> d & 1) ? F->dim[d] : 1;
+		if (aligned_dim(t, F->rank, d) != want)
+			return false;
+	}
+	return true;
+}
+
+bool kf_fuse_col_split(const kf_graph *g, kf_nid n, unsigned *S, int64_t *M, int64_t *L)
+{
+	const kf_node *x = kf_N(g, n);
+	if ((x->op != KF_OP_REDUCE_SUM && x->op != KF_OP_REDUCE_MEAN && x->op != KF_OP_REDUCE_MAX &&
+	     x->op != KF_OP_REDUCE_MIN) || x->nin < 1 || x->nres != 1 || !kf_fuse_node_static(g, n))
+		return false;
+	const kf_type *F = kf_vtype(g, kf_in(g, n, 0));
+	/* integer means and wrapping sums stay with the generic kernel */
+	if (!kf_dtype_is_float((kf_dtype)F->dtype))
+		return false;
+	int64_t ax[KF_MAX_RANK];
+	int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
+	if (na > KF_MAX_RANK)
+		return false;
+	bool on[KF_MAX_RANK] = {0};
+	for (int d = 0; d < F->rank; d++)
+		on[d] = na <= 0;
+	for (int i = 0; i < na; i++) {
+		int64_t v = ax[i] < 0 ? ax[i] + F->rank : ax[i];
+		if (v < 0 || v >= F->rank)
+			return false;
+		on[v] = true;
+	}
+	unsigned s = 0;
+	int64_t m = 1, l = 1;
+	for (int d = 0; d < F->rank; d++) {
+		if (on[d] && F->dim[d] != 1) {
+			s |= 1u << d;
+			l *= F->dim[d];
+		} else {
+			m *= F->dim[d];
+		}
+	}
+	/* the result must be the thread's own column where F-aligned values
+	 * read it: keepdims, or only leading dims reduced */
+	if (!kf_fuse_col_writable(F, s, kf_vtype(g, x->res0)) ||
+	    kf_fuse_colclass(F, s, kf_vtype(g, x->res0)) != KF_CC_OUT)
+		return false;
+	*S = s;
+	*M = m;
+	*L = l;
+	return true;
+}
+
+/* ---- boundary views, column groups (the pass's checks) ---------------------- */
+
+/* Marks the reshapes of the merged group that sit on its boundary: those
+ * whose operand comes from outside (input views) and those whose users are
+ * all outside (output views).  A row or column kernel cannot index through
+ * a reshape, but it need not: it reads the reshape's result, an alias of the
+ * operand's buffer (the runtime launches nothing for a reshape), and writes
+ * the buffer an output view aliases.  So these stay outside the fusion node;
+ * a reshape inside, between two ops of the kernel, is refused. */
+void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb)
+{
+	kf_graph *g = z->g;
+	uint32_t lo = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
+	uint32_t hi = z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb];
+	for (uint32_t p = lo; p <= hi; p++) {
+		kf_nid n = z->order[p];
+		if (fz_member(z, p, ga, gb) && kf_N(g, n)->op == KF_OP_RESHAPE &&
+		    !fz_rmember(z, fz_pos_of(z, kf_in(g, n, 0)), ga, gb))
+			z->vw[p] = z->vepoch;
+	}
+	for (uint32_t p = hi + 1; p-- > lo;) {
+		kf_nid n = z->order[p];
+		if (!fz_member(z, p, ga, gb) || kf_N(g, n)->op != KF_OP_RESHAPE || z->vw[p] == z->vepoch)
+			continue;
+		bool out = true;
+		kf_foreach_use(g, kf_res(g, n, 0), u) {
+			kf_nid un = g->use[u].user;
+			if (kf_N(g, un)->blk == 0 && fz_rmember(z, kf_fuse_pos(z, un), ga, gb))
+				out = false;
+		}
+		if (out)
+			z->vw[p] = z->vepoch;
+	}
+}
+
+/* Checks that every op of the merged group can run in a column kernel over
+ * F with reduced dims S (fuse.h): reductions of F over S, element-wise ops
+ * on F-aligned values, and outputs that each thread writes alone. */
+kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, unsigned S)
+{
+	kf_graph *g = z->g;
+	kf_type F = *kf_type_get(g->ctx, FT);
+	int nred = 0;
+	kf_fuse_mark_views(z, ga, gb);
+	uint32_t lo = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
+	uint32_t hi = z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb];
+	for (uint32_t p = lo; p <= hi; p++) {
+		if (!fz_rmember(z, p, ga, gb))
+			continue;
+		kf_nid n = z->order[p];
+		const kf_node *x = kf_N(g, n);
+		if (z->kind[p] == FZ_COL) {
+			unsigned s2 = 0;
+			int64_t M, L;
+			kf_fuse_col_split(g, n, &s2, &M, &L);
+			if (!fz_same_dims(g, kf_V(g, kf_in(g, n, 0))->type, FT) || s2 != S)
+				return KF_FR_SHAPE_MISMATCH;
+			/* each dependent reduction is one more pass over the input */
+			if (++nred > KF_FUSE_MAX_REDUCTIONS)
+				return KF_FR_TOO_MANY_NODES;
+		} else if (x->nres != 1 || x->op == KF_OP_RESHAPE ||
+			   (kf_op(g->ctx, x->op)->trait == KF_TRAIT_INJECTIVE && x->op != KF_OP_BROADCAST_TO)) {
+			return KF_FR_SHAPE_MISMATCH;
+		}
+		if (kf_fuse_colclass(&F, S, kf_vtype(g, x->res0)) == KF_CC_BAD)
+			return KF_FR_SHAPE_MISMATCH;
+		for (uint32_t i = 0; i < x->nin; i++) {
+			kf_vid v = kf_in(g, n, i);
+			if (kf_fuse_colclass(&F, S, kf_vtype(g, v)) == KF_CC_BAD)
+				return fz_rmember(z, fz_pos_of(z, v), ga, gb) ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
+									 : KF_FR_SHAPE_MISMATCH;
+		}
+		if (fz_outside_user(z, x->res0, ga, gb) && !kf_fuse_col_writable(&F, S, kf_vtype(g, x->res0)))
+			return KF_FR_SHAPE_MISMATCH;
+	}
+	return KF_FR_NONE;
+}
+
+/* The shape F and reduced dims S of a merge with a column group: a row
+ * group does not mix with it, and two column groups must agree. */
+kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, unsigned *S)
+{
+	if (z->gkind[ga] == G_ROW || z->gkind[gb] == G_ROW)
+		return KF_FR_SHAPE_MISMATCH;
+	uint32_t c = z->gkind[ga] == G_COL ? ga : gb, o = c == ga ? gb : ga;
+	*F = z->rowT[c];
+	*S = z->colS[c];
+	if (z->gkind[o] == G_COL && (!fz_same_dims(z->g, z->rowT[o], *F) || z->colS[o] != *S))
+		return KF_FR_SHAPE_MISMATCH;
+	return KF_FR_NONE;
+}
+
+/* Leaves the boundary reshapes of row and column groups outside them (see
+ * mark_views); a group's root may be one, so roots are found by find(). */
+void kf_fuse_detach_views(fz *z)
+{
+	for (uint32_t p = 0; p < z->n; p++) {
+		if (!z->kind[p] || kf_fuse_find(z, p) != p || z->gkind[p] == G_LOOP)
+			continue;
+		z->vepoch++;
+		kf_fuse_mark_views(z, p, p);
+		for (uint32_t q = z->minpos[p]; q <= z->maxpos[p]; q++)
+			if (z->vw[q] == z->vepoch) {
+				z->kind[q] = 0;
+				z->view[q] = 1;
+				z->size[p]--;
+			}
+	}
+	z->vepoch++;
+}
+
 static void put_value(kf_buf *b, const kf_graph *g, kf_vid v)
 {
 	kf_sid s = kf_V(g, v)->name;
@@ -211,6 +401,9 @@ void kf_fuse_explain(fz *z, kf_buf *log)
 			if (z->ckind[pp] == KF_FK_CONST)
 				continue;
 			if (z->kind[pp] && z->kind[pc] && kf_fuse_find(z, pp) == kf_fuse_find(z, pc))
+				continue;
+			/* a reshape left at a kernel's boundary is an alias, not a kernel */
+			if (z->view[pp] || z->view[pc])
 				continue;
 			kf_fuse_reason r = (kf_fuse_reason)z->why[u];
 			if (r == KF_FR_NONE)

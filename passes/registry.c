@@ -10,6 +10,7 @@
 	X(shape_infer) \
 	X(rules) \
 	X(persistent) \
+	X(fuse_matmul) \
 	X(fuse)
 
 #define KF_PASS_DECL(id) extern const kf_pass kf_pass_##id;

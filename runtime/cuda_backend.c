@@ -1,14 +1,19 @@
 /* cuda_backend.c: the CUDA backend: plan (kernels, compile, buffers), run
  * (upload, launch or replay the CUDA graph, download), profile and bench.
  * See cuda_backend.h for the shape of it. */
+#define _GNU_SOURCE /* dladdr: where libnvrtc was loaded from */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "cuda_backend.h"
 #include "cuda.h"
 #include "kcache.h"
+#include "cublas.h"
+#include "tune.h"
 #include "tensor.h"
 #include "../passes/emit_cuda.h"
 
@@ -24,6 +29,7 @@ typedef struct step {
 	void **args;
 	unsigned grid;
 	float ms;            /* profile */
+	bool blas;           /* a matmul/gemm run by cuBLAS (KFUSE_CUBLAS=1) */
 } step;
 
 typedef struct prog {
@@ -54,6 +60,7 @@ struct kf_cuda_session {
 	kf_cugraph graph;
 	bool ran;
 	kf_cuda_stats stats;
+	kf_cublas *blas;       /* KFUSE_CUBLAS=1: unfused matmuls through cuBLAS */
 };
 
 static double now_s(void)
@@ -109,16 +116,79 @@ typedef struct job {
 	pthread_mutex_t mu;
 } job;
 
+static bool is_file(const char *dir, const char *name)
+{
+	char path[600];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int kf_cuda_include_dir(const char *nvrtc_path, char *out, size_t n)
+{
+	char cand[4][512];
+	int nc = 0;
+	const char *env[3] = {getenv("KFUSE_CUDA_INCLUDE"), getenv("CUDA_HOME"), getenv("CUDA_PATH")};
+	if (env[0] && *env[0])
+		snprintf(cand[nc++], 512, "%s", env[0]);
+	for (int i = 1; i < 3; i++)
+		if (env[i] && *env[i])
+			snprintf(cand[nc++], 512, "%s/include", env[i]);
+	/* beside the libnvrtc that was loaded: <root>/lib64/libnvrtc.so ->
+	 * <root>/include (and <root>/targets/<arch>/lib likewise) */
+	void *h = nvrtc_path ? dlopen(nvrtc_path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	void *sym = h ? dlsym(h, "nvrtcVersion") : NULL;
+	Dl_info di;
+	if (sym && dladdr(sym, &di) && di.dli_fname) {
+		snprintf(cand[nc], 512, "%s", di.dli_fname);
+		char *sl = strrchr(cand[nc], '/');
+		if (sl) {
+			snprintf(sl, (size_t)(cand[nc] + 512 - sl), "/../include");
+			nc++;
+		}
+	}
+	if (h)
+		dlclose(h);
+	snprintf(cand[nc++], 512, "/usr/local/cuda/include");
+	for (int i = 0; i < nc; i++)
+		if (is_file(cand[i], "cooperative_groups.h")) {
+			snprintf(out, n, "%s", cand[i]);
+			return 0;
+		}
+	return -1;
+}
+
+/* A program that includes CUDA headers (the grid-sync persistent
+ * kernel: cooperative_groups.h) gets the toolkit's include directory and,
+ * from CUDA 13 on, its cccl/ beside it.  Returns the option count. */
+static int include_opts(kf_nvrtc *nv, const char *src, char opt[2][600])
+{
+	char dir[512];
+	if (!strstr(src, "#include <") || kf_cuda_include_dir(kf_nvrtc_path(nv), dir, sizeof dir) != 0)
+		return 0;
+	int n = 0;
+	snprintf(opt[n++], 600, "--include-path=%s", dir);
+	char cccl[540];
+	snprintf(cccl, sizeof cccl, "%s/cccl", dir);
+	if (is_file(cccl, "cuda/std/type_traits"))
+		snprintf(opt[n++], 600, "--include-path=%s", cccl);
+	return n;
+}
+
 static void compile_one(kf_cuda_session *s, prog *p)
 {
 	kf_ctx *c = kf_ctx_new(); /* errors of this thread; the context is not shared */
 	kf_nvrtc *nv = kf_nvrtc_open(c);
 	kf_kcache kc;
 	kf_kcache_init(&kc, c, s->o.cache_dir);
-	const char *opts[] = {"-std=c++17"};
-	int rc = -1;
+	char inc[2][600];
+	const char *opts[3] = {"-std=c++17"};
+	int rc = -1, nopt = 1;
 	if (nv) {
-		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", s->arch, opts, 1, 1,
+		int ni = include_opts(nv, p->src.p, inc);
+		for (int i = 0; i < ni; i++)
+			opts[nopt++] = inc[i];
+		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", s->arch, opts, nopt, 1,
 				       &p->image, NULL);
 		p->cached = rc == 0 && kc.hits > 0;
 	}
@@ -226,6 +296,24 @@ static int compile(kf_cuda_session *s)
 
 /* ---- planning: load, split spilling kernels -------------------------------------- */
 
+/* The launch grid of kernel k on sm SMs fitting bps of its blocks each:
+ * matmul tiles and one-shot kernels (per_sm < 0) get one block per unit;
+ * a grid-stride kernel at most per_sm blocks per SM (0: bps, one full
+ * wave), balanced so that every block makes the same number of trips (with
+ * 15.5 trips per block, half the blocks would run the last one alone). */
+static unsigned grid_of(const kf_kernel *k, int sm, int bps)
+{
+	if (k->kind == KF_KK_MATMUL || k->per_sm < 0)
+		return (unsigned)k->units;
+	int64_t cap = (int64_t)sm * (k->per_sm > 0 ? k->per_sm : bps);
+	if (k->units <= cap)
+		return (unsigned)k->units;
+	if (k->per_sm == 0)
+		return (unsigned)cap;
+	int64_t trips = (k->units + cap - 1) / cap;
+	return (unsigned)((k->units + trips - 1) / trips);
+}
+
 /* Loads the programs from `from` on, finds each step's function, and marks
  * fused steps that spill. */
 static int load(kf_cuda_session *s, bool *spilled)
@@ -248,20 +336,25 @@ static int load(kf_cuda_session *s, bool *spilled)
 			return -1;
 		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION;
 		/* a persistent kernel needs a cooperative launch; without one its
-		 * body runs op by op (the split below), which computes the same */
-		if (t->k.kind == KF_KK_PERSISTENT && !kf_cuda_get_info(s->cu)->coop_launch) {
+		 * body runs op by op (the split below), which computes the same.
+		 * KFUSE_PERSISTENT=0 asks for that path: the graph around the node
+		 * (the hoisted projections) is then checked without the kernel. */
+		const char *pe = getenv("KFUSE_PERSISTENT");
+		bool off = pe && !strcmp(pe, "0");
+		if (t->k.kind == KF_KK_PERSISTENT && (off || !kf_cuda_get_info(s->cu)->coop_launch)) {
 			spilled[i] = true;
 			if (s->o.report)
-				kf_buf_printf(s->o.report, "cuda: no cooperative launch on this device: the persistent "
-					      "node runs as ordinary kernels\n");
+				kf_buf_printf(s->o.report, "cuda: %s: the persistent node runs as ordinary kernels\n",
+					      off ? "KFUSE_PERSISTENT=0" : "no cooperative launch on this device");
 		}
 		int bps = 0;
 		const kf_cuda_info *inf = kf_cuda_get_info(s->cu);
-		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, 0, &bps) != 0 || bps < 1)
+		/* contraction kernels keep their pipeline in dynamic shared memory */
+		if (t->k.smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(s->cu, t->f, t->k.smem) != 0)
+			return -1;
+		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, (size_t)t->k.smem, &bps) != 0 || bps < 1)
 			bps = 1;
-		int64_t cap = (int64_t)inf->sm_count * bps;
-		/* grid-stride kernels: one full wave at most; matmul tiles exactly */
-		t->grid = (unsigned)(t->k.kind == KF_KK_MATMUL || t->k.units < cap ? t->k.units : cap);
+		t->grid = grid_of(&t->k, inf->sm_count, bps);
 	}
 	s->stats.load_s += now_s() - t0;
 	return 0;
@@ -520,7 +613,12 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	s->vptr = calloc(g->nval + 1, sizeof *s->vptr);
 	for (uint32_t v = 0; v < g->nval; v++)
 		s->alias[v] = KF_NONE;
+	/* tuned tile configs of contraction kernels (runtime/tune.h) */
+	kf_tune_apply(g, s->arch, s->o.cache_dir, s->o.report);
 	int rc = emit_block(s, 0);
+	/* KFUSE_CUBLAS=1: matmuls no contraction kernel fused run through cuBLAS */
+	for (uint32_t i = 0; rc == 0 && s->blas && i < s->nst; i++)
+		s->st[i].blas = kf_cublas_supports(g, s->st[i].k.node);
 	s->stats.emit_s = now_s() - t0;
 	for (int round = 0; rc == 0; round++) {
 		rc = compile(s);
@@ -591,9 +689,11 @@ static int launch_all(kf_cuda_session *s, bool timed)
 		unsigned block[3] = {(unsigned)t->k.block, 1, 1};
 		if (timed)
 			rc = kf_cuda_event_record(s->cu, e0, s->stream);
-		if (rc == 0)
+		if (rc == 0 && t->blas)
+			rc = kf_cublas_matmul(s->blas, s->g, t->k.node, t->ptr[0], t->ptr[1], t->ptr[t->k.nin], s->stream);
+		else if (rc == 0)
 			rc = (t->k.kind == KF_KK_PERSISTENT ? kf_cuda_launch_coop : kf_cuda_launch)(
-				s->cu, t->f, grid, block, 0, s->stream, t->args);
+				s->cu, t->f, grid, block, (unsigned)t->k.smem, s->stream, t->args);
 		if (rc == 0 && timed && (rc = kf_cuda_event_record(s->cu, e1, s->stream)) == 0)
 			rc = kf_cuda_event_elapsed(s->cu, e0, e1, &t->ms);
 		if (rc != 0)
@@ -719,36 +819,40 @@ int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *
 		kf_error(s->c, KF_NOLOC, "cuda: bench needs a run first");
 		return -1;
 	}
-	kf_cuevent e0, e1;
-	if (kf_cuda_event_new(s->cu, &e0) != 0)
-		return -1;
-	if (kf_cuda_event_new(s->cu, &e1) != 0) {
-		kf_cuda_event_free(s->cu, e0);
-		return -1;
-	}
+	/* Replays are queued back to back, an event between each two, and
+	 * read after one synchronisation: replay k is timed from the end of
+	 * replay k-1 to its own end, device time only.  (A synchronisation
+	 * after each replay would add the host's launch latency, a few us, to
+	 * every time: the first event fires at once on an idle device.)  The
+	 * first replay warms caches and clocks and is not counted. */
+	int ne = n + 2, made = 0;
+	kf_cuevent *ev = calloc((size_t)ne, sizeof *ev);
 	double *ms = calloc((size_t)n, sizeof *ms);
 	int rc = 0;
-	/* one untimed replay warms the caches and clocks */
-	for (int k = -1; k < n && rc == 0; k++) {
-		float t = 0;
-		rc = kf_cuda_event_record(s->cu, e0, s->stream);
+	for (; made < ne && rc == 0; made++)
+		rc = kf_cuda_event_new(s->cu, &ev[made]);
+	for (int k = 0; k <= n && rc == 0; k++) {
+		rc = kf_cuda_event_record(s->cu, ev[k], s->stream);
 		if (rc == 0)
 			rc = s->graph ? kf_cuda_graph_launch(s->cu, s->graph, s->stream) : launch_all(s, false);
-		if (rc == 0)
-			rc = kf_cuda_event_record(s->cu, e1, s->stream);
-		if (rc == 0)
-			rc = kf_cuda_event_elapsed(s->cu, e0, e1, &t);
-		if (k >= 0)
-			ms[k] = t;
+	}
+	if (rc == 0)
+		rc = kf_cuda_event_record(s->cu, ev[n + 1], s->stream);
+	for (int k = 1; k <= n && rc == 0; k++) {
+		float t = 0;
+		rc = kf_cuda_event_elapsed(s->cu, ev[k], ev[k + 1], &t);
+		ms[k - 1] = t;
 	}
 	if (rc == 0) {
 		qsort(ms, (size_t)n, sizeof *ms, cmp_dbl);
 		*median_ms = ms[n / 2];
 		*min_ms = ms[0];
 	}
+	for (int i = 0; i < made; i++)
+		if (ev[i])
+			kf_cuda_event_free(s->cu, ev[i]);
+	free(ev);
 	free(ms);
-	kf_cuda_event_free(s->cu, e0);
-	kf_cuda_event_free(s->cu, e1);
 	return rc;
 }
 
@@ -771,6 +875,9 @@ kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o)
 			goto fail;
 		if (kf_cuda_stream_new(s->cu, &s->stream) != 0)
 			goto fail;
+		const char *blas = getenv("KFUSE_CUBLAS");
+		if (blas && !strcmp(blas, "1") && !(s->blas = kf_cublas_open(c, s->cu)))
+			goto fail;
 	}
 	snprintf(s->arch, sizeof s->arch, "%s",
 		 o->arch ? o->arch : s->cu ? kf_cuda_get_info(s->cu)->arch : "sm_90");
@@ -785,6 +892,7 @@ void kf_cuda_session_free(kf_cuda_session *s)
 	if (!s)
 		return;
 	unplan(s);
+	kf_cublas_close(s->blas);
 	if (s->cu && s->stream)
 		kf_cuda_stream_free(s->cu, s->stream);
 	if (s->cu)

@@ -59,6 +59,13 @@ void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out);
  * resident; CUDA events around each replay).  Median and min in ms. */
 int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *min_ms);
 
+/* The CUDA toolkit's include directory (holding cooperative_groups.h),
+ * for NVRTC programs that include CUDA headers: $KFUSE_CUDA_INCLUDE, then
+ * $CUDA_HOME/include, $CUDA_PATH/include, the include/ beside the loaded
+ * libnvrtc (nvrtc_path as kf_nvrtc_path gives it; may be NULL), then
+ * /usr/local/cuda/include.  0, or -1 when none has it. */
+int kf_cuda_include_dir(const char *nvrtc_path, char *out, size_t n);
+
 /* The backend entry: a session used once. */
 int kf_cuda_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout,
 		const kf_cuda_opts *o);

@@ -196,22 +196,50 @@ static int die(kf_ctx *c)
 	return 1;
 }
 
-static int write_out(kf_ctx *c, const char *path, const kf_buf *b)
+/* The output file (stdout for none or "-"), or NULL after an error. */
+static FILE *open_out(kf_ctx *c, const char *path)
 {
 	FILE *f = path && strcmp(path, "-") ? fopen(path, "wb") : stdout;
-	if (!f) {
+	if (!f)
 		kf_error(c, (kf_loc){kf_source_add(c, path, NULL, 0), 0}, "cannot open for writing: %s",
 			 strerror(errno));
-		return -1;
-	}
-	bool ok = fwrite(b->p, 1, b->n, f) == b->n;
-	ok &= f == stdout ? fflush(f) == 0 : fclose(f) == 0;
+	return f;
+}
+
+/* Closes (or flushes stdout) after a write that went well or not. */
+static int close_out(kf_ctx *c, const char *path, FILE *f, bool ok)
+{
+	int e = errno;
+	if (f == stdout)
+		ok &= fflush(f) == 0;
+	else
+		ok &= fclose(f) == 0;
 	if (!ok) {
 		kf_error(c, (kf_loc){kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0},
-			 "write failed: %s", strerror(errno));
+			 "write failed: %s", strerror(e ? e : errno));
 		return -1;
 	}
 	return 0;
+}
+
+static int write_out(kf_ctx *c, const char *path, const kf_buf *b)
+{
+	FILE *f = open_out(c, path);
+	if (!f)
+		return -1;
+	errno = 0;
+	return close_out(c, path, f, fwrite(b->p, 1, b->n, f) == b->n);
+}
+
+/* The IR goes to the file as it is printed: a big module's text is never
+ * held whole (it was an eighth of the peak memory). */
+static int print_out(kf_ctx *c, const char *path, kf_module *m)
+{
+	FILE *f = open_out(c, path);
+	if (!f)
+		return -1;
+	errno = 0;
+	return close_out(c, path, f, kf_print_module_file(f, m) == 0);
 }
 
 /* A copy of the input module for --check-equivalence: its printed text,
@@ -317,9 +345,7 @@ static int run(kf_ctx *c, kf_passreg *reg, opt *o, kf_timing *tm)
 		goto done;
 	else if (!strcmp(o->emit, "ptx") && kf_emit_ptx_module(m, &out) < 0)
 		goto done;
-	else if (strcmp(o->emit, "cuda") && strcmp(o->emit, "ptx"))
-		kf_print_module(&out, m);
-	if (write_out(c, o->output, &out) < 0)
+	if (!strcmp(o->emit, "ir") ? print_out(c, o->output, m) < 0 : write_out(c, o->output, &out) < 0)
 		goto done;
 	kf_timing_add(tm, "print", kf_now() - t0);
 	if (orig) {

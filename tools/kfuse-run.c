@@ -9,10 +9,12 @@
 
 #include "equiv.h"
 #include "interp.h"
+#include "cuda.h"
 #include "cuda_backend.h"
 #include "kf.h"
 #include "npy.h"
 #include "tensor.h"
+#include "tune.h"
 
 static const char usage[] =
 	"usage: kfuse-run FILE.kf [options]\n"
@@ -23,13 +25,16 @@ static const char usage[] =
 	"  --dim SYM=SIZE          size of a symbolic dim no input fixes (default 4); repeatable\n"
 	"  --save-inputs DIR       write the inputs used as DIR/NAME.npy\n"
 	"  --output-dir DIR        write output i as DIR/out<i>.npy\n"
-	"  --backend=cpu|cuda|auto the backend (default cpu; auto is cpu for now)\n"
+	"  --backend=cpu|cuda|auto the backend (default cpu; auto: cuda when a GPU and its driver are there)\n"
 	"  --compare=cpu           also run the CPU interpreter and compare (see --rtol/--atol)\n"
 	"  --expect OUT=FILE.npy   compare output OUT (index or returned name) with a file\n"
 	"  --rtol R --atol A       tolerances for --compare and --expect (default 1e-4, 1e-5)\n"
 	"  --bench N               time N more runs, report median and min (cuda: device time of\n"
 	"                          the captured CUDA graph, inputs resident)\n"
 	"  --profile               cuda: per-kernel table (name, time, bytes, GB/s)\n"
+	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
+	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
+	"                          --tune=force also re-tunes shapes the file has\n"
 	"  --help, --version\n";
 
 #define MAXKV 64
@@ -39,6 +44,7 @@ typedef struct opt {
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV];
 	int ninput, ndim, nexpect, bench;
 	bool random, profile;
+	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
 	double rtol, atol;
 } opt;
@@ -120,6 +126,8 @@ static int parse_args(int argc, char **argv, opt *o)
 		} else if ((v = optval(argc, argv, &i, "--atol"))) {
 			if (!parse_num(v, &o->atol) || o->atol < 0)
 				return fail_usage("--atol wants a number >= 0, not '%s'", v);
+		} else if (!strcmp(a, "--tune") || !strcmp(a, "--tune=force")) {
+			o->tune = a[6] ? 2 : 1;
 		} else if (!strcmp(a, "--profile")) {
 			o->profile = true;
 		} else if ((v = optval(argc, argv, &i, "--bench"))) {
@@ -426,6 +434,22 @@ static int run(kf_ctx *c, const opt *o)
 	kf_cuda_opts co = {.profile = o->profile, .report = &report};
 	const kf_backend *be = !strcmp(o->backend, "cuda") ? (cuda = kf_backend_cuda_new(c, &co))
 							      : pick_backend(c, o->backend);
+	if (!strcmp(o->backend, "auto")) {
+		/* the GPU when its driver loads and a device is there, else the
+		 * interpreter, said plainly */
+		kf_cuda *probe = kf_cuda_open(c, 0);
+		if (probe) {
+			kf_cuda_close(probe);
+			be = cuda = kf_backend_cuda_new(c, &co);
+		} else {
+			kf_buf why = {0};
+			kf_diag_render(c, &why);
+			kf_diag_clear(c);
+			const char *msg = why.p ? why.p : "no CUDA\n", *e = strstr(msg, "error: ");
+			fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s", e ? e + 7 : msg);
+			kf_buf_free(&why);
+		}
+	}
 	kf_module *m = be ? kf_parse_file(c, o->file) : NULL;
 	kf_graph *g = m ? pick_graph(c, m, o->graph) : NULL;
 	if (!g || kf_verify(g) > 0) {
@@ -450,6 +474,14 @@ static int run(kf_ctx *c, const opt *o)
 		rc = random_inputs(g, o, in, given);
 	if (rc == 0 && o->savedir)
 		rc = write_tensors(c, o->savedir, "", g, true, in, nin);
+	if (rc == 0 && o->tune && !cuda) {
+		kf_error(c, KF_NOLOC, "--tune needs --backend=cuda");
+		rc = -1;
+	}
+	if (rc == 0 && o->tune) {
+		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
+		rc = kf_tune_graph(g, &to);
+	}
 	if (rc == 0)
 		rc = be->run(be, g, in, (int)nin, out, (int)g->nres);
 	if (rc == 0) {

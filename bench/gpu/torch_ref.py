@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The GPU benchmarks of bench/gpu/*.kf in PyTorch: eager and torch.compile,
 median time from triton.testing.do_bench (CUDA events), plus a device copy
-for the bandwidth ceiling.  Prints one JSON object per line:
+for the bandwidth ceiling (only that with --copy).  Prints one JSON object
+per line:
   {"name": ..., "bytes": ..., "eager_ms": ..., "compile_ms": ...}
   {"name": "copy", "bytes": ..., "ms": ..., "gbs": ...}
 bytes counts each input and output once (the traffic a fused kernel needs)."""
@@ -64,7 +65,8 @@ CASES = {
 
 
 def main():
-    names = sys.argv[1:] or list(CASES)
+    # --copy: only the copy ceiling (bench/gpu/sweep.sh)
+    names = [a for a in sys.argv[1:] if a != "--copy"] or ([] if "--copy" in sys.argv else list(CASES))
     for name in names:
         fn, shapes = CASES[name]
         args = [torch.randn(*s, device=dev, dtype=torch.float32) for s in shapes]

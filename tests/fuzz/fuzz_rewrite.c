@@ -105,7 +105,8 @@ static kf_vid add_op(kf_graph *g, int op, const kf_vid *in, uint32_t nin, const 
 		kf_node_erase(g, n);
 		return KF_NONE;
 	}
-	kf_V(g, kf_res(g, n, 0))->type = kf_type_intern(ctx, &out[0]);
+	kf_tid t = kf_type_intern(ctx, &out[0]);
+	kf_V(g, kf_res(g, n, 0))->type = t;
 	return kf_res(g, n, 0);
 }
 

@@ -193,8 +193,9 @@ static void test_canonical_kernels(void **st)
 	assert_int_equal(kf_emit_node(b->graph[0], b->graph[0]->blk[0].first, &kb), 0);
 	assert_string_equal(ka.name, kb.name);
 	assert_string_equal(ka.src, kb.src);
-	/* 100 floats: 25 float4 and no tail loop */
-	assert_non_null(strstr(ka.src, "v < 25;"));
+	/* 100 floats: 25 float4 (one partial tile, guarded) and no tail loop */
+	assert_non_null(strstr(ka.src, "kf_vld<float, 4>"));
+	assert_non_null(strstr(ka.src, " < 100) "));
 	assert_null(strstr(ka.src, "i0 < 100"));
 	kf_kernel_free(&ka);
 	kf_kernel_free(&kb);
@@ -223,6 +224,122 @@ static bool have_nvrtc(void)
 	kf_nvrtc_close(nv);
 	kf_ctx_free(c);
 	return nv != NULL;
+}
+
+static int count_str(const char *s, const char *w)
+{
+	int k = 0;
+	for (const char *p = s; (p = strstr(p, w)); p += strlen(w))
+		k++;
+	return k;
+}
+
+/* softmax over a middle axis, written as primitive ops */
+static const char softmax_axis1[] =
+	"graph @sm(%x: f32[6,16,32]) -> (f32[6,16,32], f32[6,1,32]) {\n"
+	"  %m = reduce_max(%x) {axes = [1], keepdims = true} : f32[6,1,32]\n"
+	"  %d = sub(%x, %m) : f32[6,16,32]\n"
+	"  %e = exp(%d) : f32[6,16,32]\n"
+	"  %s = reduce_sum(%e) {axes = [1], keepdims = true} : f32[6,1,32]\n"
+	"  %l = log(%s) : f32[6,1,32]\n"
+	"  %y = sub(%d, %l) : f32[6,16,32]\n"
+	"  return %y, %s\n"
+	"}\n";
+
+/* A reduction over a non-trailing axis with its prologue and epilogue is one
+ * column kernel: a thread per column, consecutive threads on consecutive
+ * elements of the last dim, one loop per dependent reduction and one that
+ * writes; NVRTC compiles it. */
+static void test_colreduce_one_kernel(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	kf_module *m = fuse_checked(c, softmax_axis1, &o);
+	kf_graph *g = m->graph[0];
+	assert_int_equal(count_op(g, KF_OP_FUSION), 1);
+	assert_int_equal(kf_graph_live_nodes(g), 2);
+	kf_nid f = g->blk[0].first;
+	assert_string_equal(kf_attr_str(g, f, "kind", ""), "colreduce");
+	kf_kernel k;
+	assert_int_equal(kf_emit_node(g, f, &k), 0);
+	assert_int_equal(k.kind, KF_KK_COLREDUCE);
+	assert_int_equal(k.units, 1); /* 6 * 32 columns, 256 threads a block */
+	assert_int_equal(k.nout, 2);
+	assert_non_null(strstr(k.src, "o < 192;"));
+	assert_non_null(strstr(k.src, "const int c2 = o % 32;"));
+	assert_int_equal(count_str(k.src, "for (int j = 0; j < 16; j++)"), 3);
+	/* the per-element output at its own point, the per-column one at o */
+	assert_non_null(strstr(k.src, "o1[c2 + c1 * 32 + c0 * 512] = "));
+	assert_non_null(strstr(k.src, "o0[o] = "));
+	/* the log of the sum once per column, before the last loop */
+	assert_int_equal(count_str(k.src, "kf_log("), 1);
+	assert_true(strstr(k.src, "kf_log(") < strrchr(k.src, 'j'));
+	kf_kernel_free(&k);
+	if (have_nvrtc()) {
+		char dir[] = "/tmp/kf-fuse-colXXXXXX";
+		assert_non_null(mkdtemp(dir));
+		kf_cuda_opts co = {.dry_run = true, .cache_dir = dir};
+		kf_cuda_stats s1;
+		kf_cuda_session *s = kf_cuda_session_new(c, &co);
+		assert_non_null(s);
+		assert_int_equal(kf_cuda_session_plan(s, g), 0);
+		kf_cuda_session_stats(s, &s1);
+		kf_cuda_session_free(s);
+		assert_int_equal(s1.kernels, 1);
+		assert_int_equal(s1.compiled, 1);
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+/* Layer norm as ONNX expands it: reshapes around the row computation stay
+ * outside the kernel as aliases (they launch nothing) instead of splitting
+ * it; no explanation names them. */
+static void test_reshape_views(void **st)
+{
+	static const char text[] =
+		"graph @ln(%x: f32[8,4,64], %w: f32[4,64]) -> (f32[8,4,64], f32[8,1,1]) {\n"
+		"  %x2 = reshape(%x) {shape = [8, 256]} : f32[8,256]\n"
+		"  %mu = reduce_mean(%x2) {axes = [1], keepdims = true} : f32[8,1]\n"
+		"  %sq = mul(%x2, %x2) : f32[8,256]\n"
+		"  %ms = reduce_mean(%sq) {axes = [1], keepdims = true} : f32[8,1]\n"
+		"  %mm = mul(%mu, %mu) : f32[8,1]\n"
+		"  %var = sub(%ms, %mm) : f32[8,1]\n"
+		"  %sd = sqrt(%var) : f32[8,1]\n"
+		"  %dv = sub(%x2, %mu) : f32[8,256]\n"
+		"  %n = div(%dv, %sd) : f32[8,256]\n"
+		"  %w2 = reshape(%w) {shape = [1, 256]} : f32[1,256]\n"
+		"  %sc = mul(%n, %w2) : f32[8,256]\n"
+		"  %y = reshape(%sc) {shape = [8, 4, 64]} : f32[8,4,64]\n"
+		"  %mean = reshape(%mu) {shape = [8, 1, 1]} : f32[8,1,1]\n"
+		"  return %y, %mean\n"
+		"}\n";
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_buf log = {0};
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	o.explain = true;
+	o.log = &log;
+	kf_module *m = fuse_checked(c, text, &o);
+	kf_graph *g = m->graph[0];
+	assert_int_equal(count_op(g, KF_OP_FUSION), 1);
+	assert_int_equal(count_op(g, KF_OP_RESHAPE), 4);
+	kf_buf_putc(&log, '\0');
+	assert_null(strstr(log.p, "not fused"));
+	kf_kernels ks = {0};
+	assert_int_equal(kf_emit_graph(g, &ks), 0);
+	assert_int_equal(ks.n, 1);
+	assert_int_equal(ks.k[0].kind, KF_KK_ROW);
+	kf_kernels_free(&ks);
+	kf_buf_free(&log);
+	kf_module_free(m);
+	kf_ctx_free(c);
 }
 
 /* The backend's plan without a GPU: kernels compiled by NVRTC through the
@@ -271,6 +388,8 @@ int main(void)
 		cmocka_unit_test(test_canonical_kernels),
 		cmocka_unit_test(test_unfused_kernels),
 		cmocka_unit_test(test_plan_cache),
+		cmocka_unit_test(test_colreduce_one_kernel),
+		cmocka_unit_test(test_reshape_views),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

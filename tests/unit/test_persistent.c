@@ -3,15 +3,22 @@
  * replaced by one fusion node that verifies and computes what the steps
  * did (the interpreter is the judge); chains that differ are refused; the
  * emitted kernel compiles with NVRTC to PTX for sm_90 (skipped without
- * NVRTC); what the kernel cannot do is a clear error. */
+ * NVRTC); what the kernel cannot do is a clear error.  The kernel's
+ * text, compiled as C with a small CUDA shim and run on the host (blocks
+ * are threads, a block's threads are fibers), computes what the
+ * interpreter computes, launch after launch, in both hand-off modes. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cuda.h"
+#include "cuda_backend.h"
 #include "emit_cuda.h"
 #include "equiv.h"
 #include "interp.h"
@@ -198,6 +205,48 @@ static void test_emit_nvrtc(void **st)
 	kf_ctx_free(c);
 }
 
+/* KFUSE_PERSISTENT_SYNC=grid: the backend finds cooperative_groups.h (and
+ * CUDA 13's cccl/ beside it) for NVRTC, and the GRU's program compiles
+ * (a dry-run plan: no GPU needed). */
+static void test_grid_nvrtc(void **st)
+{
+	(void)st;
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = parse_file(c, "../examples/rnn/gru_80x256.kf");
+	kf_buf log = {0};
+	run_pass(c, m, &log);
+	char inc[512], dir[] = "/tmp/kfuse-grid-XXXXXX";
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	if (!nv || kf_cuda_include_dir(kf_nvrtc_path(nv), inc, sizeof inc) != 0) {
+		kf_diag_clear(c);
+		fprintf(stderr, "test_grid_nvrtc: no NVRTC or no CUDA headers, not compiled\n");
+	} else {
+		assert_non_null(mkdtemp(dir));
+		kf_cuda_opts o = {.dry_run = true, .no_cache = true, .cache_dir = dir, .threads = 1};
+		setenv("KFUSE_PERSISTENT_SYNC", "grid", 1);
+		kf_cuda_session *s = kf_cuda_session_new(c, &o);
+		assert_non_null(s);
+		int rc = kf_cuda_session_plan(s, m->graph[0]);
+		unsetenv("KFUSE_PERSISTENT_SYNC");
+		if (rc != 0)
+			kf_diag_flush(c, stderr);
+		assert_int_equal(rc, 0);
+		kf_cuda_stats cs;
+		kf_cuda_session_stats(s, &cs);
+		assert_true(cs.compiled >= 1);
+		kf_cuda_session_free(s);
+		char cmd[64];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+	if (nv)
+		kf_nvrtc_close(nv);
+	kf_buf_free(&log);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 /* Batch 2: the pass makes the node (the interpreter runs it), the kernel
  * says why it cannot. */
 static void test_emit_batch2(void **st)
@@ -234,6 +283,458 @@ static void test_emit_batch2(void **st)
 	kf_ctx_free(c);
 }
 
+/* ---- the kernel on the host ------------------------------------------------------ */
+
+/* An unrolled LSTM or GRU as examples/rnn/gen_rnn.py writes it (L layers). */
+static void gen_rnn(kf_buf *o, bool lstm, int T, int IN, int H, int L)
+{
+	int G = (lstm ? 4 : 3) * H;
+	kf_buf_printf(o, "graph @%s(%%x: f32[%d,%d]", lstm ? "lstm" : "gru", T, IN);
+	for (int l = 0; l < L; l++) {
+		kf_buf_printf(o, ", %%h0_%d: f32[1,%d]", l, H);
+		if (lstm)
+			kf_buf_printf(o, ", %%c0_%d: f32[1,%d]", l, H);
+		kf_buf_printf(o, ", %%w_ih_%d: f32[%d,%d], %%w_hh_%d: f32[%d,%d]", l, G, l ? H : IN, l, G, H);
+		if (lstm)
+			kf_buf_printf(o, ", %%b_%d: f32[%d]", l, G);
+		else
+			kf_buf_printf(o, ", %%b_ih_%d: f32[%d], %%b_hh_%d: f32[%d]", l, G, l, G);
+	}
+	kf_buf_printf(o, ") -> (f32[%d,%d], f32[1,%d]", T, H, H);
+	if (lstm)
+		kf_buf_printf(o, ", f32[1,%d]", H);
+	kf_buf_puts(o, ") {\n");
+	if (!lstm)
+		kf_buf_puts(o, "  %one = const 1.0 : f32[]\n");
+#define SL(d, s, a, b) kf_buf_printf(o, "  %%l%d_t%d_%s = slice(%%l%d_t%d_%s) {axes = [1], ends = [%d], starts = [%d]} : f32[1,%d]\n", \
+				      l, t, d, l, t, s, b, a, H)
+#define OP2(d, op, a, b) kf_buf_printf(o, "  %%l%d_t%d_%s = " op "(%%l%d_t%d_%s, %%l%d_t%d_%s) : f32[1,%d]\n", \
+				       l, t, d, l, t, a, l, t, b, H)
+#define OP1(d, op, a) kf_buf_printf(o, "  %%l%d_t%d_%s = " op "(%%l%d_t%d_%s) : f32[1,%d]\n", l, t, d, l, t, a, H)
+	for (int l = 0; l < L; l++) {
+		kf_buf_printf(o, "  %%wt_ih_%d = transpose(%%w_ih_%d) {perm = [1, 0]} : f32[%d,%d]\n", l, l, l ? H : IN, G);
+		kf_buf_printf(o, "  %%wt_hh_%d = transpose(%%w_hh_%d) {perm = [1, 0]} : f32[%d,%d]\n", l, l, H, G);
+		for (int t = 0; t < T; t++) {
+			if (l == 0)
+				kf_buf_printf(o, "  %%l0_t%d_x = slice(%%x) {axes = [0], ends = [%d], starts = [%d]} : f32[1,%d]\n"
+					      "  %%l0_t%d_xw = matmul(%%l0_t%d_x, %%wt_ih_0) : f32[1,%d]\n", t, t + 1, t, IN, t, t, G);
+			else
+				kf_buf_printf(o, "  %%l%d_t%d_xw = matmul(%%l%d_t%d_h, %%wt_ih_%d) : f32[1,%d]\n", l, t, l - 1, t, l, G);
+			if (t == 0)
+				kf_buf_printf(o, "  %%l%d_t0_hw = matmul(%%h0_%d, %%wt_hh_%d) : f32[1,%d]\n", l, l, l, G);
+			else
+				kf_buf_printf(o, "  %%l%d_t%d_hw = matmul(%%l%d_t%d_h, %%wt_hh_%d) : f32[1,%d]\n", l, t, l, t - 1, l, G);
+			if (lstm) {
+				kf_buf_printf(o, "  %%l%d_t%d_s = add(%%l%d_t%d_xw, %%l%d_t%d_hw) : f32[1,%d]\n", l, t, l, t, l, t, G);
+				kf_buf_printf(o, "  %%l%d_t%d_pre = add(%%l%d_t%d_s, %%b_%d) : f32[1,%d]\n", l, t, l, t, l, G);
+				SL("gi", "pre", 0, H);
+				SL("gf", "pre", H, 2 * H);
+				SL("gg", "pre", 2 * H, 3 * H);
+				SL("go", "pre", 3 * H, 4 * H);
+				OP1("ia", "sigmoid", "gi");
+				OP1("fa", "sigmoid", "gf");
+				OP1("ga", "tanh", "gg");
+				OP1("oa", "sigmoid", "go");
+				if (t == 0)
+					kf_buf_printf(o, "  %%l%d_t0_fc = mul(%%l%d_t0_fa, %%c0_%d) : f32[1,%d]\n", l, l, l, H);
+				else
+					kf_buf_printf(o, "  %%l%d_t%d_fc = mul(%%l%d_t%d_fa, %%l%d_t%d_c) : f32[1,%d]\n", l, t, l, t, l, t - 1, H);
+				OP2("ig", "mul", "ia", "ga");
+				OP2("c", "add", "fc", "ig");
+				OP1("tc", "tanh", "c");
+				OP2("h", "mul", "oa", "tc");
+				continue;
+			}
+			kf_buf_printf(o, "  %%l%d_t%d_a = add(%%l%d_t%d_xw, %%b_ih_%d) : f32[1,%d]\n", l, t, l, t, l, G);
+			kf_buf_printf(o, "  %%l%d_t%d_r = add(%%l%d_t%d_hw, %%b_hh_%d) : f32[1,%d]\n", l, t, l, t, l, G);
+			const char *gate[3] = {"r", "z", "n"};
+			for (int q = 0; q < 3; q++) {
+				char d[8];
+				snprintf(d, sizeof d, "a%s", gate[q]);
+				SL(d, "a", q * H, (q + 1) * H);
+				snprintf(d, sizeof d, "r%s", gate[q]);
+				SL(d, "r", q * H, (q + 1) * H);
+			}
+			OP2("rs", "add", "ar", "rr");
+			OP1("rg", "sigmoid", "rs");
+			OP2("zs", "add", "az", "rz");
+			OP1("zg", "sigmoid", "zs");
+			OP2("rm", "mul", "rg", "rn");
+			OP2("ns", "add", "an", "rm");
+			OP1("n", "tanh", "ns");
+			kf_buf_printf(o, "  %%l%d_t%d_omz = sub(%%one, %%l%d_t%d_zg) : f32[1,%d]\n", l, t, l, t, H);
+			OP2("a1", "mul", "omz", "n");
+			if (t == 0)
+				kf_buf_printf(o, "  %%l%d_t0_a2 = mul(%%l%d_t0_zg, %%h0_%d) : f32[1,%d]\n", l, l, l, H);
+			else
+				kf_buf_printf(o, "  %%l%d_t%d_a2 = mul(%%l%d_t%d_zg, %%l%d_t%d_h) : f32[1,%d]\n", l, t, l, t, l, t - 1, H);
+			OP2("h", "add", "a1", "a2");
+		}
+	}
+#undef SL
+#undef OP1
+#undef OP2
+	kf_buf_puts(o, "  %y = concat(");
+	for (int t = 0; t < T; t++)
+		kf_buf_printf(o, "%s%%l%d_t%d_h", t ? ", " : "", L - 1, t);
+	kf_buf_printf(o, ") {axis = 0} : f32[%d,%d]\n  return %%y, %%l%d_t%d_h", T, H, L - 1, T - 1);
+	if (lstm)
+		kf_buf_printf(o, ", %%l%d_t%d_c", L - 1, T - 1);
+	kf_buf_puts(o, "\n}\n");
+}
+
+/* The CUDA the persistent kernel uses, for gcc: a block is a thread, its
+ * CUDA threads are fibers switched at barriers, shuffles and spins (so
+ * __shared__ is thread-local and the blocks' hand-off through the
+ * __device__ globals is real concurrency); a block that makes no progress
+ * for 20 s is a deadlock. */
+static const char emu_shim[] =
+	"#define _GNU_SOURCE\n#include <math.h>\n#include <pthread.h>\n#include <sched.h>\n#include <stdbool.h>\n"
+	"#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
+	"#include <ucontext.h>\n"
+	"#define __global__\n#define __device__\n#define __forceinline__ static inline\n#define __launch_bounds__(n)\n"
+	"#define __restrict__ restrict\n#define __shared__ static __thread\n#define __ldg(p) (*(p))\n#define KF_NT 256\n"
+	"#define __align__(n) __attribute__((aligned(n)))\n"
+	"typedef struct { unsigned x, y, z; } kf_dim3;\ntypedef struct { float x, y; } float2;\n"
+	"enum { KF_RUN, KF_BAR, KF_WARP, KF_SPIN, KF_DONE };\n"
+	"typedef struct { ucontext_t uc; kf_dim3 tid; int st; unsigned wait; } kf_fib;\n"
+	"static kf_dim3 gridDim, blockDim;\nstatic __thread kf_dim3 blockIdx;\nstatic __thread kf_fib *kf_emu_me;\n"
+	"static __thread ucontext_t kf_emu_sched;\n"
+	"static __thread unsigned kf_emu_bn, kf_emu_bgen, kf_emu_wn[KF_NT / 32], kf_emu_wgen[KF_NT / 32], kf_emu_wseq[KF_NT];\n"
+	"static __thread float kf_emu_wv[2][KF_NT];\nstatic pthread_barrier_t kf_emu_gbar;\n"
+	"#define threadIdx (kf_emu_me->tid)\n"
+	"static void kf_emu_yield(int st) { kf_emu_me->st = st; swapcontext(&kf_emu_me->uc, &kf_emu_sched); }\n"
+	"static void kf_emu_bar(bool grid)\n{\n  unsigned g = kf_emu_bgen;\n"
+	"  if (++kf_emu_bn == KF_NT) {\n    if (grid) pthread_barrier_wait(&kf_emu_gbar);\n"
+	"    kf_emu_bn = 0; kf_emu_bgen++; return;\n  }\n  kf_emu_me->wait = g; kf_emu_yield(KF_BAR);\n}\n"
+	"static void __syncthreads(void) { kf_emu_bar(false); }\n"
+	"static void kf_host_grid_sync(void) { kf_emu_bar(true); }\n"
+	"static void kf_host_spin(void) { kf_emu_yield(KF_SPIN); }\n"
+	/* a shuffle is a warp barrier; its values alternate between two
+	 * rows, as no lane can be two shuffles ahead of another */
+	"static float __shfl_xor_sync(unsigned m, float v, int o)\n{\n"
+	"  unsigned t = threadIdx.x, w = t >> 5, s = kf_emu_wseq[t]++ & 1, g = kf_emu_wgen[w];\n  (void)m;\n"
+	"  kf_emu_wv[s][t] = v;\n  if (++kf_emu_wn[w] == 32) { kf_emu_wn[w] = 0; kf_emu_wgen[w]++; }\n"
+	"  else { kf_emu_me->wait = g; kf_emu_yield(KF_WARP); }\n"
+	"  return kf_emu_wv[s][(w << 5) | ((t & 31) ^ (unsigned)o)];\n}\n"
+	"static unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
+	"static void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
+	"static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
+	"static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
+	"static float kf_exp(float x) { return expf(x); }\nstatic float kf_log(float x) { return logf(x); }\n"
+	"static float kf_tanh(float x) { return tanhf(x); }\nstatic float kf_abs(float x) { return fabsf(x); }\n"
+	"static float kf_sqrt(float x) { return sqrtf(x); }\nstatic float kf_rsqrt(float x) { return 1.0f / sqrtf(x); }\n"
+	"static float kf_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+	"static float kf_relu(float x) { return x < 0 ? 0 : x; }\nstatic float kf_div(float a, float b) { return a / b; }\n"
+	"static float kf_max(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+	"static float kf_min(float a, float b) { return (a < b || a != a) ? a : b; }\n"
+	"static void kf_emu_entry(void);\n"
+	"static void *kf_emu_block(void *arg)\n{\n  enum { STK = 1 << 16 };\n"
+	"  blockIdx.x = (unsigned)(uintptr_t)arg;\n"
+	"  kf_fib *f = calloc(KF_NT, sizeof *f);\n  char *stk = malloc((size_t)KF_NT * STK);\n"
+	"  for (int i = 0; i < KF_NT; i++) {\n    getcontext(&f[i].uc);\n"
+	"    f[i].uc.uc_stack.ss_sp = stk + (size_t)i * STK;\n    f[i].uc.uc_stack.ss_size = STK;\n"
+	"    f[i].uc.uc_link = &kf_emu_sched;\n    makecontext(&f[i].uc, kf_emu_entry, 0);\n    f[i].tid.x = (unsigned)i;\n  }\n"
+	"  int live = KF_NT;\n  time_t t0 = time(NULL);\n"
+	"  while (live > 0) {\n    int moved = 0, spin = 0;\n"
+	"    for (int i = 0; i < KF_NT; i++) {\n      kf_fib *x = &f[i];\n"
+	"      if (x->st == KF_DONE || (x->st == KF_BAR && x->wait == kf_emu_bgen) ||\n"
+	"          (x->st == KF_WARP && x->wait == kf_emu_wgen[i >> 5]))\n        continue;\n"
+	"      int was = x->st;\n      x->st = KF_RUN;\n      kf_emu_me = x;\n      swapcontext(&kf_emu_sched, &x->uc);\n"
+	"      if (x->st == KF_RUN) { x->st = KF_DONE; live--; }\n"
+	"      if (was == KF_SPIN && x->st == KF_SPIN) spin = 1; else moved = 1;\n    }\n"
+	"    if (moved) { t0 = time(NULL); continue; }\n"
+	"    if (!spin || difftime(time(NULL), t0) > 20) {\n"
+	"      fprintf(stderr, \"emu: block %u: deadlock (%s)\\n\", blockIdx.x, spin ? \"spinning\" : \"barrier\");\n"
+	"      exit(3);\n    }\n    sched_yield();\n  }\n  free(stk);\n  free(f);\n  return NULL;\n}\n"
+	"static int kf_emu_main(int argc, char **argv, int np, int nin, const long *n, float **p)\n{\n"
+	"  if (argc != 4) return 2;\n  int grid = atoi(argv[2]), launches = atoi(argv[3]);\n  char path[4200];\n"
+	"  for (int i = 0; i < np; i++) {\n    p[i] = calloc((size_t)n[i] + 1, sizeof(float));\n    if (i >= nin) continue;\n"
+	"    snprintf(path, sizeof path, \"%s/in%d.bin\", argv[1], i);\n    FILE *f = fopen(path, \"rb\");\n"
+	"    if (!f || fread(p[i], sizeof(float), (size_t)n[i], f) != (size_t)n[i]) return 2;\n    fclose(f);\n  }\n"
+	"  gridDim.x = (unsigned)grid; gridDim.y = gridDim.z = 1; blockDim.x = KF_NT; blockDim.y = blockDim.z = 1;\n"
+	"  pthread_barrier_init(&kf_emu_gbar, NULL, (unsigned)grid);\n"
+	"  pthread_t *th = calloc((size_t)grid, sizeof *th);\n"
+	"  for (int l = 0; l < launches; l++) {\n"
+	"    for (int i = nin; i < np; i++) memset(p[i], 0xff, (size_t)n[i] * sizeof(float)); /* NaN */\n"
+	"    for (int b = 0; b < grid; b++) pthread_create(&th[b], NULL, kf_emu_block, (void *)(uintptr_t)b);\n"
+	"    for (int b = 0; b < grid; b++) pthread_join(th[b], NULL);\n"
+	"    for (int i = nin; i < np; i++) {\n"
+	"      snprintf(path, sizeof path, \"%s/out%d.%d.bin\", argv[1], i - nin, l);\n"
+	"      FILE *f = fopen(path, \"wb\");\n      if (!f || fwrite(p[i], sizeof(float), (size_t)n[i], f) != (size_t)n[i]) return 2;\n"
+	"      fclose(f);\n    }\n  }\n  return 0;\n}\n";
+
+typedef struct emu_case {
+	bool lstm;
+	int T, IN, H, L;
+	const char *upb, *sync; /* KFUSE_PERSISTENT_UPB and _SYNC while emitting; NULL: unset */
+	int grid, node;         /* blocks; which persistent node (layer) */
+	const char *from, *to;  /* a corruption of the kernel text (NULL: none) */
+} emu_case;
+
+static bool write_f32(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(p, 4, n, f) == n;
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+static bool read_f32(const char *dir, const char *name, void *p, size_t n)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "rb");
+	bool ok = f && fread(p, 4, n, f) == n;
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* The i-th persistent node of g's body. */
+static kf_nid nth_persistent(kf_graph *g, int i)
+{
+	kf_foreach_node(g, 0, x)
+		if (kf_N(g, x)->op == KF_OP_FUSION && !strcmp(kf_attr_str(g, x, "kind", ""), "persistent") && i-- == 0)
+			return x;
+	return KF_NONE;
+}
+
+/* Inputs as PyTorch initialises an RNN: weights and biases U(-k, k) with
+ * k = 1/sqrt(H), the rest U(-1, 1) (N(0, 1) weights make the recurrence
+ * chaotic, docs/persistent.md). */
+static void rnn_inputs(kf_graph *g, int H, kf_tensor *in)
+{
+	uint64_t rng = 7;
+	const kf_block *b0 = &g->blk[0];
+	for (uint32_t i = 0; i < b0->narg; i++) {
+		assert_int_equal(kf_tensor_alloc_type(&in[i], kf_vtype(g, b0->arg[i])), 0);
+		const char *nm = kf_str(g->ctx, kf_V(g, b0->arg[i])->name);
+		double k = nm[0] == 'w' || nm[0] == 'b' ? 1.0 / sqrt((double)H) : 1.0;
+		float *d = in[i].data;
+		for (int64_t e = 0; e < kf_tensor_numel(&in[i]); e++)
+			d[e] = (float)(k * (2.0 * (double)(kf_rng_next(&rng) >> 11) * 0x1p-53 - 1.0));
+	}
+}
+
+/* The kernel's text with the shim and a main that runs `launches`
+ * launches of `grid` blocks on the parameters in dir/in<i>.bin. */
+static void emu_source(const emu_case *e, const kf_kernel *k, const kf_tensor *val, kf_buf *src)
+{
+	kf_buf_puts(src, emu_shim);
+	const char *s = k->src, *ext = strstr(s, "extern \"C\" ");
+	assert_non_null(ext);
+	kf_buf body = {0};
+	kf_buf_put(&body, s, (size_t)(ext - s));
+	kf_buf_puts(&body, ext + strlen("extern \"C\" "));
+	kf_buf_putc(&body, 0);
+	const char *cut = e->from ? strstr(body.p, e->from) : NULL;
+	if (e->from)
+		assert_non_null(cut);
+	if (cut) {
+		kf_buf_put(src, body.p, (size_t)(cut - body.p));
+		kf_buf_puts(src, e->to);
+		kf_buf_puts(src, cut + strlen(e->from));
+	} else {
+		kf_buf_puts(src, body.p);
+	}
+	kf_buf_free(&body);
+	uint32_t np = k->nin + k->nout;
+	kf_buf_printf(src, "static float *kf_emu_p[%u];\nstatic void kf_emu_entry(void)\n{\n  %s(", np, k->name);
+	for (uint32_t j = 0; j < np; j++)
+		kf_buf_printf(src, "%skf_emu_p[%u]", j ? ", " : "", j);
+	kf_buf_printf(src, ");\n}\nint main(int argc, char **argv)\n{\n  static const long n[] = {");
+	for (uint32_t j = 0; j < np; j++)
+		kf_buf_printf(src, "%s%lld", j ? ", " : "", (long long)kf_tensor_numel(&val[j]));
+	kf_buf_printf(src, "};\n  return kf_emu_main(argc, argv, %u, %u, n, kf_emu_p);\n}\n", np, k->nin);
+	kf_buf_putc(src, 0);
+}
+
+/* g2 (a second copy of the rewritten graph) returns the parameters of
+ * the kernel k of node f of g: its inputs, then what the interpreter
+ * computes for its outputs. */
+static void return_params(kf_graph *g, kf_nid f, kf_graph *g2, kf_nid f2, const kf_kernel *k)
+{
+	uint32_t np = k->nin + k->nout;
+	kf_vid ret[64];
+	kf_tid ty[64];
+	assert_true(np <= 64);
+	for (uint32_t j = 0; j < np; j++) {
+		ret[j] = KF_NONE;
+		for (uint32_t q = 0; j < k->nin && q < kf_N(g, f)->nin; q++)
+			if (kf_in(g, f, q) == k->in[j])
+				ret[j] = kf_in(g2, f2, q);
+		for (uint32_t q = 0; j >= k->nin && q < kf_N(g, f)->nres; q++)
+			if (kf_res(g, f, q) == k->out[j - k->nin])
+				ret[j] = kf_res(g2, f2, q);
+		assert_true(ret[j] != KF_NONE);
+		ty[j] = kf_V(g2, ret[j])->type;
+	}
+	kf_node_erase(g2, kf_block_terminator(g2, 0));
+	kf_node_new(g2, 0, KF_NONE, KF_OP_RETURN, ret, np, NULL, 0);
+	kf_graph_set_results(g2, ty, np);
+}
+
+/* Runs the emulation in a temporary directory; the outputs of launch l
+ * into got[l].  false when there is no C compiler. */
+static bool emu_exec(const emu_case *e, const kf_kernel *k, const kf_tensor *val, float **got)
+{
+	char dir[] = "/tmp/kfuse-emu-XXXXXX", name[64], cmd[256];
+	assert_non_null(mkdtemp(dir));
+	kf_buf src = {0};
+	emu_source(e, k, val, &src);
+	for (uint32_t j = 0; j < k->nin; j++) {
+		snprintf(name, sizeof name, "in%u.bin", j);
+		assert_true(write_f32(dir, name, val[j].data, (size_t)kf_tensor_numel(&val[j])));
+	}
+	char path[128];
+	snprintf(path, sizeof path, "%s/emu.c", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(src.p, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "cc -std=gnu11 -O1 -w -pthread -o %s/emu %s/emu.c -lm", dir, dir);
+	bool have_cc = system("cc --version > /dev/null 2>&1") == 0;
+	if (have_cc) {
+		assert_int_equal(system(cmd), 0);
+		snprintf(cmd, sizeof cmd, "%s/emu %s %d 2", dir, dir, e->grid);
+		assert_int_equal(system(cmd), 0);
+		for (int l = 0; l < 2; l++)
+			for (uint32_t q = 0; q < k->nout; q++) {
+				snprintf(name, sizeof name, "out%u.%d.bin", q, l);
+				assert_true(read_f32(dir, name, got[l * k->nout + q],
+						     (size_t)kf_tensor_numel(&val[k->nin + q])));
+			}
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	kf_buf_free(&src);
+	return have_cc;
+}
+
+/* The emulated kernel against the interpreter; returns the elements out
+ * of tolerance (rtol 1e-4, atol 1e-5), -1 when it cannot run here. */
+static int64_t emu_check(const emu_case *e)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_buf text = {0}, log = {0};
+	gen_rnn(&text, e->lstm, e->T, e->IN, e->H, e->L);
+	kf_buf_putc(&text, 0);
+	kf_module *m = parse_text(c, text.p), *m2 = parse_text(c, text.p);
+	run_pass(c, m, &log);
+	run_pass(c, m2, &log);
+	kf_graph *g = m->graph[0], *g2 = m2->graph[0];
+	kf_nid f = nth_persistent(g, e->node), f2 = nth_persistent(g2, e->node);
+	assert_true(f != KF_NONE && f2 != KF_NONE);
+	if (e->upb)
+		setenv("KFUSE_PERSISTENT_UPB", e->upb, 1);
+	if (e->sync)
+		setenv("KFUSE_PERSISTENT_SYNC", e->sync, 1);
+	kf_kernel k;
+	int rc = kf_emit_node(g, f, &k);
+	unsetenv("KFUSE_PERSISTENT_UPB");
+	unsetenv("KFUSE_PERSISTENT_SYNC");
+	if (rc != 0)
+		kf_diag_flush(c, stderr);
+	assert_int_equal(rc, 0);
+	return_params(g, f, g2, f2, &k);
+	uint32_t np = k.nin + k.nout, na = g2->blk[0].narg;
+	kf_tensor in[64], val[64];
+	assert_true(na <= 64);
+	rnn_inputs(g2, e->H, in);
+	rc = kf_interp_run(g2, in, (int)na, val, (int)np);
+	if (rc != 0)
+		kf_diag_flush(c, stderr);
+	assert_int_equal(rc, 0);
+	float *got[2 * 16];
+	assert_true(k.nout <= 16);
+	for (uint32_t i = 0; i < 2 * k.nout; i++)
+		got[i] = malloc((size_t)kf_tensor_numel(&val[k.nin + i % k.nout]) * 4);
+	int64_t bad = -1;
+	if (emu_exec(e, &k, val, got)) {
+		bad = 0;
+		for (uint32_t q = 0; q < k.nout; q++) {
+			kf_tensor *want = &val[k.nin + q], t = *want;
+			t.data = got[q];
+			kf_equiv_stat st;
+			kf_equiv_compare(&t, want, 1e-4, 1e-5, &st);
+			kf_buf d = {0};
+			kf_equiv_describe(&d, &st);
+			fprintf(stderr, "emu %s T=%d H=%d upb=%s sync=%s grid=%d out%u: %.*s\n", e->lstm ? "lstm" : "gru",
+				e->T, e->H, e->upb ? e->upb : "-", e->sync ? e->sync : "tags", e->grid, q, (int)d.n, d.p);
+			kf_buf_free(&d);
+			bad += st.nbad;
+			/* a second launch (stale tags of the first in the buffers,
+			 * the epoch moved on) computes the same, bit for bit */
+			if (!e->from)
+				assert_memory_equal(got[q], got[k.nout + q], want->nbytes);
+		}
+	} else {
+		fprintf(stderr, "emu: no C compiler (cc), kernel not emulated\n");
+	}
+	for (uint32_t i = 0; i < 2 * k.nout; i++)
+		free(got[i]);
+	for (uint32_t i = 0; i < na; i++)
+		kf_tensor_free(&in[i]);
+	for (uint32_t i = 0; i < np; i++)
+		kf_tensor_free(&val[i]);
+	kf_kernel_free(&k);
+	kf_buf_free(&text);
+	kf_buf_free(&log);
+	kf_module_free(m);
+	kf_module_free(m2);
+	kf_ctx_free(c);
+	return bad;
+}
+
+static void emu_ok(const emu_case *e)
+{
+	int64_t bad = emu_check(e);
+	if (bad >= 0)
+		assert_int_equal(bad, 0);
+}
+
+/* LSTM, hidden 40 (not a multiple of 32): one unit per block (40 groups
+ * over 3 blocks), three units (14 groups over 4 blocks, two gate rows per
+ * warp), and the grid-sync variant. */
+static void test_emu_lstm(void **st)
+{
+	(void)st;
+	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 40, .L = 1, .grid = 3});
+	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 40, .L = 1, .upb = "3", .grid = 4});
+	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 40, .L = 1, .sync = "grid", .grid = 3});
+}
+
+static void test_emu_gru(void **st)
+{
+	(void)st;
+	emu_ok(&(emu_case){.T = 5, .IN = 20, .H = 36, .L = 1, .grid = 5});
+	emu_ok(&(emu_case){.T = 5, .IN = 20, .H = 36, .L = 1, .sync = "grid", .upb = "4", .grid = 2});
+}
+
+/* Hidden 256 as in the examples: 128 groups of 2 units, the weight rows
+ * in registers; and the second layer of a stacked LSTM. */
+static void test_emu_wide_stacked(void **st)
+{
+	(void)st;
+	emu_ok(&(emu_case){.lstm = true, .T = 3, .IN = 32, .H = 256, .L = 1, .grid = 4});
+	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 32, .L = 2, .node = 1, .grid = 3});
+}
+
+/* The check can fail: a kernel whose warp reduction drops partial sums. */
+static void test_emu_catches_a_bug(void **st)
+{
+	(void)st;
+	int64_t bad = emu_check(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 40, .L = 1, .grid = 2,
+					    .from = "acc += __shfl_xor_sync", .to = "acc = __shfl_xor_sync"});
+	if (bad >= 0)
+		assert_true(bad > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,7 +744,12 @@ int main(void)
 		cmocka_unit_test(test_lstm_80_steps),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_emit_nvrtc),
+		cmocka_unit_test(test_grid_nvrtc),
 		cmocka_unit_test(test_emit_batch2),
+		cmocka_unit_test(test_emu_lstm),
+		cmocka_unit_test(test_emu_gru),
+		cmocka_unit_test(test_emu_wide_stacked),
+		cmocka_unit_test(test_emu_catches_a_bug),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

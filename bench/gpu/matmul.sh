@@ -1,0 +1,180 @@
+#!/bin/sh
+# bench/gpu/matmul.sh [BUILD_DIR] [N]: contraction kernels against cuBLAS and
+# torch.compile, in one call; prints one table.
+#
+# Needs the GPU, CUDA (libnvrtc, libcublas), python3 with PyTorch (Triton for
+# torch.compile); no Lua, re2c or cmocka: it uses the prebuilt kfuse-opt and
+# kfuse-run of BUILD_DIR (default: $KFUSE_BUILD, else the first build*/
+# holding both).  Cases (graphs written to the output directory):
+#   mm_bias_gelu_4096  gelu_tanh(x @ w + b), f16, 4096 x 4096 x 4096
+#   mm_bias_gelu_512   the same, M = 512
+#   gemv_kn            x[1,4096] @ w[4096,1024], f32 (w stored [K, N])
+#   gemv_nk            x[1,4096] @ transpose(w[1024,4096]), f32 (w stored [N, K])
+# Variants:
+#   tuned      kfuse-opt -p fuse-matmul,fuse, then kfuse-run --tune (every
+#              candidate tile timed; the winner kept in $KFUSE_CACHE_DIR/tune.txt)
+#   default    the same graph with the heuristic's tile (an empty tune file)
+#   cublas+epi kfuse-opt -p fuse: the matmul alone through cuBLAS
+#              (KFUSE_CUBLAS=1), bias + GELU one fused kfuse kernel
+#   torch      cublas (torch.matmul alone), eager, compile (matmul_torch.py)
+# Each kfuse run checks its output against the CPU interpreter (f16: rtol
+# 1e-2; f32: rtol 1e-4, atol 1e-3); the 4096 case only in the tuned variant
+# (the interpreter takes a while there).  KFUSE_MATMUL_TILE=CFG forces a tile.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-${KFUSE_BUILD:-}}
+N=${2:-50}
+if [ -z "$build" ]; then
+	for d in "$root"/build*/ "$root"/.carry/*/; do
+		if [ -x "$d/kfuse-run" ] && [ -x "$d/kfuse-opt" ]; then build=$d; break; fi
+	done
+fi
+if [ -z "$build" ] || [ ! -x "$build/kfuse-run" ]; then
+	echo "matmul.sh: no build directory with kfuse-run and kfuse-opt (pass one, or set KFUSE_BUILD)" >&2
+	exit 2
+fi
+opt="$build/kfuse-opt"
+kfrun="$build/kfuse-run"
+out=${KFUSE_BENCH_OUT:-$(mktemp -d /tmp/kfuse-matmul.XXXXXX)}
+mkdir -p "$out"
+export KFUSE_CACHE_DIR="$out/cache"
+log="$out/results.txt"
+: > "$log"
+echo "matmul.sh: build $build, $N timed runs each, logs in $out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+
+mmgelu() { # NAME M N K
+	cat > "$out/$1.kf" <<EOG
+graph @$1(%x: f16[$2,$4], %w: f16[$4,$3], %b: f16[$3]) -> (f16[$2,$3]) {
+  %m = matmul(%x, %w) : f16[$2,$3]
+  %a = add(%m, %b) : f16[$2,$3]
+  %y = gelu(%a) {approximate = "tanh"} : f16[$2,$3]
+  return %y
+}
+EOG
+}
+mmgelu mm_bias_gelu_4096 4096 4096 4096
+mmgelu mm_bias_gelu_512 512 4096 4096
+cat > "$out/gemv_kn.kf" <<'EOG'
+graph @gemv_kn(%x: f32[1,4096], %w: f32[4096,1024]) -> (f32[1,1024]) {
+  %y = matmul(%x, %w) : f32[1,1024]
+  return %y
+}
+EOG
+cat > "$out/gemv_nk.kf" <<'EOG'
+graph @gemv_nk(%x: f32[1,4096], %w: f32[1024,4096]) -> (f32[1,1024]) {
+  %t = transpose(%w) {perm = [1, 0]} : f32[4096,1024]
+  %y = matmul(%x, %t) : f32[1,1024]
+  return %y
+}
+EOG
+
+# run CASE VARIANT FILE COMPARE [ENV...]: one kfuse-run, a line into the log
+run() {
+	c=$1 v=$2 f=$3 cmp=$4
+	shift 4
+	tol="--rtol 1e-2 --atol 1e-2"
+	case $c in gemv*) tol="--rtol 1e-4 --atol 1e-3" ;; esac
+	extra=""
+	[ "$v" = tuned ] && extra="--tune"
+	[ "$cmp" = yes ] && extra="$extra --compare=cpu $tol"
+	# shellcheck disable=SC2086
+	env "$@" "$kfrun" "$f" --backend=cuda --random-inputs --seed 1 $extra --bench "$N" > "$out/$c.$v.txt" 2>&1
+	rc=$?
+	ok=$(grep -c '\[ok\]' "$out/$c.$v.txt")
+	bad=$(grep -c 'MISMATCH' "$out/$c.$v.txt")
+	tile=$(sed -n 's/^tune: .* -> \([a-z0-9]*\) .*/\1/p' "$out/$c.$v.txt" | tail -1)
+	line=$(grep '^bench cuda' "$out/$c.$v.txt" | head -1)
+	echo "kfuse $c $v rc=$rc ok=$ok mismatch=$bad tile=${tile:--} :: $line" | tee -a "$log"
+	[ $rc = 0 ] || tail -8 "$out/$c.$v.txt"
+}
+
+for c in mm_bias_gelu_4096 mm_bias_gelu_512 gemv_kn gemv_nk; do
+	g="$out/$c.kf"
+	"$opt" "$g" -p fuse-matmul,fuse -o "$out/$c.mm.kf" 2> "$out/$c.opt.log" || { echo "FAIL fuse-matmul $c"; cat "$out/$c.opt.log"; }
+	"$opt" "$g" -p fuse -o "$out/$c.ep.kf" 2>> "$out/$c.opt.log" || { echo "FAIL fuse $c"; cat "$out/$c.opt.log"; }
+	big=yes
+	[ $c = mm_bias_gelu_4096 ] && big=no
+	run $c tuned "$out/$c.mm.kf" yes
+	grep '^tune: .* ms$' "$out/$c.tuned.txt" | sed "s/^/  /" >> "$out/tune-table.txt"
+	run $c default "$out/$c.mm.kf" $big KFUSE_TUNE_FILE="$out/none.txt"
+	run $c cublas+epi "$out/$c.ep.kf" $big KFUSE_CUBLAS=1
+	# one profiled run of the tuned form: the per-kernel table
+	"$kfrun" "$out/$c.mm.kf" --backend=cuda --random-inputs --profile > "$out/$c.profile.txt" 2>&1
+done
+
+echo "torch: cuBLAS, eager, torch.compile"
+python3 "$here/matmul_torch.py" > "$out/torch.jsonl" 2> "$out/torch.err" || { echo "matmul_torch.py failed:"; tail -5 "$out/torch.err"; }
+
+python3 - "$log" "$out/torch.jsonl" "$out/tune-table.txt" <<'PY'
+import json, re, sys
+log, tj, tt = sys.argv[1:4]
+flop = {"mm_bias_gelu_4096": 2 * 4096**3, "mm_bias_gelu_512": 2 * 512 * 4096 * 4096}
+wbytes = {"gemv_kn": 4096 * 1024 * 4, "gemv_nk": 4096 * 1024 * 4}
+torch, copy = {}, None
+try:
+    for l in open(tj):
+        d = json.loads(l)
+        if d["name"] == "copy":
+            copy = d.get("gbs")
+        else:
+            torch[(d["name"], d["variant"])] = d["ms"]
+except OSError:
+    pass
+rows = []
+for l in open(log):
+    m = re.match(r"kfuse (\S+) (\S+) rc=(\d+) ok=(\d+) mismatch=(\d+) tile=(\S+) :: (.*)", l)
+    if not m:
+        continue
+    c, v, rc, ok, bad, tile, rest = m.groups()
+    t = re.search(r"median ([0-9.]+) ms", rest)
+    k = re.search(r"(\d+) kernels", rest)
+    rows.append(dict(case=c, var="kfuse " + v, rc=int(rc), ok=int(ok), bad=int(bad), tile=tile,
+                     ms=float(t.group(1)) if t else None, k=k.group(1) if k else "?"))
+cases = []
+for r in rows:
+    if r["case"] not in cases:
+        cases.append(r["case"])
+for (c, v), ms in torch.items():
+    if c not in cases:
+        cases.append(c)
+    rows.append(dict(case=c, var="torch " + v, rc=0, ok=-1, bad=0, tile="-", ms=ms if ms == ms else None, k=""))
+print()
+print(f"device copy bandwidth (ceiling): {copy:.0f} GB/s" if copy else "device copy bandwidth: n/a")
+hdr = (f"{'case':<18} {'variant':<19} {'tile':<20} {'kern':>4} {'time ms':>9} {'TFLOP/s':>8} {'GB/s':>7}"
+       f" {'%copy':>6} {'vs cublas+epi':>13} {'vs t.compile':>12} {'check':>6}")
+print(hdr)
+print("-" * len(hdr))
+for c in cases:
+    base = next((r["ms"] for r in rows if r["case"] == c and r["var"] == "kfuse cublas+epi" and r["ms"]), None)
+    tc = torch.get((c, "compile"))
+    for r in rows:
+        if r["case"] != c:
+            continue
+        if r["rc"] or r["ms"] is None:
+            print(f"{c:<18} {r['var']:<19} FAILED (rc={r['rc']})")
+            continue
+        ms = r["ms"]
+        tf = f"{flop[c] / ms / 1e9:8.1f}" if c in flop else f"{'':>8}"
+        gbs = wbytes[c] / ms / 1e6 if c in wbytes else None
+        gb = f"{gbs:7.0f}" if gbs else f"{'':>7}"
+        pc = f"{100 * gbs / copy:5.1f}%" if gbs and copy else f"{'':>6}"
+        vb = f"{base / ms:12.2f}x" if base else f"{'n/a':>13}"
+        vt = f"{tc / ms:11.2f}x" if tc and tc == tc else f"{'n/a':>12}"
+        chk = "-" if r["ok"] < 0 else ("BAD" if r["bad"] else ("ok" if r["ok"] else "n/c"))
+        print(f"{c:<18} {r['var']:<19} {r['tile']:<20} {r['k']:>4} {ms:9.4f} {tf} {gb} {pc} {vb} {vt} {chk:>6}")
+print()
+print("vs X: X's time / this time (above 1.00x: this is faster).  n/c: not compared (the interpreter is slow at 4096^3).")
+print("bars: mm_bias_gelu (4096, 512): kfuse tuned >= 1.00x vs cublas+epi and vs t.compile, check ok;")
+print("      gemv (f32, weight 16 MiB): >= 85% of copy bandwidth, check ok")
+try:
+    t = open(tt).read()
+    if t:
+        print()
+        print("tuner: kernel time of each candidate tile (ms, median of 20)")
+        print(t, end="")
+except OSError:
+    pass
+PY
+echo "per-kernel profiles: $out/*.profile.txt"

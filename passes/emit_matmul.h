@@ -1,0 +1,53 @@
+/* emit_matmul.h: the contraction kernels (passes/emit_matmul.c: analysis,
+ * configs, epilogue, SIMT FMA kernel; passes/emit_mma.c: tensor-core and
+ * GEMV kernels) and what the autotuner (runtime/tune.c) needs of them.
+ *
+ * A contraction kernel runs a matmul or gemm node alone, or a
+ * `fusion {kind = "contraction"}` whose body is one matmul/gemm with an
+ * element-wise prologue on each operand (casts, scaling, transposes of the
+ * last two axes, folded into the loads) and an element-wise epilogue on its
+ * result (bias, activation, residual, scaling, cast), computed on the
+ * accumulator before the only store.  docs/matmul.md has the details.
+ *
+ * The tile config of a kernel is text (see kf_mm_config_parse), chosen by,
+ * in order: the fusion's `tile` attribute (the tuner sets it from its cache),
+ * $KFUSE_MATMUL_TILE when it fits the node, a heuristic.
+ */
+#ifndef KF_EMIT_MATMUL_H
+#define KF_EMIT_MATMUL_H
+
+#include "kf.h"
+
+typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV } kf_mm_algo;
+
+typedef struct kf_mm_config {
+	int algo;          /* kf_mm_algo */
+	int bm, bn, bk;    /* block tile (FMA, MMA) */
+	int wm, wn;        /* MMA: warps along M and N; FMA: outputs per thread along M, N */
+	int stages;        /* MMA: cp.async pipeline depth (2..4) */
+	int ks;            /* GEMV: K split across blocks (0: chosen from the shape) */
+} kf_mm_config;
+
+/* "mma128x128x32w2x4s3", "fma64x64x16t4x4", "gemv", "gemvk16"; 0, or -1
+ * when the text is not a config. */
+int kf_mm_config_parse(const char *s, kf_mm_config *out);
+void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n);
+
+/* The shape of a contraction node, as the tuner keys it. */
+typedef struct kf_mm_shape {
+	kf_dtype in, out;  /* operand dtype (after the prologue), result dtype */
+	int64_t batch, M, N, K;
+	bool ta, tb;       /* operands stored transposed (after folding) */
+	bool tf32;         /* f32 operands may use tf32 tensor cores */
+} kf_mm_shape;
+
+/* True when top-level node n is a contraction kernel (matmul, gemm, or a
+ * fusion of kind "contraction"); fills *sh (may be NULL). */
+bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
+/* The tuner's key of a shape on arch: one token, no spaces. */
+void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n);
+/* The candidate configs for a shape (texts into out[i], each 32 bytes);
+ * returns how many (at most max). */
+int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max);
+
+#endif

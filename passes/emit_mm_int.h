@@ -1,0 +1,59 @@
+/* emit_mm_int.h: the contraction emitter's working state, shared by
+ * passes/emit_matmul.c and passes/emit_mma.c; not for other modules. */
+#ifndef KF_EMIT_MM_INT_H
+#define KF_EMIT_MM_INT_H
+
+#include "emit_int.h"
+#include "emit_matmul.h"
+
+#define KX_MM_CHAIN 16
+
+/* One operand of the contraction: the parameter it is read from and the
+ * prologue applied to each element on the way in. */
+typedef struct kx_mmop {
+	int param;            /* parameter index of the stored operand */
+	kf_dtype st;          /* its storage dtype */
+	kf_nid chain[KX_MM_CHAIN]; /* prologue ops, from the parameter to the operand */
+	int nchain;
+	bool trans;           /* stored [K, M] (A) or [N, K] (B) */
+	bool vec;             /* a 1-D operand */
+	kf_type batch;        /* batch dims of the operand */
+} kx_mmop;
+
+typedef struct kx_mm {
+	kf_nid c;             /* the matmul or gemm */
+	bool gemm;
+	kf_dtype dt;          /* operand dtype (after the prologue) */
+	kf_dtype rt;          /* the contraction's result dtype */
+	int64_t M, N, K, nb;
+	kf_type O;            /* the contraction's result type */
+	kf_type OB;           /* its batch dims */
+	kx_mmop a, b;
+	bool tf32;
+	kf_mm_config cfg;
+} kx_mm;
+
+/* emit_matmul.c */
+/* Text of operand `which` (0: A, 1: B) at stored linear index `ix` (an
+ * expression), prologue applied, in the accumulation type. */
+void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *out);
+/* The element offset of batch z in operand which's storage, as text. */
+void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out);
+/* The accumulation type of the kernel: float, double or long long. */
+const char *kx_mm_acc_type(const kx_mm *mm);
+/* Declares KF_KERNEL_epi(params..., int z, int row, int col, ACC acc):
+ * the gemm scaling, the epilogue ops and the stores of every output at
+ * (z, row, col).  The kernel calls it once per output element in range. */
+int kx_mm_epilogue(kx *k, const kx_mm *mm);
+/* The call text, up to the accumulator: "KF_KERNEL_epi(p0, ..., o0, " */
+void kx_mm_epi_call(kx *k, kf_buf *b);
+
+/* True when operand op is read as stored: its prologue, if any, only
+ * transposes (which the kernels fold into their indexing). */
+bool kx_mm_raw(const kx *k, const kx_mmop *op);
+
+/* emit_mma.c */
+int kx_mm_emit_mma(kx *k, kx_mm *mm);
+int kx_mm_emit_gemv(kx *k, kx_mm *mm);
+
+#endif

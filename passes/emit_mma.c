@@ -1,0 +1,349 @@
+/* emit_mma.c: the tensor-core matmul kernel and the GEMV kernel (see
+ * emit_matmul.c for the analysis, configs and epilogue they share).
+ *
+ * Tensor cores: mma.sync through inline PTX (no header), m16n8k16 for
+ * f16/bf16 (fragments loaded with ldmatrix, .trans where the stored layout
+ * needs it) and m16n8k8 for tf32 (f32 operands when the fusion says
+ * tf32 = true).  Tiles BM x BN x BK per block, WM x WN warps, a cp.async
+ * pipeline of S stages in dynamic shared memory (rows padded by 16 bytes,
+ * so that ldmatrix and the fragment loads are free of bank conflicts).  An
+ * operand read as stored (no prologue, contiguous dim a multiple of 16
+ * bytes) is copied with 16-byte cp.async; one with a prologue (a cast, a
+ * scale) or an odd row length is loaded element by element through
+ * registers, the prologue applied, and stored converted.  A transposed
+ * operand only swaps the shared-memory layout: the global reads stay
+ * coalesced.  The epilogue runs on the accumulator fragments in registers.
+ *
+ * GEMV (M = 1, one batch): memory-bound, every weight element read once
+ * with 16-byte loads.  B stored [K, N]: 32 threads x V columns per block,
+ * 8 k-rows of threads, K split across gridDim.y blocks whose partial sums
+ * the last block to finish adds up in a fixed order (a counter per column
+ * block, reset by that block) before the epilogue.  B stored [N, K]: one
+ * warp per output column, shuffles reduce.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_mm_int.h"
+
+static const char helpers[] =
+	"#ifndef KF_MM_HELPERS\n"
+	"#define KF_MM_HELPERS\n"
+	"__device__ __forceinline__ unsigned kf_saddr(const void *p) {\n"
+	"  unsigned r; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(r) : \"l\"(p)); return r; }\n"
+	"__device__ __forceinline__ void kf_cp16(void *d, const void *s, bool ok) {\n"
+	"  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(kf_saddr(d)), \"l\"(s), \"r\"(ok ? 16 : 0)); }\n"
+	"__device__ __forceinline__ void kf_cp_commit() { asm volatile(\"cp.async.commit_group;\"); }\n"
+	"template <int N> __device__ __forceinline__ void kf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N)); }\n"
+	"__device__ __forceinline__ void kf_ldsm4(unsigned *r, const void *p) {\n"
+	"  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
+	"    : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(kf_saddr(p))); }\n"
+	"__device__ __forceinline__ void kf_ldsm4t(unsigned *r, const void *p) {\n"
+	"  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
+	"    : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(kf_saddr(p))); }\n"
+	"#define KF_MMA16(name, ty) __device__ __forceinline__ void name(float *c, const unsigned *a, const unsigned *b) { \\\n"
+	"  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" ty \".\" ty \".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" \\\n"
+	"    : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) \\\n"
+	"    : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
+	"KF_MMA16(kf_mma_f16, \"f16\")\n"
+	"KF_MMA16(kf_mma_bf16, \"bf16\")\n"
+	"__device__ __forceinline__ void kf_mma_tf32(float *c, const unsigned *a, const unsigned *b) {\n"
+	"  asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+	"    : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+	"    : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
+	"__device__ __forceinline__ unsigned kf_tf32(float f) { unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+	"#endif\n";
+
+/* One operand tile's layout: stored as [slow][fast] in global memory (fast
+ * contiguous, row length ld), and as [rows][cols + pad] in shared memory. */
+typedef struct tile {
+	int rows, cols;            /* tile extents along slow, fast */
+	const char *sbase, *fbase; /* block origin along slow, fast */
+	int64_t slim, flim, ld;    /* bounds, global row length */
+} tile;
+
+static tile tile_of(const kx_mm *mm, int which)
+{
+	const kf_mm_config *c = &mm->cfg;
+	const kx_mmop *op = which ? &mm->b : &mm->a;
+	if (!which && !op->trans)
+		return (tile){c->bm, c->bk, "bm", "k0", mm->M, mm->K, mm->K};
+	if (!which)
+		return (tile){c->bk, c->bm, "k0", "bm", mm->K, mm->M, mm->M};
+	if (!op->trans)
+		return (tile){c->bk, c->bn, "k0", "bn", mm->K, mm->N, mm->N};
+	return (tile){c->bn, c->bk, "bn", "k0", mm->N, mm->K, mm->K};
+}
+
+/* The statements that fill one stage of operand `which` (inside the load
+ * lambda: `s` is the stage's shared tile, k0 the K origin). */
+static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
+{
+	const kx_mmop *op = which ? &mm->b : &mm->a;
+	tile t = tile_of(mm, which);
+	int pad = 16 / e, ve = 16 / e;
+	const char *it = kx_it(k), *off = which ? "boff" : "aoff", *sm = which ? "sb" : "sa";
+	kf_buf *b = &k->b;
+	bool raw = kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
+	int v = raw ? ve : 1, per = t.cols / v;
+	kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t.rows * per, threads);
+	kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * %d;\n", per, per, v);
+	kf_buf_printf(b, "      const %s gs = %s + r, gf = %s + f;\n", it, t.sbase, t.fbase);
+	kf_buf_printf(b, "      const bool ok = gs < %lld && gf < %lld;\n", (long long)t.slim, (long long)t.flim);
+	if (raw) {
+		kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + gs * %lldLL + gf : 0), ok);\n    }\n", sm,
+			      t.cols + pad, op->param, off, (long long)t.ld);
+		return;
+	}
+	kf_buf ix = {0}, x = {0};
+	kf_buf_printf(&ix, "%s + gs * %lldLL + gf", off, (long long)t.ld);
+	kf_buf_putc(&ix, '\0');
+	kx_mm_operand(k, mm, which, ix.p, &x);
+	const char *cv = mm->dt == KF_F16 ? "kf_f2h" : mm->dt == KF_BF16 ? "kf_f2b" : "";
+	kf_buf_printf(b, "      %s[r * %d + f] = %s(ok ? %.*s : 0.0f);\n    }\n", sm, t.cols + pad, cv, (int)x.n, x.p);
+	kf_buf_free(&ix);
+	kf_buf_free(&x);
+}
+
+/* Fragment loads of one k-step (kk) from the stage's tiles sa, sb. */
+static void mma_frags(kx *k, const kx_mm *mm, int e, int mi, int ni, int wtm, int wtn)
+{
+	kf_buf *b = &k->b;
+	const kf_mm_config *c = &mm->cfg;
+	int pad = 16 / e;
+	tile ta = tile_of(mm, 0), tb = tile_of(mm, 1);
+	int la = ta.cols + pad, lb = tb.cols + pad;
+	kf_buf_printf(b, "      unsigned af[%d][4], bf[%d][2];\n", mi, ni);
+	if (e == 2) {
+		kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n        const int m0 = wm * %d + i * 16;\n",
+			      mi, wtm);
+		if (!mm->a.trans)
+			kf_buf_printf(b, "        kf_ldsm4(af[i], sa + (m0 + (lane & 15)) * %d + kk + (lane >> 4) * 8);\n", la);
+		else
+			kf_buf_printf(b, "        kf_ldsm4t(af[i], sa + (kk + (lane & 7) + (lane >> 4) * 8) * %d + m0 + ((lane >> 3) & 1) * 8);\n",
+				      la);
+		kf_buf_printf(b, "      }\n#pragma unroll\n      for (int j = 0; j < %d; j += 2) {\n        unsigned t[4];\n"
+			      "        const int n0 = wn * %d + j * 8;\n", ni, wtn);
+		if (!mm->b.trans)
+			kf_buf_printf(b, "        kf_ldsm4t(t, sb + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * %d + n0 + (lane >> 4) * 8);\n",
+				      lb);
+		else
+			kf_buf_printf(b, "        kf_ldsm4(t, sb + (n0 + (lane & 7) + (lane >> 4) * 8) * %d + kk + ((lane >> 3) & 1) * 8);\n",
+				      lb);
+		kf_buf_puts(b, "        bf[j][0] = t[0]; bf[j][1] = t[1]; bf[j + 1][0] = t[2]; bf[j + 1][1] = t[3];\n      }\n");
+		return;
+	}
+	/* tf32: scalar shared loads (ldmatrix moves 16-bit elements) */
+	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n        const int m0 = wm * %d + i * 16;\n", mi,
+		      wtm);
+	for (int r = 0; r < 4; r++) {
+		const char *mo = r & 1 ? " + 8" : "", *ko = r & 2 ? " + 4" : "";
+		if (!mm->a.trans)
+			kf_buf_printf(b, "        af[i][%d] = kf_tf32(sa[(m0 + g%s) * %d + kk + q%s]);\n", r, mo, la, ko);
+		else
+			kf_buf_printf(b, "        af[i][%d] = kf_tf32(sa[(kk + q%s) * %d + m0 + g%s]);\n", r, ko, la, mo);
+	}
+	kf_buf_printf(b, "      }\n#pragma unroll\n      for (int j = 0; j < %d; j++) {\n        const int n0 = wn * %d + j * 8;\n",
+		      ni, wtn);
+	for (int r = 0; r < 2; r++) {
+		const char *ko = r ? " + 4" : "";
+		if (!mm->b.trans)
+			kf_buf_printf(b, "        bf[j][%d] = kf_tf32(sb[(kk + q%s) * %d + n0 + g]);\n", r, ko, lb);
+		else
+			kf_buf_printf(b, "        bf[j][%d] = kf_tf32(sb[(n0 + g) * %d + kk + q%s]);\n", r, lb, ko);
+	}
+	kf_buf_puts(b, "      }\n");
+	(void)c;
+}
+
+int kx_mm_emit_mma(kx *k, kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	int e = mm->dt == KF_F32 ? 4 : 2, kstep = e == 4 ? 8 : 16, pad = 16 / e, S = c->stages;
+	int threads = 32 * c->wm * c->wn, wtm = c->bm / c->wm, wtn = c->bn / c->wn, mi = wtm / 16, ni = wtn / 8;
+	tile ta = tile_of(mm, 0), tb = tile_of(mm, 1);
+	int asz = ta.rows * (ta.cols + pad), bsz = tb.rows * (tb.cols + pad);
+	int64_t kt = (mm->K + c->bk - 1) / c->bk;
+	const char *st = e == 4 ? "float" : "unsigned short", *it = kx_it(k);
+	const char *mma = mm->dt == KF_F16 ? "kf_mma_f16" : mm->dt == KF_BF16 ? "kf_mma_bf16" : "kf_mma_tf32";
+	kf_buf *b = &k->b;
+	kf_buf_puts(&k->decl, helpers);
+	k->k->block = threads;
+	k->k->units = (mm->N + c->bn - 1) / c->bn;
+	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
+	k->k->grid_z = (unsigned)mm->nb;
+	k->k->smem = S * (asz + bsz) * e;
+	kf_buf ao = {0}, bo = {0};
+	kx_mm_batch_off(mm, 0, &ao);
+	kx_mm_batch_off(mm, 1, &bo);
+	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n");
+	kf_buf_printf(b, "  %s *const kf_sa = (%s *)kf_smem, *const kf_sb = kf_sa + %d;\n", st, st, S * asz);
+	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;\n");
+	kf_buf_printf(b, "  const int wm = warp / %d, wn = warp %% %d, z = blockIdx.z;\n", c->wn, c->wn);
+	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
+	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
+	kf_buf_free(&ao);
+	kf_buf_free(&bo);
+	kf_buf_printf(b, "  float acc[%d][%d][4];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
+		      "    for (int j = 0; j < %d; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;\n",
+		      mi, ni, mi, ni);
+	/* the loads of one stage, as a lambda the pipeline calls */
+	kf_buf_printf(b, "  auto load = [&](int stage, int kt) {\n    %s *const sa = kf_sa + stage * %d, *const sb = kf_sb + stage * %d;\n"
+		      "    const %s k0 = (%s)kt * %d;\n", st, asz, bsz, it, it, c->bk);
+	mma_load(k, mm, 0, e, threads);
+	mma_load(k, mm, 1, e, threads);
+	kf_buf_puts(b, "  };\n");
+	kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < %lld) load(s, s);\n    kf_cp_commit();\n  }\n",
+		      S - 1, (long long)kt);
+	kf_buf_printf(b, "  for (int kt = 0; kt < %lld; kt++) {\n    kf_cp_wait<%d>();\n    __syncthreads();\n", (long long)kt,
+		      S - 2);
+	/* the stage refilled now was read in the previous iteration, which
+	 * every warp has finished: they all passed the barrier above */
+	kf_buf_printf(b, "    if (kt + %d < %lld) load((kt + %d) %% %d, kt + %d);\n    kf_cp_commit();\n", S - 1,
+		      (long long)kt, S - 1, S, S - 1);
+	kf_buf_printf(b, "    const %s *const sa = kf_sa + (kt %% %d) * %d, *const sb = kf_sb + (kt %% %d) * %d;\n", st, S,
+		      asz, S, bsz);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk += %d) {\n", c->bk, kstep);
+	mma_frags(k, mm, e, mi, ni, wtm, wtn);
+	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++)\n#pragma unroll\n"
+		      "        for (int j = 0; j < %d; j++) %s(acc[i][j], af[i], bf[j]);\n    }\n  }\n", mi, ni, mma);
+	/* accumulator fragment: c0, c1 at (g, 2q + {0,1}); c2, c3 at row g + 8 */
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++)\n"
+		      "#pragma unroll\n  for (int h = 0; h < 4; h++) {\n", mi, ni);
+	kf_buf_printf(b, "    const %s row = bm + wm * %d + i * 16 + g + (h >> 1) * 8, col = bn + wn * %d + j * 8 + q * 2 + (h & 1);\n",
+		      it, wtm, wtn);
+	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kx_mm_epi_call(k, b);
+	kf_buf_puts(b, "z, row, col, acc[i][j][h]);\n  }\n");
+	(void)pad;
+	return 0;
+}
+
+/* ---- GEMV ---------------------------------------------------------------------------------- */
+
+static const char *conv_fn(kf_dtype t)
+{
+	return t == KF_F16 ? "kf_h2f" : t == KF_BF16 ? "kf_b2f" : "";
+}
+
+/* B stored [K, N]: column blocks of 32 x V, K split over gridDim.y. */
+static void gemv_kn(kx *k, kx_mm *mm, const char *acc)
+{
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k), *st = kx_st(mm->b.st);
+	int e = (int)kf_dtype_size(mm->b.st), v = kx_mm_raw(k, &mm->b) && mm->N % (16 / e) == 0 ? 16 / e : 1;
+	int64_t N = mm->N, K = mm->K, cw = 32 * v, gx = (N + cw - 1) / cw;
+	int64_t ks = mm->cfg.ks;
+	if (ks <= 0) { /* two blocks per SM of a 132-SM GPU, 64 k-rows at least */
+		ks = (264 + gx - 1) / gx;
+		if (ks > (K + 63) / 64)
+			ks = (K + 63) / 64;
+	}
+	if (ks < 1)
+		ks = 1;
+	while (ks > 1 && ks * N > (1 << 22))
+		ks /= 2;
+	int64_t kc = ((K + ks - 1) / ks + 7) / 8 * 8;
+	ks = (K + kc - 1) / kc;
+	if (ks < 1)
+		ks = 1;
+	k->k->units = gx;
+	k->k->grid_y = (unsigned)ks;
+	if (ks > 1)
+		kf_buf_printf(&k->decl, "__device__ %s KF_KERNEL_ws[%lld];\n__device__ unsigned KF_KERNEL_cnt[%lld];\n", acc,
+			      (long long)(ks * N), (long long)gx);
+	kf_buf_printf(b, "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n");
+	kf_buf_printf(b, "  const %s n0 = (%s)blockIdx.x * %lld + tx * %d, kb = (%s)blockIdx.y * %lld;\n", it, it, (long long)cw,
+		      v, it, (long long)kc);
+	kf_buf_printf(b, "  const %s ke = kb + %lld < %lld ? kb + %lld : %lld;\n", it, (long long)kc, (long long)K,
+		      (long long)kc, (long long)K);
+	kf_buf_printf(b, "  %s acc[%d];\n#pragma unroll\n  for (int v = 0; v < %d; v++) acc[v] = 0;\n", acc, v, v);
+	kf_buf x = {0}, w = {0};
+	kx_mm_operand(k, mm, 0, "kk", &x);
+	kf_buf_printf(b, "#pragma unroll 4\n  for (%s kk = kb + ty; kk < ke; kk += 8) {\n    const %s x = %.*s;\n", it, acc,
+		      (int)x.n, x.p);
+	if (v > 1) {
+		kf_buf_printf(b, "    if (n0 < %lld) {\n      %s w[%d];\n      kf_vld<%s, %d>(w, p%d + kk * %lldLL + n0);\n", (long long)N,
+			      st, v, st, v, mm->b.param, (long long)N);
+		kf_buf_printf(b, "#pragma unroll\n      for (int v = 0; v < %d; v++) acc[v] += x * (%s)%s(w[v]);\n    }\n  }\n", v,
+			      acc, conv_fn(mm->b.st));
+	} else {
+		char ix[96];
+		snprintf(ix, sizeof ix, "kk * %lldLL + n0", (long long)N);
+		kx_mm_operand(k, mm, 1, ix, &w);
+		kf_buf_printf(b, "    if (n0 < %lld) acc[0] += x * %.*s;\n  }\n", (long long)N, (int)w.n, w.p);
+	}
+	kf_buf_free(&x);
+	kf_buf_free(&w);
+	kf_buf_printf(b, "  __shared__ %s red[8][%lld];\n#pragma unroll\n  for (int v = 0; v < %d; v++) red[ty][tx * %d + v] = acc[v];\n"
+		      "  __syncthreads();\n", acc, (long long)cw, v, v);
+	/* a fixed order of additions: the result does not depend on timing */
+	kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++) {\n      %s s = 0;\n"
+		      "      for (int j = 0; j < 8; j++) s += red[j][tx * %d + v];\n      acc[v] = s;\n    }\n", v, acc, v);
+	if (ks == 1) {
+		kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++)\n      if (n0 + v < %lld) ", v,
+			      (long long)N);
+		kx_mm_epi_call(k, b);
+		kf_buf_printf(b, "0, (%s)0, n0 + v, acc[v]);\n", it);
+		return;
+	}
+	kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++)\n"
+		      "      if (n0 + v < %lld) KF_KERNEL_ws[(%s)blockIdx.y * %lld + n0 + v] = acc[v];\n", v, (long long)N, it,
+		      (long long)N);
+	kf_buf_printf(b, "  __threadfence();\n  __syncthreads();\n  __shared__ bool last;\n"
+		      "  if (threadIdx.x == 0) last = atomicAdd(&KF_KERNEL_cnt[blockIdx.x], 1u) == %lldu;\n"
+		      "  __syncthreads();\n  if (!last) return;\n  __threadfence();\n", (long long)(ks - 1));
+	kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++) {\n      const %s col = n0 + v;\n"
+		      "      if (col >= %lld) continue;\n      %s s = 0;\n"
+		      "      for (int j = 0; j < %lld; j++) s += ((volatile %s *)KF_KERNEL_ws)[(%s)j * %lld + col];\n      ",
+		      v, it, (long long)N, acc, (long long)ks, acc, it, (long long)N);
+	kx_mm_epi_call(k, b);
+	kf_buf_printf(b, "0, (%s)0, col, s);\n    }\n", it);
+	/* the counter is ready for the next launch (CUDA graph replays) */
+	kf_buf_printf(b, "  if (threadIdx.x == 0) KF_KERNEL_cnt[blockIdx.x] = 0u;\n");
+}
+
+/* B stored [N, K]: one warp per output column. */
+static void gemv_nk(kx *k, kx_mm *mm, const char *acc)
+{
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k), *st = kx_st(mm->b.st);
+	int e = (int)kf_dtype_size(mm->b.st), v = kx_mm_raw(k, &mm->b) && mm->K % (16 / e) == 0 ? 16 / e : 1;
+	int64_t N = mm->N, K = mm->K;
+	k->k->units = (N + 7) / 8;
+	kf_buf_printf(b, "  const int lane = threadIdx.x & 31;\n  const %s col = (%s)blockIdx.x * 8 + (threadIdx.x >> 5);\n"
+		      "  if (col >= %lld) return;\n  %s acc = 0;\n", it, it, (long long)N, acc);
+	kf_buf x = {0}, w = {0};
+	kf_buf_printf(b, "  for (%s kk = lane * %d; kk < %lld; kk += %d) {\n", it, v, (long long)K, 32 * v);
+	if (v > 1) {
+		kx_mm_operand(k, mm, 0, "kk + v", &x);
+		kf_buf_printf(b, "    %s w[%d];\n    kf_vld<%s, %d>(w, p%d + col * %lldLL + kk);\n", st, v, st, v, mm->b.param,
+			      (long long)K);
+		kf_buf_printf(b, "#pragma unroll\n    for (int v = 0; v < %d; v++) acc += %.*s * (%s)%s(w[v]);\n  }\n", v,
+			      (int)x.n, x.p, acc, conv_fn(mm->b.st));
+	} else {
+		char ix[96];
+		snprintf(ix, sizeof ix, "col * %lldLL + kk", (long long)K);
+		kx_mm_operand(k, mm, 0, "kk", &x);
+		kx_mm_operand(k, mm, 1, ix, &w);
+		kf_buf_printf(b, "    acc += %.*s * %.*s;\n  }\n", (int)x.n, x.p, (int)w.n, w.p);
+	}
+	kf_buf_free(&x);
+	kf_buf_free(&w);
+	kf_buf_puts(b, "#pragma unroll\n  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
+		       "  if (lane == 0) ");
+	kx_mm_epi_call(k, b);
+	kf_buf_printf(b, "0, (%s)0, col, acc);\n", it);
+}
+
+int kx_mm_emit_gemv(kx *k, kx_mm *mm)
+{
+	const char *acc = kx_mm_acc_type(mm);
+	k->k->block = 256;
+	k->k->grid_y = k->k->grid_z = 1;
+	if (mm->b.trans)
+		gemv_nk(k, mm, acc);
+	else
+		gemv_kn(k, mm, acc);
+	return 0;
+}

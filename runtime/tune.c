@@ -1,0 +1,358 @@
+/* tune.c: the contraction autotuner and its cache file (see tune.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "tune.h"
+#include "cuda.h"
+#include "kcache.h"
+#include "../passes/emit_cuda.h"
+#include "../passes/emit_matmul.h"
+
+/* ---- the table and the file ---------------------------------------------------------- */
+
+int kf_tune_path(const char *cache_dir, kf_buf *out)
+{
+	const char *f = getenv("KFUSE_TUNE_FILE");
+	if (f && *f) {
+		kf_buf_puts(out, f);
+	} else if (cache_dir && *cache_dir) {
+		kf_buf_printf(out, "%s/tune.txt", cache_dir);
+	} else {
+		if (kf_kcache_default_dir(out) != 0)
+			return -1;
+		kf_buf_puts(out, "/tune.txt");
+	}
+	kf_buf_putc(out, '\0');
+	out->n--;
+	return 0;
+}
+
+const kf_tune_entry *kf_tune_find(const kf_tune_table *t, const char *key)
+{
+	for (uint32_t i = t->n; i-- > 0;)
+		if (!strcmp(t->e[i].key, key))
+			return &t->e[i];
+	return NULL;
+}
+
+void kf_tune_set(kf_tune_table *t, const char *key, const char *cfg, double ms)
+{
+	kf_tune_entry *e = (kf_tune_entry *)kf_tune_find(t, key);
+	if (!e) {
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 16;
+			t->e = realloc(t->e, t->cap * sizeof *t->e);
+		}
+		e = &t->e[t->n++];
+		snprintf(e->key, sizeof e->key, "%s", key);
+	}
+	snprintf(e->cfg, sizeof e->cfg, "%s", cfg);
+	e->ms = ms;
+}
+
+void kf_tune_table_free(kf_tune_table *t)
+{
+	free(t->e);
+	memset(t, 0, sizeof *t);
+}
+
+int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		kf_error(c, KF_NOLOC, "tune: cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char line[512];
+	int ln = 0;
+	while (fgets(line, sizeof line, f)) {
+		ln++;
+		char key[160], cfg[64], rest[8];
+		double ms = 0;
+		if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
+			continue;
+		int n = sscanf(line, "%159s %63s %lf %7s", key, cfg, &ms, rest);
+		kf_mm_config mc;
+		if (n < 2 || n > 3 || strlen(key) >= sizeof t->e->key || kf_mm_config_parse(cfg, &mc) != 0) {
+			kf_warning(c, KF_NOLOC, "tune: %s:%d: not 'KEY CONFIG [MS]'; line skipped", path, ln);
+			continue;
+		}
+		kf_tune_set(t, key, cfg, ms);
+	}
+	fclose(f);
+	return 0;
+}
+
+/* mkdir -p of path's directory */
+static void make_parent(const char *path)
+{
+	char d[1024];
+	snprintf(d, sizeof d, "%s", path);
+	for (char *p = d + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(d, 0777);
+			*p = '/';
+		}
+}
+
+int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t)
+{
+	make_parent(path);
+	char tmp[1100];
+	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		kf_warning(c, KF_NOLOC, "tune: cannot write %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "# kfuse tune cache v1: KEY CONFIG MS (kfuse-run --tune writes it)\n");
+	for (uint32_t i = 0; i < t->n; i++)
+		fprintf(f, "%s %s %.4f\n", t->e[i].key, t->e[i].cfg, t->e[i].ms);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		kf_warning(c, KF_NOLOC, "tune: cannot write %s: %s", path, strerror(errno));
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static bool is_contraction(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+{
+	return kf_N(g, n)->op == KF_OP_FUSION && kf_mm_node_shape(g, n, sh);
+}
+
+static void set_tile(kf_graph *g, kf_nid n, const char *cfg)
+{
+	kf_ctx *c = g->ctx;
+	kf_node_set_attr(g, n, kf_intern_cstr(c, "tile"), (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(c, cfg)});
+}
+
+int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report)
+{
+	kf_mm_shape sh;
+	bool any = false;
+	kf_foreach_node(g, 0, n)
+		any |= is_contraction(g, n, &sh) && !kf_attr_get(g, n, "tile");
+	kf_buf path = {0};
+	kf_tune_table t = {0};
+	int set = 0;
+	if (!any || kf_tune_path(cache_dir, &path) != 0 || kf_tune_load(g->ctx, path.p, &t) != 0 || !t.n)
+		goto done;
+	kf_foreach_node(g, 0, n) {
+		char key[128];
+		if (!is_contraction(g, n, &sh) || kf_attr_get(g, n, "tile"))
+			continue;
+		kf_mm_shape_key(&sh, arch, key, sizeof key);
+		const kf_tune_entry *e = kf_tune_find(&t, key);
+		if (!e)
+			continue;
+		set_tile(g, n, e->cfg);
+		set++;
+		if (report)
+			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s\n", kf_str(g->ctx, g->name),
+				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, path.p);
+	}
+done:
+	kf_buf_free(&path);
+	kf_tune_table_free(&t);
+	return set;
+}
+
+/* ---- timing ------------------------------------------------------------------------------ */
+
+typedef struct bench {
+	kf_ctx *c;      /* errors of the device and NVRTC: a failing candidate is skipped */
+	kf_cuda *cu;
+	kf_nvrtc *nv;
+	kf_kcache kc;
+	const char *arch;
+	int reps;
+} bench;
+
+static int cmp_f(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* Buffers for the kernel's parameters, filled with a byte pattern that is
+ * a small normal number in every float dtype (timing does not depend on
+ * the values, NaN and denormals aside). */
+static int buffers(bench *b, kf_graph *g, const kf_kernel *k, kf_cuptr *ptr)
+{
+	uint32_t n = k->nin + k->nout;
+	for (uint32_t i = 0; i < n; i++) {
+		kf_vid v = i < k->nin ? k->in[i] : k->out[i - k->nin];
+		const kf_type *t = kf_vtype(g, v);
+		size_t sz = (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
+		if (kf_cuda_malloc(b->cu, sz ? sz : 16, &ptr[i]) != 0 || kf_cuda_memset(b->cu, ptr[i], 0x3c, sz) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Median ms of one kernel over b->reps launches; a negative value when
+ * it cannot run. */
+static double time_kernel(bench *b, kf_graph *g, const kf_kernel *k)
+{
+	kf_buf src = {0}, img = {0};
+	kf_buf_puts(&src, kf_emit_prelude());
+	kf_buf_puts(&src, k->src);
+	kf_buf_putc(&src, '\0');
+	const char *opts[] = {"-std=c++17"};
+	double ms = -1;
+	kf_cumodule mod = NULL;
+	kf_cufunc f;
+	uint32_t np = k->nin + k->nout;
+	kf_cuptr *ptr = calloc(np + 1, sizeof *ptr);
+	void **args = calloc(np + 1, sizeof *args);
+	float *t = calloc((size_t)b->reps, sizeof *t);
+	kf_cuevent e0 = NULL, e1 = NULL;
+	if (kf_kcache_compile(&b->kc, b->nv, src.p, "tune.cu", b->arch, opts, 1, 1, &img, NULL) != 0 ||
+	    kf_cuda_module_load(b->cu, img.p, &mod) != 0 || kf_cuda_function(b->cu, mod, k->name, &f) != 0 ||
+	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, f, k->smem) != 0) ||
+	    buffers(b, g, k, ptr) != 0 || kf_cuda_event_new(b->cu, &e0) != 0 || kf_cuda_event_new(b->cu, &e1) != 0)
+		goto out;
+	for (uint32_t i = 0; i < np; i++)
+		args[i] = &ptr[i];
+	unsigned grid[3] = {(unsigned)k->units, k->grid_y, k->grid_z}, block[3] = {(unsigned)k->block, 1, 1};
+	for (int r = -2; r < b->reps; r++) { /* two warm-up launches */
+		float x = 0;
+		if (kf_cuda_event_record(b->cu, e0, NULL) != 0 ||
+		    kf_cuda_launch(b->cu, f, grid, block, (unsigned)k->smem, NULL, args) != 0 ||
+		    kf_cuda_event_record(b->cu, e1, NULL) != 0 || kf_cuda_event_elapsed(b->cu, e0, e1, &x) != 0)
+			goto out;
+		if (r >= 0)
+			t[r] = x;
+	}
+	qsort(t, (size_t)b->reps, sizeof *t, cmp_f);
+	ms = t[b->reps / 2];
+out:
+	if (e0)
+		kf_cuda_event_free(b->cu, e0);
+	if (e1)
+		kf_cuda_event_free(b->cu, e1);
+	for (uint32_t i = 0; i < np; i++)
+		if (ptr[i])
+			kf_cuda_free(b->cu, ptr[i]);
+	if (mod)
+		kf_cuda_module_unload(b->cu, mod);
+	free(ptr);
+	free(args);
+	free(t);
+	kf_buf_free(&src);
+	kf_buf_free(&img);
+	return ms;
+}
+
+/* Times each candidate of node n; sets the winner; -1 when none ran. */
+static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, const char *key, kf_tune_table *t,
+		     kf_buf *report)
+{
+	char cand[32][32], best[32] = "";
+	double bms = -1;
+	int nc = kf_mm_candidates(sh, cand, 32);
+	const kf_attrval *old = kf_attr_get(g, n, "tile");
+	char keep[64] = "";
+	if (old && old->kind == KF_ATTR_STR)
+		snprintf(keep, sizeof keep, "%s", kf_str(g->ctx, old->s));
+	for (int i = 0; i < nc; i++) {
+		set_tile(g, n, cand[i]);
+		kf_kernel k;
+		int nerr = kf_nerrors(g->ctx);
+		if (kf_emit_node(g, n, &k) != 0 || kf_nerrors(g->ctx) != nerr)
+			continue;
+		double ms = time_kernel(b, g, &k);
+		kf_kernel_free(&k);
+		if (report) {
+			kf_buf_printf(report, "tune: %s %-22s ", key, cand[i]);
+			if (ms >= 0)
+				kf_buf_printf(report, "%9.4f ms\n", ms);
+			else
+				kf_buf_puts(report, "failed\n");
+		}
+		kf_diag_clear(b->c); /* a candidate that fails to build or launch is skipped */
+		if (ms >= 0 && (bms < 0 || ms < bms)) {
+			bms = ms;
+			memcpy(best, cand[i], sizeof best);
+		}
+	}
+	if (bms < 0) {
+		if (keep[0])
+			set_tile(g, n, keep);
+		return -1;
+	}
+	set_tile(g, n, best);
+	kf_tune_set(t, key, best, bms);
+	if (report)
+		kf_buf_printf(report, "tune: %s -> %s (%.4f ms)\n", key, best, bms);
+	return 0;
+}
+
+int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
+{
+	kf_ctx *c = g->ctx;
+	bench b = {.c = kf_ctx_new(), .reps = o->reps > 0 ? o->reps : 20};
+	kf_buf path = {0};
+	kf_tune_table t = {0};
+	int rc = -1, tuned = 0;
+	b.cu = kf_cuda_open(b.c, o->device);
+	b.nv = b.cu ? kf_nvrtc_open(b.c) : NULL;
+	if (!b.cu || !b.nv) {
+		kf_buf d = {0};
+		kf_diag_render(b.c, &d);
+		kf_error(c, KF_NOLOC, "tune: needs a GPU and NVRTC: %.*s", (int)(d.n && d.p[d.n - 1] == '\n' ? d.n - 1 : d.n),
+			 d.p ? d.p : "");
+		kf_buf_free(&d);
+		goto done;
+	}
+	b.arch = o->arch ? o->arch : kf_cuda_get_info(b.cu)->arch;
+	kf_kcache_init(&b.kc, b.c, o->cache_dir);
+	if (kf_tune_path(o->cache_dir, &path) != 0) {
+		kf_error(c, KF_NOLOC, "tune: no cache directory (set KFUSE_CACHE_DIR or KFUSE_TUNE_FILE)");
+		goto done_kc;
+	}
+	if (kf_tune_load(c, path.p, &t) != 0)
+		goto done_kc;
+	kf_foreach_node(g, 0, n) {
+		kf_mm_shape sh;
+		char key[128];
+		if (!is_contraction(g, n, &sh))
+			continue;
+		kf_mm_shape_key(&sh, b.arch, key, sizeof key);
+		const kf_tune_entry *e = kf_tune_find(&t, key);
+		if (e && !o->force) {
+			set_tile(g, n, e->cfg);
+			if (o->report)
+				kf_buf_printf(o->report, "tune: %s -> %s (cached)\n", key, e->cfg);
+			continue;
+		}
+		if (tune_node(&b, g, n, &sh, key, &t, o->report) == 0)
+			tuned++;
+		else
+			kf_warning(c, kf_N(g, n)->loc, "tune: no candidate of %s ran; the default config stays", key);
+	}
+	if (tuned)
+		kf_tune_save(c, path.p, &t);
+	if (o->report)
+		kf_buf_printf(o->report, "tune: @%s: %d contraction%s tuned, cache %s\n", kf_str(c, g->name), tuned,
+			      tuned == 1 ? "" : "s", path.p);
+	rc = 0;
+done_kc:
+	kf_kcache_fini(&b.kc);
+done:
+	if (b.nv)
+		kf_nvrtc_close(b.nv);
+	if (b.cu)
+		kf_cuda_close(b.cu);
+	kf_ctx_free(b.c);
+	kf_buf_free(&path);
+	kf_tune_table_free(&t);
+	return rc;
+}

@@ -1,0 +1,67 @@
+/* tune.h: the contraction autotuner and its persistent cache.
+ *
+ * Each contraction kernel (a `fusion {kind = "contraction"}`) has a tile
+ * config (passes/emit_matmul.h).  kf_tune_graph compiles every candidate
+ * config of each contraction of a graph, times it on the device (CUDA
+ * events, median of reps launches after a warm-up), keeps the fastest as
+ * the node's `tile` attribute and records it in the cache file.
+ * kf_tune_apply (called by the CUDA backend when it plans a graph) sets
+ * `tile` from the cache on every contraction that has none, so a tuned
+ * config is used by every later run, also of other graphs of that shape.
+ *
+ * The cache file: $KFUSE_TUNE_FILE if set, else <cache dir>/tune.txt (the
+ * kernel cache's directory, kcache.h).  Text, one line per key:
+ *
+ *     # kfuse tune cache v1
+ *     sm_90:f16>f16:b1:m4096:n4096:k4096:nn mma128x128x32w2x4s3 0.2132
+ *
+ * the key (arch, operand and result dtype, batch, M, N, K, whether A and B
+ * are stored transposed), the config and its time in ms.  A user can ship
+ * the file with a model; a line that does not parse is skipped with a
+ * warning naming file and line.  Writes are atomic (temporary file and
+ * rename); the last line of a key wins.
+ */
+#ifndef KF_TUNE_H
+#define KF_TUNE_H
+
+#include "kf.h"
+
+typedef struct kf_tune_entry {
+	char key[128];
+	char cfg[32];
+	double ms;
+} kf_tune_entry;
+
+typedef struct kf_tune_table {
+	kf_tune_entry *e;
+	uint32_t n, cap;
+} kf_tune_table;
+
+/* The cache file's path into out; -1 when there is no directory. */
+int kf_tune_path(const char *cache_dir, kf_buf *out);
+/* A missing file is an empty table (0); unreadable: -1 with an error. */
+int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t);
+int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t);
+const kf_tune_entry *kf_tune_find(const kf_tune_table *t, const char *key);
+void kf_tune_set(kf_tune_table *t, const char *key, const char *cfg, double ms);
+void kf_tune_table_free(kf_tune_table *t);
+
+/* Sets `tile` from the cache on each top-level contraction fusion of g
+ * without one.  Returns how many it set (a note per node into report). */
+int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report);
+
+typedef struct kf_tune_opts {
+	int device;
+	const char *arch;      /* NULL: the device's */
+	const char *cache_dir; /* NULL: as kcache.h says */
+	int reps;              /* timed launches per candidate (default 20) */
+	bool force;            /* tune also shapes the cache already has */
+	kf_buf *report;        /* one line per candidate and per winner; may be NULL */
+} kf_tune_opts;
+
+/* Tunes each top-level contraction fusion of g on the GPU (see above).
+ * 0, or -1 with an error (no GPU, no NVRTC, a cache that cannot be
+ * written is only a warning). */
+int kf_tune_graph(kf_graph *g, const kf_tune_opts *o);
+
+#endif
