@@ -4,9 +4,11 @@
 # writes it as g.kf and as TOSA g.mlir).  Builds nothing.
 #
 # usage: bench/opt_vs_mlir.sh [-k KFUSE_OPT] [-n NODES] [-r RUNS] [-g GENERATOR]
-# Prints a markdown table: best wall and CPU time of RUNS runs, peak RSS (/usr/bin/time -v)
-# and the number of ops left (lines defining a value in the output, constants
-# included, on both sides).
+# Prints a markdown table: instructions executed (callgrind, one run each: the
+# measure a busy machine does not move; INSTR=0 or no valgrind skips it, as
+# mlir-opt takes minutes under it), best wall and CPU time of RUNS runs, peak
+# RSS (/usr/bin/time -v) and the number of ops left (lines defining a value in
+# the output, constants included, on both sides).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 kopt=""
@@ -62,10 +64,23 @@ measure() {
 	echo "$best $cpu $rss"
 }
 
+# instructions executed by "$@" (callgrind), or 0 when not counted
+instr() {
+	if [ "${INSTR:-1}" = 0 ] || ! command -v valgrind >/dev/null; then echo 0; return; fi
+	valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" >/dev/null 2>"$tmp/cg.out" || {
+		cat "$tmp/cg.out" >&2
+		echo "$0: failed under callgrind: $*" >&2
+		exit 1
+	}
+	sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.out" | tail -n 1
+}
+
 set -- $(measure kfuse "$tmp/out.kf" "$kopt" "$tmp/g.kf" -p canonicalize,cse,dce -o "$tmp/out.kf")
 kt=$1 kc=$2 kr=$3
 set -- $(measure mlir "$tmp/out.mlir" "$mlir" --canonicalize --cse "$tmp/g.mlir" -o "$tmp/out.mlir")
 mt=$1 mc=$2 mr=$3
+ki=$(instr "$kopt" "$tmp/g.kf" -p canonicalize,cse,dce -o "$tmp/out.kf")
+mi=$(instr "$mlir" --canonicalize --cse "$tmp/g.mlir" -o "$tmp/out.mlir")
 
 kin=$(grep -c ' = ' "$tmp/g.kf" || true)
 min=$(grep -c ' = ' "$tmp/g.mlir" || true)
@@ -73,10 +88,12 @@ kleft=$(grep -c ' = ' "$tmp/out.kf" || true)
 mleft=$(grep -c ' = ' "$tmp/out.mlir" || true)
 
 awk -v kt="$kt" -v mt="$mt" -v kc="$kc" -v mc="$mc" -v kr="$kr" -v mr="$mr" -v kin="$kin" -v min="$min" \
+    -v ki="$ki" -v mi="$mi" \
     -v kl="$kleft" -v ml="$mleft" -v n="$nodes" -v runs="$runs" -v gen="$(basename "$gen")" 'BEGIN {
 	printf "graph: %s --nodes %d (best of %d runs)\n\n", gen, n, runs
 	printf "| | kfuse-opt -p canonicalize,cse,dce | mlir-opt-19 --canonicalize --cse | ratio (mlir / kfuse) |\n"
 	printf "|---|---:|---:|---:|\n"
+	printf "| instructions (callgrind) | %.3f G | %.3f G | %.1fx |\n", ki / 1e9, mi / 1e9, (ki > 0 ? mi / ki : 0)
 	printf "| wall time | %.3f s | %.3f s | %.1fx |\n", kt, mt, (kt > 0 ? mt / kt : 0)
 	printf "| CPU time (user+sys) | %.3f s | %.3f s | %.1fx |\n", kc, mc, (kc > 0 ? mc / kc : 0)
 	printf "| peak RSS | %.1f MiB | %.1f MiB | %.1fx |\n", kr / 1024, mr / 1024, (kr > 0 ? mr / kr : 0)

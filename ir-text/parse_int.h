@@ -95,6 +95,25 @@ bool kf_parse_header(kf_parser *p, kf_graph *g);
 /* A token's text for messages, quoted and cut short: 'foo' or end of file. */
 const char *kf_parse_near(const kf_parser *p, const kf_token *t, char *buf, size_t n);
 
+/* parse_fast.c */
+extern const bool kf_parse_namech[256];    /* [A-Za-z0-9_.$] */
+extern const bool kf_parse_wordstart[256]; /* [A-Za-z_$] */
+extern const bool kf_parse_blank[256];     /* the blanks within a line: ' ' '\t' '\r' */
+static inline const char *kf_parse_blanks(const char *q)
+{
+	while (kf_parse_blank[(unsigned char)*q])
+		q++;
+	return q;
+}
+/* The op named by the n bytes at s, or -1. */
+int kf_parse_op(kf_parser *p, const char *s, uint32_t n);
+/* Positions the lexer at q, within a line, and reads the token there. */
+void kf_parse_relex(kf_parser *p, const char *q);
+/* Reads and builds the run of plain statements that starts at p->tok (a
+ * `%name` first on its line, while building, in block b); true when it took
+ * any, with p->tok the token after them. */
+bool kf_parse_lane(kf_parser *p, kf_bid b);
+
 /* parse_names.c */
 /* The string-table hash of value token t's name; its slot is prefetched. */
 uint32_t kf_parse_hash(const kf_parser *p, const kf_token *t);

@@ -284,29 +284,6 @@ typedef struct opstmt {
 	uint32_t nattr;
 } opstmt;
 
-static bool same_bytes(const char *a, const char *b, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (a[i] != b[i])
-			return false;
-	return true;
-}
-
-/* The op named by token t, or -1; through the cache by length and end
- * bytes before the registry. */
-static int op_lookup(kf_parser *p, const kf_token *t)
-{
-	const char *s = p->text + t->off;
-	uint32_t n = t->len;
-	kf_opcache *e = &p->opc[(n * 7 + (unsigned char)s[0] * 3 + (unsigned char)s[n - 1]) & (KF_PARSE_OPCACHE - 1)];
-	if (e->len == n && same_bytes(e->name, s, n))
-		return e->op;
-	int op = kf_op_lookup(p->c, s, n);
-	if (op >= 0)
-		*e = (kf_opcache){kf_op(p->c, op)->name, n, op};
-	return op;
-}
-
 /* Reads the statement from the op word to its end (or its region's '{');
  * false after a syntax error. */
 static bool read_op(kf_parser *p, opstmt *o, stmt *s, bool region)
@@ -317,7 +294,7 @@ static bool read_op(kf_parser *p, opstmt *o, stmt *s, bool region)
 		kf_parse_expected(p, "an op name");
 		return false;
 	}
-	o->op = op_lookup(p, &o->optok);
+	o->op = kf_parse_op(p, p->text + o->optok.off, o->optok.len);
 	o->info = o->op >= 0 ? kf_op(p->c, o->op) : NULL;
 	const kf_opinfo *info = o->info;
 	kf_parse_next(p);
@@ -451,50 +428,17 @@ static bool finish_op(kf_parser *p, kf_bid b, opstmt *o, stmt *s, bool read, boo
 
 /* ---- the common statement, from the bytes ---- */
 
-/* Bytes that start an op word, and bytes of names ([A-Za-z0-9_.$]). */
-#define LETTERS(X) \
-	X('a') X('b') X('c') X('d') X('e') X('f') X('g') X('h') X('i') X('j') X('k') X('l') X('m') \
-	X('n') X('o') X('p') X('q') X('r') X('s') X('t') X('u') X('v') X('w') X('x') X('y') X('z') \
-	X('A') X('B') X('C') X('D') X('E') X('F') X('G') X('H') X('I') X('J') X('K') X('L') X('M') \
-	X('N') X('O') X('P') X('Q') X('R') X('S') X('T') X('U') X('V') X('W') X('X') X('Y') X('Z')
-#define ONE(ch) [ch] = 1,
-static const bool wordstart[256] = {LETTERS(ONE) ['_'] = 1, ['$'] = 1};
-static const bool namech[256] = {
-	LETTERS(ONE) ['_'] = 1, ['$'] = 1, ['.'] = 1,
-	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
-};
-#undef ONE
-#undef LETTERS
-
-/* The blanks the lexer skips within a line. */
-static const bool blank[256] = {[' '] = 1, ['\t'] = 1, ['\r'] = 1};
-
-static const char *blanks(const char *q)
-{
-	while (blank[(unsigned char)*q])
-		q++;
-	return q;
-}
-
-/* Positions the lexer at q, within a line, and reads the token there. */
-static void relex(kf_parser *p, const char *q)
-{
-	p->lx.cur = q;
-	p->lx.nl = false;
-	kf_parse_next(p);
-}
-
 /* Reads the token after a plain line that ends at e: the next line's
  * `%name` (followed by a blank or '=') is made here, as the lexer would make
  * it; anything else is lexed. */
 static void next_line(kf_parser *p, const char *e)
 {
 	if (*e == '\n') {
-		const char *v = blanks(e + 1), *q = v + 1;
-		if (*v == '%' && namech[(unsigned char)*q]) {
-			while (namech[(unsigned char)*q])
+		const char *v = kf_parse_blanks(e + 1), *q = v + 1;
+		if (*v == '%' && kf_parse_namech[(unsigned char)*q]) {
+			while (kf_parse_namech[(unsigned char)*q])
 				q++;
-			if (blank[(unsigned char)*q] || *q == '=') {
+			if (kf_parse_blank[(unsigned char)*q] || *q == '=') {
 				p->tok = (kf_token){.kind = KF_T_VALUE, .bol = true, .off = (uint32_t)(v - p->text),
 						    .len = (uint32_t)(q - v), .nlen = (uint32_t)(q - v - 1), .idx = -1};
 				p->lx.cur = q;
@@ -503,7 +447,7 @@ static void next_line(kf_parser *p, const char *e)
 			}
 		}
 	}
-	relex(p, e);
+	kf_parse_relex(p, e);
 }
 
 /* Reads `= op(%a, ...) : type` after the defining name o->lhs (p->tok)
@@ -516,46 +460,46 @@ static void next_line(kf_parser *p, const char *e)
  * lexer where it was; else as read_op: 1 read, 0 after a reported error. */
 static int fast_read(kf_parser *p, opstmt *o, stmt *s)
 {
-	const char *t = p->text, *q = blanks(t + p->tok.off + p->tok.len), *w;
-	if (*q != '=' || !wordstart[(unsigned char)*(w = q = blanks(q + 1))])
+	const char *t = p->text, *q = kf_parse_blanks(t + p->tok.off + p->tok.len), *w;
+	if (*q != '=' || !kf_parse_wordstart[(unsigned char)*(w = q = kf_parse_blanks(q + 1))])
 		return -1;
-	while (namech[(unsigned char)*q])
+	while (kf_parse_namech[(unsigned char)*q])
 		q++;
 	kf_token optok = {.kind = KF_T_IDENT, .off = (uint32_t)(w - t), .len = (uint32_t)(q - w), .idx = -1};
-	int op = op_lookup(p, &optok);
+	int op = kf_parse_op(p, t + optok.off, optok.len);
 	const kf_opinfo *info = op >= 0 ? kf_op(p->c, op) : NULL;
-	q = blanks(q);
+	q = kf_parse_blanks(q);
 	if (!info || op == KF_OP_CONST || (info->flags & (KF_OPF_TERMINATOR | KF_OPF_SYMBOL | KF_OPF_REGION)) ||
 	    *q != '(')
 		return -1;
-	for (q = blanks(q + 1); *q != ')';) {
+	for (q = kf_parse_blanks(q + 1); *q != ')';) {
 		const char *v = q++;
-		if (*v != '%' || !namech[(unsigned char)*q])
+		if (*v != '%' || !kf_parse_namech[(unsigned char)*q])
 			goto undo;
-		while (namech[(unsigned char)*q])
+		while (kf_parse_namech[(unsigned char)*q])
 			q++;
 		if (*q == '#')
 			goto undo;
 		kf_token vt = {.kind = KF_T_VALUE, .off = (uint32_t)(v - t), .len = (uint32_t)(q - v),
 			       .nlen = (uint32_t)(q - v - 1), .idx = -1};
 		push_operand(p, s, &vt);
-		q = blanks(q);
+		q = kf_parse_blanks(q);
 		if (*q == ',')
-			q = blanks(q + 1);
+			q = kf_parse_blanks(q + 1);
 		else if (*q != ')')
 			goto undo;
 	}
-	q = blanks(q + 1);
+	q = kf_parse_blanks(q + 1);
 	if (*q != ':')
 		goto undo;
 	o->optok = optok;
 	o->op = op;
 	o->info = info;
-	q = blanks(q + 1);
+	q = kf_parse_blanks(q + 1);
 	/* the type of the line before, and then the end of the line */
 	size_t tl = p->last_type_len;
 	if (tl && (size_t)(t + p->len - q) >= tl && !memcmp(q, t + p->last_type_off, tl)) {
-		const char *e = blanks(q + tl);
+		const char *e = kf_parse_blanks(q + tl);
 		if (*e == '\n' || *e == '#' || e == t + p->len) {
 			push_tid(s, p->last_type);
 			next_line(p, e);
@@ -563,7 +507,7 @@ static int fast_read(kf_parser *p, opstmt *o, stmt *s)
 		}
 	}
 	bool poisoned = false;
-	relex(p, q);
+	kf_parse_relex(p, q);
 	if (!parse_types(p, s, &poisoned) || p->tok.kind == KF_T_ERROR)
 		return 0;
 	if (!p->tok.bol && p->tok.kind != KF_T_RBRACE && p->tok.kind != KF_T_LBRACE) {
@@ -656,6 +600,8 @@ bool kf_parse_block(kf_parser *p, kf_bid b, uint32_t open_off, bool region)
 				     region ? "'yield'" : "'return'", kf_parse_near(p, &p->tok, near, sizeof near));
 			told = true;
 		}
+		if (p->tok.kind == KF_T_VALUE && p->tok.bol && !terminated && p->building && kf_parse_lane(p, b))
+			continue;
 		uint32_t start = p->tok.off;
 		if (!parse_stmt(p, b, region, &terminated))
 			resync(p, start);

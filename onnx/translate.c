@@ -783,6 +783,8 @@ static const struct {
 static bool word_in(const char *list, const char *w)
 {
 	size_t n = strlen(w);
+	if (n == 0) /* strstr finds "" everywhere: the loop would not advance (found by fuzzing) */
+		return false;
 	for (const char *p = list; (p = strstr(p, w)); p += n)
 		if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' '))
 			return true;

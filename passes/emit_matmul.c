@@ -33,6 +33,10 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		c->algo = KF_MM_FMA;
 		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 ? 0 : -1;
 	}
+	if (!strcmp(s, "cublaslt")) {
+		c->algo = KF_MM_LT;
+		return 0;
+	}
 	if (!strcmp(s, "gemv")) {
 		c->algo = KF_MM_GEMV;
 		return 0;
@@ -40,6 +44,10 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 	if (sscanf(s, "gemvk%d%n", &c->ks, &n) == 1 && !s[n]) {
 		c->algo = KF_MM_GEMV;
 		return c->ks >= 1 && c->ks <= 1024 ? 0 : -1;
+	}
+	if (sscanf(s, "gemvk%du%d%n", &c->ks, &c->un, &n) == 2 && !s[n]) {
+		c->algo = KF_MM_GEMV;
+		return c->ks >= 1 && c->ks <= 1024 && c->un >= 1 && c->un <= 16 ? 0 : -1;
 	}
 	return -1;
 }
@@ -53,8 +61,13 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 	case KF_MM_FMA:
 		snprintf(out, n, "fma%dx%dx%dt%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
 		break;
+	case KF_MM_LT:
+		snprintf(out, n, "cublaslt");
+		break;
 	default:
-		if (c->ks)
+		if (c->ks && c->un)
+			snprintf(out, n, "gemvk%du%d", c->ks, c->un);
+		else if (c->ks)
 			snprintf(out, n, "gemvk%d", c->ks);
 		else
 			snprintf(out, n, "gemv");
@@ -91,8 +104,11 @@ static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		return c->bm % c->wm == 0 && c->bn % c->wn == 0 && thr >= 32 && thr <= 1024 && c->wm * c->wn <= 64 &&
 		       (int64_t)c->bk * (c->bm + c->bn + 2) * 8 <= 48 * 1024;
 	}
-	default:
-		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
+	case KF_MM_LT:
+		return false; /* not a kernel */
+	default: /* B [N, K]: 1, 2, 4 or 8 warps per output */
+		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) &&
+		       (!sh->tb || (c->ks <= 8 && !(c->ks & (c->ks - 1))));
 	}
 }
 
@@ -124,7 +140,9 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		"mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
-		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk4", "gemvk16", "gemvk32", "gemvk64",
+		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
+		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
+		"gemvk8u8",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
@@ -132,10 +150,9 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		kf_mm_config c;
 		kf_mm_config_parse(all[i], &c);
 		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
-		 * GEMV shapes try only GEMV; the K split is a knob only when B is
-		 * stored [K, N] */
+		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
 		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) ||
-		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_GEMV && c.ks && sh->tb))
+		    (c.algo == KF_MM_MMA && gemv))
 			continue;
 		snprintf(out[n++], 32, "%s", all[i]);
 	}

@@ -18,8 +18,9 @@
  * with 16-byte loads.  B stored [K, N]: 32 threads x V columns per block,
  * 8 k-rows of threads, K split across gridDim.y blocks whose partial sums
  * the last block to finish adds up in a fixed order (a counter per column
- * block, reset by that block) before the epilogue.  B stored [N, K]: one
- * warp per output column, shuffles reduce.
+ * block, reset by that block) before the epilogue.  B stored [N, K]: 1-8
+ * warps per output column, shuffles, then a fixed-order sum.  Both issue U
+ * 16-byte nc weight loads per thread before using them (bytes in flight).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,14 +261,25 @@ static void gemv_kn(kx *k, kx_mm *mm, const char *acc)
 	kf_buf_printf(b, "  %s acc[%d];\n#pragma unroll\n  for (int v = 0; v < %d; v++) acc[v] = 0;\n", acc, v, v);
 	kf_buf x = {0}, w = {0};
 	kx_mm_operand(k, mm, 0, "kk", &x);
-	kf_buf_printf(b, "#pragma unroll 4\n  for (%s kk = kb + ty; kk < ke; kk += 8) {\n    const %s x = %.*s;\n", it, acc,
-		      (int)x.n, x.p);
 	if (v > 1) {
-		kf_buf_printf(b, "    if (n0 < %lld) {\n      %s w[%d];\n      kf_vld<%s, %d>(w, p%d + kk * %lldLL + n0);\n", (long long)N,
-			      st, v, st, v, mm->b.param, (long long)N);
-		kf_buf_printf(b, "#pragma unroll\n      for (int v = 0; v < %d; v++) acc[v] += x * (%s)%s(w[v]);\n    }\n  }\n", v,
-			      acc, conv_fn(mm->b.st));
+		/* U rows of 16-byte weight loads issued before any is used, so that
+		 * each thread keeps U loads in flight; nc loads that skip L1 (the
+		 * weight is read once) */
+		int U = mm->cfg.un > 0 ? mm->cfg.un : 4;
+		kf_buf_printf(b, "  for (%s k0 = kb + ty; k0 < ke; k0 += %d) {\n    %s w[%d][%d];\n    %s xs[%d];\n", it, 8 * U, st,
+			      U, v, acc, U);
+		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * 8;\n"
+			      "      const bool ok = kk < ke && n0 < %lld;\n", U, it, (long long)N);
+		kf_buf_printf(b, "      if (ok) kf_vldna<%s, %d>(w[u], p%d + kk * %lldLL + n0);\n"
+			      "      else\n#pragma unroll\n        for (int v = 0; v < %d; v++) w[u][v] = 0;\n", st, v,
+			      mm->b.param, (long long)N, v);
+		kf_buf_printf(b, "      xs[u] = kk < ke ? (%s)(%.*s) : (%s)0;\n    }\n", acc, (int)x.n, x.p, acc);
+		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++)\n#pragma unroll\n"
+			      "      for (int v = 0; v < %d; v++) acc[v] += xs[u] * (%s)%s(w[u][v]);\n  }\n", U, v, acc,
+			      conv_fn(mm->b.st));
 	} else {
+		kf_buf_printf(b, "#pragma unroll 4\n  for (%s kk = kb + ty; kk < ke; kk += 8) {\n    const %s x = %.*s;\n", it,
+			      acc, (int)x.n, x.p);
 		char ix[96];
 		snprintf(ix, sizeof ix, "kk * %lldLL + n0", (long long)N);
 		kx_mm_operand(k, mm, 1, ix, &w);
@@ -303,35 +315,56 @@ static void gemv_kn(kx *k, kx_mm *mm, const char *acc)
 	kf_buf_printf(b, "  if (threadIdx.x == 0) KF_KERNEL_cnt[blockIdx.x] = 0u;\n");
 }
 
-/* B stored [N, K]: one warp per output column. */
+/* B stored [N, K]: S warps per output column (K split among them, 16-byte
+ * loads along K, U of them in flight per thread), shuffles, then the S
+ * partial sums added in a fixed order. */
 static void gemv_nk(kx *k, kx_mm *mm, const char *acc)
 {
 	kf_buf *b = &k->b;
 	const char *it = kx_it(k), *st = kx_st(mm->b.st);
 	int e = (int)kf_dtype_size(mm->b.st), v = kx_mm_raw(k, &mm->b) && mm->K % (16 / e) == 0 ? 16 / e : 1;
 	int64_t N = mm->N, K = mm->K;
-	k->k->units = (N + 7) / 8;
-	kf_buf_printf(b, "  const int lane = threadIdx.x & 31;\n  const %s col = (%s)blockIdx.x * 8 + (threadIdx.x >> 5);\n"
-		      "  if (col >= %lld) return;\n  %s acc = 0;\n", it, it, (long long)N, acc);
+	int S = mm->cfg.ks, U = mm->cfg.un > 0 ? mm->cfg.un : 4;
+	if (S <= 0) /* about 4096 warps: 31 per SM of a 132-SM GPU */
+		for (S = 1; S < 8 && N * S < 4096 && K >= 32LL * v * S * 2 * U; S *= 2)
+			;
+	int cols = 8 / S;
+	k->k->units = (N + cols - 1) / cols;
+	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp %% %d;\n", S);
+	kf_buf_printf(b, "  const %s col = (%s)blockIdx.x * %d + warp / %d;\n  const bool in = col < %lld;\n  %s acc = 0;\n", it,
+		      it, cols, S, (long long)N, acc);
 	kf_buf x = {0}, w = {0};
-	kf_buf_printf(b, "  for (%s kk = lane * %d; kk < %lld; kk += %d) {\n", it, v, (long long)K, 32 * v);
+	int64_t step = 32LL * v * S;
 	if (v > 1) {
 		kx_mm_operand(k, mm, 0, "kk + v", &x);
-		kf_buf_printf(b, "    %s w[%d];\n    kf_vld<%s, %d>(w, p%d + col * %lldLL + kk);\n", st, v, st, v, mm->b.param,
-			      (long long)K);
-		kf_buf_printf(b, "#pragma unroll\n    for (int v = 0; v < %d; v++) acc += %.*s * (%s)%s(w[v]);\n  }\n", v,
-			      (int)x.n, x.p, acc, conv_fn(mm->b.st));
+		kf_buf_printf(b, "  for (%s k0 = (part * 32 + lane) * %d; in && k0 < %lld; k0 += %lld) {\n    %s w[%d][%d];\n", it, v,
+			      (long long)K, (long long)step * U, st, U, v);
+		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * %lld;\n"
+			      "      if (kk < %lld) kf_vldna<%s, %d>(w[u], p%d + col * %lldLL + kk);\n    }\n",
+			      U, it, (long long)step, (long long)K, st, v, mm->b.param, (long long)K);
+		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * %lld;\n"
+			      "      if (kk < %lld)\n#pragma unroll\n        for (int v = 0; v < %d; v++) acc += %.*s * (%s)%s(w[u][v]);\n"
+			      "    }\n  }\n",
+			      U, it, (long long)step, (long long)K, v, (int)x.n, x.p, acc, conv_fn(mm->b.st));
 	} else {
 		char ix[96];
 		snprintf(ix, sizeof ix, "col * %lldLL + kk", (long long)K);
 		kx_mm_operand(k, mm, 0, "kk", &x);
 		kx_mm_operand(k, mm, 1, ix, &w);
-		kf_buf_printf(b, "    acc += %.*s * %.*s;\n  }\n", (int)x.n, x.p, (int)w.n, w.p);
+		kf_buf_printf(b, "  for (%s kk = part * 32 + lane; in && kk < %lld; kk += %d)\n    acc += %.*s * %.*s;\n", it,
+			      (long long)K, 32 * S, (int)x.n, x.p, (int)w.n, w.p);
 	}
 	kf_buf_free(&x);
 	kf_buf_free(&w);
-	kf_buf_puts(b, "#pragma unroll\n  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
-		       "  if (lane == 0) ");
+	kf_buf_puts(b, "#pragma unroll\n  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n");
+	if (S > 1) {
+		kf_buf_printf(b, "  __shared__ %s red[8];\n  if (lane == 0) red[warp] = acc;\n  __syncthreads();\n"
+			      "  if (part != 0 || lane != 0 || !in) return;\n  acc = red[warp];\n"
+			      "#pragma unroll\n  for (int j = 1; j < %d; j++) acc += red[warp + j];\n  ",
+			      acc, S);
+	} else {
+		kf_buf_puts(b, "  if (lane == 0 && in) ");
+	}
 	kx_mm_epi_call(k, b);
 	kf_buf_printf(b, "0, (%s)0, col, acc);\n", it);
 }

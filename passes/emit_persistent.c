@@ -549,14 +549,20 @@ static void emit_text(pm *p, unsigned T)
 	kf_buf_printf(b, "    for (int grp = blockIdx.x; grp < %d; grp += gridDim.x) {\n", p->ng);
 	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n"
 		      "        const int row = grp * %d + kf_qo[i], j = grp * %d + (warp + %d * i) %% %d;\n"
-		      "        float acc = 0.f;\n        if (kf_qv[i] && j < %lld) {\n#pragma unroll\n"
-		      "          for (int c = 0; c < %d; c++) {\n            const int kk = lane + 32 * c;\n"
-		      "            if (kk < %lld) acc += (",
-		      RPW, p->upb, p->upb, NW, p->upb, (long long)p->H, KPL, (long long)p->K);
+		      "        float acc = 0.f;\n        if (kf_qv[i] && j < %lld) {\n",
+		      RPW, p->upb, p->upb, NW, p->upb, (long long)p->H);
+	/* the block's first group from registers, a branch per row, not per
+	 * element; other groups (a smaller grid) read the weight from L2 */
 	if (cache)
-		kf_buf_puts(b, "grp == (int)blockIdx.x ? kf_w[i][c] : ");
+		kf_buf_printf(b, "          if (grp == (int)blockIdx.x) {\n#pragma unroll\n"
+			      "            for (int c = 0; c < %d; c++) {\n              const int kk = lane + 32 * c;\n"
+			      "              if (kk < %lld) acc += kf_w[i][c] * kf_sh[kk];\n            }\n          } else {\n",
+			      KPL, (long long)p->K);
+	kf_buf_printf(b, "#pragma unroll\n          for (int c = 0; c < %d; c++) {\n            const int kk = lane + 32 * c;\n"
+		      "            if (kk < %lld) acc += ", KPL, (long long)p->K);
 	wexpr(p, "row", "kk", b);
-	kf_buf_puts(b, ") * kf_sh[kk];\n          }\n        }\n"
+	kf_buf_puts(b, cache ? " * kf_sh[kk];\n          }\n          }\n        }\n" : " * kf_sh[kk];\n          }\n        }\n");
+	kf_buf_puts(b, 
 		    "#pragma unroll\n        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
 		    "        if (kf_qv[i] && lane == 0) kf_sg[warp + ");
 	kf_buf_printf(b, "%d * i] = acc;\n      }\n      __syncthreads();\n", NW);

@@ -7,13 +7,14 @@
  *
  * Greedy, in program order: for every producer -> consumer edge the two
  * groups merge when the result can run as one kernel (see kf_fuse_kind and
- * fuse.h): same iteration space, reductions over one row shape with their
- * element-wise prologue and epilogue, no cycle through an outside node, and
- * within the limits.  Then groups that read a common input merge (sibling,
- * multi-output fusion).  Each group of two or more ops becomes a fusion node;
- * small constants are copied into the bodies that read them.  Every edge that
- * stayed unfused keeps the reason of its last failed attempt for
- * --explain-fusion (passes/fuse_explain.c).
+ * fuse.h): same iteration space, reductions over one row shape or one column
+ * split with their element-wise prologue and epilogue, no cycle through an
+ * outside node, and within the limits.  Then groups that read a common input
+ * merge (sibling, multi-output fusion).  Reshapes at the edge of a reduction
+ * group stay outside it, as aliases.  Each group of two or more ops becomes a
+ * fusion node; small constants are copied into the bodies that read them.
+ * Every edge that stayed unfused keeps the reason of its last failed attempt
+ * for --explain-fusion (passes/fuse_explain.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -341,7 +341,8 @@ kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *
 }
 
 /* Leaves the boundary reshapes of row and column groups outside them (see
- * mark_views); a group's root may be one, so roots are found by find(). */
+ * kf_fuse_mark_views); a group's root may be one, so roots are found by
+ * find(). */
 void kf_fuse_detach_views(fz *z)
 {
 	for (uint32_t p = 0; p < z->n; p++) {

@@ -131,6 +131,11 @@ static bool shape_of(kf_graph *g, kf_nid n, shape *s)
 	       s->batch < (1LL << 31);
 }
 
+static bool same_dims(const kf_type *a, const kf_type *b)
+{
+	return a->rank == b->rank && !memcmp(a->dim, b->dim, (size_t)a->rank * sizeof *a->dim);
+}
+
 bool kf_cublas_supports(kf_graph *g, kf_nid n)
 {
 	shape s;
@@ -160,6 +165,262 @@ int kf_cublas_matmul(kf_cublas *b, kf_graph *g, kf_nid n, kf_cuptr a, kf_cuptr b
 			     GEMM_DEFAULT);
 	if (rc != 0) {
 		kf_error(b->c, kf_N(g, n)->loc, "cublas: cublasGemmStridedBatchedEx failed (status %d)", rc);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- cuBLASLt: one GEMM with its bias (+ relu / gelu-tanh) epilogue ------------------ */
+
+/* the few values of cublasLt.h we use */
+enum { LT_DESC_TRANSA = 3, LT_DESC_TRANSB = 4, LT_DESC_EPILOGUE = 7, LT_DESC_BIAS_POINTER = 8 };
+enum { LT_PREF_MAX_WORKSPACE = 1 };
+typedef struct lt_algo {
+	uint64_t data[8];
+} lt_algo;
+typedef struct lt_heur {
+	lt_algo algo;
+	size_t ws;
+	int state;
+	float waves;
+	int reserved[4];
+} lt_heur;
+
+typedef int (*lt_create_fn)(void **);
+typedef int (*lt_destroy_fn)(void *);
+typedef int (*lt_desc_create_fn)(void **, int, int);
+typedef int (*lt_set_fn)(void *, int, const void *, size_t);
+typedef int (*lt_layout_create_fn)(void **, int, uint64_t, uint64_t, int64_t);
+typedef int (*lt_pref_create_fn)(void **);
+typedef int (*lt_heur_fn)(void *, void *, void *, void *, void *, void *, void *, int, lt_heur *, int *);
+typedef int (*lt_matmul_fn)(void *, void *, const void *, const void *, void *, const void *, void *, const void *,
+			    const void *, void *, void *, void *, const lt_algo *, void *, size_t, void *);
+
+struct kf_cublaslt {
+	kf_ctx *c;
+	kf_cuda *cu;
+	void *lib, *h;
+	kf_cuptr ws;
+	lt_create_fn create;
+	lt_destroy_fn destroy, desc_destroy, layout_destroy, pref_destroy;
+	lt_desc_create_fn desc_create;
+	lt_set_fn desc_set, pref_set;
+	lt_layout_create_fn layout_create;
+	lt_pref_create_fn pref_create;
+	lt_heur_fn heur;
+	lt_matmul_fn matmul;
+};
+
+struct kf_lt_op {
+	kf_lt_plan p;
+	void *desc, *la, *lb, *ld; /* cuBLAS's A is our B (see the top of the file) */
+	lt_algo algo;
+	size_t ws;
+};
+
+kf_cublaslt *kf_cublaslt_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
+{
+	char loaded[512], p1[512];
+	const char *env = getenv("KFUSE_CUBLASLT_LIB"), *home = getenv("CUDA_HOME");
+	snprintf(p1, sizeof p1, "%s/lib64/libcublasLt.so", home ? home : "/usr/local/cuda");
+	const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", p1,
+			       "/usr/local/cuda/lib64/libcublasLt.so"};
+	const char *only[] = {env};
+	void *lib = env && *env ? kf_cuda_dlopen_first(only, 1, loaded, sizeof loaded, why, nwhy)
+				: kf_cuda_dlopen_first(names, 5, loaded, sizeof loaded, why, nwhy);
+	if (!lib)
+		return NULL;
+	kf_cublaslt *b = calloc(1, sizeof *b);
+	b->c = c;
+	b->cu = cu;
+	b->lib = lib;
+	b->create = (lt_create_fn)dlsym(lib, "cublasLtCreate");
+	b->destroy = (lt_destroy_fn)dlsym(lib, "cublasLtDestroy");
+	b->desc_create = (lt_desc_create_fn)dlsym(lib, "cublasLtMatmulDescCreate");
+	b->desc_destroy = (lt_destroy_fn)dlsym(lib, "cublasLtMatmulDescDestroy");
+	b->desc_set = (lt_set_fn)dlsym(lib, "cublasLtMatmulDescSetAttribute");
+	b->layout_create = (lt_layout_create_fn)dlsym(lib, "cublasLtMatrixLayoutCreate");
+	b->layout_destroy = (lt_destroy_fn)dlsym(lib, "cublasLtMatrixLayoutDestroy");
+	b->pref_create = (lt_pref_create_fn)dlsym(lib, "cublasLtMatmulPreferenceCreate");
+	b->pref_destroy = (lt_destroy_fn)dlsym(lib, "cublasLtMatmulPreferenceDestroy");
+	b->pref_set = (lt_set_fn)dlsym(lib, "cublasLtMatmulPreferenceSetAttribute");
+	b->heur = (lt_heur_fn)dlsym(lib, "cublasLtMatmulAlgoGetHeuristic");
+	b->matmul = (lt_matmul_fn)dlsym(lib, "cublasLtMatmul");
+	int st = -1;
+	if (!b->create || !b->destroy || !b->desc_create || !b->desc_destroy || !b->desc_set || !b->layout_create ||
+	    !b->layout_destroy || !b->pref_create || !b->pref_destroy || !b->pref_set || !b->heur || !b->matmul)
+		snprintf(why, nwhy, "%s lacks the cublasLt functions kfuse needs", loaded);
+	else if ((st = b->create(&b->h)) != 0)
+		snprintf(why, nwhy, "cublasLtCreate failed (status %d)", st);
+	else if ((st = kf_cuda_malloc(cu, WORKSPACE, &b->ws)) != 0)
+		snprintf(why, nwhy, "no device memory for the cublasLt workspace");
+	if (st != 0) {
+		kf_cublaslt_close(b);
+		return NULL;
+	}
+	return b;
+}
+
+void kf_cublaslt_close(kf_cublaslt *b)
+{
+	if (!b)
+		return;
+	if (b->h)
+		b->destroy(b->h);
+	if (b->ws)
+		kf_cuda_free(b->cu, b->ws);
+	dlclose(b->lib);
+	free(b);
+}
+
+/* A body argument of fusion f: its index, or -1. */
+static int body_arg(kf_graph *g, kf_nid f, kf_vid v)
+{
+	const kf_block *b = &g->blk[kf_N(g, f)->body];
+	for (uint32_t i = 0; i < b->narg; i++)
+		if (b->arg[i] == v)
+			return (int)i;
+	return -1;
+}
+
+/* The fusion input a contraction operand reads: an argument, or the
+ * transpose (of the two axes) of one; *tr says which. */
+static kf_vid operand_input(kf_graph *g, kf_nid f, kf_vid v, bool *tr)
+{
+	*tr = false;
+	kf_nid d = kf_def(g, v);
+	if (d != KF_NONE && kf_N(g, d)->op == KF_OP_TRANSPOSE && kf_vtype(g, v)->rank == 2) {
+		*tr = true;
+		v = kf_in(g, d, 0);
+	}
+	int i = body_arg(g, f, v);
+	return i < 0 ? KF_NONE : kf_in(g, f, (uint32_t)i);
+}
+
+bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p)
+{
+	const kf_node *x = kf_N(g, n);
+	if (x->op != KF_OP_FUSION || x->body == KF_NONE || x->nres != 1 ||
+	    strcmp(kf_attr_str(g, n, "kind", ""), "contraction") != 0)
+		return false;
+	memset(p, 0, sizeof *p);
+	/* the body, in order: [transposes], matmul, add(bias), [relu | gelu-tanh], yield */
+	kf_nid mm = KF_NONE, add = KF_NONE, act = KF_NONE, y = KF_NONE;
+	kf_foreach_node(g, x->body, m) {
+		int op = kf_N(g, m)->op;
+		if (op == KF_OP_TRANSPOSE && mm == KF_NONE)
+			continue;
+		if (op == KF_OP_MATMUL && mm == KF_NONE)
+			mm = m;
+		else if (op == KF_OP_ADD && mm != KF_NONE && add == KF_NONE)
+			add = m;
+		else if ((op == KF_OP_RELU || op == KF_OP_GELU) && add != KF_NONE && act == KF_NONE && y == KF_NONE)
+			act = m;
+		else if (op == KF_OP_YIELD && add != KF_NONE && y == KF_NONE)
+			y = m;
+		else
+			return false;
+	}
+	if (y == KF_NONE || kf_N(g, y)->nin != 1)
+		return false;
+	kf_vid mv = kf_res(g, mm, 0), av = kf_res(g, add, 0), last = act != KF_NONE ? kf_res(g, act, 0) : av;
+	if (kf_in(g, y, 0) != last || (act != KF_NONE && kf_in(g, act, 0) != av))
+		return false;
+	/* GELU in cuBLASLt is the tanh approximation */
+	if (act != KF_NONE && kf_N(g, act)->op == KF_OP_GELU && strcmp(kf_attr_str(g, act, "approximate", "none"), "tanh"))
+		return false;
+	const kf_type *A = kf_vtype(g, kf_in(g, mm, 0)), *B = kf_vtype(g, kf_in(g, mm, 1)), *O = kf_vtype(g, mv);
+	if (A->rank != 2 || B->rank != 2 || !kf_type_is_static(A) || !kf_type_is_static(B) || A->dtype != B->dtype ||
+	    A->dtype != O->dtype || kf_vtype(g, last)->dtype != O->dtype ||
+	    (O->dtype != KF_F16 && O->dtype != KF_BF16 && O->dtype != KF_F32))
+		return false;
+	p->dt = O->dtype;
+	p->M = A->dim[0], p->K = A->dim[1], p->N = B->dim[1];
+	p->a = operand_input(g, n, kf_in(g, mm, 0), &p->ta);
+	p->b = operand_input(g, n, kf_in(g, mm, 1), &p->tb);
+	/* add(m, bias) or add(bias, m); bias [N] or [1, N] of the result's dtype */
+	kf_vid bv = kf_in(g, add, 0) == mv ? kf_in(g, add, 1) : kf_in(g, add, 0);
+	const kf_type *BT = kf_vtype(g, bv);
+	int bi = body_arg(g, n, bv);
+	if ((kf_in(g, add, 0) != mv && kf_in(g, add, 1) != mv) || bi < 0 || BT->dtype != O->dtype ||
+	    !kf_type_is_static(BT) || BT->rank < 1 || BT->dim[BT->rank - 1] != p->N || kf_type_numel(BT) != p->N ||
+	    !same_dims(kf_vtype(g, av), O))
+		return false;
+	p->bias = kf_in(g, n, (uint32_t)bi);
+	p->out = kf_res(g, n, 0);
+	p->epi = act == KF_NONE ? KF_LT_BIAS : kf_N(g, act)->op == KF_OP_RELU ? KF_LT_RELU_BIAS : KF_LT_GELU_BIAS;
+	return p->a != KF_NONE && p->b != KF_NONE && p->M * p->N * p->K > 0 && p->M < (1LL << 31) &&
+	       p->N < (1LL << 31) && p->K < (1LL << 31);
+}
+
+bool kf_cublaslt_default(const kf_lt_plan *p)
+{
+	/* mma.sync tiles reach about a third of cuBLAS's wgmma kernels at
+	 * these sizes on an H200 (bench/results/2026-11-29-gpu-matmul.txt) */
+	return (p->dt == KF_F16 || p->dt == KF_BF16) && p->M >= 128 && p->M * p->N * p->K >= (1LL << 30);
+}
+
+void kf_cublaslt_op_free(kf_cublaslt *b, kf_lt_op *o)
+{
+	if (!o)
+		return;
+	if (o->desc)
+		b->desc_destroy(o->desc);
+	void *ls[3] = {o->la, o->lb, o->ld};
+	for (int i = 0; i < 3; i++)
+		if (ls[i])
+			b->layout_destroy(ls[i]);
+	free(o);
+}
+
+kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, size_t nwhy)
+{
+	kf_lt_op *o = calloc(1, sizeof *o);
+	o->p = *p;
+	int code = dtype_code(p->dt), ta = p->tb ? OP_T : OP_N, tb = p->ta ? OP_T : OP_N;
+	int epi = p->epi == KF_LT_BIAS ? 4 : p->epi == KF_LT_RELU_BIAS ? 6 : 36;
+	const void *bias = (const void *)(uintptr_t)1; /* set per run; the heuristic does not read it */
+	uint64_t wsz = WORKSPACE;
+	void *pref = NULL;
+	lt_heur h[1];
+	int nh = 0, st;
+	/* column-major: D^T[N, M] = op(B^T)[N, K] op(A^T)[K, M], bias along N */
+	if ((st = b->desc_create(&o->desc, COMPUTE_32F, R_32F)) != 0 ||
+	    (st = b->desc_set(o->desc, LT_DESC_TRANSA, &ta, sizeof ta)) != 0 ||
+	    (st = b->desc_set(o->desc, LT_DESC_TRANSB, &tb, sizeof tb)) != 0 ||
+	    (st = b->desc_set(o->desc, LT_DESC_EPILOGUE, &epi, sizeof epi)) != 0 ||
+	    (st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias)) != 0 ||
+	    (st = b->layout_create(&o->la, code, (uint64_t)(p->tb ? p->K : p->N), (uint64_t)(p->tb ? p->N : p->K),
+				   p->tb ? p->K : p->N)) != 0 ||
+	    (st = b->layout_create(&o->lb, code, (uint64_t)(p->ta ? p->M : p->K), (uint64_t)(p->ta ? p->K : p->M),
+				   p->ta ? p->M : p->K)) != 0 ||
+	    (st = b->layout_create(&o->ld, code, (uint64_t)p->N, (uint64_t)p->M, p->N)) != 0 ||
+	    (st = b->pref_create(&pref)) != 0 || (st = b->pref_set(pref, LT_PREF_MAX_WORKSPACE, &wsz, sizeof wsz)) != 0 ||
+	    (st = b->heur(b->h, o->desc, o->la, o->lb, o->ld, o->ld, pref, 1, h, &nh)) != 0 || nh < 1) {
+		snprintf(why, nwhy, "cublasLt has no algorithm for this GEMM with its epilogue (status %d)", st);
+		if (pref)
+			b->pref_destroy(pref);
+		kf_cublaslt_op_free(b, o);
+		return NULL;
+	}
+	b->pref_destroy(pref);
+	o->algo = h[0].algo;
+	o->ws = h[0].ws;
+	return o;
+}
+
+int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr out,
+		    kf_custream s)
+{
+	float one = 1.0f, zero = 0.0f;
+	const void *bp = (const void *)(uintptr_t)bias;
+	int st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp);
+	if (st == 0)
+		st = b->matmul(b->h, o->desc, &one, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,
+			       &zero, (void *)(uintptr_t)out, o->ld, (void *)(uintptr_t)out, o->ld, &o->algo,
+			       (void *)(uintptr_t)b->ws, o->ws, s);
+	if (st != 0) {
+		kf_error(b->c, KF_NOLOC, "cublasLt: cublasLtMatmul failed (status %d)", st);
 		return -1;
 	}
 	return 0;

@@ -28,4 +28,46 @@ bool kf_cublas_supports(kf_graph *g, kf_nid n);
  * addresses).  f32 computes in f32 (no tf32). */
 int kf_cublas_matmul(kf_cublas *b, kf_graph *g, kf_nid n, kf_cuptr a, kf_cuptr bm, kf_cuptr out, kf_custream s);
 
+/* ---- cuBLASLt: a contraction fusion with its epilogue in one call ----------------------
+ *
+ * A `fusion {kind = "contraction"}` whose body is exactly matmul (operands
+ * 2-D fusion inputs, either maybe transposed), add of a bias [N] or [1, N],
+ * then nothing, relu, or gelu {approximate = "tanh"}, all of one dtype
+ * (f16, bf16, f32), runs as one cublasLtMatmul with the epilogue
+ * CUBLASLT_EPILOGUE_BIAS / _RELU_BIAS / _GELU_BIAS (cuBLASLt's GELU is the
+ * tanh form; exact gelu is not offered to it).  f32 accumulation, f32
+ * inputs without tf32.  The library: $KFUSE_CUBLASLT_LIB (only that), else
+ * libcublasLt.so.13, .so.12, .so, then in $CUDA_HOME/lib64 and
+ * /usr/local/cuda/lib64.  The tile config `cublaslt` selects it (the tuner
+ * times it against the kernels); kf_cublaslt_default says when it is the
+ * choice without a tuned config. */
+typedef struct kf_cublaslt kf_cublaslt;
+typedef struct kf_lt_op kf_lt_op;
+
+enum { KF_LT_BIAS = 1, KF_LT_RELU_BIAS, KF_LT_GELU_BIAS };
+
+typedef struct kf_lt_plan {
+	kf_vid a, b, bias, out; /* the fusion's inputs and result (top-level values) */
+	int64_t M, N, K;
+	bool ta, tb;            /* A stored [K, M], B stored [N, K] */
+	int dt;                 /* kf_dtype of operands, bias and result */
+	int epi;                /* KF_LT_* */
+} kf_lt_plan;
+
+/* True when fusion n maps to one cublasLtMatmul (above); fills *p. */
+bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p);
+/* The choice when no tile is tuned: large f16/bf16 GEMMs. */
+bool kf_cublaslt_default(const kf_lt_plan *p);
+/* NULL with the reason in why (no error: callers fall back to a kernel);
+ * later errors go to c. */
+kf_cublaslt *kf_cublaslt_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy);
+void kf_cublaslt_close(kf_cublaslt *b);
+/* Descriptors and the heuristic's algorithm, made once (so that a run is
+ * only the launch); NULL with the reason in why. */
+kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, size_t nwhy);
+void kf_cublaslt_op_free(kf_cublaslt *b, kf_lt_op *o);
+/* D = epilogue(A B + bias) on stream s (device addresses). */
+int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr out,
+		    kf_custream s);
+
 #endif

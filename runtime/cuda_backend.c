@@ -30,6 +30,8 @@ typedef struct step {
 	unsigned grid;
 	float ms;            /* profile */
 	bool blas;           /* a matmul/gemm run by cuBLAS (KFUSE_CUBLAS=1) */
+	kf_lt_op *lt;        /* a contraction fusion run by cuBLASLt with its epilogue */
+	kf_lt_plan lp;
 } step;
 
 typedef struct prog {
@@ -61,6 +63,8 @@ struct kf_cuda_session {
 	bool ran;
 	kf_cuda_stats stats;
 	kf_cublas *blas;       /* KFUSE_CUBLAS=1: unfused matmuls through cuBLAS */
+	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
+	bool lt_tried;
 };
 
 static double now_s(void)
@@ -334,7 +338,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 		kf_cuda_funcattr fa;
 		if (kf_cuda_func_attrs(s->cu, t->f, &fa) != 0)
 			return -1;
-		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION;
+		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION && !t->lt;
 		/* a persistent kernel needs a cooperative launch; without one its
 		 * body runs op by op (the split below), which computes the same.
 		 * KFUSE_PERSISTENT=0 asks for that path: the graph around the node
@@ -551,6 +555,7 @@ static void bind_args(kf_cuda_session *s)
 static void unplan(kf_cuda_session *s)
 {
 	for (uint32_t i = 0; i < s->nst; i++) {
+		kf_cublaslt_op_free(s->lt, s->st[i].lt);
 		kf_kernel_free(&s->st[i].k);
 		free(s->st[i].ptr);
 		free(s->st[i].args);
@@ -601,6 +606,33 @@ static void plan_report(kf_cuda_session *s)
 		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
 }
 
+/* A contraction fusion runs through cuBLASLt with its fused epilogue when
+ * its tile says `cublaslt` (the tuner found it fastest), or when it has no
+ * tile, $KFUSE_MATMUL_TILE is unset and kf_cublaslt_default holds.  Its
+ * kernel is still emitted, compiled and kept as the fallback: used when the
+ * library cannot be loaded or has no algorithm (a note in the report). */
+static void plan_lt(kf_cuda_session *s, step *t)
+{
+	kf_graph *g = s->g;
+	const char *tile = kf_attr_str(g, t->k.node, "tile", NULL), *env = getenv("KFUSE_MATMUL_TILE");
+	if (t->k.kind != KF_KK_MATMUL || !kf_cublaslt_plan(g, t->k.node, &t->lp))
+		return;
+	bool want = tile ? !strcmp(tile, "cublaslt")
+			 : env && *env ? !strcmp(env, "cublaslt") : kf_cublaslt_default(&t->lp);
+	if (!want)
+		return;
+	char why[1024] = "";
+	if (!s->lt_tried) {
+		s->lt_tried = true;
+		s->lt = kf_cublaslt_open(s->c, s->cu, why, sizeof why);
+	}
+	if (s->lt && !(t->lt = kf_cublaslt_prepare(s->lt, &t->lp, why, sizeof why)) && !why[0])
+		snprintf(why, sizeof why, "cublasLt failed");
+	if (s->o.report && (t->lt || why[0]))
+		kf_buf_printf(s->o.report, "cuda: fusion @%s: %s\n", kf_str(s->c, kf_N(g, t->k.node)->sym),
+			      t->lt ? "cuBLASLt with the fused epilogue (tile cublaslt)" : why);
+}
+
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 {
 	if (s->g == g && s->gnodes == g->nnode)
@@ -619,6 +651,8 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	/* KFUSE_CUBLAS=1: matmuls no contraction kernel fused run through cuBLAS */
 	for (uint32_t i = 0; rc == 0 && s->blas && i < s->nst; i++)
 		s->st[i].blas = kf_cublas_supports(g, s->st[i].k.node);
+	for (uint32_t i = 0; rc == 0 && s->cu && i < s->nst; i++)
+		plan_lt(s, &s->st[i]);
 	s->stats.emit_s = now_s() - t0;
 	for (int round = 0; rc == 0; round++) {
 		rc = compile(s);
@@ -691,6 +725,9 @@ static int launch_all(kf_cuda_session *s, bool timed)
 			rc = kf_cuda_event_record(s->cu, e0, s->stream);
 		if (rc == 0 && t->blas)
 			rc = kf_cublas_matmul(s->blas, s->g, t->k.node, t->ptr[0], t->ptr[1], t->ptr[t->k.nin], s->stream);
+		else if (rc == 0 && t->lt)
+			rc = kf_cublaslt_run(s->lt, t->lt, s->vptr[root(s, t->lp.a)], s->vptr[root(s, t->lp.b)],
+					     s->vptr[root(s, t->lp.bias)], s->vptr[root(s, t->lp.out)], s->stream);
 		else if (rc == 0)
 			rc = (t->k.kind == KF_KK_PERSISTENT ? kf_cuda_launch_coop : kf_cuda_launch)(
 				s->cu, t->f, grid, block, (unsigned)t->k.smem, s->stream, t->args);
@@ -893,6 +930,7 @@ void kf_cuda_session_free(kf_cuda_session *s)
 		return;
 	unplan(s);
 	kf_cublas_close(s->blas);
+	kf_cublaslt_close(s->lt);
 	if (s->cu && s->stream)
 		kf_cuda_stream_free(s->cu, s->stream);
 	if (s->cu)

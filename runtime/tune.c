@@ -8,6 +8,7 @@
 #include "tune.h"
 #include "cuda.h"
 #include "kcache.h"
+#include "cublas.h"
 #include "../passes/emit_cuda.h"
 #include "../passes/emit_matmul.h"
 
@@ -173,6 +174,8 @@ typedef struct bench {
 	kf_kcache kc;
 	const char *arch;
 	int reps;
+	kf_cublaslt *lt; /* opened at the first contraction cuBLASLt can run */
+	bool lt_tried;
 } bench;
 
 static int cmp_f(const void *a, const void *b)
@@ -251,13 +254,91 @@ out:
 	return ms;
 }
 
+/* Median ms of `reps` launches of e0 .. e1 around fn (launches on the
+ * default stream); negative when one fails. */
+static double time_launches(bench *b, int (*fn)(void *), void *arg)
+{
+	kf_cuevent e0 = NULL, e1 = NULL;
+	float *t = calloc((size_t)b->reps, sizeof *t);
+	double ms = -1;
+	if (kf_cuda_event_new(b->cu, &e0) != 0 || kf_cuda_event_new(b->cu, &e1) != 0)
+		goto out;
+	for (int r = -2; r < b->reps; r++) { /* two warm-up launches */
+		float x = 0;
+		if (kf_cuda_event_record(b->cu, e0, NULL) != 0 || fn(arg) != 0 ||
+		    kf_cuda_event_record(b->cu, e1, NULL) != 0 || kf_cuda_event_elapsed(b->cu, e0, e1, &x) != 0)
+			goto out;
+		if (r >= 0)
+			t[r] = x;
+	}
+	qsort(t, (size_t)b->reps, sizeof *t, cmp_f);
+	ms = t[b->reps / 2];
+out:
+	if (e0)
+		kf_cuda_event_free(b->cu, e0);
+	if (e1)
+		kf_cuda_event_free(b->cu, e1);
+	free(t);
+	return ms;
+}
+
+typedef struct lt_call {
+	bench *b;
+	kf_lt_op *op;
+	kf_cuptr p[4]; /* a, b, bias, out */
+} lt_call;
+
+static int lt_launch(void *arg)
+{
+	lt_call *l = arg;
+	return kf_cublaslt_run(l->b->lt, l->op, l->p[0], l->p[1], l->p[2], l->p[3], NULL);
+}
+
+/* Median ms of cuBLASLt with the epilogue for fusion n; negative when it
+ * cannot run (no library: said once in the report). */
+static double time_lt(bench *b, kf_graph *g, kf_nid n, const kf_lt_plan *p, kf_buf *report)
+{
+	if (!b->lt_tried) {
+		char why[1024] = "";
+		b->lt_tried = true;
+		b->lt = kf_cublaslt_open(b->c, b->cu, why, sizeof why);
+		if (!b->lt && report)
+			kf_buf_printf(report, "tune: cublaslt is no candidate: %s\n", why);
+	}
+	if (!b->lt)
+		return -1;
+	char why[256] = "";
+	lt_call l = {.b = b, .op = kf_cublaslt_prepare(b->lt, p, why, sizeof why)};
+	if (!l.op && report)
+		kf_buf_printf(report, "tune: @%s: %s\n", kf_str(g->ctx, kf_N(g, n)->sym), why);
+	kf_vid v[4] = {p->a, p->b, p->bias, p->out};
+	double ms = -1;
+	bool ok = l.op != NULL;
+	for (int i = 0; i < 4 && ok; i++) {
+		const kf_type *t = kf_vtype(g, v[i]);
+		size_t sz = (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
+		ok = kf_cuda_malloc(b->cu, sz ? sz : 16, &l.p[i]) == 0 && kf_cuda_memset(b->cu, l.p[i], 0x3c, sz) == 0;
+	}
+	if (ok)
+		ms = time_launches(b, lt_launch, &l);
+	for (int i = 0; i < 4; i++)
+		if (l.p[i])
+			kf_cuda_free(b->cu, l.p[i]);
+	kf_cublaslt_op_free(b->lt, l.op);
+	return ms;
+}
+
 /* Times each candidate of node n; sets the winner; -1 when none ran. */
 static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, const char *key, kf_tune_table *t,
 		     kf_buf *report)
 {
-	char cand[32][32], best[32] = "";
+	char cand[33][32], best[32] = "";
 	double bms = -1;
 	int nc = kf_mm_candidates(sh, cand, 32);
+	kf_lt_plan lp;
+	/* cuBLASLt with the fused epilogue, where the fusion maps to it */
+	if (kf_cublaslt_plan(g, n, &lp))
+		snprintf(cand[nc++], 32, "cublaslt");
 	const kf_attrval *old = kf_attr_get(g, n, "tile");
 	char keep[64] = "";
 	if (old && old->kind == KF_ATTR_STR)
@@ -266,10 +347,15 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 		set_tile(g, n, cand[i]);
 		kf_kernel k;
 		int nerr = kf_nerrors(g->ctx);
-		if (kf_emit_node(g, n, &k) != 0 || kf_nerrors(g->ctx) != nerr)
-			continue;
-		double ms = time_kernel(b, g, &k);
-		kf_kernel_free(&k);
+		double ms;
+		if (!strcmp(cand[i], "cublaslt")) {
+			ms = time_lt(b, g, n, &lp, report);
+		} else {
+			if (kf_emit_node(g, n, &k) != 0 || kf_nerrors(g->ctx) != nerr)
+				continue;
+			ms = time_kernel(b, g, &k);
+			kf_kernel_free(&k);
+		}
 		if (report) {
 			kf_buf_printf(report, "tune: %s %-22s ", key, cand[i]);
 			if (ms >= 0)
@@ -346,6 +432,7 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 	rc = 0;
 done_kc:
 	kf_kcache_fini(&b.kc);
+	kf_cublaslt_close(b.lt);
 done:
 	if (b.nv)
 		kf_nvrtc_close(b.nv);

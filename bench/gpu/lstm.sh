@@ -17,7 +17,10 @@
 # then lstm_torch.py (eager step loop, torch.nn.LSTM/GRU = cuDNN,
 # torch.compile of the step loop), and prints one table.
 # Tuning: KFUSE_PERSISTENT_UPB=N sets the hidden units per block (default
-# ceil(H/128): 2 at H=256, so 128 blocks); the script also tries 1 and 4.
+# ceil(H/128): 2 at H=256, so 128 blocks); the script also tries 1 and 4,
+# and (rows persistent-hv1, persistent-nopf) KFUSE_PERSISTENT_HV=1 (h read
+# 8 bytes per load, not 16) and KFUSE_PERSISTENT_PF=0 (input row and biases
+# loaded after the wait for h, not before): docs/persistent.md.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -64,6 +67,12 @@ for ex in lstm_80x256 lstm_8x256x8l gru_80x256; do
 		run "$ex" "persistent-upb$u" "$out/$ex.p.kf"
 		unset KFUSE_PERSISTENT_UPB
 	done
+	export KFUSE_PERSISTENT_HV=1
+	run "$ex" persistent-hv1 "$out/$ex.p.kf"
+	unset KFUSE_PERSISTENT_HV
+	export KFUSE_PERSISTENT_PF=0
+	run "$ex" persistent-nopf "$out/$ex.p.kf"
+	unset KFUSE_PERSISTENT_PF
 	[ "$ex" = lstm_8x256x8l ] && run "$ex" per-op "$src"
 done
 

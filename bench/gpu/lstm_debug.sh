@@ -10,6 +10,11 @@
 # when that passes, 20 timed replays of the CUDA graph (--bench 20):
 #   tags         the persistent kernel as it ships (tagged hand-off)
 #   tags-upb1/4  the same, 1 and 4 hidden units per block
+#   tags-hv1     KFUSE_PERSISTENT_HV=1: h read one 8-byte word per load
+#                (the default reads two per 16-byte load)
+#   tags-nopf    KFUSE_PERSISTENT_PF=0: the step's input row and the
+#                biases loaded after the wait for h (the default issues
+#                them before it); tags vs these two is each change's gain
 #   grid         KFUSE_PERSISTENT_SYNC=grid: cooperative_groups grid.sync()
 #                per step instead of tags (simple to trust)
 #   unfused-body KFUSE_PERSISTENT=0: the node's body op by op (no
@@ -73,6 +78,8 @@ for ex in lstm_80x256 gru_80x256 lstm_8x256x8l; do
 	run "$ex" tags "$p" "$ins"
 	run "$ex" tags-upb1 "$p" "$ins" KFUSE_PERSISTENT_UPB=1
 	run "$ex" tags-upb4 "$p" "$ins" KFUSE_PERSISTENT_UPB=4
+	run "$ex" tags-hv1 "$p" "$ins" KFUSE_PERSISTENT_HV=1
+	run "$ex" tags-nopf "$p" "$ins" KFUSE_PERSISTENT_PF=0
 	run "$ex" grid "$p" "$ins" KFUSE_PERSISTENT_SYNC=grid
 	run "$ex" unfused-body "$p" "$ins" KFUSE_PERSISTENT=0
 	if [ "$ex" = lstm_8x256x8l ]; then

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """kfuse-diff at scale: two 200k-node graphs that differ in one attribute,
 with every value renamed on one side.  kfuse-diff must name that attribute
-(and only it) and finish within the time limit given."""
-import os, subprocess, sys, tempfile, time
+(and only it) and finish within the time limit given.
+
+The limit is on the CPU time kfuse-diff takes (user + system): on a loaded
+machine the wall time also counts the wait for a core, which says nothing
+about kfuse-diff.  Both are printed."""
+import os, resource, subprocess, sys, tempfile, time
 
 def graph(n, prefix, flip):
     lines = ["graph @big(%x: f32[1024], %b: f32[1024]) -> (f32[1024]) {"]
@@ -32,11 +36,14 @@ def main():
         open(b, "w").write(graph(n, "renamed_", flip))
         same = subprocess.run([tool, a, a], capture_output=True, text=True)
         assert same.returncode == 0, same.stdout + same.stderr
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         r = subprocess.run([tool, a, b], capture_output=True, text=True)
-        dt = time.perf_counter() - t
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dt = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         out = r.stdout
-        print(out, r.stderr, f"time {dt:.3f} s (limit {limit} s)")
+        print(out, r.stderr, f"CPU time {dt:.3f} s (limit {limit} s), wall {wall:.3f} s")
         assert r.returncode == 1, f"exit {r.returncode}"
         assert "difference 1: attributes differ" in out
         assert f"a.kf:{flip + 2}:" in out and f"b.kf:{flip + 2}:" in out

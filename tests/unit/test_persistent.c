@@ -468,6 +468,7 @@ typedef struct emu_case {
 	bool lstm;
 	int T, IN, H, L;
 	const char *upb, *sync; /* KFUSE_PERSISTENT_UPB and _SYNC while emitting; NULL: unset */
+	const char *hv, *pf;    /* KFUSE_PERSISTENT_HV and _PF while emitting; NULL: unset */
 	int grid, node;         /* blocks; which persistent node (layer) */
 	const char *from, *to;  /* a corruption of the kernel text (NULL: none) */
 } emu_case;
@@ -634,10 +635,16 @@ static int64_t emu_check(const emu_case *e)
 		setenv("KFUSE_PERSISTENT_UPB", e->upb, 1);
 	if (e->sync)
 		setenv("KFUSE_PERSISTENT_SYNC", e->sync, 1);
+	if (e->hv)
+		setenv("KFUSE_PERSISTENT_HV", e->hv, 1);
+	if (e->pf)
+		setenv("KFUSE_PERSISTENT_PF", e->pf, 1);
 	kf_kernel k;
 	int rc = kf_emit_node(g, f, &k);
 	unsetenv("KFUSE_PERSISTENT_UPB");
 	unsetenv("KFUSE_PERSISTENT_SYNC");
+	unsetenv("KFUSE_PERSISTENT_HV");
+	unsetenv("KFUSE_PERSISTENT_PF");
 	if (rc != 0)
 		kf_diag_flush(c, stderr);
 	assert_int_equal(rc, 0);
@@ -664,8 +671,9 @@ static int64_t emu_check(const emu_case *e)
 			kf_equiv_compare(&t, want, 1e-4, 1e-5, &st);
 			kf_buf d = {0};
 			kf_equiv_describe(&d, &st);
-			fprintf(stderr, "emu %s T=%d H=%d upb=%s sync=%s grid=%d out%u: %.*s\n", e->lstm ? "lstm" : "gru",
-				e->T, e->H, e->upb ? e->upb : "-", e->sync ? e->sync : "tags", e->grid, q, (int)d.n, d.p);
+			fprintf(stderr, "emu %s T=%d H=%d upb=%s sync=%s hv=%s pf=%s grid=%d out%u: %.*s\n", e->lstm ? "lstm" : "gru",
+				e->T, e->H, e->upb ? e->upb : "-", e->sync ? e->sync : "tags",
+				e->hv ? e->hv : "-", e->pf ? e->pf : "-", e->grid, q, (int)d.n, d.p);
 			kf_buf_free(&d);
 			bad += st.nbad;
 			/* a second launch (stale tags of the first in the buffers,
@@ -709,6 +717,19 @@ static void test_emu_lstm(void **st)
 	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 40, .L = 1, .sync = "grid", .grid = 3});
 }
 
+/* The tuning switches of the hand-off (docs/persistent.md): one h word
+ * per load instead of two, no prefetch before the wait; a block per group
+ * (every block's states in registers, every load prefetched); and an odd
+ * hidden size, where the 16-byte loads do not apply. */
+static void test_emu_variants(void **st)
+{
+	(void)st;
+	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 40, .L = 1, .hv = "1", .grid = 3});
+	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 40, .L = 1, .pf = "0", .upb = "3", .grid = 4});
+	emu_ok(&(emu_case){.lstm = true, .T = 6, .IN = 24, .H = 32, .L = 1, .upb = "4", .grid = 8});
+	emu_ok(&(emu_case){.T = 5, .IN = 20, .H = 35, .L = 1, .upb = "5", .grid = 7});
+}
+
 static void test_emu_gru(void **st)
 {
 	(void)st;
@@ -747,6 +768,7 @@ int main(void)
 		cmocka_unit_test(test_grid_nvrtc),
 		cmocka_unit_test(test_emit_batch2),
 		cmocka_unit_test(test_emu_lstm),
+		cmocka_unit_test(test_emu_variants),
 		cmocka_unit_test(test_emu_gru),
 		cmocka_unit_test(test_emu_wide_stacked),
 		cmocka_unit_test(test_emu_catches_a_bug),
