@@ -195,19 +195,25 @@ kf_nid kf_node_new(kf_graph *g, kf_bid b, kf_nid before, int op,
 	if (nres > g->capval - g->nval)
 		kf_grow((void **)&g->val, &g->capval, g->nval + nres, sizeof *g->val);
 	kf_nid n = g->nnode++;
-	g->node[n] = (kf_node){.op = (uint16_t)op, .nin = nin, .in0 = g->nuse, .res0 = g->nval,
+	kf_uid u0 = g->nuse;
+	kf_vid v0 = g->nval;
+	g->node[n] = (kf_node){.op = (uint16_t)op, .nin = nin, .in0 = u0, .res0 = v0,
 			       .nres = (uint16_t)nres, .body = KF_NONE, .loc = KF_NOLOC};
-	kf_use *u = &g->use[g->nuse];
-	for (uint32_t i = 0; i < nin; i++, u++) { /* use_link, without re-reading what was just written */
-		kf_uid id = g->nuse++;
-		kf_value *v = &g->val[in[i]];
-		*u = (kf_use){in[i], n, v->first_use, KF_NONE};
+	/* use_link for each operand, from locals: a store through g may alias
+	 * the counters, which would then be reloaded at every step */
+	kf_use *use = g->use;
+	kf_value *val = g->val;
+	for (uint32_t i = 0; i < nin; i++) {
+		kf_value *v = &val[in[i]];
+		use[u0 + i] = (kf_use){in[i], n, v->first_use, KF_NONE};
 		if (v->first_use != KF_NONE)
-			g->use[v->first_use].prev = id;
-		v->first_use = id;
+			use[v->first_use].prev = u0 + i;
+		v->first_use = u0 + i;
 	}
 	for (uint32_t i = 0; i < nres; i++)
-		g->val[g->nval++] = (kf_value){res[i], n, i, b, 0, KF_NONE};
+		val[v0 + i] = (kf_value){res[i], n, i, b, 0, KF_NONE};
+	g->nuse = u0 + nin;
+	g->nval = v0 + nres;
 	block_insert(g, n, b, before);
 	return n;
 }

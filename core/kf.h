@@ -77,6 +77,10 @@ kf_sid kf_intern_cstr(kf_ctx *c, const char *s);
 kf_sid kf_lookup_str(const kf_ctx *c, const char *s, size_t n); /* KF_NONE if absent */
 const char *kf_str(const kf_ctx *c, kf_sid id);
 size_t kf_strlen(const kf_ctx *c, kf_sid id);
+/* Sizes the string table for n more strings, so that it is not rehashed
+ * through a chain of growing tables (a parser that knows its text's size;
+ * an overestimate costs memory: the table is touched all over). */
+void kf_str_reserve(kf_ctx *c, uint32_t n);
 /* The text of id and its length; the text may be read (not written) 16
  * bytes past its end, so that a short name is copied in one 16-byte move. */
 const char *kf_str_padded(const kf_ctx *c, kf_sid id, size_t *len);

@@ -143,6 +143,17 @@ kf_sid kf_intern_hashed(kf_ctx *c, const char *s, size_t n, uint32_t h)
 
 kf_sid kf_intern(kf_ctx *c, const char *s, size_t n) { return kf_intern_hashed(c, s, n, kf_str_hash(s, n)); }
 
+void kf_str_reserve(kf_ctx *c, uint32_t n)
+{
+	uint64_t need = (uint64_t)c->strtab.n + n, cap = c->strtab.cap ? c->strtab.cap : 1024;
+	while (need * 5 > cap * 4 && cap < (1u << 31))
+		cap *= 2;
+	if (cap > c->strtab.cap)
+		str_rehash(c, (uint32_t)cap);
+	if (need > c->capstr && need < UINT32_MAX)
+		kf_grow((void **)&c->str, &c->capstr, (uint32_t)need, sizeof *c->str);
+}
+
 kf_sid kf_intern_cstr(kf_ctx *c, const char *s) { return kf_intern(c, s, strlen(s)); }
 
 kf_sid kf_lookup_hashed(const kf_ctx *c, const char *s, size_t n, uint32_t h)

@@ -180,6 +180,9 @@ static void reserve_graph(kf_parser *p, kf_graph *g, uint32_t open)
 	size_t span = (size_t)((q ? q : lim) - p->text) - open;
 	uint32_t nodes = (uint32_t)(span / 20 + 16);
 	kf_graph_reserve(g, nodes, nodes, (uint32_t)(span / 6 + 16));
+	/* names: one per statement of 64 bytes or less (most are 30 to 50): an
+	 * underestimate, as the table is touched all over whatever its size */
+	kf_str_reserve(p->c, (uint32_t)(span / 64));
 }
 
 /* `graph @name(args) -> (types) { ... }` at the word `graph`. */

@@ -1,6 +1,7 @@
-/* parse_int.h: the parser's state, shared by parse.c (module, graphs,
- * statements, names) and parse_lit.c (types, literals, attributes,
- * constants).  Private to ir-text. */
+/* parse_int.h: the parser's state, shared by parse.c (tokens, graphs,
+ * modules), parse_stmt.c (statements, regions), parse_fast.c (the fast
+ * lane), parse_names.c (names) and parse_lit.c (types, literals,
+ * attributes, constants).  Private to ir-text. */
 #ifndef KF_PARSE_INT_H
 #define KF_PARSE_INT_H
 

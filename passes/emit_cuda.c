@@ -286,15 +286,16 @@ static int tune_var(kx *k, const char *name, int def, int lo, int hi, bool pow2,
 	return 0;
 }
 
-/* The defaults are the predictions of docs/fusion.md ("Tuning"); the sweep
- * (bench/gpu/sweep.sh) measures the alternatives. */
+/* The defaults are the winners of the H200 sweep (bench/gpu/sweep.sh,
+ * bench/results/2026-11-29-gpu-sweep1.txt): one 16-byte vector per thread
+ * for loop kernels, four warps per row for row kernels. */
 int kx_tuning(kx *k, kx_tune *t)
 {
 	int fg = 1;
-	if (tune_var(k, "KFUSE_EW_VEC", 4, 1, 8, true, false, &t->ew_vec) ||
+	if (tune_var(k, "KFUSE_EW_VEC", 1, 1, 8, true, false, &t->ew_vec) ||
 	    tune_var(k, "KFUSE_EW_BLOCK", 256, 32, 1024, true, false, &t->ew_block) ||
 	    tune_var(k, "KFUSE_EW_GRID", 0, 0, 64, false, true, &t->ew_grid) ||
-	    tune_var(k, "KFUSE_ROW_WARPS", 1, 1, 32, true, false, &t->row_warps) ||
+	    tune_var(k, "KFUSE_ROW_WARPS", 4, 1, 32, true, false, &t->row_warps) ||
 	    tune_var(k, "KFUSE_ROW_BLOCK", 128, 32, 1024, true, false, &t->row_block) ||
 	    tune_var(k, "KFUSE_ROW_GRID", 0, 0, 64, false, true, &t->row_grid) ||
 	    tune_var(k, "KFUSE_CACHE_HINTS", 0, 0, 3, false, false, &t->hints) ||

@@ -68,13 +68,16 @@ static const char softmax[] =
 
 static bool has(const kf_kernel *k, const char *s) { return strstr(k->src, s) != NULL; }
 
-/* Loop kernels: 8192 floats = 2048 float4 = 2 tiles of 256 threads x 4. */
+/* Loop kernels with 4 vectors per thread: 8192 floats = 2048 float4 = 2
+ * tiles of 256 threads x 4.  (The default is 1 vector: test_defaults.) */
 static void test_loop_default(void **st)
 {
 	(void)st;
 	kf_kernel k;
 	char d[512];
+	setenv("KFUSE_EW_VEC", "4", 1);
 	assert_int_equal(emit_first(bias_gelu, &k, d, sizeof d), 0);
+	unsetenv("KFUSE_EW_VEC");
 	assert_int_equal(k.block, 256);
 	assert_int_equal(k.units, 2);
 	assert_int_equal(k.per_sm, -1); /* one block per tile, no loop */
@@ -83,6 +86,21 @@ static void test_loop_default(void **st)
 	assert_true(has(&k, "kf_gelu_tanh_fast("));
 	assert_false(has(&k, "gridDim"));
 	assert_false(has(&k, "if (b + j")); /* the tiles divide the tensor */
+	kf_kernel_free(&k);
+}
+
+/* The defaults the H200 sweep chose: one float4 per thread, 4 warps a row. */
+static void test_defaults(void **st)
+{
+	(void)st;
+	kf_kernel k;
+	char d[512];
+	assert_int_equal(emit_first(bias_gelu, &k, d, sizeof d), 0);
+	assert_int_equal(k.block, 256);
+	assert_int_equal(k.units, 8); /* 2048 float4, one per thread */
+	kf_kernel_free(&k);
+	assert_int_equal(emit_first(softmax, &k, d, sizeof d), 0);
+	assert_true(has(&k, "kf_rowred<128>("));
 	kf_kernel_free(&k);
 }
 
@@ -144,13 +162,16 @@ static void test_loop_guard(void **st)
 	kf_kernel_free(&k);
 }
 
-/* Row kernels: 10 rows of 1024 floats, a warp per row, 4 rows per block. */
+/* Row kernels with a warp per row: 10 rows of 1024 floats, 4 rows per
+ * block.  (The default is 4 warps per row: test_defaults.) */
 static void test_row(void **st)
 {
 	(void)st;
 	kf_kernel k;
 	char d[512];
+	setenv("KFUSE_ROW_WARPS", "1", 1);
 	assert_int_equal(emit_first(softmax, &k, d, sizeof d), 0);
+	unsetenv("KFUSE_ROW_WARPS");
 	assert_int_equal(k.block, 128);
 	assert_int_equal(k.units, 3);
 	assert_int_equal(k.per_sm, -1);
@@ -198,6 +219,7 @@ static void test_bad_values(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_defaults, clear_env),
 		cmocka_unit_test_setup(test_loop_default, clear_env),
 		cmocka_unit_test_setup(test_loop_variants, clear_env),
 		cmocka_unit_test_setup(test_loop_guard, clear_env),
