@@ -844,6 +844,9 @@ int kf_imp_translate(kf_imp *I, NP *np)
 {
 	if (np->domain && *np->domain && strcmp(np->domain, "ai.onnx"))
 		return kf_imp_fail(I, "domain '%s' is not supported", np->domain);
+	/* translations name constants after output 0 (found by fuzzing) */
+	if (np->n_output == 0)
+		return kf_imp_fail(I, "the node has no outputs");
 	for (size_t k = 0; k < sizeof table / sizeof *table; k++) {
 		if (strcmp(table[k].name, np->op_type))
 			continue;
