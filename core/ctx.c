@@ -20,7 +20,6 @@ void kf_ctx_free(kf_ctx *c)
 		c->ext_release(c);
 	kf_diag_free_all(c);
 	free(c->str);
-	free(c->strlen_);
 	free(c->strtab.slot);
 	free(c->type);
 	free(c->typetab.slot);

@@ -40,8 +40,8 @@ typedef struct kf_strtab {
 struct kf_ctx {
 	kf_arena arena; /* strings, op names */
 	/* str[id]: the text, NUL-terminated, packed in the arena after its
-	 * 32-bit length; strlen_ is unused (NULL) */
-	char **str; uint32_t *strlen_; uint32_t nstr, capstr; kf_strtab strtab;
+	 * 32-bit length */
+	char **str; uint32_t nstr, capstr; kf_strtab strtab;
 	kf_type *type; uint32_t ntype, captype; kf_idtab typetab;
 	kf_opinfo *op; uint32_t nop, capop; kf_idtab optab;
 	kf_source *src; uint32_t nsrc, capsrc;

@@ -21,29 +21,7 @@
 # and (rows persistent-hv1, persistent-nopf) KFUSE_PERSISTENT_HV=1 (h read
 # 8 bytes per load, not 16) and KFUSE_PERSISTENT_PF=0 (input row and biases
 # loaded after the wait for h, not before): docs/persistent.md.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-${KFUSE_BUILD:-}}
-N=${2:-50}
-if [ -z "$build" ]; then
-	for d in "$root"/build*/ "$root"/.carry/*/; do
-		if [ -x "$d/kfuse-run" ] && [ -x "$d/kfuse-opt" ]; then build=$d; break; fi
-	done
-fi
-if [ -z "$build" ] || [ ! -x "$build/kfuse-run" ]; then
-	echo "lstm.sh: no build directory with kfuse-run and kfuse-opt (pass one, or set KFUSE_BUILD)" >&2
-	exit 2
-fi
-opt="$build/kfuse-opt"
-kfrun="$build/kfuse-run"
-out=${KFUSE_BENCH_OUT:-$(mktemp -d /tmp/kfuse-lstm.XXXXXX)}
-mkdir -p "$out"
-export KFUSE_CACHE_DIR="$out/cache"
-log="$out/results.txt"
-: > "$log"
-echo "lstm.sh: build $build, $N timed runs each, logs in $out"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+. "$(dirname "$0")/setup.sh"
 
 # run NAME VARIANT FILE: one kfuse-run, its median and check into the log
 run() {

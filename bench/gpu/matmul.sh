@@ -20,29 +20,7 @@
 # Each kfuse run checks its output against the CPU interpreter (f16: rtol
 # 1e-2; f32: rtol 1e-4, atol 1e-3); the 4096 case only in the tuned variant
 # (the interpreter takes a while there).  KFUSE_MATMUL_TILE=CFG forces a tile.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-${KFUSE_BUILD:-}}
-N=${2:-50}
-if [ -z "$build" ]; then
-	for d in "$root"/build*/ "$root"/.carry/*/; do
-		if [ -x "$d/kfuse-run" ] && [ -x "$d/kfuse-opt" ]; then build=$d; break; fi
-	done
-fi
-if [ -z "$build" ] || [ ! -x "$build/kfuse-run" ]; then
-	echo "matmul.sh: no build directory with kfuse-run and kfuse-opt (pass one, or set KFUSE_BUILD)" >&2
-	exit 2
-fi
-opt="$build/kfuse-opt"
-kfrun="$build/kfuse-run"
-out=${KFUSE_BENCH_OUT:-$(mktemp -d /tmp/kfuse-matmul.XXXXXX)}
-mkdir -p "$out"
-export KFUSE_CACHE_DIR="$out/cache"
-log="$out/results.txt"
-: > "$log"
-echo "matmul.sh: build $build, $N timed runs each, logs in $out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+. "$(dirname "$0")/setup.sh"
 
 mmgelu() { # NAME M N K
 	cat > "$out/$1.kf" <<EOG

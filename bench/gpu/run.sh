@@ -9,29 +9,7 @@
 #   unfused: kfuse-run on the graph as written (one kernel per op)
 # then torch_ref.py (eager, torch.compile, device copy), the cold (empty
 # cache) and warm compile of a ~1000-node graph, and prints one table.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-${KFUSE_BUILD:-}}
-N=${2:-50}
-if [ -z "$build" ]; then
-	for d in "$root"/build*/ "$root"/.carry/*/; do
-		if [ -x "$d/kfuse-run" ] && [ -x "$d/kfuse-opt" ]; then build=$d; break; fi
-	done
-fi
-if [ -z "$build" ] || [ ! -x "$build/kfuse-run" ]; then
-	echo "run.sh: no build directory with kfuse-run and kfuse-opt (pass one, or set KFUSE_BUILD)" >&2
-	exit 2
-fi
-opt="$build/kfuse-opt"
-kfrun="$build/kfuse-run"
-out=${KFUSE_BENCH_OUT:-$(mktemp -d /tmp/kfuse-bench.XXXXXX)}
-mkdir -p "$out"
-export KFUSE_CACHE_DIR="$out/cache"
-log="$out/results.txt"
-: > "$log"
-echo "run.sh: build $build, $N timed runs each, logs in $out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+. "$(dirname "$0")/setup.sh"
 
 for f in ew_chain bias_gelu layer_norm softmax; do
 	g="$here/$f.kf"
