@@ -1,6 +1,8 @@
 #!/bin/sh
 # Builds kfuse twice, plainly and under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and runs the whole test suite in both builds.  Exit status 0 only if all pass.
+# and runs the whole test suite in both builds; then builds the libFuzzer
+# targets with clang and runs each for a short smoke time (a finding fails).
+# Exit status 0 only if all pass.
 set -e
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -14,3 +16,10 @@ for kind in plain asan; do
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir $dir -j "$jobs" --output-on-failure
 done
+
+echo "== fuzz smoke (libFuzzer, ${KF_FUZZ_SECONDS:-10} s per target) =="
+dir=build-test-fuzz
+cmake -S . -B $dir -G Ninja -DCMAKE_C_COMPILER=clang-14 -DKF_FUZZ=ON >/dev/null
+ninja -C $dir $(cd tests/fuzz && ls fuzz_*.c | sed 's/_/-/; s/\.c$//')
+rm -rf $dir/runs
+STRICT=1 JOBS=$jobs OUT=$dir/runs tests/fuzz/run.sh $dir "${KF_FUZZ_SECONDS:-10}"
