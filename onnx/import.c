@@ -130,6 +130,27 @@ kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt)
 	return const_node(I, k, &t);
 }
 
+/* A constant of one value repeated over a shape: a splat, never materialised. */
+kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims)
+{
+	kf_type t = kf_type_make(dt, rank, dims);
+	if (kf_type_numel(&t) < 0) {
+		kf_imp_fail(I, "the shape is too large");
+		return KF_NONE;
+	}
+	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
+	k->kind = rank == 0 ? KF_CONST_SCALAR : KF_CONST_DENSE;
+	k->n = 1;
+	if (kf_dtype_is_float(dt)) {
+		k->f = kf_alloc(&I->g->arena, sizeof(double));
+		k->f[0] = kf_dtype_round(dt, v);
+	} else {
+		k->i = kf_alloc(&I->g->arena, sizeof(int64_t));
+		k->i[0] = (int64_t)v;
+	}
+	return const_node(I, k, &t);
+}
+
 /* An initializer or Constant: inline when small, else an .npy beside the
  * output, referenced as file("..."). */
 kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name)

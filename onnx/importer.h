@@ -26,6 +26,7 @@ void kf_imp_bind(kf_imp *I, const char *name, kf_vid v);
 int kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres, kf_vid *res);
 kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na);
 kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt);
+kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims);
 kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name);
 int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max);
 /* ONNX LSTM and GRU, unrolled into primitive ops (rnn.c); translate.c's

@@ -58,33 +58,41 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 			snprintf(err, errlen, "tensor '%s' has a negative dim", tp->name ? tp->name : "");
 			return -1;
 		}
+	/* the element count the shape claims, checked against the data the
+	 * proto holds before anything is allocated (a few bytes must not make
+	 * us allocate gigabytes) */
+	int64_t n = 1;
+	for (size_t i = 0; i < tp->n_dims; i++) {
+		if (tp->dims[i] && n > ((int64_t)1 << 48) / tp->dims[i]) {
+			snprintf(err, errlen, "tensor '%s' is too large", tp->name ? tp->name : "");
+			return -1;
+		}
+		n *= tp->dims[i];
+	}
+	size_t esz = kf_dtype_size((kf_dtype)dt);
+	size_t have = tp->has_raw_data ? tp->raw_data.len / esz
+		    : dt == KF_F32 ? tp->n_float_data : dt == KF_F64 ? tp->n_double_data
+		    : dt == KF_I64 ? tp->n_int64_data : tp->n_int32_data;
+	if ((tp->has_raw_data && tp->raw_data.len != (size_t)n * esz) || (!tp->has_raw_data && have != (size_t)n)) {
+		if (tp->has_raw_data)
+			snprintf(err, errlen, "tensor '%s' has %zu bytes of data, its shape needs %zu",
+				 tp->name ? tp->name : "", tp->raw_data.len, (size_t)n * esz);
+		else
+			snprintf(err, errlen, "tensor '%s' has %zu values, its shape needs %lld",
+				 tp->name ? tp->name : "", have, (long long)n);
+		return -1;
+	}
 	if (kf_tensor_alloc(out, (kf_dtype)dt, (int)tp->n_dims, tp->dims) < 0) {
 		snprintf(err, errlen, "tensor '%s' is too large", tp->name ? tp->name : "");
 		return -1;
 	}
-	int64_t n = kf_tensor_numel(out);
-	size_t esz = kf_dtype_size((kf_dtype)dt);
 	if (tp->has_raw_data) {
-		if (tp->raw_data.len != (size_t)n * esz) {
-			snprintf(err, errlen, "tensor '%s' has %zu bytes of data, its shape needs %zu",
-				 tp->name ? tp->name : "", tp->raw_data.len, (size_t)n * esz);
-			kf_tensor_free(out);
-			return -1;
-		}
 		if (n)
 			memcpy(out->data, tp->raw_data.data, (size_t)n * esz);
 		return 0;
 	}
 	/* typed fields: floats in float_data, f64 in double_data, i64 in
 	 * int64_data, and every narrower type (f16/bf16 as bit patterns) in int32_data */
-	size_t have = dt == KF_F32 ? tp->n_float_data : dt == KF_F64 ? tp->n_double_data
-			: dt == KF_I64 ? tp->n_int64_data : tp->n_int32_data;
-	if (have != (size_t)n) {
-		snprintf(err, errlen, "tensor '%s' has %zu values, its shape needs %lld", tp->name ? tp->name : "",
-			 have, (long long)n);
-		kf_tensor_free(out);
-		return -1;
-	}
 	for (int64_t i = 0; i < n; i++) {
 		switch (dt) {
 		case KF_F32: ((float *)out->data)[i] = tp->float_data[i]; break;

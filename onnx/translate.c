@@ -594,22 +594,18 @@ static int tr_constant_of_shape(kf_imp *I, NP *np, kf_vid *out, int op)
 	int r = ints_from(I, np, 0, NULL, shape, KF_MAX_RANK, &present);
 	if (r < 0)
 		return -1;
-	kf_tensor fill = {0}, v;
+	kf_tensor fill = {0};
 	const Onnx__AttributeProto *a = oattr(np, "value");
 	char err[256];
 	if (a && a->t && kf_onnx_tensor(a->t, &fill, err, sizeof err) < 0)
 		return kf_imp_fail(I, "%s", err);
 	kf_dtype d = a && a->t ? (kf_dtype)fill.dtype : KF_F32;
-	if (kf_tensor_alloc(&v, d, r, shape) < 0) {
-		kf_tensor_free(&fill);
-		return kf_imp_fail(I, "the shape is too large");
-	}
 	double x = a && a->t && kf_tensor_numel(&fill) ? kf_tensor_get(&fill, 0) : 0;
-	for (int64_t i = 0, n = kf_tensor_numel(&v); i < n; i++)
-		kf_tensor_set(&v, i, x);
-	out[0] = kf_imp_tensor_const(I, &v, np->output[0]);
-	kf_tensor_free(&v);
 	kf_tensor_free(&fill);
+	for (int i = 0; i < r; i++)
+		if (shape[i] < 0)
+			return kf_imp_fail(I, "the shape has a negative dim");
+	out[0] = kf_imp_splat(I, x, d, r, shape);
 	return out[0] != KF_NONE;
 }
 
