@@ -32,6 +32,7 @@ static const char usage[] =
 	"  --bench N               time N more runs, report median and min (cuda: device time of\n"
 	"                          the captured CUDA graph, inputs resident)\n"
 	"  --profile               cuda: per-kernel table (name, time, bytes, GB/s)\n"
+	"  --no-graph              cuda: launch kernel by kernel, no CUDA graph (--bench too)\n"
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
 	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
 	"                          --tune=force also re-tunes shapes the file has\n"
@@ -43,7 +44,7 @@ typedef struct opt {
 	const char *file, *graph, *outdir, *savedir, *backend, *compare;
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV];
 	int ninput, ndim, nexpect, bench;
-	bool random, profile;
+	bool random, profile, no_graph;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
 	double rtol, atol;
@@ -130,6 +131,8 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->tune = a[6] ? 2 : 1;
 		} else if (!strcmp(a, "--profile")) {
 			o->profile = true;
+		} else if (!strcmp(a, "--no-graph")) {
+			o->no_graph = true;
 		} else if ((v = optval(argc, argv, &i, "--bench"))) {
 			if (!parse_num(v, &d) || d < 1 || d > 1e6)
 				return fail_usage("--bench wants a count from 1, not '%s'", v);
@@ -431,7 +434,7 @@ static int run(kf_ctx *c, const opt *o)
 {
 	kf_buf report = {0};
 	kf_backend *cuda = NULL;
-	kf_cuda_opts co = {.profile = o->profile, .report = &report};
+	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .report = &report};
 	const kf_backend *be = !strcmp(o->backend, "cuda") ? (cuda = kf_backend_cuda_new(c, &co))
 							      : pick_backend(c, o->backend);
 	if (!strcmp(o->backend, "auto")) {

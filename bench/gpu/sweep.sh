@@ -85,11 +85,11 @@ fi
 # the copy ceiling
 copy=${KFUSE_COPY_GBS:-}
 if [ -z "$copy" ]; then
-	copy=$(python3 "$here/torch_ref.py" --copy 2> "$out/copy.err" | sed -n 's/.*"gbs": \([0-9.]*\).*/\1/p')
+	copy=$(python3 "$here/torch_ref.py" --copy 2> "$out/copy.err" | grep "\"name\": \"copy\"" | sed -n 's/.*"gbs": \([0-9.]*\).*/\1/p')
 	[ -n "$copy" ] || { echo "sweep.sh: no torch copy ($(tail -1 "$out/copy.err")); using 4247 GB/s, the first run's"; copy=4247; }
 fi
 
-graphs="ew_chain bias_gelu layer_norm softmax"
+graphs="ew_chain ew_chain3 copy bias_gelu layer_norm softmax"
 for g in $graphs; do
 	"$opt" "$here/$g.kf" -p fuse -o "$out/$g.fused.kf" 2> "$out/$g.fuse.log" || { echo "FAIL fuse $g"; cat "$out/$g.fuse.log"; exit 1; }
 	"$kfrun" "$out/$g.fused.kf" --random-inputs --seed 1 --output-dir "$out/ref-$g" > "$out/ref-$g.txt" 2>&1 ||
@@ -117,7 +117,7 @@ while read -r name which vars; do
 	case $name in ''|'#'*) continue ;; esac
 	case $which in
 	all) gs=$graphs ;;
-	ew) gs="ew_chain bias_gelu" ;;
+	ew) gs="ew_chain ew_chain3 copy bias_gelu" ;;
 	row) gs="layer_norm softmax" ;;
 	*) gs=$which ;;
 	esac
@@ -136,7 +136,7 @@ for l in open(sfile):
     w = l.split()
     if w and not w[0].startswith("#"):
         env[w[0]] = " ".join(w[2:]) or "(defaults)"
-bars = {"ew_chain": 95, "bias_gelu": 95, "layer_norm": 85, "softmax": 85}
+bars = {"ew_chain": 95, "ew_chain3": 95, "copy": 100, "bias_gelu": 95, "layer_norm": 85, "softmax": 85}
 rows = []
 for l in open(log):
     w = l.split()
