@@ -626,11 +626,18 @@ static void plan_lt(kf_cuda_session *s, step *t)
 		s->lt_tried = true;
 		s->lt = kf_cublaslt_open(s->c, s->cu, why, sizeof why);
 	}
+	if (!s->lt && !why[0])
+		snprintf(why, sizeof why, "the library did not load; see the first such note");
 	if (s->lt && !(t->lt = kf_cublaslt_prepare(s->lt, &t->lp, why, sizeof why)) && !why[0])
 		snprintf(why, sizeof why, "cublasLt failed");
-	if (s->o.report && (t->lt || why[0]))
-		kf_buf_printf(s->o.report, "cuda: fusion @%s: %s\n", kf_str(s->c, kf_N(g, t->k.node)->sym),
-			      t->lt ? "cuBLASLt with the fused epilogue (tile cublaslt)" : why);
+	const char *sym = kf_str(s->c, kf_N(g, t->k.node)->sym);
+	/* a failure is never fatal: the fusion's own kernel runs; one line says so */
+	if (s->o.report && t->lt)
+		kf_buf_printf(s->o.report, "cuda: fusion @%s: cuBLASLt with the fused epilogue (tile cublaslt)\n", sym);
+	else if (s->o.report && why[0])
+		kf_buf_printf(s->o.report, "cuda: fusion @%s: cuBLASLt not used (%s); its own kernel runs\n", sym, why);
+	else if (why[0])
+		kf_warning(s->c, kf_N(g, t->k.node)->loc, "cuBLASLt not used (%s); its own kernel runs", why);
 }
 
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
