@@ -422,8 +422,11 @@ static int cuda_report(kf_backend *cuda, kf_buf *report, kf_graph *g, int n)
 	kf_cuda_stats st;
 	kf_cuda_session_stats(s, &st);
 	printf("bench cuda @%s: %d runs, median %.4f ms, min %.4f ms, %d kernels, %lld bytes in+out,"
-	       " %.1f GB/s\n", kf_str(g->ctx, g->name), n, med, mn, st.kernels, (long long)st.graph_bytes,
+	       " %.1f GB/s", kf_str(g->ctx, g->name), n, med, mn, st.kernels, (long long)st.graph_bytes,
 	       st.graph_bytes / (med * 1e6));
+	if (st.flush_bytes)
+		printf(", cold L2 (%lld MiB written before each run)", (long long)(st.flush_bytes >> 20));
+	printf("\n");
 	return 0;
 }
 
