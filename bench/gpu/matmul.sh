@@ -196,7 +196,8 @@ print("vs X: X's time / this time (above 1.00x: this is faster).  n/c: not compa
 print("bars: mm_bias_gelu (4096, 512): kfuse tuned >= 1.00x vs cublas+epi and vs t.compile, check ok;")
 print("      gemv (f32, weight 16 MiB): >= 85% of copy bandwidth, check ok")
 print("kfuse cold: L2 flushed before each replay (weight from HBM); the others replay back to back (weight in L2).")
-print("-ovh: %copy with the bench overhead (the probe above) taken off the time: the kernel's own share.")
+print("-ovh: %copy with the probe's time taken off: an upper estimate of the kernel's own share (a tiny graph's")
+print("      replay period may be the host's launch rate, more than the device-side gap a longer kernel sees).")
 try:
     t = open(tt).read()
     if t:
