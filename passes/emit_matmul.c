@@ -3,7 +3,7 @@
  * are the prologue of each operand, which the epilogue), tile configs and
  * their choice, the epilogue helper every contraction kernel calls, and the
  * SIMT kernel (FMA on CUDA cores: f32 by default, f64, integers).  The
- * tensor-core and GEMV kernels are in emit_mma.c.
+ * tensor-core kernel is in emit_mma.c, GEMV in emit_gemv.c.
  *
  * requires: static shapes; keeps the graph unchanged (read only).
  * Numerics: f16/bf16/f32 accumulate in f32, f64 in f64, integers in 64

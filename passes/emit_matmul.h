@@ -1,6 +1,6 @@
 /* emit_matmul.h: the contraction kernels (passes/emit_matmul.c: analysis,
- * configs, epilogue, SIMT FMA kernel; passes/emit_mma.c: tensor-core and
- * GEMV kernels) and what the autotuner (runtime/tune.c) needs of them.
+ * configs, epilogue, SIMT FMA kernel; passes/emit_mma.c: tensor-core
+ * kernel; passes/emit_gemv.c: GEMV) and what the autotuner (runtime/tune.c) needs of them.
  *
  * A contraction kernel runs a matmul or gemm node alone, or a
  * `fusion {kind = "contraction"}` whose body is one matmul/gemm with an
@@ -30,7 +30,7 @@ typedef struct kf_mm_config {
 	int stages;        /* MMA: cp.async pipeline depth (2..4) */
 	int ks;            /* GEMV: B [K, N]: K split across blocks; B [N, K]: warps per
 			    * output (1, 2, 4, 8); 0: chosen from the shape */
-	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 4) */
+	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 8) */
 } kf_mm_config;
 
 /* "mma128x128x32w2x4s3", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8", "cublaslt"; 0, or -1

@@ -1,5 +1,5 @@
 /* emit_mm_int.h: the contraction emitter's working state, shared by
- * passes/emit_matmul.c and passes/emit_mma.c; not for other modules. */
+ * passes/emit_matmul.c, emit_mma.c and emit_gemv.c; not for other modules. */
 #ifndef KF_EMIT_MM_INT_H
 #define KF_EMIT_MM_INT_H
 
@@ -54,6 +54,7 @@ bool kx_mm_raw(const kx *k, const kx_mmop *op);
 
 /* emit_mma.c */
 int kx_mm_emit_mma(kx *k, kx_mm *mm);
+/* emit_gemv.c */
 int kx_mm_emit_gemv(kx *k, kx_mm *mm);
 
 #endif

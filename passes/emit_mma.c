@@ -1,5 +1,5 @@
-/* emit_mma.c: the tensor-core matmul kernel and the GEMV kernel (see
- * emit_matmul.c for the analysis, configs and epilogue they share).
+/* emit_mma.c: the tensor-core matmul kernel (see emit_matmul.c for the
+ * analysis, configs and epilogue it shares; GEMV is in emit_gemv.c).
  *
  * Tensor cores: mma.sync through inline PTX (no header), m16n8k16 for
  * f16/bf16 (fragments loaded with ldmatrix, .trans where the stored layout
@@ -13,14 +13,6 @@
  * registers, the prologue applied, and stored converted.  A transposed
  * operand only swaps the shared-memory layout: the global reads stay
  * coalesced.  The epilogue runs on the accumulator fragments in registers.
- *
- * GEMV (M = 1, one batch): memory-bound, every weight element read once
- * with 16-byte loads.  B stored [K, N]: 32 threads x V columns per block,
- * 8 k-rows of threads, K split across gridDim.y blocks whose partial sums
- * the last block to finish adds up in a fixed order (a counter per column
- * block, reset by that block) before the epilogue.  B stored [N, K]: 1-8
- * warps per output column, shuffles, then a fixed-order sum.  Both issue U
- * 16-byte nc weight loads per thread before using them (bytes in flight).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,166 +209,5 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	kx_mm_epi_call(k, b);
 	kf_buf_puts(b, "z, row, col, acc[i][j][h]);\n  }\n");
 	(void)pad;
-	return 0;
-}
-
-/* ---- GEMV ---------------------------------------------------------------------------------- */
-
-static const char *conv_fn(kf_dtype t)
-{
-	return t == KF_F16 ? "kf_h2f" : t == KF_BF16 ? "kf_b2f" : "";
-}
-
-/* B stored [K, N]: column blocks of 32 x V, K split over gridDim.y. */
-static void gemv_kn(kx *k, kx_mm *mm, const char *acc)
-{
-	kf_buf *b = &k->b;
-	const char *it = kx_it(k), *st = kx_st(mm->b.st);
-	int e = (int)kf_dtype_size(mm->b.st), v = kx_mm_raw(k, &mm->b) && mm->N % (16 / e) == 0 ? 16 / e : 1;
-	int64_t N = mm->N, K = mm->K, cw = 32 * v, gx = (N + cw - 1) / cw;
-	int64_t ks = mm->cfg.ks;
-	if (ks <= 0) { /* two blocks per SM of a 132-SM GPU, 64 k-rows at least */
-		ks = (264 + gx - 1) / gx;
-		if (ks > (K + 63) / 64)
-			ks = (K + 63) / 64;
-	}
-	if (ks < 1)
-		ks = 1;
-	while (ks > 1 && ks * N > (1 << 22))
-		ks /= 2;
-	int64_t kc = ((K + ks - 1) / ks + 7) / 8 * 8;
-	ks = (K + kc - 1) / kc;
-	if (ks < 1)
-		ks = 1;
-	k->k->units = gx;
-	k->k->grid_y = (unsigned)ks;
-	if (ks > 1)
-		kf_buf_printf(&k->decl, "__device__ %s KF_KERNEL_ws[%lld];\n__device__ unsigned KF_KERNEL_cnt[%lld];\n", acc,
-			      (long long)(ks * N), (long long)gx);
-	kf_buf_printf(b, "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n");
-	kf_buf_printf(b, "  const %s n0 = (%s)blockIdx.x * %lld + tx * %d, kb = (%s)blockIdx.y * %lld;\n", it, it, (long long)cw,
-		      v, it, (long long)kc);
-	kf_buf_printf(b, "  const %s ke = kb + %lld < %lld ? kb + %lld : %lld;\n", it, (long long)kc, (long long)K,
-		      (long long)kc, (long long)K);
-	kf_buf_printf(b, "  %s acc[%d];\n#pragma unroll\n  for (int v = 0; v < %d; v++) acc[v] = 0;\n", acc, v, v);
-	kf_buf x = {0}, w = {0};
-	kx_mm_operand(k, mm, 0, "kk", &x);
-	if (v > 1) {
-		/* U rows of 16-byte weight loads issued before any is used, so that
-		 * each thread keeps U loads in flight; nc loads that skip L1 (the
-		 * weight is read once) */
-		int U = mm->cfg.un > 0 ? mm->cfg.un : 4;
-		kf_buf_printf(b, "  for (%s k0 = kb + ty; k0 < ke; k0 += %d) {\n    %s w[%d][%d];\n    %s xs[%d];\n", it, 8 * U, st,
-			      U, v, acc, U);
-		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * 8;\n"
-			      "      const bool ok = kk < ke && n0 < %lld;\n", U, it, (long long)N);
-		kf_buf_printf(b, "      if (ok) kf_vldna<%s, %d>(w[u], p%d + kk * %lldLL + n0);\n"
-			      "      else\n#pragma unroll\n        for (int v = 0; v < %d; v++) w[u][v] = 0;\n", st, v,
-			      mm->b.param, (long long)N, v);
-		kf_buf_printf(b, "      xs[u] = kk < ke ? (%s)(%.*s) : (%s)0;\n    }\n", acc, (int)x.n, x.p, acc);
-		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++)\n#pragma unroll\n"
-			      "      for (int v = 0; v < %d; v++) acc[v] += xs[u] * (%s)%s(w[u][v]);\n  }\n", U, v, acc,
-			      conv_fn(mm->b.st));
-	} else {
-		kf_buf_printf(b, "#pragma unroll 4\n  for (%s kk = kb + ty; kk < ke; kk += 8) {\n    const %s x = %.*s;\n", it,
-			      acc, (int)x.n, x.p);
-		char ix[96];
-		snprintf(ix, sizeof ix, "kk * %lldLL + n0", (long long)N);
-		kx_mm_operand(k, mm, 1, ix, &w);
-		kf_buf_printf(b, "    if (n0 < %lld) acc[0] += x * %.*s;\n  }\n", (long long)N, (int)w.n, w.p);
-	}
-	kf_buf_free(&x);
-	kf_buf_free(&w);
-	kf_buf_printf(b, "  __shared__ %s red[8][%lld];\n#pragma unroll\n  for (int v = 0; v < %d; v++) red[ty][tx * %d + v] = acc[v];\n"
-		      "  __syncthreads();\n", acc, (long long)cw, v, v);
-	/* a fixed order of additions: the result does not depend on timing */
-	kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++) {\n      %s s = 0;\n"
-		      "      for (int j = 0; j < 8; j++) s += red[j][tx * %d + v];\n      acc[v] = s;\n    }\n", v, acc, v);
-	if (ks == 1) {
-		kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++)\n      if (n0 + v < %lld) ", v,
-			      (long long)N);
-		kx_mm_epi_call(k, b);
-		kf_buf_printf(b, "0, (%s)0, n0 + v, acc[v]);\n", it);
-		return;
-	}
-	kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++)\n"
-		      "      if (n0 + v < %lld) KF_KERNEL_ws[(%s)blockIdx.y * %lld + n0 + v] = acc[v];\n", v, (long long)N, it,
-		      (long long)N);
-	kf_buf_printf(b, "  __threadfence();\n  __syncthreads();\n  __shared__ bool last;\n"
-		      "  if (threadIdx.x == 0) last = atomicAdd(&KF_KERNEL_cnt[blockIdx.x], 1u) == %lldu;\n"
-		      "  __syncthreads();\n  if (!last) return;\n  __threadfence();\n", (long long)(ks - 1));
-	kf_buf_printf(b, "  if (ty == 0)\n#pragma unroll\n    for (int v = 0; v < %d; v++) {\n      const %s col = n0 + v;\n"
-		      "      if (col >= %lld) continue;\n      %s s = 0;\n"
-		      "      for (int j = 0; j < %lld; j++) s += ((volatile %s *)KF_KERNEL_ws)[(%s)j * %lld + col];\n      ",
-		      v, it, (long long)N, acc, (long long)ks, acc, it, (long long)N);
-	kx_mm_epi_call(k, b);
-	kf_buf_printf(b, "0, (%s)0, col, s);\n    }\n", it);
-	/* the counter is ready for the next launch (CUDA graph replays) */
-	kf_buf_printf(b, "  if (threadIdx.x == 0) KF_KERNEL_cnt[blockIdx.x] = 0u;\n");
-}
-
-/* B stored [N, K]: S warps per output column (K split among them, 16-byte
- * loads along K, U of them in flight per thread), shuffles, then the S
- * partial sums added in a fixed order. */
-static void gemv_nk(kx *k, kx_mm *mm, const char *acc)
-{
-	kf_buf *b = &k->b;
-	const char *it = kx_it(k), *st = kx_st(mm->b.st);
-	int e = (int)kf_dtype_size(mm->b.st), v = kx_mm_raw(k, &mm->b) && mm->K % (16 / e) == 0 ? 16 / e : 1;
-	int64_t N = mm->N, K = mm->K;
-	int S = mm->cfg.ks, U = mm->cfg.un > 0 ? mm->cfg.un : 4;
-	if (S <= 0) /* about 4096 warps: 31 per SM of a 132-SM GPU */
-		for (S = 1; S < 8 && N * S < 4096 && K >= 32LL * v * S * 2 * U; S *= 2)
-			;
-	int cols = 8 / S;
-	k->k->units = (N + cols - 1) / cols;
-	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp %% %d;\n", S);
-	kf_buf_printf(b, "  const %s col = (%s)blockIdx.x * %d + warp / %d;\n  const bool in = col < %lld;\n  %s acc = 0;\n", it,
-		      it, cols, S, (long long)N, acc);
-	kf_buf x = {0}, w = {0};
-	int64_t step = 32LL * v * S;
-	if (v > 1) {
-		kx_mm_operand(k, mm, 0, "kk + v", &x);
-		kf_buf_printf(b, "  for (%s k0 = (part * 32 + lane) * %d; in && k0 < %lld; k0 += %lld) {\n    %s w[%d][%d];\n", it, v,
-			      (long long)K, (long long)step * U, st, U, v);
-		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * %lld;\n"
-			      "      if (kk < %lld) kf_vldna<%s, %d>(w[u], p%d + col * %lldLL + kk);\n    }\n",
-			      U, it, (long long)step, (long long)K, st, v, mm->b.param, (long long)K);
-		kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * %lld;\n"
-			      "      if (kk < %lld)\n#pragma unroll\n        for (int v = 0; v < %d; v++) acc += %.*s * (%s)%s(w[u][v]);\n"
-			      "    }\n  }\n",
-			      U, it, (long long)step, (long long)K, v, (int)x.n, x.p, acc, conv_fn(mm->b.st));
-	} else {
-		char ix[96];
-		snprintf(ix, sizeof ix, "col * %lldLL + kk", (long long)K);
-		kx_mm_operand(k, mm, 0, "kk", &x);
-		kx_mm_operand(k, mm, 1, ix, &w);
-		kf_buf_printf(b, "  for (%s kk = part * 32 + lane; in && kk < %lld; kk += %d)\n    acc += %.*s * %.*s;\n", it,
-			      (long long)K, 32 * S, (int)x.n, x.p, (int)w.n, w.p);
-	}
-	kf_buf_free(&x);
-	kf_buf_free(&w);
-	kf_buf_puts(b, "#pragma unroll\n  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n");
-	if (S > 1) {
-		kf_buf_printf(b, "  __shared__ %s red[8];\n  if (lane == 0) red[warp] = acc;\n  __syncthreads();\n"
-			      "  if (part != 0 || lane != 0 || !in) return;\n  acc = red[warp];\n"
-			      "#pragma unroll\n  for (int j = 1; j < %d; j++) acc += red[warp + j];\n  ",
-			      acc, S);
-	} else {
-		kf_buf_puts(b, "  if (lane == 0 && in) ");
-	}
-	kx_mm_epi_call(k, b);
-	kf_buf_printf(b, "0, (%s)0, col, acc);\n", it);
-}
-
-int kx_mm_emit_gemv(kx *k, kx_mm *mm)
-{
-	const char *acc = kx_mm_acc_type(mm);
-	k->k->block = 256;
-	k->k->grid_y = k->k->grid_z = 1;
-	if (mm->b.trans)
-		gemv_nk(k, mm, acc);
-	else
-		gemv_kn(k, mm, acc);
 	return 0;
 }

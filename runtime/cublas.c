@@ -173,7 +173,9 @@ int kf_cublas_matmul(kf_cublas *b, kf_graph *g, kf_nid n, kf_cuptr a, kf_cuptr b
 /* ---- cuBLASLt: one GEMM with its bias (+ relu / gelu-tanh) epilogue ------------------ */
 
 /* the few values of cublasLt.h we use */
-enum { LT_DESC_TRANSA = 3, LT_DESC_TRANSB = 4, LT_DESC_EPILOGUE = 7, LT_DESC_BIAS_POINTER = 8 };
+enum { LT_DESC_TRANSA = 3, LT_DESC_TRANSB = 4, LT_DESC_EPILOGUE = 7, LT_DESC_BIAS_POINTER = 8,
+       LT_DESC_BIAS_DATA_TYPE = 26 };
+enum { LT_EPI_BIAS = 4, LT_EPI_RELU_BIAS = 6, LT_EPI_GELU_BIAS = 36 };
 enum { LT_PREF_MAX_WORKSPACE = 1 };
 typedef struct lt_algo {
 	uint64_t data[8];
@@ -373,37 +375,92 @@ void kf_cublaslt_op_free(kf_cublaslt *b, kf_lt_op *o)
 	free(o);
 }
 
+static kf_lt_attr lt_i32(int attr, int32_t v) { return (kf_lt_attr){.attr = attr, .size = 4, .v.i32 = v}; }
+
+void kf_cublaslt_describe(const kf_lt_plan *p, kf_lt_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	int code = dtype_code(p->dt);
+	d->compute = COMPUTE_32F;
+	d->scale = R_32F;
+	/* column-major: D^T[N, M] = op(B^T)[N, K] op(A^T)[K, M]; the bias runs
+	 * along the rows of cuBLAS's D, which are our N */
+	d->desc[d->ndesc++] = lt_i32(LT_DESC_TRANSA, p->tb ? OP_T : OP_N);
+	d->desc[d->ndesc++] = lt_i32(LT_DESC_TRANSB, p->ta ? OP_T : OP_N);
+	d->desc[d->ndesc++] = (kf_lt_attr){.attr = LT_DESC_EPILOGUE, .size = 4,
+					   .v.u32 = p->epi == KF_LT_BIAS	? LT_EPI_BIAS
+						    : p->epi == KF_LT_RELU_BIAS ? LT_EPI_RELU_BIAS
+										: LT_EPI_GELU_BIAS};
+	/* the run sets the real pointer; the heuristic reads only its value,
+	 * for the alignment (a placeholder of 1 made every algorithm unfit:
+	 * status 7, CUBLAS_STATUS_INVALID_VALUE, on the H200) */
+	d->desc[d->ndesc++] = (kf_lt_attr){.attr = LT_DESC_BIAS_POINTER, .size = sizeof(void *),
+					   .v.ptr = (const void *)(uintptr_t)KF_LT_ALIGN};
+	d->desc[d->ndesc++] = lt_i32(LT_DESC_BIAS_DATA_TYPE, code);
+	d->a = p->tb ? (kf_lt_layout){code, (uint64_t)p->K, (uint64_t)p->N, p->K}
+		     : (kf_lt_layout){code, (uint64_t)p->N, (uint64_t)p->K, p->N};
+	d->b = p->ta ? (kf_lt_layout){code, (uint64_t)p->M, (uint64_t)p->K, p->M}
+		     : (kf_lt_layout){code, (uint64_t)p->K, (uint64_t)p->M, p->K};
+	d->d = (kf_lt_layout){code, (uint64_t)p->N, (uint64_t)p->M, p->N};
+	d->pref[d->npref++] = (kf_lt_attr){.attr = LT_PREF_MAX_WORKSPACE, .size = 8, .v.u64 = WORKSPACE};
+}
+
+/* Applies description d to a new descriptor, layouts and preference;
+ * on failure names the call that failed in why. */
+static int lt_apply(kf_cublaslt *b, const kf_lt_desc *d, kf_lt_op *o, void **pref, char *why, size_t nwhy)
+{
+	int st;
+	const char *what = "cublasLtMatmulDescCreate";
+	if ((st = b->desc_create(&o->desc, d->compute, d->scale)) != 0)
+		goto fail;
+	for (int i = 0; i < d->ndesc; i++)
+		if ((st = b->desc_set(o->desc, d->desc[i].attr, &d->desc[i].v, d->desc[i].size)) != 0) {
+			snprintf(why, nwhy, "cublasLtMatmulDescSetAttribute(%d) failed (status %d)", d->desc[i].attr, st);
+			return st;
+		}
+	what = "cublasLtMatrixLayoutCreate";
+	const kf_lt_layout *l[3] = {&d->a, &d->b, &d->d};
+	void **lo[3] = {&o->la, &o->lb, &o->ld};
+	for (int i = 0; i < 3; i++)
+		if ((st = b->layout_create(lo[i], l[i]->type, l[i]->rows, l[i]->cols, l[i]->ld)) != 0)
+			goto fail;
+	what = "cublasLtMatmulPreferenceCreate";
+	if ((st = b->pref_create(pref)) != 0)
+		goto fail;
+	for (int i = 0; i < d->npref; i++)
+		if ((st = b->pref_set(*pref, d->pref[i].attr, &d->pref[i].v, d->pref[i].size)) != 0) {
+			snprintf(why, nwhy, "cublasLtMatmulPreferenceSetAttribute(%d) failed (status %d)", d->pref[i].attr,
+				 st);
+			return st;
+		}
+	return 0;
+fail:
+	snprintf(why, nwhy, "%s failed (status %d)", what, st);
+	return st;
+}
+
 kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, size_t nwhy)
 {
 	kf_lt_op *o = calloc(1, sizeof *o);
 	o->p = *p;
-	int code = dtype_code(p->dt), ta = p->tb ? OP_T : OP_N, tb = p->ta ? OP_T : OP_N;
-	int epi = p->epi == KF_LT_BIAS ? 4 : p->epi == KF_LT_RELU_BIAS ? 6 : 36;
-	const void *bias = (const void *)(uintptr_t)1; /* set per run; the heuristic does not read it */
-	uint64_t wsz = WORKSPACE;
+	kf_lt_desc d;
+	kf_cublaslt_describe(p, &d);
 	void *pref = NULL;
 	lt_heur h[1];
-	int nh = 0, st;
-	/* column-major: D^T[N, M] = op(B^T)[N, K] op(A^T)[K, M], bias along N */
-	if ((st = b->desc_create(&o->desc, COMPUTE_32F, R_32F)) != 0 ||
-	    (st = b->desc_set(o->desc, LT_DESC_TRANSA, &ta, sizeof ta)) != 0 ||
-	    (st = b->desc_set(o->desc, LT_DESC_TRANSB, &tb, sizeof tb)) != 0 ||
-	    (st = b->desc_set(o->desc, LT_DESC_EPILOGUE, &epi, sizeof epi)) != 0 ||
-	    (st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias)) != 0 ||
-	    (st = b->layout_create(&o->la, code, (uint64_t)(p->tb ? p->K : p->N), (uint64_t)(p->tb ? p->N : p->K),
-				   p->tb ? p->K : p->N)) != 0 ||
-	    (st = b->layout_create(&o->lb, code, (uint64_t)(p->ta ? p->M : p->K), (uint64_t)(p->ta ? p->K : p->M),
-				   p->ta ? p->M : p->K)) != 0 ||
-	    (st = b->layout_create(&o->ld, code, (uint64_t)p->N, (uint64_t)p->M, p->N)) != 0 ||
-	    (st = b->pref_create(&pref)) != 0 || (st = b->pref_set(pref, LT_PREF_MAX_WORKSPACE, &wsz, sizeof wsz)) != 0 ||
-	    (st = b->heur(b->h, o->desc, o->la, o->lb, o->ld, o->ld, pref, 1, h, &nh)) != 0 || nh < 1) {
-		snprintf(why, nwhy, "cublasLt has no algorithm for this GEMM with its epilogue (status %d)", st);
-		if (pref)
-			b->pref_destroy(pref);
+	memset(h, 0, sizeof h);
+	int nh = 0, st = lt_apply(b, &d, o, &pref, why, nwhy);
+	if (st == 0 && (st = b->heur(b->h, o->desc, o->la, o->lb, o->ld, o->ld, pref, 1, h, &nh)) != 0)
+		snprintf(why, nwhy, "cublasLtMatmulAlgoGetHeuristic failed (status %d%s)", st,
+			 st == 7 ? ": an invalid value" : st == 15 ? ": not supported" : "");
+	else if (st == 0 && (nh < 1 || h[0].state != 0))
+		snprintf(why, nwhy, "cublasLt has no algorithm for this GEMM with its epilogue (%d results, state %d)", nh,
+			 h[0].state);
+	if (pref)
+		b->pref_destroy(pref);
+	if (st != 0 || nh < 1 || h[0].state != 0) {
 		kf_cublaslt_op_free(b, o);
 		return NULL;
 	}
-	b->pref_destroy(pref);
 	o->algo = h[0].algo;
 	o->ws = h[0].ws;
 	return o;
@@ -414,6 +471,11 @@ int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, 
 {
 	float one = 1.0f, zero = 0.0f;
 	const void *bp = (const void *)(uintptr_t)bias;
+	if ((a | bm | bias | out) % KF_LT_ALIGN) {
+		/* the algorithm was chosen for KF_LT_ALIGN-aligned buffers */
+		kf_error(b->c, KF_NOLOC, "cublasLt: a buffer is not %d-byte aligned", KF_LT_ALIGN);
+		return -1;
+	}
 	int st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp);
 	if (st == 0)
 		st = b->matmul(b->h, o->desc, &one, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,

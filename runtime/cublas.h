@@ -54,6 +54,44 @@ typedef struct kf_lt_plan {
 	int epi;                /* KF_LT_* */
 } kf_lt_plan;
 
+/* What kf_cublaslt_prepare hands the library, as data (so that a host-only
+ * test can check every attribute id, value and size against cublasLt.h):
+ * the matmul descriptor (compute and scale type, then its attributes), the
+ * layouts of cuBLAS's A (our B), B (our A) and D (= C), and the preference
+ * attributes.  Values are passed by address with `size` bytes, as
+ * cublasLt*SetAttribute reads them: 4 for the enums, 8 for pointers and
+ * the workspace size. */
+typedef struct kf_lt_attr {
+	int attr;
+	size_t size;
+	union {
+		int32_t i32;
+		uint32_t u32;
+		uint64_t u64;
+		const void *ptr;
+	} v;
+} kf_lt_attr;
+typedef struct kf_lt_layout {
+	int type;
+	uint64_t rows, cols;
+	int64_t ld;
+} kf_lt_layout;
+typedef struct kf_lt_desc {
+	int compute, scale;
+	kf_lt_attr desc[8];
+	int ndesc;
+	kf_lt_layout a, b, d;
+	kf_lt_attr pref[4];
+	int npref;
+} kf_lt_desc;
+/* Every buffer cuBLASLt gets is aligned this much (the session's arena,
+ * cuMemAlloc); the heuristic assumes it of A..D by default and reads the
+ * bias pointer's value for its alignment, so the placeholder bias pointer
+ * at plan time is this number, and a run checks its pointers against it. */
+#define KF_LT_ALIGN 256
+/* Fills *d for plan p (pure: no library needed). */
+void kf_cublaslt_describe(const kf_lt_plan *p, kf_lt_desc *d);
+
 /* True when fusion n maps to one cublasLtMatmul (above); fills *p. */
 bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p);
 /* The choice when no tile is tuned: large f16/bf16 GEMMs. */

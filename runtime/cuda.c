@@ -72,6 +72,7 @@ typedef struct cu_api {
 	CUresult (*MemcpyHtoD)(kf_cuptr, const void *, size_t);
 	CUresult (*MemcpyDtoH)(void *, kf_cuptr, size_t);
 	CUresult (*MemsetD8)(kf_cuptr, unsigned char, size_t);
+	CUresult (*MemsetD8Async)(kf_cuptr, unsigned char, size_t, kf_custream);
 	launch_fn LaunchKernel;
 	coop_fn LaunchCooperativeKernel;
 	CUresult (*StreamCreate)(kf_custream *, unsigned);
@@ -119,6 +120,7 @@ static const struct {
 	E(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL),
 	E(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL),
 	E(MemsetD8, "cuMemsetD8_v2", NULL),
+	E(MemsetD8Async, "cuMemsetD8Async", NULL),
 	E(LaunchKernel, "cuLaunchKernel", NULL),
 	E(LaunchCooperativeKernel, "cuLaunchCooperativeKernel", NULL),
 	E(StreamCreate, "cuStreamCreate", NULL),
@@ -372,6 +374,13 @@ int kf_cuda_memset(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n)
 {
 	if (n)
 		CK(cu->api.MemsetD8(dst, byte, n), "cuMemsetD8");
+	return 0;
+}
+
+int kf_cuda_memset_async(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n, kf_custream s)
+{
+	if (n)
+		CK(cu->api.MemsetD8Async(dst, byte, n, s), "cuMemsetD8Async");
 	return 0;
 }
 

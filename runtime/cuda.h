@@ -96,6 +96,8 @@ int kf_cuda_free(kf_cuda *cu, kf_cuptr p);
 int kf_cuda_h2d(kf_cuda *cu, kf_cuptr dst, const void *src, size_t n);
 int kf_cuda_d2h(kf_cuda *cu, void *dst, kf_cuptr src, size_t n);
 int kf_cuda_memset(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n);
+/* Queued on stream s (returns at once). */
+int kf_cuda_memset_async(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n, kf_custream s);
 
 /* args: one pointer per kernel parameter, to its value (as cuLaunchKernel). */
 int kf_cuda_launch(kf_cuda *cu, kf_cufunc f, const unsigned grid[3], const unsigned block[3],

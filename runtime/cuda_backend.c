@@ -626,11 +626,18 @@ static void plan_lt(kf_cuda_session *s, step *t)
 		s->lt_tried = true;
 		s->lt = kf_cublaslt_open(s->c, s->cu, why, sizeof why);
 	}
+	if (!s->lt && !why[0])
+		snprintf(why, sizeof why, "the library did not load; see the first such note");
 	if (s->lt && !(t->lt = kf_cublaslt_prepare(s->lt, &t->lp, why, sizeof why)) && !why[0])
 		snprintf(why, sizeof why, "cublasLt failed");
-	if (s->o.report && (t->lt || why[0]))
-		kf_buf_printf(s->o.report, "cuda: fusion @%s: %s\n", kf_str(s->c, kf_N(g, t->k.node)->sym),
-			      t->lt ? "cuBLASLt with the fused epilogue (tile cublaslt)" : why);
+	const char *sym = kf_str(s->c, kf_N(g, t->k.node)->sym);
+	/* a failure is never fatal: the fusion's own kernel runs; one line says so */
+	if (s->o.report && t->lt)
+		kf_buf_printf(s->o.report, "cuda: fusion @%s: cuBLASLt with the fused epilogue (tile cublaslt)\n", sym);
+	else if (s->o.report && why[0])
+		kf_buf_printf(s->o.report, "cuda: fusion @%s: cuBLASLt not used (%s); its own kernel runs\n", sym, why);
+	else if (why[0])
+		kf_warning(s->c, kf_N(g, t->k.node)->loc, "cuBLASLt not used (%s); its own kernel runs", why);
 }
 
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
@@ -850,6 +857,48 @@ static int cmp_dbl(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Bytes of the L2 flush before each timed replay ($KFUSE_BENCH_FLUSH: 1 for
+ * 256 MiB, else MiB from 64); 0: none; -1: a bad value. */
+static int64_t bench_flush_bytes(kf_ctx *c)
+{
+	const char *e = getenv("KFUSE_BENCH_FLUSH");
+	if (!e || !*e || !strcmp(e, "0"))
+		return 0;
+	char *end;
+	long long mib = strtoll(e, &end, 10);
+	if (*end || (mib != 1 && (mib < 64 || mib > (1 << 20)))) {
+		kf_error(c, KF_NOLOC, "cuda: KFUSE_BENCH_FLUSH wants 1 or a size in MiB from 64, not '%s'", e);
+		return -1;
+	}
+	return (mib == 1 ? 256 : mib) << 20;
+}
+
+/* Replay k (1..n) into ms[k - 1]: back to back (ev[k] .. ev[k + 1]), or,
+ * with a flush, each after its memset, events around the replay only. */
+static int bench_replays(kf_cuda_session *s, int n, kf_cuevent *ev, kf_cuptr scratch, int64_t flush, double *ms)
+{
+	int rc = 0;
+	for (int k = 0; k <= n && rc == 0; k++) {
+		if (flush)
+			rc = kf_cuda_memset_async(s->cu, scratch, (uint8_t)k, (size_t)flush, s->stream);
+		if (rc == 0)
+			rc = kf_cuda_event_record(s->cu, ev[flush ? 2 * k : k], s->stream);
+		if (rc == 0)
+			rc = s->graph ? kf_cuda_graph_launch(s->cu, s->graph, s->stream) : launch_all(s, false);
+		if (rc == 0 && flush)
+			rc = kf_cuda_event_record(s->cu, ev[2 * k + 1], s->stream);
+	}
+	if (rc == 0 && !flush)
+		rc = kf_cuda_event_record(s->cu, ev[n + 1], s->stream);
+	for (int k = 1; k <= n && rc == 0; k++) {
+		float t = 0;
+		rc = flush ? kf_cuda_event_elapsed(s->cu, ev[2 * k], ev[2 * k + 1], &t)
+			   : kf_cuda_event_elapsed(s->cu, ev[k], ev[k + 1], &t);
+		ms[k - 1] = t;
+	}
+	return rc;
+}
+
 int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *min_ms)
 {
 	if (!s->ran || n < 1) {
@@ -862,32 +911,29 @@ int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *
 	 * after each replay would add the host's launch latency, a few us, to
 	 * every time: the first event fires at once on an idle device.)  The
 	 * first replay warms caches and clocks and is not counted. */
-	int ne = n + 2, made = 0;
+	int64_t flush = bench_flush_bytes(s->c);
+	if (flush < 0)
+		return -1;
+	int ne = flush ? 2 * (n + 1) : n + 2, made = 0;
 	kf_cuevent *ev = calloc((size_t)ne, sizeof *ev);
 	double *ms = calloc((size_t)n, sizeof *ms);
-	int rc = 0;
+	kf_cuptr scratch = 0;
+	int rc = flush ? kf_cuda_malloc(s->cu, (size_t)flush, &scratch) : 0;
 	for (; made < ne && rc == 0; made++)
 		rc = kf_cuda_event_new(s->cu, &ev[made]);
-	for (int k = 0; k <= n && rc == 0; k++) {
-		rc = kf_cuda_event_record(s->cu, ev[k], s->stream);
-		if (rc == 0)
-			rc = s->graph ? kf_cuda_graph_launch(s->cu, s->graph, s->stream) : launch_all(s, false);
-	}
 	if (rc == 0)
-		rc = kf_cuda_event_record(s->cu, ev[n + 1], s->stream);
-	for (int k = 1; k <= n && rc == 0; k++) {
-		float t = 0;
-		rc = kf_cuda_event_elapsed(s->cu, ev[k], ev[k + 1], &t);
-		ms[k - 1] = t;
-	}
+		rc = bench_replays(s, n, ev, scratch, flush, ms);
 	if (rc == 0) {
 		qsort(ms, (size_t)n, sizeof *ms, cmp_dbl);
 		*median_ms = ms[n / 2];
 		*min_ms = ms[0];
+		s->stats.flush_bytes = flush;
 	}
 	for (int i = 0; i < made; i++)
 		if (ev[i])
 			kf_cuda_event_free(s->cu, ev[i]);
+	if (scratch)
+		kf_cuda_free(s->cu, scratch);
 	free(ev);
 	free(ms);
 	return rc;

@@ -52,11 +52,16 @@ typedef struct kf_cuda_stats {
 	size_t arena_bytes, naive_bytes; /* planned intermediates vs one buffer each */
 	int64_t graph_bytes;             /* inputs + outputs: the ideal traffic */
 	int64_t kernel_bytes;            /* what the kernels read and write */
+	int64_t flush_bytes;             /* the last bench's L2 flush per replay (0: none) */
 } kf_cuda_stats;
 void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out);
 
 /* Times n replays of the last run's launches on the device (inputs stay
- * resident; CUDA events around each replay).  Median and min in ms. */
+ * resident; CUDA events around each replay).  Median and min in ms.
+ * Back to back, a replay finds in L2 what the previous one read (an H200's
+ * L2 holds a 16 MiB weight).  $KFUSE_BENCH_FLUSH=1 (or a size in MiB, at
+ * least 64) writes a 256 MiB (that size) scratch buffer before each replay,
+ * outside its events: a cold-L2 time. */
 int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *min_ms);
 
 /* The CUDA toolkit's include directory (holding cooperative_groups.h),

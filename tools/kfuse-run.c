@@ -30,7 +30,8 @@ static const char usage[] =
 	"  --expect OUT=FILE.npy   compare output OUT (index or returned name) with a file\n"
 	"  --rtol R --atol A       tolerances for --compare and --expect (default 1e-4, 1e-5)\n"
 	"  --bench N               time N more runs, report median and min (cuda: device time of\n"
-	"                          the captured CUDA graph, inputs resident)\n"
+	"                          the captured CUDA graph, inputs resident; KFUSE_BENCH_FLUSH=1:\n"
+	"                          256 MiB written before each run, a cold-L2 time)\n"
 	"  --profile               cuda: per-kernel table (name, time, bytes, GB/s)\n"
 	"  --no-graph              cuda: launch kernel by kernel, no CUDA graph (--bench too)\n"
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
@@ -425,8 +426,11 @@ static int cuda_report(kf_backend *cuda, kf_buf *report, kf_graph *g, int n)
 	kf_cuda_stats st;
 	kf_cuda_session_stats(s, &st);
 	printf("bench cuda @%s: %d runs, median %.4f ms, min %.4f ms, %d kernels, %lld bytes in+out,"
-	       " %.1f GB/s\n", kf_str(g->ctx, g->name), n, med, mn, st.kernels, (long long)st.graph_bytes,
+	       " %.1f GB/s", kf_str(g->ctx, g->name), n, med, mn, st.kernels, (long long)st.graph_bytes,
 	       st.graph_bytes / (med * 1e6));
+	if (st.flush_bytes)
+		printf(", cold L2 (%lld MiB written before each run)", (long long)(st.flush_bytes >> 20));
+	printf("\n");
 	return 0;
 }
 

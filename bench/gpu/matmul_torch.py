@@ -40,6 +40,8 @@ CASES = {
     "mm_bias_gelu_512": (mm_bias_gelu, [(512, 4096), (4096, 4096), (4096,)], torch.float16),
     "gemv_kn": (gemv_kn, [(1, 4096), (4096, 1024)], torch.float32),
     "gemv_nk": (gemv_nk, [(1, 4096), (1024, 4096)], torch.float32),
+    "gemv_kn_k1024": (gemv_kn, [(1, 1024), (1024, 4096)], torch.float32),
+    "gemv_nk_k1024": (gemv_nk, [(1, 1024), (4096, 1024)], torch.float32),
 }
 
 
