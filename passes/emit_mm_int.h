@@ -56,4 +56,7 @@ bool kx_mm_raw(const kx *k, const kx_mmop *op);
 int kx_mm_emit_mma(kx *k, kx_mm *mm);
 int kx_mm_emit_gemv(kx *k, kx_mm *mm);
 
+/* emit_wgmma.c */
+int kx_mm_emit_wgmma(kx *k, kx_mm *mm);
+
 #endif
