@@ -705,6 +705,10 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		s->st[i].blas = kf_cublas_supports(g, s->st[i].k.node);
 	for (uint32_t i = 0; rc == 0 && s->cu && i < s->nst; i++)
 		plan_lt(s, &s->st[i]);
+	for (uint32_t i = 0; rc == 0 && s->o.report && i < s->nst; i++)
+		if (s->st[i].k.sm90a && !s->st[i].lt)
+			kf_buf_printf(s->o.report, "cuda: fusion @%s: wgmma kernel (sm_90a, %d threads, %d bytes of shared memory)\n",
+				      kf_str(s->c, kf_N(g, s->st[i].k.node)->sym), s->st[i].k.block, s->st[i].k.smem);
 	s->stats.emit_s = now_s() - t0;
 	for (int round = 0; rc == 0; round++) {
 		rc = compile(s);
