@@ -464,6 +464,12 @@ static void finish(kx *k, const char *bounds)
 	kf_buf_puts(&t, k->decl.p ? k->decl.p : "");
 	kf_buf_printf(&t, "extern \"C\" __global__ void %s KF_KERNEL", bounds);
 	kx_params(k, &t);
+	if (k->k->ntmap) { /* tensor maps by value, after the pointers */
+		t.n--;
+		for (int i = 0; i < k->k->ntmap; i++)
+			kf_buf_printf(&t, ", const __grid_constant__ KfTmap tm%d", i);
+		kf_buf_putc(&t, ')');
+	}
 	kf_buf_puts(&t, "\n{\n");
 	kf_buf_put(&t, k->b.p ? k->b.p : "", k->b.n);
 	kf_buf_puts(&t, "}\n");
@@ -605,12 +611,17 @@ static int kernel_kind(kx *k, kf_nid n)
 
 int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 {
+	return kf_emit_node_for(g, n, NULL, out);
+}
+
+int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *out)
+{
 	const kf_node *x = kf_N(g, n);
 	memset(out, 0, sizeof *out);
 	if (x->op == KF_OP_CONST || x->op == KF_OP_RESHAPE || x->op == KF_OP_RETURN ||
 	    x->op == KF_OP_YIELD)
 		return 1;
-	kx k = {.g = g, .c = g->ctx, .at = n, .k = out};
+	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0};
 	out->node = n;
 	out->grid_y = out->grid_z = 1;
 	spec(&k, n);
@@ -649,7 +660,9 @@ int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 	if (rc == 0) {
 		kx_bytes(&k);
 		char bounds[48];
-		snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
+		/* setmaxnreg needs a register cap at entry: one block per SM */
+		snprintf(bounds, sizeof bounds, out->sm90a ? "__launch_bounds__(%d, 1)" : "__launch_bounds__(%d)",
+			 out->block);
 		finish(&k, bounds);
 	}
 done:
@@ -744,6 +757,12 @@ int kf_emit_ptx_module(kf_module *m, kf_buf *out)
 	const char *arch = getenv("KFUSE_ARCH");
 	if (!arch || !*arch)
 		arch = "sm_90";
+	/* a wgmma kernel (a `wg...` tile) needs the arch-specific target */
+	char archa[24];
+	if (strstr(src.p, "wgmma.mma_async") && !strcmp(arch, "sm_90")) {
+		snprintf(archa, sizeof archa, "%sa", arch);
+		arch = archa;
+	}
 	const char *opts[] = {"-std=c++17"};
 	kf_buf ptx = {0};
 	int rc = kf_nvrtc_compile(nv, src.p, "kfuse.cu", arch, opts, 1, 0, &ptx, NULL);

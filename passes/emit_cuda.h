@@ -25,6 +25,17 @@ typedef enum {
 
 const char *kf_kernel_kind_name(int kind);
 
+/* A TMA tensor map the kernel takes by value (after its pointers, as
+ * `const __grid_constant__ KfTmap tmI`): 2-D, the buffer of input `param`
+ * seen as `outer` rows of `inner` elements of `elem` bytes (dense), copied
+ * in boxes of box_inner x box_outer with 128-byte swizzle.  The runtime
+ * encodes it from the buffer's address (cuTensorMapEncodeTiled). */
+typedef struct kf_tmap_spec {
+	int param, elem;
+	int64_t inner, outer;
+	int box_inner, box_outer;
+} kf_tmap_spec;
+
 typedef struct kf_kernel {
 	char name[24];      /* kf_0123456789abcdef */
 	char *src;          /* the kernel (without the prelude), NUL-terminated */
@@ -44,7 +55,19 @@ typedef struct kf_kernel {
 	int smem;           /* dynamic shared memory bytes per block (contraction kernels); 0 otherwise */
 	int64_t bytes;      /* bytes the kernel reads and writes, once each */
 	int nops;           /* ops it computes */
+	bool sm90a;         /* uses wgmma/setmaxnreg: compile for sm_90a, not sm_90 */
+	int ntmap;          /* tensor maps after the pointer parameters */
+	kf_tmap_spec tmap[2];
 } kf_kernel;
+
+/* What the emitter may assume of the device.  wgmma: 1 when it is an
+ * sm_90 GPU whose driver encodes tensor maps (the wgmma contraction kernel
+ * runs there and is the default for f16/bf16), -1 when not (a `wg...` tile
+ * is passed over), 0 when unknown (kfuse-opt --emit: a `wg...` tile asked
+ * for is emitted, the default stays mma.sync). */
+typedef struct kf_emit_target {
+	int wgmma;
+} kf_emit_target;
 
 typedef struct kf_kernels {
 	kf_kernel *k;
@@ -59,6 +82,8 @@ const char *kf_emit_prelude(void);
  * when n needs no kernel (const: the runtime uploads it; reshape: an alias
  * of its operand; return); -1 with an error at the node. */
 int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *k);
+/* The same for a target (NULL: unknown). */
+int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *k);
 void kf_kernel_free(kf_kernel *k);
 
 /* Every kernel of g's top level, in program order. */

@@ -62,6 +62,7 @@ typedef struct kx {
 	int V;         /* loop kernels: lanes per thread */
 	int U;         /* loop kernels: vectors per thread and trip */
 	kx_tune tune;
+	int wg;        /* kf_emit_target.wgmma */
 	kf_kernel *k;
 } kx;
 

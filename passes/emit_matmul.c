@@ -29,6 +29,13 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
+	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4 && !s[n]) {
+		c->algo = KF_MM_WG;
+		return (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
+			       c->bk == 64 && c->stages >= 2 && c->stages <= 8
+			       ? 0
+			       : -1;
+	}
 	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 && !s[n]) {
 		c->algo = KF_MM_FMA;
 		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 ? 0 : -1;
@@ -64,6 +71,9 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 	case KF_MM_LT:
 		snprintf(out, n, "cublaslt");
 		break;
+	case KF_MM_WG:
+		snprintf(out, n, "wg%dx%dx%ds%d", c->bm, c->bn, c->bk, c->stages);
+		break;
 	default:
 		if (c->ks && c->un)
 			snprintf(out, n, "gemvk%du%d", c->ks, c->un);
@@ -79,10 +89,26 @@ static bool mma_dtype(const kf_mm_shape *sh)
 	return sh->in == KF_F16 || sh->in == KF_BF16 || (sh->in == KF_F32 && sh->tf32);
 }
 
+/* The wgmma kernel's limits: f16/bf16 read as stored (TMA copies bytes),
+ * one batch, A [M, K], row lengths multiples of 16 bytes (TMA strides),
+ * coordinates in 32 bits, the ring in 227 KiB; a device that has it. */
+static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	if ((sh->in != KF_F16 && sh->in != KF_BF16) || !sh->raw || sh->batch != 1 || sh->ta || sh->wgmma < 0)
+		return false;
+	if (sh->K % 8 || (!sh->tb && sh->N % 8) || sh->M >= (1LL << 31) || sh->N >= (1LL << 31) ||
+	    sh->K >= (1LL << 31))
+		return false;
+	/* + 1024 to align the ring, + 1024 of static shared memory (the barriers) */
+	return (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048 <= 227 * 1024;
+}
+
 /* Whether config c can run shape sh (the kernels' structural limits). */
 static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 {
 	switch (c->algo) {
+	case KF_MM_WG:
+		return wg_fits(c, sh);
 	case KF_MM_MMA: {
 		if (!mma_dtype(sh))
 			return false;
@@ -118,6 +144,17 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 		kf_mm_config_parse("gemv", c);
 		return;
 	}
+	kf_mm_config wg;
+	kf_mm_config_parse("wg128x256x64s4", &wg);
+	if (sh->wgmma > 0 && wg_fits(&wg, sh)) {
+		/* 128 x 256 where they fill most of the 132 SMs of an H200 (one
+		 * block per SM: the ring takes 193 KiB), else 128 x 128, else 64 x 128 */
+		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
+		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
+		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4" : t128 >= 100 ? "wg128x128x64s6" : "wg64x128x64s8",
+				   c);
+		return;
+	}
 	if (mma_dtype(sh) && sh->K >= 16) {
 		int64_t b128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128) * sh->batch;
 		int64_t b64 = ((sh->M + 63) / 64) * ((sh->N + 127) / 128) * sh->batch;
@@ -137,7 +174,8 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
-		"mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
+		"wg128x256x64s4", "wg128x256x64s3", "wg128x128x64s6", "wg128x128x64s4", "wg64x256x64s6",
+		"wg64x128x64s8", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
 		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
@@ -152,7 +190,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
 		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
 		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) ||
-		    (c.algo == KF_MM_MMA && gemv))
+		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)))
 			continue;
 		snprintf(out[n++], 32, "%s", all[i]);
 	}
@@ -388,10 +426,19 @@ static int analyse_kx(kx *k, kx_mm *mm)
 	return 0;
 }
 
-static void shape_of(const kx_mm *mm, bool tf32, kf_mm_shape *sh)
+static bool chain_raw(kf_graph *g, const kx_mmop *op)
+{
+	for (int i = 0; i < op->nchain; i++)
+		if (kf_N(g, op->chain[i])->op != KF_OP_TRANSPOSE)
+			return false;
+	return true;
+}
+
+static void shape_of(kf_graph *g, const kx_mm *mm, bool tf32, kf_mm_shape *sh)
 {
 	*sh = (kf_mm_shape){.in = mm->dt, .out = mm->rt, .batch = mm->nb, .M = mm->M, .N = mm->N, .K = mm->K,
-			    .ta = mm->a.trans, .tb = mm->b.trans, .tf32 = tf32 && mm->dt == KF_F32};
+			    .ta = mm->a.trans, .tb = mm->b.trans, .tf32 = tf32 && mm->dt == KF_F32,
+			    .raw = chain_raw(g, &mm->a) && chain_raw(g, &mm->b) && !mm->a.vec && !mm->b.vec};
 }
 
 bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
@@ -426,7 +473,7 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 	if (why)
 		return false;
 	if (sh)
-		shape_of(&mm, x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false), sh);
+		shape_of(g, &mm, x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false), sh);
 	return true;
 }
 
@@ -435,7 +482,8 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 static void choose_config(kx *k, kx_mm *mm)
 {
 	kf_mm_shape sh;
-	shape_of(mm, mm->tf32, &sh);
+	shape_of(k->g, mm, mm->tf32, &sh);
+	sh.wgmma = k->wg;
 	const char *want[2] = {NULL, getenv("KFUSE_MATMUL_TILE")};
 	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
 		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
@@ -449,10 +497,7 @@ static void choose_config(kx *k, kx_mm *mm)
 
 bool kx_mm_raw(const kx *k, const kx_mmop *op)
 {
-	for (int i = 0; i < op->nchain; i++)
-		if (kf_N(k->g, op->chain[i])->op != KF_OP_TRANSPOSE)
-			return false;
-	return true;
+	return chain_raw(k->g, op);
 }
 
 const char *kx_mm_acc_type(const kx_mm *mm)
@@ -763,6 +808,7 @@ int kx_emit_matmul(kx *k)
 	switch (mm.cfg.algo) {
 	case KF_MM_MMA: return kx_mm_emit_mma(k, &mm);
 	case KF_MM_GEMV: return kx_mm_emit_gemv(k, &mm);
+	case KF_MM_WG: return kx_mm_emit_wgmma(k, &mm);
 	default: return emit_fma(k, &mm);
 	}
 }

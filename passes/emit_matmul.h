@@ -21,19 +21,21 @@
 /* KF_MM_LT ("cublaslt"): the runtime calls cuBLASLt with the epilogue
  * (runtime/cublas.h); the emitter passes it over (its kernel, the
  * fallback, takes the heuristic's config). */
-typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT } kf_mm_algo;
+/* KF_MM_WG: the Hopper kernel (passes/emit_wgmma.c), sm_90a only. */
+typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG } kf_mm_algo;
 
 typedef struct kf_mm_config {
 	int algo;          /* kf_mm_algo */
 	int bm, bn, bk;    /* block tile (FMA, MMA) */
 	int wm, wn;        /* MMA: warps along M and N; FMA: outputs per thread along M, N */
-	int stages;        /* MMA: cp.async pipeline depth (2..4) */
+	int stages;        /* MMA: cp.async pipeline depth (2..4); WG: TMA ring stages (2..8) */
 	int ks;            /* GEMV: B [K, N]: K split across blocks; B [N, K]: warps per
 			    * output (1, 2, 4, 8); 0: chosen from the shape */
 	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 8) */
 } kf_mm_config;
 
-/* "mma128x128x32w2x4s3", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8", "cublaslt"; 0, or -1
+/* "mma128x128x32w2x4s3", "wg128x256x64s4", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8",
+ * "cublaslt"; 0, or -1
  * when the text is not a config. */
 int kf_mm_config_parse(const char *s, kf_mm_config *out);
 void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n);
@@ -44,6 +46,8 @@ typedef struct kf_mm_shape {
 	int64_t batch, M, N, K;
 	bool ta, tb;       /* operands stored transposed (after folding) */
 	bool tf32;         /* f32 operands may use tf32 tensor cores */
+	bool raw;          /* both operands read as stored (prologues only transpose) */
+	int wgmma;         /* kf_emit_target.wgmma: wg tiles are candidates when 1 */
 } kf_mm_shape;
 
 /* True when top-level node n is a contraction kernel (matmul, gemm, or a

@@ -57,4 +57,7 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm);
 /* emit_gemv.c */
 int kx_mm_emit_gemv(kx *k, kx_mm *mm);
 
+/* emit_wgmma.c */
+int kx_mm_emit_wgmma(kx *k, kx_mm *mm);
+
 #endif

@@ -148,6 +148,10 @@ struct kf_cuda {
 	CUcontext cuctx;
 	kf_cuda_info info;
 	cu_api api;
+	/* optional (CUDA 12+): NULL when the driver lacks it, and then no
+	 * kernel that takes tensor maps is planned (kf_cuda_info.tmap = 0) */
+	CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+					 const unsigned *, const unsigned *, int, int, int, int);
 };
 
 /* Reports a failed driver call with its error name and text.  A stub or
@@ -213,6 +217,7 @@ static int load_driver(kf_cuda *cu)
 		}
 		memcpy((char *)&cu->api + cu_syms[i].off, &p, sizeof p);
 	}
+	*(void **)&cu->TensorMapEncodeTiled = getenv("KFUSE_NO_TMAP") ? NULL : dlsym(cu->lib, "cuTensorMapEncodeTiled");
 	return 0;
 }
 
@@ -237,6 +242,7 @@ static int query_info(kf_cuda *cu)
 	CK(cu->api.DeviceTotalMem(&in->total_mem, cu->dev), "cuDeviceTotalMem");
 	CK(cu->api.DriverGetVersion(&in->driver_version), "cuDriverGetVersion");
 	snprintf(in->arch, sizeof in->arch, "sm_%d%d", in->cc_major, in->cc_minor);
+	in->tmap = cu->TensorMapEncodeTiled != NULL;
 	return 0;
 }
 
@@ -327,6 +333,26 @@ int kf_cuda_func_set_max_dyn_smem(kf_cuda *cu, kf_cufunc f, int bytes)
 {
 	CK(cu->api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
 	   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+	return 0;
+}
+
+int kf_cuda_tmap_2d(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64_t outer, unsigned box_inner,
+		    unsigned box_outer, kf_cuda_tmap *out)
+{
+	if (!cu->TensorMapEncodeTiled) {
+		kf_error(cu->ctx, KF_NOLOC, "the CUDA driver %s lacks cuTensorMapEncodeTiled (CUDA 12 or newer)",
+			 cu->path);
+		return -1;
+	}
+	/* CU_TENSOR_MAP_DATA_TYPE_UINT8 (0), UINT16 (1), UINT32 (2): a copy
+	 * moves bytes, and zero bits fill out-of-range elements of any type */
+	int dtype = elem == 1 ? 0 : elem == 2 ? 1 : 2;
+	uint64_t dim[2] = {inner, outer}, stride[1] = {inner * (uint64_t)elem};
+	unsigned box[2] = {box_inner, box_outer}, estride[2] = {1, 1};
+	memset(out, 0, sizeof *out);
+	/* interleave none (0), swizzle 128B (3), L2 promotion 256B (3), OOB fill zeros (0) */
+	CK(cu->TensorMapEncodeTiled(out->b, dtype, 2, (void *)(uintptr_t)base, dim, stride, box, estride, 0, 3, 3, 0),
+	   "cuTensorMapEncodeTiled");
 	return 0;
 }
 

@@ -63,6 +63,7 @@ typedef struct kf_cuda_info {
 	int l2_bytes;
 	int coop_launch;        /* cuLaunchCooperativeKernel supported */
 	int driver_version;     /* 13000 for 13.0 */
+	int tmap;               /* the driver encodes TMA tensor maps (cuTensorMapEncodeTiled) */
 	size_t total_mem;
 } kf_cuda_info;
 
@@ -89,6 +90,18 @@ int kf_cuda_func_attrs(kf_cuda *cu, kf_cufunc f, kf_cuda_funcattr *out);
 /* Allows launches of f with up to bytes of dynamic shared memory (needed
  * beyond 48 KiB). */
 int kf_cuda_func_set_max_dyn_smem(kf_cuda *cu, kf_cufunc f, int bytes);
+/* A TMA tensor map (CUtensorMap: 128 bytes, 64-byte aligned), passed to a
+ * kernel by value. */
+typedef struct kf_cuda_tmap {
+	_Alignas(64) unsigned char b[128];
+} kf_cuda_tmap;
+/* Encodes a 2-D map of the dense row-major buffer at base: outer rows of
+ * inner elements of elem bytes (1, 2 or 4; the row length in bytes a
+ * multiple of 16), boxes of box_inner x box_outer, 128-byte swizzle,
+ * out-of-range elements read as zeros.  -1 with an error when the driver
+ * lacks cuTensorMapEncodeTiled (kf_cuda_info.tmap) or refuses the map. */
+int kf_cuda_tmap_2d(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64_t outer, unsigned box_inner,
+		    unsigned box_outer, kf_cuda_tmap *out);
 int kf_cuda_occupancy(kf_cuda *cu, kf_cufunc f, int block_threads, size_t dyn_smem, int *blocks_per_sm);
 
 int kf_cuda_malloc(kf_cuda *cu, size_t n, kf_cuptr *out);

@@ -26,6 +26,7 @@ typedef struct step {
 	int prog;            /* program index */
 	kf_cufunc f;
 	kf_cuptr *ptr;       /* parameter values */
+	kf_cuda_tmap *tm;    /* tensor maps (k.ntmap), encoded from ptr */
 	void **args;
 	unsigned grid;
 	float ms;            /* profile */
@@ -38,6 +39,7 @@ typedef struct prog {
 	kf_buf src;
 	kf_buf image;
 	kf_cumodule mod;
+	bool sm90a;          /* its kernels need the arch-specific target */
 	bool cached;
 	char err[512];
 } prog;
@@ -48,6 +50,7 @@ struct kf_cuda_session {
 	kf_cuda *cu;
 	kf_nvrtc *nv;
 	char arch[16];
+	kf_emit_target tgt;    /* what the emitter may use on this device */
 	kf_graph *g;
 	uint32_t gnodes;       /* g->nnode when planned, to notice a changed graph */
 	step *st;
@@ -103,7 +106,7 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 			continue;
 		}
 		kf_kernel k;
-		int rc = kf_emit_node(g, n, &k);
+		int rc = kf_emit_node_for(g, n, &s->tgt, &k);
 		if (rc < 0)
 			return -1;
 		if (rc == 0)
@@ -192,7 +195,9 @@ static void compile_one(kf_cuda_session *s, prog *p)
 		int ni = include_opts(nv, p->src.p, inc);
 		for (int i = 0; i < ni; i++)
 			opts[nopt++] = inc[i];
-		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", s->arch, opts, nopt, 1,
+		char arch[24];
+		kf_cuda_kernel_arch(s->arch, p->sm90a, arch, sizeof arch);
+		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", arch, opts, nopt, 1,
 				       &p->image, NULL);
 		p->cached = rc == 0 && kc.hits > 0;
 	}
@@ -221,9 +226,13 @@ static void *worker(void *arg)
 	}
 }
 
+/* sm_90a kernels apart (their programs compile for sm_90a), then by name */
 static int cmp_name(const void *a, const void *b)
 {
-	return strcmp((*(step *const *)a)->k.name, (*(step *const *)b)->k.name);
+	const kf_kernel *x = &(*(step *const *)a)->k, *y = &(*(step *const *)b)->k;
+	if (x->sm90a != y->sm90a)
+		return x->sm90a - y->sm90a;
+	return strcmp(x->name, y->name);
 }
 
 /* Groups the distinct kernels (sorted by name, so that programs and their
@@ -247,11 +256,13 @@ static int compile(kf_cuda_session *s)
 		s->stats.distinct++;
 		/* a program holds up to PER_PROGRAM kernels or PER_PROGRAM_OPS ops,
 		 * so that big kernels compile in parallel */
-		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS) {
+		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS ||
+		    (s->npr > first && s->pr[s->npr - 1].sm90a != by[i]->k.sm90a)) {
 			ops = 0;
 			s->pr = realloc(s->pr, (s->npr + 1) * sizeof *s->pr);
 			memset(&s->pr[s->npr], 0, sizeof *s->pr);
 			kf_buf_puts(&s->pr[s->npr].src, kf_emit_prelude());
+			s->pr[s->npr].sm90a = by[i]->k.sm90a;
 			s->npr++;
 			inprog = 0;
 		}
@@ -535,21 +546,60 @@ static int plan_memory(kf_cuda_session *s)
 	return rc;
 }
 
-static void bind_args(kf_cuda_session *s)
+/* The parameter values of every step: buffer addresses, then the tensor
+ * maps encoded from them (once per plan: the buffers stay put, and a CUDA
+ * graph captures the values). */
+static int bind_args(kf_cuda_session *s)
 {
 	for (uint32_t i = 0; i < s->nst; i++) {
 		step *t = &s->st[i];
 		uint32_t n = t->k.nin + t->k.nout;
 		free(t->ptr);
 		free(t->args);
+		free(t->tm);
+		t->tm = NULL;
 		t->ptr = malloc((n + 1) * sizeof *t->ptr);
-		t->args = malloc((n + 1) * sizeof *t->args);
+		t->args = malloc((n + 3) * sizeof *t->args);
 		for (uint32_t j = 0; j < n; j++) {
 			kf_vid v = j < t->k.nin ? t->k.in[j] : t->k.out[j - t->k.nin];
 			t->ptr[j] = s->vptr[root(s, v)];
 			t->args[j] = &t->ptr[j];
 		}
+		if (!t->k.ntmap || !s->cu || t->blas || t->lt)
+			continue;
+		t->tm = aligned_alloc(64, (size_t)t->k.ntmap * sizeof *t->tm);
+		if (kf_cuda_kernel_tmaps(s->cu, &t->k, t->ptr, t->tm) != 0) {
+			kf_note(s->c, kf_N(s->g, t->k.node)->loc, "cuda: the tensor maps of %s", t->k.name);
+			return -1;
+		}
+		for (int j = 0; j < t->k.ntmap; j++)
+			t->args[n + (uint32_t)j] = &t->tm[j];
 	}
+	return 0;
+}
+
+int kf_cuda_kernel_tmaps(kf_cuda *cu, const kf_kernel *k, const kf_cuptr *ptr, kf_cuda_tmap *out)
+{
+	for (int j = 0; j < k->ntmap; j++) {
+		const kf_tmap_spec *m = &k->tmap[j];
+		if (kf_cuda_tmap_2d(cu, ptr[m->param], m->elem, (uint64_t)m->inner, (uint64_t)m->outer,
+				    (unsigned)m->box_inner, (unsigned)m->box_outer, &out[j]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+void kf_cuda_kernel_arch(const char *arch, bool sm90a, char *out, size_t n)
+{
+	snprintf(out, n, "%s%s", arch, sm90a && !strcmp(arch, "sm_90") ? "a" : "");
+}
+
+void kf_cuda_emit_target(const kf_cuda *cu, const char *arch, kf_emit_target *t)
+{
+	/* wgmma and setmaxnreg exist on sm_90 alone (sm_90a code runs nowhere
+	 * else); the kernel also needs the driver to encode its tensor maps */
+	bool ok = !strcmp(arch, "sm_90") && (!cu || kf_cuda_get_info(cu)->tmap);
+	t->wgmma = ok ? 1 : -1;
 }
 
 static void unplan(kf_cuda_session *s)
@@ -559,6 +609,7 @@ static void unplan(kf_cuda_session *s)
 		kf_kernel_free(&s->st[i].k);
 		free(s->st[i].ptr);
 		free(s->st[i].args);
+		free(s->st[i].tm);
 	}
 	free(s->st);
 	s->st = NULL;
@@ -617,8 +668,9 @@ static void plan_lt(kf_cuda_session *s, step *t)
 	const char *tile = kf_attr_str(g, t->k.node, "tile", NULL), *env = getenv("KFUSE_MATMUL_TILE");
 	if (t->k.kind != KF_KK_MATMUL || !kf_cublaslt_plan(g, t->k.node, &t->lp))
 		return;
+	/* by default the wgmma kernel, where the emitter chose it, runs */
 	bool want = tile ? !strcmp(tile, "cublaslt")
-			 : env && *env ? !strcmp(env, "cublaslt") : kf_cublaslt_default(&t->lp);
+			 : env && *env ? !strcmp(env, "cublaslt") : kf_cublaslt_default(&t->lp) && !t->k.sm90a;
 	if (!want)
 		return;
 	char why[1024] = "";
@@ -660,6 +712,10 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		s->st[i].blas = kf_cublas_supports(g, s->st[i].k.node);
 	for (uint32_t i = 0; rc == 0 && s->cu && i < s->nst; i++)
 		plan_lt(s, &s->st[i]);
+	for (uint32_t i = 0; rc == 0 && s->o.report && i < s->nst; i++)
+		if (s->st[i].k.sm90a && !s->st[i].lt)
+			kf_buf_printf(s->o.report, "cuda: fusion @%s: wgmma kernel (sm_90a, %d threads, %d bytes of shared memory)\n",
+				      kf_str(s->c, kf_N(g, s->st[i].k.node)->sym), s->st[i].k.block, s->st[i].k.smem);
 	s->stats.emit_s = now_s() - t0;
 	for (int round = 0; rc == 0; round++) {
 		rc = compile(s);
@@ -697,7 +753,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	if (rc == 0)
 		rc = plan_memory(s);
 	if (rc == 0)
-		bind_args(s);
+		rc = bind_args(s);
 	s->stats.kernels = (int)s->nst;
 	for (uint32_t i = 0; i < g->blk[0].narg; i++)
 		s->stats.graph_bytes += kf_type_numel(kf_vtype(g, g->blk[0].arg[i])) *
@@ -964,6 +1020,7 @@ kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o)
 	}
 	snprintf(s->arch, sizeof s->arch, "%s",
 		 o->arch ? o->arch : s->cu ? kf_cuda_get_info(s->cu)->arch : "sm_90");
+	kf_cuda_emit_target(s->cu, s->arch, &s->tgt);
 	return s;
 fail:
 	kf_cuda_session_free(s);

@@ -20,6 +20,8 @@
 
 #include "kf.h"
 #include "interp.h"
+#include "cuda.h"
+#include "../passes/emit_cuda.h"
 
 typedef struct kf_cuda_opts {
 	int device;
@@ -70,6 +72,15 @@ int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *
  * libnvrtc (nvrtc_path as kf_nvrtc_path gives it; may be NULL), then
  * /usr/local/cuda/include.  0, or -1 when none has it. */
 int kf_cuda_include_dir(const char *nvrtc_path, char *out, size_t n);
+
+/* The tensor maps of kernel k (k->ntmap of them) for its parameter
+ * values ptr (inputs, then outputs).  0, or -1 with an error. */
+int kf_cuda_kernel_tmaps(kf_cuda *cu, const kf_kernel *k, const kf_cuptr *ptr, kf_cuda_tmap *out);
+/* The NVRTC target of a kernel on arch: arch, or "sm_90a" for an sm_90a
+ * kernel on sm_90. */
+void kf_cuda_kernel_arch(const char *arch, bool sm90a, char *out, size_t n);
+/* What the emitter may use on device cu (NULL: a dry run) of arch. */
+void kf_cuda_emit_target(const kf_cuda *cu, const char *arch, kf_emit_target *t);
 
 /* The backend entry: a session used once. */
 int kf_cuda_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout,

@@ -9,6 +9,7 @@
 #include "cuda.h"
 #include "kcache.h"
 #include "cublas.h"
+#include "cuda_backend.h"
 #include "../passes/emit_cuda.h"
 #include "../passes/emit_matmul.h"
 
@@ -173,6 +174,7 @@ typedef struct bench {
 	kf_nvrtc *nv;
 	kf_kcache kc;
 	const char *arch;
+	kf_emit_target tgt;
 	int reps;
 	kf_cublaslt *lt; /* opened at the first contraction cuBLASLt can run */
 	bool lt_tried;
@@ -262,16 +264,21 @@ static double time_kernel(bench *b, kf_graph *g, const kf_kernel *k)
 	kf_cumodule mod = NULL;
 	uint32_t np = k->nin + k->nout;
 	kf_cuptr *ptr = calloc(np + 1, sizeof *ptr);
-	void **args = calloc(np + 1, sizeof *args);
+	void **args = calloc(np + 3, sizeof *args);
+	kf_cuda_tmap *tm = aligned_alloc(64, 2 * sizeof *tm);
 	kernel_call l = {.b = b, .grid = {(unsigned)k->units, k->grid_y, k->grid_z}, .block = {(unsigned)k->block, 1, 1},
 			 .smem = (unsigned)k->smem, .args = args};
-	if (kf_kcache_compile(&b->kc, b->nv, src.p, "tune.cu", b->arch, opts, 1, 1, &img, NULL) != 0 ||
+	char arch[24];
+	kf_cuda_kernel_arch(b->arch, k->sm90a, arch, sizeof arch);
+	if (kf_kcache_compile(&b->kc, b->nv, src.p, "tune.cu", arch, opts, 1, 1, &img, NULL) != 0 ||
 	    kf_cuda_module_load(b->cu, img.p, &mod) != 0 || kf_cuda_function(b->cu, mod, k->name, &l.f) != 0 ||
 	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l.f, k->smem) != 0) ||
-	    buffers(b, g, k, ptr) != 0)
+	    buffers(b, g, k, ptr) != 0 || kf_cuda_kernel_tmaps(b->cu, k, ptr, tm) != 0)
 		goto out;
 	for (uint32_t i = 0; i < np; i++)
 		args[i] = &ptr[i];
+	for (int i = 0; i < k->ntmap; i++) /* tensor maps by value after the pointers */
+		args[np + (uint32_t)i] = &tm[i];
 	ms = time_launches(b, kernel_launch, &l);
 out:
 	for (uint32_t i = 0; i < np; i++)
@@ -281,6 +288,7 @@ out:
 		kf_cuda_module_unload(b->cu, mod);
 	free(ptr);
 	free(args);
+	free(tm);
 	kf_buf_free(&src);
 	kf_buf_free(&img);
 	return ms;
@@ -338,7 +346,9 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 {
 	char cand[33][32], best[32] = "";
 	double bms = -1;
-	int nc = kf_mm_candidates(sh, cand, 32);
+	kf_mm_shape shw = *sh;
+	shw.wgmma = b->tgt.wgmma;
+	int nc = kf_mm_candidates(&shw, cand, 32);
 	kf_lt_plan lp;
 	/* cuBLASLt with the fused epilogue, where the fusion maps to it */
 	if (kf_cublaslt_plan(g, n, &lp))
@@ -355,8 +365,14 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 		if (!strcmp(cand[i], "cublaslt")) {
 			ms = time_lt(b, g, n, &lp, report);
 		} else {
-			if (kf_emit_node(g, n, &k) != 0 || kf_nerrors(g->ctx) != nerr)
+			if (kf_emit_node_for(g, n, &b->tgt, &k) != 0 || kf_nerrors(g->ctx) != nerr)
 				continue;
+			/* a wg tile the node cannot take falls back to another
+			 * kernel, timed under its own name already */
+			if (k.sm90a != !strncmp(cand[i], "wg", 2)) {
+				kf_kernel_free(&k);
+				continue;
+			}
 			ms = time_kernel(b, g, &k);
 			kf_kernel_free(&k);
 		}
@@ -403,6 +419,7 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 		goto done;
 	}
 	b.arch = o->arch ? o->arch : kf_cuda_get_info(b.cu)->arch;
+	kf_cuda_emit_target(b.cu, b.arch, &b.tgt);
 	kf_kcache_init(&b.kc, b.c, o->cache_dir);
 	if (kf_tune_path(o->cache_dir, &path) != 0) {
 		kf_error(c, KF_NOLOC, "tune: no cache directory (set KFUSE_CACHE_DIR or KFUSE_TUNE_FILE)");

@@ -17,7 +17,13 @@
 # Variants:
 #   tuned      kfuse-opt -p fuse-matmul,fuse, then kfuse-run --tune (every
 #              candidate tile timed; the winner kept in $KFUSE_CACHE_DIR/tune.txt)
-#   default    the same graph with the heuristic's tile (an empty tune file)
+#   default    the same graph with the heuristic's tile (an empty tune file;
+#              on an H200 the wgmma kernel, wg128x256x64s4 / wg128x128x64s6)
+#   wgmma      the wgmma + TMA kernel forced (KFUSE_MATMUL_TILE=$WG, default
+#              wg128x256x64s4 at 4096, wg128x128x64s6 at 512), checked at 512
+#   no-tmap    M = 512 only: the wgmma tile asked for, but the driver's
+#              cuTensorMapEncodeTiled hidden (KFUSE_NO_TMAP=1): the tile is
+#              passed over and the mma.sync kernel runs (tile column '-'), right
 #   cublas+epi kfuse-opt -p fuse: the matmul alone through cuBLAS
 #              (KFUSE_CUBLAS=1), bias + GELU one fused kfuse kernel
 #   cublaslt   mm_bias_gelu only: the tile cublaslt (cuBLASLt with the
@@ -91,6 +97,9 @@ run() {
 	ok=$(grep -c '\[ok\]' "$out/$c.$v.txt")
 	bad=$(grep -c 'MISMATCH' "$out/$c.$v.txt")
 	tile=$(sed -n 's/^tune: .* -> \([a-z0-9]*\) .*/\1/p' "$out/$c.$v.txt" | tail -1)
+	# untuned: which kernel the plan took (the report's notes)
+	[ -n "$tile" ] || tile=$(grep -q ': wgmma kernel' "$out/$c.$v.txt" && echo wgmma ||
+		{ grep -q 'cuBLASLt with' "$out/$c.$v.txt" && echo cublaslt; })
 	[ "$v" = cublaslt ] && tile=$(grep -q 'cuBLASLt with the fused epilogue' "$out/$c.$v.txt" && echo cublaslt || echo fallback)
 	line=$(grep '^bench cuda' "$out/$c.$v.txt" | head -1)
 	echo "kfuse $c $v rc=$rc ok=$ok mismatch=$bad tile=${tile:--} :: $line" | tee -a "$log"
@@ -111,6 +120,13 @@ for c in mm_bias_gelu_4096 mm_bias_gelu_512 gemv_kn gemv_nk gemv_kn_k1024 gemv_n
 	run $c tuned "$out/$c.mm.kf" yes
 	grep '^tune: .* ms$' "$out/$c.tuned.txt" | sed "s/^/  /" >> "$out/tune-table.txt"
 	run $c default "$out/$c.mm.kf" $big KFUSE_TUNE_FILE="$out/none.txt"
+	case $c in
+	mm_bias_gelu_4096) run $c wgmma "$out/$c.mm.kf" no KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE="${WG4096:-wg128x256x64s4}" ;;
+	mm_bias_gelu_512)
+		run $c wgmma "$out/$c.mm.kf" yes KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE="${WG512:-wg128x128x64s6}"
+		run $c no-tmap "$out/$c.mm.kf" yes KFUSE_TUNE_FILE="$out/none.txt" KFUSE_NO_TMAP=1 \
+			KFUSE_MATMUL_TILE="${WG512:-wg128x128x64s6}" ;;
+	esac
 	run $c cublas+epi "$out/$c.ep.kf" $big KFUSE_CUBLAS=1
 	case $c in
 	mm*) run $c cublaslt "$out/$c.mm.kf" $big KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE=cublaslt ;;

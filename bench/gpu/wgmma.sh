@@ -1,0 +1,92 @@
+#!/bin/sh
+# bench/gpu/wgmma.sh [BUILD_DIR] [N]: the Hopper wgmma + TMA contraction
+# kernel alone, each tile forced (KFUSE_MATMUL_TILE), on an H100/H200; one
+# table.  Needs only the prebuilt kfuse-opt and kfuse-run (no torch).
+# Correctness first: every case but the 4096^3 timing rows is checked
+# against the CPU interpreter (f16: rtol 1e-2, atol 1e-2):
+#   odd_nk   gelu_tanh(x @ w + b), 300 x 200 x 72, w stored [K, N] (partial tiles)
+#   odd_t    the same with w stored [N, K] (a transpose folded: K-major B)
+#   bf16     x @ w, bf16, 256 x 384 x 512
+#   mm_512   gelu_tanh(x @ w + b), f16, 512 x 4096 x 4096
+#   mm_4096  the same at 4096^3 (timed only: the interpreter is slow there)
+# Each row: the tile asked for, what the plan took (wgmma, or '-' when the
+# tile was passed over), rc, the check, the median time, TFLOP/s.
+. "$(dirname "$0")/setup.sh"
+
+mm() { # NAME M N K DT TRANS EPI
+	if [ "$6" = t ]; then
+		wdecl="%w: $5[$3,$4]" mmexpr="  %t = transpose(%w) {perm = [1, 0]} : $5[$4,$3]
+  %m = matmul(%x, %t) : $5[$2,$3]"
+	else
+		wdecl="%w: $5[$4,$3]" mmexpr="  %m = matmul(%x, %w) : $5[$2,$3]"
+	fi
+	if [ "$7" = gelu ]; then
+		cat > "$out/$1.kf" <<EOG
+graph @$1(%x: $5[$2,$4], $wdecl, %b: $5[$3]) -> ($5[$2,$3]) {
+$mmexpr
+  %a = add(%m, %b) : $5[$2,$3]
+  %y = gelu(%a) {approximate = "tanh"} : $5[$2,$3]
+  return %y
+}
+EOG
+	else
+		cat > "$out/$1.kf" <<EOG
+graph @$1(%x: $5[$2,$4], $wdecl) -> ($5[$2,$3]) {
+$mmexpr
+  return %m
+}
+EOG
+	fi
+	"$opt" "$out/$1.kf" -p fuse-matmul,fuse -o "$out/$1.mm.kf" || echo "FAIL fuse-matmul $1"
+}
+mm odd_nk 300 200 72 f16 n gelu
+mm odd_t 300 200 72 f16 t gelu
+mm bf16 256 384 512 bf16 n none
+mm mm_512 512 4096 4096 f16 n gelu
+mm mm_4096 4096 4096 4096 f16 n gelu
+
+# one CASE TILE CHECK(yes/no) [ENV...]
+one() {
+	c=$1 t=$2 chk=$3
+	shift 3
+	extra=""
+	[ "$chk" = yes ] && extra="--compare=cpu --rtol 1e-2 --atol 1e-2"
+	f="$out/$c.$t.txt"
+	# shellcheck disable=SC2086
+	env KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE="$t" "$@" "$kfrun" "$out/$c.mm.kf" --backend=cuda \
+		--random-inputs --seed 1 $extra --bench "$N" > "$f" 2>&1
+	rc=$?
+	took=$(grep -q ': wgmma kernel' "$f" && echo wgmma || echo -)
+	res="n/c"
+	[ "$chk" = yes ] && { res=$(grep -q MISMATCH "$f" && echo BAD || { grep -q '\[ok\]' "$f" && echo ok || echo '?'; }); }
+	ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$f" | head -1)
+	[ $# -gt 0 ] && t="$t+env"
+	echo "$c $t $took $rc $res ${ms:--}" >> "$log"
+	[ $rc = 0 ] || tail -6 "$f" | sed 's/^/    /'
+}
+
+for t in wg128x128x64s6 wg64x128x64s8 wg128x256x64s4 wg128x64x64s8; do
+	one odd_nk $t yes
+	one odd_t $t yes
+done
+one bf16 wg128x128x64s4 yes
+for t in wg128x256x64s4 wg128x128x64s6 wg128x128x64s4 wg64x128x64s8 wg128x256x64s3; do
+	one mm_512 $t yes
+done
+one mm_512 wg128x128x64s6 yes KFUSE_NO_TMAP=1
+for t in wg128x256x64s4 wg128x256x64s3 wg128x128x64s6; do
+	one mm_4096 $t no
+done
+one mm_4096 cublaslt no
+
+python3 - "$log" <<'PY'
+import sys
+flop = {"mm_512": 2 * 512 * 4096 * 4096, "mm_4096": 2 * 4096 ** 3, "odd_nk": 2 * 300 * 200 * 72,
+        "odd_t": 2 * 300 * 200 * 72, "bf16": 2 * 256 * 384 * 512}
+print(f"{'case':<8} {'tile asked':<16} {'took':<6} {'rc':>3} {'check':>6} {'ms':>9} {'TFLOP/s':>8}")
+for l in open(sys.argv[1]):
+    c, t, took, rc, res, ms = l.split()
+    tf = f"{flop[c] / float(ms) / 1e9:8.1f}" if ms != "-" else f"{'-':>8}"
+    print(f"{c:<8} {t:<16} {took:<6} {rc:>3} {res:>6} {ms:>9} {tf}")
+PY
+echo "the '+env' row (KFUSE_NO_TMAP=1): 'took' must be '-' (the mma.sync fallback) and the check ok.  logs: $out"

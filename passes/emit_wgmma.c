@@ -1,0 +1,190 @@
+/* emit_wgmma.c: the Hopper matmul kernel (sm_90a): TMA loads into a ring of
+ * shared-memory stages, wgmma.mma_async on the tensor cores, the fused
+ * epilogue on the accumulator registers (emit_matmul.c's KF_KERNEL_epi).
+ *
+ * Config "wgBMxBNx64sS": a block of 1 + BM/64 warpgroups.  Warpgroup 0 is
+ * the producer: it gives up registers (setmaxnreg.dec) and one thread
+ * issues, for each K tile of 64, one TMA copy of A's BM x 64 tile and one
+ * (B stored [N, K]) or BN/64 (B stored [K, N]) of B's, into stage kt % S,
+ * completing on the stage's `full` mbarrier.  Each consumer warpgroup takes
+ * registers (setmaxnreg.inc), owns 64 rows of the tile and issues 4 wgmma
+ * m64nBNk16 per K tile with both operands read from shared memory through
+ * matrix descriptors; it keeps one wgmma group in flight (wait_group 1) and
+ * then releases the previous stage (`empty` mbarrier, one arrival per
+ * warp), so the tensor cores do not wait for the barrier round trip.
+ *
+ * Shared-memory layouts (both made by TMA with CU_TENSOR_MAP_SWIZZLE_128B,
+ * every tile 1024-byte aligned, so the swizzle phase starts at 0):
+ *  - K-major (A, B stored [N, K]): rows of 64 elements = 128 bytes; the
+ *    canonical SW128 K-major layout: 8-row groups 1024 bytes apart (SBO),
+ *    LBO unused; k-step 16 = +32 bytes of start address.
+ *  - N-major (B stored [K, N], wgmma's imm-trans-b = 1): BN/64 boxes of
+ *    64 k-rows x 64 n (8 KiB each): n-atoms of 64 are 8 KiB apart (LBO),
+ *    8-k-row groups 1024 bytes apart (SBO); k-step 16 = +2048 bytes.
+ * The descriptor: start >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in
+ * 32-45, swizzle mode 1 (128B) in 62-63.
+ *
+ * Out-of-range rows and K columns are zero-filled by TMA (the transaction
+ * byte count stays the full box), so partial tiles need no special path;
+ * the epilogue checks row < M and col < N.  Needs: f16/bf16 operands read
+ * as stored, one batch, row lengths multiples of 16 bytes, A not
+ * transposed (emit_matmul.c checks; otherwise the mma.sync kernel runs).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "emit_mm_int.h"
+
+static const char helpers[] =
+	"#ifndef KF_WG_HELPERS\n"
+	"#define KF_WG_HELPERS\n"
+	"struct __align__(64) KfTmap { unsigned long long v[16]; };\n"
+	"__device__ __forceinline__ unsigned kf_wg_saddr(const void *p) {\n"
+	"  return (unsigned)__cvta_generic_to_shared(p); }\n"
+	"__device__ __forceinline__ void kf_mbar_init(unsigned b, unsigned n) {\n"
+	"  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_mbar_expect(unsigned b, unsigned bytes) {\n"
+	"  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(b), \"r\"(bytes) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_mbar_arrive(unsigned b) {\n"
+	"  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_mbar_wait(unsigned b, unsigned parity) {\n"
+	"  unsigned ok = 0;\n"
+	"  do asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\"\n"
+	"                 : \"=r\"(ok) : \"r\"(b), \"r\"(parity) : \"memory\");\n"
+	"  while (!ok); }\n"
+	"__device__ __forceinline__ void kf_tma2d(unsigned dst, const KfTmap *m, int c0, int c1, unsigned bar) {\n"
+	"  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
+	"               :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\"); }\n"
+	"__device__ __forceinline__ unsigned long long kf_wg_desc(unsigned a, unsigned lbo, unsigned sbo) {\n"
+	"  return (unsigned long long)((a & 0x3ffff) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |\n"
+	"         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62); }\n"
+	"__device__ __forceinline__ void kf_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
+	"template <int N> __device__ __forceinline__ void kf_wg_wait() {\n"
+	"  asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
+	"#endif\n";
+
+/* kf_wgmma_<ty>_n<BN>_t<tb>(d, da, db): one wgmma.m64nBNk16 with f32
+ * accumulators d[BN/2], both operands by descriptor, D += A * B. */
+static void wgmma_fn(kf_buf *o, const char *ty, int bn, int tb)
+{
+	int nr = bn / 2;
+	kf_buf_printf(o, "__device__ __forceinline__ void kf_wgmma_%s_n%d_t%d(float *d, unsigned long long da, "
+		      "unsigned long long db) {\n  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+		      ty, bn, tb, bn, ty, ty);
+	for (int i = 0; i < nr; i++)
+		kf_buf_printf(o, "%s%%%d", i ? "," : "", i);
+	kf_buf_printf(o, "}, %%%d, %%%d, 1, 1, 1, 0, %d;\"\n    : ", nr, nr + 1, tb);
+	for (int i = 0; i < nr; i++)
+		kf_buf_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+	kf_buf_puts(o, "\n    : \"l\"(da), \"l\"(db) : \"memory\"); }\n");
+}
+
+/* The kernel's tensor maps: A [M, K] (box 64 x BM) and B, [N, K] (box
+ * 64 x BN) or [K, N] (box 64 x 64, BN/64 copies per stage). */
+static void tmaps(kx *k, const kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_kernel *kk = k->k;
+	kk->ntmap = 2;
+	kk->tmap[0] = (kf_tmap_spec){.param = mm->a.param, .elem = 2, .inner = mm->K, .outer = mm->M,
+				     .box_inner = 64, .box_outer = c->bm};
+	if (mm->b.trans)
+		kk->tmap[1] = (kf_tmap_spec){.param = mm->b.param, .elem = 2, .inner = mm->K, .outer = mm->N,
+					     .box_inner = 64, .box_outer = c->bn};
+	else
+		kk->tmap[1] = (kf_tmap_spec){.param = mm->b.param, .elem = 2, .inner = mm->N, .outer = mm->K,
+					     .box_inner = 64, .box_outer = 64};
+}
+
+/* The producer warpgroup: one thread streams the K tiles into the ring. */
+static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
+	int S = c->stages;
+	kf_buf_puts(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");\n"
+		       "    if (threadIdx.x != 0) return;\n");
+	kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++) {\n      const int s = kt %% %d;\n", (long long)kt, S);
+	/* the slot was last used in round kt / S - 1: wait for its release */
+	kf_buf_printf(b, "      if (kt >= %d) kf_mbar_wait(bar_empty + s * 8, ((kt / %d) - 1) & 1);\n", S, S);
+	kf_buf_printf(b, "      kf_mbar_expect(bar_full + s * 8, %d);\n", asz + bsz);
+	kf_buf_printf(b, "      const unsigned sa = sbase + s * %d, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
+	kf_buf_printf(b, "      kf_tma2d(sa, &tm0, kt * 64, bm, bar_full + s * 8);\n");
+	if (mm->b.trans)
+		kf_buf_printf(b, "      kf_tma2d(sb, &tm1, kt * 64, bn, bar_full + s * 8);\n");
+	else
+		kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) kf_tma2d(sb + j * 8192, &tm1, bn + j * 64, "
+			      "kt * 64, bar_full + s * 8);\n", c->bn / 64);
+	kf_buf_puts(b, "    }\n    return;\n  }\n");
+}
+
+/* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue. */
+static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
+	int S = c->stages, nr = c->bn / 2, tb = !mm->b.trans;
+	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16", *it = kx_it(k);
+	/* 2 consumers: (65536 - 128 * 40) / 256 = 236 -> 232; 1 consumer: 240 */
+	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", c->bm == 128 ? 232 : 240);
+	kf_buf_printf(b, "  float acc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n", nr, nr);
+	kf_buf_printf(b, "  const int cw = wg - 1;\n");
+	kf_buf_printf(b, "  for (int kt = 0; kt < %lld; kt++) {\n    const int s = kt %% %d;\n", (long long)kt, S);
+	kf_buf_printf(b, "    kf_mbar_wait(bar_full + s * 8, (kt / %d) & 1);\n", S);
+	kf_buf_printf(b, "    const unsigned sa = sbase + s * %d + cw * 8192, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
+	kf_buf_puts(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < 4; kk++) {\n");
+	kf_buf_puts(b, "      const unsigned long long da = kf_wg_desc(sa + kk * 32, 16, 1024);\n");
+	if (mm->b.trans)
+		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 32, 16, 1024);\n");
+	else
+		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 2048, 8192, 1024);\n");
+	kf_buf_printf(b, "      kf_wgmma_%s_n%d_t%d(acc, da, db);\n    }\n    kf_wg_commit();\n", ty, c->bn, tb);
+	/* the group of kt - 1 is done: its stage may be refilled */
+	kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((kt + %d) %% %d) * 8);\n  }\n",
+		      S - 1, S);
+	kf_buf_printf(b, "  kf_wg_wait<0>();\n#pragma unroll\n  for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(acc[i]) :: \"memory\");\n",
+		      nr);
+	/* m64nNk16 accumulator: d[i] at row 16 * warp + lane / 4 + 8 * ((i >> 1) & 1),
+	 * column 8 * (i >> 2) + 2 * (lane % 4) + (i & 1) */
+	kf_buf_printf(b, "  const %s r0 = bm + cw * 64 + (warp & 3) * 16 + (lane >> 2);\n", it);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", nr);
+	kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);\n", it);
+	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kx_mm_epi_call(k, b);
+	kf_buf_puts(b, "0, row, col, acc[i]);\n  }\n");
+}
+
+int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	int S = c->stages, asz = c->bm * 128, bsz = c->bn * 128;
+	int64_t kt = (mm->K + 63) / 64;
+	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
+	kf_buf *b = &k->b;
+	kf_buf_puts(&k->decl, helpers);
+	wgmma_fn(&k->decl, ty, c->bn, !mm->b.trans);
+	k->k->sm90a = true;
+	k->k->block = 128 * (1 + c->bm / 64);
+	k->k->units = (mm->N + c->bn - 1) / c->bn;
+	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
+	k->k->grid_z = 1;
+	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128 needs */
+	k->k->smem = S * (asz + bsz) + 1024;
+	tmaps(k, mm);
+	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
+		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S);
+	kf_buf_printf(b, "  const unsigned sbase = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u;\n"
+		      "  const unsigned bar_full = kf_wg_saddr(kf_bar), bar_empty = bar_full + %d;\n", 8 * S);
+	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
+	kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
+	/* full: the producer's expect_tx arrival plus the bytes; empty: one
+	 * arrival per consumer warp */
+	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    for (int s = 0; s < %d; s++) {\n"
+		      "      kf_mbar_init(bar_full + s * 8, 1);\n      kf_mbar_init(bar_empty + s * 8, %d);\n    }\n"
+		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  __syncthreads();\n",
+		      S, 4 * (c->bm / 64));
+	producer(k, mm, kt, asz, bsz);
+	consumer(k, mm, kt, asz, bsz);
+	return 0;
+}

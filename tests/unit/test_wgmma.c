@@ -1,0 +1,363 @@
+/* Unit tests of the Hopper wgmma contraction kernel (passes/emit_wgmma.c):
+ * its configs, when it is chosen and when the mma.sync kernel runs instead,
+ * the tensor maps it asks for, a host model of its shared-memory layouts
+ * (what TMA writes with 128-byte swizzle against what the wgmma matrix
+ * descriptors read) and of the accumulator fragment, and, where NVRTC is
+ * installed, its compilation for sm_90a with ptxas's report: no spills, no
+ * stack, registers within the cap.  No GPU needed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cuda.h"
+#include "cuda_backend.h"
+#include "interp.h"
+#include "emit_cuda.h"
+#include "emit_matmul.h"
+#include "kf.h"
+#include "pass.h"
+#include "passes.h"
+
+static kf_module *parse_fused(kf_ctx *c, const char *text)
+{
+	kf_rt_register(c);
+	kf_passreg r = {0};
+	kf_passes_builtin(&r);
+	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
+	kf_pipeline *p = m ? kf_pipeline_parse(c, &r, "fuse-matmul,fuse") : NULL;
+	kf_runopts ro = {.verify_each = true};
+	if (!m || kf_verify(m->graph[0]) != 0 || !p || kf_pipeline_run(p, m, &ro) != 0) {
+		kf_buf b = {0};
+		kf_diag_render(c, &b);
+		fail_msg("parse: %.*s", (int)b.n, b.p);
+	}
+	kf_pipeline_free(p);
+	kf_passreg_free(&r);
+	return m;
+}
+
+static kf_nid first_fusion(kf_graph *g)
+{
+	kf_foreach_node(g, 0, n)
+		if (kf_N(g, n)->op == KF_OP_FUSION)
+			return n;
+	fail_msg("no fusion");
+	return KF_NONE;
+}
+
+/* gelu_tanh(x @ w + b), f16, M x N x K; w stored [K, N], or [N, K] when wt */
+static char *mm_text(int M, int N, int K, bool wt)
+{
+	static char t[1024];
+	if (wt)
+		snprintf(t, sizeof t,
+			 "graph @g(%%x: f16[%d,%d], %%w: f16[%d,%d], %%b: f16[%d]) -> (f16[%d,%d]) {\n"
+			 "  %%t = transpose(%%w) {perm = [1, 0]} : f16[%d,%d]\n"
+			 "  %%m = matmul(%%x, %%t) : f16[%d,%d]\n"
+			 "  %%a = add(%%m, %%b) : f16[%d,%d]\n"
+			 "  %%y = gelu(%%a) {approximate = \"tanh\"} : f16[%d,%d]\n  return %%y\n}\n",
+			 M, K, N, K, N, M, N, K, N, M, N, M, N, M, N);
+	else
+		snprintf(t, sizeof t,
+			 "graph @g(%%x: f16[%d,%d], %%w: f16[%d,%d], %%b: f16[%d]) -> (f16[%d,%d]) {\n"
+			 "  %%m = matmul(%%x, %%w) : f16[%d,%d]\n"
+			 "  %%a = add(%%m, %%b) : f16[%d,%d]\n"
+			 "  %%y = gelu(%%a) {approximate = \"tanh\"} : f16[%d,%d]\n  return %%y\n}\n",
+			 M, K, K, N, N, M, N, M, N, M, N, M, N);
+	return t;
+}
+
+/* Emits the contraction of text for target wg (tile: env, may be NULL). */
+static void emit(const char *text, int wg, const char *tile, kf_kernel *k)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = parse_fused(c, text);
+	kf_emit_target t = {wg};
+	if (tile)
+		setenv("KFUSE_MATMUL_TILE", tile, 1);
+	assert_int_equal(kf_emit_node_for(m->graph[0], first_fusion(m->graph[0]), &t, k), 0);
+	unsetenv("KFUSE_MATMUL_TILE");
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+static void test_configs(void **state)
+{
+	(void)state;
+	kf_mm_config cf;
+	char txt[64];
+	const char *good[] = {"wg128x256x64s4", "wg64x128x64s8", "wg128x128x64s2"};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(kf_mm_config_parse(good[i], &cf), 0);
+		assert_int_equal(cf.algo, KF_MM_WG);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, good[i]);
+	}
+	const char *bad[] = {"wg128x256x32s4", "wg96x256x64s4", "wg128x320x64s4", "wg128x96x64s4", "wg128x256x64s9",
+			     "wg128x256x64s1", "wg128x256x64"};
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
+	/* wg tiles are candidates only where the device has them; first */
+	char cand[32][32];
+	kf_mm_shape sh = {.in = KF_F16, .out = KF_F16, .batch = 1, .M = 512, .N = 4096, .K = 4096, .raw = true};
+	int n = kf_mm_candidates(&sh, cand, 32), wg = 0;
+	for (int i = 0; i < n; i++)
+		wg += !strncmp(cand[i], "wg", 2);
+	assert_int_equal(wg, 0);
+	sh.wgmma = 1;
+	n = kf_mm_candidates(&sh, cand, 32);
+	assert_memory_equal(cand[0], "wg128x256x64s4", 15);
+	for (int i = 0; i < n; i++)
+		if (!strncmp(cand[i], "wg", 2)) {
+			kf_mm_config_parse(cand[i], &cf); /* every one fits 227 KiB */
+			assert_true(cf.stages * (cf.bm + cf.bn) * 128 + 2048 <= 227 * 1024);
+			wg++;
+		}
+	assert_true(wg >= 4);
+	/* not for batches, a prologue, f32, or rows that are not 16-byte multiples */
+	kf_mm_shape no[4] = {sh, sh, sh, sh};
+	no[0].batch = 2;
+	no[1].raw = false;
+	no[2].in = KF_F32, no[2].tf32 = true;
+	no[3].N = 4100;
+	for (int j = 0; j < 4; j++) {
+		n = kf_mm_candidates(&no[j], cand, 32);
+		for (int i = 0; i < n; i++)
+			assert_true(strncmp(cand[i], "wg", 2) != 0);
+	}
+}
+
+/* The default on an sm_90 target: 128 x 256 at 4096^3, 128 x 128 at M = 512. */
+static void test_choice(void **state)
+{
+	(void)state;
+	kf_kernel k;
+	emit(mm_text(4096, 4096, 4096, false), 1, NULL, &k);
+	assert_true(k.sm90a);
+	assert_int_equal(k.block, 384);
+	assert_int_equal(k.units, 16);
+	assert_int_equal(k.grid_y, 32);
+	assert_int_equal(k.smem, 4 * 384 * 128 + 1024);
+	assert_non_null(strstr(k.src, "m64n256k16.f32.f16.f16"));
+	assert_non_null(strstr(k.src, "__launch_bounds__(384, 1)"));
+	assert_non_null(strstr(k.src, "const __grid_constant__ KfTmap tm0, const __grid_constant__ KfTmap tm1)"));
+	/* A [M, K]: box 64 x 128; B [K, N]: boxes of 64 x 64 (N-major) */
+	assert_int_equal(k.ntmap, 2);
+	assert_int_equal(k.tmap[0].param, 0);
+	assert_true(k.tmap[0].inner == 4096 && k.tmap[0].outer == 4096);
+	assert_true(k.tmap[0].box_inner == 64 && k.tmap[0].box_outer == 128);
+	assert_true(k.tmap[1].param == 1 && k.tmap[1].box_inner == 64 && k.tmap[1].box_outer == 64);
+	kf_kernel_free(&k);
+	emit(mm_text(512, 4096, 4096, false), 1, NULL, &k);
+	assert_true(k.sm90a);
+	assert_int_equal(k.units * k.grid_y, 128);
+	assert_non_null(strstr(k.src, "m64n128k16"));
+	kf_kernel_free(&k);
+	/* unknown target: the mma.sync default, a wg tile asked for is emitted */
+	emit(mm_text(512, 4096, 4096, false), 0, NULL, &k);
+	assert_false(k.sm90a);
+	assert_int_equal(k.ntmap, 0);
+	kf_kernel_free(&k);
+	emit(mm_text(512, 4096, 4096, false), 0, "wg64x128x64s8", &k);
+	assert_true(k.sm90a);
+	assert_int_equal(k.block, 256);
+	kf_kernel_free(&k);
+	/* a device without wgmma: the tile is passed over */
+	emit(mm_text(512, 4096, 4096, false), -1, "wg128x128x64s6", &k);
+	assert_false(k.sm90a);
+	assert_non_null(strstr(k.src, "mma.sync"));
+	kf_kernel_free(&k);
+	/* a prologue (cast) and odd row lengths fall back to mma.sync */
+	emit("graph @g(%x: f32[512,256], %w: f16[256,512]) -> (f16[512,512]) {\n"
+	     "  %h = cast(%x) {to = \"f16\"} : f16[512,256]\n"
+	     "  %m = matmul(%h, %w) : f16[512,512]\n  return %m\n}\n",
+	     1, "wg128x128x64s6", &k);
+	assert_false(k.sm90a);
+	kf_kernel_free(&k);
+	emit(mm_text(512, 4092, 256, false), 1, "wg128x128x64s6", &k);
+	assert_false(k.sm90a);
+	kf_kernel_free(&k);
+	/* B stored [N, K]: K-major B, one box of 64 x BN */
+	emit(mm_text(512, 4096, 4096, true), 1, "wg128x128x64s6", &k);
+	assert_true(k.sm90a);
+	assert_true(k.tmap[1].inner == 4096 && k.tmap[1].box_outer == 128);
+	assert_non_null(strstr(k.src, "_t0(acc, da, db)"));
+	assert_non_null(strstr(k.src, "kf_wg_desc(sb + kk * 32, 16, 1024)"));
+	kf_kernel_free(&k);
+}
+
+/* ---- a host model of the layouts ------------------------------------------------- */
+
+/* The 128-byte swizzle (CUTLASS Swizzle<3,4,3>) on a shared address: the
+ * 16-byte chunk index (bits 4-6) XOR the 128-byte row index (bits 7-9). */
+static unsigned swz(unsigned a) { return a ^ (((a >> 7) & 7) << 4); }
+
+/* Where TMA puts element (row, e) of a box with 64-element (128-byte)
+ * rows at base (1024-aligned): row-major, then swizzled. */
+static unsigned tma_at(unsigned base, int row, int e) { return swz(base + (unsigned)row * 128 + (unsigned)e * 2); }
+
+/* Where wgmma reads element (mn, k) of one m64nNk16 operand, from the
+ * canonical SW128 layouts of the descriptor (start, LBO, SBO):
+ * K-major ((8,m),(8,2)) : ((128B, SBO), (16B... in 2-byte elements));
+ * MN-major ((64,m),(8,k)) : ((2B, LBO), (128B, SBO)). */
+static unsigned wg_kmajor(unsigned start, unsigned sbo, int mn, int k)
+{
+	return swz(start + (unsigned)(mn % 8) * 128 + (unsigned)(mn / 8) * sbo + (unsigned)k * 2);
+}
+static unsigned wg_mnmajor(unsigned start, unsigned lbo, unsigned sbo, int mn, int k)
+{
+	return swz(start + (unsigned)(mn % 64) * 2 + (unsigned)(mn / 64) * lbo + (unsigned)(k % 8) * 128 +
+		   (unsigned)(k / 8) * sbo);
+}
+
+/* The descriptor steps the emitter uses, against the TMA placement, for
+ * every element of every k-step: A (K-major, 128 rows, consumer cw at
+ * +8 KiB), B stored [N, K] (K-major, BN rows), B stored [K, N] (BN / 64
+ * boxes of 64 k-rows x 64 n, 8 KiB apart). */
+static void test_layout_model(void **state)
+{
+	(void)state;
+	const unsigned base = 3 * 1024 + 65536;
+	for (int kk = 0; kk < 4; kk++)
+		for (int cw = 0; cw < 2; cw++)
+			for (int m = 0; m < 64; m++)
+				for (int k = 0; k < 16; k++)
+					assert_int_equal(wg_kmajor(base + (unsigned)cw * 8192 + (unsigned)kk * 32, 1024, m, k),
+							 tma_at(base, cw * 64 + m, kk * 16 + k));
+	for (int kk = 0; kk < 4; kk++)
+		for (int n = 0; n < 256; n++)
+			for (int k = 0; k < 16; k++) {
+				assert_int_equal(wg_kmajor(base + (unsigned)kk * 32, 1024, n, k), tma_at(base, n, kk * 16 + k));
+				/* [K, N]: element (k, n) in box n / 64, row k, column n % 64 */
+				assert_int_equal(wg_mnmajor(base + (unsigned)kk * 2048, 8192, 1024, n, k),
+						 tma_at(base + (unsigned)(n / 64) * 8192, kk * 16 + k, n % 64));
+			}
+	/* the accumulator fragment of m64nNk16 (PTX ISA): every (row, col) of
+	 * the 64 x 256 tile once over the 128 threads x 128 registers, and
+	 * each thread's pairs (i, i + 1) adjacent columns of one row */
+	static unsigned char seen[64][256];
+	memset(seen, 0, sizeof seen);
+	for (int t = 0; t < 128; t++)
+		for (int i = 0; i < 128; i++) {
+			int warp = t / 32, lane = t % 32;
+			int row = warp * 16 + lane / 4 + ((i >> 1) & 1) * 8, col = (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
+			assert_true(row < 64 && col < 256);
+			seen[row][col]++;
+		}
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < 256; c++)
+			assert_int_equal(seen[r][c], 1);
+}
+
+/* ---- NVRTC + ptxas -------------------------------------------------------------------- */
+
+static bool have_nvrtc(void)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+	return nv != NULL;
+}
+
+/* Compiles k for sm_90a to a cubin with ptxas's report; checks it. */
+static void compile_checked(const kf_kernel *k, int maxreg)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_buf src = {0}, img = {0}, log = {0};
+	kf_buf_puts(&src, kf_emit_prelude());
+	kf_buf_puts(&src, k->src);
+	kf_buf_putc(&src, '\0');
+	char arch[24];
+	kf_cuda_kernel_arch("sm_90", k->sm90a, arch, sizeof arch);
+	assert_string_equal(arch, "sm_90a");
+	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
+	if (kf_nvrtc_compile(nv, src.p, "wg.cu", arch, opts, 2, 1, &img, &log) != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		fail_msg("%.*s", (int)d.n, d.p);
+	}
+	kf_buf_putc(&log, '\0');
+	if (!strstr(log.p, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") ||
+	    strstr(log.p, "arning"))
+		fail_msg("ptxas: %s", log.p);
+	const char *u = strstr(log.p, "Used ");
+	assert_non_null(u);
+	int regs = atoi(u + 5);
+	if (regs > maxreg)
+		fail_msg("%d registers (at most %d): %s", regs, maxreg, log.p);
+	kf_buf_free(&src);
+	kf_buf_free(&img);
+	kf_buf_free(&log);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+}
+
+static void test_compile(void **state)
+{
+	(void)state;
+	if (!have_nvrtc())
+		skip();
+	static const struct {
+		int M, N, K;
+		bool wt;
+		const char *tile;
+		int maxreg;
+	} cs[] = {
+		{4096, 4096, 4096, false, NULL, 168},           /* 384 threads: 65536 / 384 */
+		{512, 4096, 4096, false, NULL, 168},
+		{512, 4096, 4096, true, "wg128x256x64s4", 168}, /* B [N, K] */
+		{300, 200, 72, false, "wg64x128x64s8", 255},    /* partial tiles, 256 threads */
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		kf_kernel k;
+		emit(mm_text(cs[i].M, cs[i].N, cs[i].K, cs[i].wt), 1, cs[i].tile, &k);
+		assert_true(k.sm90a);
+		compile_checked(&k, cs[i].maxreg);
+		kf_kernel_free(&k);
+	}
+	/* a dry-run plan for sm_90 takes the wgmma kernel and compiles its
+	 * program for sm_90a; the element-wise kernel beside it for sm_90 */
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = parse_fused(c, "graph @g(%x: f16[256,128], %w: f16[128,256], %v: f32[64]) -> (f16[256,256], f32[64]) {\n"
+				      "  %m = matmul(%x, %w) : f16[256,256]\n  %e = exp(%v) : f32[64]\n  return %m, %e\n}\n");
+	char dir[] = "/tmp/kf-wgmma-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	kf_buf rep = {0};
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .report = &rep};
+	kf_cuda_session *s = kf_cuda_session_new(c, &co);
+	assert_non_null(s);
+	if (kf_cuda_session_plan(s, m->graph[0]) != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		fail_msg("%.*s", (int)d.n, d.p);
+	}
+	kf_cuda_stats st;
+	kf_cuda_session_stats(s, &st);
+	assert_int_equal(st.kernels, 2);
+	assert_int_equal(st.programs, 2);
+	assert_int_equal(st.compiled, 2);
+	kf_cuda_session_free(s);
+	kf_buf_free(&rep);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_configs),
+		cmocka_unit_test(test_choice),
+		cmocka_unit_test(test_layout_model),
+		cmocka_unit_test(test_compile),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
