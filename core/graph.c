@@ -264,6 +264,20 @@ uint32_t kf_graph_live_nodes(const kf_graph *g)
 	return k;
 }
 
+/* ---- constants ---- */
+
+bool kf_const_scalar(const kf_graph *g, kf_vid v, double *x)
+{
+	kf_nid n = kf_def(g, v);
+	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_CONST || !kf_N(g, n)->cst)
+		return false;
+	const kf_const *k = kf_N(g, n)->cst;
+	if (k->kind == KF_CONST_FILE || k->n != 1)
+		return false;
+	*x = k->f ? k->f[0] : (double)k->i[0];
+	return true;
+}
+
 /* ---- attributes ---- */
 
 kf_attrval kf_attrval_copy(kf_graph *g, const kf_attrval *v)
