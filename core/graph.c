@@ -266,6 +266,18 @@ uint32_t kf_graph_live_nodes(const kf_graph *g)
 
 /* ---- constants ---- */
 
+uint64_t kf_const_elem_bits(const kf_const *k, uint64_t i)
+{
+	uint64_t bits = 0;
+	if (k->f) {
+		double f = k->f[i] == 0 ? 0 : k->f[i];
+		memcpy(&bits, &f, sizeof bits);
+	} else if (k->i) {
+		bits = (uint64_t)k->i[i];
+	}
+	return bits;
+}
+
 bool kf_const_scalar(const kf_graph *g, kf_vid v, double *x)
 {
 	kf_nid n = kf_def(g, v);
