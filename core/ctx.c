@@ -56,6 +56,17 @@ int kf_op_count(const kf_ctx *c) { return (int)c->nop; }
 const kf_opinfo *kf_op(const kf_ctx *c, int op) { return &c->op[op]; }
 kf_opinfo *kf_op_mut(kf_ctx *c, int op) { return &c->op[op]; }
 
+void kf_op_detach(kf_ctx *c, int op, kf_infer_fn gone, const char *doc)
+{
+	kf_opinfo *oi = &c->op[op];
+	oi->infer = gone;
+	oi->cpu = NULL;
+	oi->cuda = NULL;
+	oi->attrs = NULL;
+	oi->doc = doc;
+	oi->user = NULL;
+}
+
 int kf_op_lookup(const kf_ctx *c, const char *name, size_t n)
 {
 	if (!c->optab.cap)

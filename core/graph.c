@@ -264,6 +264,32 @@ uint32_t kf_graph_live_nodes(const kf_graph *g)
 	return k;
 }
 
+/* ---- constants ---- */
+
+uint64_t kf_const_elem_bits(const kf_const *k, uint64_t i)
+{
+	uint64_t bits = 0;
+	if (k->f) {
+		double f = k->f[i] == 0 ? 0 : k->f[i];
+		memcpy(&bits, &f, sizeof bits);
+	} else if (k->i) {
+		bits = (uint64_t)k->i[i];
+	}
+	return bits;
+}
+
+bool kf_const_scalar(const kf_graph *g, kf_vid v, double *x)
+{
+	kf_nid n = kf_def(g, v);
+	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_CONST || !kf_N(g, n)->cst)
+		return false;
+	const kf_const *k = kf_N(g, n)->cst;
+	if (k->kind == KF_CONST_FILE || k->n != 1)
+		return false;
+	*x = k->f ? k->f[0] : (double)k->i[0];
+	return true;
+}
+
 /* ---- attributes ---- */
 
 kf_attrval kf_attrval_copy(kf_graph *g, const kf_attrval *v)

@@ -1,6 +1,7 @@
 /* infer.h: helpers shared by the op registry (ops.c) and the shape/dtype
  * functions of the built-in ops (infer.c, infer_shape.c).  Private to the
- * registry; the verifier uses only kf.h and the type text helper. */
+ * registry; the verifier uses only kf.h, the type text helper and
+ * kf_infer_types_only. */
 #ifndef KF_INFER_H
 #define KF_INFER_H
 #include "kf_int.h"
@@ -56,6 +57,12 @@ bool kf_ic_axis(kf_ic *ic, const char *what, int64_t axis, int rank, int *out);
 bool kf_ic_broadcast(kf_ic *ic, const kf_type *a, const kf_type *b, kf_type *out);
 /* a and b must have one dtype (no implicit promotion). */
 bool kf_ic_same_dtype(kf_ic *ic, const kf_type *a, const kf_type *b);
+
+/* Whether op's inference is a function of its operands' types and the
+ * node's attributes alone (no constant payload, body or plugin code): then
+ * two nodes of op with equal operand types and no attributes infer equal
+ * types, which lets the verifier run it once per such combination. */
+bool kf_infer_types_only(const kf_opinfo *op);
 
 /* Inference functions of the ops in infer.c and infer_shape.c. */
 int kf_infer_const(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);

@@ -192,6 +192,10 @@ typedef struct kf_const {
 	kf_sid path; /* KF_CONST_FILE: as written, resolved against the graph's directory */
 } kf_const;
 
+/* The bits of element i of k, for hashing: a float's (0 and -0 alike, as
+ * they compare equal) or an integer's; 0 for a payload with neither. */
+uint64_t kf_const_elem_bits(const kf_const *k, uint64_t i);
+
 /* ---- the op registry --------------------------------------------------------- */
 
 typedef enum {

@@ -86,4 +86,12 @@ void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 
 void kf_diag_free_all(kf_ctx *c);
 
+/* The single value of a constant (a scalar or a splat) when v is one. */
+bool kf_const_scalar(const kf_graph *g, kf_vid v, double *x);
+/* Cuts op loose from the plugin or Lua state that defined it, before that
+ * is freed: the op stays registered (graphs may name it), every field that
+ * pointed into the plugin is cleared, and its inference becomes `gone`,
+ * which says why it cannot be used, as doc does. */
+void kf_op_detach(kf_ctx *c, int op, kf_infer_fn gone, const char *doc);
+
 #endif

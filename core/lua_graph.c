@@ -298,19 +298,6 @@ static int l_sym_tostring(lua_State *L)
 
 /* ---- graph values ---------------------------------------------------------------------- */
 
-/* The single value of a constant (scalar or splat), if v is one. */
-static bool const_value(const kf_graph *g, kf_vid v, double *x)
-{
-	kf_nid n = kf_def(g, v);
-	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_CONST || !kf_N(g, n)->cst)
-		return false;
-	const kf_const *k = kf_N(g, n)->cst;
-	if (k->kind == KF_CONST_FILE || k->n != 1)
-		return false;
-	*x = k->f ? k->f[0] : (double)k->i[0];
-	return true;
-}
-
 static void push_users(kf_lhost *h, kf_graph *g, const kf_vid *v, uint32_t nv)
 {
 	lua_State *L = h->L;
@@ -365,7 +352,7 @@ static int l_val_index(lua_State *L)
 		kf_nid d = kf_def(g, v->v);
 		lua_pushboolean(L, d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST);
 	} else if (!strcmp(k, "value")) {
-		if (const_value(g, v->v, &x))
+		if (kf_const_scalar(g, v->v, &x))
 			lua_pushnumber(L, x);
 		else
 			lua_pushnil(L);

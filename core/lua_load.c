@@ -157,16 +157,8 @@ static uint64_t *value_hashes(kf_graph *g)
 		if (nd->cst) {
 			const kf_const *k = nd->cst;
 			MIX(x, k->path);
-			for (uint64_t i = 0; i < k->n; i++) {
-				uint64_t bits = 0;
-				if (k->f) {
-					double f = k->f[i] == 0 ? 0 : k->f[i];
-					memcpy(&bits, &f, sizeof bits);
-				} else if (k->i) {
-					bits = (uint64_t)k->i[i];
-				}
-				MIX(x, bits);
-			}
+			for (uint64_t i = 0; i < k->n; i++)
+				MIX(x, kf_const_elem_bits(k, i));
 		}
 		bool comm = nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE);
 		if (comm) {

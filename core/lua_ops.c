@@ -432,17 +432,11 @@ void kf_lop_detach(kf_lhost *h)
 		kf_lop *lop = h->op[i];
 		if (lop->op < 0 || lop->op >= kf_op_count(h->ctx))
 			continue;
-		kf_opinfo *oi = kf_op_mut(h->ctx, lop->op);
-		if (oi->user != lop)
+		if (kf_op(h->ctx, lop->op)->user != lop)
 			continue;
 		/* the op stays registered (graphs may use it) but no longer
 		 * points into the state or the strings about to be freed */
-		oi->infer = detached;
-		oi->cpu = NULL;
-		oi->cuda = NULL;
-		oi->attrs = NULL;
-		oi->doc = "defined by a Lua script that is no longer loaded";
-		oi->user = NULL;
+		kf_op_detach(h->ctx, lop->op, detached, "defined by a Lua script that is no longer loaded");
 		lop->h = NULL;
 	}
 }

@@ -496,3 +496,15 @@ int kf_infer(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t 
 	}
 	return op->infer(g, n, out, maxout, err, errlen);
 }
+
+bool kf_infer_types_only(const kf_opinfo *op)
+{
+	/* each reads its operands' types (and, on nodes that have them,
+	 * attributes) and nothing else of the graph */
+	static const kf_infer_fn pure[] = {inf_arith, inf_num1, inf_float1, inf_not, inf_gelu, inf_eq,
+					   inf_cmp,   inf_logic, inf_where, kf_infer_matmul};
+	for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++)
+		if (op->infer == pure[i])
+			return true;
+	return false;
+}

@@ -86,18 +86,6 @@ static void api_error(kf_ctx *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static bool api_const_scalar(const kf_graph *g, kf_vid v, double *out)
-{
-	kf_nid n = kf_def(g, v);
-	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_CONST || !kf_N(g, n)->cst)
-		return false;
-	const kf_const *k = kf_N(g, n)->cst;
-	if (k->kind == KF_CONST_FILE || k->n != 1)
-		return false;
-	*out = k->f ? k->f[0] : (double)k->i[0];
-	return true;
-}
-
 static void fill_api(kfuse_plugin_api *a, kf_ctx *c, const char *path)
 {
 	memset(a, 0, sizeof *a);
@@ -119,7 +107,7 @@ static void fill_api(kfuse_plugin_api *a, kf_ctx *c, const char *path)
 	a->replace_all_uses = kf_replace_all_uses;
 	a->node_erase = kf_node_erase;
 	a->attr_get = kf_attr_get;
-	a->const_scalar = api_const_scalar;
+	a->const_scalar = kf_const_scalar;
 }
 
 /* ---- loading --------------------------------------------------------------------------- */
@@ -194,15 +182,8 @@ void kf_plugin_release(kf_ctx *c)
 	kf_ctx_set_ext(c, NULL, NULL);
 	kf_lhost_free(p->lua);
 	/* ops of C plugins point into their libraries: detach them first */
-	for (uint32_t i = 0; i < p->nops; i++) {
-		kf_opinfo *oi = kf_op_mut(c, p->ops[i]);
-		oi->infer = plugin_gone;
-		oi->cpu = NULL;
-		oi->cuda = NULL;
-		oi->attrs = NULL;
-		oi->doc = "its plugin was unloaded";
-		oi->user = NULL;
-	}
+	for (uint32_t i = 0; i < p->nops; i++)
+		kf_op_detach(c, p->ops[i], plugin_gone, "its plugin was unloaded");
 	free(p->ops);
 	for (uint32_t k = 0; k < p->npl; k++) {
 		dlclose(p->pl[k]->dl);

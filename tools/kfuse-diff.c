@@ -63,16 +63,8 @@ static uint64_t hash_const(const differ *d, const kf_graph *g, const kf_node *x)
 		return mix(h, k->path);
 	if (d->rtol >= 0)
 		return h; /* values compared with tolerance when pairs are checked */
-	for (uint64_t i = 0; i < k->n; i++) {
-		uint64_t bits = 0;
-		if (k->f) {
-			double f = k->f[i] == 0 ? 0 : k->f[i];
-			memcpy(&bits, &f, sizeof bits);
-		} else if (k->i) {
-			bits = (uint64_t)k->i[i];
-		}
-		h = mix(h, bits);
-	}
+	for (uint64_t i = 0; i < k->n; i++)
+		h = mix(h, kf_const_elem_bits(k, i));
 	return h;
 }
 

@@ -10,10 +10,7 @@
 #include "pass.h"
 #include "passes.h"
 #include "emit_cuda.h"
-#if __has_include("plugin.h")
 #include "plugin.h"
-#define KF_HAVE_PLUGIN 1
-#endif
 
 static const char usage[] =
 	"usage: kfuse-opt FILE|- [options]\n"
@@ -32,7 +29,7 @@ static const char usage[] =
 	"  --list-passes             list the passes and their options\n"
 	"  --check-equivalence       run input and result on random inputs and compare\n"
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3)\n"
-	"  --plugin LIB.so           load an op/pass plugin (repeatable)\n"
+	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
 	"  --help, --version\n";
 
 typedef struct opt {
@@ -394,14 +391,11 @@ int main(int argc, char **argv)
 		kf_diag_flush(c, stderr); /* warnings */
 	kf_timing_free(&tm);
 	kf_passreg_free(&reg);
-	kf_plugin_release(c);
+	kf_plugin_release(c); /* the Lua state and libraries plugins and rules live in */
 	free((char *)o.pipeline);
 	free((char *)o.before);
 	free((char *)o.after);
 	free(o.plugin);
-#ifdef KF_HAVE_PLUGIN
-	kf_plugin_release(c); /* the Lua state and libraries plugins and rules live in */
-#endif
 	kf_ctx_free(c);
 	return rc;
 }

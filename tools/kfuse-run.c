@@ -13,12 +13,15 @@
 #include "cuda_backend.h"
 #include "kf.h"
 #include "npy.h"
+#include "plugin.h"
 #include "tensor.h"
 #include "tune.h"
 
 static const char usage[] =
 	"usage: kfuse-run FILE.kf [options]\n"
 	"  --graph NAME            the graph to run (default: the first)\n"
+	"  --plugin FILE           load an op plugin (FILE.so, or FILE.lua with op{} declarations)\n"
+	"                          before parsing, so graphs may use its ops; repeatable\n"
 	"  --input NAME=FILE.npy   an input, by parameter name (without %) or index; repeatable\n"
 	"  --random-inputs         inputs not given are random (normal floats, small ints)\n"
 	"  --seed N                seed for --random-inputs (default 0)\n"
@@ -43,8 +46,8 @@ static const char usage[] =
 
 typedef struct opt {
 	const char *file, *graph, *outdir, *savedir, *backend, *compare;
-	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV];
-	int ninput, ndim, nexpect, bench;
+	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV];
+	int ninput, ndim, nexpect, nplugin, bench;
 	bool random, profile, no_graph;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
@@ -104,6 +107,10 @@ static int parse_args(int argc, char **argv, opt *o)
 			if (o->ndim == MAXKV || !strchr(v, '='))
 				return fail_usage("--dim wants SYM=SIZE, not '%s'", v);
 			o->dim[o->ndim++] = v;
+		} else if ((v = optval(argc, argv, &i, "--plugin"))) {
+			if (o->nplugin == MAXKV || !v[0])
+				return fail_usage("--plugin wants a file (at most 64 of them), not '%s'", v);
+			o->plugin[o->nplugin++] = v;
 		} else if ((v = optval(argc, argv, &i, "--expect"))) {
 			if (o->nexpect == MAXKV || !strchr(v, '='))
 				return fail_usage("--expect wants OUT=FILE.npy, not '%s'", v);
@@ -457,6 +464,11 @@ static int run(kf_ctx *c, const opt *o)
 			kf_buf_free(&why);
 		}
 	}
+	/* plugins first: their ops must be registered for the file to parse,
+	 * and they bring their own CPU functions, which kf_rt_register keeps */
+	for (int i = 0; be && i < o->nplugin; i++)
+		if (kf_plugin_load(c, o->plugin[i]) < 0)
+			be = NULL;
 	kf_module *m = be ? kf_parse_file(c, o->file) : NULL;
 	kf_graph *g = m ? pick_graph(c, m, o->graph) : NULL;
 	if (!g || kf_verify(g) > 0) {

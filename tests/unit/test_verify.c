@@ -300,6 +300,42 @@ static void test_error_cap(void **st)
 	HAS("kfuse: error: too many errors; verification stopped\n");
 }
 
+/* The verifier's memos hold only what was checked and right: a node whose
+ * op and operand types were seen in good nodes before and after it is still
+ * reported, inference runs again for other operand types, and every value
+ * of a type too large is named. */
+static void test_memo(void **st)
+{
+	kf_tid t = ty(KF_F32, 2, 4, 16), wrong = ty(KF_F32, 2, 4, 17);
+	kf_vid xx[2] = {X, X}, bb[2] = {B, B};
+	for (int i = 0; i < 10; i++)
+		kf_node_new(G, 0, RET, KF_OP_ADD, xx, 2, &t, 1);
+	kf_nid bad = kf_node_new(G, 0, RET, KF_OP_ADD, xx, 2, &wrong, 1);
+	for (int i = 0; i < 10; i++)
+		kf_node_new(G, 0, RET, KF_OP_ADD, xx, 2, &t, 1);
+	EXPECT(1, "'add' result type f32[4,17] does not match the inferred f32[4,16]");
+	G->val[kf_res(G, bad, 0)].type = t;
+	assert_int_equal(verify(), 0);
+	/* the result type of add(X, X), but of operands that infer another */
+	kf_node_new(G, 0, RET, KF_OP_ADD, bb, 2, &t, 1);
+	EXPECT(1, "'add' result type f32[4,16] does not match the inferred f32[16]");
+	kf_node_new(G, 0, RET, KF_OP_SUB, bb, 2, &t, 1);
+	EXPECT(2, "'sub' result type f32[4,16] does not match the inferred f32[16]");
+
+	kf_graph_free(G);
+	G = kf_graph_new(C, "huge");
+	kf_tid h = ty(KF_F32, 2, (int64_t)1 << 31, (int64_t)1 << 31);
+	kf_vid a = kf_block_add_arg(G, 0, h, kf_intern_cstr(C, "a"));
+	kf_block_add_arg(G, 0, h, kf_intern_cstr(C, "b"));
+	kf_graph_set_results(G, &h, 1);
+	kf_nid n = kf_node_new(G, 0, KF_NONE, KF_OP_NEG, &a, 1, &h, 1);
+	kf_vid r = kf_res(G, n, 0);
+	kf_node_new(G, 0, KF_NONE, KF_OP_RETURN, &r, 1, NULL, 0);
+	EXPECT(3, "type f32[2147483648,2147483648] of %a is too large");
+	HAS("type f32[2147483648,2147483648] of %b is too large");
+	HAS("type f32[2147483648,2147483648] of a value is too large");
+}
+
 /* A chain of 200k nodes (alternating add and neg) verifies in a few ms. */
 static void test_linear_time(void **st)
 {
@@ -343,6 +379,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_and_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_use_lists, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_error_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linear_time, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
