@@ -44,6 +44,8 @@ typedef struct kf_kernel {
 	int smem;           /* dynamic shared memory bytes per block (contraction kernels); 0 otherwise */
 	int64_t bytes;      /* bytes the kernel reads and writes, once each */
 	int nops;           /* ops it computes */
+	int layers;         /* a persistent stack (passes/emit_stack.c): its layers, whose
+			       groups (`units`) must all be resident at once; 0 otherwise */
 } kf_kernel;
 
 typedef struct kf_kernels {
