@@ -649,7 +649,10 @@ int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 	if (rc == 0) {
 		kx_bytes(&k);
 		char bounds[48];
-		snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
+		if (out->min_blocks > 0)
+			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, %d)", out->block, out->min_blocks);
+		else
+			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
 		finish(&k, bounds);
 	}
 done:

@@ -46,6 +46,7 @@ typedef struct kf_kernel {
 	int nops;           /* ops it computes */
 	int layers;         /* a persistent stack (passes/emit_stack.c): its layers, whose
 			       groups (`units`) must all be resident at once; 0 otherwise */
+	int min_blocks;     /* __launch_bounds__'s blocks per SM to fit (0: not given) */
 } kf_kernel;
 
 typedef struct kf_kernels {

@@ -367,7 +367,7 @@ static void text(stk *s)
 	for (int l = 0; l < s->L; l++) {
 		NR = s->p[l]->ns * s->p[l]->upb > NR ? s->p[l]->ns * s->p[l]->upb : NR;
 		NX = s->p[l]->nsx * s->p[l]->upb > NX ? s->p[l]->nsx * s->p[l]->upb : NX;
-		npf = s->p[l]->npf;
+		npf = s->p[l]->npf > npf ? s->p[l]->npf : npf;
 	}
 	decl(s);
 	kf_buf_printf(b, "  /* persistent stack of %d %s layers: %u steps, hidden %lld, %d units per block, %d groups a layer, "
@@ -401,16 +401,16 @@ static void text(stk *s)
 		    "      KFP_done = 0;\n      __threadfence();\n      atomicAdd(&KFP_ep, 1u);\n    }\n  }\n");
 }
 
-/* Each layer's cell, prefetch registers numbered across the layers. */
+/* Each layer's cell.  Prefetch registers are only the block's first
+ * group's, so of one layer: the layers share their names (kf_pf0, ...),
+ * else 8 layers' worth would stay live across the whole kernel. */
 static int cells(stk *s)
 {
-	int npf = 0, rows = 0;
+	int rows = 0;
 	for (int l = 0; l < s->L; l++) {
 		pm *p = s->p[l];
-		p->npf = npf;
 		if (kx_pm_cell(p, s->T) != 0)
 			return sbad(s, p->why);
-		npf = p->npf;
 		int r = p->ns * p->upb + p->nsx * p->upb;
 		rows = r > rows ? r : rows;
 	}
@@ -442,6 +442,13 @@ int kx_emit_stack(kx *k)
 		k->k->block = NT;
 		k->k->units = (int64_t)s->L * s->p[0]->ng;
 		k->k->layers = s->L;
+		/* every group resident: on a GPU of ~132 SMs (H200) 256 groups
+		 * need two blocks an SM, so at most 128 registers a thread
+		 * (ptxas spills a few bytes then, which the backend accepts for
+		 * a stack); KFUSE_PERSISTENT_MINB overrides (0: no bound) */
+		const char *mb = getenv("KFUSE_PERSISTENT_MINB");
+		int64_t u = k->k->units, want = (u + 131) / 132;
+		k->k->min_blocks = mb && *mb ? atoi(mb) : want > 1 ? (int)(want > 8 ? 8 : want) : 0;
 	} else {
 		kx_fail(k, "persistent stack: %s (the interpreter runs this node; `persistent{stack=0}` keeps a "
 			"node per layer)", s->why);
