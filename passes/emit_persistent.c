@@ -440,8 +440,9 @@ static void emit_decl(pm *p, unsigned T)
 			    "#else\n#define KFP_GSYNC() kf_host_grid_sync()\n#endif\n");
 		kf_buf_printf(d, "__device__ float KFP_hf[2][%lld];\n", (long long)p->K);
 	} else {
-		kf_buf_printf(d, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
-		kx_pm_handoff_decl(p, d);
+		char hb[128];
+		snprintf(hb, sizeof hb, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
+		kx_pm_handoff_decl(p, d, hb);
 	}
 	kf_buf_printf(d, "__device__ float KFP_st[%u][%lld];\n", p->r.nslot, (long long)p->H);
 	kf_buf_printf(d, "__device__ const int KFP_S[%d] = {", p->ns);
@@ -450,11 +451,12 @@ static void emit_decl(pm *p, unsigned T)
 	kf_buf_puts(d, "};\n");
 }
 
-void kx_pm_handoff_decl(pm *p, kf_buf *d)
+void kx_pm_handoff_decl(pm *p, kf_buf *d, const char *hb)
 {
 	{
 		kf_buf_puts(d, "#ifdef __CUDA_ARCH__\n#define KFP_SPIN() ((void)0)\n"
 			    "#else\n#define KFP_SPIN() kf_host_spin()\n#endif\n");
+		kf_buf_puts(d, hb);
 		kf_buf_puts(d, "__device__ unsigned int KFP_ep, KFP_done;\n");
 		kf_buf_puts(d, "__device__ __forceinline__ float KFP_wait(const unsigned long long *p, unsigned tag)\n{\n"
 			    "  unsigned long long w;\n"

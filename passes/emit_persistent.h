@@ -50,8 +50,9 @@ int kx_pm_analyze(pm *p);
 int kx_pm_cell(pm *p, unsigned T);
 /* W(row, kk) of the recurrent weight. */
 void kx_pm_wexpr(pm *p, const char *row, const char *kk, kf_buf *o);
-/* The h hand-off helpers KFP_wait, KFP_wait2, KFP_put (tags). */
-void kx_pm_handoff_decl(pm *p, kf_buf *d);
+/* The h hand-off helpers KFP_wait, KFP_wait2, KFP_put (tags), with the
+ * declaration of the exchange buffer hb after the spin macro. */
+void kx_pm_handoff_decl(pm *p, kf_buf *d, const char *hb);
 uint64_t kx_pm_hash(const char *s, size_t n, uint64_t h);
 void kx_pm_rename_globals(kf_buf *b, const char *tag);
 

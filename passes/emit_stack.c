@@ -197,9 +197,10 @@ static int layers(stk *s)
 static void decl(stk *s)
 {
 	kf_buf *d = &s->k->decl;
-	kx_pm_handoff_decl(s->p[0], d);
-	kf_buf_printf(d, "__device__ __align__(16) unsigned long long KFP_hb[%d][%u][%lld];\n", s->L, s->T,
-		      (long long)s->K);
+	char hb[128];
+	snprintf(hb, sizeof hb, "__device__ __align__(16) unsigned long long KFP_hb[%d][%u][%lld];\n", s->L, s->T,
+		 (long long)s->K);
+	kx_pm_handoff_decl(s->p[0], d, hb);
 	kf_buf_printf(d, "__device__ float KFP_st[%d][%d][%lld];\n", s->L, s->nsl, (long long)s->H);
 	for (int l = 0; l < s->L; l++) {
 		pm *p = s->p[l];
