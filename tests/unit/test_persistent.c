@@ -758,14 +758,14 @@ static void test_emu_wide_stacked(void **st)
 /* Stacks as one wavefront kernel (passes/emit_stack.c): a block per group
  * (few groups: every emulated block is a spinning OS thread);
  * fewer blocks than groups, so that a block's groups lie in different
- * layers (and most read their weights from L2); a GRU, whose hoisted
- * projection carries the input bias; 16-byte h loads off (odd hidden). */
+ * layers (and most read their weights from L2); three layers, a block
+ * per group; 16-byte h loads off (odd hidden). */
 static void test_emu_stack(void **st)
 {
 	(void)st;
 	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 32, .L = 2, .upb = "8", .grid = 8});
 	emu_ok(&(emu_case){.lstm = true, .T = 5, .IN = 12, .H = 40, .L = 3, .upb = "3", .grid = 5});
-	emu_ok(&(emu_case){.T = 4, .IN = 16, .H = 36, .L = 3, .upb = "12", .grid = 9});
+	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 36, .L = 3, .upb = "12", .grid = 9});
 	emu_ok(&(emu_case){.lstm = true, .T = 3, .IN = 8, .H = 35, .L = 2, .upb = "5", .grid = 4});
 }
 
