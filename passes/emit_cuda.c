@@ -661,8 +661,12 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 		kx_bytes(&k);
 		char bounds[48];
 		/* setmaxnreg needs a register cap at entry: one block per SM */
-		snprintf(bounds, sizeof bounds, out->sm90a ? "__launch_bounds__(%d, 1)" : "__launch_bounds__(%d)",
-			 out->block);
+		if (out->sm90a)
+			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, 1)", out->block);
+		else if (out->min_blocks > 0)
+			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, %d)", out->block, out->min_blocks);
+		else
+			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
 		finish(&k, bounds);
 	}
 done:

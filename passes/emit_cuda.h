@@ -58,6 +58,9 @@ typedef struct kf_kernel {
 	bool sm90a;         /* uses wgmma/setmaxnreg: compile for sm_90a, not sm_90 */
 	int ntmap;          /* tensor maps after the pointer parameters */
 	kf_tmap_spec tmap[2];
+	int layers;         /* a persistent stack (passes/emit_stack.c): its layers, whose
+			       groups (`units`) must all be resident at once; 0 otherwise */
+	int min_blocks;     /* __launch_bounds__'s blocks per SM to fit (0: not given) */
 } kf_kernel;
 
 /* What the emitter may assume of the device.  wgmma: 1 when it is an

@@ -32,31 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
-#include "recurrence.h"
+#include "emit_persistent.h"
 
-#define NT 256 /* threads per block */
-#define NW (NT / 32)
-
-typedef struct pm {
-	kx *k;
-	kf_rec r;
-	int64_t H, K, G;   /* state width, matmul inner dim, gate rows */
-	int upb, ng;       /* units per block, groups */
-	int64_t S[64];     /* gate offsets read from the matmul */
-	int ns;
-	int hslot;         /* the slot the matmul reads */
-	bool gsync;        /* KFUSE_PERSISTENT_SYNC=grid: a grid barrier per step, no tags */
-	bool pf;           /* KFUSE_PERSISTENT_PF (default 1): loads issued before the wait */
-	int hv;            /* h words read per thread and load: 2 (16 bytes) or 1 */
-	int npf;           /* prefetch registers kf_pf<i> */
-	kf_buf ew;         /* the element-wise part of a step */
-	kf_buf pf0, pfs;   /* prefetches: once before the steps, per step before the wait */
-	struct { kf_vid v; int64_t off; bool zero; int t; } memo[512];
-	int nmemo, ntmp;
-	char why[200];
-} pm;
-
-static int bad(pm *p, const char *msg)
+int kx_pm_bad(pm *p, const char *msg)
 {
 	snprintf(p->why, sizeof p->why, "%s", msg);
 	return -1;
@@ -83,6 +61,29 @@ static int slot_of(const pm *p, kf_vid v)
 	return -1;
 }
 
+int kx_pm_param(const pm *p, kf_vid v)
+{
+	const kf_graph *g = p->k->g;
+	if (p->lyr < 0)
+		return kx_param(p->k, v);
+	/* a layer of a stack: its body argument is the layer node's operand,
+	 * an argument of the stack's body (or computed there: -1) */
+	const kf_block *b = &g->blk[kf_N(g, p->fn)->body];
+	for (uint32_t i = 0; i < b->narg; i++)
+		if (b->arg[i] == v)
+			return kx_param(p->k, kf_in(g, p->fn, i));
+	return -1;
+}
+
+/* The name of state s's scratch (groups past a block's first). */
+static void st_name(const pm *p, uint32_t s, kf_buf *o)
+{
+	if (p->lyr >= 0)
+		kf_buf_printf(o, "KFP_st[%d][%u]", p->lyr, s);
+	else
+		kf_buf_printf(o, "KFP_st[%u]", s);
+}
+
 /* Reads body argument or constant v at index text ix. */
 static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 {
@@ -92,9 +93,9 @@ static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 		kx_const_elem(k, d, ix, o);
 		return 0;
 	}
-	int a = kx_param(k, v);
+	int a = kx_pm_param(p, v);
 	if (a < 0 || d != KF_NONE)
-		return bad(p, "the cell reads a value computed outside its steps");
+		return kx_pm_bad(p, "the cell reads a value computed outside its steps");
 	kf_buf_printf(o, "__ldg(p%d + (%s))", a, ix);
 	return 0;
 }
@@ -127,13 +128,13 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
 	const kf_node *x = kf_N(g, n);
 	if (n == p->r.node[0]) { /* the recurrent matmul: a gate row */
 		if (zero)
-			return bad(p, "the matmul's result is broadcast");
+			return kx_pm_bad(p, "the matmul's result is broadcast");
 		int s = 0;
 		while (s < p->ns && p->S[s] != off)
 			s++;
 		if (s == p->ns) {
 			if (p->ns == 64)
-				return bad(p, "too many gate offsets");
+				return kx_pm_bad(p, "too many gate offsets");
 			p->S[p->ns++] = off;
 		}
 		kf_buf_printf(o, "kf_sg[%d * %d + u]", s, p->upb);
@@ -142,7 +143,7 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
 	if (x->op == KF_OP_SLICE || x->op == KF_OP_RESHAPE) {
 		kf_vid a = kf_in(g, n, 0);
 		if (!row_shape(g, a))
-			return bad(p, "a slice or reshape of a value that is not one row");
+			return kx_pm_bad(p, "a slice or reshape of a value that is not one row");
 		int64_t st = 0;
 		if (x->op == KF_OP_SLICE) {
 			int64_t ax[2], s0[2], e0[2], sp[2] = {1, 1};
@@ -151,10 +152,10 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
 			int r = kf_vtype(g, a)->rank;
 			if (na != 1 || ns != 1 || (ax[0] != r - 1 && ax[0] != -1) || (nsp >= 0 && sp[0] != 1) ||
 			    kf_attr_ints(g, n, "ends", e0, 2) != 1)
-				return bad(p, "a slice of the cell is not along its last axis with step 1");
+				return kx_pm_bad(p, "a slice of the cell is not along its last axis with step 1");
 			st = s0[0] < 0 ? s0[0] + width(g, a) : s0[0];
 		} else if (width(g, a) != width(g, kf_res(g, n, 0))) {
-			return bad(p, "a reshape changes the row");
+			return kx_pm_bad(p, "a reshape changes the row");
 		}
 		return ex(p, a, off + st, zero, o);
 	}
@@ -189,7 +190,7 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
 {
 	kf_graph *g = p->k->g;
 	if (!row_shape(g, v))
-		return bad(p, "the cell has a value that is not one f32 row (batch 1)");
+		return kx_pm_bad(p, "the cell has a value that is not one f32 row (batch 1)");
 	for (int i = 0; i < p->nmemo; i++)
 		if (p->memo[i].v == v && p->memo[i].off == off && p->memo[i].zero == zero) {
 			kf_buf_printf(o, "t%d", p->memo[i].t);
@@ -209,21 +210,29 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
 	} else if (s >= 0) {
 		/* a state: unit j reads its own, kept in the scratch */
 		if (zero || off != 0)
-			return bad(p, "a state is read at another unit's index");
+			return kx_pm_bad(p, "a state is read at another unit's index");
 		kf_buf ld = {0};
 		rc = load_ext(p, v, "j", &ld);
 		prefetch(p, &ld, false);
 		/* the block's first group keeps its states in registers (no
 		 * round trip through memory on each step's critical path) */
-		kf_buf_printf(&e, "(t == 0 ? %.*s : (grp == (int)blockIdx.x ? kf_rs[%d] : KFP_st[%d][j]))",
-			      (int)ld.n, ld.p, s, s);
+		kf_buf sn = {0};
+		st_name(p, (uint32_t)s, &sn);
+		kf_buf_printf(&e, "(t == 0 ? %.*s : (grp == (int)blockIdx.x ? kf_rs[%d] : %.*s[j]))",
+			      (int)ld.n, ld.p, s, (int)sn.n, sn.p);
+		kf_buf_free(&sn);
 		kf_buf_free(&ld);
 	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_SLICE && kf_def(g, kf_in(g, d, 0)) == KF_NONE) {
 		/* a per-step input: row row0 + t of an argument */
 		kf_vid a = kf_in(g, d, 0);
 		int64_t st[1], ax[1];
 		if (kf_attr_ints(g, d, "starts", st, 1) != 1 || kf_attr_ints(g, d, "axes", ax, 1) != 1 || ax[0] != 0)
-			return bad(p, "a per-step input is not a row slice");
+			return kx_pm_bad(p, "a per-step input is not a row slice");
+		if (a == p->xarg) {
+			rc = zero || st[0] != 0 ? kx_pm_bad(p, "the layer below's projection is read oddly")
+						: kx_stack_xrow(p, off, &e);
+			goto done;
+		}
 		char rix[96];
 		snprintf(rix, sizeof rix, "(%lld + t) * %d + %s", (long long)st[0], width(g, a), zero ? "0" : ix);
 		rc = load_ext(p, a, rix, &e);
@@ -232,6 +241,7 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
 		rc = load_ext(p, v, ix, &e);
 		prefetch(p, &e, false);
 	}
+done:
 	if (rc == 0) {
 		int t;
 		if (e.n > 1 && e.p[0] == 't' && e.p[1] >= '0' && e.p[1] <= '9') {
@@ -250,39 +260,41 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
 
 /* Finds the recurrence in the node's body and checks what the kernel
  * supports. */
-static int analyze(pm *p)
+int kx_pm_analyze(pm *p)
 {
 	kx *k = p->k;
 	kf_graph *g = k->g;
-	kf_bid b = kf_N(g, k->at)->body;
+	kf_bid b = kf_N(g, p->fn)->body;
 	kf_vid cand[4];
 	if (kf_rec_candidates(g, b, cand, 4) != 1)
-		return bad(p, "the body has no single recurrent weight");
+		return kx_pm_bad(p, "the body has no single recurrent weight");
 	if (kf_rec_analyze(g, b, cand[0], &p->r) != 0)
-		return bad(p, p->r.why);
+		return kx_pm_bad(p, p->r.why);
 	kf_rec *r = &p->r;
 	const kf_type *A = kf_vtype(g, kf_in(g, r->node[0], 0)), *R = kf_vtype(g, r->R);
 	if (A->dim[0] != 1)
-		return bad(p, "batch sizes other than 1 are not supported");
+		return kx_pm_bad(p, "batch sizes other than 1 are not supported");
 	if (A->dtype != KF_F32)
-		return bad(p, "only f32 is supported");
+		return kx_pm_bad(p, "only f32 is supported");
 	p->K = A->dim[1];
 	p->G = R->dim[1];
 	p->H = p->K;
 	p->hslot = r->slot[0];
 	for (uint32_t s = 0; s < r->nslot; s++)
 		if (!row_shape(g, r->init[s]) || width(g, r->init[s]) != p->H || kf_vtype(g, r->init[s])->rank != 2)
-			return bad(p, "a state is not one f32 row of the hidden size");
+			return kx_pm_bad(p, "a state is not one f32 row of the hidden size");
 	kf_nid d = kf_def(g, r->R);
 	if (d != KF_NONE && (kf_N(g, d)->op != KF_OP_TRANSPOSE || kf_def(g, kf_in(g, d, 0)) != KF_NONE))
-		return bad(p, "the recurrent weight is neither an argument nor an argument's transpose");
+		return kx_pm_bad(p, "the recurrent weight is neither an argument nor an argument's transpose");
 	/* the step hand-off: tagged values (the fast default), or grid.sync()
 	 * of cooperative groups, which is simpler to trust: one device run
 	 * with both tells a protocol bug from a math bug */
 	const char *sync = getenv("KFUSE_PERSISTENT_SYNC");
 	if (sync && *sync && strcmp(sync, "tags") != 0 && strcmp(sync, "grid") != 0)
-		return bad(p, "KFUSE_PERSISTENT_SYNC must be 'tags' or 'grid'");
+		return kx_pm_bad(p, "KFUSE_PERSISTENT_SYNC must be 'tags' or 'grid'");
 	p->gsync = sync && !strcmp(sync, "grid");
+	if (p->gsync && p->lyr >= 0)
+		return kx_pm_bad(p, "KFUSE_PERSISTENT_SYNC=grid is for single layers (stacks hand h over by tags)");
 	/* tuning switches for the device (bench/gpu/lstm_debug.sh rows) */
 	const char *pf = getenv("KFUSE_PERSISTENT_PF"), *hv = getenv("KFUSE_PERSISTENT_HV");
 	p->pf = !(pf && !strcmp(pf, "0"));
@@ -291,8 +303,9 @@ static int analyze(pm *p)
 		p->hv = 1;
 	const char *env = getenv("KFUSE_PERSISTENT_UPB");
 	int upb = env && atoi(env) > 0 ? atoi(env) : 0;
-	/* about 128 groups: one block per SM on a large GPU */
-	p->upb = upb ? upb : (int)((p->H + 127) / 128);
+	/* about 128 groups: one block per SM on a large GPU; a stack of L
+	 * layers about 256 (two blocks per SM, every layer resident at once) */
+	p->upb = upb ? upb : p->lyr < 0 ? (int)((p->H + 127) / 128) : (int)((p->nl * p->H + 255) / 256);
 	if (p->upb > 32)
 		p->upb = 32;
 	p->ng = (int)((p->H + p->upb - 1) / p->upb);
@@ -300,17 +313,17 @@ static int analyze(pm *p)
 }
 
 /* W(row, kk): element (kk, row) of the weight the matmul reads. */
-static void wexpr(pm *p, const char *row, const char *kk, kf_buf *o)
+void kx_pm_wexpr(pm *p, const char *row, const char *kk, kf_buf *o)
 {
 	kf_graph *g = p->k->g;
 	kf_nid d = kf_def(g, p->r.R);
 	if (d == KF_NONE) {
-		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", kx_param(p->k, p->r.R), kk, (long long)p->G, row);
+		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", kx_pm_param(p, p->r.R), kk, (long long)p->G, row);
 		return;
 	}
 	int64_t perm[2] = {1, 0};
 	kf_attr_ints(g, d, "perm", perm, 2);
-	int a = kx_param(p->k, kf_in(g, d, 0));
+	int a = kx_pm_param(p, kf_in(g, d, 0));
 	if (perm[0] == 1) /* R = W^T: W[row][kk], read along kk: coalesced */
 		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", a, row, (long long)p->K, kk);
 	else
@@ -318,7 +331,7 @@ static void wexpr(pm *p, const char *row, const char *kk, kf_buf *o)
 }
 
 /* The cell of one unit: states kept, h published, outputs written. */
-static int cell(pm *p, unsigned T)
+int kx_pm_cell(pm *p, unsigned T)
 {
 	kx *k = p->k;
 	kf_graph *g = k->g;
@@ -328,16 +341,24 @@ static int cell(pm *p, unsigned T)
 	for (uint32_t s = 0; s < r->nslot && rc == 0; s++) {
 		kf_buf e = {0};
 		rc = ex(p, r->sval[s], 0, false, &e);
-		kf_buf_printf(&st, "      if (grp == (int)blockIdx.x) kf_rs[%u] = %.*s; else KFP_st[%u][j] = %.*s;\n",
-			      s, (int)e.n, e.p, s, (int)e.n, e.p);
-		if ((int)s == p->hslot && p->gsync)
+		kf_buf sn = {0};
+		st_name(p, s, &sn);
+		kf_buf_printf(&st, "      if (grp == (int)blockIdx.x) kf_rs[%u] = %.*s; else %.*s[j] = %.*s;\n",
+			      s, (int)e.n, e.p, (int)sn.n, sn.p, (int)e.n, e.p);
+		kf_buf_free(&sn);
+		if ((int)s == p->hslot && p->lyr >= 0)
+			kf_buf_printf(&st, "      KFP_put(&KFP_hb[%d][t][j], tag, %.*s);\n", p->lyr, (int)e.n, e.p);
+		else if ((int)s == p->hslot && p->gsync)
 			kf_buf_printf(&st, "      ((volatile float *)KFP_hf[t & 1])[j] = %.*s;\n", (int)e.n, e.p);
 		else if ((int)s == p->hslot)
 			kf_buf_printf(&st, "      KFP_put(&KFP_hb[t & 1][j], base + t + 1, %.*s);\n", (int)e.n, e.p);
 		kf_buf_free(&e);
 	}
-	for (uint32_t q = 0; q < k->nout && rc == 0; q++) {
-		kf_vid y = k->out[q];
+	for (uint32_t i = 0; i < p->ny && rc == 0; i++) {
+		kf_vid y = p->yv[i];
+		int q = p->yo[i];
+		if (q < 0)
+			continue; /* a sequence only the layer above reads */
 		kf_nid d = kf_def(g, y);
 		kf_buf e = {0};
 		if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONCAT && kf_N(g, d)->nin == T) {
@@ -348,20 +369,20 @@ static int cell(pm *p, unsigned T)
 				ok = kf_in(g, d, t) == kf_res(g, kf_rec_at(r, t, n0), 0);
 			if (!ok || width(g, v0) != p->H || (rc = ex(p, v0, 0, false, &e)) != 0) {
 				kf_buf_free(&e);
-				rc = rc ? rc : bad(p, "an output is a concat that is not one value of every step");
+				rc = rc ? rc : kx_pm_bad(p, "an output is a concat that is not one value of every step");
 				break;
 			}
-			kf_buf_printf(&st, "      o%u[t * %lld + j] = %.*s;\n", q, (long long)p->H, (int)e.n, e.p);
+			kf_buf_printf(&st, "      o%d[t * %lld + j] = %.*s;\n", q, (long long)p->H, (int)e.n, e.p);
 		} else if (d != KF_NONE && d < r->nnode && r->stepof[d] == T) {
 			kf_nid n0 = r->node[r->idx[d]];
 			if (width(g, y) != p->H || (rc = ex(p, kf_res(g, n0, 0), 0, false, &e)) != 0) {
 				kf_buf_free(&e);
-				rc = rc ? rc : bad(p, "an output is not as wide as the state");
+				rc = rc ? rc : kx_pm_bad(p, "an output is not as wide as the state");
 				break;
 			}
-			kf_buf_printf(&st, "      if (t == %u) o%u[j] = %.*s;\n", T - 1, q, (int)e.n, e.p);
+			kf_buf_printf(&st, "      if (t == %u) o%d[j] = %.*s;\n", T - 1, q, (int)e.n, e.p);
 		} else {
-			rc = bad(p, "an output is neither a step's value nor the sequence of one");
+			rc = kx_pm_bad(p, "an output is neither a step's value nor the sequence of one");
 		}
 		kf_buf_free(&e);
 	}
@@ -371,7 +392,7 @@ static int cell(pm *p, unsigned T)
 	return rc;
 }
 
-static uint64_t hash(const char *s, size_t n, uint64_t h)
+uint64_t kx_pm_hash(const char *s, size_t n, uint64_t h)
 {
 	for (size_t i = 0; i < n; i++) {
 		h ^= (unsigned char)s[i];
@@ -382,7 +403,7 @@ static uint64_t hash(const char *s, size_t n, uint64_t h)
 
 /* Replaces every "KFP_" in b with "kfp_<hash>_": the globals of one
  * kernel text are its own. */
-static void rename_globals(kf_buf *b, const char *tag)
+void kx_pm_rename_globals(kf_buf *b, const char *tag)
 {
 	kf_buf o = {0};
 	const char *s = b->p ? b->p : "", *e = s + b->n;
@@ -419,9 +440,23 @@ static void emit_decl(pm *p, unsigned T)
 			    "#else\n#define KFP_GSYNC() kf_host_grid_sync()\n#endif\n");
 		kf_buf_printf(d, "__device__ float KFP_hf[2][%lld];\n", (long long)p->K);
 	} else {
+		char hb[128];
+		snprintf(hb, sizeof hb, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
+		kx_pm_handoff_decl(p, d, hb);
+	}
+	kf_buf_printf(d, "__device__ float KFP_st[%u][%lld];\n", p->r.nslot, (long long)p->H);
+	kf_buf_printf(d, "__device__ const int KFP_S[%d] = {", p->ns);
+	for (int s = 0; s < p->ns; s++)
+		kf_buf_printf(d, "%s%lld", s ? ", " : "", (long long)p->S[s]);
+	kf_buf_puts(d, "};\n");
+}
+
+void kx_pm_handoff_decl(pm *p, kf_buf *d, const char *hb)
+{
+	{
 		kf_buf_puts(d, "#ifdef __CUDA_ARCH__\n#define KFP_SPIN() ((void)0)\n"
 			    "#else\n#define KFP_SPIN() kf_host_spin()\n#endif\n");
-		kf_buf_printf(d, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
+		kf_buf_puts(d, hb);
 		kf_buf_puts(d, "__device__ unsigned int KFP_ep, KFP_done;\n");
 		kf_buf_puts(d, "__device__ __forceinline__ float KFP_wait(const unsigned long long *p, unsigned tag)\n{\n"
 			    "  unsigned long long w;\n"
@@ -444,11 +479,6 @@ static void emit_decl(pm *p, unsigned T)
 		kf_buf_puts(d, "__device__ __forceinline__ void KFP_put(unsigned long long *p, unsigned tag, float v)\n{\n"
 			    "  *(volatile unsigned long long *)p = ((unsigned long long)tag << 32) | __float_as_uint(v);\n}\n");
 	}
-	kf_buf_printf(d, "__device__ float KFP_st[%u][%lld];\n", p->r.nslot, (long long)p->H);
-	kf_buf_printf(d, "__device__ const int KFP_S[%d] = {", p->ns);
-	for (int s = 0; s < p->ns; s++)
-		kf_buf_printf(d, "%s%lld", s ? ", " : "", (long long)p->S[s]);
-	kf_buf_puts(d, "};\n");
 }
 
 /* Before the steps: the gate rows of each warp, the block's weight rows
@@ -474,7 +504,7 @@ static void emit_setup(pm *p, int RPW, int KPL, bool cache)
 			      "      const int kk = lane + 32 * c, j = blockIdx.x * %d + (warp + %d * i) %% %d, row = blockIdx.x * %d + kf_qo[i];\n"
 			      "      kf_w[i][c] = kf_qv[i] && kk < %lld && j < %lld && blockIdx.x < %d ? ",
 			      RPW, KPL, RPW, KPL, p->upb, NW, p->upb, p->upb, (long long)p->K, (long long)p->H, p->ng);
-		wexpr(p, "row", "kk", b);
+		kx_pm_wexpr(p, "row", "kk", b);
 		kf_buf_puts(b, " : 0.f;\n    }\n");
 	}
 	kf_buf_puts(b, "  __syncthreads();\n");
@@ -560,7 +590,7 @@ static void emit_text(pm *p, unsigned T)
 			      KPL, (long long)p->K);
 	kf_buf_printf(b, "#pragma unroll\n          for (int c = 0; c < %d; c++) {\n            const int kk = lane + 32 * c;\n"
 		      "            if (kk < %lld) acc += ", KPL, (long long)p->K);
-	wexpr(p, "row", "kk", b);
+	kx_pm_wexpr(p, "row", "kk", b);
 	kf_buf_puts(b, cache ? " * kf_sh[kk];\n          }\n          }\n        }\n" : " * kf_sh[kk];\n          }\n        }\n");
 	kf_buf_puts(b, 
 		    "#pragma unroll\n        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
@@ -582,26 +612,37 @@ static void emit_text(pm *p, unsigned T)
 
 int kx_emit_persistent(kx *k)
 {
+	if (kf_attr_int(k->g, k->at, "layers", 1) > 1)
+		return kx_emit_stack(k); /* passes/emit_stack.c */
 	pm *p = calloc(1, sizeof *p);
 	p->k = k;
 	kf_nid f = k->at;
+	p->fn = f;
+	p->lyr = -1;
+	p->nl = 1;
+	p->xarg = KF_NONE;
+	p->yv = k->out;
+	p->ny = k->nout;
+	p->yo = malloc((k->nout + 1) * sizeof *p->yo);
+	for (uint32_t q = 0; q < k->nout; q++)
+		p->yo[q] = (int)q;
 	unsigned T = 0;
-	int rc = analyze(p);
+	int rc = kx_pm_analyze(p);
 	if (rc == 0) {
 		T = p->r.T;
-		rc = cell(p, T);
+		rc = kx_pm_cell(p, T);
 	}
 	k->at = f;
 	if (rc == 0 && p->ns * p->upb > 32 * NW * 8)
-		rc = bad(p, "too many gate rows per block");
+		rc = kx_pm_bad(p, "too many gate rows per block");
 	if (rc == 0) {
 		emit_text(p, T);
 		/* the kernel's globals are named after its text */
-		uint64_t h = hash(k->b.p, k->b.n, hash(k->decl.p, k->decl.n, 0xcbf29ce484222325ULL));
+		uint64_t h = kx_pm_hash(k->b.p, k->b.n, kx_pm_hash(k->decl.p, k->decl.n, 0xcbf29ce484222325ULL));
 		char tag[32];
 		snprintf(tag, sizeof tag, "kfp_%016llx_", (unsigned long long)h);
-		rename_globals(&k->decl, tag);
-		rename_globals(&k->b, tag);
+		kx_pm_rename_globals(&k->decl, tag);
+		kx_pm_rename_globals(&k->b, tag);
 		k->k->block = NT;
 		k->k->units = p->ng;
 	} else {
@@ -613,6 +654,7 @@ int kx_emit_persistent(kx *k)
 	kf_buf_free(&p->pfs);
 	if (p->r.node)
 		kf_rec_free(&p->r);
+	free(p->yo);
 	free(p);
 	return rc;
 }

@@ -573,7 +573,7 @@ static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
 				break;
 		}
 		if (i == nc || ndone == 256)
-			return 0;
+			break;
 		done[ndone++] = cand[i];
 		kf_rec r;
 		const char *wname = kf_V(g, cand[i])->name ? kf_str(g->ctx, kf_V(g, cand[i])->name) : "?";
@@ -593,9 +593,16 @@ static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
 			*changed = true;
 		kf_rec_free(&r);
 	}
+	/* stacked layers: one node, one wavefront kernel (stack=0 keeps a
+	 * node per layer, the path before it, for comparison) */
+	if (kf_passopt_int(g->ctx, o, "stack", 1) && kf_rec_merge_stacks(g, next_sym(g), o->log) > 0) {
+		*changed = true;
+		topo_sort(g, 0);
+	}
+	return 0;
 }
 
-static const char *const persistent_opts[] = {"min-steps", NULL};
+static const char *const persistent_opts[] = {"min-steps", "stack", NULL};
 
 const kf_pass kf_pass_persistent = {
 	.name = "persistent",

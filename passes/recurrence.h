@@ -72,4 +72,11 @@ int64_t kf_rec_first_int(const kf_graph *g, kf_nid n, const char *key, int64_t d
 /* A slice of one row along axis 0 (step 1): what a per-step input reads. */
 bool kf_rec_row_slice(const kf_graph *g, kf_nid n);
 
+/* The `persistent` pass's last step (passes/recurrence_stack.c): chains
+ * of persistent nodes (layers = 1) where each reads the sequence of the
+ * one below through its hoisted input projection move, with those
+ * projections, into one node {layers = L}; symbols from @k<next_sym>.
+ * Returns the number of stacks made. */
+int kf_rec_merge_stacks(kf_graph *g, int next_sym, kf_buf *log);
+
 #endif

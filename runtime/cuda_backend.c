@@ -349,7 +349,10 @@ static int load(kf_cuda_session *s, bool *spilled)
 		kf_cuda_funcattr fa;
 		if (kf_cuda_func_attrs(s->cu, t->f, &fa) != 0)
 			return -1;
-		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION && !t->lt;
+		/* a stack kernel (emit_stack.c) bounded to two blocks an SM may
+		 * spill a few bytes: still far better than a kernel per layer */
+		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION && !t->lt &&
+			     t->k.layers == 0;
 		/* a persistent kernel needs a cooperative launch; without one its
 		 * body runs op by op (the split below), which computes the same.
 		 * KFUSE_PERSISTENT=0 asks for that path: the graph around the node
@@ -370,6 +373,22 @@ static int load(kf_cuda_session *s, bool *spilled)
 		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, (size_t)t->k.smem, &bps) != 0 || bps < 1)
 			bps = 1;
 		t->grid = grid_of(&t->k, inf->sm_count, bps);
+		/* a stack of layers as one wavefront kernel needs every group
+		 * resident: looping groups would run the layers one after the
+		 * other.  Else (or KFUSE_PERSISTENT_STACK=0) its body runs: a
+		 * kernel per layer and the projections between them. */
+		const char *ps = getenv("KFUSE_PERSISTENT_STACK");
+		bool nostack = ps && !strcmp(ps, "0");
+		if (t->k.layers > 1 && !spilled[i] && (nostack || t->grid < t->k.units)) {
+			spilled[i] = true;
+			if (s->o.report && nostack)
+				kf_buf_printf(s->o.report, "cuda: KFUSE_PERSISTENT_STACK=0: the stack of %d layers runs a "
+					      "kernel per layer\n", t->k.layers);
+			else if (s->o.report)
+				kf_buf_printf(s->o.report, "cuda: the stack of %d layers needs %lld resident blocks, the "
+					      "device holds %u (%d SMs x %d): a kernel per layer\n", t->k.layers,
+					      (long long)t->k.units, t->grid, inf->sm_count, bps);
+		}
 	}
 	s->stats.load_s += now_s() - t0;
 	return 0;

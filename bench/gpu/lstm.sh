@@ -14,6 +14,13 @@
 #               implementations agree on; docs/persistent.md)
 #   per-op:     the graph as written, one kernel per op (only for the
 #               8-layer graph: 80 steps are ~1800 kernels)
+# The 8-layer graph's persistent row is ONE wavefront kernel for all
+# layers (passes/emit_stack.c, 256 groups of 8 units, two blocks an SM);
+# persistent-layers runs the same .kf with KFUSE_PERSISTENT_STACK=0: a
+# kernel per layer plus the projections between them (the path before the
+# stack kernel); persistent-upb4/-upb16 change the stack's units per block.
+# A row marked 'fallback' ran a kernel per layer because the grid could not
+# hold every group (the log says why).
 # then lstm_torch.py (eager step loop, torch.nn.LSTM/GRU = cuDNN,
 # torch.compile of the step loop), and prints one table.
 # Tuning: KFUSE_PERSISTENT_UPB=N sets the hidden units per block (default
@@ -29,6 +36,7 @@ run() {
 		> "$out/$1.$2.txt" 2>&1; then st=ok; else st=FAIL; fi
 	ms=$(sed -n 's/^bench cuda .*median \([0-9.]*\) ms.*/\1/p' "$out/$1.$2.txt" | tail -1)
 	grep -qi "mismatch\|out of tolerance: [1-9]\|\[FAIL\]" "$out/$1.$2.txt" && st=MISMATCH
+	grep -q "resident blocks, the device holds" "$out/$1.$2.txt" && st="$st(fallback)"
 	echo "$1 $2 ${ms:-nan} $st" >> "$log"
 	[ "$st" = ok ] || { echo "== $1 $2: $st"; tail -20 "$out/$1.$2.txt"; }
 }
@@ -40,7 +48,15 @@ for ex in lstm_80x256 lstm_8x256x8l gru_80x256; do
 	fi
 	ins=$(python3 "$here/lstm_inputs.py" "$src" "$out/in-$ex") || { echo "FAIL inputs $ex"; continue; }
 	run "$ex" persistent "$out/$ex.p.kf"
-	for u in 1 4; do
+	if [ "$ex" = lstm_8x256x8l ]; then
+		export KFUSE_PERSISTENT_STACK=0
+		run "$ex" persistent-layers "$out/$ex.p.kf"
+		unset KFUSE_PERSISTENT_STACK
+		ups="4 16"
+	else
+		ups="1 4"
+	fi
+	for u in $ups; do
 		export KFUSE_PERSISTENT_UPB=$u
 		run "$ex" "persistent-upb$u" "$out/$ex.p.kf"
 		unset KFUSE_PERSISTENT_UPB

@@ -48,11 +48,11 @@ static kf_module *parse_text(kf_ctx *c, const char *text)
 }
 
 /* Runs `persistent` on m; returns the pass log. */
-static void run_pass(kf_ctx *c, kf_module *m, kf_buf *log)
+static void run_pipe(kf_ctx *c, kf_module *m, kf_buf *log, const char *pipe)
 {
 	kf_passreg reg = {0};
 	kf_passes_builtin(&reg);
-	kf_pipeline *p = kf_pipeline_parse(c, &reg, "persistent");
+	kf_pipeline *p = kf_pipeline_parse(c, &reg, pipe ? pipe : "persistent");
 	assert_non_null(p);
 	kf_runopts ro = {.verify_each = true, .log = log};
 	int rc = kf_pipeline_run(p, m, &ro);
@@ -61,6 +61,11 @@ static void run_pass(kf_ctx *c, kf_module *m, kf_buf *log)
 	assert_int_equal(rc, 0);
 	kf_pipeline_free(p);
 	kf_passreg_free(&reg);
+}
+
+static void run_pass(kf_ctx *c, kf_module *m, kf_buf *log)
+{
+	run_pipe(c, m, log, NULL);
 }
 
 static uint32_t count_persistent(kf_graph *g, kf_nid *last)
@@ -122,7 +127,8 @@ static void test_gru(void **st)
 static void test_stacked(void **st)
 {
 	(void)st;
-	check_file("golden/persistent/stacked.kf", 2, 3, "lstm");
+	/* one node of two layers (the body: a node per layer) */
+	check_file("golden/persistent/stacked.kf", 1, 3, "lstm");
 }
 
 static void test_lstm_80_steps(void **st)
@@ -392,7 +398,7 @@ static const char emu_shim[] =
 	"#define _GNU_SOURCE\n#include <math.h>\n#include <pthread.h>\n#include <sched.h>\n#include <stdbool.h>\n"
 	"#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
 	"#include <ucontext.h>\n"
-	"#define __global__\n#define __device__\n#define __forceinline__ static inline\n#define __launch_bounds__(n)\n"
+	"#define __global__\n#define __device__\n#define __forceinline__ static inline\n#define __launch_bounds__(...)\n"
 	"#define __restrict__ restrict\n#define __shared__ static __thread\n#define __ldg(p) (*(p))\n#define KF_NT 256\n"
 	"#define __align__(n) __attribute__((aligned(n)))\n"
 	"typedef struct { unsigned x, y, z; } kf_dim3;\ntypedef struct { float x, y; } float2;\n"
@@ -470,6 +476,7 @@ typedef struct emu_case {
 	const char *upb, *sync; /* KFUSE_PERSISTENT_UPB and _SYNC while emitting; NULL: unset */
 	const char *hv, *pf;    /* KFUSE_PERSISTENT_HV and _PF while emitting; NULL: unset */
 	int grid, node;         /* blocks; which persistent node (layer) */
+	const char *pipe;       /* the pipeline (NULL: "persistent": stacks merged) */
 	const char *from, *to;  /* a corruption of the kernel text (NULL: none) */
 } emu_case;
 
@@ -626,8 +633,8 @@ static int64_t emu_check(const emu_case *e)
 	gen_rnn(&text, e->lstm, e->T, e->IN, e->H, e->L);
 	kf_buf_putc(&text, 0);
 	kf_module *m = parse_text(c, text.p), *m2 = parse_text(c, text.p);
-	run_pass(c, m, &log);
-	run_pass(c, m2, &log);
+	run_pipe(c, m, &log, e->pipe);
+	run_pipe(c, m2, &log, e->pipe);
 	kf_graph *g = m->graph[0], *g2 = m2->graph[0];
 	kf_nid f = nth_persistent(g, e->node), f2 = nth_persistent(g2, e->node);
 	assert_true(f != KF_NONE && f2 != KF_NONE);
@@ -671,8 +678,8 @@ static int64_t emu_check(const emu_case *e)
 			kf_equiv_compare(&t, want, 1e-4, 1e-5, &st);
 			kf_buf d = {0};
 			kf_equiv_describe(&d, &st);
-			fprintf(stderr, "emu %s T=%d H=%d upb=%s sync=%s hv=%s pf=%s grid=%d out%u: %.*s\n", e->lstm ? "lstm" : "gru",
-				e->T, e->H, e->upb ? e->upb : "-", e->sync ? e->sync : "tags",
+			fprintf(stderr, "emu %s L=%d T=%d H=%d upb=%s sync=%s hv=%s pf=%s grid=%d out%u: %.*s\n", e->lstm ? "lstm" : "gru",
+				e->L, e->T, e->H, e->upb ? e->upb : "-", e->sync ? e->sync : "tags",
 				e->hv ? e->hv : "-", e->pf ? e->pf : "-", e->grid, q, (int)d.n, d.p);
 			kf_buf_free(&d);
 			bad += st.nbad;
@@ -738,12 +745,47 @@ static void test_emu_gru(void **st)
 }
 
 /* Hidden 256 as in the examples: 128 groups of 2 units, the weight rows
- * in registers; and the second layer of a stacked LSTM. */
+ * in registers; and the second layer of a stacked LSTM kept as a node of
+ * its own (`persistent{stack=0}`). */
 static void test_emu_wide_stacked(void **st)
 {
 	(void)st;
 	emu_ok(&(emu_case){.lstm = true, .T = 3, .IN = 32, .H = 256, .L = 1, .grid = 4});
-	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 32, .L = 2, .node = 1, .grid = 3});
+	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 32, .L = 2, .node = 1, .grid = 3,
+			   .pipe = "persistent{stack=0}"});
+}
+
+/* Stacks as one wavefront kernel (passes/emit_stack.c): a block per group
+ * (few groups: every emulated block is a spinning OS thread);
+ * fewer blocks than groups, so that a block's groups lie in different
+ * layers (and most read their weights from L2); three layers, a block
+ * per group; 16-byte h loads off (odd hidden). */
+static void test_emu_stack(void **st)
+{
+	(void)st;
+	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 32, .L = 2, .upb = "8", .grid = 8});
+	emu_ok(&(emu_case){.lstm = true, .T = 5, .IN = 12, .H = 40, .L = 3, .upb = "3", .grid = 5});
+	emu_ok(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 36, .L = 3, .upb = "12", .grid = 9});
+	emu_ok(&(emu_case){.lstm = true, .T = 3, .IN = 8, .H = 35, .L = 2, .upb = "5", .grid = 4});
+}
+
+/* The example's shape: 8 layers of hidden 256, 8 units per group (256
+ * groups, each block's rows of both weights in registers), 16 blocks. */
+static void test_emu_stack_wide(void **st)
+{
+	(void)st;
+	emu_ok(&(emu_case){.lstm = true, .T = 8, .IN = 256, .H = 256, .L = 8, .grid = 16});
+}
+
+/* The check can fail on a stack: a layer that reads the layer below's h
+ * of the step before (a dependency off by one). */
+static void test_emu_stack_catches_a_bug(void **st)
+{
+	(void)st;
+	int64_t bad = emu_check(&(emu_case){.lstm = true, .T = 4, .IN = 16, .H = 32, .L = 2, .upb = "8", .grid = 8,
+					    .from = "[t][kk], tag)", .to = "[t > 0 ? t - 1 : 0][kk], tag)"});
+	if (bad >= 0)
+		assert_true(bad > 0);
 }
 
 /* The check can fail: a kernel whose warp reduction drops partial sums. */
@@ -772,6 +814,9 @@ int main(void)
 		cmocka_unit_test(test_emu_gru),
 		cmocka_unit_test(test_emu_wide_stacked),
 		cmocka_unit_test(test_emu_catches_a_bug),
+		cmocka_unit_test(test_emu_stack),
+		cmocka_unit_test(test_emu_stack_wide),
+		cmocka_unit_test(test_emu_stack_catches_a_bug),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
