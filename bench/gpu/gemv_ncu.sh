@@ -1,0 +1,78 @@
+#!/bin/sh
+# bench/gpu/gemv_ncu.sh [BUILD_DIR]: the GEMV kernels' own durations from
+# Nsight Compute, with the weight cold (caches flushed before each kernel:
+# read from HBM) and warm (--cache-control none: the weight left in L2 by the
+# launch before), beside a read-only reference of the same 16 MiB: torch's
+# sum of the weight (one pass, cold).  No launch gap is counted, unlike the
+# event-timed back-to-back replays of matmul.sh.  Clocks are left alone.
+. "$(dirname "$0")/setup.sh"
+command -v ncu > /dev/null || { echo "gemv_ncu.sh: no ncu on this machine"; exit 2; }
+gemv() { # NAME K N T: x[1,K] @ w (w [K,N], or [N,K] transposed when T = t)
+	if [ "$4" = t ]; then
+		body="  %t = transpose(%w) {perm = [1, 0]} : f32[$2,$3]
+  %y = matmul(%x, %t) : f32[1,$3]" w="f32[$3,$2]"
+	else
+		body="  %y = matmul(%x, %w) : f32[1,$3]" w="f32[$2,$3]"
+	fi
+	printf 'graph @%s(%%x: f32[1,%s], %%w: %s) -> (f32[1,%s]) {\n%s\n  return %%y\n}\n' "$1" "$2" "$w" "$3" "$body" > "$out/$1.kf"
+}
+gemv gemv_kn 4096 1024 n
+gemv gemv_nk 4096 1024 t
+gemv gemv_kn_k1024 1024 4096 n
+gemv gemv_nk_k1024 1024 4096 t
+dur() { # LABEL CACHE CMD...: the median duration (ns) of the most launched kernel
+	label=$1 cache=$2
+	shift 2
+	ncu --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum --csv --print-units base "$@" \
+		> "$out/$label.csv" 2> "$out/$label.err" || { echo "gemv_ncu.sh: $label failed"; tail -3 "$out/$label.err"; }
+	python3 - "$label" "$out/$label.csv" >> "$log" <<'PY'
+import csv, statistics, sys
+label, path = sys.argv[1], sys.argv[2]
+rows = list(csv.reader(l for l in open(path) if l.startswith('"')))
+if len(rows) > 1:
+    ki, vi = rows[0].index("Kernel Name"), rows[0].index("Metric Value")
+    by = {}
+    for r in rows[1:]:
+        by.setdefault(r[ki], []).append(float(r[vi].replace(",", "")))
+    k, v = max(by.items(), key=lambda kv: len(kv[1]))
+    print(f"DUR {label} {len(v)} {statistics.median(v):.0f} {k[:48].replace(' ', '_')}")
+PY
+}
+for c in gemv_kn gemv_nk gemv_kn_k1024 gemv_nk_k1024; do
+	"$opt" "$out/$c.kf" -p fuse-matmul,fuse -o "$out/$c.mm.kf" 2> /dev/null
+	"$kfrun" "$out/$c.mm.kf" --backend=cuda --random-inputs --tune --compare=cpu --rtol 1e-4 --atol 1e-3 > "$out/$c.tune.txt" 2>&1
+	grep -q '\[ok\]' "$out/$c.tune.txt" || { echo "gemv_ncu.sh: $c does not match the interpreter"; tail -3 "$out/$c.tune.txt"; }
+	for cache in all none; do
+		dur "$c.$cache" $cache "$kfrun" "$out/$c.mm.kf" --backend=cuda --random-inputs --no-graph --bench 8
+	done
+done
+cat > "$out/sum.py" <<'PY'
+import torch
+w = torch.randn(4096 * 1024, device="cuda")
+for _ in range(8):
+    w.sum()
+torch.cuda.synchronize()
+PY
+dur torch_sum.all all python3 "$out/sum.py"
+dur torch_sum.none none python3 "$out/sum.py"
+cat "$log"
+python3 - "$log" <<'PY'
+import sys
+wb = 4096 * 1024 * 4
+ceil = 4224  # GB/s, the event-timed 1 GiB device copy of this session's matmul.sh
+print()
+print(f"GEMV kernel durations (ncu, median); weight 16 MiB; % of the {ceil} GB/s copy ceiling")
+print(f"{'case':<16} {'cold us':>8} {'GB/s':>6} {'%copy':>6}   {'warm us':>8} {'GB/s':>6}")
+d = {}
+for l in open(sys.argv[1]):
+    w = l.split()
+    if w and w[0] == "DUR":
+        c, cache = w[1].rsplit(".", 1)
+        d.setdefault(c, {})[cache] = float(w[3]) / 1e3
+for c, v in d.items():
+    cold, warm = v.get("all"), v.get("none")
+    s = f"{c:<16}"
+    s += f" {cold:8.2f} {wb / cold / 1e3:6.0f} {100 * wb / cold / 1e3 / ceil:5.1f}%" if cold else " " * 23
+    s += f"   {warm:8.2f} {wb / warm / 1e3:6.0f}" if warm else ""
+    print(s)
+PY
