@@ -304,8 +304,10 @@ int kx_pm_analyze(pm *p)
 	const char *env = getenv("KFUSE_PERSISTENT_UPB");
 	int upb = env && atoi(env) > 0 ? atoi(env) : 0;
 	/* about 128 groups: one block per SM on a large GPU; a stack of L
-	 * layers about 256 (two blocks per SM, every layer resident at once) */
-	p->upb = upb ? upb : p->lyr < 0 ? (int)((p->H + 127) / 128) : (int)((p->nl * p->H + 255) / 256);
+	 * layers about 512 (four blocks per SM, every layer resident at once:
+	 * 68.5 us for 8 layers x 8 steps on the H200 against 75.5 us with 256
+	 * groups, bench/results/2026-11-29-s2-gpu-lstm.txt, spills and all) */
+	p->upb = upb ? upb : p->lyr < 0 ? (int)((p->H + 127) / 128) : (int)((p->nl * p->H + 511) / 512);
 	if (p->upb > 32)
 		p->upb = 32;
 	p->ng = (int)((p->H + p->upb - 1) / p->upb);

@@ -15,10 +15,10 @@
 #   per-op:     the graph as written, one kernel per op (only for the
 #               8-layer graph: 80 steps are ~1800 kernels)
 # The 8-layer graph's persistent row is ONE wavefront kernel for all
-# layers (passes/emit_stack.c, 256 groups of 8 units, two blocks an SM);
+# layers (passes/emit_stack.c, 512 groups of 4 units, four blocks an SM);
 # persistent-layers runs the same .kf with KFUSE_PERSISTENT_STACK=0: a
 # kernel per layer plus the projections between them (the path before the
-# stack kernel); persistent-upb4/-upb16 change the stack's units per block.
+# stack kernel); persistent-upb8/-upb16 change the stack's units per block.
 # A row marked 'fallback' ran a kernel per layer because the grid could not
 # hold every group (the log says why).
 # then lstm_torch.py (eager step loop, torch.nn.LSTM/GRU = cuDNN,
@@ -52,7 +52,7 @@ for ex in lstm_80x256 lstm_8x256x8l gru_80x256; do
 		export KFUSE_PERSISTENT_STACK=0
 		run "$ex" persistent-layers "$out/$ex.p.kf"
 		unset KFUSE_PERSISTENT_STACK
-		ups="4 16"
+		ups="8 16"
 	else
 		ups="1 4"
 	fi
