@@ -29,10 +29,15 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
-	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4 && !s[n]) {
+	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
 		c->algo = KF_MM_WG;
-		return (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
-			       c->bk == 64 && c->stages >= 2 && c->stages <= 8
+		int m = 0;
+		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
+			return -1;
+		n += m;
+		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
+			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
+			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0)
 			       ? 0
 			       : -1;
 	}
@@ -72,7 +77,7 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		snprintf(out, n, "cublaslt");
 		break;
 	case KF_MM_WG:
-		snprintf(out, n, "wg%dx%dx%ds%d", c->bm, c->bn, c->bk, c->stages);
+		snprintf(out, n, c->cl ? "wg%dx%dx%ds%dc%d" : "wg%dx%dx%ds%d", c->bm, c->bn, c->bk, c->stages, c->cl);
 		break;
 	default:
 		if (c->ks && c->un)
@@ -98,6 +103,9 @@ static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		return false;
 	if (sh->K % 8 || (!sh->tb && sh->N % 8) || sh->M >= (1LL << 31) || sh->N >= (1LL << 31) ||
 	    sh->K >= (1LL << 31))
+		return false;
+	int bi, bo;
+	if (c->cl > 1 && kf_wg_bpieces(c->bn, sh->tb, c->cl, 0, &bi, &bo, NULL) < 0)
 		return false;
 	/* + 1024 to align the ring, + 1024 of static shared memory (the barriers) */
 	return (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048 <= 227 * 1024;
