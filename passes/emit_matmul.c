@@ -182,7 +182,8 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
-		"wg128x256x64s4", "wg128x256x64s3", "wg128x128x64s6", "wg128x128x64s4", "wg64x256x64s6",
+		"wg128x256x64s4", "wg128x256x64s4c2", "wg128x128x64s4c2", "wg128x128x64s6c2", "wg128x256x64s3c2",
+		"wg128x128x64s4c4", "wg128x256x64s3", "wg128x128x64s6", "wg128x128x64s4", "wg64x256x64s6",
 		"wg64x128x64s8", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
