@@ -35,6 +35,8 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
 			return -1;
 		n += m;
+		c->vs = s[n] == 'v';
+		n += c->vs;
 		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
 			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
 			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0)
@@ -77,7 +79,10 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		snprintf(out, n, "cublaslt");
 		break;
 	case KF_MM_WG:
-		snprintf(out, n, c->cl ? "wg%dx%dx%ds%dc%d" : "wg%dx%dx%ds%d", c->bm, c->bn, c->bk, c->stages, c->cl);
+		if (c->cl)
+			snprintf(out, n, "wg%dx%dx%ds%dc%d%s", c->bm, c->bn, c->bk, c->stages, c->cl, c->vs ? "v" : "");
+		else
+			snprintf(out, n, "wg%dx%dx%ds%d%s", c->bm, c->bn, c->bk, c->stages, c->vs ? "v" : "");
 		break;
 	default:
 		if (c->ks && c->un)
@@ -646,37 +651,31 @@ void kx_mm_epi_call(kx *k, kf_buf *b)
 		kf_buf_printf(b, "o%u, ", i);
 }
 
-int kx_mm_epilogue(kx *k, const kx_mm *mm)
+/* The epilogue's body: tc from acc, the ops, then per output either the
+ * store o<i>[off] = ... (pair 0) or, for the paired helper, the stored
+ * value into v<i>[pair - 1].  Names in scope: z, row, col, acc. */
+static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 {
 	kf_graph *g = k->g;
-	const char *acc = kx_mm_acc_type(mm), *it = kx_it(k), *rct = kx_ct(mm->rt);
-	kf_buf h = {0}, sig = {0};
-	kx_params(k, &sig);
-	sig.n--; /* drop ')' */
-	kf_buf_puts(&h, "static __device__ __forceinline__ void KF_KERNEL_epi");
-	kf_buf_put(&h, sig.p, sig.n);
-	kf_buf_free(&sig);
-	kf_buf_printf(&h, ", int z, %s row, %s col, %s acc)\n{\n", it, it, acc);
-	kf_buf_printf(&h, "  %s tc = (%s)acc;\n", rct, rct);
+	const char *it = kx_it(k), *rct = kx_ct(mm->rt);
+	kf_buf_printf(h, "  %s tc = (%s)acc;\n", rct, rct);
 	if (mm->gemm) {
 		kf_dtype lt = mm->rt == KF_F64 ? KF_F64 : KF_F32;
 		double alpha = kf_attr_float(g, mm->c, "alpha", 1.0), beta = kf_attr_float(g, mm->c, "beta", 1.0);
 		if (alpha != 1.0) {
-			kf_buf_printf(&h, "  tc = (%s)(tc * ", rct);
-			kx_literal(&h, lt, alpha, 0);
-			kf_buf_puts(&h, ");\n");
+			kf_buf_printf(h, "  tc = (%s)(tc * ", rct);
+			kx_literal(h, lt, alpha, 0);
+			kf_buf_puts(h, ");\n");
 		}
 		if (kf_N(g, mm->c)->nin > 2) {
 			kf_vid vc = kf_in(g, mm->c, 2);
 			kf_buf cv = {0};
-			if (epi_value(k, mm, vc, &cv) != 0) {
-				kf_buf_free(&h);
+			if (epi_value(k, mm, vc, &cv) != 0)
 				return -1;
-			}
 			kf_buf_putc(&cv, '\0');
-			kf_buf_printf(&h, "  tc = (%s)(tc + ", rct);
-			kx_literal(&h, lt, beta, 0);
-			kf_buf_printf(&h, " * %s);\n", cv.p);
+			kf_buf_printf(h, "  tc = (%s)(tc + ", rct);
+			kx_literal(h, lt, beta, 0);
+			kf_buf_printf(h, " * %s);\n", cv.p);
 			kf_buf_free(&cv);
 		}
 	}
@@ -696,34 +695,106 @@ int kx_mm_epilogue(kx *k, const kx_mm *mm)
 		if (rc == 0)
 			rc = kx_op_expr(k, n, a, &e);
 		if (rc == 0)
-			kf_buf_printf(&h, "  const %s e%u = %.*s;\n", kx_ct(kx_dt(k, kf_res(g, n, 0))), i, (int)e.n, e.p);
+			kf_buf_printf(h, "  const %s e%u = %.*s;\n", kx_ct(kx_dt(k, kf_res(g, n, 0))), i, (int)e.n, e.p);
 		for (int j = 0; j < 3; j++)
 			kf_buf_free(&txt[j]);
 		kf_buf_free(&e);
-		if (rc != 0) {
-			kf_buf_free(&h);
+		if (rc != 0)
 			return -1;
-		}
 	}
-	kf_buf_printf(&h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
-		      (long long)mm->N);
+	if (!pair)
+		kf_buf_printf(h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
+			      (long long)mm->N);
 	for (uint32_t i = 0; i < k->nout; i++) {
 		kf_buf v = {0};
 		if (epi_value(k, mm, k->out[i], &v) != 0) {
-			kf_buf_free(&h);
 			kf_buf_free(&v);
 			return -1;
 		}
 		kf_buf_putc(&v, '\0');
-		kf_buf_printf(&h, "  o%u[off] = ", i);
-		kx_store(&h, kx_dt(k, k->out[i]), "%s", v.p);
-		kf_buf_puts(&h, ";\n");
+		if (pair)
+			kf_buf_printf(h, "  v%u[%d] = ", i, pair - 1);
+		else
+			kf_buf_printf(h, "  o%u[off] = ", i);
+		kx_store(h, kx_dt(k, k->out[i]), "%s", v.p);
+		kf_buf_puts(h, ";\n");
 		kf_buf_free(&v);
+	}
+	return 0;
+}
+
+/* "static __device__ __forceinline__ void KF_KERNEL_<name>(params..., " */
+static void epi_head(kx *k, kf_buf *h, const char *name)
+{
+	kf_buf sig = {0};
+	kx_params(k, &sig);
+	sig.n--; /* drop ')' */
+	kf_buf_printf(h, "static __device__ __forceinline__ void KF_KERNEL_%s", name);
+	kf_buf_put(h, sig.p, sig.n);
+	kf_buf_free(&sig);
+}
+
+int kx_mm_epilogue(kx *k, const kx_mm *mm)
+{
+	kf_buf h = {0};
+	epi_head(k, &h, "epi");
+	kf_buf_printf(&h, ", int z, %s row, %s col, %s acc)\n{\n", kx_it(k), kx_it(k), kx_mm_acc_type(mm));
+	if (epi_body(k, mm, &h, 0) != 0) {
+		kf_buf_free(&h);
+		return -1;
 	}
 	kf_buf_puts(&h, "}\n");
 	kf_buf_put(&k->decl, h.p, h.n);
 	kf_buf_free(&h);
 	return 0;
+}
+
+int kx_mm_epilogue2(kx *k, const kx_mm *mm)
+{
+	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm);
+	for (uint32_t i = 0; i < k->nout; i++)
+		if (kf_dtype_size(kx_dt(k, k->out[i])) != 2)
+			return 1;
+	kf_buf h = {0};
+	epi_head(k, &h, "epi2");
+	kf_buf_printf(&h, ", int z, %s row, %s colp, %s accp0, %s accp1)\n{\n", it, it, acc, acc);
+	/* one 4-byte store per output where the pair is in range and every
+	 * address 4-byte aligned (checked: N may be odd, a view start anywhere);
+	 * else the scalar epilogue twice */
+	kf_buf_printf(&h, "  const %s off = (%s)z * %lld + row * %lld + colp;\n  if (colp + 1 < %lld", it, it,
+		      (long long)(mm->M * mm->N), (long long)mm->N, (long long)mm->N);
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(&h, " && !((unsigned long long)(o%u + off) & 3)", i);
+	kf_buf_puts(&h, ") {\n");
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(&h, "  unsigned short v%u[2];\n", i);
+	for (int p = 0; p < 2; p++) {
+		kf_buf_printf(&h, "  {\n  const %s col = colp + %d;\n  const %s acc = accp%d;\n", it, p, acc, p);
+		if (epi_body(k, mm, &h, p + 1) != 0) {
+			kf_buf_free(&h);
+			return -1;
+		}
+		kf_buf_puts(&h, "  }\n");
+	}
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(&h, "  *(unsigned *)(o%u + off) = (unsigned)v%u[0] | ((unsigned)v%u[1] << 16);\n", i, i, i);
+	kf_buf_puts(&h, "  } else {\n    ");
+	kx_mm_epi_call(k, &h);
+	kf_buf_printf(&h, "z, row, colp, accp0);\n    if (colp + 1 < %lld) ", (long long)mm->N);
+	kx_mm_epi_call(k, &h);
+	kf_buf_puts(&h, "z, row, colp + 1, accp1);\n  }\n}\n");
+	kf_buf_put(&k->decl, h.p, h.n);
+	kf_buf_free(&h);
+	return 0;
+}
+
+void kx_mm_epi2_call(kx *k, kf_buf *b)
+{
+	kf_buf_puts(b, "KF_KERNEL_epi2(");
+	for (uint32_t i = 0; i < k->nparam; i++)
+		kf_buf_printf(b, "p%u, ", i);
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(b, "o%u, ", i);
 }
 
 /* ---- the SIMT kernel ------------------------------------------------------------------ */

@@ -34,6 +34,7 @@ typedef struct kf_mm_config {
 	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 8) */
 	int cl;            /* WG: CTAs of a cluster along M sharing B by TMA multicast
 			    * (suffix "c2", "c4"); 0: no cluster */
+	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after c) */
 } kf_mm_config;
 
 /* The wgmma kernel's share of B's tile per stage in a cluster of cl CTAs
@@ -49,7 +50,7 @@ typedef struct kf_wg_piece {
  * the tile does not split in cl.  kmajor: B stored [N, K]. */
 int kf_wg_bpieces(int bn, bool kmajor, int cl, int rank, int *box_inner, int *box_outer, kf_wg_piece *out);
 
-/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8",
+/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8",
  * "cublaslt"; 0, or -1
  * when the text is not a config. */
 int kf_mm_config_parse(const char *s, kf_mm_config *out);

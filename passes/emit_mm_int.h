@@ -47,6 +47,13 @@ const char *kx_mm_acc_type(const kx_mm *mm);
 int kx_mm_epilogue(kx *k, const kx_mm *mm);
 /* The call text, up to the accumulator: "KF_KERNEL_epi(p0, ..., o0, " */
 void kx_mm_epi_call(kx *k, kf_buf *b);
+/* Declares KF_KERNEL_epi2(params..., int z, int row, int col, ACC acc0,
+ * ACC acc1): the epilogue of (row, col) and (row, col + 1), col even and
+ * in range, each output written with one 4-byte store where it can be.
+ * Returns 1 (nothing declared) unless every output is 2 bytes wide. */
+int kx_mm_epilogue2(kx *k, const kx_mm *mm);
+/* "KF_KERNEL_epi2(p0, ..., o0, " */
+void kx_mm_epi2_call(kx *k, kf_buf *b);
 
 /* True when operand op is read as stored: its prologue, if any, only
  * transposes (which the kernels fold into their indexing). */

@@ -190,7 +190,7 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 }
 
 /* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue. */
-static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
+static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -224,6 +224,14 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 	/* m64nNk16 accumulator: d[i] at row 16 * warp + lane / 4 + 8 * ((i >> 1) & 1),
 	 * column 8 * (i >> 2) + 2 * (lane % 4) + (i & 1) */
 	kf_buf_printf(b, "  const %s r0 = bm + cw * 64 + (warp & 3) * 16 + (lane >> 2);\n", it);
+	if (pair) { /* (i, i + 1): columns col, col + 1 of one row, col even */
+		kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 2) {\n", nr);
+		kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2;\n", it);
+		kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+		kx_mm_epi2_call(k, b);
+		kf_buf_puts(b, "0, row, col, acc[i], acc[i + 1]);\n  }\n");
+		return;
+	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", nr);
 	kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);\n", it);
 	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
@@ -267,8 +275,12 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
 		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  %s\n",
 		      S, 4 * (c->bm / 64) * cl, cl > 1 ? "kf_cl_sync();" : "__syncthreads();");
+	/* "v": the paired epilogue, where every output is 2 bytes wide */
+	int pair = c->vs ? kx_mm_epilogue2(k, mm) : 1;
+	if (pair < 0)
+		return -1;
 	producer(k, mm, kt, asz, bsz);
-	consumer(k, mm, kt, asz, bsz);
+	consumer(k, mm, kt, asz, bsz, pair == 0);
 	/* no CTA leaves while others may still write to its ring or arrive
 	 * on its barriers */
 	if (cl > 1)

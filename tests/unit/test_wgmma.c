@@ -102,10 +102,13 @@ static void test_configs(void **state)
 			     "wg128x256x64s4c", "wg128x256x64s4c2x", "wg128x192x64s4c2", "wg128x128x64s4c1"};
 	for (int i = 0; i < 13; i++)
 		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
-	const char *cgood[] = {"wg128x256x64s4c2", "wg128x128x64s4c4", "wg64x64x64s8c4"};
-	for (int i = 0; i < 3; i++) {
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s4vc2", &cf), -1);
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s4vv", &cf), -1);
+	const char *cgood[] = {"wg128x256x64s4c2", "wg128x128x64s4c4", "wg64x64x64s8c4", "wg128x128x64s4c2v", "wg128x128x64s4v"};
+	for (int i = 0; i < 5; i++) {
 		assert_int_equal(kf_mm_config_parse(cgood[i], &cf), 0);
-		assert_int_equal(cf.cl, cgood[i][strlen(cgood[i]) - 1] - '0');
+		assert_int_equal(cf.vs, strchr(cgood[i], 'v') != NULL);
+		assert_int_equal(cf.cl, strchr(cgood[i], 'c') ? strchr(cgood[i], 'c')[1] - '0' : 0);
 		kf_mm_config_text(&cf, txt, sizeof txt);
 		assert_string_equal(txt, cgood[i]);
 	}
@@ -324,6 +327,15 @@ static void test_cluster_model(void **state)
 	assert_true(k.tmap[1].box_outer == 128);
 	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 16384, &tm1, kt * 64 + 0, bn + 128"));
 	kf_kernel_free(&k);
+	/* "v": the paired epilogue, a 4-byte store where aligned, 2-byte ones
+	 * otherwise (N odd: every other row starts at an odd column) */
+	emit(mm_text(300, 201, 72, true), 1, "wg128x128x64s4c2v", &k);
+	assert_non_null(strstr(k.src, "for (int i = 0; i < 64; i += 2)"));
+	assert_non_null(strstr(k.src, "_epi2(p0, p1, p2, o0, 0, row, col, acc[i], acc[i + 1]);"));
+	assert_non_null(strstr(k.src, "if (colp + 1 < 201 && !((unsigned long long)(o0 + off) & 3))"));
+	assert_non_null(strstr(k.src, "if (colp + 1 < 201) kf_"));
+	assert_non_null(strstr(k.src, "_epi(p0, p1, p2, o0, z, row, colp + 1, accp1);"));
+	kf_kernel_free(&k);
 	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4", &k);
 	assert_int_equal(k.grid_y, 3);
 	assert_int_equal(k.cluster, 0);
@@ -398,6 +410,10 @@ static void test_compile(void **state)
 		{512, 4096, 4096, true, "wg128x256x64s4c4", 168},
 		{300, 200, 72, true, "wg64x128x64s8c2", 255},
 		{300, 200, 72, false, "wg64x64x64s8c4", 255},
+		/* paired epilogue stores */
+		{4096, 4096, 4096, false, "wg128x256x64s4c2v", 168},
+		{512, 4096, 4096, false, "wg128x128x64s4v", 168},
+		{300, 201, 72, true, "wg128x128x64s4c2v", 168},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
