@@ -13,6 +13,12 @@
  * then releases the previous stage (`empty` mbarrier, one arrival per
  * warp), so the tensor cores do not wait for the barrier round trip.
  *
+ * Suffix "c2"/"c4": a cluster of 2/4 CTAs along M; each loads its share of
+ * the B tile (kf_wg_bpieces) and multicasts it to all, so every `full`
+ * barrier expects the whole stage and every `empty` one counts the
+ * consumer warps of the whole cluster (remote arrivals through mapa).
+ * Suffix "v": paired epilogue stores (KF_KERNEL_epi2, emit_matmul.c).
+ *
  * Shared-memory layouts (both made by TMA with CU_TENSOR_MAP_SWIZZLE_128B,
  * every tile 1024-byte aligned, so the swizzle phase starts at 0):
  *  - K-major (A, B stored [N, K]): rows of 64 elements = 128 bytes; the
