@@ -659,14 +659,18 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 	}
 	if (rc == 0) {
 		kx_bytes(&k);
-		char bounds[48];
+		char bounds[96];
 		/* setmaxnreg needs a register cap at entry: one block per SM */
+		int bn;
 		if (out->sm90a)
-			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, 1)", out->block);
+			bn = snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, 1)", out->block);
 		else if (out->min_blocks > 0)
-			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, %d)", out->block, out->min_blocks);
+			bn = snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, %d)", out->block, out->min_blocks);
 		else
-			snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
+			bn = snprintf(bounds, sizeof bounds, "__launch_bounds__(%d)", out->block);
+		/* a compiled-in cluster shape: a plain cuLaunchKernel launches it */
+		if (out->cluster > 1)
+			snprintf(bounds + bn, sizeof bounds - (size_t)bn, " __cluster_dims__(1, %d, 1)", out->cluster);
 		finish(&k, bounds);
 	}
 done:

@@ -56,6 +56,8 @@ typedef struct kf_kernel {
 	int64_t bytes;      /* bytes the kernel reads and writes, once each */
 	int nops;           /* ops it computes */
 	bool sm90a;         /* uses wgmma/setmaxnreg: compile for sm_90a, not sm_90 */
+	int cluster;        /* CTAs per thread-block cluster along y, compiled in
+			       (__cluster_dims__; grid_y is a multiple); 0: none */
 	int ntmap;          /* tensor maps after the pointer parameters */
 	kf_tmap_spec tmap[2];
 	int layers;         /* a persistent stack (passes/emit_stack.c): its layers, whose

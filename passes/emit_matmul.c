@@ -1,9 +1,9 @@
 /* emit_matmul.c: contraction kernels, the common part: the analysis of a
  * matmul/gemm node or a `fusion {kind = "contraction"}` (which body nodes
  * are the prologue of each operand, which the epilogue), tile configs and
- * their choice, the epilogue helper every contraction kernel calls, and the
- * SIMT kernel (FMA on CUDA cores: f32 by default, f64, integers).  The
- * tensor-core kernel is in emit_mma.c, GEMV in emit_gemv.c.
+ * their choice, and the SIMT kernel (FMA on CUDA cores: f32 by default, f64, integers).  The
+ * tensor-core kernel is in emit_mma.c, GEMV in emit_gemv.c, the epilogue
+ * helpers every contraction kernel calls in emit_mm_epi.c.
  *
  * requires: static shapes; keeps the graph unchanged (read only).
  * Numerics: f16/bf16/f32 accumulate in f32, f64 in f64, integers in 64
@@ -29,10 +29,17 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
-	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4 && !s[n]) {
+	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
 		c->algo = KF_MM_WG;
-		return (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
-			       c->bk == 64 && c->stages >= 2 && c->stages <= 8
+		int m = 0;
+		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
+			return -1;
+		n += m;
+		c->vs = s[n] == 'v';
+		n += c->vs;
+		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
+			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
+			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0)
 			       ? 0
 			       : -1;
 	}
@@ -72,7 +79,10 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		snprintf(out, n, "cublaslt");
 		break;
 	case KF_MM_WG:
-		snprintf(out, n, "wg%dx%dx%ds%d", c->bm, c->bn, c->bk, c->stages);
+		if (c->cl)
+			snprintf(out, n, "wg%dx%dx%ds%dc%d%s", c->bm, c->bn, c->bk, c->stages, c->cl, c->vs ? "v" : "");
+		else
+			snprintf(out, n, "wg%dx%dx%ds%d%s", c->bm, c->bn, c->bk, c->stages, c->vs ? "v" : "");
 		break;
 	default:
 		if (c->ks && c->un)
@@ -98,6 +108,9 @@ static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		return false;
 	if (sh->K % 8 || (!sh->tb && sh->N % 8) || sh->M >= (1LL << 31) || sh->N >= (1LL << 31) ||
 	    sh->K >= (1LL << 31))
+		return false;
+	int bi, bo;
+	if (c->cl > 1 && kf_wg_bpieces(c->bn, sh->tb, c->cl, 0, &bi, &bo, NULL) < 0)
 		return false;
 	/* + 1024 to align the ring, + 1024 of static shared memory (the barriers) */
 	return (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048 <= 227 * 1024;
@@ -174,7 +187,8 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
-		"wg128x256x64s4", "wg128x256x64s3", "wg128x128x64s6", "wg128x128x64s4", "wg64x256x64s6",
+		"wg128x256x64s4", "wg128x256x64s4c2", "wg128x128x64s4c2", "wg128x128x64s6c2", "wg128x256x64s3c2",
+		"wg128x128x64s4c4", "wg128x256x64s3", "wg128x128x64s6", "wg128x128x64s4", "wg64x256x64s6",
 		"wg64x128x64s8", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
@@ -332,7 +346,7 @@ static const char *trace(const mmview *v, kf_nid c, int which, kx_mmop *op)
 	return NULL;
 }
 
-static bool in_chain(const kx_mm *mm, kf_nid n)
+bool kx_mm_in_chain(const kx_mm *mm, kf_nid n)
 {
 	for (int w = 0; w < 2; w++) {
 		const kx_mmop *op = w ? &mm->b : &mm->a;
@@ -400,7 +414,7 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 	for (uint32_t i = 0; i < v->nnode; i++) {
 		kf_nid n = v->node[i];
 		const kf_node *x = kf_N(g, n);
-		if (n == c || in_chain(mm, n) || x->op == KF_OP_CONST)
+		if (n == c || kx_mm_in_chain(mm, n) || x->op == KF_OP_CONST)
 			continue;
 		int tr = kf_op(g->ctx, x->op)->trait;
 		if ((tr != KF_TRAIT_ELEMENTWISE && tr != KF_TRAIT_BROADCAST) || x->nres != 1 ||
@@ -408,7 +422,7 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 			return "an epilogue op is not element-wise over the contraction's result shape";
 		for (uint32_t j = 0; j < x->nin; j++) {
 			kf_nid d = kf_def(g, kf_in(g, n, j));
-			if (d != KF_NONE && vcomputed(v, kf_in(g, n, j)) && in_chain(mm, d))
+			if (d != KF_NONE && vcomputed(v, kf_in(g, n, j)) && kx_mm_in_chain(mm, d))
 				return "a prologue value is also read by the epilogue";
 		}
 	}
@@ -565,156 +579,6 @@ void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out)
 		kf_buf_printf(out, "(%s) * %lldLL", t.p, (long long)mat);
 	}
 	kf_buf_free(&t);
-}
-
-/* The index into a value of type P (broadcast to the result's shape O) of
- * the element at (z, row, col). */
-static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
-{
-	const kf_type *O = &mm->O;
-	bool hasN = !mm->b.vec, hasM = !mm->a.vec;
-	int r = O->rank;
-	int64_t stride = 1;
-	bool any = false;
-	kf_buf_putc(o, '(');
-	for (int j = P->rank - 1; j >= 0; j--) {
-		int d = r - (P->rank - j);
-		if (P->dim[j] != 1 && d >= 0) {
-			kf_buf_puts(o, any ? " + " : "");
-			if (hasN && d == r - 1) {
-				kf_buf_puts(o, "col");
-			} else if (hasM && d == r - 1 - hasN) {
-				kf_buf_puts(o, "row");
-			} else {
-				int64_t after = 1;
-				for (int e = d + 1; e < mm->OB.rank; e++)
-					after *= mm->OB.dim[e];
-				kf_buf_printf(o, "((z / %lld) %% %lld)", (long long)after, (long long)mm->OB.dim[d]);
-			}
-			kf_buf_printf(o, " * %lld", (long long)stride);
-			any = true;
-		}
-		stride *= P->dim[j];
-	}
-	kf_buf_puts(o, any ? ")" : "0)");
-}
-
-/* Text of value v inside the epilogue helper. */
-static int epi_value(kx *k, const kx_mm *mm, kf_vid v, kf_buf *o)
-{
-	kf_graph *g = k->g;
-	if (v == kf_res(g, mm->c, 0)) {
-		kf_buf_puts(o, "tc");
-		return 0;
-	}
-	int p = kx_param(k, v);
-	kf_buf ix = {0};
-	bidx(mm, kf_vtype(g, v), &ix);
-	kf_buf_putc(&ix, '\0');
-	kf_nid d = kf_def(g, v);
-	int rc = 0;
-	if (p >= 0) {
-		kx_load(o, kx_dt(k, v), "p%d[%s]", p, ix.p);
-	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST && kx_computed(k, v)) {
-		kx_const_elem(k, d, ix.p, o);
-	} else if (d != KF_NONE && kx_computed(k, v) && !in_chain(mm, d)) {
-		for (uint32_t i = 0; i < k->nnode; i++)
-			if (k->node[i] == d)
-				kf_buf_printf(o, "e%u", i);
-	} else {
-		rc = kx_fail(k, "the contraction kernel cannot write a value computed before the contraction");
-	}
-	kf_buf_free(&ix);
-	return rc;
-}
-
-void kx_mm_epi_call(kx *k, kf_buf *b)
-{
-	kf_buf_puts(b, "KF_KERNEL_epi(");
-	for (uint32_t i = 0; i < k->nparam; i++)
-		kf_buf_printf(b, "p%u, ", i);
-	for (uint32_t i = 0; i < k->nout; i++)
-		kf_buf_printf(b, "o%u, ", i);
-}
-
-int kx_mm_epilogue(kx *k, const kx_mm *mm)
-{
-	kf_graph *g = k->g;
-	const char *acc = kx_mm_acc_type(mm), *it = kx_it(k), *rct = kx_ct(mm->rt);
-	kf_buf h = {0}, sig = {0};
-	kx_params(k, &sig);
-	sig.n--; /* drop ')' */
-	kf_buf_puts(&h, "static __device__ __forceinline__ void KF_KERNEL_epi");
-	kf_buf_put(&h, sig.p, sig.n);
-	kf_buf_free(&sig);
-	kf_buf_printf(&h, ", int z, %s row, %s col, %s acc)\n{\n", it, it, acc);
-	kf_buf_printf(&h, "  %s tc = (%s)acc;\n", rct, rct);
-	if (mm->gemm) {
-		kf_dtype lt = mm->rt == KF_F64 ? KF_F64 : KF_F32;
-		double alpha = kf_attr_float(g, mm->c, "alpha", 1.0), beta = kf_attr_float(g, mm->c, "beta", 1.0);
-		if (alpha != 1.0) {
-			kf_buf_printf(&h, "  tc = (%s)(tc * ", rct);
-			kx_literal(&h, lt, alpha, 0);
-			kf_buf_puts(&h, ");\n");
-		}
-		if (kf_N(g, mm->c)->nin > 2) {
-			kf_vid vc = kf_in(g, mm->c, 2);
-			kf_buf cv = {0};
-			if (epi_value(k, mm, vc, &cv) != 0) {
-				kf_buf_free(&h);
-				return -1;
-			}
-			kf_buf_putc(&cv, '\0');
-			kf_buf_printf(&h, "  tc = (%s)(tc + ", rct);
-			kx_literal(&h, lt, beta, 0);
-			kf_buf_printf(&h, " * %s);\n", cv.p);
-			kf_buf_free(&cv);
-		}
-	}
-	for (uint32_t i = 0; i < k->nnode; i++) {
-		kf_nid n = k->node[i];
-		const kf_node *x = kf_N(g, n);
-		if (n == mm->c || in_chain(mm, n) || x->op == KF_OP_CONST)
-			continue;
-		kf_buf txt[3] = {{0}, {0}, {0}}, e = {0};
-		const char *a[3] = {"", "", ""};
-		int rc = 0;
-		for (uint32_t j = 0; j < x->nin && j < 3 && rc == 0; j++) {
-			rc = epi_value(k, mm, kf_in(g, n, j), &txt[j]);
-			kf_buf_putc(&txt[j], '\0');
-			a[j] = txt[j].p;
-		}
-		if (rc == 0)
-			rc = kx_op_expr(k, n, a, &e);
-		if (rc == 0)
-			kf_buf_printf(&h, "  const %s e%u = %.*s;\n", kx_ct(kx_dt(k, kf_res(g, n, 0))), i, (int)e.n, e.p);
-		for (int j = 0; j < 3; j++)
-			kf_buf_free(&txt[j]);
-		kf_buf_free(&e);
-		if (rc != 0) {
-			kf_buf_free(&h);
-			return -1;
-		}
-	}
-	kf_buf_printf(&h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
-		      (long long)mm->N);
-	for (uint32_t i = 0; i < k->nout; i++) {
-		kf_buf v = {0};
-		if (epi_value(k, mm, k->out[i], &v) != 0) {
-			kf_buf_free(&h);
-			kf_buf_free(&v);
-			return -1;
-		}
-		kf_buf_putc(&v, '\0');
-		kf_buf_printf(&h, "  o%u[off] = ", i);
-		kx_store(&h, kx_dt(k, k->out[i]), "%s", v.p);
-		kf_buf_puts(&h, ";\n");
-		kf_buf_free(&v);
-	}
-	kf_buf_puts(&h, "}\n");
-	kf_buf_put(&k->decl, h.p, h.n);
-	kf_buf_free(&h);
-	return 0;
 }
 
 /* ---- the SIMT kernel ------------------------------------------------------------------ */

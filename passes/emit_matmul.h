@@ -32,9 +32,25 @@ typedef struct kf_mm_config {
 	int ks;            /* GEMV: B [K, N]: K split across blocks; B [N, K]: warps per
 			    * output (1, 2, 4, 8); 0: chosen from the shape */
 	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 8) */
+	int cl;            /* WG: CTAs of a cluster along M sharing B by TMA multicast
+			    * (suffix "c2", "c4"); 0: no cluster */
+	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after c) */
 } kf_mm_config;
 
-/* "mma128x128x32w2x4s3", "wg128x256x64s4", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8",
+/* The wgmma kernel's share of B's tile per stage in a cluster of cl CTAs
+ * (passes/emit_wgmma.c): each CTA loads pieces of it and multicasts them
+ * to all.  A piece is one TMA box at (n0, k0) of the BN x 64 tile, written
+ * at byte offset `off` of the stage's B tile in every CTA. */
+typedef struct kf_wg_piece {
+	int n0, k0, off;
+} kf_wg_piece;
+
+/* The box of B's tensor map (box_inner x box_outer elements) and the
+ * pieces of CTA `rank` (into out, at most 8); returns how many, -1 when
+ * the tile does not split in cl.  kmajor: B stored [N, K]. */
+int kf_wg_bpieces(int bn, bool kmajor, int cl, int rank, int *box_inner, int *box_outer, kf_wg_piece *out);
+
+/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8",
  * "cublaslt"; 0, or -1
  * when the text is not a config. */
 int kf_mm_config_parse(const char *s, kf_mm_config *out);

@@ -41,16 +41,26 @@ void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *ou
 void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out);
 /* The accumulation type of the kernel: float, double or long long. */
 const char *kx_mm_acc_type(const kx_mm *mm);
+/* True when body node n is in an operand's prologue chain. */
+bool kx_mm_in_chain(const kx_mm *mm, kf_nid n);
+/* True when operand op is read as stored: its prologue, if any, only
+ * transposes (which the kernels fold into their indexing). */
+bool kx_mm_raw(const kx *k, const kx_mmop *op);
+
+/* emit_mm_epi.c */
 /* Declares KF_KERNEL_epi(params..., int z, int row, int col, ACC acc):
  * the gemm scaling, the epilogue ops and the stores of every output at
  * (z, row, col).  The kernel calls it once per output element in range. */
 int kx_mm_epilogue(kx *k, const kx_mm *mm);
 /* The call text, up to the accumulator: "KF_KERNEL_epi(p0, ..., o0, " */
 void kx_mm_epi_call(kx *k, kf_buf *b);
-
-/* True when operand op is read as stored: its prologue, if any, only
- * transposes (which the kernels fold into their indexing). */
-bool kx_mm_raw(const kx *k, const kx_mmop *op);
+/* Declares KF_KERNEL_epi2(params..., int z, int row, int col, ACC acc0,
+ * ACC acc1): the epilogue of (row, col) and (row, col + 1), col even and
+ * in range, each output written with one 4-byte store where it can be.
+ * Returns 1 (nothing declared) unless every output is 2 bytes wide. */
+int kx_mm_epilogue2(kx *k, const kx_mm *mm);
+/* "KF_KERNEL_epi2(p0, ..., o0, " */
+void kx_mm_epi2_call(kx *k, kf_buf *b);
 
 /* emit_mma.c */
 int kx_mm_emit_mma(kx *k, kx_mm *mm);

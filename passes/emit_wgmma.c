@@ -13,6 +13,12 @@
  * then releases the previous stage (`empty` mbarrier, one arrival per
  * warp), so the tensor cores do not wait for the barrier round trip.
  *
+ * Suffix "c2"/"c4": a cluster of 2/4 CTAs along M; each loads its share of
+ * the B tile (kf_wg_bpieces) and multicasts it to all, so every `full`
+ * barrier expects the whole stage and every `empty` one counts the
+ * consumer warps of the whole cluster (remote arrivals through mapa).
+ * Suffix "v": paired epilogue stores (KF_KERNEL_epi2, emit_matmul.c).
+ *
  * Shared-memory layouts (both made by TMA with CU_TENSOR_MAP_SWIZZLE_128B,
  * every tile 1024-byte aligned, so the swizzle phase starts at 0):
  *  - K-major (A, B stored [N, K]): rows of 64 elements = 128 bytes; the
@@ -54,6 +60,18 @@ static const char helpers[] =
 	"__device__ __forceinline__ void kf_tma2d(unsigned dst, const KfTmap *m, int c0, int c1, unsigned bar) {\n"
 	"  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n"
 	"               :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(bar) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_tma2d_mc(unsigned dst, const KfTmap *m, int c0, int c1, unsigned bar,\n"
+	"                                            unsigned short mask) {\n"
+	"  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster\"\n"
+	"               \" [%0], [%1, {%2, %3}], [%4], %5;\"\n"
+	"               :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(bar), \"h\"(mask) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_mbar_arrive_cl(unsigned b, unsigned cta) {\n"
+	"  asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\"\n"
+	"               \" mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }\" :: \"r\"(b), \"r\"(cta) : \"memory\"); }\n"
+	"__device__ __forceinline__ unsigned kf_cl_rank() {\n"
+	"  unsigned r; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r)); return r; }\n"
+	"__device__ __forceinline__ void kf_cl_sync() {\n"
+	"  asm volatile(\"barrier.cluster.arrive.release;\\n\\tbarrier.cluster.wait.acquire;\" ::: \"memory\"); }\n"
 	"__device__ __forceinline__ unsigned long long kf_wg_desc(unsigned a, unsigned lbo, unsigned sbo) {\n"
 	"  return (unsigned long long)((a & 0x3ffff) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |\n"
 	"         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62); }\n"
@@ -88,38 +106,97 @@ static void tmaps(kx *k, const kx_mm *mm)
 	kk->ntmap = 2;
 	kk->tmap[0] = (kf_tmap_spec){.param = mm->a.param, .elem = 2, .inner = mm->K, .outer = mm->M,
 				     .box_inner = 64, .box_outer = c->bm};
+	int bi, bo;
+	kf_wg_bpieces(c->bn, mm->b.trans, c->cl ? c->cl : 1, 0, &bi, &bo, NULL);
 	if (mm->b.trans)
 		kk->tmap[1] = (kf_tmap_spec){.param = mm->b.param, .elem = 2, .inner = mm->K, .outer = mm->N,
-					     .box_inner = 64, .box_outer = c->bn};
+					     .box_inner = bi, .box_outer = bo};
 	else
 		kk->tmap[1] = (kf_tmap_spec){.param = mm->b.param, .elem = 2, .inner = mm->N, .outer = mm->K,
-					     .box_inner = 64, .box_outer = 64};
+					     .box_inner = bi, .box_outer = bo};
 }
 
-/* The producer warpgroup: one thread streams the K tiles into the ring. */
+int kf_wg_bpieces(int bn, bool kmajor, int cl, int rank, int *box_inner, int *box_outer, kf_wg_piece *out)
+{
+	int nb = bn / 64, n = 0;
+	*box_inner = 64;
+	if (cl < 1 || rank < 0 || rank >= cl || bn % 64)
+		return -1;
+	if (kmajor) { /* rows of 64 k: CTA r loads rows [r, r + 1) * BN / cl */
+		int rows = bn / cl;
+		if (bn % cl || rows % 8)
+			return -1; /* whole 8-row swizzle atoms (1 KiB) */
+		*box_outer = rows;
+		if (out)
+			out[0] = (kf_wg_piece){.n0 = rank * rows, .k0 = 0, .off = rank * rows * 128};
+		return 1;
+	}
+	if (nb % cl == 0) { /* whole 64 x 64 boxes, nb / cl each */
+		*box_outer = 64;
+		for (int j = rank * (nb / cl); j < (rank + 1) * (nb / cl); j++, n++)
+			if (out)
+				out[n] = (kf_wg_piece){.n0 = j * 64, .k0 = 0, .off = j * 8192};
+		return n;
+	}
+	if (cl % nb) /* boxes split along k: cl / nb parts of 64 / (cl / nb) k-rows */
+		return -1;
+	int split = cl / nb, kr = 64 / split, j = rank / split, h = rank % split;
+	*box_outer = kr;
+	if (out)
+		out[0] = (kf_wg_piece){.n0 = j * 64, .k0 = h * kr, .off = j * 8192 + h * kr * 128};
+	return 1;
+}
+
+/* B's loads of one stage: every piece of this CTA's share (all of the
+ * tile without a cluster), multicast to the cluster's CTAs with one. */
+static void producer_b(kf_buf *b, const kx_mm *mm, int cl)
+{
+	int bi, bo;
+	kf_wg_piece pc[8];
+	for (int r = 0; r < cl; r++) {
+		int n = kf_wg_bpieces(mm->cfg.bn, mm->b.trans, cl, r, &bi, &bo, pc);
+		if (cl > 1)
+			kf_buf_printf(b, "      %sif (rank == %d) {\n", r ? "else " : "", r);
+		for (int i = 0; i < n; i++) {
+			kf_buf_printf(b, "        kf_tma2d%s(sb + %d, &tm1, ", cl > 1 ? "_mc" : "", pc[i].off);
+			if (mm->b.trans)
+				kf_buf_printf(b, "kt * 64 + %d, bn + %d", pc[i].k0, pc[i].n0);
+			else
+				kf_buf_printf(b, "bn + %d, kt * 64 + %d", pc[i].n0, pc[i].k0);
+			kf_buf_printf(b, ", bar_full + s * 8%s);\n", cl > 1 ? ", mask" : "");
+		}
+		if (cl > 1)
+			kf_buf_puts(b, "      }\n");
+	}
+}
+
+/* The producer warpgroup: one thread streams the K tiles into the ring.
+ * In a cluster it stays until the end (kf_cl_sync): the others' TMA
+ * writes and barrier arrivals land in this CTA's shared memory. */
 static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
-	int S = c->stages;
-	kf_buf_puts(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");\n"
-		       "    if (threadIdx.x != 0) return;\n");
+	int S = c->stages, cl = c->cl > 1 ? c->cl : 1;
+	kf_buf_puts(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");\n");
+	if (cl > 1)
+		kf_buf_printf(b, "    const unsigned rank = kf_cl_rank();\n    const unsigned short mask = %d;\n"
+			      "    if (threadIdx.x == 0)\n", (1 << cl) - 1);
+	else
+		kf_buf_puts(b, "    if (threadIdx.x != 0) return;\n");
 	kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++) {\n      const int s = kt %% %d;\n", (long long)kt, S);
 	/* the slot was last used in round kt / S - 1: wait for its release */
 	kf_buf_printf(b, "      if (kt >= %d) kf_mbar_wait(bar_empty + s * 8, ((kt / %d) - 1) & 1);\n", S, S);
+	/* the whole B tile lands here: this CTA's pieces and the others' */
 	kf_buf_printf(b, "      kf_mbar_expect(bar_full + s * 8, %d);\n", asz + bsz);
 	kf_buf_printf(b, "      const unsigned sa = sbase + s * %d, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
 	kf_buf_printf(b, "      kf_tma2d(sa, &tm0, kt * 64, bm, bar_full + s * 8);\n");
-	if (mm->b.trans)
-		kf_buf_printf(b, "      kf_tma2d(sb, &tm1, kt * 64, bn, bar_full + s * 8);\n");
-	else
-		kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) kf_tma2d(sb + j * 8192, &tm1, bn + j * 64, "
-			      "kt * 64, bar_full + s * 8);\n", c->bn / 64);
-	kf_buf_puts(b, "    }\n    return;\n  }\n");
+	producer_b(b, mm, cl);
+	kf_buf_puts(b, cl > 1 ? "    }\n  } else {\n" : "    }\n    return;\n  }\n");
 }
 
 /* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue. */
-static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
+static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -140,13 +217,27 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 2048, 8192, 1024);\n");
 	kf_buf_printf(b, "      kf_wgmma_%s_n%d_t%d(acc, da, db);\n    }\n    kf_wg_commit();\n", ty, c->bn, tb);
 	/* the group of kt - 1 is done: its stage may be refilled */
-	kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((kt + %d) %% %d) * 8);\n  }\n",
-		      S - 1, S);
+	/* in a cluster, lane r releases the stage in CTA r (whose producer
+	 * multicasts into this CTA's copy of it too) */
+	if (c->cl > 1)
+		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane < %d) kf_mbar_arrive_cl(bar_empty + ((kt + %d) %% %d) * 8, lane);\n  }\n",
+			      c->cl, S - 1, S);
+	else
+		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((kt + %d) %% %d) * 8);\n  }\n",
+			      S - 1, S);
 	kf_buf_printf(b, "  kf_wg_wait<0>();\n#pragma unroll\n  for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(acc[i]) :: \"memory\");\n",
 		      nr);
 	/* m64nNk16 accumulator: d[i] at row 16 * warp + lane / 4 + 8 * ((i >> 1) & 1),
 	 * column 8 * (i >> 2) + 2 * (lane % 4) + (i & 1) */
 	kf_buf_printf(b, "  const %s r0 = bm + cw * 64 + (warp & 3) * 16 + (lane >> 2);\n", it);
+	if (pair) { /* (i, i + 1): columns col, col + 1 of one row, col even */
+		kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 2) {\n", nr);
+		kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2;\n", it);
+		kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+		kx_mm_epi2_call(k, b);
+		kf_buf_puts(b, "0, row, col, acc[i], acc[i + 1]);\n  }\n");
+		return;
+	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", nr);
 	kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);\n", it);
 	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
@@ -166,8 +257,13 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	k->k->sm90a = true;
 	k->k->block = 128 * (1 + c->bm / 64);
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
-	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
+	/* a cluster's CTAs are consecutive along y: the M tiles rounded up to
+	 * whole clusters (the extra CTAs load zeros and store nothing, but
+	 * load and multicast their share of B) */
+	int cl = c->cl > 1 ? c->cl : 1;
+	k->k->grid_y = (unsigned)(((mm->M + c->bm - 1) / c->bm + cl - 1) / cl * cl);
 	k->k->grid_z = 1;
+	k->k->cluster = cl > 1 ? cl : 0;
 	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128 needs */
 	k->k->smem = S * (asz + bsz) + 1024;
 	tmaps(k, mm);
@@ -178,13 +274,22 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
 	kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
 	/* full: the producer's expect_tx arrival plus the bytes; empty: one
-	 * arrival per consumer warp */
+	 * arrival per consumer warp of every CTA in the cluster.  A cluster
+	 * syncs before any CTA may multicast into another's initialised ring */
 	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    for (int s = 0; s < %d; s++) {\n"
 		      "      kf_mbar_init(bar_full + s * 8, 1);\n      kf_mbar_init(bar_empty + s * 8, %d);\n    }\n"
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
-		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  __syncthreads();\n",
-		      S, 4 * (c->bm / 64));
+		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  %s\n",
+		      S, 4 * (c->bm / 64) * cl, cl > 1 ? "kf_cl_sync();" : "__syncthreads();");
+	/* "v": the paired epilogue, where every output is 2 bytes wide */
+	int pair = c->vs ? kx_mm_epilogue2(k, mm) : 1;
+	if (pair < 0)
+		return -1;
 	producer(k, mm, kt, asz, bsz);
-	consumer(k, mm, kt, asz, bsz);
+	consumer(k, mm, kt, asz, bsz, pair == 0);
+	/* no CTA leaves while others may still write to its ring or arrive
+	 * on its barriers */
+	if (cl > 1)
+		kf_buf_puts(b, "  }\n  kf_cl_sync();\n");
 	return 0;
 }

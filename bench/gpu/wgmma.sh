@@ -6,9 +6,12 @@
 # against the CPU interpreter (f16: rtol 1e-2, atol 1e-2):
 #   odd_nk   gelu_tanh(x @ w + b), 300 x 200 x 72, w stored [K, N] (partial tiles)
 #   odd_t    the same with w stored [N, K] (a transpose folded: K-major B)
+#   odd_n    odd_t with N = 201 (the paired 'v' stores fall back on odd rows)
 #   bf16     x @ w, bf16, 256 x 384 x 512
 #   mm_512   gelu_tanh(x @ w + b), f16, 512 x 4096 x 4096
 #   mm_4096  the same at 4096^3 (timed only: the interpreter is slow there)
+# Tile suffixes: c2 / c4 = clusters of 2 / 4 CTAs along M, B multicast;
+# v = epilogue stores of 2 columns at once (4 bytes).
 # Each row: the tile asked for, what the plan took (wgmma, or '-' when the
 # tile was passed over), rc, the check, the median time, TFLOP/s.
 . "$(dirname "$0")/setup.sh"
@@ -41,6 +44,7 @@ EOG
 }
 mm odd_nk 300 200 72 f16 n gelu
 mm odd_t 300 200 72 f16 t gelu
+mm odd_n 300 201 72 f16 t gelu
 mm bf16 256 384 512 bf16 n none
 mm mm_512 512 4096 4096 f16 n gelu
 mm mm_4096 4096 4096 4096 f16 n gelu
@@ -65,16 +69,28 @@ one() {
 	[ $rc = 0 ] || tail -6 "$f" | sed 's/^/    /'
 }
 
-for t in wg128x128x64s6 wg64x128x64s8 wg128x256x64s4 wg128x64x64s8; do
+# c2 / c4: clusters of 2 / 4 CTAs along M sharing B by TMA multicast (odd
+# shapes: 3 M tiles padded to 4, box slices of both B layouts)
+for t in wg128x128x64s6 wg64x128x64s8 wg128x256x64s4 wg128x64x64s8 \
+	wg128x128x64s4c2 wg128x256x64s4c2 wg128x128x64s4c4 wg64x64x64s8c4; do
 	one odd_nk $t yes
 	one odd_t $t yes
 done
+for t in wg128x128x64s4v wg128x128x64s4c2v wg64x128x64s8c4v; do
+	one odd_nk $t yes
+	one odd_n $t yes
+done
 one bf16 wg128x128x64s4 yes
-for t in wg128x256x64s4 wg128x128x64s6 wg128x128x64s4 wg64x128x64s8 wg128x256x64s3; do
+one bf16 wg128x128x64s4c2v yes
+for t in wg128x128x64s4 wg128x128x64s4c2 wg128x128x64s4c2v wg128x128x64s6c2 wg128x128x64s4c4 wg128x256x64s4c2; do
 	one mm_512 $t yes
 done
+one mm_512 wg128x128x64s4v no
+one mm_512 wg128x128x64s6c2v no
 one mm_512 wg128x128x64s6 yes KFUSE_NO_TMAP=1
-for t in wg128x256x64s4 wg128x256x64s3 wg128x128x64s6; do
+one mm_512 cublaslt no
+for t in wg128x256x64s4 wg128x256x64s4v wg128x256x64s4c2 wg128x256x64s4c2v wg128x256x64s3c2v \
+	wg128x128x64s4c2 wg128x128x64s6c2v wg128x128x64s4c4v; do
 	one mm_4096 $t no
 done
 one mm_4096 cublaslt no
@@ -82,11 +98,13 @@ one mm_4096 cublaslt no
 python3 - "$log" <<'PY'
 import sys
 flop = {"mm_512": 2 * 512 * 4096 * 4096, "mm_4096": 2 * 4096 ** 3, "odd_nk": 2 * 300 * 200 * 72,
+        "odd_n": 2 * 300 * 201 * 72,
         "odd_t": 2 * 300 * 200 * 72, "bf16": 2 * 256 * 384 * 512}
-print(f"{'case':<8} {'tile asked':<16} {'took':<6} {'rc':>3} {'check':>6} {'ms':>9} {'TFLOP/s':>8}")
+print(f"{'case':<8} {'tile asked':<18} {'took':<6} {'rc':>3} {'check':>6} {'ms':>9} {'TFLOP/s':>8}")
 for l in open(sys.argv[1]):
     c, t, took, rc, res, ms = l.split()
     tf = f"{flop[c] / float(ms) / 1e9:8.1f}" if ms != "-" else f"{'-':>8}"
-    print(f"{c:<8} {t:<16} {took:<6} {rc:>3} {res:>6} {ms:>9} {tf}")
+    print(f"{c:<8} {t:<18} {took:<6} {rc:>3} {res:>6} {ms:>9} {tf}")
 PY
-echo "the '+env' row (KFUSE_NO_TMAP=1): 'took' must be '-' (the mma.sync fallback) and the check ok.  logs: $out"
+echo "the '+env' row (KFUSE_NO_TMAP=1): 'took' must be '-' (the mma.sync fallback) and the check ok."
+echo "c2/c4/v rows: 'took' wgmma, rc 0, check ok; compare their ms with the rows without a suffix and cublaslt.  logs: $out"

@@ -98,9 +98,20 @@ static void test_configs(void **state)
 		assert_string_equal(txt, good[i]);
 	}
 	const char *bad[] = {"wg128x256x32s4", "wg96x256x64s4", "wg128x320x64s4", "wg128x96x64s4", "wg128x256x64s9",
-			     "wg128x256x64s1", "wg128x256x64"};
-	for (int i = 0; i < 7; i++)
+			     "wg128x256x64s1", "wg128x256x64", "wg128x256x64s4c3", "wg128x256x64s4c8",
+			     "wg128x256x64s4c", "wg128x256x64s4c2x", "wg128x192x64s4c2", "wg128x128x64s4c1"};
+	for (int i = 0; i < 13; i++)
 		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s4vc2", &cf), -1);
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s4vv", &cf), -1);
+	const char *cgood[] = {"wg128x256x64s4c2", "wg128x128x64s4c4", "wg64x64x64s8c4", "wg128x128x64s4c2v", "wg128x128x64s4v"};
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(kf_mm_config_parse(cgood[i], &cf), 0);
+		assert_int_equal(cf.vs, strchr(cgood[i], 'v') != NULL);
+		assert_int_equal(cf.cl, strchr(cgood[i], 'c') ? strchr(cgood[i], 'c')[1] - '0' : 0);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, cgood[i]);
+	}
 	/* wg tiles are candidates only where the device has them; first */
 	char cand[32][32];
 	kf_mm_shape sh = {.in = KF_F16, .out = KF_F16, .batch = 1, .M = 512, .N = 4096, .K = 4096, .raw = true};
@@ -253,6 +264,85 @@ static void test_layout_model(void **state)
 			assert_int_equal(seen[r][c], 1);
 }
 
+/* The cluster's share of B (kf_wg_bpieces): for every tile width, layout
+ * and cluster size, the pieces of all ranks cover the stage's B tile once,
+ * each element where the unsplit load (one CTA, no cluster) puts it, and
+ * every CTA loads the same number of bytes. */
+static void test_cluster_model(void **state)
+{
+	(void)state;
+	const unsigned base = 5 * 1024 + 65536;
+	static unsigned char seen[256][64];
+	for (int bn = 64; bn <= 256; bn += 64)
+		for (int km = 0; km < 2; km++)
+			for (int cl = 1; cl <= 4; cl *= 2) {
+				int bi, bo;
+				kf_wg_piece pc[8];
+				if (kf_wg_bpieces(bn, km, cl, 0, &bi, &bo, pc) < 0) {
+					assert_true(bn == 192 && cl > 1 && !km); /* 3 boxes do not split in 2 or 4 */
+					continue;
+				}
+				memset(seen, 0, sizeof seen);
+				int bytes0 = -1;
+				for (int r = 0; r < cl; r++) {
+					int np = kf_wg_bpieces(bn, km, cl, r, &bi, &bo, pc), bytes = 0;
+					assert_true(np >= 1 && np <= 4 && bi == 64);
+					for (int p = 0; p < np; p++) {
+						assert_int_equal(pc[p].off % 1024, 0); /* whole swizzle atoms */
+						for (int row = 0; row < bo; row++)
+							for (int e = 0; e < bi; e++) {
+								int n = km ? pc[p].n0 + row : pc[p].n0 + e;
+								int k = km ? pc[p].k0 + e : pc[p].k0 + row;
+								assert_true(n < bn && k < 64);
+								unsigned whole = km ? tma_at(base, n, k)
+										    : tma_at(base + (unsigned)(n / 64) * 8192, k, n % 64);
+								assert_int_equal(tma_at(base + (unsigned)pc[p].off, row, e), whole);
+								seen[n][k]++;
+								bytes += 2;
+							}
+					}
+					assert_true(bytes0 < 0 || bytes == bytes0);
+					bytes0 = bytes;
+				}
+				for (int n = 0; n < bn; n++)
+					for (int k = 0; k < 64; k++)
+						assert_int_equal(seen[n][k], 1);
+			}
+	assert_int_equal(kf_wg_bpieces(128, false, 2, 2, &(int){0}, &(int){0}, NULL), -1); /* rank out of range */
+	/* the kernel: M tiles rounded up to whole clusters, the cluster
+	 * compiled in, B's box the share of one CTA, the release on every
+	 * CTA's barrier (one arrival per consumer warp per CTA) */
+	kf_kernel k;
+	emit(mm_text(300, 200, 72, false), 1, "wg128x128x64s4c4", &k);
+	assert_int_equal(k.grid_y, 4);
+	assert_int_equal(k.cluster, 4);
+	assert_non_null(strstr(k.src, "__launch_bounds__(384, 1) __cluster_dims__(1, 4, 1)"));
+	assert_true(k.tmap[1].box_inner == 64 && k.tmap[1].box_outer == 32);
+	assert_non_null(strstr(k.src, "kf_mbar_init(bar_empty + s * 8, 32)"));
+	assert_non_null(strstr(k.src, "lane < 4) kf_mbar_arrive_cl("));
+	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 12288, &tm1, bn + 64, kt * 64 + 32"));
+	kf_kernel_free(&k);
+	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4c2", &k);
+	assert_int_equal(k.grid_y, 4);
+	assert_true(k.tmap[1].box_outer == 128);
+	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 16384, &tm1, kt * 64 + 0, bn + 128"));
+	kf_kernel_free(&k);
+	/* "v": the paired epilogue, a 4-byte store where aligned, 2-byte ones
+	 * otherwise (N odd: every other row starts at an odd column) */
+	emit(mm_text(300, 201, 72, true), 1, "wg128x128x64s4c2v", &k);
+	assert_non_null(strstr(k.src, "for (int i = 0; i < 64; i += 2)"));
+	assert_non_null(strstr(k.src, "_epi2(p0, p1, p2, o0, 0, row, col, acc[i], acc[i + 1]);"));
+	assert_non_null(strstr(k.src, "if (colp + 1 < 201 && !((unsigned long long)(o0 + off) & 3))"));
+	assert_non_null(strstr(k.src, "if (colp + 1 < 201) kf_"));
+	assert_non_null(strstr(k.src, "_epi(p0, p1, p2, o0, z, row, colp + 1, accp1);"));
+	kf_kernel_free(&k);
+	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4", &k);
+	assert_int_equal(k.grid_y, 3);
+	assert_int_equal(k.cluster, 0);
+	assert_null(strstr(k.src, "__cluster_dims__"));
+	kf_kernel_free(&k);
+}
+
 /* ---- NVRTC + ptxas -------------------------------------------------------------------- */
 
 static bool have_nvrtc(void)
@@ -313,6 +403,17 @@ static void test_compile(void **state)
 		{512, 4096, 4096, false, NULL, 168},
 		{512, 4096, 4096, true, "wg128x256x64s4", 168}, /* B [N, K] */
 		{300, 200, 72, false, "wg64x128x64s8", 255},    /* partial tiles, 256 threads */
+		/* clusters with B multicast: whole boxes, split boxes, K-major slices */
+		{4096, 4096, 4096, false, "wg128x256x64s4c2", 168},
+		{512, 4096, 4096, false, "wg128x128x64s4c2", 168},
+		{512, 4096, 4096, false, "wg128x128x64s6c4", 168},
+		{512, 4096, 4096, true, "wg128x256x64s4c4", 168},
+		{300, 200, 72, true, "wg64x128x64s8c2", 255},
+		{300, 200, 72, false, "wg64x64x64s8c4", 255},
+		/* paired epilogue stores */
+		{4096, 4096, 4096, false, "wg128x256x64s4c2v", 168},
+		{512, 4096, 4096, false, "wg128x128x64s4v", 168},
+		{300, 201, 72, true, "wg128x128x64s4c2v", 168},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
@@ -357,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_configs),
 		cmocka_unit_test(test_choice),
 		cmocka_unit_test(test_layout_model),
+		cmocka_unit_test(test_cluster_model),
 		cmocka_unit_test(test_compile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
