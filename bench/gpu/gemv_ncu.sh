@@ -46,6 +46,16 @@ for c in gemv_kn gemv_nk gemv_kn_k1024 gemv_nk_k1024; do
 		dur "$c.$cache" $cache "$kfrun" "$out/$c.mm.kf" --backend=cuda --random-inputs --no-graph --bench 8
 	done
 done
+# the same 16 MiB through kfuse's own memory-bound kernels: a copy of 8 MiB
+# (8 read + 8 written) and a sum of 16 MiB over rows of 4096 (read only)
+printf 'graph @copy16(%%x: f32[2097152]) -> (f32[2097152]) {\n  %%y = neg(%%x) : f32[2097152]\n  return %%y\n}\n' > "$out/copy16.kf"
+printf 'graph @sum16(%%x: f32[1024,4096]) -> (f32[1024]) {\n  %%y = reduce_sum(%%x) {axes = [1], keepdims = false} : f32[1024]\n  return %%y\n}\n' > "$out/sum16.kf"
+for c in copy16 sum16; do
+	"$opt" "$out/$c.kf" -p fuse -o "$out/$c.f.kf" 2> /dev/null
+	"$kfrun" "$out/$c.f.kf" --backend=cuda --random-inputs > /dev/null 2>&1
+	dur "kfuse_$c.all" all "$kfrun" "$out/$c.f.kf" --backend=cuda --random-inputs --no-graph --bench 8
+	dur "kfuse_$c.none" none "$kfrun" "$out/$c.f.kf" --backend=cuda --random-inputs --no-graph --bench 8
+done
 cat > "$out/sum.py" <<'PY'
 import torch
 w = torch.randn(4096 * 1024, device="cuda")
