@@ -92,7 +92,7 @@ run() {
 	[ "$v" = tuned ] && extra="--tune"
 	[ "$cmp" = yes ] && extra="$extra --compare=cpu $tol"
 	# shellcheck disable=SC2086
-	env "$@" "$kfrun" "$f" --backend=cuda --random-inputs --seed 1 $extra --bench "$N" > "$out/$c.$v.txt" 2>&1
+	timeout 240 env "$@" "$kfrun" "$f" --backend=cuda --random-inputs --seed 1 $extra --bench "$N" > "$out/$c.$v.txt" 2>&1
 	rc=$?
 	ok=$(grep -c '\[ok\]' "$out/$c.$v.txt")
 	bad=$(grep -c 'MISMATCH' "$out/$c.$v.txt")

@@ -57,7 +57,7 @@ one() {
 	[ "$chk" = yes ] && extra="--compare=cpu --rtol 1e-2 --atol 1e-2"
 	f="$out/$c.$t.txt"
 	# shellcheck disable=SC2086
-	env KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE="$t" "$@" "$kfrun" "$out/$c.mm.kf" --backend=cuda \
+	timeout 60 env KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE="$t" "$@" "$kfrun" "$out/$c.mm.kf" --backend=cuda \
 		--random-inputs --seed 1 $extra --bench "$N" > "$f" 2>&1
 	rc=$?
 	took=$(grep -q ': wgmma kernel' "$f" && echo wgmma || echo -)
