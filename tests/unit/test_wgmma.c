@@ -121,7 +121,7 @@ static void test_configs(void **state)
 	assert_int_equal(wg, 0);
 	sh.wgmma = 1;
 	n = kf_mm_candidates(&sh, cand, 32);
-	assert_memory_equal(cand[0], "wg128x256x64s4", 15);
+	assert_string_equal(cand[0], "wg128x256x64s4v");
 	for (int i = 0; i < n; i++)
 		if (!strncmp(cand[i], "wg", 2)) {
 			kf_mm_config_parse(cand[i], &cf); /* every one fits 227 KiB */
