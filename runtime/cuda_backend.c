@@ -1,81 +1,14 @@
-/* cuda_backend.c: the CUDA backend: plan (kernels, compile, buffers), run
- * (upload, launch or replay the CUDA graph, download), profile and bench.
- * See cuda_backend.h for the shape of it. */
-#define _GNU_SOURCE /* dladdr: where libnvrtc was loaded from */
-#include <dlfcn.h>
-#include <pthread.h>
+/* cuda_backend.c: the CUDA backend: plan (kernels, load, split spilling
+ * kernels, buffers) and the session's life; cuda_compile.c compiles,
+ * cuda_run.c runs, profiles and benches.  See cuda_backend.h for the
+ * shape of it. */
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include "cuda_backend.h"
-#include "cuda.h"
-#include "kcache.h"
-#include "cublas.h"
+#include "cuda_backend_int.h"
 #include "tune.h"
 #include "tensor.h"
-#include "../passes/emit_cuda.h"
 
 #define ALIGN 256
-#define PER_PROGRAM 8
-#define PER_PROGRAM_OPS 48
-
-typedef struct step {
-	kf_kernel k;
-	int prog;            /* program index */
-	kf_cufunc f;
-	kf_cuptr *ptr;       /* parameter values */
-	kf_cuda_tmap *tm;    /* tensor maps (k.ntmap), encoded from ptr */
-	void **args;
-	unsigned grid;
-	float ms;            /* profile */
-	bool blas;           /* a matmul/gemm run by cuBLAS (KFUSE_CUBLAS=1) */
-	kf_lt_op *lt;        /* a contraction fusion run by cuBLASLt with its epilogue */
-	kf_lt_plan lp;
-} step;
-
-typedef struct prog {
-	kf_buf src;
-	kf_buf image;
-	kf_cumodule mod;
-	bool sm90a;          /* its kernels need the arch-specific target */
-	bool cached;
-	char err[512];
-} prog;
-
-struct kf_cuda_session {
-	kf_ctx *c;
-	kf_cuda_opts o;
-	kf_cuda *cu;
-	kf_nvrtc *nv;
-	char arch[16];
-	kf_emit_target tgt;    /* what the emitter may use on this device */
-	kf_graph *g;
-	uint32_t gnodes;       /* g->nnode when planned, to notice a changed graph */
-	step *st;
-	uint32_t nst;
-	prog *pr;
-	uint32_t npr;
-	kf_vid *alias;         /* value -> value whose buffer it uses (KF_NONE: itself) */
-	kf_cuptr *vptr;        /* value -> device address */
-	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
-	uint32_t nown;
-	kf_custream stream;
-	kf_cugraph graph;
-	bool ran;
-	kf_cuda_stats stats;
-	kf_cublas *blas;       /* KFUSE_CUBLAS=1: unfused matmuls through cuBLAS */
-	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
-	bool lt_tried;
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- planning: kernels ------------------------------------------------------------ */
 
@@ -85,13 +18,6 @@ static void add_step(kf_cuda_session *s, const kf_kernel *k)
 	memset(&s->st[s->nst], 0, sizeof *s->st);
 	s->st[s->nst].prog = -1;
 	s->st[s->nst++].k = *k;
-}
-
-static kf_vid root(const kf_cuda_session *s, kf_vid v)
-{
-	while (s->alias[v] != KF_NONE)
-		v = s->alias[v];
-	return v;
 }
 
 /* Emits the kernels of block b's nodes (the top level, or a split fusion's
@@ -116,198 +42,6 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 }
 
 /* ---- planning: compile ---------------------------------------------------------- */
-
-typedef struct job {
-	kf_cuda_session *s;
-	uint32_t next;
-	pthread_mutex_t mu;
-} job;
-
-static bool is_file(const char *dir, const char *name)
-{
-	char path[600];
-	struct stat st;
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int kf_cuda_include_dir(const char *nvrtc_path, char *out, size_t n)
-{
-	char cand[4][512];
-	int nc = 0;
-	const char *env[3] = {getenv("KFUSE_CUDA_INCLUDE"), getenv("CUDA_HOME"), getenv("CUDA_PATH")};
-	if (env[0] && *env[0])
-		snprintf(cand[nc++], 512, "%s", env[0]);
-	for (int i = 1; i < 3; i++)
-		if (env[i] && *env[i])
-			snprintf(cand[nc++], 512, "%s/include", env[i]);
-	/* beside the libnvrtc that was loaded: <root>/lib64/libnvrtc.so ->
-	 * <root>/include (and <root>/targets/<arch>/lib likewise) */
-	void *h = nvrtc_path ? dlopen(nvrtc_path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-	void *sym = h ? dlsym(h, "nvrtcVersion") : NULL;
-	Dl_info di;
-	if (sym && dladdr(sym, &di) && di.dli_fname) {
-		snprintf(cand[nc], 512, "%s", di.dli_fname);
-		char *sl = strrchr(cand[nc], '/');
-		if (sl) {
-			snprintf(sl, (size_t)(cand[nc] + 512 - sl), "/../include");
-			nc++;
-		}
-	}
-	if (h)
-		dlclose(h);
-	snprintf(cand[nc++], 512, "/usr/local/cuda/include");
-	for (int i = 0; i < nc; i++)
-		if (is_file(cand[i], "cooperative_groups.h")) {
-			snprintf(out, n, "%s", cand[i]);
-			return 0;
-		}
-	return -1;
-}
-
-/* A program that includes CUDA headers (the grid-sync persistent
- * kernel: cooperative_groups.h) gets the toolkit's include directory and,
- * from CUDA 13 on, its cccl/ beside it.  Returns the option count. */
-static int include_opts(kf_nvrtc *nv, const char *src, char opt[2][600])
-{
-	char dir[512];
-	if (!strstr(src, "#include <") || kf_cuda_include_dir(kf_nvrtc_path(nv), dir, sizeof dir) != 0)
-		return 0;
-	int n = 0;
-	snprintf(opt[n++], 600, "--include-path=%s", dir);
-	char cccl[540];
-	snprintf(cccl, sizeof cccl, "%s/cccl", dir);
-	if (is_file(cccl, "cuda/std/type_traits"))
-		snprintf(opt[n++], 600, "--include-path=%s", cccl);
-	return n;
-}
-
-static void compile_one(kf_cuda_session *s, prog *p)
-{
-	kf_ctx *c = kf_ctx_new(); /* errors of this thread; the context is not shared */
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_kcache kc;
-	kf_kcache_init(&kc, c, s->o.cache_dir);
-	char inc[2][600];
-	const char *opts[3] = {"-std=c++17"};
-	int rc = -1, nopt = 1;
-	if (nv) {
-		int ni = include_opts(nv, p->src.p, inc);
-		for (int i = 0; i < ni; i++)
-			opts[nopt++] = inc[i];
-		char arch[24];
-		kf_cuda_kernel_arch(s->arch, p->sm90a, arch, sizeof arch);
-		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", arch, opts, nopt, 1,
-				       &p->image, NULL);
-		p->cached = rc == 0 && kc.hits > 0;
-	}
-	if (rc != 0) {
-		kf_buf d = {0};
-		kf_diag_render(c, &d);
-		snprintf(p->err, sizeof p->err, "%.*s", (int)(d.n < 500 ? d.n : 500), d.p ? d.p : "compile failed");
-		kf_buf_free(&d);
-	}
-	kf_kcache_fini(&kc);
-	if (nv)
-		kf_nvrtc_close(nv);
-	kf_ctx_free(c);
-}
-
-static void *worker(void *arg)
-{
-	job *j = arg;
-	for (;;) {
-		pthread_mutex_lock(&j->mu);
-		uint32_t i = j->next++;
-		pthread_mutex_unlock(&j->mu);
-		if (i >= j->s->npr)
-			return NULL;
-		compile_one(j->s, &j->s->pr[i]);
-	}
-}
-
-/* sm_90a kernels apart (their programs compile for sm_90a), then by name */
-static int cmp_name(const void *a, const void *b)
-{
-	const kf_kernel *x = &(*(step *const *)a)->k, *y = &(*(step *const *)b)->k;
-	if (x->sm90a != y->sm90a)
-		return x->sm90a - y->sm90a;
-	return strcmp(x->name, y->name);
-}
-
-/* Groups the distinct kernels (sorted by name, so that programs and their
- * cache keys do not depend on node order) into programs of PER_PROGRAM
- * and compiles them in parallel. */
-static int compile(kf_cuda_session *s)
-{
-	uint32_t n = 0;
-	step **by = malloc((s->nst + 1) * sizeof *by);
-	for (uint32_t i = 0; i < s->nst; i++)
-		if (s->st[i].prog < 0)
-			by[n++] = &s->st[i];
-	qsort(by, n, sizeof *by, cmp_name);
-	uint32_t first = s->npr, inprog = PER_PROGRAM;
-	int ops = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (i && strcmp(by[i]->k.name, by[i - 1]->k.name) == 0) {
-			by[i]->prog = by[i - 1]->prog;
-			continue;
-		}
-		s->stats.distinct++;
-		/* a program holds up to PER_PROGRAM kernels or PER_PROGRAM_OPS ops,
-		 * so that big kernels compile in parallel */
-		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS ||
-		    (s->npr > first && s->pr[s->npr - 1].sm90a != by[i]->k.sm90a)) {
-			ops = 0;
-			s->pr = realloc(s->pr, (s->npr + 1) * sizeof *s->pr);
-			memset(&s->pr[s->npr], 0, sizeof *s->pr);
-			kf_buf_puts(&s->pr[s->npr].src, kf_emit_prelude());
-			s->pr[s->npr].sm90a = by[i]->k.sm90a;
-			s->npr++;
-			inprog = 0;
-		}
-		inprog++;
-		ops += by[i]->k.nops;
-		by[i]->prog = (int)s->npr - 1;
-		kf_buf_puts(&s->pr[s->npr - 1].src, by[i]->k.src);
-	}
-	free(by);
-	for (uint32_t i = first; i < s->npr; i++)
-		kf_buf_putc(&s->pr[i].src, '\0');
-	int nt = s->o.threads;
-	if (nt <= 0) {
-		long nc = sysconf(_SC_NPROCESSORS_ONLN);
-		nt = nc > 16 ? 16 : nc < 1 ? 1 : (int)nc;
-	}
-	if (nt > (int)(s->npr - first))
-		nt = (int)(s->npr - first);
-	double t0 = now_s();
-	job j = {.s = s, .next = first};
-	pthread_mutex_init(&j.mu, NULL);
-	pthread_t th[16];
-	int started = 0;
-	for (int i = 1; i < nt; i++)
-		if (pthread_create(&th[started], NULL, worker, &j) == 0)
-			started++;
-	worker(&j);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&j.mu);
-	s->stats.compile_s += now_s() - t0;
-	int rc = 0;
-	for (uint32_t i = first; i < s->npr; i++) {
-		s->stats.programs++;
-		if (s->pr[i].err[0]) {
-			kf_error(s->c, s->g->loc, "cuda: compiling kernels failed: %s", s->pr[i].err);
-			rc = -1;
-		} else if (s->pr[i].cached) {
-			s->stats.cached++;
-		} else {
-			s->stats.compiled++;
-		}
-	}
-	return rc;
-}
 
 /* ---- planning: load, split spilling kernels -------------------------------------- */
 
@@ -335,7 +69,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 {
 	if (!s->cu)
 		return 0;
-	double t0 = now_s();
+	double t0 = kf_cb_now();
 	for (uint32_t i = 0; i < s->npr; i++)
 		if (!s->pr[i].mod && kf_cuda_module_load(s->cu, s->pr[i].image.p, &s->pr[i].mod) != 0)
 			return -1;
@@ -390,7 +124,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 					      (long long)t->k.units, t->grid, inf->sm_count, bps);
 		}
 	}
-	s->stats.load_s += now_s() - t0;
+	s->stats.load_s += kf_cb_now() - t0;
 	return 0;
 }
 
@@ -507,9 +241,9 @@ static int plan_memory(kf_cuda_session *s)
 	for (uint32_t i = 0; i < s->nst; i++) {
 		const kf_kernel *k = &s->st[i].k;
 		for (uint32_t j = 0; j < k->nin; j++)
-			last[root(s, k->in[j])] = i;
+			last[kf_cb_root(s, k->in[j])] = i;
 		for (uint32_t j = 0; j < k->nout; j++) {
-			kf_vid r = root(s, k->out[j]);
+			kf_vid r = kf_cb_root(s, k->out[j]);
 			if (def[r] == KF_NONE)
 				def[r] = i;
 			if (last[r] == KF_NONE || last[r] < i)
@@ -518,14 +252,14 @@ static int plan_memory(kf_cuda_session *s)
 	}
 	kf_nid ret = kf_block_terminator(g, 0);
 	for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin; j++)
-		last[root(s, kf_in(g, ret, j))] = s->nst; /* graph outputs live to the end */
+		last[kf_cb_root(s, kf_in(g, ret, j))] = s->nst; /* graph outputs live to the end */
 	iv *a = malloc((nv + 1) * sizeof *a);
 	iv **act = malloc((nv + 1) * sizeof *act);
 	uint32_t na = 0;
 	size_t top = 0, naive = 0;
 	for (uint32_t i = 0; i < s->nst; i++) /* in def order */
 		for (uint32_t j = 0; j < s->st[i].k.nout; j++) {
-			kf_vid r = root(s, s->st[i].k.out[j]);
+			kf_vid r = kf_cb_root(s, s->st[i].k.out[j]);
 			if (def[r] != i || s->vptr[r])
 				continue;
 			bool seen = false;
@@ -581,7 +315,7 @@ static int bind_args(kf_cuda_session *s)
 		t->args = malloc((n + 3) * sizeof *t->args);
 		for (uint32_t j = 0; j < n; j++) {
 			kf_vid v = j < t->k.nin ? t->k.in[j] : t->k.out[j - t->k.nin];
-			t->ptr[j] = s->vptr[root(s, v)];
+			t->ptr[j] = s->vptr[kf_cb_root(s, v)];
 			t->args[j] = &t->ptr[j];
 		}
 		if (!t->k.ntmap || !s->cu || t->blas || t->lt)
@@ -716,7 +450,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	if (s->g == g && s->gnodes == g->nnode)
 		return 0;
 	unplan(s);
-	double t0 = now_s();
+	double t0 = kf_cb_now();
 	s->g = g;
 	s->gnodes = g->nnode;
 	s->alias = malloc((g->nval + 1) * sizeof *s->alias);
@@ -735,9 +469,9 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		if (s->st[i].k.sm90a && !s->st[i].lt)
 			kf_buf_printf(s->o.report, "cuda: fusion @%s: wgmma kernel (sm_90a, %d threads, %d bytes of shared memory)\n",
 				      kf_str(s->c, kf_N(g, s->st[i].k.node)->sym), s->st[i].k.block, s->st[i].k.smem);
-	s->stats.emit_s = now_s() - t0;
+	s->stats.emit_s = kf_cb_now() - t0;
 	for (int round = 0; rc == 0; round++) {
-		rc = compile(s);
+		rc = kf_cb_compile(s);
 		bool *spilled = calloc(s->nst + 1, 1);
 		if (rc == 0)
 			rc = load(s, spilled);
@@ -763,9 +497,9 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			bool read = false;
 			for (uint32_t i = 0; i < s->nst && !read; i++)
 				for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
-					read = root(s, s->st[i].k.in[j]) == v;
+					read = kf_cb_root(s, s->st[i].k.in[j]) == v;
 			for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
-				read = root(s, kf_in(g, ret, j)) == v;
+				read = kf_cb_root(s, kf_in(g, ret, j)) == v;
 			if (read)
 				rc = upload_const(s, n);
 		}
@@ -782,236 +516,13 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 					(int64_t)kf_dtype_size((kf_dtype)kf_type_get(s->c, g->res[i])->dtype);
 	for (uint32_t i = 0; i < s->nst; i++)
 		s->stats.kernel_bytes += s->st[i].k.bytes;
-	s->stats.plan_s = now_s() - t0;
+	s->stats.plan_s = kf_cb_now() - t0;
 	if (rc != 0) {
 		unplan(s);
 		return -1;
 	}
 	plan_report(s);
 	return 0;
-}
-
-/* ---- running ------------------------------------------------------------------------ */
-
-static int launch_all(kf_cuda_session *s, bool timed)
-{
-	kf_cuevent e0 = NULL, e1 = NULL;
-	if (timed && (kf_cuda_event_new(s->cu, &e0) != 0 || kf_cuda_event_new(s->cu, &e1) != 0))
-		return -1;
-	int rc = 0;
-	for (uint32_t i = 0; i < s->nst && rc == 0; i++) {
-		step *t = &s->st[i];
-		unsigned grid[3] = {t->grid ? t->grid : 1, t->k.grid_y, t->k.grid_z};
-		unsigned block[3] = {(unsigned)t->k.block, 1, 1};
-		if (timed)
-			rc = kf_cuda_event_record(s->cu, e0, s->stream);
-		if (rc == 0 && t->blas)
-			rc = kf_cublas_matmul(s->blas, s->g, t->k.node, t->ptr[0], t->ptr[1], t->ptr[t->k.nin], s->stream);
-		else if (rc == 0 && t->lt)
-			rc = kf_cublaslt_run(s->lt, t->lt, s->vptr[root(s, t->lp.a)], s->vptr[root(s, t->lp.b)],
-					     s->vptr[root(s, t->lp.bias)], s->vptr[root(s, t->lp.out)], s->stream);
-		else if (rc == 0)
-			rc = (t->k.kind == KF_KK_PERSISTENT ? kf_cuda_launch_coop : kf_cuda_launch)(
-				s->cu, t->f, grid, block, (unsigned)t->k.smem, s->stream, t->args);
-		if (rc == 0 && timed && (rc = kf_cuda_event_record(s->cu, e1, s->stream)) == 0)
-			rc = kf_cuda_event_elapsed(s->cu, e0, e1, &t->ms);
-		if (rc != 0)
-			kf_note(s->c, kf_N(s->g, t->k.node)->loc, "cuda: while launching %s", t->k.name);
-	}
-	if (e0)
-		kf_cuda_event_free(s->cu, e0);
-	if (e1)
-		kf_cuda_event_free(s->cu, e1);
-	return rc;
-}
-
-static void profile_report(kf_cuda_session *s)
-{
-	kf_buf *r = s->o.report;
-	if (!r)
-		return;
-	kf_graph *g = s->g;
-	kf_buf_printf(r, "profile @%s (%u kernels, eager launches):\n", kf_str(s->c, g->name), s->nst);
-	kf_buf_printf(r, "  %-20s %-28s %-7s %10s %12s %9s\n", "kernel", "node", "kind", "time us", "bytes", "GB/s");
-	double tot = 0;
-	int64_t totb = 0;
-	for (uint32_t i = 0; i < s->nst; i++) {
-		const step *t = &s->st[i];
-		const kf_node *x = kf_N(g, t->k.node);
-		char node[64];
-		snprintf(node, sizeof node, "%s%s%s (%d op%s)", kf_op(s->c, x->op)->name, x->sym ? " @" : "",
-			 x->sym ? kf_str(s->c, x->sym) : "", t->k.nops, t->k.nops == 1 ? "" : "s");
-		kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f\n", t->k.name, node,
-			      kf_kernel_kind_name(t->k.kind), t->ms * 1e3, (long long)t->k.bytes,
-			      t->ms > 0 ? t->k.bytes / (t->ms * 1e6) : 0.0);
-		tot += t->ms;
-		totb += t->k.bytes;
-	}
-	kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f\n", "total", "", "", tot * 1e3, (long long)totb,
-		      tot > 0 ? totb / (tot * 1e6) : 0.0);
-}
-
-static int check_inputs(kf_cuda_session *s, const kf_tensor *in, int nin, int nout)
-{
-	kf_graph *g = s->g;
-	if (nin != (int)g->blk[0].narg || nout != (int)g->nres) {
-		kf_error(s->c, g->loc, "cuda: @%s takes %u inputs and %u results, not %d and %d",
-			 kf_str(s->c, g->name), g->blk[0].narg, g->nres, nin, nout);
-		return -1;
-	}
-	for (int i = 0; i < nin; i++) {
-		kf_type want = *kf_vtype(g, g->blk[0].arg[i]), have = kf_tensor_type(&in[i]);
-		if (memcmp(&want, &have, sizeof want) != 0) {
-			kf_buf a = {0}, b = {0};
-			kf_print_type(&a, s->c, g->blk[0].arg[i]);
-			kf_error(s->c, g->loc, "cuda: input %d of @%s must be %.*s", i, kf_str(s->c, g->name),
-				 (int)a.n, a.p);
-			kf_buf_free(&a);
-			kf_buf_free(&b);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
-			kf_tensor *out, int nout)
-{
-	if (!s->cu) {
-		kf_error(s->c, g->loc, "cuda: a dry-run session cannot run graphs");
-		return -1;
-	}
-	if (kf_cuda_session_plan(s, g) != 0 || check_inputs(s, in, nin, nout) != 0)
-		return -1;
-	for (int i = 0; i < nin; i++)
-		if (in[i].nbytes && kf_cuda_h2d(s->cu, s->vptr[g->blk[0].arg[i]], in[i].data, in[i].nbytes) != 0)
-			return -1;
-	int rc;
-	if (!s->ran || s->o.no_graph || s->o.profile) {
-		rc = launch_all(s, s->o.profile);
-		if (rc == 0)
-			rc = kf_cuda_sync(s->cu, s->stream);
-		if (rc == 0 && s->o.profile)
-			profile_report(s);
-		/* the launches worked: capture them once for replays */
-		if (rc == 0 && !s->o.no_graph && !s->graph) {
-			rc = kf_cuda_capture_begin(s->cu, s->stream);
-			if (rc == 0) {
-				int lrc = launch_all(s, false);
-				rc = kf_cuda_capture_end(s->cu, s->stream, &s->graph);
-				rc = lrc ? lrc : rc;
-			}
-		}
-	} else {
-		rc = kf_cuda_graph_launch(s->cu, s->graph, s->stream);
-		if (rc == 0)
-			rc = kf_cuda_sync(s->cu, s->stream);
-	}
-	if (rc != 0)
-		return -1;
-	s->ran = true;
-	kf_nid ret = kf_block_terminator(g, 0);
-	for (int i = 0; i < nout; i++) {
-		kf_vid v = root(s, kf_in(g, ret, (uint32_t)i));
-		if (kf_tensor_alloc_type(&out[i], kf_type_get(s->c, g->res[i])) != 0) {
-			kf_error(s->c, g->loc, "cuda: out of host memory for result %d", i);
-			rc = -1;
-		} else if (out[i].nbytes && kf_cuda_d2h(s->cu, out[i].data, s->vptr[v], out[i].nbytes) != 0) {
-			rc = -1;
-		}
-	}
-	if (rc != 0)
-		for (int i = 0; i < nout; i++)
-			kf_tensor_free(&out[i]);
-	return rc;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Bytes of the L2 flush before each timed replay ($KFUSE_BENCH_FLUSH: 1 for
- * 256 MiB, else MiB from 64); 0: none; -1: a bad value. */
-static int64_t bench_flush_bytes(kf_ctx *c)
-{
-	const char *e = getenv("KFUSE_BENCH_FLUSH");
-	if (!e || !*e || !strcmp(e, "0"))
-		return 0;
-	char *end;
-	long long mib = strtoll(e, &end, 10);
-	if (*end || (mib != 1 && (mib < 64 || mib > (1 << 20)))) {
-		kf_error(c, KF_NOLOC, "cuda: KFUSE_BENCH_FLUSH wants 1 or a size in MiB from 64, not '%s'", e);
-		return -1;
-	}
-	return (mib == 1 ? 256 : mib) << 20;
-}
-
-/* Replay k (1..n) into ms[k - 1]: back to back (ev[k] .. ev[k + 1]), or,
- * with a flush, each after its memset, events around the replay only. */
-static int bench_replays(kf_cuda_session *s, int n, kf_cuevent *ev, kf_cuptr scratch, int64_t flush, double *ms)
-{
-	int rc = 0;
-	for (int k = 0; k <= n && rc == 0; k++) {
-		if (flush)
-			rc = kf_cuda_memset_async(s->cu, scratch, (uint8_t)k, (size_t)flush, s->stream);
-		if (rc == 0)
-			rc = kf_cuda_event_record(s->cu, ev[flush ? 2 * k : k], s->stream);
-		if (rc == 0)
-			rc = s->graph ? kf_cuda_graph_launch(s->cu, s->graph, s->stream) : launch_all(s, false);
-		if (rc == 0 && flush)
-			rc = kf_cuda_event_record(s->cu, ev[2 * k + 1], s->stream);
-	}
-	if (rc == 0 && !flush)
-		rc = kf_cuda_event_record(s->cu, ev[n + 1], s->stream);
-	for (int k = 1; k <= n && rc == 0; k++) {
-		float t = 0;
-		rc = flush ? kf_cuda_event_elapsed(s->cu, ev[2 * k], ev[2 * k + 1], &t)
-			   : kf_cuda_event_elapsed(s->cu, ev[k], ev[k + 1], &t);
-		ms[k - 1] = t;
-	}
-	return rc;
-}
-
-int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *min_ms)
-{
-	if (!s->ran || n < 1) {
-		kf_error(s->c, KF_NOLOC, "cuda: bench needs a run first");
-		return -1;
-	}
-	/* Replays are queued back to back, an event between each two, and
-	 * read after one synchronisation: replay k is timed from the end of
-	 * replay k-1 to its own end, device time only.  (A synchronisation
-	 * after each replay would add the host's launch latency, a few us, to
-	 * every time: the first event fires at once on an idle device.)  The
-	 * first replay warms caches and clocks and is not counted. */
-	int64_t flush = bench_flush_bytes(s->c);
-	if (flush < 0)
-		return -1;
-	int ne = flush ? 2 * (n + 1) : n + 2, made = 0;
-	kf_cuevent *ev = calloc((size_t)ne, sizeof *ev);
-	double *ms = calloc((size_t)n, sizeof *ms);
-	kf_cuptr scratch = 0;
-	int rc = flush ? kf_cuda_malloc(s->cu, (size_t)flush, &scratch) : 0;
-	for (; made < ne && rc == 0; made++)
-		rc = kf_cuda_event_new(s->cu, &ev[made]);
-	if (rc == 0)
-		rc = bench_replays(s, n, ev, scratch, flush, ms);
-	if (rc == 0) {
-		qsort(ms, (size_t)n, sizeof *ms, cmp_dbl);
-		*median_ms = ms[n / 2];
-		*min_ms = ms[0];
-		s->stats.flush_bytes = flush;
-	}
-	for (int i = 0; i < made; i++)
-		if (ev[i])
-			kf_cuda_event_free(s->cu, ev[i]);
-	if (scratch)
-		kf_cuda_free(s->cu, scratch);
-	free(ev);
-	free(ms);
-	return rc;
 }
 
 void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out) { *out = s->stats; }

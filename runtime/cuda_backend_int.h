@@ -1,0 +1,82 @@
+/* cuda_backend_int.h: what the CUDA backend's files share: a session's
+ * steps (one launch each), its programs (NVRTC units) and its state.
+ * cuda_backend.c plans (kernels, load, split, buffers) and owns the
+ * session; cuda_compile.c compiles the programs, in threads, through the
+ * kernel cache; cuda_run.c launches, captures, profiles and benches. */
+#ifndef KF_CUDA_BACKEND_INT_H
+#define KF_CUDA_BACKEND_INT_H
+#include <time.h>
+#include "cuda_backend.h"
+#include "cuda.h"
+#include "kcache.h"
+#include "cublas.h"
+#include "../passes/emit_cuda.h"
+
+typedef struct step {
+	kf_kernel k;
+	int prog;            /* program index */
+	kf_cufunc f;
+	kf_cuptr *ptr;       /* parameter values */
+	kf_cuda_tmap *tm;    /* tensor maps (k.ntmap), encoded from ptr */
+	void **args;
+	unsigned grid;
+	float ms;            /* profile */
+	bool blas;           /* a matmul/gemm run by cuBLAS (KFUSE_CUBLAS=1) */
+	kf_lt_op *lt;        /* a contraction fusion run by cuBLASLt with its epilogue */
+	kf_lt_plan lp;
+} step;
+
+typedef struct prog {
+	kf_buf src;
+	kf_buf image;
+	kf_cumodule mod;
+	bool sm90a;          /* its kernels need the arch-specific target */
+	bool cached;
+	char err[512];
+} prog;
+
+struct kf_cuda_session {
+	kf_ctx *c;
+	kf_cuda_opts o;
+	kf_cuda *cu;
+	kf_nvrtc *nv;
+	char arch[16];
+	kf_emit_target tgt;    /* what the emitter may use on this device */
+	kf_graph *g;
+	uint32_t gnodes;       /* g->nnode when planned, to notice a changed graph */
+	step *st;
+	uint32_t nst;
+	prog *pr;
+	uint32_t npr;
+	kf_vid *alias;         /* value -> value whose buffer it uses (KF_NONE: itself) */
+	kf_cuptr *vptr;        /* value -> device address */
+	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
+	uint32_t nown;
+	kf_custream stream;
+	kf_cugraph graph;
+	bool ran;
+	kf_cuda_stats stats;
+	kf_cublas *blas;       /* KFUSE_CUBLAS=1: unfused matmuls through cuBLAS */
+	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
+	bool lt_tried;
+};
+
+static inline double kf_cb_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The value whose buffer v uses (reshapes alias their operand). */
+static inline kf_vid kf_cb_root(const kf_cuda_session *s, kf_vid v)
+{
+	while (s->alias[v] != KF_NONE)
+		v = s->alias[v];
+	return v;
+}
+
+/* Compiles the programs s->pr not yet compiled (cuda_compile.c). */
+int kf_cb_compile(kf_cuda_session *s);
+
+#endif
