@@ -232,11 +232,182 @@ static void gemv_nk(kx *k, kx_mm *mm, const char *acc)
 	kf_buf_printf(b, "0, (%s)0, col, acc);\n", it);
 }
 
+/* ---- B [N, K] by bulk copies ("gemvb[S]") ----------------------------------------
+ *
+ * Cold, the weight comes from HBM after ~0.7 us of latency, and per-thread
+ * 16-byte loads keep only 32-64 KiB per SM in flight: the ramp is lost.
+ * Here each CTA (one per SM) owns a contiguous range of rows, one range of
+ * bytes, and one thread issues ALL of it at once as 1-D bulk copies
+ * (cp.async.bulk ... complete_tx, no tensor map) into shared memory, in S
+ * chunks of whole rows, each completing on its own mbarrier: compute on
+ * chunk 0 starts while the others stream.  Warp w takes rows w, w + 8, ...
+ * of the slice: lanes read consecutive 16-byte words of a row and of x
+ * (conflict-free), a shuffle sum (fixed order), the epilogue.  A slice
+ * over the shared-memory budget streams through a ring of slots: each warp
+ * arrives on the slot's `empty` barrier after its rows of the chunk, and
+ * warp 0 then refills the slot with the chunk S slots later. */
+
+int kf_gemvb_plan_of(int64_t N, int64_t K, int elem, int chunks, kf_gemvb_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	int64_t rb = K * elem, xb = (K * 4 + 15) / 16 * 16, room = KF_GEMVB_SMEM - xb;
+	if (N < 1 || K < 1 || elem < 1 || rb % 16 || rb > room)
+		return -1;
+	int S = chunks > 0 ? chunks : 4;
+	p->row_bytes = rb;
+	p->rows = (N + KF_GEMVB_CTAS - 1) / KF_GEMVB_CTAS;
+	p->grid = (N + p->rows - 1) / p->rows;
+	p->crows = (p->rows + S - 1) / S;
+	/* a slice over the budget: chunks small enough for a ring of 2 */
+	if (p->rows * rb > room && 2 * p->crows * rb > room)
+		p->crows = room / (2 * rb) > 0 ? room / (2 * rb) : 1;
+	p->nchunk = (int)((p->rows + p->crows - 1) / p->crows);
+	int64_t fit = room / (p->crows * rb);
+	p->slots = (int)(fit < p->nchunk ? fit : p->nchunk);
+	if (p->slots > KF_GEMVB_MAXSLOT)
+		p->slots = KF_GEMVB_MAXSLOT;
+	p->smem = (int)(p->slots * p->crows * rb + xb);
+	return 0;
+}
+
+void kf_gemvb_copy(const kf_gemvb_plan *p, int64_t N, int64_t c, int64_t j, int64_t *off, int64_t *bytes)
+{
+	int64_t r0 = c * p->rows, nr = N - r0 < p->rows ? N - r0 : p->rows, first = j * p->crows;
+	*off = *bytes = 0;
+	if (c < 0 || c >= p->grid || j < 0 || first >= nr)
+		return;
+	*off = (r0 + first) * p->row_bytes;
+	*bytes = (nr - first < p->crows ? nr - first : p->crows) * p->row_bytes;
+}
+
+static const char gb_helpers[] =
+	"#ifndef KF_GB_HELPERS\n"
+	"#define KF_GB_HELPERS\n"
+	"__device__ __forceinline__ unsigned kf_gb_saddr(const void *p) {\n"
+	"  return (unsigned)__cvta_generic_to_shared(p); }\n"
+	"__device__ __forceinline__ void kf_gb_init(unsigned b, unsigned n) {\n"
+	"  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_gb_arrive(unsigned b) {\n"
+	"  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_gb_wait(unsigned b, unsigned parity) {\n"
+	"  unsigned ok = 0;\n"
+	"  do asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\"\n"
+	"                 : \"=r\"(ok) : \"r\"(b), \"r\"(parity) : \"memory\");\n"
+	"  while (!ok); }\n"
+	"/* the barrier expects the bytes (its one arrival), then the copy */\n"
+	"__device__ __forceinline__ void kf_gb_copy(unsigned dst, const void *src, unsigned bytes, unsigned bar) {\n"
+	"  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(bar), \"r\"(bytes) : \"memory\");\n"
+	"  asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\"\n"
+	"               :: \"r\"(dst), \"l\"(src), \"r\"(bytes), \"r\"(bar) : \"memory\"); }\n"
+	"#endif\n";
+
+/* One thread issues chunk J (an expression) of the slice into slot SLOT. */
+static void gb_issue(kf_buf *b, const kf_gemvb_plan *p, const char *ind, const char *j, const char *slot)
+{
+	kf_buf_printf(b, "%s{\n%s  const int n = nr - (%s) * %lld < %lld ? nr - (%s) * %lld : %lld;\n", ind, ind, j,
+		      (long long)p->crows, (long long)p->crows, j, (long long)p->crows, (long long)p->crows);
+	kf_buf_printf(b, "%s  kf_gb_copy(sw + (%s) * %lldu, wg + (long long)(%s) * %lldLL, (unsigned)n * %lldu, full + (%s) * 8u);\n%s}\n",
+		      ind, slot, (long long)(p->crows * p->row_bytes), j, (long long)(p->crows * p->row_bytes),
+		      (long long)p->row_bytes, slot, ind);
+}
+
+/* The prologue: barriers, every first copy, x into shared memory. */
+static void gb_start(kx *k, kx_mm *mm, const kf_gemvb_plan *p, bool ring)
+{
+	kf_buf *b = &k->b;
+	int64_t slotb = p->crows * p->row_bytes;
+	kf_buf_printf(b, "  extern __shared__ __align__(128) unsigned char kf_smem[];\n"
+		      "  __shared__ __align__(8) unsigned long long kf_gbar[%d];\n", (ring ? 2 : 1) * p->slots);
+	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+		      "  const long long r0 = (long long)blockIdx.x * %lldLL;\n"
+		      "  const int nr = (int)(%lldLL - r0 < %lldLL ? %lldLL - r0 : %lldLL);\n"
+		      "  const int nch = (nr + %lld) / %lld;\n", (long long)p->rows, (long long)mm->N, (long long)p->rows,
+		      (long long)mm->N, (long long)p->rows, (long long)p->crows - 1, (long long)p->crows);
+	kf_buf_printf(b, "  const unsigned sw = kf_gb_saddr(kf_smem), full = kf_gb_saddr(kf_gbar), empty = full + %du;\n"
+		      "  const unsigned char *const wg = (const unsigned char *)p%d + r0 * %lldLL;\n"
+		      "  float *const xs = (float *)(kf_smem + %lld);\n", 8 * p->slots, mm->b.param,
+		      (long long)p->row_bytes, (long long)(p->slots * slotb));
+	kf_buf_printf(b, "  (void)empty;\n  if (threadIdx.x == 0) {\n    for (int s = 0; s < %d; s++) {\n"
+		      "      kf_gb_init(full + s * 8u, 1);\n", p->slots);
+	if (ring)
+		kf_buf_puts(b, "      kf_gb_init(empty + s * 8u, 8);\n");
+	/* the inits visible to the other threads and to the async proxy (the
+	 * copies) before the first copy completes on them */
+	kf_buf_printf(b, "    }\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+		      "    for (int j = 0; j < nch && j < %d; j++)\n", p->slots);
+	gb_issue(b, p, "      ", "j", "j");
+	kf_buf x = {0};
+	kx_mm_operand(k, mm, 0, "kk", &x);
+	/* x while the weight streams: K floats, the prologue applied once */
+	kf_buf_printf(b, "  }\n  for (int kk = threadIdx.x; kk < %lld; kk += 256) xs[kk] = (float)%.*s;\n  __syncthreads();\n",
+		      (long long)mm->K, (int)x.n, x.p);
+	kf_buf_free(&x);
+}
+
+/* One row of chunk j at local row i - first: lanes over 16-byte words. */
+static void gb_row(kx *k, kx_mm *mm, const kf_gemvb_plan *p)
+{
+	kf_buf *b = &k->b;
+	const char *st = kx_st(mm->b.st), *cv = conv_fn(mm->b.st);
+	int e = (int)kf_dtype_size(mm->b.st), v = 16 / e;
+	kf_buf_printf(b, "      const uint4 *const wr = (const uint4 *)(cb + (i - first) * %lld);\n      float a = 0;\n"
+		      "#pragma unroll 4\n      for (int q = lane; q < %lld; q += 32) {\n        const uint4 u = wr[q];\n"
+		      "        const %s *const we = reinterpret_cast<const %s *>(&u);\n"
+		      "        const float4 *const xq = reinterpret_cast<const float4 *>(xs) + q * %d;\n",
+		      (long long)p->row_bytes, (long long)(mm->K / v), st, st, v / 4);
+	kf_buf_printf(b, "#pragma unroll\n        for (int h = 0; h < %d; h++) {\n          const float4 xv = xq[h];\n"
+		      "          a += xv.x * (float)%s(we[4 * h]);\n          a += xv.y * (float)%s(we[4 * h + 1]);\n"
+		      "          a += xv.z * (float)%s(we[4 * h + 2]);\n          a += xv.w * (float)%s(we[4 * h + 3]);\n"
+		      "        }\n      }\n", v / 4, cv, cv, cv, cv);
+	kf_buf_puts(b, "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);\n"
+		    "      if (lane == 0) ");
+	kx_mm_epi_call(k, b);
+	kf_buf_printf(b, "0, (%s)0, (%s)(r0 + i), a);\n", kx_it(k), kx_it(k));
+}
+
+static int gemvb(kx *k, kx_mm *mm)
+{
+	kf_gemvb_plan p;
+	if (kf_gemvb_plan_of(mm->N, mm->K, (int)kf_dtype_size(mm->b.st), mm->cfg.stages, &p) != 0)
+		return kx_fail(k, "gemvb: the rows do not fit the bulk-copy GEMV");
+	bool ring = p.slots < p.nchunk;
+	kf_buf *b = &k->b;
+	kf_buf_puts(&k->decl, gb_helpers);
+	k->k->units = p.grid;
+	k->k->smem = p.smem;
+	gb_start(k, mm, &p, ring);
+	kf_buf_printf(b, "  for (int j = 0; j < nch; j++) {\n    const int s = j %% %d, first = j * %lld;\n"
+		      "    const int n = nr - first < %lld ? nr - first : %lld;\n"
+		      "    const unsigned char *const cb = kf_smem + s * %lld;\n"
+		      "    kf_gb_wait(full + s * 8u, (unsigned)(j / %d) & 1u);\n"
+		      "    for (int i = first + ((warp - first) & 7); i < first + n; i += 8) {\n",
+		      p.slots, (long long)p.crows, (long long)p.crows, (long long)p.crows,
+		      (long long)(p.crows * p.row_bytes), p.slots);
+	gb_row(k, mm, &p);
+	kf_buf_puts(b, "    }\n");
+	if (ring) {
+		/* every warp has waited for this chunk, so its arrival belongs to
+		 * this use of the slot; warp 0 refills it once all 8 are done */
+		kf_buf_printf(b, "    __syncwarp();\n    if (lane == 0) kf_gb_arrive(empty + s * 8u);\n"
+			      "    if (warp == 0 && j + %d < nch) {\n      kf_gb_wait(empty + s * 8u, (unsigned)(j / %d) & 1u);\n"
+			      "      if (lane == 0)\n", p.slots, p.slots);
+		char jn[32];
+		snprintf(jn, sizeof jn, "j + %d", p.slots);
+		gb_issue(b, &p, "      ", jn, "s");
+		kf_buf_puts(b, "      __syncwarp();\n    }\n");
+	}
+	kf_buf_puts(b, "  }\n");
+	return 0;
+}
+
 int kx_mm_emit_gemv(kx *k, kx_mm *mm)
 {
 	const char *acc = kx_mm_acc_type(mm);
 	k->k->block = 256;
 	k->k->grid_y = k->k->grid_z = 1;
+	if (mm->cfg.bulk)
+		return gemvb(k, mm);
 	if (mm->b.trans)
 		gemv_nk(k, mm, acc);
 	else

@@ -55,6 +55,16 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		c->algo = KF_MM_GEMV;
 		return 0;
 	}
+	if (!strncmp(s, "gemvb", 5)) {
+		c->algo = KF_MM_GEMV;
+		c->bulk = 1;
+		if (!s[5])
+			return 0;
+		return sscanf(s + 5, "%d%n", &c->stages, &n) == 1 && !s[5 + n] && s[5] >= '1' && s[5] <= '9' &&
+			       c->stages >= 1 && c->stages <= KF_GEMVB_MAXSLOT
+			       ? 0
+			       : -1;
+	}
 	if (sscanf(s, "gemvk%d%n", &c->ks, &n) == 1 && !s[n]) {
 		c->algo = KF_MM_GEMV;
 		return c->ks >= 1 && c->ks <= 1024 ? 0 : -1;
@@ -85,7 +95,11 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 			snprintf(out, n, "wg%dx%dx%ds%d%s", c->bm, c->bn, c->bk, c->stages, c->vs ? "v" : "");
 		break;
 	default:
-		if (c->ks && c->un)
+		if (c->bulk && c->stages)
+			snprintf(out, n, "gemvb%d", c->stages);
+		else if (c->bulk)
+			snprintf(out, n, "gemvb");
+		else if (c->ks && c->un)
 			snprintf(out, n, "gemvk%du%d", c->ks, c->un);
 		else if (c->ks)
 			snprintf(out, n, "gemvk%d", c->ks);
@@ -114,6 +128,16 @@ static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		return false;
 	/* + 1024 to align the ring, + 1024 of static shared memory (the barriers) */
 	return (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048 <= 227 * 1024;
+}
+
+/* The bulk-copy GEMV: B [N, K] of f32/f16/bf16 read as stored (bulk
+ * copies move bytes), one batch, an sm_90 device (or unknown: --emit). */
+static bool gemvb_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	kf_gemvb_plan p;
+	return sh->M == 1 && sh->batch == 1 && sh->tb && sh->raw && sh->wgmma >= 0 &&
+	       (sh->in == KF_F32 || sh->in == KF_F16 || sh->in == KF_BF16) &&
+	       kf_gemvb_plan_of(sh->N, sh->K, (int)kf_dtype_size(sh->in), c->stages, &p) == 0;
 }
 
 /* Whether config c can run shape sh (the kernels' structural limits). */
@@ -145,7 +169,10 @@ static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	}
 	case KF_MM_LT:
 		return false; /* not a kernel */
-	default: /* B [N, K]: 1, 2, 4 or 8 warps per output */
+	default:
+		if (c->bulk)
+			return gemvb_fits(c, sh);
+		/* B [N, K]: 1, 2, 4 or 8 warps per output */
 		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) &&
 		       (!sh->tb || (c->ks <= 8 && !(c->ks & (c->ks - 1))));
 	}
@@ -195,7 +222,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
 		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
 		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
-		"gemvk8u8",
+		"gemvk8u8", "gemvb", "gemvb2", "gemvb8", "gemvb16",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
@@ -205,7 +232,8 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
 		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
 		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) ||
-		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)))
+		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)) ||
+		    (c.bulk && sh->wgmma <= 0))
 			continue;
 		snprintf(out[n++], 32, "%s", all[i]);
 	}

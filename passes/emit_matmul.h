@@ -35,7 +35,31 @@ typedef struct kf_mm_config {
 	int cl;            /* WG: CTAs of a cluster along M sharing B by TMA multicast
 			    * (suffix "c2", "c4"); 0: no cluster */
 	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after c) */
+	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
+			    * shared memory, S chunks per CTA (in stages; 0: 4) */
 } kf_mm_config;
+
+/* The partition of a bulk-copy GEMV ("gemvb", passes/emit_gemv.c) of B
+ * stored [N, K] with rows of row_bytes: CTA c owns rows [c rows, c rows +
+ * rows) (the last fewer), streamed in chunks of crows rows into a ring of
+ * slots (slots == nchunk: the whole slice at once). */
+typedef struct kf_gemvb_plan {
+	int64_t rows, grid, crows, row_bytes;
+	int nchunk, slots;
+	int smem;          /* dynamic shared memory: the ring, then x (K floats) */
+} kf_gemvb_plan;
+
+#define KF_GEMVB_CTAS 132          /* the SMs of an H200: one CTA each */
+#define KF_GEMVB_SMEM (220 * 1024) /* dynamic shared memory budget per CTA */
+#define KF_GEMVB_MAXSLOT 32        /* mbarriers per kind */
+
+/* Fills *p for N rows of K elements of elem bytes in `chunks` chunks;
+ * -1 when the rows are not whole 16-byte words or one chunk of a row and
+ * x do not fit the budget. */
+int kf_gemvb_plan_of(int64_t N, int64_t K, int elem, int chunks, kf_gemvb_plan *p);
+/* The bulk copy of chunk j of CTA c: byte offset in the weight and size
+ * (0: no such chunk), as the kernel computes them. */
+void kf_gemvb_copy(const kf_gemvb_plan *p, int64_t N, int64_t c, int64_t j, int64_t *off, int64_t *bytes);
 
 /* The wgmma kernel's share of B's tile per stage in a cluster of cl CTAs
  * (passes/emit_wgmma.c): each CTA loads pieces of it and multicasts them
@@ -50,7 +74,7 @@ typedef struct kf_wg_piece {
  * the tile does not split in cl.  kmajor: B stored [N, K]. */
 int kf_wg_bpieces(int bn, bool kmajor, int cl, int rank, int *box_inner, int *box_outer, kf_wg_piece *out);
 
-/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8",
+/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8", "gemvb", "gemvb8",
  * "cublaslt"; 0, or -1
  * when the text is not a config. */
 int kf_mm_config_parse(const char *s, kf_mm_config *out);

@@ -1,0 +1,273 @@
+/* Unit tests of the bulk-copy GEMV ("gemvb[S]", passes/emit_gemv.c): its
+ * configs, when it is a candidate, a host model of its partition (every
+ * weight byte copied exactly once, every bulk copy 16-byte aligned and a
+ * multiple of 16 bytes, every row computed by exactly one warp, the ring
+ * within shared memory), and, where NVRTC is installed, its compilation for
+ * sm_90 with ptxas's report: no spills, no stack.  No GPU needed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cuda.h"
+#include "cuda_backend.h"
+#include "interp.h"
+#include "emit_cuda.h"
+#include "emit_matmul.h"
+#include "kf.h"
+#include "pass.h"
+#include "passes.h"
+
+static kf_module *parse_fused(kf_ctx *c, const char *text)
+{
+	kf_rt_register(c);
+	kf_passreg r = {0};
+	kf_passes_builtin(&r);
+	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
+	kf_pipeline *p = m ? kf_pipeline_parse(c, &r, "fuse-matmul,fuse") : NULL;
+	kf_runopts ro = {.verify_each = true};
+	if (!m || kf_verify(m->graph[0]) != 0 || !p || kf_pipeline_run(p, m, &ro) != 0) {
+		kf_buf b = {0};
+		kf_diag_render(c, &b);
+		fail_msg("parse: %.*s", (int)b.n, b.p);
+	}
+	kf_pipeline_free(p);
+	kf_passreg_free(&r);
+	return m;
+}
+
+/* relu(x @ w^T + b), w stored [N, K] (nn.Linear), dtype dt */
+static char *gemv_text(const char *dt, int N, int K)
+{
+	static char t[1024];
+	snprintf(t, sizeof t,
+		 "graph @g(%%x: %s[1,%d], %%w: %s[%d,%d], %%b: %s[%d]) -> (%s[1,%d]) {\n"
+		 "  %%t = transpose(%%w) {perm = [1, 0]} : %s[%d,%d]\n"
+		 "  %%m = matmul(%%x, %%t) : %s[1,%d]\n"
+		 "  %%a = add(%%m, %%b) : %s[1,%d]\n"
+		 "  %%y = relu(%%a) : %s[1,%d]\n  return %%y\n}\n",
+		 dt, K, dt, N, K, dt, N, dt, N, dt, K, N, dt, N, dt, N, dt, N);
+	return t;
+}
+
+/* Emits the contraction of text for target wg with tile (may be NULL). */
+static void emit(const char *text, int wg, const char *tile, kf_kernel *k)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = parse_fused(c, text);
+	kf_emit_target t = {wg};
+	if (tile)
+		setenv("KFUSE_MATMUL_TILE", tile, 1);
+	kf_nid f = KF_NONE;
+	kf_foreach_node(m->graph[0], 0, n)
+		if (kf_N(m->graph[0], n)->op == KF_OP_FUSION)
+			f = n;
+	assert_int_not_equal(f, KF_NONE);
+	assert_int_equal(kf_emit_node_for(m->graph[0], f, &t, k), 0);
+	unsetenv("KFUSE_MATMUL_TILE");
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+static void test_configs(void **state)
+{
+	(void)state;
+	kf_mm_config cf;
+	char txt[64];
+	const char *good[] = {"gemvb", "gemvb1", "gemvb8", "gemvb32"};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(kf_mm_config_parse(good[i], &cf), 0);
+		assert_int_equal(cf.algo, KF_MM_GEMV);
+		assert_int_equal(cf.bulk, 1);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, good[i]);
+	}
+	const char *bad[] = {"gemvb0", "gemvb33", "gemvbx", "gemvb08", "gemvb-1", "gemvb4 ", "gemvb+4", "gemvb4u8"};
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
+	/* candidates: B [N, K] read as stored on an sm_90 device only */
+	char cand[33][32];
+	kf_mm_shape nk = {.in = KF_F32, .out = KF_F32, .batch = 1, .M = 1, .N = 4096, .K = 1024, .tb = true,
+			  .raw = true, .wgmma = 1};
+	int n = kf_mm_candidates(&nk, cand, 33), nb = 0;
+	for (int i = 0; i < n; i++)
+		nb += !strncmp(cand[i], "gemvb", 5);
+	assert_int_equal(nb, 4);
+	kf_mm_shape no[3] = {nk, nk, nk};
+	no[0].wgmma = 0;  /* unknown device: not tuned */
+	no[1].tb = false; /* [K, N] */
+	no[2].raw = false; /* a prologue on an operand */
+	for (int s = 0; s < 3; s++) {
+		n = kf_mm_candidates(&no[s], cand, 33);
+		for (int i = 0; i < n; i++)
+			assert_int_not_equal(strncmp(cand[i], "gemvb", 5), 0);
+	}
+}
+
+/* The host model of the kernel: CTA c issues chunks j = 0.. (kf_gemvb_copy,
+ * the same arithmetic as the emitted code) into slot j % slots; warp w
+ * computes rows first + ((w - first) & 7), + 8, ... of chunk j. */
+static void check_plan(int64_t N, int64_t K, int elem, int S)
+{
+	kf_gemvb_plan p;
+	assert_int_equal(kf_gemvb_plan_of(N, K, elem, S, &p), 0);
+	int64_t pos = 0, slotb = p.crows * p.row_bytes;
+	assert_true(p.grid <= KF_GEMVB_CTAS && p.grid * p.rows >= N && (p.grid - 1) * p.rows < N);
+	assert_true(p.slots >= 1 && p.slots <= p.nchunk && p.slots <= KF_GEMVB_MAXSLOT);
+	assert_true(p.smem <= 227 * 1024 && p.smem >= p.slots * slotb + K * 4);
+	assert_int_equal(slotb % 16, 0); /* x and every slot 16-byte aligned */
+	if (S > 0 && p.rows * p.row_bytes + K * 4 <= KF_GEMVB_SMEM)
+		assert_true(p.nchunk <= S && p.slots == p.nchunk); /* the whole slice at once */
+	char *done = calloc((size_t)N, 1);
+	for (int64_t c = 0; c < p.grid; c++) {
+		int64_t j = 0, off, bytes;
+		for (;; j++) {
+			kf_gemvb_copy(&p, N, c, j, &off, &bytes);
+			if (!bytes)
+				break;
+			assert_int_equal(off, pos); /* contiguous, in order: each byte once */
+			assert_true(off % 16 == 0 && bytes % 16 == 0 && bytes <= slotb && bytes % p.row_bytes == 0);
+			pos += bytes;
+			int64_t first = j * p.crows, n = bytes / p.row_bytes;
+			for (int w = 0; w < 8; w++)
+				for (int64_t i = first + ((w - first) & 7); i < first + n; i += 8)
+					done[c * p.rows + i]++;
+		}
+		assert_true(j >= 1 && j <= p.nchunk);
+	}
+	kf_gemvb_copy(&p, N, p.grid, 0, &(int64_t){0}, &pos); /* no CTA past the grid */
+	assert_int_equal(pos, 0);
+	kf_gemvb_copy(&p, N, 0, 0, &(int64_t){0}, &pos);
+	for (int64_t r = 0; r < N; r++)
+		if (done[r] != 1)
+			fail_msg("N %lld K %lld S %d: row %lld computed %d times", (long long)N, (long long)K, S,
+				 (long long)r, done[r]);
+	free(done);
+}
+
+static void test_plan(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = {1, 7, 131, 132, 133, 1000, 1024, 4096, 5000, 11008};
+	static const int64_t ks[] = {4, 8, 1024, 4096, 12288, 16384};
+	static const int es[] = {2, 4};
+	static const int ss[] = {0, 1, 2, 3, 4, 8, 16, 32};
+	for (size_t a = 0; a < 10; a++)
+		for (size_t b = 0; b < 6; b++)
+			for (size_t e = 0; e < 2; e++)
+				for (size_t s = 0; s < 8; s++)
+					if (ks[b] * es[e] % 16 == 0)
+						check_plan(ns[a], ks[b], es[e], ss[s]);
+	/* the bench shapes: 32 (8) rows of 4 (16) KiB on 128 CTAs, in 4 chunks */
+	kf_gemvb_plan p;
+	assert_int_equal(kf_gemvb_plan_of(4096, 1024, 4, 0, &p), 0);
+	assert_true(p.grid == 128 && p.rows == 32 && p.crows == 8 && p.slots == 4 && p.smem == 132 * 1024);
+	assert_int_equal(kf_gemvb_plan_of(1024, 4096, 4, 8, &p), 0);
+	assert_true(p.grid == 128 && p.rows == 8 && p.crows == 1 && p.slots == 8 && p.smem == 144 * 1024);
+	/* a ring: 8 rows of 64 KiB, x 64 KiB: 2 slots of one row */
+	assert_int_equal(kf_gemvb_plan_of(1024, 16384, 4, 0, &p), 0);
+	assert_true(p.crows == 1 && p.nchunk == 8 && p.slots == 2);
+	/* rows not whole 16-byte words; a row and x over the budget */
+	assert_int_equal(kf_gemvb_plan_of(4096, 1022, 4, 0, &p), -1);
+	assert_int_equal(kf_gemvb_plan_of(4096, 1027, 2, 0, &p), -1);
+	assert_int_equal(kf_gemvb_plan_of(64, 32768, 4, 0, &p), -1);
+}
+
+static void test_emit(void **state)
+{
+	(void)state;
+	kf_kernel k;
+	emit(gemv_text("f32", 4096, 1024), 1, "gemvb", &k);
+	assert_int_equal(k.units, 128);
+	assert_int_equal(k.block, 256);
+	assert_int_equal(k.smem, 132 * 1024);
+	assert_non_null(strstr(k.src, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+	assert_non_null(strstr(k.src, "fence.mbarrier_init.release.cluster"));
+	assert_null(strstr(k.src, "kf_gb_arrive(empty")); /* the whole slice at once: no ring */
+	kf_kernel_free(&k);
+	emit(gemv_text("f32", 1024, 16384), 1, "gemvb", &k);
+	assert_non_null(strstr(k.src, "kf_gb_arrive(empty"));
+	kf_kernel_free(&k);
+	/* not on a device without sm_90 bulk copies, nor rows of 1022 floats:
+	 * the plain GEMV instead */
+	emit(gemv_text("f32", 4096, 1024), -1, "gemvb", &k);
+	assert_null(strstr(k.src, "cp.async.bulk"));
+	assert_int_equal(k.smem, 0);
+	kf_kernel_free(&k);
+	emit(gemv_text("f32", 4096, 1022), 1, "gemvb", &k);
+	assert_null(strstr(k.src, "cp.async.bulk"));
+	kf_kernel_free(&k);
+}
+
+static bool have_nvrtc(void)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+	return nv != NULL;
+}
+
+/* Compiles k for sm_90 (no sm_90a needed) with ptxas's report. */
+static void compile_checked(const kf_kernel *k)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_buf src = {0}, img = {0}, log = {0};
+	kf_buf_puts(&src, kf_emit_prelude());
+	kf_buf_puts(&src, k->src);
+	kf_buf_putc(&src, '\0');
+	assert_false(k->sm90a);
+	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
+	if (kf_nvrtc_compile(nv, src.p, "gb.cu", "sm_90", opts, 2, 1, &img, &log) != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		fail_msg("%.*s", (int)d.n, d.p);
+	}
+	kf_buf_putc(&log, '\0');
+	if (!strstr(log.p, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") ||
+	    strstr(log.p, "arning"))
+		fail_msg("ptxas: %s", log.p);
+	kf_buf_free(&src);
+	kf_buf_free(&img);
+	kf_buf_free(&log);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+}
+
+static void test_compile(void **state)
+{
+	(void)state;
+	if (!have_nvrtc())
+		skip();
+	static const struct {
+		const char *dt;
+		int N, K;
+		const char *tile;
+	} cs[] = {
+		{"f32", 4096, 1024, "gemvb"}, {"f32", 1024, 4096, "gemvb8"}, {"f32", 4096, 1024, "gemvb16"},
+		{"f16", 4096, 1024, "gemvb"}, {"bf16", 1000, 4104, "gemvb2"}, {"f32", 1024, 16384, "gemvb"},
+		{"f32", 7, 8, "gemvb1"},
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		kf_kernel k;
+		emit(gemv_text(cs[i].dt, cs[i].N, cs[i].K), 1, cs[i].tile, &k);
+		assert_non_null(strstr(k.src, "cp.async.bulk"));
+		compile_checked(&k);
+		kf_kernel_free(&k);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_configs),
+		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_emit),
+		cmocka_unit_test(test_compile),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
