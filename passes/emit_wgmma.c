@@ -40,6 +40,14 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
+/* kf_mbar_arrive_cl: the release of a stage in another CTA of the cluster
+ * (mapa + arrive) with the default .release.cta semantics, as CUTLASS's
+ * ClusterBarrier::arrive(cta_id) does: the stage's readers are wgmma
+ * groups already retired by wgmma.wait_group, so there is nothing for a
+ * cluster-scope release to order.  ".release.cluster" made ptxas put a
+ * memory fence (8 more instructions) into every consumer warp's k-loop;
+ * the suspected cause of the c2/c4 kernels' fixed ~1.1 us per k-step
+ * (docs/matmul.md). */
 static const char helpers[] =
 	"#ifndef KF_WG_HELPERS\n"
 	"#define KF_WG_HELPERS\n"
@@ -67,7 +75,7 @@ static const char helpers[] =
 	"               :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(bar), \"h\"(mask) : \"memory\"); }\n"
 	"__device__ __forceinline__ void kf_mbar_arrive_cl(unsigned b, unsigned cta) {\n"
 	"  asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\"\n"
-	"               \" mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }\" :: \"r\"(b), \"r\"(cta) : \"memory\"); }\n"
+	"               \" mbarrier.arrive.shared::cluster.b64 _, [ra]; }\" :: \"r\"(b), \"r\"(cta) : \"memory\"); }\n"
 	"__device__ __forceinline__ unsigned kf_cl_rank() {\n"
 	"  unsigned r; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r)); return r; }\n"
 	"__device__ __forceinline__ void kf_cl_sync() {\n"

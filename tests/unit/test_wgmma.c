@@ -320,6 +320,9 @@ static void test_cluster_model(void **state)
 	assert_true(k.tmap[1].box_inner == 64 && k.tmap[1].box_outer == 32);
 	assert_non_null(strstr(k.src, "kf_mbar_init(bar_empty + s * 8, 32)"));
 	assert_non_null(strstr(k.src, "lane < 4) kf_mbar_arrive_cl("));
+	/* the remote release without a cluster-scope fence in the k-loop */
+	assert_non_null(strstr(k.src, "mbarrier.arrive.shared::cluster.b64 _, [ra];"));
+	assert_null(strstr(k.src, "release.cluster.shared::cluster"));
 	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 12288, &tm1, bn + 64, kt * 64 + 32"));
 	kf_kernel_free(&k);
 	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4c2", &k);
