@@ -95,10 +95,12 @@ static const char helpers[] =
 	"#endif\n";
 
 /* kf_wgmma_<ty>_n<BN>_t<tb>(d, da, db): one wgmma.m64nBNk16 with f32
- * accumulators d[BN/2], both operands by descriptor, D += A * B. */
+ * accumulators d[BN/2], both operands by descriptor, D += A * B.  Guarded:
+ * two kernels of one program (two matmuls of a graph) may both need it. */
 static void wgmma_fn(kf_buf *o, const char *ty, int bn, int tb)
 {
 	int nr = bn / 2;
+	kf_buf_printf(o, "#ifndef KF_WGMMA_%s_N%d_T%d\n#define KF_WGMMA_%s_N%d_T%d\n", ty, bn, tb, ty, bn, tb);
 	kf_buf_printf(o, "__device__ __forceinline__ void kf_wgmma_%s_n%d_t%d(float *d, unsigned long long da, "
 		      "unsigned long long db) {\n  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
 		      ty, bn, tb, bn, ty, ty);
@@ -107,7 +109,7 @@ static void wgmma_fn(kf_buf *o, const char *ty, int bn, int tb)
 	kf_buf_printf(o, "}, %%%d, %%%d, 1, 1, 1, 0, %d;\"\n    : ", nr, nr + 1, tb);
 	for (int i = 0; i < nr; i++)
 		kf_buf_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
-	kf_buf_puts(o, "\n    : \"l\"(da), \"l\"(db) : \"memory\"); }\n");
+	kf_buf_puts(o, "\n    : \"l\"(da), \"l\"(db) : \"memory\"); }\n#endif\n");
 }
 
 /* The kernel's tensor maps: A [M, K] (box 64 x BM) and B, [N, K] (box
@@ -191,12 +193,14 @@ void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt)
 #define KX_WG_STR(...) #__VA_ARGS__
 #define KX_WG_XSTR(...) KX_WG_STR(__VA_ARGS__)
 
-/* "p": the device copy of kf_wg_raster, from the same text. */
+/* "p": the device copy of kf_wg_raster, from the same text (guarded like
+ * wgmma_fn). */
 static void raster_fn(kf_buf *o)
 {
+	kf_buf_puts(o, "#ifndef KF_WG_RASTER\n#define KF_WG_RASTER\n");
 	kf_buf_puts(o, "__device__ __forceinline__ void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt) {\n  ");
 	kf_buf_puts(o, KX_WG_XSTR(KF_WG_RASTER_BODY));
-	kf_buf_puts(o, " }\n");
+	kf_buf_puts(o, " }\n#endif\n");
 }
 
 /* The loops around a tile's K loop: "p" walks this CTA's tiles (t =

@@ -592,6 +592,21 @@ static void test_compile(void **state)
 		compile_checked(&k, cs[i].maxreg);
 		kf_kernel_free(&k);
 	}
+	/* two wgmma kernels of one program (two matmuls of a graph, same
+	 * wgmma shape): their shared helpers are guarded, no redefinition */
+	kf_kernel k1, k2;
+	emit(mm_text(512, 4096, 4096, false), 1, "wg128x128x64s4pv", &k1);
+	emit(mm_text(300, 200, 72, false), 1, "wg128x128x64s6p", &k2);
+	kf_buf both = {0};
+	kf_buf_puts(&both, k1.src);
+	kf_buf_puts(&both, k2.src);
+	kf_buf_putc(&both, '\0');
+	kf_kernel kb = k1;
+	kb.src = both.p;
+	compile_checked(&kb, 168);
+	kf_buf_free(&both);
+	kf_kernel_free(&k1);
+	kf_kernel_free(&k2);
 	/* a dry-run plan for sm_90 takes the wgmma kernel and compiles its
 	 * program for sm_90a; the element-wise kernel beside it for sm_90 */
 	kf_ctx *c = kf_ctx_new();
