@@ -35,6 +35,10 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
 			return -1;
 		n += m;
+		c->ps = s[n] == 'p';
+		n += c->ps;
+		if (c->ps && c->cl) /* one tile per cluster CTA: not combined yet */
+			return -1;
 		c->vs = s[n] == 'v';
 		n += c->vs;
 		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
@@ -92,7 +96,8 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		if (c->cl)
 			snprintf(out, n, "wg%dx%dx%ds%dc%d%s", c->bm, c->bn, c->bk, c->stages, c->cl, c->vs ? "v" : "");
 		else
-			snprintf(out, n, "wg%dx%dx%ds%d%s", c->bm, c->bn, c->bk, c->stages, c->vs ? "v" : "");
+			snprintf(out, n, "wg%dx%dx%ds%d%s%s", c->bm, c->bn, c->bk, c->stages, c->ps ? "p" : "",
+				 c->vs ? "v" : "");
 		break;
 	default:
 		if (c->bulk && c->stages)
@@ -216,7 +221,8 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
-		"wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4", "wg128x128x64s4v", "wg128x128x64s6v",
+		"wg128x256x64s4v", "wg128x256x64s4pv", "wg128x256x64s3v", "wg128x256x64s4", "wg128x128x64s4v",
+		"wg128x128x64s4pv", "wg128x128x64s6v",
 		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",

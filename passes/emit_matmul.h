@@ -34,7 +34,10 @@ typedef struct kf_mm_config {
 	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 8) */
 	int cl;            /* WG: CTAs of a cluster along M sharing B by TMA multicast
 			    * (suffix "c2", "c4"); 0: no cluster */
-	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after c) */
+	int ps;            /* WG: persistent (suffix "p", after c, not with it): a grid
+			    * of at most KF_WG_SMS CTAs walking the tiles in a grouped
+			    * raster (kf_wg_raster), the TMA ring continuing across tiles */
+	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after p) */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
 } kf_mm_config;
@@ -61,6 +64,23 @@ int kf_gemvb_plan_of(int64_t N, int64_t K, int elem, int chunks, kf_gemvb_plan *
  * (0: no such chunk), as the kernel computes them. */
 void kf_gemvb_copy(const kf_gemvb_plan *p, int64_t N, int64_t c, int64_t j, int64_t *off, int64_t *bytes);
 
+/* The persistent wgmma kernel's grid: at most one CTA per SM of an H100 /
+ * H200 SXM (132; on a part with fewer SMs the rest wait for a second
+ * wave, still correct: the kernel reads gridDim.x).  Tile t of the
+ * static round-robin schedule (CTA b takes t = b, b + gridDim.x, ...) is
+ * (*mt, *nt) of the ntm x ntn tiles: groups of KF_WG_GROUP M-tiles sweep
+ * N, M fastest inside a group, so the CTAs running together share B's
+ * columns and A's rows in L2.  The device code is this very text
+ * (KF_WG_RASTER_BODY, stringified by the emitter). */
+#define KF_WG_SMS 132
+#define KF_WG_GROUP 8
+#define KF_WG_RASTER_BODY                                                                                   \
+	const int per = KF_WG_GROUP * ntn, g0 = t / per * KF_WG_GROUP, r = t % per;                          \
+	const int gs = ntm - g0 < KF_WG_GROUP ? ntm - g0 : KF_WG_GROUP;                                      \
+	*mt = g0 + r % gs;                                                                                   \
+	*nt = r / gs;
+void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt);
+
 /* The wgmma kernel's share of B's tile per stage in a cluster of cl CTAs
  * (passes/emit_wgmma.c): each CTA loads pieces of it and multicasts them
  * to all.  A piece is one TMA box at (n0, k0) of the BN x 64 tile, written
@@ -74,7 +94,7 @@ typedef struct kf_wg_piece {
  * the tile does not split in cl.  kmajor: B stored [N, K]. */
 int kf_wg_bpieces(int bn, bool kmajor, int cl, int rank, int *box_inner, int *box_outer, kf_wg_piece *out);
 
-/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8", "gemvb", "gemvb8",
+/* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "wg128x256x64s4pv", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8", "gemvb", "gemvb8",
  * "cublaslt"; 0, or -1
  * when the text is not a config. */
 int kf_mm_config_parse(const char *s, kf_mm_config *out);

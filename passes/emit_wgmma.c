@@ -17,6 +17,11 @@
  * the B tile (kf_wg_bpieces) and multicasts it to all, so every `full`
  * barrier expects the whole stage and every `empty` one counts the
  * consumer warps of the whole cluster (remote arrivals through mapa).
+ * Suffix "p": persistent; a grid of min(tiles, KF_WG_SMS) CTAs, each
+ * taking tiles blockIdx.x, + gridDim.x, ... in kf_wg_raster's grouped
+ * order; the ring's use counter `it` runs on across tiles (stage it % S,
+ * parity (it / S) & 1), the consumers release a tile's last stage before
+ * its epilogue, so the producer loads the next tile meanwhile.
  * Suffix "v": paired epilogue stores (KF_KERNEL_epi2, emit_matmul.c).
  *
  * Shared-memory layouts (both made by TMA with CU_TENSOR_MAP_SWIZZLE_128B,
@@ -40,6 +45,14 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
+/* kf_mbar_arrive_cl: the release of a stage in another CTA of the cluster
+ * (mapa + arrive) with the default .release.cta semantics, as CUTLASS's
+ * ClusterBarrier::arrive(cta_id) does: the stage's readers are wgmma
+ * groups already retired by wgmma.wait_group, so there is nothing for a
+ * cluster-scope release to order.  ".release.cluster" made ptxas put a
+ * memory fence (8 more instructions) into every consumer warp's k-loop;
+ * the suspected cause of the c2/c4 kernels' fixed ~1.1 us per k-step
+ * (docs/matmul.md). */
 static const char helpers[] =
 	"#ifndef KF_WG_HELPERS\n"
 	"#define KF_WG_HELPERS\n"
@@ -67,7 +80,7 @@ static const char helpers[] =
 	"               :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(bar), \"h\"(mask) : \"memory\"); }\n"
 	"__device__ __forceinline__ void kf_mbar_arrive_cl(unsigned b, unsigned cta) {\n"
 	"  asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\"\n"
-	"               \" mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }\" :: \"r\"(b), \"r\"(cta) : \"memory\"); }\n"
+	"               \" mbarrier.arrive.shared::cluster.b64 _, [ra]; }\" :: \"r\"(b), \"r\"(cta) : \"memory\"); }\n"
 	"__device__ __forceinline__ unsigned kf_cl_rank() {\n"
 	"  unsigned r; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r)); return r; }\n"
 	"__device__ __forceinline__ void kf_cl_sync() {\n"
@@ -82,10 +95,12 @@ static const char helpers[] =
 	"#endif\n";
 
 /* kf_wgmma_<ty>_n<BN>_t<tb>(d, da, db): one wgmma.m64nBNk16 with f32
- * accumulators d[BN/2], both operands by descriptor, D += A * B. */
+ * accumulators d[BN/2], both operands by descriptor, D += A * B.  Guarded:
+ * two kernels of one program (two matmuls of a graph) may both need it. */
 static void wgmma_fn(kf_buf *o, const char *ty, int bn, int tb)
 {
 	int nr = bn / 2;
+	kf_buf_printf(o, "#ifndef KF_WGMMA_%s_N%d_T%d\n#define KF_WGMMA_%s_N%d_T%d\n", ty, bn, tb, ty, bn, tb);
 	kf_buf_printf(o, "__device__ __forceinline__ void kf_wgmma_%s_n%d_t%d(float *d, unsigned long long da, "
 		      "unsigned long long db) {\n  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
 		      ty, bn, tb, bn, ty, ty);
@@ -94,7 +109,7 @@ static void wgmma_fn(kf_buf *o, const char *ty, int bn, int tb)
 	kf_buf_printf(o, "}, %%%d, %%%d, 1, 1, 1, 0, %d;\"\n    : ", nr, nr + 1, tb);
 	for (int i = 0; i < nr; i++)
 		kf_buf_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
-	kf_buf_puts(o, "\n    : \"l\"(da), \"l\"(db) : \"memory\"); }\n");
+	kf_buf_puts(o, "\n    : \"l\"(da), \"l\"(db) : \"memory\"); }\n#endif\n");
 }
 
 /* The kernel's tensor maps: A [M, K] (box 64 x BM) and B, [N, K] (box
@@ -170,9 +185,52 @@ static void producer_b(kf_buf *b, const kx_mm *mm, int cl)
 	}
 }
 
+void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt)
+{
+	KF_WG_RASTER_BODY
+}
+
+#define KX_WG_STR(...) #__VA_ARGS__
+#define KX_WG_XSTR(...) KX_WG_STR(__VA_ARGS__)
+
+/* "p": the device copy of kf_wg_raster, from the same text (guarded like
+ * wgmma_fn). */
+static void raster_fn(kf_buf *o)
+{
+	kf_buf_puts(o, "#ifndef KF_WG_RASTER\n#define KF_WG_RASTER\n");
+	kf_buf_puts(o, "__device__ __forceinline__ void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt) {\n  ");
+	kf_buf_puts(o, KX_WG_XSTR(KF_WG_RASTER_BODY));
+	kf_buf_puts(o, " }\n#endif\n");
+}
+
+/* The loops around a tile's K loop: "p" walks this CTA's tiles (t =
+ * blockIdx.x + i * gridDim.x, placed by kf_wg_raster) and counts the ring's
+ * uses in `it` across them, so stage and parity carry over from one tile
+ * to the next; otherwise the tile is the block's and it = kt. */
+static void tile_open(kf_buf *b, const kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	if (!c->ps)
+		return;
+	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.x; t < %d; t += gridDim.x) {\n", ntm * ntn);
+	kf_buf_printf(b, "    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntm, ntn);
+	kf_buf_printf(b, "    const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
+}
+
+static void kloop_open(kf_buf *b, const kx_mm *mm, int64_t kt)
+{
+	if (mm->cfg.ps)
+		kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++, it++) {\n", (long long)kt);
+	else
+		kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++) {\n      const int it = kt;\n", (long long)kt);
+}
+
 /* The producer warpgroup: one thread streams the K tiles into the ring.
  * In a cluster it stays until the end (kf_cl_sync): the others' TMA
- * writes and barrier arrivals land in this CTA's shared memory. */
+ * writes and barrier arrivals land in this CTA's shared memory.  "p": it
+ * runs ahead into the next tile's stages while the consumers are in the
+ * epilogue of the current one. */
 static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 {
 	const kf_mm_config *c = &mm->cfg;
@@ -184,49 +242,27 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 			      "    if (threadIdx.x == 0)\n", (1 << cl) - 1);
 	else
 		kf_buf_puts(b, "    if (threadIdx.x != 0) return;\n");
-	kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++) {\n      const int s = kt %% %d;\n", (long long)kt, S);
-	/* the slot was last used in round kt / S - 1: wait for its release */
-	kf_buf_printf(b, "      if (kt >= %d) kf_mbar_wait(bar_empty + s * 8, ((kt / %d) - 1) & 1);\n", S, S);
+	tile_open(b, mm);
+	kloop_open(b, mm, kt);
+	kf_buf_printf(b, "      const int s = it %% %d;\n", S);
+	/* the slot was last used in round it / S - 1: wait for its release */
+	kf_buf_printf(b, "      if (it >= %d) kf_mbar_wait(bar_empty + s * 8, ((it / %d) - 1) & 1);\n", S, S);
 	/* the whole B tile lands here: this CTA's pieces and the others' */
 	kf_buf_printf(b, "      kf_mbar_expect(bar_full + s * 8, %d);\n", asz + bsz);
 	kf_buf_printf(b, "      const unsigned sa = sbase + s * %d, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
 	kf_buf_printf(b, "      kf_tma2d(sa, &tm0, kt * 64, bm, bar_full + s * 8);\n");
 	producer_b(b, mm, cl);
-	kf_buf_puts(b, cl > 1 ? "    }\n  } else {\n" : "    }\n    return;\n  }\n");
+	kf_buf_puts(b, c->ps ? "    }\n  }\n" : "    }\n");
+	kf_buf_puts(b, cl > 1 ? "  } else {\n" : "    return;\n  }\n");
 }
 
-/* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue. */
-static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair)
+/* The epilogue of a consumer's 64 x BN accumulators at (bm, bn). */
+static void epilogue(kx *k, const kx_mm *mm, bool pair)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
-	int S = c->stages, nr = c->bn / 2, tb = !mm->b.trans;
-	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16", *it = kx_it(k);
-	/* 2 consumers: (65536 - 128 * 40) / 256 = 236 -> 232; 1 consumer: 240 */
-	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", c->bm == 128 ? 232 : 240);
-	kf_buf_printf(b, "  float acc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n", nr, nr);
-	kf_buf_printf(b, "  const int cw = wg - 1;\n");
-	kf_buf_printf(b, "  for (int kt = 0; kt < %lld; kt++) {\n    const int s = kt %% %d;\n", (long long)kt, S);
-	kf_buf_printf(b, "    kf_mbar_wait(bar_full + s * 8, (kt / %d) & 1);\n", S);
-	kf_buf_printf(b, "    const unsigned sa = sbase + s * %d + cw * 8192, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
-	kf_buf_puts(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < 4; kk++) {\n");
-	kf_buf_puts(b, "      const unsigned long long da = kf_wg_desc(sa + kk * 32, 16, 1024);\n");
-	if (mm->b.trans)
-		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 32, 16, 1024);\n");
-	else
-		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 2048, 8192, 1024);\n");
-	kf_buf_printf(b, "      kf_wgmma_%s_n%d_t%d(acc, da, db);\n    }\n    kf_wg_commit();\n", ty, c->bn, tb);
-	/* the group of kt - 1 is done: its stage may be refilled */
-	/* in a cluster, lane r releases the stage in CTA r (whose producer
-	 * multicasts into this CTA's copy of it too) */
-	if (c->cl > 1)
-		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane < %d) kf_mbar_arrive_cl(bar_empty + ((kt + %d) %% %d) * 8, lane);\n  }\n",
-			      c->cl, S - 1, S);
-	else
-		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((kt + %d) %% %d) * 8);\n  }\n",
-			      S - 1, S);
-	kf_buf_printf(b, "  kf_wg_wait<0>();\n#pragma unroll\n  for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(acc[i]) :: \"memory\");\n",
-		      nr);
+	int nr = c->bn / 2;
+	const char *it = kx_it(k);
 	/* m64nNk16 accumulator: d[i] at row 16 * warp + lane / 4 + 8 * ((i >> 1) & 1),
 	 * column 8 * (i >> 2) + 2 * (lane % 4) + (i & 1) */
 	kf_buf_printf(b, "  const %s r0 = bm + cw * 64 + (warp & 3) * 16 + (lane >> 2);\n", it);
@@ -245,6 +281,49 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	kf_buf_puts(b, "0, row, col, acc[i]);\n  }\n");
 }
 
+/* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue. */
+static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
+	int S = c->stages, nr = c->bn / 2, tb = !mm->b.trans;
+	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
+	/* 2 consumers: (65536 - 128 * 40) / 256 = 236 -> 232; 1 consumer: 240 */
+	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", c->bm == 128 ? 232 : 240);
+	kf_buf_printf(b, "  const int cw = wg - 1;\n  float acc[%d];\n", nr);
+	tile_open(b, mm);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n", nr);
+	kloop_open(b, mm, kt);
+	kf_buf_printf(b, "    const int s = it %% %d;\n", S);
+	kf_buf_printf(b, "    kf_mbar_wait(bar_full + s * 8, (it / %d) & 1);\n", S);
+	kf_buf_printf(b, "    const unsigned sa = sbase + s * %d + cw * 8192, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
+	kf_buf_puts(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < 4; kk++) {\n");
+	kf_buf_puts(b, "      const unsigned long long da = kf_wg_desc(sa + kk * 32, 16, 1024);\n");
+	if (mm->b.trans)
+		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 32, 16, 1024);\n");
+	else
+		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 2048, 8192, 1024);\n");
+	kf_buf_printf(b, "      kf_wgmma_%s_n%d_t%d(acc, da, db);\n    }\n    kf_wg_commit();\n", ty, c->bn, tb);
+	/* the group of kt - 1 is done: its stage may be refilled */
+	/* in a cluster, lane r releases the stage in CTA r (whose producer
+	 * multicasts into this CTA's copy of it too) */
+	if (c->cl > 1)
+		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane < %d) kf_mbar_arrive_cl(bar_empty + ((it + %d) %% %d) * 8, lane);\n  }\n",
+			      c->cl, S - 1, S);
+	else
+		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n  }\n",
+			      S - 1, S);
+	kf_buf_printf(b, "  kf_wg_wait<0>();\n#pragma unroll\n  for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(acc[i]) :: \"memory\");\n",
+		      nr);
+	/* "p": the tile's last stage is released before the epilogue, so the
+	 * producer refills it with the next tile's data meanwhile */
+	if (c->ps)
+		kf_buf_printf(b, "  if (lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n", S - 1, S);
+	epilogue(k, mm, pair);
+	if (c->ps)
+		kf_buf_puts(b, "  }\n");
+}
+
 int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 {
 	const kf_mm_config *c = &mm->cfg;
@@ -254,6 +333,8 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	kf_buf *b = &k->b;
 	kf_buf_puts(&k->decl, helpers);
 	wgmma_fn(&k->decl, ty, c->bn, !mm->b.trans);
+	if (c->ps)
+		raster_fn(&k->decl);
 	k->k->sm90a = true;
 	k->k->block = 128 * (1 + c->bm / 64);
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
@@ -262,6 +343,11 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	 * load and multicast their share of B) */
 	int cl = c->cl > 1 ? c->cl : 1;
 	k->k->grid_y = (unsigned)(((mm->M + c->bm - 1) / c->bm + cl - 1) / cl * cl);
+	if (c->ps) { /* one row of at most KF_WG_SMS CTAs walking all tiles */
+		int64_t tiles = k->k->units * k->k->grid_y;
+		k->k->units = tiles < KF_WG_SMS ? tiles : KF_WG_SMS;
+		k->k->grid_y = 1;
+	}
 	k->k->grid_z = 1;
 	k->k->cluster = cl > 1 ? cl : 0;
 	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128 needs */
@@ -272,7 +358,8 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "  const unsigned sbase = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u;\n"
 		      "  const unsigned bar_full = kf_wg_saddr(kf_bar), bar_empty = bar_full + %d;\n", 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
+	if (!c->ps)
+		kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
 	/* full: the producer's expect_tx arrival plus the bytes; empty: one
 	 * arrival per consumer warp of every CTA in the cluster.  A cluster
 	 * syncs before any CTA may multicast into another's initialised ring */

@@ -112,6 +112,20 @@ static void test_configs(void **state)
 		kf_mm_config_text(&cf, txt, sizeof txt);
 		assert_string_equal(txt, cgood[i]);
 	}
+	/* "p" (persistent): after c (never with it), before v */
+	const char *pgood[] = {"wg128x256x64s4p", "wg128x256x64s4pv", "wg128x128x64s4pv", "wg64x128x64s8pv"};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(kf_mm_config_parse(pgood[i], &cf), 0);
+		assert_true(cf.ps == 1 && cf.cl == 0 && cf.vs == (strchr(pgood[i], 'v') != NULL));
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, pgood[i]);
+	}
+	const char *pbad[] = {"wg128x256x64s4vp", "wg128x256x64s4pp", "wg128x256x64s4c2p", "wg128x256x64s4pc2",
+			      "wg128x256x64s4p2", "wg128x256x64s4pvx"};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(kf_mm_config_parse(pbad[i], &cf), -1);
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s4v", &cf), 0);
+	assert_int_equal(cf.ps, 0);
 	/* wg tiles are candidates only where the device has them; first */
 	char cand[32][32];
 	kf_mm_shape sh = {.in = KF_F16, .out = KF_F16, .batch = 1, .M = 512, .N = 4096, .K = 4096, .raw = true};
@@ -129,6 +143,12 @@ static void test_configs(void **state)
 			wg++;
 		}
 	assert_true(wg >= 4);
+	/* the persistent tiles are candidates, right after their one-shot twins */
+	assert_string_equal(cand[1], "wg128x256x64s4pv");
+	int pv = 0;
+	for (int i = 0; i < n; i++)
+		pv += !strcmp(cand[i], "wg128x128x64s4pv");
+	assert_int_equal(pv, 1);
 	/* not for batches, a prologue, f32, or rows that are not 16-byte multiples */
 	kf_mm_shape no[4] = {sh, sh, sh, sh};
 	no[0].batch = 2;
@@ -320,6 +340,9 @@ static void test_cluster_model(void **state)
 	assert_true(k.tmap[1].box_inner == 64 && k.tmap[1].box_outer == 32);
 	assert_non_null(strstr(k.src, "kf_mbar_init(bar_empty + s * 8, 32)"));
 	assert_non_null(strstr(k.src, "lane < 4) kf_mbar_arrive_cl("));
+	/* the remote release without a cluster-scope fence in the k-loop */
+	assert_non_null(strstr(k.src, "mbarrier.arrive.shared::cluster.b64 _, [ra];"));
+	assert_null(strstr(k.src, "release.cluster.shared::cluster"));
 	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 12288, &tm1, bn + 64, kt * 64 + 32"));
 	kf_kernel_free(&k);
 	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4c2", &k);
@@ -340,6 +363,148 @@ static void test_cluster_model(void **state)
 	assert_int_equal(k.grid_y, 3);
 	assert_int_equal(k.cluster, 0);
 	assert_null(strstr(k.src, "__cluster_dims__"));
+	kf_kernel_free(&k);
+}
+
+/* The persistent schedule: CTA b of g takes tiles b, b + g, ... placed by
+ * kf_wg_raster; across the CTAs every (M tile, N tile) comes exactly once,
+ * and inside a group of 8 M tiles the order sweeps N with M fastest. */
+static void test_raster_model(void **state)
+{
+	(void)state;
+	static const int shapes[][2] = {{1, 1}, {3, 2}, {4, 32}, {32, 16}, {32, 32}, {9, 7}, {17, 3}, {8, 1}, {1, 40}};
+	static const int grids[] = {1, 2, 7, 64, 128, 132, 200};
+	static unsigned char seen[64][64];
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+		for (size_t j = 0; j < sizeof grids / sizeof *grids; j++) {
+			int ntm = shapes[i][0], ntn = shapes[i][1], nt = ntm * ntn, g = grids[j];
+			int grid = nt < g ? nt : g, count = 0;
+			memset(seen, 0, sizeof seen);
+			for (int b = 0; b < grid; b++)
+				for (int t = b; t < nt; t += grid, count++) {
+					int m, n;
+					kf_wg_raster(t, ntm, ntn, &m, &n);
+					assert_true(m >= 0 && m < ntm && n >= 0 && n < ntn);
+					assert_int_equal(seen[m][n]++, 0);
+				}
+			assert_int_equal(count, nt);
+		}
+	int m, n; /* 32 x 16 tiles: tile 9 is M tile 1 of N column 1; 128 starts group 2 */
+	kf_wg_raster(9, 32, 16, &m, &n);
+	assert_true(m == 1 && n == 1);
+	kf_wg_raster(128, 32, 16, &m, &n);
+	assert_true(m == 8 && n == 0);
+	kf_wg_raster(5, 3, 4, &m, &n); /* a last group of 3 M tiles */
+	assert_true(m == 2 && n == 1);
+}
+
+/* ---- a host model of the mbarrier ring across tiles ------------------------------------ */
+
+/* An mbarrier: `done` phases completed; try_wait.parity(P) succeeds when
+ * the current phase's parity is not P (the hardware's test, which cannot
+ * tell phase n from n + 2: the model catches a producer lapping). */
+typedef struct ring_bar {
+	int pending, count, done;
+} ring_bar;
+
+static void bar_arrive(ring_bar *b)
+{
+	if (--b->pending == 0)
+		b->done++, b->pending = b->count;
+}
+
+static bool bar_ok(const ring_bar *b, int parity) { return (b->done & 1) != parity; }
+
+typedef struct ring {
+	int S, KT, nt, nc;       /* stages, K steps per tile, tiles, consumers */
+	ring_bar full[8], empty[8];
+	int tag[8];              /* what the stage holds: tile * KT + kt */
+	int pit, cit[2];         /* the producer's and consumers' `it` */
+	int sum[2];              /* what each consumer read, checked in order */
+} ring;
+
+/* One step of the producer as emitted (tile_open, kloop_open, producer). */
+static bool ring_produce(ring *r)
+{
+	int it = r->pit, s = it % r->S;
+	if (it >= r->nt * r->KT || (it >= r->S && !bar_ok(&r->empty[s], ((it / r->S) - 1) & 1)))
+		return false;
+	r->tag[s] = it; /* the TMA writes the stage, then completes `full` */
+	bar_arrive(&r->full[s]);
+	r->pit++;
+	return true;
+}
+
+/* One K step of consumer c: wait full, read (wgmma), wait<1> and release
+ * the previous stage, still unchanged; at a tile's end wait<0> and release
+ * the last one too (the "p" release before the epilogue). */
+static bool ring_consume(ring *r, int c)
+{
+	int it = r->cit[c], s = it % r->S, kt = it % r->KT;
+	if (it >= r->nt * r->KT || !bar_ok(&r->full[s], (it / r->S) & 1))
+		return false;
+	assert_int_equal(r->tag[s], it); /* the stage holds this step's data */
+	r->sum[c] += r->tag[s];
+	if (kt > 0) {
+		int p = (it + r->S - 1) % r->S;
+		assert_int_equal(r->tag[p], it - 1); /* not overwritten while read */
+		bar_arrive(&r->empty[p]);
+	}
+	if (kt == r->KT - 1)
+		bar_arrive(&r->empty[s]);
+	r->cit[c]++;
+	return true;
+}
+
+static void ring_run(int S, int KT, int nt, int nc, unsigned seed)
+{
+	ring r = {.S = S, .KT = KT, .nt = nt, .nc = nc};
+	for (int s = 0; s < S; s++) {
+		r.full[s] = (ring_bar){1, 1, 0};
+		r.empty[s] = (ring_bar){nc, nc, 0};
+		r.tag[s] = -1;
+	}
+	for (;;) {
+		int who = (int)(rand_r(&seed) % (unsigned)(nc + 1)), moved = 0;
+		/* the chosen agent first; if it is blocked, anyone (no deadlock) */
+		for (int a = 0; a <= nc && !moved; a++) {
+			int x = (who + a) % (nc + 1);
+			moved = x == nc ? ring_produce(&r) : ring_consume(&r, x);
+		}
+		if (!moved)
+			break;
+	}
+	int n = nt * KT;
+	assert_int_equal(r.pit, n);
+	for (int c = 0; c < nc; c++) {
+		assert_int_equal(r.cit[c], n);
+		assert_int_equal(r.sum[c], n * (n - 1) / 2);
+	}
+}
+
+static void test_ring_model(void **state)
+{
+	(void)state;
+	for (int S = 2; S <= 8; S++)
+		for (int KT = 1; KT <= 5; KT++)
+			for (int nt = 1; nt <= 4; nt++)
+				for (int nc = 1; nc <= 2; nc++)
+					for (unsigned seed = 1; seed <= 20; seed++)
+						ring_run(S, KT, nt, nc, seed * 7919u + (unsigned)(S * 131 + KT * 17 + nt));
+	/* the emitted persistent kernel: one row of CTAs, the raster, it carried */
+	kf_kernel k;
+	emit(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pv", &k);
+	assert_int_equal(k.units, 132);
+	assert_int_equal(k.grid_y, 1);
+	assert_int_equal(k.cluster, 0);
+	assert_non_null(strstr(k.src, "for (int t = blockIdx.x; t < 512; t += gridDim.x)"));
+	assert_non_null(strstr(k.src, "kf_wg_raster(t, 32, 16, &mt, &nt);"));
+	assert_non_null(strstr(k.src, "for (int kt = 0; kt < 64; kt++, it++)"));
+	assert_non_null(strstr(k.src, "if (lane == 0) kf_mbar_arrive(bar_empty + ((it + 3) % 4) * 8);\n  const int r0"));
+	kf_kernel_free(&k);
+	emit(mm_text(300, 201, 72, true), 1, "wg128x128x64s4p", &k);
+	assert_int_equal(k.units, 3 * 2); /* fewer tiles than SMs: one each */
+	assert_int_equal(k.grid_y, 1);
 	kf_kernel_free(&k);
 }
 
@@ -414,6 +579,11 @@ static void test_compile(void **state)
 		{4096, 4096, 4096, false, "wg128x256x64s4c2v", 168},
 		{512, 4096, 4096, false, "wg128x128x64s4v", 168},
 		{300, 201, 72, true, "wg128x128x64s4c2v", 168},
+		/* persistent */
+		{4096, 4096, 4096, false, "wg128x256x64s4pv", 168},
+		{512, 4096, 4096, false, "wg128x128x64s4pv", 168},
+		{300, 201, 72, true, "wg128x128x64s4pv", 168},
+		{300, 200, 72, false, "wg64x128x64s8p", 255},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
@@ -422,6 +592,21 @@ static void test_compile(void **state)
 		compile_checked(&k, cs[i].maxreg);
 		kf_kernel_free(&k);
 	}
+	/* two wgmma kernels of one program (two matmuls of a graph, same
+	 * wgmma shape): their shared helpers are guarded, no redefinition */
+	kf_kernel k1, k2;
+	emit(mm_text(512, 4096, 4096, false), 1, "wg128x128x64s4pv", &k1);
+	emit(mm_text(300, 200, 72, false), 1, "wg128x128x64s6p", &k2);
+	kf_buf both = {0};
+	kf_buf_puts(&both, k1.src);
+	kf_buf_puts(&both, k2.src);
+	kf_buf_putc(&both, '\0');
+	kf_kernel kb = k1;
+	kb.src = both.p;
+	compile_checked(&kb, 168);
+	kf_buf_free(&both);
+	kf_kernel_free(&k1);
+	kf_kernel_free(&k2);
 	/* a dry-run plan for sm_90 takes the wgmma kernel and compiles its
 	 * program for sm_90a; the element-wise kernel beside it for sm_90 */
 	kf_ctx *c = kf_ctx_new();
@@ -459,6 +644,8 @@ int main(void)
 		cmocka_unit_test(test_choice),
 		cmocka_unit_test(test_layout_model),
 		cmocka_unit_test(test_cluster_model),
+		cmocka_unit_test(test_raster_model),
+		cmocka_unit_test(test_ring_model),
 		cmocka_unit_test(test_compile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
