@@ -194,11 +194,12 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 	if (sh->wgmma > 0 && wg_fits(&wg, sh)) {
 		/* 128 x 256 where they fill most of the 132 SMs of an H200 (one
 		 * block per SM: the ring takes 193 KiB), else 128 x 128, else 64 x
-		 * 128; paired stores (v) were 5-7% faster there, and clusters (c2,
-		 * c4) twice as slow (bench/results/2026-11-29-s2-gpu-wgmma2.txt) */
+		 * 128; persistent (p) with paired stores (v): 2-4% faster than v
+		 * alone, which was 5-7% faster than neither; clusters (c2) no
+		 * faster (bench/results/2026-11-29-s2-gpu-wgmma3.txt) */
 		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
 		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
-		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4v" : t128 >= 100 ? "wg128x128x64s4v" : "wg64x128x64s8v",
+		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4pv" : t128 >= 100 ? "wg128x128x64s4pv" : "wg64x128x64s8v",
 				   c);
 		return;
 	}
@@ -221,14 +222,14 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
-		"wg128x256x64s4v", "wg128x256x64s4pv", "wg128x256x64s3v", "wg128x256x64s4", "wg128x128x64s4v",
-		"wg128x128x64s4pv", "wg128x128x64s6v",
+		"wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4", "wg128x128x64s4pv",
+		"wg128x128x64s4v", "wg128x128x64s6v",
 		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
 		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
 		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
-		"gemvk8u8", "gemvb", "gemvb2", "gemvb8", "gemvb16",
+		"gemvk8u8",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);

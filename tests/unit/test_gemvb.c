@@ -88,14 +88,16 @@ static void test_configs(void **state)
 	const char *bad[] = {"gemvb0", "gemvb33", "gemvbx", "gemvb08", "gemvb-1", "gemvb4 ", "gemvb+4", "gemvb4u8"};
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
-	/* candidates: B [N, K] read as stored on an sm_90 device only */
+	/* not a tuner candidate: slower than the plain GEMV on the H200, cold
+	 * and warm (bench/results/2026-11-29-s2-gpu-gemv-ncu3.txt); a forced
+	 * tile only */
 	char cand[33][32];
 	kf_mm_shape nk = {.in = KF_F32, .out = KF_F32, .batch = 1, .M = 1, .N = 4096, .K = 1024, .tb = true,
 			  .raw = true, .wgmma = 1};
 	int n = kf_mm_candidates(&nk, cand, 33), nb = 0;
 	for (int i = 0; i < n; i++)
 		nb += !strncmp(cand[i], "gemvb", 5);
-	assert_int_equal(nb, 4);
+	assert_int_equal(nb, 0);
 	kf_mm_shape no[3] = {nk, nk, nk};
 	no[0].wgmma = 0;  /* unknown device: not tuned */
 	no[1].tb = false; /* [K, N] */
