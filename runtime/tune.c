@@ -10,6 +10,7 @@
 #include "kcache.h"
 #include "cublas.h"
 #include "cuda_backend.h"
+#include "tensor.h"
 #include "../passes/emit_cuda.h"
 #include "../passes/emit_matmul.h"
 
@@ -186,17 +187,41 @@ static int cmp_f(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Buffers for the kernel's parameters, filled with a byte pattern that is
- * a small normal number in every float dtype (timing does not depend on
- * the values, NaN and denormals aside). */
+/* A device buffer of value v's type holding uniform random values in
+ * [-1, 1) (a fixed seed): tensor cores draw less power, and may clock
+ * higher, on constant data, so timing on a byte pattern ranked cuBLASLt
+ * below a wgmma tile that it beats on real data
+ * (bench/results/2026-11-29-s2-gpu-matmul-final.txt). */
+static int random_buffer(bench *b, kf_graph *g, kf_vid v, uint64_t seed, kf_cuptr *out)
+{
+	const kf_type *t = kf_vtype(g, v);
+	kf_tensor h = {0};
+	if (kf_tensor_alloc_type(&h, t) != 0)
+		return -1;
+	int64_t n = kf_tensor_numel(&h);
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (int64_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+		kf_tensor_set(&h, i, (double)(x >> 11) / 4503599627370496.0 - 1.0);
+	}
+	int rc = kf_cuda_malloc(b->cu, h.nbytes ? h.nbytes : 16, out);
+	if (rc == 0 && h.nbytes)
+		rc = kf_cuda_h2d(b->cu, *out, h.data, h.nbytes);
+	kf_tensor_free(&h);
+	return rc;
+}
+
+/* Buffers for the kernel's parameters: random inputs; outputs only
+ * allocated (the kernel writes them). */
 static int buffers(bench *b, kf_graph *g, const kf_kernel *k, kf_cuptr *ptr)
 {
-	uint32_t n = k->nin + k->nout;
-	for (uint32_t i = 0; i < n; i++) {
-		kf_vid v = i < k->nin ? k->in[i] : k->out[i - k->nin];
-		const kf_type *t = kf_vtype(g, v);
+	for (uint32_t i = 0; i < k->nin; i++)
+		if (random_buffer(b, g, k->in[i], i + 1, &ptr[i]) != 0)
+			return -1;
+	for (uint32_t i = 0; i < k->nout; i++) {
+		const kf_type *t = kf_vtype(g, k->out[i]);
 		size_t sz = (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
-		if (kf_cuda_malloc(b->cu, sz ? sz : 16, &ptr[i]) != 0 || kf_cuda_memset(b->cu, ptr[i], 0x3c, sz) != 0)
+		if (kf_cuda_malloc(b->cu, sz ? sz : 16, &ptr[k->nin + i]) != 0)
 			return -1;
 	}
 	return 0;
@@ -326,11 +351,8 @@ static double time_lt(bench *b, kf_graph *g, kf_nid n, const kf_lt_plan *p, kf_b
 	kf_vid v[4] = {p->a, p->b, p->bias, p->out};
 	double ms = -1;
 	bool ok = l.op != NULL;
-	for (int i = 0; i < 4 && ok; i++) {
-		const kf_type *t = kf_vtype(g, v[i]);
-		size_t sz = (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
-		ok = kf_cuda_malloc(b->cu, sz ? sz : 16, &l.p[i]) == 0 && kf_cuda_memset(b->cu, l.p[i], 0x3c, sz) == 0;
-	}
+	for (int i = 0; i < 4 && ok; i++) /* the output too: a few MiB, once */
+		ok = random_buffer(b, g, v[i], (uint64_t)i + 1, &l.p[i]) == 0;
 	if (ok)
 		ms = time_launches(b, lt_launch, &l);
 	for (int i = 0; i < 4; i++)
