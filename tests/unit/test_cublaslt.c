@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "kf_test.h"
 
 #include "cublas.h"
 #include "kf.h"
@@ -132,17 +133,6 @@ static void test_describe_trans(void **st)
 	assert_int_equal(find(d.desc, d.ndesc, H_BIAS_DATA_TYPE)->v.i32, H_R_32F);
 }
 
-static kf_module *parse(kf_ctx *c, const char *text)
-{
-	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
-	if (!m || kf_verify(m->graph[0]) != 0) {
-		kf_buf b = {0};
-		kf_diag_render(c, &b);
-		fail_msg("parse: %.*s", (int)b.n, b.p);
-	}
-	return m;
-}
-
 /* The fusion the bench makes maps to a plan with the bias along N; an exact
  * gelu does not (cuBLASLt's is the tanh form). */
 static void test_plan(void **st)
@@ -161,7 +151,7 @@ static void test_plan(void **st)
 		"    %r = gelu(%a) : f16[512,4096]\n    yield %r\n  }\n  return %y\n}\n"};
 	for (int i = 0; i < 2; i++) {
 		kf_ctx *c = kf_ctx_new();
-		kf_module *m = parse(c, src[i]);
+		kf_module *m = kft_parse(c, src[i]);
 		kf_graph *g = m->graph[0];
 		kf_lt_plan p;
 		bool found = false;

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "kf_test.h"
+#include "kf_test_nvrtc.h"
 
 #include "cuda.h"
 #include "cuda_backend.h"
@@ -18,17 +20,6 @@
 #include "fuse.h"
 #include "interp.h"
 #include "kf.h"
-
-static kf_module *parse(kf_ctx *c, const char *text)
-{
-	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
-	if (!m || kf_verify(m->graph[0]) != 0) {
-		kf_buf b = {0};
-		kf_diag_render(c, &b);
-		fail_msg("parse: %.*s", (int)b.n, b.p);
-	}
-	return m;
-}
 
 static int count_op(kf_graph *g, int op)
 {
@@ -42,7 +33,7 @@ static int count_op(kf_graph *g, int op)
  * original computes (interpreter, random inputs). */
 static kf_module *fuse_checked(kf_ctx *c, const char *text, const kf_fuse_opts *o)
 {
-	kf_module *ref = parse(c, text), *m = parse(c, text);
+	kf_module *ref = kft_parse(c, text), *m = kft_parse(c, text);
 	bool changed = false;
 	assert_int_equal(kf_fuse_run(m->graph[0], o, &changed), 0);
 	assert_int_equal(kf_verify(m->graph[0]), 0);
@@ -179,9 +170,9 @@ static void test_policy(void **st)
 static void test_canonical_kernels(void **st)
 {
 	kf_ctx *c = kf_ctx_new();
-	kf_module *a = parse(c, "graph @a(%x: f32[100], %y: f32[100]) -> (f32[100]) {\n"
+	kf_module *a = kft_parse(c, "graph @a(%x: f32[100], %y: f32[100]) -> (f32[100]) {\n"
 				"  %s = add(%x, %y) : f32[100]\n  %t = exp(%s) : f32[100]\n  return %t\n}\n");
-	kf_module *b = parse(c, "graph @b(%p: f32[100], %q: f32[100]) -> (f32[100]) {\n"
+	kf_module *b = kft_parse(c, "graph @b(%p: f32[100], %q: f32[100]) -> (f32[100]) {\n"
 				"  %u = add(%p, %q) : f32[100]\n  %v = exp(%u) : f32[100]\n  return %v\n}\n");
 	kf_fuse_opts o;
 	kf_fuse_opts_default(&o);
@@ -208,22 +199,13 @@ static void test_canonical_kernels(void **st)
 static void test_unfused_kernels(void **st)
 {
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse(c, layer_norm);
+	kf_module *m = kft_parse(c, layer_norm);
 	kf_kernels ks = {0};
 	assert_int_equal(kf_emit_graph(m->graph[0], &ks), 0);
 	assert_int_equal(ks.n, 9); /* 10 ops, the const is uploaded */
 	kf_kernels_free(&ks);
 	kf_module_free(m);
 	kf_ctx_free(c);
-}
-
-static bool have_nvrtc(void)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
-	return nv != NULL;
 }
 
 static int count_str(const char *s, const char *w)
@@ -277,7 +259,7 @@ static void test_colreduce_one_kernel(void **st)
 	assert_int_equal(count_str(k.src, "kf_log("), 1);
 	assert_true(strstr(k.src, "kf_log(") < strrchr(k.src, 'j'));
 	kf_kernel_free(&k);
-	if (have_nvrtc()) {
+	if (kft_have_nvrtc()) {
 		char dir[] = "/tmp/kf-fuse-colXXXXXX";
 		assert_non_null(mkdtemp(dir));
 		kf_cuda_opts co = {.dry_run = true, .cache_dir = dir};
@@ -347,12 +329,12 @@ static void test_reshape_views(void **st)
  * memory. */
 static void test_plan_cache(void **st)
 {
-	if (!have_nvrtc())
+	if (!kft_have_nvrtc())
 		skip();
 	char dir[] = "/tmp/kf-fuse-cacheXXXXXX";
 	assert_non_null(mkdtemp(dir));
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse(c, layer_norm);
+	kf_module *m = kft_parse(c, layer_norm);
 	kf_cuda_opts o = {.dry_run = true, .cache_dir = dir};
 	kf_cuda_stats s1, s2;
 	kf_cuda_session *s = kf_cuda_session_new(c, &o);

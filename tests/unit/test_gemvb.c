@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "kf_test.h"
+#include "kf_test_nvrtc.h"
 
 #include "cuda.h"
 #include "cuda_backend.h"
@@ -20,24 +22,6 @@
 #include "kf.h"
 #include "pass.h"
 #include "passes.h"
-
-static kf_module *parse_fused(kf_ctx *c, const char *text)
-{
-	kf_rt_register(c);
-	kf_passreg r = {0};
-	kf_passes_builtin(&r);
-	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
-	kf_pipeline *p = m ? kf_pipeline_parse(c, &r, "fuse-matmul,fuse") : NULL;
-	kf_runopts ro = {.verify_each = true};
-	if (!m || kf_verify(m->graph[0]) != 0 || !p || kf_pipeline_run(p, m, &ro) != 0) {
-		kf_buf b = {0};
-		kf_diag_render(c, &b);
-		fail_msg("parse: %.*s", (int)b.n, b.p);
-	}
-	kf_pipeline_free(p);
-	kf_passreg_free(&r);
-	return m;
-}
 
 /* relu(x @ w^T + b), w stored [N, K] (nn.Linear), dtype dt */
 static char *gemv_text(const char *dt, int N, int K)
@@ -51,25 +35,6 @@ static char *gemv_text(const char *dt, int N, int K)
 		 "  %%y = relu(%%a) : %s[1,%d]\n  return %%y\n}\n",
 		 dt, K, dt, N, K, dt, N, dt, N, dt, K, N, dt, N, dt, N, dt, N);
 	return t;
-}
-
-/* Emits the contraction of text for target wg with tile (may be NULL). */
-static void emit(const char *text, int wg, const char *tile, kf_kernel *k)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse_fused(c, text);
-	kf_emit_target t = {wg};
-	if (tile)
-		setenv("KFUSE_MATMUL_TILE", tile, 1);
-	kf_nid f = KF_NONE;
-	kf_foreach_node(m->graph[0], 0, n)
-		if (kf_N(m->graph[0], n)->op == KF_OP_FUSION)
-			f = n;
-	assert_int_not_equal(f, KF_NONE);
-	assert_int_equal(kf_emit_node_for(m->graph[0], f, &t, k), 0);
-	unsetenv("KFUSE_MATMUL_TILE");
-	kf_module_free(m);
-	kf_ctx_free(c);
 }
 
 static void test_configs(void **state)
@@ -182,7 +147,7 @@ static void test_emit(void **state)
 {
 	(void)state;
 	kf_kernel k;
-	emit(gemv_text("f32", 4096, 1024), 1, "gemvb", &k);
+	kft_emit_contraction(gemv_text("f32", 4096, 1024), 1, "gemvb", &k);
 	assert_int_equal(k.units, 128);
 	assert_int_equal(k.block, 256);
 	assert_int_equal(k.smem, 132 * 1024);
@@ -190,60 +155,24 @@ static void test_emit(void **state)
 	assert_non_null(strstr(k.src, "fence.mbarrier_init.release.cluster"));
 	assert_null(strstr(k.src, "kf_gb_arrive(empty")); /* the whole slice at once: no ring */
 	kf_kernel_free(&k);
-	emit(gemv_text("f32", 1024, 16384), 1, "gemvb", &k);
+	kft_emit_contraction(gemv_text("f32", 1024, 16384), 1, "gemvb", &k);
 	assert_non_null(strstr(k.src, "kf_gb_arrive(empty"));
 	kf_kernel_free(&k);
 	/* not on a device without sm_90 bulk copies, nor rows of 1022 floats:
 	 * the plain GEMV instead */
-	emit(gemv_text("f32", 4096, 1024), -1, "gemvb", &k);
+	kft_emit_contraction(gemv_text("f32", 4096, 1024), -1, "gemvb", &k);
 	assert_null(strstr(k.src, "cp.async.bulk"));
 	assert_int_equal(k.smem, 0);
 	kf_kernel_free(&k);
-	emit(gemv_text("f32", 4096, 1022), 1, "gemvb", &k);
+	kft_emit_contraction(gemv_text("f32", 4096, 1022), 1, "gemvb", &k);
 	assert_null(strstr(k.src, "cp.async.bulk"));
 	kf_kernel_free(&k);
-}
-
-static bool have_nvrtc(void)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
-	return nv != NULL;
-}
-
-/* Compiles k for sm_90 (no sm_90a needed) with ptxas's report. */
-static void compile_checked(const kf_kernel *k)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_buf src = {0}, img = {0}, log = {0};
-	kf_buf_puts(&src, kf_emit_prelude());
-	kf_buf_puts(&src, k->src);
-	kf_buf_putc(&src, '\0');
-	assert_false(k->sm90a);
-	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
-	if (kf_nvrtc_compile(nv, src.p, "gb.cu", "sm_90", opts, 2, 1, &img, &log) != 0) {
-		kf_buf d = {0};
-		kf_diag_render(c, &d);
-		fail_msg("%.*s", (int)d.n, d.p);
-	}
-	kf_buf_putc(&log, '\0');
-	if (!strstr(log.p, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") ||
-	    strstr(log.p, "arning"))
-		fail_msg("ptxas: %s", log.p);
-	kf_buf_free(&src);
-	kf_buf_free(&img);
-	kf_buf_free(&log);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
 }
 
 static void test_compile(void **state)
 {
 	(void)state;
-	if (!have_nvrtc())
+	if (!kft_have_nvrtc())
 		skip();
 	static const struct {
 		const char *dt;
@@ -256,9 +185,10 @@ static void test_compile(void **state)
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
-		emit(gemv_text(cs[i].dt, cs[i].N, cs[i].K), 1, cs[i].tile, &k);
+		kft_emit_contraction(gemv_text(cs[i].dt, cs[i].N, cs[i].K), 1, cs[i].tile, &k);
 		assert_non_null(strstr(k.src, "cp.async.bulk"));
-		compile_checked(&k);
+		assert_false(k.sm90a);
+		kft_ptxas_checked(&k, "sm_90", 0);
 		kf_kernel_free(&k);
 	}
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "kf_test.h"
 
 #include "cublas.h"
 #include "emit_cuda.h"
@@ -21,34 +22,6 @@
 #include "pass.h"
 #include "passes.h"
 #include "tune.h"
-
-static kf_module *parse(kf_ctx *c, const char *text)
-{
-	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
-	if (!m || kf_verify(m->graph[0]) != 0) {
-		kf_buf b = {0};
-		kf_diag_render(c, &b);
-		fail_msg("parse: %.*s", (int)b.n, b.p);
-	}
-	return m;
-}
-
-/* Runs pipeline text over m. */
-static void run_pipe(kf_ctx *c, kf_module *m, const char *text)
-{
-	kf_passreg r = {0};
-	kf_passes_builtin(&r);
-	kf_pipeline *p = kf_pipeline_parse(c, &r, text);
-	assert_non_null(p);
-	kf_runopts ro = {.verify_each = true};
-	if (kf_pipeline_run(p, m, &ro) != 0) {
-		kf_buf b = {0};
-		kf_diag_render(c, &b);
-		fail_msg("pipeline: %.*s", (int)b.n, b.p);
-	}
-	kf_pipeline_free(p);
-	kf_passreg_free(&r);
-}
 
 static kf_nid only_fusion(kf_graph *g, int *nbody)
 {
@@ -87,8 +60,8 @@ static void test_pass_groups_and_preserves(void **state)
 	(void)state;
 	kf_ctx *c = kf_ctx_new();
 	kf_rt_register(c);
-	kf_module *ref = parse(c, mlp), *m = parse(c, mlp);
-	run_pipe(c, m, "fuse-matmul");
+	kf_module *ref = kft_parse(c, mlp), *m = kft_parse(c, mlp);
+	kft_run_pipe(c, m, "fuse-matmul");
 	kf_graph *g = m->graph[0];
 	int nb;
 	kf_nid f = only_fusion(g, &nb);
@@ -136,14 +109,14 @@ static void test_pass_stops(void **state)
 				"  return %s\n"
 				"}\n";
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse(c, t);
-	run_pipe(c, m, "fuse-matmul");
+	kf_module *m = kft_parse(c, t);
+	kft_run_pipe(c, m, "fuse-matmul");
 	int nb;
 	only_fusion(m->graph[0], &nb);
 	assert_int_equal(nb, 1);
 	kf_module_free(m);
-	m = parse(c, t);
-	run_pipe(c, m, "fuse-matmul{single=false}");
+	m = kft_parse(c, t);
+	kft_run_pipe(c, m, "fuse-matmul{single=false}");
 	kf_foreach_node(m->graph[0], 0, n)
 		assert_int_not_equal(kf_N(m->graph[0], n)->op, KF_OP_FUSION);
 	kf_module_free(m);
@@ -205,8 +178,8 @@ static void test_tune_cache(void **state)
 	kf_tune_table t = {0};
 	assert_int_equal(kf_tune_load(c, path.p, &t), 0); /* no file yet: empty */
 	assert_int_equal(t.n, 0);
-	kf_module *m = parse(c, sq);
-	run_pipe(c, m, "fuse-matmul");
+	kf_module *m = kft_parse(c, sq);
+	kft_run_pipe(c, m, "fuse-matmul");
 	kf_graph *g = m->graph[0];
 	int nb;
 	kf_nid f = only_fusion(g, &nb);
@@ -268,8 +241,8 @@ static void test_emit_kinds(void **state)
 		"  return %m, %n, %k\n"
 		"}\n";
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse(c, t);
-	run_pipe(c, m, "fuse-matmul");
+	kf_module *m = kft_parse(c, t);
+	kft_run_pipe(c, m, "fuse-matmul");
 	kf_graph *g = m->graph[0];
 	const char *named[] = {"_ws[", "kf_mma_bf16(", "long long acc["};
 	int i = 0;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "kf_test.h"
+#include "kf_test_nvrtc.h"
 
 #include "cuda.h"
 #include "cuda_backend.h"
@@ -21,33 +23,6 @@
 #include "kf.h"
 #include "pass.h"
 #include "passes.h"
-
-static kf_module *parse_fused(kf_ctx *c, const char *text)
-{
-	kf_rt_register(c);
-	kf_passreg r = {0};
-	kf_passes_builtin(&r);
-	kf_module *m = kf_parse(c, "t.kf", text, strlen(text));
-	kf_pipeline *p = m ? kf_pipeline_parse(c, &r, "fuse-matmul,fuse") : NULL;
-	kf_runopts ro = {.verify_each = true};
-	if (!m || kf_verify(m->graph[0]) != 0 || !p || kf_pipeline_run(p, m, &ro) != 0) {
-		kf_buf b = {0};
-		kf_diag_render(c, &b);
-		fail_msg("parse: %.*s", (int)b.n, b.p);
-	}
-	kf_pipeline_free(p);
-	kf_passreg_free(&r);
-	return m;
-}
-
-static kf_nid first_fusion(kf_graph *g)
-{
-	kf_foreach_node(g, 0, n)
-		if (kf_N(g, n)->op == KF_OP_FUSION)
-			return n;
-	fail_msg("no fusion");
-	return KF_NONE;
-}
 
 /* gelu_tanh(x @ w + b), f16, M x N x K; w stored [K, N], or [N, K] when wt */
 static char *mm_text(int M, int N, int K, bool wt)
@@ -69,20 +44,6 @@ static char *mm_text(int M, int N, int K, bool wt)
 			 "  %%y = gelu(%%a) {approximate = \"tanh\"} : f16[%d,%d]\n  return %%y\n}\n",
 			 M, K, K, N, N, M, N, M, N, M, N, M, N);
 	return t;
-}
-
-/* Emits the contraction of text for target wg (tile: env, may be NULL). */
-static void emit(const char *text, int wg, const char *tile, kf_kernel *k)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse_fused(c, text);
-	kf_emit_target t = {wg};
-	if (tile)
-		setenv("KFUSE_MATMUL_TILE", tile, 1);
-	assert_int_equal(kf_emit_node_for(m->graph[0], first_fusion(m->graph[0]), &t, k), 0);
-	unsetenv("KFUSE_MATMUL_TILE");
-	kf_module_free(m);
-	kf_ctx_free(c);
 }
 
 static void test_configs(void **state)
@@ -168,7 +129,7 @@ static void test_choice(void **state)
 {
 	(void)state;
 	kf_kernel k;
-	emit(mm_text(4096, 4096, 4096, false), 1, NULL, &k);
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, NULL, &k);
 	assert_true(k.sm90a);
 	assert_int_equal(k.block, 384);
 	assert_int_equal(k.units * k.grid_y, 132);
@@ -183,37 +144,37 @@ static void test_choice(void **state)
 	assert_true(k.tmap[0].box_inner == 64 && k.tmap[0].box_outer == 128);
 	assert_true(k.tmap[1].param == 1 && k.tmap[1].box_inner == 64 && k.tmap[1].box_outer == 64);
 	kf_kernel_free(&k);
-	emit(mm_text(512, 4096, 4096, false), 1, NULL, &k);
+	kft_emit_contraction(mm_text(512, 4096, 4096, false), 1, NULL, &k);
 	assert_true(k.sm90a);
 	assert_int_equal(k.units * k.grid_y, 128);
 	assert_non_null(strstr(k.src, "m64n128k16"));
 	kf_kernel_free(&k);
 	/* unknown target: the mma.sync default, a wg tile asked for is emitted */
-	emit(mm_text(512, 4096, 4096, false), 0, NULL, &k);
+	kft_emit_contraction(mm_text(512, 4096, 4096, false), 0, NULL, &k);
 	assert_false(k.sm90a);
 	assert_int_equal(k.ntmap, 0);
 	kf_kernel_free(&k);
-	emit(mm_text(512, 4096, 4096, false), 0, "wg64x128x64s8", &k);
+	kft_emit_contraction(mm_text(512, 4096, 4096, false), 0, "wg64x128x64s8", &k);
 	assert_true(k.sm90a);
 	assert_int_equal(k.block, 256);
 	kf_kernel_free(&k);
 	/* a device without wgmma: the tile is passed over */
-	emit(mm_text(512, 4096, 4096, false), -1, "wg128x128x64s6", &k);
+	kft_emit_contraction(mm_text(512, 4096, 4096, false), -1, "wg128x128x64s6", &k);
 	assert_false(k.sm90a);
 	assert_non_null(strstr(k.src, "mma.sync"));
 	kf_kernel_free(&k);
 	/* a prologue (cast) and odd row lengths fall back to mma.sync */
-	emit("graph @g(%x: f32[512,256], %w: f16[256,512]) -> (f16[512,512]) {\n"
+	kft_emit_contraction("graph @g(%x: f32[512,256], %w: f16[256,512]) -> (f16[512,512]) {\n"
 	     "  %h = cast(%x) {to = \"f16\"} : f16[512,256]\n"
 	     "  %m = matmul(%h, %w) : f16[512,512]\n  return %m\n}\n",
 	     1, "wg128x128x64s6", &k);
 	assert_false(k.sm90a);
 	kf_kernel_free(&k);
-	emit(mm_text(512, 4092, 256, false), 1, "wg128x128x64s6", &k);
+	kft_emit_contraction(mm_text(512, 4092, 256, false), 1, "wg128x128x64s6", &k);
 	assert_false(k.sm90a);
 	kf_kernel_free(&k);
 	/* B stored [N, K]: K-major B, one box of 64 x BN */
-	emit(mm_text(512, 4096, 4096, true), 1, "wg128x128x64s6", &k);
+	kft_emit_contraction(mm_text(512, 4096, 4096, true), 1, "wg128x128x64s6", &k);
 	assert_true(k.sm90a);
 	assert_true(k.tmap[1].inner == 4096 && k.tmap[1].box_outer == 128);
 	assert_non_null(strstr(k.src, "_t0(acc, da, db)"));
@@ -333,7 +294,7 @@ static void test_cluster_model(void **state)
 	 * compiled in, B's box the share of one CTA, the release on every
 	 * CTA's barrier (one arrival per consumer warp per CTA) */
 	kf_kernel k;
-	emit(mm_text(300, 200, 72, false), 1, "wg128x128x64s4c4", &k);
+	kft_emit_contraction(mm_text(300, 200, 72, false), 1, "wg128x128x64s4c4", &k);
 	assert_int_equal(k.grid_y, 4);
 	assert_int_equal(k.cluster, 4);
 	assert_non_null(strstr(k.src, "__launch_bounds__(384, 1) __cluster_dims__(1, 4, 1)"));
@@ -345,21 +306,21 @@ static void test_cluster_model(void **state)
 	assert_null(strstr(k.src, "release.cluster.shared::cluster"));
 	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 12288, &tm1, bn + 64, kt * 64 + 32"));
 	kf_kernel_free(&k);
-	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4c2", &k);
+	kft_emit_contraction(mm_text(300, 200, 72, true), 1, "wg128x256x64s4c2", &k);
 	assert_int_equal(k.grid_y, 4);
 	assert_true(k.tmap[1].box_outer == 128);
 	assert_non_null(strstr(k.src, "kf_tma2d_mc(sb + 16384, &tm1, kt * 64 + 0, bn + 128"));
 	kf_kernel_free(&k);
 	/* "v": the paired epilogue, a 4-byte store where aligned, 2-byte ones
 	 * otherwise (N odd: every other row starts at an odd column) */
-	emit(mm_text(300, 201, 72, true), 1, "wg128x128x64s4c2v", &k);
+	kft_emit_contraction(mm_text(300, 201, 72, true), 1, "wg128x128x64s4c2v", &k);
 	assert_non_null(strstr(k.src, "for (int i = 0; i < 64; i += 2)"));
 	assert_non_null(strstr(k.src, "_epi2(p0, p1, p2, o0, 0, row, col, acc[i], acc[i + 1]);"));
 	assert_non_null(strstr(k.src, "if (colp + 1 < 201 && !((unsigned long long)(o0 + off) & 3))"));
 	assert_non_null(strstr(k.src, "if (colp + 1 < 201) kf_"));
 	assert_non_null(strstr(k.src, "_epi(p0, p1, p2, o0, z, row, colp + 1, accp1);"));
 	kf_kernel_free(&k);
-	emit(mm_text(300, 200, 72, true), 1, "wg128x256x64s4", &k);
+	kft_emit_contraction(mm_text(300, 200, 72, true), 1, "wg128x256x64s4", &k);
 	assert_int_equal(k.grid_y, 3);
 	assert_int_equal(k.cluster, 0);
 	assert_null(strstr(k.src, "__cluster_dims__"));
@@ -493,7 +454,7 @@ static void test_ring_model(void **state)
 						ring_run(S, KT, nt, nc, seed * 7919u + (unsigned)(S * 131 + KT * 17 + nt));
 	/* the emitted persistent kernel: one row of CTAs, the raster, it carried */
 	kf_kernel k;
-	emit(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pv", &k);
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pv", &k);
 	assert_int_equal(k.units, 132);
 	assert_int_equal(k.grid_y, 1);
 	assert_int_equal(k.cluster, 0);
@@ -502,7 +463,7 @@ static void test_ring_model(void **state)
 	assert_non_null(strstr(k.src, "for (int kt = 0; kt < 64; kt++, it++)"));
 	assert_non_null(strstr(k.src, "if (lane == 0) kf_mbar_arrive(bar_empty + ((it + 3) % 4) * 8);\n  const int r0"));
 	kf_kernel_free(&k);
-	emit(mm_text(300, 201, 72, true), 1, "wg128x128x64s4p", &k);
+	kft_emit_contraction(mm_text(300, 201, 72, true), 1, "wg128x128x64s4p", &k);
 	assert_int_equal(k.units, 3 * 2); /* fewer tiles than SMs: one each */
 	assert_int_equal(k.grid_y, 1);
 	kf_kernel_free(&k);
@@ -510,53 +471,10 @@ static void test_ring_model(void **state)
 
 /* ---- NVRTC + ptxas -------------------------------------------------------------------- */
 
-static bool have_nvrtc(void)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
-	return nv != NULL;
-}
-
-/* Compiles k for sm_90a to a cubin with ptxas's report; checks it. */
-static void compile_checked(const kf_kernel *k, int maxreg)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_buf src = {0}, img = {0}, log = {0};
-	kf_buf_puts(&src, kf_emit_prelude());
-	kf_buf_puts(&src, k->src);
-	kf_buf_putc(&src, '\0');
-	char arch[24];
-	kf_cuda_kernel_arch("sm_90", k->sm90a, arch, sizeof arch);
-	assert_string_equal(arch, "sm_90a");
-	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
-	if (kf_nvrtc_compile(nv, src.p, "wg.cu", arch, opts, 2, 1, &img, &log) != 0) {
-		kf_buf d = {0};
-		kf_diag_render(c, &d);
-		fail_msg("%.*s", (int)d.n, d.p);
-	}
-	kf_buf_putc(&log, '\0');
-	if (!strstr(log.p, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") ||
-	    strstr(log.p, "arning"))
-		fail_msg("ptxas: %s", log.p);
-	const char *u = strstr(log.p, "Used ");
-	assert_non_null(u);
-	int regs = atoi(u + 5);
-	if (regs > maxreg)
-		fail_msg("%d registers (at most %d): %s", regs, maxreg, log.p);
-	kf_buf_free(&src);
-	kf_buf_free(&img);
-	kf_buf_free(&log);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
-}
-
 static void test_compile(void **state)
 {
 	(void)state;
-	if (!have_nvrtc())
+	if (!kft_have_nvrtc())
 		skip();
 	static const struct {
 		int M, N, K;
@@ -587,30 +505,32 @@ static void test_compile(void **state)
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
-		emit(mm_text(cs[i].M, cs[i].N, cs[i].K, cs[i].wt), 1, cs[i].tile, &k);
+		kft_emit_contraction(mm_text(cs[i].M, cs[i].N, cs[i].K, cs[i].wt), 1, cs[i].tile, &k);
 		assert_true(k.sm90a);
-		compile_checked(&k, cs[i].maxreg);
+		assert_true(k.sm90a);
+		kft_ptxas_checked(&k, "sm_90a", cs[i].maxreg);
 		kf_kernel_free(&k);
 	}
 	/* two wgmma kernels of one program (two matmuls of a graph, same
 	 * wgmma shape): their shared helpers are guarded, no redefinition */
 	kf_kernel k1, k2;
-	emit(mm_text(512, 4096, 4096, false), 1, "wg128x128x64s4pv", &k1);
-	emit(mm_text(300, 200, 72, false), 1, "wg128x128x64s6p", &k2);
+	kft_emit_contraction(mm_text(512, 4096, 4096, false), 1, "wg128x128x64s4pv", &k1);
+	kft_emit_contraction(mm_text(300, 200, 72, false), 1, "wg128x128x64s6p", &k2);
 	kf_buf both = {0};
 	kf_buf_puts(&both, k1.src);
 	kf_buf_puts(&both, k2.src);
 	kf_buf_putc(&both, '\0');
 	kf_kernel kb = k1;
 	kb.src = both.p;
-	compile_checked(&kb, 168);
+	assert_true(kb.sm90a);
+	kft_ptxas_checked(&kb, "sm_90a", 168);
 	kf_buf_free(&both);
 	kf_kernel_free(&k1);
 	kf_kernel_free(&k2);
 	/* a dry-run plan for sm_90 takes the wgmma kernel and compiles its
 	 * program for sm_90a; the element-wise kernel beside it for sm_90 */
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = parse_fused(c, "graph @g(%x: f16[256,128], %w: f16[128,256], %v: f32[64]) -> (f16[256,256], f32[64]) {\n"
+	kf_module *m = kft_parse_fused(c, "graph @g(%x: f16[256,128], %w: f16[128,256], %v: f32[64]) -> (f16[256,256], f32[64]) {\n"
 				      "  %m = matmul(%x, %w) : f16[256,256]\n  %e = exp(%v) : f32[64]\n  return %m, %e\n}\n");
 	char dir[] = "/tmp/kf-wgmma-XXXXXX";
 	assert_non_null(mkdtemp(dir));

@@ -1,0 +1,52 @@
+/* kf_test_nvrtc.h: unit-test helpers around NVRTC (include after
+ * cmocka.h): whether libnvrtc loads here, and a kernel compiled to a cubin
+ * with ptxas's resource report checked. */
+#ifndef KF_TEST_NVRTC_H
+#define KF_TEST_NVRTC_H
+#include <stdlib.h>
+#include <string.h>
+#include "emit_cuda.h"
+#include "kf.h"
+#include "cuda.h"
+
+static inline bool kft_have_nvrtc(void)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+	return nv != NULL;
+}
+
+/* Compiles k (with the prelude) for arch to a cubin; fails the test unless
+ * ptxas reports no stack frame, no spills and no warning, and (maxreg > 0)
+ * at most maxreg registers a thread. */
+static inline void kft_ptxas_checked(const kf_kernel *k, const char *arch, int maxreg)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_buf src = {0}, img = {0}, log = {0};
+	kf_buf_puts(&src, kf_emit_prelude());
+	kf_buf_puts(&src, k->src);
+	kf_buf_putc(&src, '\0');
+	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
+	if (kf_nvrtc_compile(nv, src.p, "k.cu", arch, opts, 2, 1, &img, &log) != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		fail_msg("%.*s", (int)d.n, d.p);
+	}
+	kf_buf_putc(&log, '\0');
+	if (!strstr(log.p, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") ||
+	    strstr(log.p, "arning"))
+		fail_msg("ptxas: %s", log.p);
+	const char *u = strstr(log.p, "Used ");
+	assert_non_null(u);
+	if (maxreg > 0 && atoi(u + 5) > maxreg)
+		fail_msg("%d registers (at most %d): %s", atoi(u + 5), maxreg, log.p);
+	kf_buf_free(&src);
+	kf_buf_free(&img);
+	kf_buf_free(&log);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+}
+#endif
