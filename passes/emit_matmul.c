@@ -41,9 +41,12 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			return -1;
 		c->vs = s[n] == 'v';
 		n += c->vs;
+		c->ss = s[n] == 's';
+		n += c->ss;
 		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
 			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
-			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0)
+			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
+			       kf_wg_stage_cols(c) >= 0
 			       ? 0
 			       : -1;
 	}
@@ -94,10 +97,11 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		break;
 	case KF_MM_WG:
 		if (c->cl)
-			snprintf(out, n, "wg%dx%dx%ds%dc%d%s", c->bm, c->bn, c->bk, c->stages, c->cl, c->vs ? "v" : "");
+			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
+				 c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
 		else
-			snprintf(out, n, "wg%dx%dx%ds%d%s%s", c->bm, c->bn, c->bk, c->stages, c->ps ? "p" : "",
-				 c->vs ? "v" : "");
+			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->ps ? "p" : "",
+				 c->vs ? "v" : "", c->ss ? "s" : "");
 		break;
 	default:
 		if (c->bulk && c->stages)
@@ -111,6 +115,24 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		else
 			snprintf(out, n, "gemv");
 	}
+}
+
+int kf_wg_stage_cols(const kf_mm_config *c)
+{
+	if (!c->ss)
+		return 0;
+	/* + 1024 to align the ring, + 1024 of static shared memory */
+	int64_t ring = (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048;
+	for (int sc = c->bn; sc >= 64; sc /= 2)
+		if (c->bn % sc == 0 && ring + (int64_t)(c->bm / 64) * 64 * sc * 2 <= 227 * 1024)
+			return sc;
+	return -1;
+}
+
+int kf_wg_smem(const kf_mm_config *c)
+{
+	int sc = kf_wg_stage_cols(c);
+	return c->stages * (c->bm + c->bn) * 128 + (sc > 0 ? c->bm / 64 * 64 * sc * 2 : 0) + 1024;
 }
 
 static bool mma_dtype(const kf_mm_shape *sh)
@@ -131,8 +153,8 @@ static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	int bi, bo;
 	if (c->cl > 1 && kf_wg_bpieces(c->bn, sh->tb, c->cl, 0, &bi, &bo, NULL) < 0)
 		return false;
-	/* + 1024 to align the ring, + 1024 of static shared memory (the barriers) */
-	return (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048 <= 227 * 1024;
+	/* + 1024 of static shared memory (the barriers) */
+	return kf_wg_stage_cols(c) >= 0 && kf_wg_smem(c) + 1024 <= 227 * 1024;
 }
 
 /* The bulk-copy GEMV: B [N, K] of f32/f16/bf16 read as stored (bulk
@@ -703,7 +725,8 @@ int kx_emit_matmul(kx *k)
 	choose_config(k, &mm);
 	if (mm.cfg.algo != KF_MM_GEMV && (mm.M + mm.cfg.bm - 1) / mm.cfg.bm > 65535)
 		return kx_fail(k, "matmul with more than 65535 row tiles");
-	if (kx_mm_epilogue(k, &mm) != 0)
+	bool staged = mm.cfg.algo == KF_MM_WG && mm.cfg.ss && kx_mm_epis_fits(k);
+	if (!staged && kx_mm_epilogue(k, &mm) != 0)
 		return -1;
 	switch (mm.cfg.algo) {
 	case KF_MM_MMA: return kx_mm_emit_mma(k, &mm);

@@ -38,6 +38,8 @@ typedef struct kf_mm_config {
 			    * of at most KF_WG_SMS CTAs walking the tiles in a grouped
 			    * raster (kf_wg_raster), the TMA ring continuing across tiles */
 	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after p) */
+	int ss;            /* WG: epilogue through a shared-memory staging tile, stored
+			    * with 16-byte coalesced stores (suffix "s", after v) */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
 } kf_mm_config;
@@ -80,6 +82,31 @@ void kf_gemvb_copy(const kf_gemvb_plan *p, int64_t N, int64_t c, int64_t j, int6
 	*mt = g0 + r % gs;                                                                                   \
 	*nt = r / gs;
 void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt);
+
+/* The "s" epilogue's staging tile (passes/emit_wgmma.c): each consumer
+ * warpgroup stages its 64 rows x SC columns (SC = kf_wg_stage_cols, BN or
+ * a divisor of it, at least 64) of 2-byte results in shared memory, then
+ * stores them in 16-byte chunks.  Byte offset of element (row, col) in the
+ * staging tile: 16-byte chunks XOR-swizzled by row & 7, so the
+ * accumulator-layout writes (8 rows x 4 lanes per warp and instruction)
+ * hit 32 distinct banks and the chunk reads (8 consecutive chunks of a
+ * row per quarter warp) stay within one 128-byte line.  Device code is
+ * this text. */
+#define KF_WG_STG_OFF(row, col, sc) ((row) * (sc) * 2 + (((((col) >> 3) ^ ((row) & 7))) << 4) + ((col) & 7) * 2)
+/* Chunk j of a consumer thread (tid in [0, 128)): local row and column. */
+#define KF_WG_STG_CHUNK(tid, j, sc, row, col)                                                             \
+	do {                                                                                                \
+		const int kf_ix_ = (tid) + (j) * 128;                                                       \
+		(row) = kf_ix_ / ((sc) / 8);                                                                \
+		(col) = kf_ix_ % ((sc) / 8) * 8;                                                            \
+	} while (0)
+/* The staging columns of config c (0 without "s"): BN when the ring and
+ * a full 64 x BN tile per consumer fit 227 KiB, else BN / 2, BN / 4 (at
+ * least 64); -1 when none fits. */
+int kf_wg_stage_cols(const kf_mm_config *c);
+/* Shared memory of config c's kernel: the ring, the staging tiles, and
+ * 1024 to align the ring (the dynamic size; the barriers are static). */
+int kf_wg_smem(const kf_mm_config *c);
 
 /* The wgmma kernel's share of B's tile per stage in a cluster of cl CTAs
  * (passes/emit_wgmma.c): each CTA loads pieces of it and multicasts them

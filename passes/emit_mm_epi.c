@@ -150,13 +150,13 @@ static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 	return 0;
 }
 
-/* "static __device__ __forceinline__ void KF_KERNEL_<name>(params..., " */
-static void epi_head(kx *k, kf_buf *h, const char *name)
+/* "static __device__ __forceinline__ <ret> KF_KERNEL_<name>(params..., " */
+static void epi_head(kx *k, kf_buf *h, const char *ret, const char *name)
 {
 	kf_buf sig = {0};
 	kx_params(k, &sig);
 	sig.n--; /* drop ')' */
-	kf_buf_printf(h, "static __device__ __forceinline__ void KF_KERNEL_%s", name);
+	kf_buf_printf(h, "static __device__ __forceinline__ %s KF_KERNEL_%s", ret, name);
 	kf_buf_put(h, sig.p, sig.n);
 	kf_buf_free(&sig);
 }
@@ -164,7 +164,7 @@ static void epi_head(kx *k, kf_buf *h, const char *name)
 int kx_mm_epilogue(kx *k, const kx_mm *mm)
 {
 	kf_buf h = {0};
-	epi_head(k, &h, "epi");
+	epi_head(k, &h, "void", "epi");
 	kf_buf_printf(&h, ", int z, %s row, %s col, %s acc)\n{\n", kx_it(k), kx_it(k), kx_mm_acc_type(mm));
 	if (epi_body(k, mm, &h, 0) != 0) {
 		kf_buf_free(&h);
@@ -183,7 +183,7 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm)
 		if (kf_dtype_size(kx_dt(k, k->out[i])) != 2)
 			return 1;
 	kf_buf h = {0};
-	epi_head(k, &h, "epi2");
+	epi_head(k, &h, "void", "epi2");
 	kf_buf_printf(&h, ", int z, %s row, %s colp, %s accp0, %s accp1)\n{\n", it, it, acc, acc);
 	/* one 4-byte store per output where the pair is in range and every
 	 * address 4-byte aligned (checked: N may be odd, a view start anywhere);
@@ -213,6 +213,46 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm)
 	kf_buf_put(&k->decl, h.p, h.n);
 	kf_buf_free(&h);
 	return 0;
+}
+
+bool kx_mm_epis_fits(kx *k)
+{
+	return k->nout == 1 && kf_dtype_size(kx_dt(k, k->out[0])) == 2;
+}
+
+int kx_mm_epilogue_s(kx *k, const kx_mm *mm)
+{
+	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm);
+	if (!kx_mm_epis_fits(k))
+		return 1;
+	kf_buf h = {0};
+	epi_head(k, &h, "unsigned", "epis");
+	kf_buf_printf(&h, ", int z, %s row, %s colp, %s accp0, %s accp1)\n{\n", it, it, acc, acc);
+	/* an out-of-range element is not computed (its operands, a bias row,
+	 * may not exist): 0, staged but never stored */
+	kf_buf_puts(&h, "  unsigned short v0[2] = {0, 0};\n");
+	for (int p = 0; p < 2; p++) {
+		kf_buf_printf(&h, "  if (row < %lld && colp + %d < %lld) {\n  const %s col = colp + %d;\n  const %s acc = accp%d;\n",
+			      (long long)mm->M, p, (long long)mm->N, it, p, acc, p);
+		if (epi_body(k, mm, &h, p + 1) != 0) {
+			kf_buf_free(&h);
+			return -1;
+		}
+		kf_buf_puts(&h, "  }\n");
+	}
+	kf_buf_puts(&h, "  return (unsigned)v0[0] | ((unsigned)v0[1] << 16);\n}\n");
+	kf_buf_put(&k->decl, h.p, h.n);
+	kf_buf_free(&h);
+	return 0;
+}
+
+void kx_mm_epis_call(kx *k, kf_buf *b)
+{
+	kf_buf_puts(b, "KF_KERNEL_epis(");
+	for (uint32_t i = 0; i < k->nparam; i++)
+		kf_buf_printf(b, "p%u, ", i);
+	for (uint32_t i = 0; i < k->nout; i++)
+		kf_buf_printf(b, "o%u, ", i);
 }
 
 void kx_mm_epi2_call(kx *k, kf_buf *b)

@@ -22,7 +22,10 @@
  * order; the ring's use counter `it` runs on across tiles (stage it % S,
  * parity (it / S) & 1), the consumers release a tile's last stage before
  * its epilogue, so the producer loads the next tile meanwhile.
- * Suffix "v": paired epilogue stores (KF_KERNEL_epi2, emit_matmul.c).
+ * Suffix "v": paired epilogue stores (KF_KERNEL_epi2, emit_mm_epi.c).
+ * Suffix "s": the epilogue's results staged in shared memory and stored
+ * in 16-byte coalesced chunks (epilogue_staged; one 2-byte output, else
+ * "v"'s or the scalar path).
  *
  * Shared-memory layouts (both made by TMA with CU_TENSOR_MAP_SWIZZLE_128B,
  * every tile 1024-byte aligned, so the swizzle phase starts at 0):
@@ -203,6 +206,18 @@ static void raster_fn(kf_buf *o)
 	kf_buf_puts(o, " }\n#endif\n");
 }
 
+/* "s": the device copies of the staging tile's index math, from the
+ * same text as the host's (emit_matmul.h; guarded like wgmma_fn). */
+static void staging_fn(kf_buf *o)
+{
+	kf_buf_puts(o, "#ifndef KF_WG_STG\n#define KF_WG_STG\n");
+	kf_buf_puts(o, "__device__ __forceinline__ unsigned kf_wg_stg_off(int row, int col, int sc) {\n  return ");
+	kf_buf_puts(o, KX_WG_XSTR(KF_WG_STG_OFF(row, col, sc)));
+	kf_buf_puts(o, "; }\n__device__ __forceinline__ void kf_wg_stg_chunk(int tid, int j, int sc, int *row, int *col) {\n  ");
+	kf_buf_puts(o, KX_WG_XSTR(KF_WG_STG_CHUNK(tid, j, sc, *row, *col)));
+	kf_buf_puts(o, "; }\n#endif\n");
+}
+
 /* The loops around a tile's K loop: "p" walks this CTA's tiles (t =
  * blockIdx.x + i * gridDim.x, placed by kf_wg_raster) and counts the ring's
  * uses in `it` across them, so stage and parity carry over from one tile
@@ -281,8 +296,56 @@ static void epilogue(kx *k, const kx_mm *mm, bool pair)
 	kf_buf_puts(b, "0, row, col, acc[i]);\n  }\n");
 }
 
-/* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue. */
-static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair)
+/* "s": the epilogue through this warpgroup's staging tile (at `stg`), SC
+ * columns at a time: each thread computes its accumulator pairs
+ * (KF_KERNEL_epis) into the tile (KF_WG_STG_OFF), then, after the
+ * warpgroup's named barrier (1 + cw; 0 is __syncthreads), the 128 threads
+ * store the tile's 16-byte chunks, consecutive threads along a row, so a
+ * warp writes two 256-byte row pieces at SC = 128.  A chunk that is not
+ * whole in range or not 16-byte aligned in global memory is stored as
+ * eight 2-byte values where col < N.  The second barrier: the tile is
+ * read out before the next part (or tile) overwrites it.  The staging
+ * tiles are outside the ring, so the producer's loads of the next tile
+ * ("p") go on meanwhile. */
+static void epilogue_staged(kx *k, const kx_mm *mm, int sc)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k);
+	long long M = (long long)mm->M, N = (long long)mm->N;
+	kf_buf_printf(b, "  const int rl0 = (warp & 3) * 16 + (lane >> 2);\n"
+		      "  const unsigned stg = sbase + %d + cw * %d;\n",
+		      c->stages * (c->bm + c->bn) * 128, 64 * sc * 2);
+	kf_buf_printf(b, "#pragma unroll\n  for (int h = 0; h < %d; h++) {\n", c->bn / sc);
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j += 2) {\n      const int i = h * %d + j;\n", sc / 2,
+		      sc / 2);
+	kf_buf_puts(b, "      const int rl = rl0 + ((i >> 1) & 1) * 8, cc = (j >> 2) * 8 + (lane & 3) * 2;\n");
+	kf_buf_puts(b, "      const unsigned v = ");
+	kx_mm_epis_call(k, b);
+	kf_buf_printf(b, "0, (%s)(bm + cw * 64 + rl), (%s)(bn + h * %d + cc), acc[i], acc[i + 1]);\n", it, it, sc);
+	kf_buf_printf(b, "      asm volatile(\"st.shared.u32 [%%0], %%1;\" :: \"r\"(stg + kf_wg_stg_off(rl, cc, %d)), "
+		      "\"r\"(v) : \"memory\");\n    }\n", sc);
+	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n");
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      int rl, cc;\n", 64 * sc / 8 / 128);
+	kf_buf_printf(b, "      kf_wg_stg_chunk(threadIdx.x & 127, j, %d, &rl, &cc);\n", sc);
+	kf_buf_puts(b, "      unsigned w0, w1, w2, w3;\n");
+	kf_buf_printf(b, "      asm volatile(\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(w0), \"=r\"(w1), "
+		      "\"=r\"(w2), \"=r\"(w3) : \"r\"(stg + kf_wg_stg_off(rl, cc, %d)) : \"memory\");\n", sc);
+	kf_buf_printf(b, "      const %s row = bm + cw * 64 + rl, col = bn + h * %d + cc;\n", it, sc);
+	kf_buf_printf(b, "      if (row >= %lld) continue;\n      const %s off = row * %lld + col;\n", M, it, N);
+	kf_buf_printf(b, "      if (col + 8 <= %lld && !((unsigned long long)(o0 + off) & 15)) {\n"
+		      "        *(uint4 *)(o0 + off) = make_uint4(w0, w1, w2, w3);\n      } else {\n"
+		      "        const unsigned w[4] = {w0, w1, w2, w3};\n"
+		      "#pragma unroll\n        for (int e = 0; e < 8; e++)\n"
+		      "          if (col + e < %lld) ((unsigned short *)(o0 + off))[e] = "
+		      "(unsigned short)(w[e >> 1] >> ((e & 1) * 16));\n      }\n    }\n",
+		      N, N);
+	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n  }\n");
+}
+
+/* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue
+ * (sc > 0: staged, sc columns at a time). */
+static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair, int sc)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -319,7 +382,10 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	 * producer refills it with the next tile's data meanwhile */
 	if (c->ps)
 		kf_buf_printf(b, "  if (lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n", S - 1, S);
-	epilogue(k, mm, pair);
+	if (sc > 0)
+		epilogue_staged(k, mm, sc);
+	else
+		epilogue(k, mm, pair);
 	if (c->ps)
 		kf_buf_puts(b, "  }\n");
 }
@@ -350,8 +416,17 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	}
 	k->k->grid_z = 1;
 	k->k->cluster = cl > 1 ? cl : 0;
-	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128 needs */
-	k->k->smem = S * (asz + bsz) + 1024;
+	/* "s": the staged epilogue where there is one 2-byte output, else
+	 * the "v" / scalar one */
+	int stg = c->ss ? kx_mm_epilogue_s(k, mm) : 1;
+	if (stg < 0)
+		return -1;
+	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
+	if (sc > 0)
+		staging_fn(&k->decl);
+	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128
+	 * needs; the staging tiles after the ring */
+	k->k->smem = S * (asz + bsz) + 1024 + (sc > 0 ? c->bm / 64 * 64 * sc * 2 : 0);
 	tmaps(k, mm);
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
 		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S);
@@ -368,12 +443,13 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
 		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  %s\n",
 		      S, 4 * (c->bm / 64) * cl, cl > 1 ? "kf_cl_sync();" : "__syncthreads();");
-	/* "v": the paired epilogue, where every output is 2 bytes wide */
-	int pair = c->vs ? kx_mm_epilogue2(k, mm) : 1;
+	/* "v": the paired epilogue, where every output is 2 bytes wide (not
+	 * emitted where "s" took over: an unused helper is a warning) */
+	int pair = c->vs && sc == 0 ? kx_mm_epilogue2(k, mm) : 1;
 	if (pair < 0)
 		return -1;
 	producer(k, mm, kt, asz, bsz);
-	consumer(k, mm, kt, asz, bsz, pair == 0);
+	consumer(k, mm, kt, asz, bsz, pair == 0, sc);
 	/* no CTA leaves while others may still write to its ring or arrive
 	 * on its barriers */
 	if (cl > 1)

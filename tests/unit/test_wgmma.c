@@ -87,6 +87,26 @@ static void test_configs(void **state)
 		assert_int_equal(kf_mm_config_parse(pbad[i], &cf), -1);
 	assert_int_equal(kf_mm_config_parse("wg128x256x64s4v", &cf), 0);
 	assert_int_equal(cf.ps, 0);
+	/* "s" (staged epilogue): last; the staging columns what fits 227 KiB */
+	const struct {
+		const char *t;
+		int sc;
+	} sg[] = {{"wg128x256x64s4pvs", 128}, {"wg128x128x64s4pvs", 128}, {"wg128x256x64s3pvs", 256},
+		  {"wg128x256x64s4s", 128}, {"wg128x128x64s4c2vs", 128}, {"wg64x128x64s8pvs", 128},
+		  {"wg128x64x64s8pvs", 64}};
+	for (int i = 0; i < 7; i++) {
+		assert_int_equal(kf_mm_config_parse(sg[i].t, &cf), 0);
+		assert_int_equal(cf.ss, 1);
+		assert_int_equal(kf_wg_stage_cols(&cf), sg[i].sc);
+		assert_true(kf_wg_smem(&cf) + 1024 <= 227 * 1024);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, sg[i].t);
+	}
+	const char *sbad[] = {"wg128x256x64s4sv", "wg128x256x64s4pvss", "wg128x256x64s4sp", "wg128x256x64s6pvs"};
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(kf_mm_config_parse(sbad[i], &cf), -1);
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s4pv", &cf), 0);
+	assert_int_equal(kf_wg_stage_cols(&cf), 0);
 	/* wg tiles are candidates only where the device has them; first */
 	char cand[32][32];
 	kf_mm_shape sh = {.in = KF_F16, .out = KF_F16, .batch = 1, .M = 512, .N = 4096, .K = 4096, .raw = true};
@@ -330,6 +350,64 @@ static void test_cluster_model(void **state)
 /* The persistent schedule: CTA b of g takes tiles b, b + g, ... placed by
  * kf_wg_raster; across the CTAs every (M tile, N tile) comes exactly once,
  * and inside a group of 8 M tiles the order sweeps N with M fastest. */
+/* "s": the staging tile's index math (emit_matmul.h, the device's text):
+ * the accumulator writes cover every 4-byte slot once, a warp's write
+ * instruction hits 32 distinct banks, each thread's chunk reads cover
+ * every 16-byte chunk once and find element (r, c) where it was written,
+ * and 8 consecutive threads read one row's 128 contiguous bytes (global)
+ * from one 128-byte shared-memory line (no bank conflict). */
+static void test_staging_model(void **state)
+{
+	(void)state;
+	for (int sc = 64; sc <= 256; sc *= 2) {
+		int bytes = 64 * sc * 2;
+		unsigned char *w = calloc((size_t)bytes / 4, 1), *r = calloc((size_t)bytes / 16, 1);
+		for (int warp = 0; warp < 4; warp++)
+			for (int j = 0; j < sc / 2; j += 2) {
+				unsigned bank = 0;
+				for (int lane = 0; lane < 32; lane++) {
+					int rl = (warp & 3) * 16 + (lane >> 2) + ((j >> 1) & 1) * 8, cc = (j >> 2) * 8 + (lane & 3) * 2;
+					int off = KF_WG_STG_OFF(rl, cc, sc);
+					assert_true(off >= 0 && off < bytes && off % 4 == 0);
+					assert_int_equal(w[off / 4]++, 0);
+					assert_int_equal(bank & (1u << (off / 4 % 32)), 0);
+					bank |= 1u << (off / 4 % 32);
+				}
+			}
+		for (int i = 0; i < bytes / 4; i++)
+			assert_int_equal(w[i], 1);
+		for (int j = 0; j < 64 * sc / 8 / 128; j++)
+			for (int tid = 0; tid < 128; tid++) {
+				int row, col, row0, col0;
+				KF_WG_STG_CHUNK(tid, j, sc, row, col);
+				KF_WG_STG_CHUNK(tid & ~7, j, sc, row0, col0);
+				assert_true(row >= 0 && row < 64 && col % 8 == 0 && col < sc);
+				int off = KF_WG_STG_OFF(row, col, sc);
+				assert_int_equal(off % 16, 0);
+				assert_int_equal(r[off / 16]++, 0);
+				for (int e = 0; e < 8; e++)
+					assert_int_equal(KF_WG_STG_OFF(row, col + e, sc), off + 2 * e);
+				assert_true(row == row0 && col == col0 + (tid & 7) * 8);
+				assert_int_equal(off / 128, KF_WG_STG_OFF(row0, col0, sc) / 128);
+			}
+		for (int i = 0; i < bytes / 16; i++)
+			assert_int_equal(r[i], 1);
+		free(w);
+		free(r);
+	}
+	/* the emitted kernel: the staging tiles after the ring, both barriers */
+	kf_kernel k;
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pvs", &k);
+	assert_int_equal(k.smem, 4 * (128 + 256) * 128 + 2 * 64 * 128 * 2 + 1024);
+	assert_non_null(strstr(k.src, "const unsigned stg = sbase + 196608 + cw * 16384;"));
+	assert_non_null(strstr(k.src, "for (int h = 0; h < 2; h++)"));
+	assert_non_null(strstr(k.src, "_epis("));
+	const char *bs = strstr(k.src, "bar.sync %0, 128;");
+	assert_non_null(bs);
+	assert_non_null(strstr(bs + 1, "bar.sync %0, 128;"));
+	kf_kernel_free(&k);
+}
+
 static void test_raster_model(void **state)
 {
 	(void)state;
@@ -502,6 +580,12 @@ static void test_compile(void **state)
 		{512, 4096, 4096, false, "wg128x128x64s4pv", 168},
 		{300, 201, 72, true, "wg128x128x64s4pv", 168},
 		{300, 200, 72, false, "wg64x128x64s8p", 255},
+		/* staged epilogue: halves at BN 256, whole tiles, partial tiles */
+		{4096, 4096, 4096, false, "wg128x256x64s4pvs", 168},
+		{512, 4096, 4096, false, "wg128x128x64s4pvs", 168},
+		{300, 201, 72, true, "wg128x128x64s4pvs", 168},
+		{300, 200, 72, false, "wg64x128x64s8vs", 255},
+		{4096, 4096, 4096, false, "wg128x256x64s3pvs", 168},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
@@ -564,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_choice),
 		cmocka_unit_test(test_layout_model),
 		cmocka_unit_test(test_cluster_model),
+		cmocka_unit_test(test_staging_model),
 		cmocka_unit_test(test_raster_model),
 		cmocka_unit_test(test_ring_model),
 		cmocka_unit_test(test_compile),
