@@ -120,12 +120,13 @@ static void test_configs(void **state)
 	for (int i = 0; i < n; i++)
 		if (!strncmp(cand[i], "wg", 2)) {
 			kf_mm_config_parse(cand[i], &cf); /* every one fits 227 KiB */
-			assert_true(cf.stages * (cf.bm + cf.bn) * 128 + 2048 <= 227 * 1024);
+			assert_true(kf_wg_smem(&cf) + 1024 <= 227 * 1024);
 			wg++;
 		}
 	assert_true(wg >= 4);
 	/* the persistent tiles are candidates, right before their one-shot twins */
-	assert_string_equal(cand[1], "wg128x256x64s4v");
+	assert_string_equal(cand[1], "wg128x256x64s4pvs");
+	assert_string_equal(cand[2], "wg128x256x64s4v");
 	int pv = 0;
 	for (int i = 0; i < n; i++)
 		pv += !strcmp(cand[i], "wg128x128x64s4pv");
