@@ -15,7 +15,8 @@
 #   mm_4096  the same at 4096^3 (timed only: the interpreter is slow there)
 # Tile suffixes: c2 / c4 = clusters of 2 / 4 CTAs along M, B multicast;
 # p = persistent (132 CTAs walking the tiles, grouped raster);
-# v = epilogue stores of 2 columns at once (4 bytes).
+# v = epilogue stores of 2 columns at once (4 bytes);
+# s = the epilogue's results staged in shared memory, stored in 16-byte chunks.
 # Each row: the tile asked for, what the plan took (wgmma, or '-' when the
 # tile was passed over), rc, the check, the median time, TFLOP/s.
 . "$(dirname "$0")/setup.sh"
@@ -75,31 +76,18 @@ one() {
 	[ $rc = 0 ] || tail -6 "$f" | sed 's/^/    /'
 }
 
-# the one-shot tiles, the fixed clusters (c2: remote release without the
-# cluster-scope fence) and the persistent tiles (p) on partial tiles
-for t in wg128x128x64s6 wg128x256x64s4 wg128x128x64s4c2 wg128x256x64s4c2 wg128x128x64s4p wg128x256x64s4pv; do
-	one odd_nk $t yes
-	one odd_t $t yes
+# the staged-epilogue tiles ("s"): correctness on partial tiles, odd N
+# (the scalar fallback of the 16-byte chunks), several tiles per CTA
+for t in wg128x256x64s4pvs wg128x128x64s4pvs wg128x256x64s3pvs; do
+	for c in odd_nk odd_t odd_n many many_t mm_512; do
+		one $c $t yes
+	done
 done
-for t in wg128x128x64s4v wg128x128x64s4pv wg128x256x64s4pv wg128x128x64s4c2v; do
-	one odd_nk $t yes
-	one odd_n $t yes
-done
-# persistent CTAs taking several tiles each (the ring carried across tiles)
-for t in wg128x128x64s4pv wg128x256x64s4pv wg128x256x64s4p wg64x128x64s8pv; do
-	one many $t yes
-	one many_t $t yes
-done
-one bf16 wg128x128x64s4p yes
-for t in wg128x128x64s4pv wg128x256x64s4pv wg128x128x64s4c2v; do
-	one mm_512 $t yes
-done
-one mm_512 wg128x128x64s6 yes KFUSE_NO_TMAP=1
-for t in wg128x128x64s4v wg128x128x64s4pv wg128x256x64s4pv wg128x128x64s4c2v wg128x128x64s4c4v cublaslt; do
+# timing: the new tiles beside the current default and cuBLASLt
+for t in wg128x128x64s4pvs wg128x128x64s4pv wg128x256x64s4pvs wg128x256x64s4pv cublaslt; do
 	one mm_512 $t no
 done
-for t in wg128x256x64s4v wg128x256x64s4pv wg128x128x64s4pv wg128x256x64s4p \
-	wg128x256x64s4c2v wg128x128x64s4c2v cublaslt; do
+for t in wg128x256x64s4pvs wg128x256x64s3pvs wg128x256x64s4pv wg128x128x64s4pvs wg128x128x64s4pv cublaslt; do
 	one mm_4096 $t no
 done
 
@@ -115,7 +103,5 @@ for l in open(sys.argv[1]):
     tf = f"{flop[c] / float(ms) / 1e9:8.1f}" if ms != "-" else f"{'-':>8}"
     print(f"{c:<8} {t:<18} {took:<6} {rc:>3} {res:>6} {ms:>9} {tf}")
 PY
-echo "the '+env' row (KFUSE_NO_TMAP=1): 'took' must be '-' (the mma.sync fallback) and the check ok."
-echo "every wg row: 'took' wgmma, rc 0, check ok (or n/c).  Timing: p/pv against the same tile without p"
-echo "(mm_4096: wg128x256x64s4v 0.2190 ms, cublaslt 0.1829; mm_512: wg128x128x64s4v 0.0327), and c2v/c4v"
-echo "against the same tile without c (were 2x slower before the release fix).  logs: $out"
+echo "every wg row: 'took' wgmma, rc 0, check ok (or n/c).  Timing: ...pvs against ...pv of the same tile"
+echo "(mm_4096: wg128x256x64s4pv 0.2145 ms, cublaslt + epilogue 0.1949; mm_512: wg128x128x64s4pv 0.0311, bar 0.0291).  logs: $out"
