@@ -216,12 +216,14 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 	if (sh->wgmma > 0 && wg_fits(&wg, sh)) {
 		/* 128 x 256 where they fill most of the 132 SMs of an H200 (one
 		 * block per SM: the ring takes 193 KiB), else 128 x 128, else 64 x
-		 * 128; persistent (p) with paired stores (v): 2-4% faster than v
-		 * alone, which was 5-7% faster than neither; clusters (c2) no
-		 * faster (bench/results/2026-11-29-s2-gpu-wgmma3.txt) */
+		 * 128; persistent (p), the epilogue staged in shared memory and
+		 * stored 16 bytes at a time (s): 5-8% faster than pv, which was
+		 * 7-11% faster than neither; at 128 x 256, 3 stages and the whole
+		 * staging tile beat 4 stages and half of it; clusters (c2) no
+		 * faster (bench/results/2026-11-29-s2-gpu-wgmma3.txt, -wgmma4.txt) */
 		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
 		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
-		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4pv" : t128 >= 100 ? "wg128x128x64s4pv" : "wg64x128x64s8v",
+		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s3pvs" : t128 >= 100 ? "wg128x128x64s4pvs" : "wg64x128x64s8v",
 				   c);
 		return;
 	}
@@ -245,7 +247,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
 		/* "s" (staged epilogue) beside the default, untimed on a device yet */
-		"wg128x256x64s4pv", "wg128x256x64s4pvs", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
+		"wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
 		"wg128x128x64s4pvs", "wg128x128x64s4pv",
 		"wg128x128x64s4v", "wg128x128x64s6v",
 		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",

@@ -116,7 +116,7 @@ static void test_configs(void **state)
 	assert_int_equal(wg, 0);
 	sh.wgmma = 1;
 	n = kf_mm_candidates(&sh, cand, 32);
-	assert_string_equal(cand[0], "wg128x256x64s4pv");
+	assert_string_equal(cand[0], "wg128x256x64s3pvs");
 	for (int i = 0; i < n; i++)
 		if (!strncmp(cand[i], "wg", 2)) {
 			kf_mm_config_parse(cand[i], &cf); /* every one fits 227 KiB */
@@ -124,9 +124,10 @@ static void test_configs(void **state)
 			wg++;
 		}
 	assert_true(wg >= 4);
-	/* the persistent tiles are candidates, right before their one-shot twins */
+	/* the persistent tiles are candidates, before their one-shot twins */
 	assert_string_equal(cand[1], "wg128x256x64s4pvs");
-	assert_string_equal(cand[2], "wg128x256x64s4v");
+	assert_string_equal(cand[2], "wg128x256x64s4pv");
+	assert_string_equal(cand[3], "wg128x256x64s4v");
 	int pv = 0;
 	for (int i = 0; i < n; i++)
 		pv += !strcmp(cand[i], "wg128x128x64s4pv");
@@ -145,7 +146,8 @@ static void test_configs(void **state)
 }
 
 /* The default on an sm_90 target: 128 x 256 at 4096^3, 128 x 128 at M = 512,
- * both persistent (one CTA per SM of an H200, at most one per tile). */
+ * both persistent (one CTA per SM of an H200, at most one per tile), the
+ * epilogue staged in shared memory (the ring of 3 stages, then the tile). */
 static void test_choice(void **state)
 {
 	(void)state;
@@ -154,7 +156,10 @@ static void test_choice(void **state)
 	assert_true(k.sm90a);
 	assert_int_equal(k.block, 384);
 	assert_int_equal(k.units * k.grid_y, 132);
-	assert_int_equal(k.smem, 4 * 384 * 128 + 1024);
+	kf_mm_config cf;
+	kf_mm_config_parse("wg128x256x64s3pvs", &cf);
+	assert_int_equal(k.smem, kf_wg_smem(&cf));
+	assert_true(k.smem >= 3 * 384 * 128 + 2 * 64 * 256 * 2 && k.smem <= 227 * 1024);
 	assert_non_null(strstr(k.src, "m64n256k16.f32.f16.f16"));
 	assert_non_null(strstr(k.src, "__launch_bounds__(384, 1)"));
 	assert_non_null(strstr(k.src, "const __grid_constant__ KfTmap tm0, const __grid_constant__ KfTmap tm1)"));
