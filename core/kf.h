@@ -69,6 +69,12 @@ kf_type kf_type_make(kf_dtype dt, int rank, const int64_t *dims);
 bool kf_type_is_static(const kf_type *t);
 /* Element count of a static type; -1 if symbolic or on overflow past 2^62. */
 int64_t kf_type_numel(const kf_type *t);
+/* The same dims (rank and sizes, symbolic dims by id) / and dtype. */
+bool kf_type_same_shape(const kf_type *a, const kf_type *b);
+static inline bool kf_type_equal(const kf_type *a, const kf_type *b)
+{
+	return a->dtype == b->dtype && kf_type_same_shape(a, b);
+}
 
 /* ---- strings --------------------------------------------------------------- */
 
@@ -104,6 +110,9 @@ void kf_buf_putc(kf_buf *b, char ch);
 void kf_buf_printf(kf_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void kf_buf_free(kf_buf *b);
+/* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
+ * the errno of the failed write (EIO when write returns 0). */
+int kf_write_all(int fd, const void *p, size_t n);
 /* Shortest text of a double that reads back to the same value of dtype t
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */

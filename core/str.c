@@ -1,7 +1,9 @@
 /* str.c: interned strings, the text buffer, hashing and float formatting. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "kf_int.h"
 
 uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h)
@@ -282,4 +284,19 @@ void kf_buf_float(kf_buf *b, double v, kf_dtype t)
 	if (!strpbrk(s, ".e"))
 		strcat(s, ".0"); /* keep it a float literal */
 	kf_buf_puts(b, s);
+}
+
+int kf_write_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : EIO;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }

@@ -63,10 +63,9 @@ static uint64_t type_hash(const kf_type *t)
 	       kf_hash_bytes(t->dim, sizeof(int64_t) * t->rank, (uint64_t)t->dtype * 31 + t->rank);
 }
 
-static bool type_eq(const kf_type *a, const kf_type *b)
+bool kf_type_same_shape(const kf_type *a, const kf_type *b)
 {
-	return a->dtype == b->dtype && a->rank == b->rank &&
-	       memcmp(a->dim, b->dim, sizeof(int64_t) * a->rank) == 0;
+	return a->rank == b->rank && memcmp(a->dim, b->dim, sizeof(int64_t) * a->rank) == 0;
 }
 
 static uint32_t type_find(const kf_ctx *c, const kf_type *t, uint32_t *slot)
@@ -74,7 +73,7 @@ static uint32_t type_find(const kf_ctx *c, const kf_type *t, uint32_t *slot)
 	uint32_t mask = c->typetab.cap - 1, i = (uint32_t)type_hash(t) & mask;
 	for (;; i = (i + 1) & mask) {
 		uint32_t id = c->typetab.slot[i];
-		if (id == KF_NONE || type_eq(&c->type[id], t)) {
+		if (id == KF_NONE || kf_type_equal(&c->type[id], t)) {
 			*slot = i;
 			return id;
 		}

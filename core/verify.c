@@ -76,16 +76,6 @@ static const char *opname(vst *s, kf_nid n)
 	return op < kf_op_count(s->c) ? kf_op(s->c, op)->name : "?";
 }
 
-static bool type_eq(const kf_type *a, const kf_type *b)
-{
-	if (a->dtype != b->dtype || a->rank != b->rank)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->dim[i] != b->dim[i])
-			return false;
-	return true;
-}
-
 /* ---- use lists ------------------------------------------------------------- */
 
 /* useen[u]: 0 not in any list, LISTED in the list of the value it reads,
@@ -355,7 +345,7 @@ static void check_types(vst *s, kf_nid n)
 		const kf_type *have = kf_vtype(g, nd->res0 + i);
 		kf_tstr th, tw;
 		char which[24] = "";
-		if (type_eq(have, &s->tmp[i])) {
+		if (kf_type_equal(have, &s->tmp[i])) {
 			if (memo) { /* one result */
 				key.res = g->val[nd->res0].type;
 				memo_add(s, &key);

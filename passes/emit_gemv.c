@@ -255,7 +255,7 @@ int kf_gemvb_plan_of(int64_t N, int64_t K, int elem, int chunks, kf_gemvb_plan *
 		return -1;
 	int S = chunks > 0 ? chunks : 4;
 	p->row_bytes = rb;
-	p->rows = (N + KF_GEMVB_CTAS - 1) / KF_GEMVB_CTAS;
+	p->rows = (N + KF_MM_SMS - 1) / KF_MM_SMS;
 	p->grid = (N + p->rows - 1) / p->rows;
 	p->crows = (p->rows + S - 1) / S;
 	/* a slice over the budget: chunks small enough for a ring of 2 */

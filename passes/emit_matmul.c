@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_mm_int.h"
+#include "passes.h"
 
 /* ---- configs ---------------------------------------------------------------------- */
 
@@ -315,15 +316,6 @@ static kf_type sub_type(const kf_type *t, int from, int to)
 	return r;
 }
 
-static bool same_shape(const kf_type *a, const kf_type *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int d = 0; d < a->rank; d++)
-		if (a->dim[d] != b->dim[d])
-			return false;
-	return true;
-}
 
 /* A value a kernel may read as a scalar operand of a prologue op: a
  * parameter of one element, or a constant in the body. */
@@ -347,13 +339,8 @@ static kf_vid chain_input(const mmview *v, kf_nid n, bool *tr)
 		return KF_NONE;
 	const kf_type *rt = kf_vtype(g, kf_res(g, n, 0));
 	if (x->op == KF_OP_TRANSPOSE) {
-		int64_t perm[KF_MAX_RANK];
-		int r = kf_attr_ints(g, n, "perm", perm, KF_MAX_RANK);
-		if (r < 2 || r != rt->rank || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
+		if (!kf_pass_swaps_last_two(g, n))
 			return KF_NONE;
-		for (int d = 0; d < r - 2; d++)
-			if (perm[d] != d)
-				return KF_NONE;
 		*tr = true;
 		return kf_in(g, n, 0);
 	}
@@ -361,12 +348,12 @@ static kf_vid chain_input(const mmview *v, kf_nid n, bool *tr)
 	if ((tr_ != KF_TRAIT_ELEMENTWISE && tr_ != KF_TRAIT_BROADCAST) || x->op == KF_OP_WHERE)
 		return KF_NONE;
 	if (x->nin == 1)
-		return same_shape(kf_vtype(g, kf_in(g, n, 0)), rt) ? kf_in(g, n, 0) : KF_NONE;
+		return kf_type_same_shape(kf_vtype(g, kf_in(g, n, 0)), rt) ? kf_in(g, n, 0) : KF_NONE;
 	if (x->nin != 2)
 		return KF_NONE;
 	for (int i = 0; i < 2; i++) {
 		kf_vid m = kf_in(g, n, (uint32_t)i), s = kf_in(g, n, (uint32_t)!i);
-		if (same_shape(kf_vtype(g, m), rt) && scalar_leaf(v, s) && m != s)
+		if (kf_type_same_shape(kf_vtype(g, m), rt) && scalar_leaf(v, s) && m != s)
 			return m;
 	}
 	return KF_NONE;
@@ -480,7 +467,7 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 			continue;
 		int tr = kf_op(g->ctx, x->op)->trait;
 		if ((tr != KF_TRAIT_ELEMENTWISE && tr != KF_TRAIT_BROADCAST) || x->nres != 1 ||
-		    !same_shape(kf_vtype(g, kf_res(g, n, 0)), &mm->O))
+		    !kf_type_same_shape(kf_vtype(g, kf_res(g, n, 0)), &mm->O))
 			return "an epilogue op is not element-wise over the contraction's result shape";
 		for (uint32_t j = 0; j < x->nin; j++) {
 			kf_nid d = kf_def(g, kf_in(g, n, j));

@@ -35,7 +35,7 @@ typedef struct kf_mm_config {
 	int cl;            /* WG: CTAs of a cluster along M sharing B by TMA multicast
 			    * (suffix "c2", "c4"); 0: no cluster */
 	int ps;            /* WG: persistent (suffix "p", after c, not with it): a grid
-			    * of at most KF_WG_SMS CTAs walking the tiles in a grouped
+			    * of at most KF_MM_SMS CTAs walking the tiles in a grouped
 			    * raster (kf_wg_raster), the TMA ring continuing across tiles */
 	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after p) */
 	int ss;            /* WG: epilogue through a shared-memory staging tile, stored
@@ -43,6 +43,11 @@ typedef struct kf_mm_config {
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
 } kf_mm_config;
+
+/* The SMs of an H100 / H200 SXM: the grid of the kernels that put one CTA
+ * on each SM (persistent wgmma, bulk-copy GEMV); the emitter does not see
+ * the device, so a part with fewer SMs runs a second, short wave. */
+#define KF_MM_SMS 132
 
 /* The partition of a bulk-copy GEMV ("gemvb", passes/emit_gemv.c) of B
  * stored [N, K] with rows of row_bytes: CTA c owns rows [c rows, c rows +
@@ -54,7 +59,6 @@ typedef struct kf_gemvb_plan {
 	int smem;          /* dynamic shared memory: the ring, then x (K floats) */
 } kf_gemvb_plan;
 
-#define KF_GEMVB_CTAS 132          /* the SMs of an H200: one CTA each */
 #define KF_GEMVB_SMEM (220 * 1024) /* dynamic shared memory budget per CTA */
 #define KF_GEMVB_MAXSLOT 32        /* mbarriers per kind */
 
@@ -66,15 +70,14 @@ int kf_gemvb_plan_of(int64_t N, int64_t K, int elem, int chunks, kf_gemvb_plan *
  * (0: no such chunk), as the kernel computes them. */
 void kf_gemvb_copy(const kf_gemvb_plan *p, int64_t N, int64_t c, int64_t j, int64_t *off, int64_t *bytes);
 
-/* The persistent wgmma kernel's grid: at most one CTA per SM of an H100 /
- * H200 SXM (132; on a part with fewer SMs the rest wait for a second
- * wave, still correct: the kernel reads gridDim.x).  Tile t of the
+/* The persistent wgmma kernel's grid: at most one CTA per SM (KF_MM_SMS;
+ * on a part with fewer SMs the rest wait for a second wave, still
+ * correct: the kernel reads gridDim.x).  Tile t of the
  * static round-robin schedule (CTA b takes t = b, b + gridDim.x, ...) is
  * (*mt, *nt) of the ntm x ntn tiles: groups of KF_WG_GROUP M-tiles sweep
  * N, M fastest inside a group, so the CTAs running together share B's
  * columns and A's rows in L2.  The device code is this very text
  * (KF_WG_RASTER_BODY, stringified by the emitter). */
-#define KF_WG_SMS 132
 #define KF_WG_GROUP 8
 #define KF_WG_RASTER_BODY                                                                                   \
 	const int per = KF_WG_GROUP * ntn, g0 = t / per * KF_WG_GROUP, r = t % per;                          \

@@ -527,25 +527,31 @@ static void emit_prefetch(pm *p, const kf_buf *pf, const char *in)
 /* Step t's h(t-1) into shared memory: at step 0 the initial state, later
  * from the exchange buffer (waiting for the tag of step t), hv words per
  * thread and load. */
+void kx_pm_h0_load(pm *p, int n, const char *ind)
+{
+	kx *k = p->k;
+	kf_vid h0 = p->r.init[p->hslot];
+	kf_nid d = kf_def(k->g, h0);
+	for (int i = 0; i < n; i++) {
+		char ix[32];
+		snprintf(ix, sizeof ix, i ? "(kk + %d)" : "kk", i);
+		kf_buf_printf(&k->b, "%skf_sh[%s] = ", ind, ix);
+		if (d != KF_NONE)
+			kx_const_elem(k, d, ix, &k->b);
+		else
+			kf_buf_printf(&k->b, "__ldg(p%d + %s)", kx_pm_param(p, h0), ix);
+		kf_buf_puts(&k->b, ";\n");
+	}
+}
+
 static void emit_hread(pm *p)
 {
 	kx *k = p->k;
 	kf_buf *b = &k->b;
 	int n = p->gsync ? 1 : p->hv;
-	kf_vid h0 = p->r.init[p->hslot];
-	kf_nid d = kf_def(k->g, h0);
 	kf_buf_printf(b, "    for (int kk = %d * threadIdx.x; kk < %lld; kk += %d) {\n", n, (long long)p->K, n * NT);
 	kf_buf_puts(b, "      if (t == 0) {\n");
-	for (int i = 0; i < n; i++) {
-		char ix[32];
-		snprintf(ix, sizeof ix, i ? "(kk + %d)" : "kk", i);
-		kf_buf_printf(b, "        kf_sh[%s] = ", ix);
-		if (d != KF_NONE)
-			kx_const_elem(k, d, ix, b);
-		else
-			kf_buf_printf(b, "__ldg(p%d + %s)", kx_param(k, h0), ix);
-		kf_buf_puts(b, ";\n");
-	}
+	kx_pm_h0_load(p, n, "        ");
 	kf_buf_puts(b, "      }\n");
 	if (p->gsync)
 		kf_buf_puts(b, "      else kf_sh[kk] = ((const volatile float *)KFP_hf[(t - 1) & 1])[kk];\n");

@@ -44,6 +44,9 @@ typedef struct pm {
 int kx_pm_bad(pm *p, const char *msg);
 /* The kernel parameter of the layer's body argument v (-1: none). */
 int kx_pm_param(const pm *p, kf_vid v);
+/* The lines `kf_sh[kk + i] = h0[kk + i];` (i < n), each indented by ind,
+ * that load the initial state at step 0: a constant's element or a load. */
+void kx_pm_h0_load(pm *p, int n, const char *ind);
 /* Finds the recurrence in p->fn's body; sets H, K, G, upb, ng, ... */
 int kx_pm_analyze(pm *p);
 /* The cell's code for one unit into p->ew (states, h published, outputs). */

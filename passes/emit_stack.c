@@ -301,20 +301,9 @@ static void hread(stk *s, int l)
 	kf_buf *b = &k->b;
 	pm *p = s->p[l];
 	int n = p->hv;
-	kf_vid h0 = p->r.init[p->hslot];
-	kf_nid d = kf_def(k->g, h0);
 	kf_buf_printf(b, "        for (int kk = %d * threadIdx.x; kk < %lld; kk += %d) {\n          if (t == 0) {\n", n,
 		      (long long)s->K, n * NT);
-	for (int i = 0; i < n; i++) {
-		char ix[32];
-		snprintf(ix, sizeof ix, i ? "(kk + %d)" : "kk", i);
-		kf_buf_printf(b, "            kf_sh[%s] = ", ix);
-		if (d != KF_NONE)
-			kx_const_elem(k, d, ix, b);
-		else
-			kf_buf_printf(b, "__ldg(p%d + %s)", kx_pm_param(p, h0), ix);
-		kf_buf_puts(b, ";\n");
-	}
+	kx_pm_h0_load(p, n, "            ");
 	kf_buf_puts(b, "          }\n");
 	const char *dst[2] = {"kf_sh", "kf_sx"};
 	for (int w = 0; w < (l > 0 ? 2 : 1); w++) {

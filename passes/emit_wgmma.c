@@ -17,7 +17,7 @@
  * the B tile (kf_wg_bpieces) and multicasts it to all, so every `full`
  * barrier expects the whole stage and every `empty` one counts the
  * consumer warps of the whole cluster (remote arrivals through mapa).
- * Suffix "p": persistent; a grid of min(tiles, KF_WG_SMS) CTAs, each
+ * Suffix "p": persistent; a grid of min(tiles, KF_MM_SMS) CTAs, each
  * taking tiles blockIdx.x, + gridDim.x, ... in kf_wg_raster's grouped
  * order; the ring's use counter `it` runs on across tiles (stage it % S,
  * parity (it / S) & 1), the consumers release a tile's last stage before
@@ -409,9 +409,9 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	 * load and multicast their share of B) */
 	int cl = c->cl > 1 ? c->cl : 1;
 	k->k->grid_y = (unsigned)(((mm->M + c->bm - 1) / c->bm + cl - 1) / cl * cl);
-	if (c->ps) { /* one row of at most KF_WG_SMS CTAs walking all tiles */
+	if (c->ps) { /* one row of at most KF_MM_SMS CTAs walking all tiles */
 		int64_t tiles = k->k->units * k->k->grid_y;
-		k->k->units = tiles < KF_WG_SMS ? tiles : KF_WG_SMS;
+		k->k->units = tiles < KF_MM_SMS ? tiles : KF_MM_SMS;
 		k->k->grid_y = 1;
 	}
 	k->k->grid_z = 1;

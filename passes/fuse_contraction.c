@@ -26,6 +26,7 @@
 #include <string.h>
 #include "fuse.h"
 #include "pass.h"
+#include "passes.h"
 
 #define MAXG 64
 
@@ -34,15 +35,6 @@ typedef struct grp {
 	uint32_t nn;
 } grp;
 
-static bool same_shape(const kf_type *a, const kf_type *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int d = 0; d < a->rank; d++)
-		if (a->dim[d] != b->dim[d])
-			return false;
-	return true;
-}
 
 /* Every use of v is in node u (and v has a use). */
 static bool only_user(const kf_graph *g, kf_vid v, kf_nid *u)
@@ -85,25 +77,17 @@ static kf_vid prologue_input(const kf_graph *g, kf_nid n)
 	if (x->blk != 0 || x->nres != 1)
 		return KF_NONE;
 	const kf_type *rt = kf_vtype(g, kf_res(g, n, 0));
-	if (x->op == KF_OP_TRANSPOSE) {
-		int64_t p[KF_MAX_RANK];
-		int r = kf_attr_ints(g, n, "perm", p, KF_MAX_RANK);
-		if (r < 2 || r != rt->rank || p[r - 1] != r - 2 || p[r - 2] != r - 1)
-			return KF_NONE;
-		for (int d = 0; d < r - 2; d++)
-			if (p[d] != d)
-				return KF_NONE;
-		return kf_in(g, n, 0);
-	}
+	if (x->op == KF_OP_TRANSPOSE)
+		return kf_pass_swaps_last_two(g, n) ? kf_in(g, n, 0) : KF_NONE;
 	if (!ew(g, n) || x->op == KF_OP_WHERE)
 		return KF_NONE;
 	if (x->nin == 1)
-		return same_shape(kf_vtype(g, kf_in(g, n, 0)), rt) ? kf_in(g, n, 0) : KF_NONE;
+		return kf_type_same_shape(kf_vtype(g, kf_in(g, n, 0)), rt) ? kf_in(g, n, 0) : KF_NONE;
 	if (x->nin != 2)
 		return KF_NONE;
 	for (uint32_t i = 0; i < 2; i++) {
 		kf_vid m = kf_in(g, n, i), s = kf_in(g, n, !i);
-		if (m != s && same_shape(kf_vtype(g, m), rt) && kf_type_numel(kf_vtype(g, s)) == 1)
+		if (m != s && kf_type_same_shape(kf_vtype(g, m), rt) && kf_type_numel(kf_vtype(g, s)) == 1)
 			return m;
 	}
 	return KF_NONE;
@@ -156,7 +140,7 @@ static void collect(kf_graph *g, kf_nid c, int max_epi, grp *gr)
 	const kf_type *O = kf_vtype(g, kf_res(g, c, 0));
 	kf_vid v = kf_res(g, c, 0);
 	for (int e = 0; e < max_epi; e++) {
-		if (!only_user(g, v, &u) || !ew(g, u) || !same_shape(kf_vtype(g, kf_res(g, u, 0)), O))
+		if (!only_user(g, v, &u) || !ew(g, u) || !kf_type_same_shape(kf_vtype(g, kf_res(g, u, 0)), O))
 			break;
 		bool ok = true;
 		for (uint32_t j = 0; j < kf_N(g, u)->nin && ok; j++) {

@@ -18,6 +18,9 @@ void kf_dot_module(kf_buf *out, kf_module *m);
 
 /* A node no pass may remove or merge: a terminator or an op with effects. */
 bool kf_pass_node_pinned(const kf_graph *g, kf_nid n);
+/* True when n is a transpose that swaps the last two axes and keeps the
+ * others (a batched matrix transpose, foldable into a matmul's loads). */
+bool kf_pass_swaps_last_two(const kf_graph *g, kf_nid n);
 /* True when no result of n has a use. */
 static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 {

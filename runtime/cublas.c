@@ -131,10 +131,6 @@ static bool shape_of(kf_graph *g, kf_nid n, shape *s)
 	       s->batch < (1LL << 31);
 }
 
-static bool same_dims(const kf_type *a, const kf_type *b)
-{
-	return a->rank == b->rank && !memcmp(a->dim, b->dim, (size_t)a->rank * sizeof *a->dim);
-}
 
 bool kf_cublas_supports(kf_graph *g, kf_nid n)
 {
@@ -346,7 +342,7 @@ bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p)
 	int bi = body_arg(g, n, bv);
 	if ((kf_in(g, add, 0) != mv && kf_in(g, add, 1) != mv) || bi < 0 || BT->dtype != O->dtype ||
 	    !kf_type_is_static(BT) || BT->rank < 1 || BT->dim[BT->rank - 1] != p->N || kf_type_numel(BT) != p->N ||
-	    !same_dims(kf_vtype(g, av), O))
+	    !kf_type_same_shape(kf_vtype(g, av), O))
 		return false;
 	p->bias = kf_in(g, n, (uint32_t)bi);
 	p->out = kf_res(g, n, 0);

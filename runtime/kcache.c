@@ -212,21 +212,6 @@ int kf_kcache_get(kf_kcache *kc, kf_kcache_key key, kf_buf *out)
 	return hit;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *s = p;
-	while (n) {
-		ssize_t w = write(fd, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int warn_once(kf_kcache *kc, const char *what, int err)
 {
 	if (!kc->warned)
@@ -258,8 +243,10 @@ int kf_kcache_put(kf_kcache *kc, kf_kcache_key key, const void *data, size_t n)
 		goto out;
 	}
 	make_header(hdr, key, data, n);
-	int bad = write_all(fd, hdr, sizeof hdr) < 0 || write_all(fd, data, n) < 0;
-	int err = errno;
+	int err = kf_write_all(fd, hdr, sizeof hdr);
+	if (!err)
+		err = kf_write_all(fd, data, n);
+	int bad = err != 0;
 	if (close(fd) < 0 && !bad) {
 		bad = 1;
 		err = errno;

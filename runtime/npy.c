@@ -478,22 +478,6 @@ void kf_npy_serialize(const kf_tensor *t, kf_buf *out)
 		kf_buf_put(out, t->data, t->nbytes);
 }
 
-/* 0, or the errno of the failed write. */
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *s = p;
-	while (n) {
-		ssize_t w = write(fd, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? errno : EIO;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Creates a fresh file beside path for an atomic write; its permissions
  * follow the umask as a plain fopen's would (mkstemp would give 0600). */
 static int open_temp(const char *path, char *tmp, size_t tmplen)
@@ -534,9 +518,9 @@ int kf_npy_write(kf_ctx *c, const char *path, const kf_tensor *t)
 		goto out;
 	}
 	/* The data goes straight from the tensor: no copy of a large array. */
-	int werr = write_all(fd, b.p, b.n);
+	int werr = kf_write_all(fd, b.p, b.n);
 	if (!werr && t->data)
-		werr = write_all(fd, t->data, t->nbytes);
+		werr = kf_write_all(fd, t->data, t->nbytes);
 	if (close(fd) != 0 && !werr)
 		werr = errno;
 	if (!werr && rename(tmp, path) != 0)

@@ -211,20 +211,37 @@ static int random_buffer(bench *b, kf_graph *g, kf_vid v, uint64_t seed, kf_cupt
 	return rc;
 }
 
-/* Buffers for the kernel's parameters: random inputs; outputs only
- * allocated (the kernel writes them). */
-static int buffers(bench *b, kf_graph *g, const kf_kernel *k, kf_cuptr *ptr)
+/* The device buffers of one node's tuning, made at the first candidate
+ * that reads or writes a value and shared by the rest: every candidate
+ * runs on the same data, and the random fill is done once. */
+typedef struct bufset {
+	kf_vid *v;
+	kf_cuptr *p;
+	int n;
+} bufset;
+
+static int bufset_get(bench *b, kf_graph *g, bufset *s, kf_vid v, kf_cuptr *out)
 {
-	for (uint32_t i = 0; i < k->nin; i++)
-		if (random_buffer(b, g, k->in[i], i + 1, &ptr[i]) != 0)
-			return -1;
-	for (uint32_t i = 0; i < k->nout; i++) {
-		const kf_type *t = kf_vtype(g, k->out[i]);
-		size_t sz = (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
-		if (kf_cuda_malloc(b->cu, sz ? sz : 16, &ptr[k->nin + i]) != 0)
-			return -1;
-	}
+	for (int i = 0; i < s->n; i++)
+		if (s->v[i] == v) {
+			*out = s->p[i];
+			return 0;
+		}
+	if (random_buffer(b, g, v, (uint64_t)s->n + 1, out) != 0)
+		return -1;
+	s->v = realloc(s->v, (size_t)(s->n + 1) * sizeof *s->v);
+	s->p = realloc(s->p, (size_t)(s->n + 1) * sizeof *s->p);
+	s->v[s->n] = v;
+	s->p[s->n++] = *out;
 	return 0;
+}
+
+static void bufset_free(bench *b, bufset *s)
+{
+	for (int i = 0; i < s->n; i++)
+		kf_cuda_free(b->cu, s->p[i]);
+	free(s->v);
+	free(s->p);
 }
 
 /* Median ms of one launch of fn(arg) over b->reps samples (default
@@ -278,7 +295,7 @@ static int kernel_launch(void *arg)
 
 /* Median ms of one kernel (time_launches); a negative value when it
  * cannot run. */
-static double time_kernel(bench *b, kf_graph *g, const kf_kernel *k)
+static double time_kernel(bench *b, kf_graph *g, bufset *bs, const kf_kernel *k)
 {
 	kf_buf src = {0}, img = {0};
 	kf_buf_puts(&src, kf_emit_prelude());
@@ -297,8 +314,12 @@ static double time_kernel(bench *b, kf_graph *g, const kf_kernel *k)
 	kf_cuda_kernel_arch(b->arch, k->sm90a, arch, sizeof arch);
 	if (kf_kcache_compile(&b->kc, b->nv, src.p, "tune.cu", arch, opts, 1, 1, &img, NULL) != 0 ||
 	    kf_cuda_module_load(b->cu, img.p, &mod) != 0 || kf_cuda_function(b->cu, mod, k->name, &l.f) != 0 ||
-	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l.f, k->smem) != 0) ||
-	    buffers(b, g, k, ptr) != 0 || kf_cuda_kernel_tmaps(b->cu, k, ptr, tm) != 0)
+	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l.f, k->smem) != 0))
+		goto out;
+	for (uint32_t i = 0; i < np; i++)
+		if (bufset_get(b, g, bs, i < k->nin ? k->in[i] : k->out[i - k->nin], &ptr[i]) != 0)
+			goto out;
+	if (kf_cuda_kernel_tmaps(b->cu, k, ptr, tm) != 0)
 		goto out;
 	for (uint32_t i = 0; i < np; i++)
 		args[i] = &ptr[i];
@@ -306,9 +327,6 @@ static double time_kernel(bench *b, kf_graph *g, const kf_kernel *k)
 		args[np + (uint32_t)i] = &tm[i];
 	ms = time_launches(b, kernel_launch, &l);
 out:
-	for (uint32_t i = 0; i < np; i++)
-		if (ptr[i])
-			kf_cuda_free(b->cu, ptr[i]);
 	if (mod)
 		kf_cuda_module_unload(b->cu, mod);
 	free(ptr);
@@ -333,7 +351,7 @@ static int lt_launch(void *arg)
 
 /* Median ms of cuBLASLt with the epilogue for fusion n; negative when it
  * cannot run (no library: said once in the report). */
-static double time_lt(bench *b, kf_graph *g, kf_nid n, const kf_lt_plan *p, kf_buf *report)
+static double time_lt(bench *b, kf_graph *g, bufset *bs, kf_nid n, const kf_lt_plan *p, kf_buf *report)
 {
 	if (!b->lt_tried) {
 		char why[1024] = "";
@@ -351,13 +369,10 @@ static double time_lt(bench *b, kf_graph *g, kf_nid n, const kf_lt_plan *p, kf_b
 	kf_vid v[4] = {p->a, p->b, p->bias, p->out};
 	double ms = -1;
 	bool ok = l.op != NULL;
-	for (int i = 0; i < 4 && ok; i++) /* the output too: a few MiB, once */
-		ok = random_buffer(b, g, v[i], (uint64_t)i + 1, &l.p[i]) == 0;
+	for (int i = 0; i < 4 && ok; i++)
+		ok = bufset_get(b, g, bs, v[i], &l.p[i]) == 0;
 	if (ok)
 		ms = time_launches(b, lt_launch, &l);
-	for (int i = 0; i < 4; i++)
-		if (l.p[i])
-			kf_cuda_free(b->cu, l.p[i]);
 	kf_cublaslt_op_free(b->lt, l.op);
 	return ms;
 }
@@ -379,13 +394,14 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 	char keep[64] = "";
 	if (old && old->kind == KF_ATTR_STR)
 		snprintf(keep, sizeof keep, "%s", kf_str(g->ctx, old->s));
+	bufset bs = {0};
 	for (int i = 0; i < nc; i++) {
 		set_tile(g, n, cand[i]);
 		kf_kernel k;
 		int nerr = kf_nerrors(g->ctx);
 		double ms;
 		if (!strcmp(cand[i], "cublaslt")) {
-			ms = time_lt(b, g, n, &lp, report);
+			ms = time_lt(b, g, &bs, n, &lp, report);
 		} else {
 			if (kf_emit_node_for(g, n, &b->tgt, &k) != 0 || kf_nerrors(g->ctx) != nerr)
 				continue;
@@ -395,7 +411,7 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 				kf_kernel_free(&k);
 				continue;
 			}
-			ms = time_kernel(b, g, &k);
+			ms = time_kernel(b, g, &bs, &k);
 			kf_kernel_free(&k);
 		}
 		if (report) {
@@ -411,6 +427,7 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 			memcpy(best, cand[i], sizeof best);
 		}
 	}
+	bufset_free(b, &bs);
 	if (bms < 0) {
 		if (keep[0])
 			set_tile(g, n, keep);

@@ -82,7 +82,7 @@ static void check_plan(int64_t N, int64_t K, int elem, int S)
 	kf_gemvb_plan p;
 	assert_int_equal(kf_gemvb_plan_of(N, K, elem, S, &p), 0);
 	int64_t pos = 0, slotb = p.crows * p.row_bytes;
-	assert_true(p.grid <= KF_GEMVB_CTAS && p.grid * p.rows >= N && (p.grid - 1) * p.rows < N);
+	assert_true(p.grid <= KF_MM_SMS && p.grid * p.rows >= N && (p.grid - 1) * p.rows < N);
 	assert_true(p.slots >= 1 && p.slots <= p.nchunk && p.slots <= KF_GEMVB_MAXSLOT);
 	assert_true(p.smem <= 227 * 1024 && p.smem >= p.slots * slotb + K * 4);
 	assert_int_equal(slotb % 16, 0); /* x and every slot 16-byte aligned */
