@@ -38,6 +38,8 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		n += m;
 		c->ps = s[n] == 'p';
 		n += c->ps;
+		c->pp = c->ps && s[n] == 'p';
+		n += c->pp;
 		if (c->ps && c->cl) /* one tile per cluster CTA: not combined yet */
 			return -1;
 		c->vs = s[n] == 'v';
@@ -46,6 +48,7 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		n += c->ss;
 		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
 			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
+			       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
 			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
 			       kf_wg_stage_cols(c) >= 0
 			       ? 0
@@ -101,8 +104,8 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
 				 c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
 		else
-			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->ps ? "p" : "",
-				 c->vs ? "v" : "", c->ss ? "s" : "");
+			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s", c->bm, c->bn, c->bk, c->stages,
+				 c->pp ? "pp" : c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
 		break;
 	default:
 		if (c->bulk && c->stages)
@@ -125,7 +128,7 @@ int kf_wg_stage_cols(const kf_mm_config *c)
 	/* + 1024 to align the ring, + 1024 of static shared memory */
 	int64_t ring = (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048;
 	for (int sc = c->bn; sc >= 64; sc /= 2)
-		if (c->bn % sc == 0 && ring + (int64_t)(c->bm / 64) * 64 * sc * 2 <= 227 * 1024)
+		if (c->bn % sc == 0 && ring + (int64_t)kf_wg_consumers(c) * 64 * sc * 2 <= 227 * 1024)
 			return sc;
 	return -1;
 }
@@ -133,8 +136,10 @@ int kf_wg_stage_cols(const kf_mm_config *c)
 int kf_wg_smem(const kf_mm_config *c)
 {
 	int sc = kf_wg_stage_cols(c);
-	return c->stages * (c->bm + c->bn) * 128 + (sc > 0 ? c->bm / 64 * 64 * sc * 2 : 0) + 1024;
+	return c->stages * (c->bm + c->bn) * 128 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0) + 1024;
 }
+
+int kf_wg_consumers(const kf_mm_config *c) { return c->pp ? 2 : c->bm / 64; }
 
 static bool mma_dtype(const kf_mm_shape *sh)
 {
@@ -249,7 +254,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 	static const char *const all[] = {
 		/* "s" (staged epilogue) beside the default, untimed on a device yet */
 		"wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
-		"wg128x128x64s4pvs", "wg128x128x64s4pv",
+		"wg128x128x64s4pvs", "wg128x128x64s4pv", "wg128x128x64s6ppvs", "wg64x256x64s4ppvs",
 		"wg128x128x64s4v", "wg128x128x64s6v",
 		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",

@@ -37,6 +37,9 @@ typedef struct kf_mm_config {
 	int ps;            /* WG: persistent (suffix "p", after c, not with it): a grid
 			    * of at most KF_MM_SMS CTAs walking the tiles in a grouped
 			    * raster (kf_wg_raster), the TMA ring continuing across tiles */
+	int pp;            /* WG: ping-pong (suffix "pp"): two consumer warpgroups take
+			    * alternate tiles of the persistent walk, each the whole
+			    * BM x BN, so one's epilogue runs under the other's MMAs */
 	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after p) */
 	int ss;            /* WG: epilogue through a shared-memory staging tile, stored
 			    * with 16-byte coalesced stores (suffix "s", after v) */
@@ -107,6 +110,9 @@ void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt);
  * a full 64 x BN tile per consumer fit 227 KiB, else BN / 2, BN / 4 (at
  * least 64); -1 when none fits. */
 int kf_wg_stage_cols(const kf_mm_config *c);
+/* The consumer warpgroups of config c: BM / 64 (each 64 rows of the
+ * tile), or 2 with "pp" (each a whole tile). */
+int kf_wg_consumers(const kf_mm_config *c);
 /* Shared memory of config c's kernel: the ring, the staging tiles, and
  * 1024 to align the ring (the dynamic size; the barriers are static). */
 int kf_wg_smem(const kf_mm_config *c);

@@ -220,7 +220,7 @@ bool kx_mm_epis_fits(kx *k)
 	return k->nout == 1 && kf_dtype_size(kx_dt(k, k->out[0])) == 2;
 }
 
-int kx_mm_epilogue_s(kx *k, const kx_mm *mm)
+int kx_mm_epilogue_s(kx *k, const kx_mm *mm, bool whole)
 {
 	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm);
 	if (!kx_mm_epis_fits(k))
@@ -232,8 +232,11 @@ int kx_mm_epilogue_s(kx *k, const kx_mm *mm)
 	 * may not exist): 0, staged but never stored */
 	kf_buf_puts(&h, "  unsigned short v0[2] = {0, 0};\n");
 	for (int p = 0; p < 2; p++) {
-		kf_buf_printf(&h, "  if (row < %lld && colp + %d < %lld) {\n  const %s col = colp + %d;\n  const %s acc = accp%d;\n",
-			      (long long)mm->M, p, (long long)mm->N, it, p, acc, p);
+		if (whole) /* no bounds to check: loads the compiler may share */
+			kf_buf_puts(&h, "  {\n");
+		else
+			kf_buf_printf(&h, "  if (row < %lld && colp + %d < %lld) {\n", (long long)mm->M, p, (long long)mm->N);
+		kf_buf_printf(&h, "  const %s col = colp + %d;\n  const %s acc = accp%d;\n", it, p, acc, p);
 		if (epi_body(k, mm, &h, p + 1) != 0) {
 			kf_buf_free(&h);
 			return -1;

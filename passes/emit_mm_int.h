@@ -63,9 +63,11 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm);
 void kx_mm_epi2_call(kx *k, kf_buf *b);
 /* KF_KERNEL_epis (the "s" epilogue of emit_wgmma.c): the pair of
  * columns (colp, colp + 1) of the single 2-byte output, returned packed
- * (0 where out of range) for the staging tile; 1 (nothing emitted) when
- * the kernel has several outputs or one that is not 2 bytes wide. */
-int kx_mm_epilogue_s(kx *k, const kx_mm *mm);
+ * (0 where out of range) for the staging tile; whole: every call is in
+ * range (the tiles cover the output exactly), no checks emitted; 1
+ * (nothing emitted) when the kernel has several outputs or one that is not
+ * 2 bytes wide. */
+int kx_mm_epilogue_s(kx *k, const kx_mm *mm, bool whole);
 /* Whether the kernel's outputs suit KF_KERNEL_epis (then the "s" kernel
  * calls no other epilogue helper, and none is emitted: an unused helper
  * is a compiler warning). */

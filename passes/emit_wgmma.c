@@ -271,8 +271,10 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
 	kf_buf_puts(b, cl > 1 ? "  } else {\n" : "    return;\n  }\n");
 }
 
-/* The epilogue of a consumer's 64 x BN accumulators at (bm, bn). */
-static void epilogue(kx *k, const kx_mm *mm, bool pair)
+/* The epilogue of 64 x BN accumulators, acc[a0...], at rows bm + rb
+ * (rb: "cw * 64", a consumer's share of the tile, or a "pp" row block's
+ * offset), columns bn; in a block of its own, as it may be emitted twice. */
+static void epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const char *a0)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -280,20 +282,28 @@ static void epilogue(kx *k, const kx_mm *mm, bool pair)
 	const char *it = kx_it(k);
 	/* m64nNk16 accumulator: d[i] at row 16 * warp + lane / 4 + 8 * ((i >> 1) & 1),
 	 * column 8 * (i >> 2) + 2 * (lane % 4) + (i & 1) */
-	kf_buf_printf(b, "  const %s r0 = bm + cw * 64 + (warp & 3) * 16 + (lane >> 2);\n", it);
+	kf_buf_printf(b, "  {\n  const %s r0 = bm + %s + (warp & 3) * 16 + (lane >> 2);\n", it, rb);
 	if (pair) { /* (i, i + 1): columns col, col + 1 of one row, col even */
 		kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 2) {\n", nr);
 		kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2;\n", it);
 		kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
 		kx_mm_epi2_call(k, b);
-		kf_buf_puts(b, "0, row, col, acc[i], acc[i + 1]);\n  }\n");
+		kf_buf_printf(b, "0, row, col, acc[%si], acc[%si + 1]);\n  }\n  }\n", a0, a0);
 		return;
 	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", nr);
 	kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);\n", it);
 	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
 	kx_mm_epi_call(k, b);
-	kf_buf_puts(b, "0, row, col, acc[i]);\n  }\n");
+	kf_buf_printf(b, "0, row, col, acc[%si]);\n  }\n  }\n", a0);
+}
+
+/* Whether the tiles cover the output exactly: the "s" epilogue then checks
+ * no bounds, which also lets the compiler load a bias column once for the
+ * two rows of a thread that share it. */
+static bool whole_tiles(const kx_mm *mm)
+{
+	return mm->M % mm->cfg.bm == 0 && mm->N % mm->cfg.bn == 0;
 }
 
 /* "s": the epilogue through this warpgroup's staging tile (at `stg`), SC
@@ -307,13 +317,13 @@ static void epilogue(kx *k, const kx_mm *mm, bool pair)
  * read out before the next part (or tile) overwrites it.  The staging
  * tiles are outside the ring, so the producer's loads of the next tile
  * ("p") go on meanwhile. */
-static void epilogue_staged(kx *k, const kx_mm *mm, int sc)
+static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
 	const char *it = kx_it(k);
 	long long M = (long long)mm->M, N = (long long)mm->N;
-	kf_buf_printf(b, "  const int rl0 = (warp & 3) * 16 + (lane >> 2);\n"
+	kf_buf_printf(b, "  {\n  const int rl0 = (warp & 3) * 16 + (lane >> 2);\n"
 		      "  const unsigned stg = sbase + %d + cw * %d;\n",
 		      c->stages * (c->bm + c->bn) * 128, 64 * sc * 2);
 	kf_buf_printf(b, "#pragma unroll\n  for (int h = 0; h < %d; h++) {\n", c->bn / sc);
@@ -322,17 +332,23 @@ static void epilogue_staged(kx *k, const kx_mm *mm, int sc)
 	kf_buf_puts(b, "      const int rl = rl0 + ((i >> 1) & 1) * 8, cc = (j >> 2) * 8 + (lane & 3) * 2;\n");
 	kf_buf_puts(b, "      const unsigned v = ");
 	kx_mm_epis_call(k, b);
-	kf_buf_printf(b, "0, (%s)(bm + cw * 64 + rl), (%s)(bn + h * %d + cc), acc[i], acc[i + 1]);\n", it, it, sc);
+	kf_buf_printf(b, "0, (%s)(bm + %s + rl), (%s)(bn + h * %d + cc), acc[%si], acc[%si + 1]);\n", it, rb, it,
+		      sc, a0, a0);
+	/* no "memory" clobber: it would make the compiler reload every
+	 * operand (the bias) after each store; the shared-memory accesses are
+	 * all volatile asm, which keep their order */
 	kf_buf_printf(b, "      asm volatile(\"st.shared.u32 [%%0], %%1;\" :: \"r\"(stg + kf_wg_stg_off(rl, cc, %d)), "
-		      "\"r\"(v) : \"memory\");\n    }\n", sc);
+		      "\"r\"(v));\n    }\n", sc);
 	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n");
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      int rl, cc;\n", 64 * sc / 8 / 128);
 	kf_buf_printf(b, "      kf_wg_stg_chunk(threadIdx.x & 127, j, %d, &rl, &cc);\n", sc);
 	kf_buf_puts(b, "      unsigned w0, w1, w2, w3;\n");
 	kf_buf_printf(b, "      asm volatile(\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(w0), \"=r\"(w1), "
 		      "\"=r\"(w2), \"=r\"(w3) : \"r\"(stg + kf_wg_stg_off(rl, cc, %d)) : \"memory\");\n", sc);
-	kf_buf_printf(b, "      const %s row = bm + cw * 64 + rl, col = bn + h * %d + cc;\n", it, sc);
-	kf_buf_printf(b, "      if (row >= %lld) continue;\n      const %s off = row * %lld + col;\n", M, it, N);
+	kf_buf_printf(b, "      const %s row = bm + %s + rl, col = bn + h * %d + cc;\n", it, rb, sc);
+	if (!whole_tiles(mm))
+		kf_buf_printf(b, "      if (row >= %lld) continue;\n", M);
+	kf_buf_printf(b, "      const %s off = row * %lld + col;\n", it, N);
 	kf_buf_printf(b, "      if (col + 8 <= %lld && !((unsigned long long)(o0 + off) & 15)) {\n"
 		      "        *(uint4 *)(o0 + off) = make_uint4(w0, w1, w2, w3);\n      } else {\n"
 		      "        const unsigned w[4] = {w0, w1, w2, w3};\n"
@@ -340,33 +356,64 @@ static void epilogue_staged(kx *k, const kx_mm *mm, int sc)
 		      "          if (col + e < %lld) ((unsigned short *)(o0 + off))[e] = "
 		      "(unsigned short)(w[e >> 1] >> ((e & 1) * 16));\n      }\n    }\n",
 		      N, N);
-	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n  }\n");
+	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n  }\n  }\n");
 }
 
-/* A consumer warpgroup: 64 rows x BN, the K loop, then the epilogue
+/* "pp": consumer cw takes the CTA's tiles i = cw, cw + 2, ... of the
+ * persistent walk (ti: the CTA's tile count); the producer fills the
+ * ring with all of them in order, so tile ti's K steps are the ring's
+ * uses ti * KT ... ti * KT + KT - 1. */
+static void tile_open_pp(kf_buf *b, const kx_mm *mm, int64_t kt)
+{
+	const kf_mm_config *c = &mm->cfg;
+	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	kf_buf_printf(b, "  for (int ti = cw, t = blockIdx.x + cw * gridDim.x; t < %d; ti += 2, t += 2 * gridDim.x) {\n",
+		      ntm * ntn);
+	kf_buf_printf(b, "    int it = ti * %lld;\n    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n",
+		      (long long)kt, ntm, ntn);
+	kf_buf_printf(b, "    const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
+}
+
+/* A consumer warpgroup: 64 rows x BN (or, "pp", all BM rows of its own
+ * tiles, BM / 64 row blocks of wgmma), the K loop, then the epilogue
  * (sc > 0: staged, sc columns at a time). */
 static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair, int sc)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
-	int S = c->stages, nr = c->bn / 2, tb = !mm->b.trans;
+	int S = c->stages, nr = c->bn / 2, tb = !mm->b.trans, rbs = c->pp ? c->bm / 64 : 1;
 	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
 	/* 2 consumers: (65536 - 128 * 40) / 256 = 236 -> 232; 1 consumer: 240 */
-	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", c->bm == 128 ? 232 : 240);
-	kf_buf_printf(b, "  const int cw = wg - 1;\n  float acc[%d];\n", nr);
-	tile_open(b, mm);
-	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n", nr);
+	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n",
+		      kf_wg_consumers(c) == 2 ? 232 : 240);
+	kf_buf_printf(b, "  const int cw = wg - 1;\n  float acc[%d];\n", rbs * nr);
+	if (c->pp)
+		tile_open_pp(b, mm, kt);
+	else
+		tile_open(b, mm);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n", rbs * nr);
+	/* "pp": tile ti's K loop after the other's of tile ti - 1 (its tile
+	 * (ti - 1) / 2): the K loops alternate, and a full barrier is never
+	 * waited on two rounds ahead, where its parity would lie */
+	if (c->pp)
+		kf_buf_puts(b, "    if (ti > 0) kf_mbar_wait(bar_turn + cw * 8, ((ti - 1) >> 1) & 1);\n");
 	kloop_open(b, mm, kt);
 	kf_buf_printf(b, "    const int s = it %% %d;\n", S);
 	kf_buf_printf(b, "    kf_mbar_wait(bar_full + s * 8, (it / %d) & 1);\n", S);
-	kf_buf_printf(b, "    const unsigned sa = sbase + s * %d + cw * 8192, sb = sbase + %d + s * %d;\n", asz, S * asz, bsz);
+	kf_buf_printf(b, "    const unsigned sa = sbase + s * %d%s, sb = sbase + %d + s * %d;\n", asz,
+		      c->pp ? "" : " + cw * 8192", S * asz, bsz);
 	kf_buf_puts(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < 4; kk++) {\n");
-	kf_buf_puts(b, "      const unsigned long long da = kf_wg_desc(sa + kk * 32, 16, 1024);\n");
 	if (mm->b.trans)
 		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 32, 16, 1024);\n");
 	else
 		kf_buf_puts(b, "      const unsigned long long db = kf_wg_desc(sb + kk * 2048, 8192, 1024);\n");
-	kf_buf_printf(b, "      kf_wgmma_%s_n%d_t%d(acc, da, db);\n    }\n    kf_wg_commit();\n", ty, c->bn, tb);
+	if (!c->pp)
+		kf_buf_printf(b, "      const unsigned long long da = kf_wg_desc(sa + kk * 32, 16, 1024);\n"
+			      "      kf_wgmma_%s_n%d_t%d(acc, da, db);\n", ty, c->bn, tb);
+	for (int r = 0; c->pp && r < rbs; r++) /* row block r: A's rows 64 r.., 8 KiB on */
+		kf_buf_printf(b, "      kf_wgmma_%s_n%d_t%d(acc + %d, kf_wg_desc(sa + %d + kk * 32, 16, 1024), db);\n", ty,
+			      c->bn, tb, r * nr, r * 8192);
+	kf_buf_puts(b, "    }\n    kf_wg_commit();\n");
 	/* the group of kt - 1 is done: its stage may be refilled */
 	/* in a cluster, lane r releases the stage in CTA r (whose producer
 	 * multicasts into this CTA's copy of it too) */
@@ -376,16 +423,24 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	else
 		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n  }\n",
 			      S - 1, S);
+	if (c->pp) /* the last stage's wait passed: the other consumer's turn */
+		kf_buf_puts(b, "  if (lane == 0) kf_mbar_arrive(bar_turn + (cw ^ 1) * 8);\n");
 	kf_buf_printf(b, "  kf_wg_wait<0>();\n#pragma unroll\n  for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(acc[i]) :: \"memory\");\n",
-		      nr);
+		      rbs * nr);
 	/* "p": the tile's last stage is released before the epilogue, so the
 	 * producer refills it with the next tile's data meanwhile */
 	if (c->ps)
 		kf_buf_printf(b, "  if (lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n", S - 1, S);
-	if (sc > 0)
-		epilogue_staged(k, mm, sc);
-	else
-		epilogue(k, mm, pair);
+	for (int r = 0; r < rbs; r++) { /* rows rb.., acc[a0 + i] */
+		char rb[16], a0[16] = "";
+		snprintf(rb, sizeof rb, c->pp ? "%d" : "cw * 64", r * 64);
+		if (r)
+			snprintf(a0, sizeof a0, "%d + ", r * nr);
+		if (sc > 0)
+			epilogue_staged(k, mm, sc, rb, a0);
+		else
+			epilogue(k, mm, pair, rb, a0);
+	}
 	if (c->ps)
 		kf_buf_puts(b, "  }\n");
 }
@@ -402,7 +457,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	if (c->ps)
 		raster_fn(&k->decl);
 	k->k->sm90a = true;
-	k->k->block = 128 * (1 + c->bm / 64);
+	k->k->block = 128 * (1 + kf_wg_consumers(c));
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
 	/* a cluster's CTAs are consecutive along y: the M tiles rounded up to
 	 * whole clusters (the extra CTAs load zeros and store nothing, but
@@ -418,7 +473,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	k->k->cluster = cl > 1 ? cl : 0;
 	/* "s": the staged epilogue where there is one 2-byte output, else
 	 * the "v" / scalar one */
-	int stg = c->ss ? kx_mm_epilogue_s(k, mm) : 1;
+	int stg = c->ss ? kx_mm_epilogue_s(k, mm, whole_tiles(mm)) : 1;
 	if (stg < 0)
 		return -1;
 	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
@@ -426,23 +481,28 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 		staging_fn(&k->decl);
 	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128
 	 * needs; the staging tiles after the ring */
-	k->k->smem = S * (asz + bsz) + 1024 + (sc > 0 ? c->bm / 64 * 64 * sc * 2 : 0);
+	k->k->smem = S * (asz + bsz) + 1024 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0);
 	tmaps(k, mm);
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
-		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S);
+		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S + 2 * c->pp);
 	kf_buf_printf(b, "  const unsigned sbase = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u;\n"
 		      "  const unsigned bar_full = kf_wg_saddr(kf_bar), bar_empty = bar_full + %d;\n", 8 * S);
+	if (c->pp)
+		kf_buf_printf(b, "  const unsigned bar_turn = bar_empty + %d;\n", 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
 	if (!c->ps)
 		kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
 	/* full: the producer's expect_tx arrival plus the bytes; empty: one
-	 * arrival per consumer warp of every CTA in the cluster.  A cluster
+	 * arrival per warp of the stage's consumers ("pp": one warpgroup) in
+	 * every CTA of the cluster.  A cluster
 	 * syncs before any CTA may multicast into another's initialised ring */
 	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    for (int s = 0; s < %d; s++) {\n"
-		      "      kf_mbar_init(bar_full + s * 8, 1);\n      kf_mbar_init(bar_empty + s * 8, %d);\n    }\n"
+		      "      kf_mbar_init(bar_full + s * 8, 1);\n      kf_mbar_init(bar_empty + s * 8, %d);\n    }\n%s"
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
 		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  %s\n",
-		      S, 4 * (c->bm / 64) * cl, cl > 1 ? "kf_cl_sync();" : "__syncthreads();");
+		      S, 4 * (c->pp ? 1 : c->bm / 64) * cl,
+		      c->pp ? "    kf_mbar_init(bar_turn, 4);\n    kf_mbar_init(bar_turn + 8, 4);\n" : "",
+		      cl > 1 ? "kf_cl_sync();" : "__syncthreads();");
 	/* "v": the paired epilogue, where every output is 2 bytes wide (not
 	 * emitted where "s" took over: an unused helper is a warning) */
 	int pair = c->vs && sc == 0 ? kx_mm_epilogue2(k, mm) : 1;

@@ -107,6 +107,32 @@ static void test_configs(void **state)
 		assert_int_equal(kf_mm_config_parse(sbad[i], &cf), -1);
 	assert_int_equal(kf_mm_config_parse("wg128x256x64s4pv", &cf), 0);
 	assert_int_equal(kf_wg_stage_cols(&cf), 0);
+	/* "pp" (ping-pong): two consumers of whole tiles, at most 128 x 128
+	 * (128 accumulators a thread); staging for both */
+	const struct {
+		const char *t;
+		int sc, smem;
+	} pp[] = {{"wg128x128x64s5ppvs", 128, 5 * 32768 + 2 * 64 * 128 * 2 + 1024},
+		  {"wg128x128x64s6ppvs", 128, 6 * 32768 + 2 * 64 * 128 * 2 + 1024},
+		  {"wg64x256x64s4ppv", 0, 4 * 40960 + 1024},
+		  {"wg128x64x64s8pp", 0, 8 * 24576 + 1024}};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(kf_mm_config_parse(pp[i].t, &cf), 0);
+		assert_true(cf.ps && cf.pp && !cf.cl);
+		assert_int_equal(kf_wg_consumers(&cf), 2);
+		assert_int_equal(kf_wg_stage_cols(&cf), pp[i].sc);
+		assert_int_equal(kf_wg_smem(&cf), pp[i].smem);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, pp[i].t);
+	}
+	const char *ppbad[] = {"wg128x256x64s3ppvs", "wg128x128x64s4ppp", "wg128x128x64s4c2pp", "wg128x128x64s7ppvs",
+			       "wg128x128x64s4pvp"};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(kf_mm_config_parse(ppbad[i], &cf), -1);
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s3pvs", &cf), 0);
+	assert_int_equal(kf_wg_consumers(&cf), 2);
+	assert_int_equal(kf_mm_config_parse("wg64x128x64s8pv", &cf), 0);
+	assert_int_equal(kf_wg_consumers(&cf), 1);
 	/* wg tiles are candidates only where the device has them; first */
 	char cand[32][32];
 	kf_mm_shape sh = {.in = KF_F16, .out = KF_F16, .batch = 1, .M = 512, .N = 4096, .K = 4096, .raw = true};
@@ -462,6 +488,8 @@ static bool bar_ok(const ring_bar *b, int parity) { return (b->done & 1) != pari
 
 typedef struct ring {
 	int S, KT, nt, nc;       /* stages, K steps per tile, tiles, consumers */
+	bool pp;                 /* "pp": consumer c takes tiles c, c + 2, ... */
+	ring_bar turn[2];        /* "pp": the other consumer's K loop of tile ti - 1 is done */
 	ring_bar full[8], empty[8];
 	int tag[8];              /* what the stage holds: tile * KT + kt */
 	int pit, cit[2];         /* the producer's and consumers' `it` */
@@ -485,8 +513,13 @@ static bool ring_produce(ring *r)
  * the last one too (the "p" release before the epilogue). */
 static bool ring_consume(ring *r, int c)
 {
-	int it = r->cit[c], s = it % r->S, kt = it % r->KT;
-	if (it >= r->nt * r->KT || !bar_ok(&r->full[s], (it / r->S) & 1))
+	int it = r->cit[c], s = it % r->S, kt = it % r->KT, ti = it / r->KT;
+	if (it >= r->nt * r->KT)
+		return false;
+	/* "pp": a K loop starts after the other consumer's previous one */
+	if (r->pp && kt == 0 && ti > 0 && !bar_ok(&r->turn[c], ((ti - 1) >> 1) & 1))
+		return false;
+	if (!bar_ok(&r->full[s], (it / r->S) & 1))
 		return false;
 	assert_int_equal(r->tag[s], it); /* the stage holds this step's data */
 	r->sum[c] += r->tag[s];
@@ -497,17 +530,26 @@ static bool ring_consume(ring *r, int c)
 	}
 	if (kt == r->KT - 1)
 		bar_arrive(&r->empty[s]);
+	if (r->pp && kt == r->KT - 1)
+		bar_arrive(&r->turn[c ^ 1]);
 	r->cit[c]++;
+	if (r->pp && kt == r->KT - 1) /* the other consumer's tile: tile_open_pp's it = ti * KT */
+		r->cit[c] += r->KT;
 	return true;
 }
 
-static void ring_run(int S, int KT, int nt, int nc, unsigned seed)
+static void ring_run(int S, int KT, int nt, int nc, bool pp, unsigned seed)
 {
-	ring r = {.S = S, .KT = KT, .nt = nt, .nc = nc};
+	ring r = {.S = S, .KT = KT, .nt = nt, .nc = nc, .pp = pp};
+	int ne = pp ? 1 : nc; /* the empty barrier's count: the stage's readers */
 	for (int s = 0; s < S; s++) {
 		r.full[s] = (ring_bar){1, 1, 0};
-		r.empty[s] = (ring_bar){nc, nc, 0};
+		r.empty[s] = (ring_bar){ne, ne, 0};
 		r.tag[s] = -1;
+	}
+	for (int c = 0; pp && c < nc; c++) {
+		r.cit[c] = c * KT;
+		r.turn[c] = (ring_bar){1, 1, 0};
 	}
 	for (;;) {
 		int who = (int)(rand_r(&seed) % (unsigned)(nc + 1)), moved = 0;
@@ -519,12 +561,16 @@ static void ring_run(int S, int KT, int nt, int nc, unsigned seed)
 		if (!moved)
 			break;
 	}
-	int n = nt * KT;
+	int n = nt * KT, total = 0;
 	assert_int_equal(r.pit, n);
 	for (int c = 0; c < nc; c++) {
-		assert_int_equal(r.cit[c], n);
-		assert_int_equal(r.sum[c], n * (n - 1) / 2);
+		assert_true(r.cit[c] >= n); /* all its steps, none left waiting */
+		if (!pp)
+			assert_int_equal(r.sum[c], n * (n - 1) / 2);
+		total += r.sum[c];
 	}
+	if (pp) /* every step read by exactly one consumer: its own tiles' */
+		assert_int_equal(total, n * (n - 1) / 2);
 }
 
 static void test_ring_model(void **state)
@@ -533,9 +579,10 @@ static void test_ring_model(void **state)
 	for (int S = 2; S <= 8; S++)
 		for (int KT = 1; KT <= 5; KT++)
 			for (int nt = 1; nt <= 4; nt++)
-				for (int nc = 1; nc <= 2; nc++)
+				for (int nc = 1; nc <= 3; nc++) /* 3: the ping-pong pair */
 					for (unsigned seed = 1; seed <= 20; seed++)
-						ring_run(S, KT, nt, nc, seed * 7919u + (unsigned)(S * 131 + KT * 17 + nt));
+						ring_run(S, KT, nt, nc < 3 ? nc : 2, nc == 3,
+							 seed * 7919u + (unsigned)(S * 131 + KT * 17 + nt));
 	/* the emitted persistent kernel: one row of CTAs, the raster, it carried */
 	kf_kernel k;
 	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pv", &k);
@@ -545,7 +592,7 @@ static void test_ring_model(void **state)
 	assert_non_null(strstr(k.src, "for (int t = blockIdx.x; t < 512; t += gridDim.x)"));
 	assert_non_null(strstr(k.src, "kf_wg_raster(t, 32, 16, &mt, &nt);"));
 	assert_non_null(strstr(k.src, "for (int kt = 0; kt < 64; kt++, it++)"));
-	assert_non_null(strstr(k.src, "if (lane == 0) kf_mbar_arrive(bar_empty + ((it + 3) % 4) * 8);\n  const int r0"));
+	assert_non_null(strstr(k.src, "if (lane == 0) kf_mbar_arrive(bar_empty + ((it + 3) % 4) * 8);\n  {\n  const int r0"));
 	kf_kernel_free(&k);
 	kft_emit_contraction(mm_text(300, 201, 72, true), 1, "wg128x128x64s4p", &k);
 	assert_int_equal(k.units, 3 * 2); /* fewer tiles than SMs: one each */
@@ -592,6 +639,11 @@ static void test_compile(void **state)
 		{300, 201, 72, true, "wg128x128x64s4pvs", 168},
 		{300, 200, 72, false, "wg64x128x64s8vs", 255},
 		{4096, 4096, 4096, false, "wg128x256x64s3pvs", 168},
+		/* ping-pong: two row blocks a consumer, staged or not, partial tiles */
+		{4096, 4096, 4096, false, "wg128x128x64s5ppvs", 168},
+		{300, 201, 72, true, "wg128x128x64s4ppvs", 168},
+		{512, 4096, 4096, false, "wg64x256x64s4ppv", 168},
+		{300, 200, 72, false, "wg128x64x64s6pp", 168},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
