@@ -46,11 +46,15 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		n += c->vs;
 		c->ss = s[n] == 's';
 		n += c->ss;
+		c->ew = c->ss && s[n] == 'e';
+		n += c->ew;
+		if (c->ew && (!c->ps || c->pp)) /* the epilogue warps walk the tiles of "p" */
+			return -1;
 		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
 			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
 			       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
 			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
-			       kf_wg_stage_cols(c) >= 0
+			       kf_wg_stage_cols(c) >= 0 && (!c->ew || kf_wg_stage_cols(c) == c->bn)
 			       ? 0
 			       : -1;
 	}
@@ -104,8 +108,8 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
 				 c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
 		else
-			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s", c->bm, c->bn, c->bk, c->stages,
-				 c->pp ? "pp" : c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
+			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s%s", c->bm, c->bn, c->bk, c->stages,
+				 c->pp ? "pp" : c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "", c->ew ? "e" : "");
 		break;
 	default:
 		if (c->bulk && c->stages)
@@ -254,7 +258,8 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 	static const char *const all[] = {
 		/* "s" (staged epilogue) beside the default, untimed on a device yet */
 		"wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
-		"wg128x128x64s4pvs", "wg128x128x64s4pv", "wg128x128x64s6ppvs", "wg64x256x64s4ppvs",
+		"wg128x128x64s4pvs", "wg128x128x64s4pv", "wg128x256x64s3pvse", "wg128x128x64s4pvse", "wg128x128x64s6ppvs",
+		"wg64x256x64s4ppvs",
 		"wg128x128x64s4v", "wg128x128x64s6v",
 		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
 		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",

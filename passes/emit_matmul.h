@@ -43,6 +43,10 @@ typedef struct kf_mm_config {
 	int vs;            /* WG: epilogue stores of 2 columns at once (suffix "v", after p) */
 	int ss;            /* WG: epilogue through a shared-memory staging tile, stored
 			    * with 16-byte coalesced stores (suffix "s", after v) */
+	int ew;            /* WG: epilogue warps (suffix "e", after s; with p, the whole
+			    * tile staged): the consumers stage the rounded result and
+			    * go on to the next tile, warps 1-3 of the producer
+			    * warpgroup run the epilogue from shared memory */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
 } kf_mm_config;

@@ -246,12 +246,17 @@ static void kloop_open(kf_buf *b, const kx_mm *mm, int64_t kt)
  * writes and barrier arrivals land in this CTA's shared memory.  "p": it
  * runs ahead into the next tile's stages while the consumers are in the
  * epilogue of the current one. */
-static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz)
+static void epilogue_warps(kx *k, const kx_mm *mm);
+
+static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool ew)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
 	int S = c->stages, cl = c->cl > 1 ? c->cl : 1;
-	kf_buf_puts(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");\n");
+	/* "e": 56 + 2 * 224 = 512 registers a lane of the 4 warpgroups */
+	kf_buf_printf(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %d;\");\n", ew ? 56 : 40);
+	if (ew)
+		epilogue_warps(k, mm);
 	if (cl > 1)
 		kf_buf_printf(b, "    const unsigned rank = kf_cl_rank();\n    const unsigned short mask = %d;\n"
 			      "    if (threadIdx.x == 0)\n", (1 << cl) - 1);
@@ -317,12 +322,48 @@ static bool whole_tiles(const kx_mm *mm)
  * read out before the next part (or tile) overwrites it.  The staging
  * tiles are outside the ring, so the producer's loads of the next tile
  * ("p") go on meanwhile. */
-static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0)
+/* The store of 8 staged 2-byte results w0..w3 at (row, col) of o0: one
+ * 16-byte store where the chunk is whole in range and aligned, else
+ * element by element where col < N; nothing for row >= M. */
+static void chunk_store(kf_buf *b, const kx_mm *mm, const char *it)
+{
+	long long M = (long long)mm->M, N = (long long)mm->N;
+	kf_buf_puts(b, "      do {\n");
+	if (!whole_tiles(mm))
+		kf_buf_printf(b, "      if (row >= %lld) break;\n", M);
+	kf_buf_printf(b, "      const %s off = row * %lld + col;\n", it, N);
+	kf_buf_printf(b, "      if (col + 8 <= %lld && !((unsigned long long)(o0 + off) & 15)) {\n"
+		      "        *(uint4 *)(o0 + off) = make_uint4(w0, w1, w2, w3);\n      } else {\n"
+		      "        const unsigned w[4] = {w0, w1, w2, w3};\n"
+		      "#pragma unroll\n        for (int e = 0; e < 8; e++)\n"
+		      "          if (col + e < %lld) ((unsigned short *)(o0 + off))[e] = "
+		      "(unsigned short)(w[e >> 1] >> ((e & 1) * 16));\n      }\n      } while (0);\n",
+		      N, N);
+}
+
+/* The accumulator acc[a0 j] as the epilogue takes it: as is, or (rnd)
+ * rounded to the contraction's type first, as "e" stages it. */
+static void acc_arg(kf_buf *b, const kx_mm *mm, const char *a0, const char *j, bool rnd)
+{
+	char v[48], r[96];
+	snprintf(v, sizeof v, "acc[%s%s]", a0, j);
+	if (!rnd) {
+		kf_buf_puts(b, v);
+		return;
+	}
+	kf_buf st = {0};
+	kx_store(&st, mm->rt, "%s", v);
+	kf_buf_putc(&st, '\0');
+	snprintf(r, sizeof r, "%s", st.p);
+	kf_buf_free(&st);
+	kx_load(b, mm->rt, "%s", r);
+}
+
+static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0, bool rnd)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
 	const char *it = kx_it(k);
-	long long M = (long long)mm->M, N = (long long)mm->N;
 	kf_buf_printf(b, "  {\n  const int rl0 = (warp & 3) * 16 + (lane >> 2);\n"
 		      "  const unsigned stg = sbase + %d + cw * %d;\n",
 		      c->stages * (c->bm + c->bn) * 128, 64 * sc * 2);
@@ -332,8 +373,11 @@ static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, cons
 	kf_buf_puts(b, "      const int rl = rl0 + ((i >> 1) & 1) * 8, cc = (j >> 2) * 8 + (lane & 3) * 2;\n");
 	kf_buf_puts(b, "      const unsigned v = ");
 	kx_mm_epis_call(k, b);
-	kf_buf_printf(b, "0, (%s)(bm + %s + rl), (%s)(bn + h * %d + cc), acc[%si], acc[%si + 1]);\n", it, rb, it,
-		      sc, a0, a0);
+	kf_buf_printf(b, "0, (%s)(bm + %s + rl), (%s)(bn + h * %d + cc), ", it, rb, it, sc);
+	acc_arg(b, mm, a0, "i", rnd);
+	kf_buf_puts(b, ", ");
+	acc_arg(b, mm, a0, "i + 1", rnd);
+	kf_buf_puts(b, ");\n");
 	/* no "memory" clobber: it would make the compiler reload every
 	 * operand (the bias) after each store; the shared-memory accesses are
 	 * all volatile asm, which keep their order */
@@ -346,17 +390,73 @@ static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, cons
 	kf_buf_printf(b, "      asm volatile(\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(w0), \"=r\"(w1), "
 		      "\"=r\"(w2), \"=r\"(w3) : \"r\"(stg + kf_wg_stg_off(rl, cc, %d)) : \"memory\");\n", sc);
 	kf_buf_printf(b, "      const %s row = bm + %s + rl, col = bn + h * %d + cc;\n", it, rb, sc);
-	if (!whole_tiles(mm))
-		kf_buf_printf(b, "      if (row >= %lld) continue;\n", M);
-	kf_buf_printf(b, "      const %s off = row * %lld + col;\n", it, N);
-	kf_buf_printf(b, "      if (col + 8 <= %lld && !((unsigned long long)(o0 + off) & 15)) {\n"
-		      "        *(uint4 *)(o0 + off) = make_uint4(w0, w1, w2, w3);\n      } else {\n"
-		      "        const unsigned w[4] = {w0, w1, w2, w3};\n"
-		      "#pragma unroll\n        for (int e = 0; e < 8; e++)\n"
-		      "          if (col + e < %lld) ((unsigned short *)(o0 + off))[e] = "
-		      "(unsigned short)(w[e >> 1] >> ((e & 1) * 16));\n      }\n    }\n",
-		      N, N);
-	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n  }\n  }\n");
+	chunk_store(b, mm, it);
+	kf_buf_puts(b, "    }\n    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n  }\n  }\n");
+}
+
+/* "e", the consumers' side: after the previous tile's results left the
+ * staging tile (its `empty` barrier), the accumulators rounded to the
+ * contraction's type go into it (the layout of epilogue_staged, the whole
+ * BM x BN tile), then every thread arrives on `full` (release: its
+ * shared-memory stores are seen by the epilogue warps' acquire).  The
+ * CTA's last tile has no K loop to hide an epilogue under: the consumers
+ * run it themselves (epilogue_staged, 8 warps, not 3). */
+static void stage_out(kx *k, const kx_mm *mm, int64_t kt, int sc)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
+	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	kf_buf_printf(b, "  {\n  const int tn = it / %lld - 1;\n", (long long)kt);
+	kf_buf_puts(b, "  if (tn > 0) kf_mbar_wait(bar_sempty, (tn - 1) & 1);\n");
+	kf_buf_printf(b, "  if (t + gridDim.x >= %d) {\n", ntm * ntn);
+	epilogue_staged(k, mm, sc, "cw * 64", "", true);
+	kf_buf_puts(b, "  } else {\n");
+	kf_buf_printf(b, "  const int rl0 = cw * 64 + (warp & 3) * 16 + (lane >> 2);\n  const unsigned stg = sbase + %d;\n",
+		      c->stages * (c->bm + c->bn) * 128);
+	kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j += 2) {\n", c->bn / 2);
+	kf_buf_puts(b, "    const int rl = rl0 + ((j >> 1) & 1) * 8, cc = (j >> 2) * 8 + (lane & 3) * 2;\n");
+	kf_buf_puts(b, "    const unsigned v = (unsigned)");
+	kx_store(b, mm->rt, "acc[j]");
+	kf_buf_puts(b, " | ((unsigned)");
+	kx_store(b, mm->rt, "acc[j + 1]");
+	kf_buf_printf(b, " << 16);\n    asm volatile(\"st.shared.u32 [%%0], %%1;\" :: \"r\"(stg + kf_wg_stg_off(rl, cc, %d)), "
+		      "\"r\"(v));\n  }\n  kf_mbar_arrive(bar_sfull);\n  }\n  }\n", c->bn);
+}
+
+/* "e", the epilogue warps (warps 1-3 of the producer warpgroup, 96
+ * threads, idle otherwise): for each tile of the CTA's walk, in the
+ * consumers' order, wait for the staged tile, run the epilogue on 8
+ * values at a time (KF_KERNEL_epis on the rounded results), store them
+ * as epilogue_staged does, then free the staging tile.  Meanwhile the
+ * consumers run the next tile's K loop: the epilogue is off the tensor
+ * cores' path. */
+static void epilogue_warps(kx *k, const kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k);
+	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	kf_buf_printf(b, "    if (threadIdx.x >= 32) {\n    const unsigned stg = sbase + %d;\n    int tn = 0;\n",
+		      c->stages * (c->bm + c->bn) * 128);
+	/* not the CTA's last tile: the consumers store that one themselves */
+	kf_buf_printf(b, "    for (int t = blockIdx.x; t + gridDim.x < %d; t += gridDim.x, tn++) {\n", ntm * ntn);
+	kf_buf_printf(b, "      int mt, nt;\n      kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntm, ntn);
+	kf_buf_printf(b, "      const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
+	kf_buf_puts(b, "      kf_mbar_wait(bar_sfull, tn & 1);\n");
+	kf_buf_printf(b, "      for (int q = threadIdx.x - 32; q < %d; q += 96) {\n", c->bm * c->bn / 8);
+	kf_buf_printf(b, "      const int rl = q / %d, cc = q %% %d * 8;\n      unsigned u[4];\n", c->bn / 8, c->bn / 8);
+	kf_buf_printf(b, "      asm volatile(\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(u[0]), \"=r\"(u[1]), "
+		      "\"=r\"(u[2]), \"=r\"(u[3]) : \"r\"(stg + kf_wg_stg_off(rl, cc, %d)) : \"memory\");\n", c->bn);
+	kf_buf_puts(b, "      unsigned r[4];\n#pragma unroll\n      for (int e = 0; e < 4; e++)\n        r[e] = ");
+	kx_mm_epis_call(k, b);
+	kf_buf_printf(b, "0, (%s)(bm + rl), (%s)(bn + cc + 2 * e), ", it, it);
+	kx_load(b, mm->rt, "(unsigned short)(u[e] & 0xffff)");
+	kf_buf_puts(b, ", ");
+	kx_load(b, mm->rt, "(unsigned short)(u[e] >> 16)");
+	kf_buf_printf(b, ");\n      const unsigned w0 = r[0], w1 = r[1], w2 = r[2], w3 = r[3];\n"
+		      "      const %s row = bm + rl, col = bn + cc;\n", it);
+	chunk_store(b, mm, it);
+	kf_buf_puts(b, "      }\n      kf_mbar_arrive(bar_sempty);\n    }\n    return;\n    }\n");
 }
 
 /* "pp": consumer cw takes the CTA's tiles i = cw, cw + 2, ... of the
@@ -377,7 +477,7 @@ static void tile_open_pp(kf_buf *b, const kx_mm *mm, int64_t kt)
 /* A consumer warpgroup: 64 rows x BN (or, "pp", all BM rows of its own
  * tiles, BM / 64 row blocks of wgmma), the K loop, then the epilogue
  * (sc > 0: staged, sc columns at a time). */
-static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair, int sc)
+static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool pair, int sc, bool ew)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -385,7 +485,7 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
 	/* 2 consumers: (65536 - 128 * 40) / 256 = 236 -> 232; 1 consumer: 240 */
 	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n",
-		      kf_wg_consumers(c) == 2 ? 232 : 240);
+		      ew ? (kf_wg_consumers(c) == 2 ? 224 : 240) : kf_wg_consumers(c) == 2 ? 232 : 240);
 	kf_buf_printf(b, "  const int cw = wg - 1;\n  float acc[%d];\n", rbs * nr);
 	if (c->pp)
 		tile_open_pp(b, mm, kt);
@@ -431,13 +531,15 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	 * producer refills it with the next tile's data meanwhile */
 	if (c->ps)
 		kf_buf_printf(b, "  if (lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n", S - 1, S);
-	for (int r = 0; r < rbs; r++) { /* rows rb.., acc[a0 + i] */
+	if (ew)
+		stage_out(k, mm, kt, sc);
+	for (int r = 0; r < rbs && !ew; r++) { /* rows rb.., acc[a0 + i] */
 		char rb[16], a0[16] = "";
 		snprintf(rb, sizeof rb, c->pp ? "%d" : "cw * 64", r * 64);
 		if (r)
 			snprintf(a0, sizeof a0, "%d + ", r * nr);
 		if (sc > 0)
-			epilogue_staged(k, mm, sc, rb, a0);
+			epilogue_staged(k, mm, sc, rb, a0, false);
 		else
 			epilogue(k, mm, pair, rb, a0);
 	}
@@ -479,16 +581,25 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
 	if (sc > 0)
 		staging_fn(&k->decl);
+	/* "e": where the whole tile is staged and the staged value is the
+	 * graph's (a matmul's result in its 2-byte type; gemm's alpha and
+	 * beta would round twice) */
+	bool ew = c->ew && sc == c->bn && !mm->gemm && kf_dtype_size(mm->rt) == 2;
+	char ew_init[96];
+	snprintf(ew_init, sizeof ew_init, "    kf_mbar_init(bar_sfull, %d);\n    kf_mbar_init(bar_sempty, 96);\n",
+		 128 * kf_wg_consumers(c));
 	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128
 	 * needs; the staging tiles after the ring */
 	k->k->smem = S * (asz + bsz) + 1024 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0);
 	tmaps(k, mm);
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
-		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S + 2 * c->pp);
+		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S + 2 * (c->pp || ew));
 	kf_buf_printf(b, "  const unsigned sbase = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u;\n"
 		      "  const unsigned bar_full = kf_wg_saddr(kf_bar), bar_empty = bar_full + %d;\n", 8 * S);
 	if (c->pp)
 		kf_buf_printf(b, "  const unsigned bar_turn = bar_empty + %d;\n", 8 * S);
+	if (ew) /* the staging tile's full (consumer threads) and empty (epilogue threads) */
+		kf_buf_printf(b, "  const unsigned bar_sfull = bar_empty + %d, bar_sempty = bar_sfull + 8;\n", 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
 	if (!c->ps)
 		kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
@@ -501,15 +612,17 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
 		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  %s\n",
 		      S, 4 * (c->pp ? 1 : c->bm / 64) * cl,
-		      c->pp ? "    kf_mbar_init(bar_turn, 4);\n    kf_mbar_init(bar_turn + 8, 4);\n" : "",
+		      c->pp ? "    kf_mbar_init(bar_turn, 4);\n    kf_mbar_init(bar_turn + 8, 4);\n"
+		      : ew  ? ew_init
+			    : "",
 		      cl > 1 ? "kf_cl_sync();" : "__syncthreads();");
 	/* "v": the paired epilogue, where every output is 2 bytes wide (not
 	 * emitted where "s" took over: an unused helper is a warning) */
 	int pair = c->vs && sc == 0 ? kx_mm_epilogue2(k, mm) : 1;
 	if (pair < 0)
 		return -1;
-	producer(k, mm, kt, asz, bsz);
-	consumer(k, mm, kt, asz, bsz, pair == 0, sc);
+	producer(k, mm, kt, asz, bsz, ew);
+	consumer(k, mm, kt, asz, bsz, pair == 0, sc, ew);
 	/* no CTA leaves while others may still write to its ring or arrive
 	 * on its barriers */
 	if (cl > 1)

@@ -131,6 +131,19 @@ static void test_configs(void **state)
 		assert_int_equal(kf_mm_config_parse(ppbad[i], &cf), -1);
 	assert_int_equal(kf_mm_config_parse("wg128x256x64s3pvs", &cf), 0);
 	assert_int_equal(kf_wg_consumers(&cf), 2);
+	/* "e" (epilogue warps): after s, with p, the whole tile staged */
+	const char *egood[] = {"wg128x256x64s3pvse", "wg128x128x64s4pvse", "wg128x128x64s4pse"};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(kf_mm_config_parse(egood[i], &cf), 0);
+		assert_true(cf.ew && cf.ss && cf.ps && !cf.pp);
+		assert_int_equal(kf_wg_stage_cols(&cf), cf.bn);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, egood[i]);
+	}
+	const char *ebad[] = {"wg128x256x64s4pvse", "wg128x256x64s3vse", "wg128x128x64s4ppvse", "wg128x128x64s4pve",
+			      "wg128x128x64s4pvsee", "wg128x128x64s4pves"};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(kf_mm_config_parse(ebad[i], &cf), -1);
 	assert_int_equal(kf_mm_config_parse("wg64x128x64s8pv", &cf), 0);
 	assert_int_equal(kf_wg_consumers(&cf), 1);
 	/* wg tiles are candidates only where the device has them; first */
@@ -573,6 +586,40 @@ static void ring_run(int S, int KT, int nt, int nc, bool pp, unsigned seed)
 		assert_int_equal(total, n * (n - 1) / 2);
 }
 
+/* "e": the staging tile between the consumers (stage_out: tile n after
+ * the empty barrier's phase n - 1, then full) and the epilogue warps
+ * (tiles 0 .. T - 2: full's phase n, read, then empty); the consumers
+ * store the last tile themselves after empty's phase T - 2.  Random
+ * interleavings: the epilogue reads each tile's data, never overwritten
+ * before it is read, and nobody waits forever. */
+static void stage_run(int T, unsigned seed)
+{
+	ring_bar full = {1, 1, 0}, empty = {1, 1, 0};
+	int held = -1, cn = 0, en = 0, read = 0;
+	for (;;) {
+		bool moved = false;
+		for (int a = 0, who = (int)(rand_r(&seed) % 2); a < 2 && !moved; a++) {
+			if ((who + a) % 2 == 0 && cn < T && (cn == 0 || bar_ok(&empty, (cn - 1) & 1))) {
+				if (cn < T - 1) { /* stage_out: the previous tile was read */
+					assert_true(cn == 0 || read == cn);
+					held = cn;
+					bar_arrive(&full);
+				}
+				cn++, moved = true;
+			} else if ((who + a) % 2 == 1 && en < T - 1 && bar_ok(&full, en & 1)) {
+				assert_int_equal(held, en);
+				read = en + 1;
+				bar_arrive(&empty);
+				en++, moved = true;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	assert_int_equal(cn, T);
+	assert_int_equal(en, T > 0 ? T - 1 : 0);
+}
+
 static void test_ring_model(void **state)
 {
 	(void)state;
@@ -583,6 +630,9 @@ static void test_ring_model(void **state)
 					for (unsigned seed = 1; seed <= 20; seed++)
 						ring_run(S, KT, nt, nc < 3 ? nc : 2, nc == 3,
 							 seed * 7919u + (unsigned)(S * 131 + KT * 17 + nt));
+	for (int T = 1; T <= 6; T++)
+		for (unsigned seed = 1; seed <= 50; seed++)
+			stage_run(T, seed * 2654435761u + (unsigned)T);
 	/* the emitted persistent kernel: one row of CTAs, the raster, it carried */
 	kf_kernel k;
 	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pv", &k);
@@ -644,6 +694,10 @@ static void test_compile(void **state)
 		{300, 201, 72, true, "wg128x128x64s4ppvs", 168},
 		{512, 4096, 4096, false, "wg64x256x64s4ppv", 168},
 		{300, 200, 72, false, "wg128x64x64s6pp", 168},
+		/* epilogue warps: whole tiles, partial tiles, odd N */
+		{4096, 4096, 4096, false, "wg128x256x64s3pvse", 168},
+		{512, 4096, 4096, true, "wg128x128x64s4pvse", 168},
+		{300, 201, 72, true, "wg128x128x64s4pvse", 168},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
