@@ -40,7 +40,7 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		n += c->ps;
 		c->pp = c->ps && s[n] == 'p';
 		n += c->pp;
-		if (c->ps && c->cl) /* one tile per cluster CTA: not combined yet */
+		if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
 			return -1;
 		c->vs = s[n] == 'v';
 		n += c->vs;
@@ -48,7 +48,7 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		n += c->ss;
 		c->ew = c->ss && s[n] == 'e';
 		n += c->ew;
-		if (c->ew && (!c->ps || c->pp)) /* the epilogue warps walk the tiles of "p" */
+		if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
 			return -1;
 		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
 			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
@@ -228,12 +228,15 @@ static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 		 * block per SM: the ring takes 193 KiB), else 128 x 128, else 64 x
 		 * 128; persistent (p), the epilogue staged in shared memory and
 		 * stored 16 bytes at a time (s): 5-8% faster than pv, which was
-		 * 7-11% faster than neither; at 128 x 256, 3 stages and the whole
-		 * staging tile beat 4 stages and half of it; clusters (c2) no
-		 * faster (bench/results/2026-11-29-s2-gpu-wgmma3.txt, -wgmma4.txt) */
+		 * 7-11% faster than neither; at 128 x 256 a cluster of 2 walking
+		 * the tiles in step with B multicast (c2p) and 4 stages, half
+		 * the tile staged at a time: 3% faster than s3pvs without, where
+		 * c2 with 3 stages gained nothing and c4 runs a second wave
+		 * (bench/results/2026-11-29-s3-gpu-wgmma-c2p.txt); at M = 512 c2
+		 * is 17% slower */
 		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
 		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
-		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s3pvs" : t128 >= 100 ? "wg128x128x64s4pvs" : "wg64x128x64s8v",
+		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4c2pvs" : t128 >= 100 ? "wg128x128x64s4pvs" : "wg64x128x64s8v",
 				   c);
 		return;
 	}
@@ -257,7 +260,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
 	static const char *const all[] = {
 		/* "s" (staged epilogue) beside the default, untimed on a device yet */
-		"wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
+		"wg128x256x64s4c2pvs", "wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
 		"wg128x128x64s4pvs", "wg128x128x64s4pv", "wg128x256x64s3pvse", "wg128x128x64s4pvse", "wg128x128x64s6ppvs",
 		"wg64x256x64s4ppvs",
 		"wg128x128x64s4v", "wg128x128x64s6v",

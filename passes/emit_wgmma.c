@@ -228,6 +228,19 @@ static void tile_open(kf_buf *b, const kx_mm *mm)
 	if (!c->ps)
 		return;
 	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	if (c->cl > 1) {
+		/* "cNp": the CTAs of a cluster (consecutive along y) walk the
+		 * same cluster tiles in step (the multicast needs both in every
+		 * K step): cluster tile T is cl M tiles x 1 N tile, CTA rank r
+		 * takes M tile T's * cl + r (past M: zeros loaded, nothing stored) */
+		int ntc = (ntm + c->cl - 1) / c->cl;
+		kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.y / %d; t < %d; t += gridDim.y / %d) {\n", c->cl,
+			      ntc * ntn, c->cl);
+		kf_buf_printf(b, "    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntc, ntn);
+		kf_buf_printf(b, "    const int bm = (mt * %d + (int)(blockIdx.y %% %d)) * %d, bn = nt * %d;\n", c->cl, c->cl,
+			      c->bm, c->bn);
+		return;
+	}
 	kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.x; t < %d; t += gridDim.x) {\n", ntm * ntn);
 	kf_buf_printf(b, "    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntm, ntn);
 	kf_buf_printf(b, "    const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
@@ -259,7 +272,7 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 		epilogue_warps(k, mm);
 	if (cl > 1)
 		kf_buf_printf(b, "    const unsigned rank = kf_cl_rank();\n    const unsigned short mask = %d;\n"
-			      "    if (threadIdx.x == 0)\n", (1 << cl) - 1);
+			      "    if (threadIdx.x == 0) {\n", (1 << cl) - 1);
 	else
 		kf_buf_puts(b, "    if (threadIdx.x != 0) return;\n");
 	tile_open(b, mm);
@@ -273,7 +286,7 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	kf_buf_printf(b, "      kf_tma2d(sa, &tm0, kt * 64, bm, bar_full + s * 8);\n");
 	producer_b(b, mm, cl);
 	kf_buf_puts(b, c->ps ? "    }\n  }\n" : "    }\n");
-	kf_buf_puts(b, cl > 1 ? "  } else {\n" : "    return;\n  }\n");
+	kf_buf_puts(b, cl > 1 ? "    }\n  } else {\n" : "    return;\n  }\n");
 }
 
 /* The epilogue of 64 x BN accumulators, acc[a0...], at rows bm + rb
@@ -308,7 +321,9 @@ static void epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const ch
  * two rows of a thread that share it. */
 static bool whole_tiles(const kx_mm *mm)
 {
-	return mm->M % mm->cfg.bm == 0 && mm->N % mm->cfg.bn == 0;
+	const kf_mm_config *c = &mm->cfg;
+	int cl = c->cl > 1 ? c->cl : 1; /* and no cluster's extra M tiles */
+	return mm->M % c->bm == 0 && mm->N % c->bn == 0 && (mm->M / c->bm) % cl == 0;
 }
 
 /* "s": the epilogue through this warpgroup's staging tile (at `stg`), SC
@@ -529,7 +544,9 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 		      rbs * nr);
 	/* "p": the tile's last stage is released before the epilogue, so the
 	 * producer refills it with the next tile's data meanwhile */
-	if (c->ps)
+	if (c->ps && c->cl > 1)
+		kf_buf_printf(b, "  if (lane < %d) kf_mbar_arrive_cl(bar_empty + ((it + %d) %% %d) * 8, lane);\n", c->cl, S - 1, S);
+	else if (c->ps)
 		kf_buf_printf(b, "  if (lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n", S - 1, S);
 	if (ew)
 		stage_out(k, mm, kt, sc);
@@ -566,7 +583,11 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	 * load and multicast their share of B) */
 	int cl = c->cl > 1 ? c->cl : 1;
 	k->k->grid_y = (unsigned)(((mm->M + c->bm - 1) / c->bm + cl - 1) / cl * cl);
-	if (c->ps) { /* one row of at most KF_MM_SMS CTAs walking all tiles */
+	if (c->ps && cl > 1) { /* at most KF_MM_SMS / cl clusters along y walking the cluster tiles */
+		int64_t ctiles = k->k->units * (k->k->grid_y / cl);
+		k->k->grid_y = (unsigned)((ctiles < KF_MM_SMS / cl ? ctiles : KF_MM_SMS / cl) * cl);
+		k->k->units = 1;
+	} else if (c->ps) { /* one row of at most KF_MM_SMS CTAs walking all tiles */
 		int64_t tiles = k->k->units * k->k->grid_y;
 		k->k->units = tiles < KF_MM_SMS ? tiles : KF_MM_SMS;
 		k->k->grid_y = 1;

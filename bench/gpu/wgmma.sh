@@ -13,7 +13,8 @@
 #   many_t   the same with w stored [N, K] and N = 4001
 #   mm_512   gelu_tanh(x @ w + b), f16, 512 x 4096 x 4096
 #   mm_4096  the same at 4096^3 (timed only: the interpreter is slow there)
-# Tile suffixes: c2 / c4 = clusters of 2 / 4 CTAs along M, B multicast;
+# Tile suffixes: c2 / c4 = clusters of 2 / 4 CTAs along M, B multicast
+#   (with p: the cluster's CTAs walk the persistent tiles in step);
 # p = persistent (132 CTAs walking the tiles, grouped raster);
 # pp = persistent ping-pong (two consumer warpgroups on alternate tiles);
 # e = epilogue warps (the producer warpgroup's idle warps run the staged
@@ -79,20 +80,24 @@ one() {
 	[ $rc = 0 ] || tail -6 "$f" | sed 's/^/    /'
 }
 
-# correctness of the default tiles, the ping-pong ones ("pp") and the
-# epilogue warps ("e"): partial tiles, odd N (the scalar fallback of the
-# 16-byte chunks), several tiles per CTA, bf16 without an epilogue
-for t in wg128x256x64s3pvs wg128x128x64s4pvs wg128x256x64s3pvse wg128x128x64s4pvse wg128x128x64s6ppvs; do
+# correctness of the default tiles and the variants: clusters walking
+# tiles in step ("c2p", "c4p"), epilogue warps ("e"), ping-pong ("pp"):
+# partial tiles, odd N (the scalar fallback of the 16-byte chunks),
+# several tiles per CTA, bf16 without an epilogue
+for t in wg128x256x64s3pvs wg128x128x64s4pvs wg128x256x64s3c2pvs wg128x128x64s4c2pvs wg128x128x64s4c4pv \
+	wg128x256x64s3pvse wg128x128x64s6ppvs; do
 	for c in odd_nk odd_t odd_n many many_t bf16 mm_512; do
 		one $c $t yes
 	done
 done
-# timing: beside the default (pvs) and cuBLASLt
-for t in wg128x128x64s4pvs wg128x128x64s4pvse wg64x256x64s4ppvs cublaslt; do
-	one mm_512 $t no
-done
-for t in wg128x256x64s3pvs wg128x256x64s3pvse wg128x128x64s4pvse wg128x128x64s6ppvs cublaslt wg128x256x64s3pvs wg128x256x64s3pvse; do
-	one mm_4096 $t no
+# timing: beside the default (pvs) and cuBLASLt, twice
+for r in 1 2; do
+	for t in wg128x128x64s4pvs wg128x128x64s4c2pvs wg128x128x64s4c4pvs cublaslt; do
+		one mm_512 $t no
+	done
+	for t in wg128x256x64s3pvs wg128x256x64s3c2pvs wg128x256x64s4c2pvs wg128x256x64s3c4pvs cublaslt; do
+		one mm_4096 $t no
+	done
 done
 
 python3 - "$log" <<'PY'

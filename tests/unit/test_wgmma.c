@@ -81,12 +81,21 @@ static void test_configs(void **state)
 		kf_mm_config_text(&cf, txt, sizeof txt);
 		assert_string_equal(txt, pgood[i]);
 	}
-	const char *pbad[] = {"wg128x256x64s4vp", "wg128x256x64s4pp", "wg128x256x64s4c2p", "wg128x256x64s4pc2",
+	const char *pbad[] = {"wg128x256x64s4vp", "wg128x256x64s4pp", "wg128x256x64s4c2pp", "wg128x256x64s4pc2",
 			      "wg128x256x64s4p2", "wg128x256x64s4pvx"};
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(kf_mm_config_parse(pbad[i], &cf), -1);
 	assert_int_equal(kf_mm_config_parse("wg128x256x64s4v", &cf), 0);
 	assert_int_equal(cf.ps, 0);
+	/* clusters walking tiles in step: "cNp" */
+	const char *cpgood[] = {"wg128x256x64s3c2pvs", "wg128x128x64s4c4pv", "wg64x128x64s8c2p"};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(kf_mm_config_parse(cpgood[i], &cf), 0);
+		assert_true(cf.ps && cf.cl > 1 && !cf.pp);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, cpgood[i]);
+	}
+	assert_int_equal(kf_mm_config_parse("wg128x256x64s3c2pvse", &cf), -1);
 	/* "s" (staged epilogue): last; the staging columns what fits 227 KiB */
 	const struct {
 		const char *t;
@@ -155,7 +164,7 @@ static void test_configs(void **state)
 	assert_int_equal(wg, 0);
 	sh.wgmma = 1;
 	n = kf_mm_candidates(&sh, cand, 32);
-	assert_string_equal(cand[0], "wg128x256x64s3pvs");
+	assert_string_equal(cand[0], "wg128x256x64s4c2pvs");
 	for (int i = 0; i < n; i++)
 		if (!strncmp(cand[i], "wg", 2)) {
 			kf_mm_config_parse(cand[i], &cf); /* every one fits 227 KiB */
@@ -164,9 +173,9 @@ static void test_configs(void **state)
 		}
 	assert_true(wg >= 4);
 	/* the persistent tiles are candidates, before their one-shot twins */
-	assert_string_equal(cand[1], "wg128x256x64s4pvs");
-	assert_string_equal(cand[2], "wg128x256x64s4pv");
-	assert_string_equal(cand[3], "wg128x256x64s4v");
+	assert_string_equal(cand[1], "wg128x256x64s3pvs");
+	assert_string_equal(cand[2], "wg128x256x64s4pvs");
+	assert_string_equal(cand[3], "wg128x256x64s4pv");
 	int pv = 0;
 	for (int i = 0; i < n; i++)
 		pv += !strcmp(cand[i], "wg128x128x64s4pv");
@@ -184,9 +193,10 @@ static void test_configs(void **state)
 	}
 }
 
-/* The default on an sm_90 target: 128 x 256 at 4096^3, 128 x 128 at M = 512,
- * both persistent (one CTA per SM of an H200, at most one per tile), the
- * epilogue staged in shared memory (the ring of 3 stages, then the tile). */
+/* The default on an sm_90 target: 128 x 256 at 4096^3 in clusters of 2
+ * (B multicast), 128 x 128 at M = 512, both persistent (one CTA per SM of
+ * an H200, at most one per tile), the epilogue staged in shared memory
+ * (the ring of 4 stages, then half the tile at a time). */
 static void test_choice(void **state)
 {
 	(void)state;
@@ -196,9 +206,10 @@ static void test_choice(void **state)
 	assert_int_equal(k.block, 384);
 	assert_int_equal(k.units * k.grid_y, 132);
 	kf_mm_config cf;
-	kf_mm_config_parse("wg128x256x64s3pvs", &cf);
+	kf_mm_config_parse("wg128x256x64s4c2pvs", &cf);
 	assert_int_equal(k.smem, kf_wg_smem(&cf));
-	assert_true(k.smem >= 3 * 384 * 128 + 2 * 64 * 256 * 2 && k.smem <= 227 * 1024);
+	assert_int_equal(k.cluster, 2);
+	assert_true(k.smem >= 4 * 384 * 128 + 2 * 64 * 128 * 2 && k.smem <= 227 * 1024);
 	assert_non_null(strstr(k.src, "m64n256k16.f32.f16.f16"));
 	assert_non_null(strstr(k.src, "__launch_bounds__(384, 1)"));
 	assert_non_null(strstr(k.src, "const __grid_constant__ KfTmap tm0, const __grid_constant__ KfTmap tm1)"));
@@ -644,6 +655,18 @@ static void test_ring_model(void **state)
 	assert_non_null(strstr(k.src, "for (int kt = 0; kt < 64; kt++, it++)"));
 	assert_non_null(strstr(k.src, "if (lane == 0) kf_mbar_arrive(bar_empty + ((it + 3) % 4) * 8);\n  {\n  const int r0"));
 	kf_kernel_free(&k);
+	/* "c2p": 66 clusters of 2 along y walking 16 x 16 cluster tiles */
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s3c2pvs", &k);
+	assert_int_equal(k.units, 1);
+	assert_int_equal(k.grid_y, 132);
+	assert_int_equal(k.cluster, 2);
+	assert_non_null(strstr(k.src, "for (int t = blockIdx.y / 2; t < 256; t += gridDim.y / 2)"));
+	kf_kernel_free(&k);
+	/* 3 M tiles: 2 cluster rows (the 4th M tile loads zeros, stores nothing) x 2 N tiles */
+	kft_emit_contraction(mm_text(300, 201, 72, true), 1, "wg128x128x64s4c2pvs", &k);
+	assert_int_equal(k.grid_y, 8);
+	assert_non_null(strstr(k.src, "if (row >= 300)"));
+	kf_kernel_free(&k);
 	kft_emit_contraction(mm_text(300, 201, 72, true), 1, "wg128x128x64s4p", &k);
 	assert_int_equal(k.units, 3 * 2); /* fewer tiles than SMs: one each */
 	assert_int_equal(k.grid_y, 1);
@@ -698,6 +721,10 @@ static void test_compile(void **state)
 		{4096, 4096, 4096, false, "wg128x256x64s3pvse", 168},
 		{512, 4096, 4096, true, "wg128x128x64s4pvse", 168},
 		{300, 201, 72, true, "wg128x128x64s4pvse", 168},
+		/* clusters + persistent: B multicast, the cluster tiles walked in step */
+		{4096, 4096, 4096, false, "wg128x256x64s3c2pvs", 168},
+		{300, 201, 72, true, "wg128x128x64s4c2pvs", 168},
+		{512, 4096, 4096, true, "wg128x128x64s4c4pv", 168},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
