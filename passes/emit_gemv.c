@@ -160,6 +160,54 @@ static void gemv_kn(kx *k, kx_mm *mm, const char *acc)
 	kn_final(k, mm, acc, cw, ks);
 }
 
+/* B stored [K, N], "gemvc": a block of 1024 threads owns CW = 8 V columns
+ * (128 bytes of each row) and all of K, so there is no K split and no
+ * second pass through global memory (gemv_kn's last block adds KS partials
+ * after a fence and an atomic: two more L2 round trips, ~1.5 us of a 6 us
+ * kernel).  Lane = 8 r + q: chunk q (V columns) of row 4 warp + r, the
+ * warp's loads are 4 rows x 128 bytes (whole lines); each thread issues
+ * its U loads (rows 128 apart) before using any.  Then the 4 lanes of a
+ * chunk add by shuffles, the 32 warps in shared memory in warp order: the
+ * result does not depend on timing. */
+static void gemv_kn_cols(kx *k, kx_mm *mm, const char *acc)
+{
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k), *st = kx_st(mm->b.st);
+	int v = 16 / (int)kf_dtype_size(mm->b.st), U = gemv_unroll(mm);
+	int64_t N = mm->N, K = mm->K, cw = 8 * v;
+	kf_buf x = {0};
+	kx_mm_operand(k, mm, 0, "kk", &x);
+	k->k->block = 1024;
+	k->k->min_blocks = 1; /* 64 registers: all U loads in flight (ptxas picks 32 otherwise) */
+	k->k->units = (N + cw - 1) / cw;
+	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
+	kf_buf_printf(b, "  const %s n0 = (%s)blockIdx.x * %lld + (lane & 7) * %d;\n  %s acc[%d];\n", it, it, (long long)cw,
+		      v, acc, v);
+	kf_buf_printf(b, "#pragma unroll\n  for (int v = 0; v < %d; v++) acc[v] = 0;\n", v);
+	kf_buf_printf(b, "  for (%s k0 = warp * 4 + (lane >> 3); k0 < %lld; k0 += %d) {\n    %s w[%d][%d];\n    %s xs[%d];\n", it,
+		      (long long)K, 128 * U, st, U, v, acc, U);
+	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const %s kk = k0 + u * 128;\n"
+		      "      if (kk < %lld && n0 < %lld) kf_vldna<%s, %d>(w[u], p%d + kk * %lldLL + n0);\n"
+		      "      else\n#pragma unroll\n        for (int v = 0; v < %d; v++) w[u][v] = 0;\n"
+		      "      xs[u] = kk < %lld ? (%s)(%.*s) : (%s)0;\n    }\n",
+		      U, it, (long long)K, (long long)N, st, v, mm->b.param, (long long)N, v, (long long)K, acc, (int)x.n, x.p,
+		      acc);
+	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++)\n#pragma unroll\n"
+		      "      for (int v = 0; v < %d; v++) acc[v] += xs[u] * (%s)%s(w[u][v]);\n  }\n",
+		      U, v, acc, conv_fn(mm->b.st));
+	kf_buf_free(&x);
+	kf_buf_printf(b, "  __shared__ %s red[32][%lld];\n#pragma unroll\n  for (int v = 0; v < %d; v++) {\n"
+		      "    acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], 8);\n"
+		      "    acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], 16);\n"
+		      "    if (lane < 8) red[warp][lane * %d + v] = acc[v];\n  }\n  __syncthreads();\n",
+		      acc, (long long)cw, v, v);
+	kf_buf_printf(b, "  const %s col = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (threadIdx.x >= %lld || col >= %lld) return;\n"
+		      "  %s s = 0;\n#pragma unroll\n  for (int j = 0; j < 32; j++) s += red[j][threadIdx.x];\n  ",
+		      it, it, (long long)cw, (long long)cw, (long long)N, acc);
+	kx_mm_epi_call(k, b);
+	kf_buf_printf(b, "0, (%s)0, col, s);\n", it);
+}
+
 /* [N, K]: warps per output, config ks (1, 2, 4, 8), else enough that one
  * round of U loads per lane covers K (at most 8 warps). */
 static int nk_warps(const kx_mm *mm, int v, int U)
@@ -410,6 +458,8 @@ int kx_mm_emit_gemv(kx *k, kx_mm *mm)
 		return gemvb(k, mm);
 	if (mm->b.trans)
 		gemv_nk(k, mm, acc);
+	else if (mm->cfg.colb)
+		gemv_kn_cols(k, mm, acc);
 	else
 		gemv_kn(k, mm, acc);
 	return 0;

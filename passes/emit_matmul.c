@@ -80,6 +80,11 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
+	if (!strcmp(s, "gemvc") || (sscanf(s, "gemvcu%d%n", &c->un, &n) == 1 && !s[n])) {
+		c->algo = KF_MM_GEMV;
+		c->colb = 1;
+		return c->un >= 0 && c->un <= 16 && (s[5] == 0 || s[6] != '0') ? 0 : -1;
+	}
 	if (sscanf(s, "gemvk%d%n", &c->ks, &n) == 1 && !s[n]) {
 		c->algo = KF_MM_GEMV;
 		return c->ks >= 1 && c->ks <= 1024 ? 0 : -1;
@@ -116,6 +121,10 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 			snprintf(out, n, "gemvb%d", c->stages);
 		else if (c->bulk)
 			snprintf(out, n, "gemvb");
+		else if (c->colb && c->un)
+			snprintf(out, n, "gemvcu%d", c->un);
+		else if (c->colb)
+			snprintf(out, n, "gemvc");
 		else if (c->ks && c->un)
 			snprintf(out, n, "gemvk%du%d", c->ks, c->un);
 		else if (c->ks)
@@ -209,6 +218,9 @@ static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	default:
 		if (c->bulk)
 			return gemvb_fits(c, sh);
+		if (c->colb) /* 16-byte loads along N of B read as stored */
+			return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && !sh->tb && sh->raw &&
+			       sh->N % (16 / (int64_t)kf_dtype_size(sh->in)) == 0;
 		/* B [N, K]: 1, 2, 4 or 8 warps per output */
 		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) &&
 		       (!sh->tb || (c->ks <= 8 && !(c->ks & (c->ks - 1))));
@@ -269,7 +281,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
 		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
 		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
-		"gemvk8u8",
+		"gemvk8u8", "gemvc", "gemvcu4", "gemvcu16",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);

@@ -47,6 +47,8 @@ typedef struct kf_mm_config {
 			    * tile staged): the consumers stage the rounded result and
 			    * go on to the next tile, warps 1-3 of the producer
 			    * warpgroup run the epilogue from shared memory */
+	int colb;          /* GEMV "gemvc[uU]": B [K, N] in column blocks of 128 bytes, all
+			    * K in one block of 1024 threads: no K split, no second pass */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
 } kf_mm_config;

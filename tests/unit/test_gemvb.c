@@ -1,4 +1,5 @@
-/* Unit tests of the bulk-copy GEMV ("gemvb[S]", passes/emit_gemv.c): its
+/* Unit tests of the bulk-copy GEMV ("gemvb[S]", passes/emit_gemv.c) and
+ * the column-blocked one ("gemvc", test_cols): its
  * configs, when it is a candidate, a host model of its partition (every
  * weight byte copied exactly once, every bulk copy 16-byte aligned and a
  * multiple of 16 bytes, every row computed by exactly one warp, the ring
@@ -169,6 +170,82 @@ static void test_emit(void **state)
 	kf_kernel_free(&k);
 }
 
+/* relu(x @ w + b), w stored [K, N] */
+static char *gemv_kn_text(const char *dt, int N, int K)
+{
+	static char t[1024];
+	snprintf(t, sizeof t,
+		 "graph @g(%%x: %s[1,%d], %%w: %s[%d,%d], %%b: %s[%d]) -> (%s[1,%d]) {\n"
+		 "  %%m = matmul(%%x, %%w) : %s[1,%d]\n"
+		 "  %%a = add(%%m, %%b) : %s[1,%d]\n"
+		 "  %%y = relu(%%a) : %s[1,%d]\n  return %%y\n}\n",
+		 dt, K, dt, K, N, dt, N, dt, N, dt, N, dt, N, dt, N);
+	return t;
+}
+
+/* The column-blocked GEMV ("gemvc[uU]", B [K, N]): configs, candidates,
+ * and a host model of its mapping (gemv_kn_cols): lane 8 r + q, warp w,
+ * step u of round k0 loads chunk q of row 4 w + r + 128 (u + U round):
+ * every (row, chunk) of the block's columns exactly once, whatever K. */
+static void test_cols(void **state)
+{
+	(void)state;
+	kf_mm_config cf;
+	char txt[32];
+	const char *good[] = {"gemvc", "gemvcu4", "gemvcu16"};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(kf_mm_config_parse(good[i], &cf), 0);
+		assert_true(cf.colb && cf.algo == KF_MM_GEMV);
+		kf_mm_config_text(&cf, txt, sizeof txt);
+		assert_string_equal(txt, good[i]);
+	}
+	const char *bad[] = {"gemvcu0", "gemvcu17", "gemvcx", "gemvcu", "gemvc4", "gemvcu04"};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
+	char cand[64][32];
+	kf_mm_shape kn = {.in = KF_F32, .out = KF_F32, .batch = 1, .M = 1, .N = 4096, .K = 1024, .raw = true};
+	int n = kf_mm_candidates(&kn, cand, 64), have = 0;
+	for (int i = 0; i < n; i++)
+		have += !strcmp(cand[i], "gemvc");
+	assert_int_equal(have, 1);
+	kf_mm_shape nk = kn, odd = kn;
+	nk.tb = true;  /* B [N, K]: gemv_nk's */
+	odd.N = 4094; /* rows not whole 16-byte chunks */
+	for (int j = 0; j < 2; j++) {
+		n = kf_mm_candidates(j ? &odd : &nk, cand, 64);
+		for (int i = 0; i < n; i++)
+			assert_true(strncmp(cand[i], "gemvc", 5) != 0);
+	}
+	static const int Ks[] = {1, 127, 128, 1000, 1024, 1025, 3000};
+	static const int Us[] = {1, 4, 8, 16};
+	static unsigned char seen[3000][8];
+	for (size_t a = 0; a < sizeof Ks / sizeof *Ks; a++)
+		for (size_t b = 0; b < sizeof Us / sizeof *Us; b++) {
+			int K = Ks[a], U = Us[b];
+			memset(seen, 0, sizeof seen);
+			for (int w = 0; w < 32; w++)
+				for (int lane = 0; lane < 32; lane++)
+					for (int k0 = w * 4 + (lane >> 3); k0 < K; k0 += 128 * U)
+						for (int u = 0; u < U; u++)
+							if (k0 + u * 128 < K)
+								seen[k0 + u * 128][lane & 7]++;
+			for (int r = 0; r < K; r++)
+				for (int q = 0; q < 8; q++)
+					assert_int_equal(seen[r][q], 1);
+		}
+	kf_kernel k;
+	kft_emit_contraction(gemv_kn_text("f32", 4096, 1024), 1, "gemvc", &k);
+	assert_int_equal(k.units, 128); /* 32 columns of 4 floats a block */
+	assert_int_equal(k.block, 1024);
+	assert_int_equal(k.grid_y, 1);  /* no K split */
+	assert_null(strstr(k.src, "_ws["));
+	assert_non_null(strstr(k.src, "for (int j = 0; j < 32; j++) s += red[j][threadIdx.x];"));
+	kf_kernel_free(&k);
+	kft_emit_contraction(gemv_kn_text("f16", 4096, 1024), 1, "gemvc", &k);
+	assert_int_equal(k.units, 64); /* 64 columns of 8 halves */
+	kf_kernel_free(&k);
+}
+
 static void test_compile(void **state)
 {
 	(void)state;
@@ -191,6 +268,19 @@ static void test_compile(void **state)
 		kft_ptxas_checked(&k, "sm_90", 0);
 		kf_kernel_free(&k);
 	}
+	/* gemvc: at most 64 registers (1024 threads), all loads in flight */
+	static const struct {
+		const char *dt, *tile;
+		int N, K;
+	} cc[] = {{"f32", "gemvc", 4096, 1024}, {"f32", "gemvcu16", 4096, 1000}, {"bf16", "gemvcu4", 1000, 4104},
+		  {"f16", "gemvc", 64, 3}};
+	for (size_t i = 0; i < sizeof cc / sizeof *cc; i++) {
+		kf_kernel k;
+		kft_emit_contraction(gemv_kn_text(cc[i].dt, cc[i].N, cc[i].K), 1, cc[i].tile, &k);
+		assert_non_null(strstr(k.src, "__launch_bounds__(1024, 1)"));
+		kft_ptxas_checked(&k, "sm_90", 64);
+		kf_kernel_free(&k);
+	}
 }
 
 int main(void)
@@ -199,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_configs),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_emit),
+		cmocka_unit_test(test_cols),
 		cmocka_unit_test(test_compile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
