@@ -230,7 +230,14 @@ static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
 {
 	if (sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && sh->N >= 32) {
-		kf_mm_config_parse("gemv", c);
+		/* B [K, N] in column blocks (no K split, no second pass) where
+		 * those blocks fill most of 132 SMs: 87% of the copy ceiling
+		 * against 67% for the split at 1 x 1024 x 4096 f32, warm
+		 * (bench/results/2026-11-29-s3-gpu-gemv-tiles2.txt) */
+		kf_mm_config cc;
+		kf_mm_config_parse("gemvc", &cc);
+		int64_t cw = 128 / (int64_t)kf_dtype_size(sh->in);
+		kf_mm_config_parse(config_fits(&cc, sh) && (sh->N + cw - 1) / cw >= 100 ? "gemvc" : "gemv", c);
 		return;
 	}
 	kf_mm_config wg;

@@ -243,6 +243,14 @@ static void test_cols(void **state)
 	kf_kernel_free(&k);
 	kft_emit_contraction(gemv_kn_text("f16", 4096, 1024), 1, "gemvc", &k);
 	assert_int_equal(k.units, 64); /* 64 columns of 8 halves */
+	kf_kernel_free(&k);	/* the default: column blocks where they number 100 or more (128 of
+	 * f32 at N = 4096), else the K split (8 blocks at N = 1024) */
+	kft_emit_contraction(gemv_kn_text("f32", 4096, 1024), 1, NULL, &k);
+	assert_int_equal(k.block, 1024);
+	kf_kernel_free(&k);
+	kft_emit_contraction(gemv_kn_text("f32", 1024, 4096), 1, NULL, &k);
+	assert_int_equal(k.block, 256);
+	assert_true(k.grid_y > 1);
 	kf_kernel_free(&k);
 }
 
