@@ -29,18 +29,8 @@ dur() { # LABEL CACHE CMD...: the median duration (ns) of the most launched kern
 	shift 2
 	ncu --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum --csv --print-units base "$@" \
 		> "$out/$label.csv" 2> "$out/$label.err" || { echo "gemv_ncu.sh: $label failed"; tail -3 "$out/$label.err"; }
-	python3 - "$label" "$out/$label.csv" >> "$log" <<'PY'
-import csv, statistics, sys
-label, path = sys.argv[1], sys.argv[2]
-rows = list(csv.reader(l for l in open(path) if l.startswith('"')))
-if len(rows) > 1:
-    ki, vi = rows[0].index("Kernel Name"), rows[0].index("Metric Value")
-    by = {}
-    for r in rows[1:]:
-        by.setdefault(r[ki], []).append(float(r[vi].replace(",", "")))
-    k, v = max(by.items(), key=lambda kv: len(kv[1]))
-    print(f"DUR {label} {len(v)} {statistics.median(v):.0f} {k[:48].replace(' ', '_')}")
-PY
+	d=$(python3 "$here/ncu_dur.py" "$out/$label.csv")
+	[ -z "$d" ] || echo "DUR $label $d" >> "$log"
 }
 for c in gemv_kn gemv_nk gemv_kn_k1024 gemv_nk_k1024; do
 	"$opt" "$out/$c.kf" -p fuse-matmul,fuse -o "$out/$c.mm.kf" 2> /dev/null

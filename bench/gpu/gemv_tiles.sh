@@ -16,20 +16,8 @@ dur() { # LABEL CACHE CMD...: the median duration (ns) of the most launched kern
 	shift 2
 	ncu --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum --csv --print-units base "$@" \
 		> "$out/$label.csv" 2> "$out/$label.err" || { echo "gemv_tiles.sh: $label failed"; tail -3 "$out/$label.err"; }
-	python3 - "$label" "$out/$label.csv" <<'PY'
-import csv, statistics, sys
-label, path = sys.argv[1], sys.argv[2]
-rows = list(csv.reader(l for l in open(path) if l.startswith('"')))
-if len(rows) > 1:
-    ki, vi = rows[0].index("Kernel Name"), rows[0].index("Metric Value")
-    by = {}
-    for r in rows[1:]:
-        by.setdefault(r[ki], []).append(float(r[vi].replace(",", "")))
-    k, v = max(by.items(), key=lambda kv: len(kv[1]))
-    print(f"{statistics.median(v) / 1e3:.2f}")
-else:
-    print("-")
-PY
+	d=$(python3 "$here/ncu_dur.py" "$out/$label.csv")
+	if [ -n "$d" ]; then echo "$d" | awk '{printf "%.2f\n", $2 / 1e3}'; else echo -; fi
 }
 printf '%-5s %-12s %-6s %8s %6s %8s %6s\n' case tile check warm_us %copy cold_us %copy > "$log"
 row() { # CASE TILE FILE
