@@ -564,17 +564,12 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 		kf_buf_puts(b, "  }\n");
 }
 
-int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
+/* The launch shape: a block of 1 + consumers warpgroups; one CTA per tile
+ * (N tiles along x, M tiles along y), or "p" at most KF_MM_SMS CTAs
+ * walking the tiles. */
+static void wg_grid(kx *k, const kx_mm *mm)
 {
 	const kf_mm_config *c = &mm->cfg;
-	int S = c->stages, asz = c->bm * 128, bsz = c->bn * 128;
-	int64_t kt = (mm->K + 63) / 64;
-	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
-	kf_buf *b = &k->b;
-	kf_buf_puts(&k->decl, helpers);
-	wgmma_fn(&k->decl, ty, c->bn, !mm->b.trans);
-	if (c->ps)
-		raster_fn(&k->decl);
 	k->k->sm90a = true;
 	k->k->block = 128 * (1 + kf_wg_consumers(c));
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
@@ -594,6 +589,20 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	}
 	k->k->grid_z = 1;
 	k->k->cluster = cl > 1 ? cl : 0;
+}
+
+int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
+{
+	const kf_mm_config *c = &mm->cfg;
+	int S = c->stages, asz = c->bm * 128, bsz = c->bn * 128, cl = c->cl > 1 ? c->cl : 1;
+	int64_t kt = (mm->K + 63) / 64;
+	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
+	kf_buf *b = &k->b;
+	kf_buf_puts(&k->decl, helpers);
+	wgmma_fn(&k->decl, ty, c->bn, !mm->b.trans);
+	if (c->ps)
+		raster_fn(&k->decl);
+	wg_grid(k, mm);
 	/* "s": the staged epilogue where there is one 2-byte output, else
 	 * the "v" / scalar one */
 	int stg = c->ss ? kx_mm_epilogue_s(k, mm, whole_tiles(mm)) : 1;
