@@ -63,6 +63,9 @@ typedef struct kf_kernel {
 	int layers;         /* a persistent stack (passes/emit_stack.c): its layers, whose
 			       groups (`units`) must all be resident at once; 0 otherwise */
 	int min_blocks;     /* __launch_bounds__'s blocks per SM to fit (0: not given) */
+	bool walk;          /* it walks its units by gridDim (the persistent wgmma): the
+			       runtime may launch fewer blocks than emitted, and launches
+			       at most what is resident at once (kf_cuda_fit_walk) */
 } kf_kernel;
 
 /* What the emitter may assume of the device.  wgmma: 1 when it is an

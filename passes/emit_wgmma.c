@@ -589,6 +589,9 @@ static void wg_grid(kx *k, const kx_mm *mm)
 	}
 	k->k->grid_z = 1;
 	k->k->cluster = cl > 1 ? cl : 0;
+	/* KF_MM_SMS is the H200's: on a part with fewer SMs the runtime cuts
+	 * the grid to what is resident, rather than run a second wave */
+	k->k->walk = c->ps;
 }
 
 int kx_mm_emit_wgmma(kx *k, kx_mm *mm)

@@ -63,6 +63,18 @@ static unsigned grid_of(const kf_kernel *k, int sm, int bps)
 	return (unsigned)((k->units + trips - 1) / trips);
 }
 
+void kf_cuda_fit_walk(const kf_kernel *k, int sm, int bps, unsigned grid[3])
+{
+	if (!k->walk || sm < 1 || bps < 1)
+		return;
+	int64_t fit = (int64_t)sm * bps;
+	int cl = k->cluster > 1 ? k->cluster : 1;
+	int ax = cl > 1 ? 1 : 0; /* clusters run along y, x along the tiles */
+	fit = fit / cl * cl;
+	if (fit >= cl && grid[ax] > fit)
+		grid[ax] = (unsigned)fit;
+}
+
 /* Loads the programs from `from` on, finds each step's function, and marks
  * fused steps that spill. */
 static int load(kf_cuda_session *s, bool *spilled)
@@ -107,6 +119,10 @@ static int load(kf_cuda_session *s, bool *spilled)
 		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, (size_t)t->k.smem, &bps) != 0 || bps < 1)
 			bps = 1;
 		t->grid = grid_of(&t->k, inf->sm_count, bps);
+		unsigned gr[3] = {t->grid, t->k.grid_y, t->k.grid_z};
+		kf_cuda_fit_walk(&t->k, inf->sm_count, bps, gr);
+		t->grid = gr[0];
+		t->k.grid_y = gr[1];
 		/* a stack of layers as one wavefront kernel needs every group
 		 * resident: looping groups would run the layers one after the
 		 * other.  Else (or KFUSE_PERSISTENT_STACK=0) its body runs: a

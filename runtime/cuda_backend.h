@@ -79,6 +79,12 @@ int kf_cuda_kernel_tmaps(kf_cuda *cu, const kf_kernel *k, const kf_cuptr *ptr, k
 /* The NVRTC target of a kernel on arch: arch, or "sm_90a" for an sm_90a
  * kernel on sm_90. */
 void kf_cuda_kernel_arch(const char *arch, bool sm90a, char *out, size_t n);
+/* A kernel that walks its units by gridDim (kf_kernel.walk) launches at
+ * most what is resident at once on sm SMs holding bps of its blocks each:
+ * grid[0] blocks, or with a cluster grid[1] in whole clusters (a second
+ * wave would run its CTAs' whole walks after the first: twice the time).
+ * grid[] in and out; other kernels unchanged. */
+void kf_cuda_fit_walk(const kf_kernel *k, int sm, int bps, unsigned grid[3]);
 /* What the emitter may use on device cu (NULL: a dry run) of arch. */
 void kf_cuda_emit_target(const kf_cuda *cu, const char *arch, kf_emit_target *t);
 

@@ -322,6 +322,10 @@ static double time_kernel(bench *b, kf_graph *g, bufset *bs, const kf_kernel *k)
 	    kf_cuda_module_load(b->cu, img.p, &mod) != 0 || kf_cuda_function(b->cu, mod, k->name, &l.f) != 0 ||
 	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l.f, k->smem) != 0))
 		goto out;
+	int bps = 0; /* the grid the plan will launch (kf_cuda_fit_walk) */
+	if (kf_cuda_occupancy(b->cu, l.f, k->block, (size_t)k->smem, &bps) != 0 || bps < 1)
+		bps = 1;
+	kf_cuda_fit_walk(k, kf_cuda_get_info(b->cu)->sm_count, bps, l.grid);
 	for (uint32_t i = 0; i < np; i++)
 		if (bufset_get(b, g, bs, i < k->nin ? k->in[i] : k->out[i - k->nin], &ptr[i]) != 0)
 			goto out;

@@ -655,6 +655,28 @@ static void test_ring_model(void **state)
 	assert_non_null(strstr(k.src, "for (int kt = 0; kt < 64; kt++, it++)"));
 	assert_non_null(strstr(k.src, "if (lane == 0) kf_mbar_arrive(bar_empty + ((it + 3) % 4) * 8);\n  {\n  const int r0"));
 	kf_kernel_free(&k);
+	/* on a part with fewer SMs the plan launches what is resident
+	 * (kf_cuda_fit_walk), not a second wave: 114 SMs (H100 PCIe) */
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4pvs", &k);
+	assert_true(k.walk);
+	unsigned gr[3] = {(unsigned)k.units, k.grid_y, k.grid_z};
+	kf_cuda_fit_walk(&k, 114, 1, gr);
+	assert_true(gr[0] == 114 && gr[1] == 1);
+	gr[0] = (unsigned)k.units;
+	kf_cuda_fit_walk(&k, 132, 1, gr); /* the H200: as emitted */
+	assert_int_equal(gr[0], 132);
+	kf_kernel_free(&k);
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4c2pvs", &k);
+	gr[0] = (unsigned)k.units, gr[1] = k.grid_y;
+	kf_cuda_fit_walk(&k, 113, 1, gr); /* whole clusters along y */
+	assert_true(gr[0] == 1 && gr[1] == 112);
+	kf_kernel_free(&k);
+	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s4", &k);
+	assert_false(k.walk); /* one CTA per tile: every block needed */
+	gr[0] = (unsigned)k.units, gr[1] = k.grid_y;
+	kf_cuda_fit_walk(&k, 114, 1, gr);
+	assert_true(gr[0] == 16 && gr[1] == 32);
+	kf_kernel_free(&k);
 	/* "c2p": 66 clusters of 2 along y walking 16 x 16 cluster tiles */
 	kft_emit_contraction(mm_text(4096, 4096, 4096, false), 1, "wg128x256x64s3c2pvs", &k);
 	assert_int_equal(k.units, 1);
