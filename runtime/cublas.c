@@ -21,47 +21,76 @@ typedef int (*ws_fn)(void *, void *, size_t);
 typedef int (*gemm_fn)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
 		       const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
 
-struct kf_cublas {
+/* What a cuBLAS and a cuBLASLt handle both hold: the library, its handle
+ * (freed by destroy) and the workspace kfuse gives it. */
+typedef struct blas_lib {
 	kf_ctx *c;
 	kf_cuda *cu;
 	void *lib, *h;
 	kf_cuptr ws;
 	destroy_fn destroy;
+} blas_lib;
+
+/* Loads $env when set, else BASE.so.13, BASE.so.12, BASE.so, then
+ * BASE.so under $CUDA_HOME/lib64 and /usr/local/cuda/lib64; fills l (its
+ * destroy from the symbol `destroy`) and returns 0, or -1 with why. */
+static int blas_load(blas_lib *l, kf_ctx *c, kf_cuda *cu, const char *env, const char *base, const char *destroy,
+		     char *loaded, size_t nloaded, char *why, size_t nwhy)
+{
+	char v13[64], v12[64], so[64], p1[512], p2[512];
+	const char *e = getenv(env), *home = getenv("CUDA_HOME");
+	snprintf(v13, sizeof v13, "%s.so.13", base);
+	snprintf(v12, sizeof v12, "%s.so.12", base);
+	snprintf(so, sizeof so, "%s.so", base);
+	snprintf(p1, sizeof p1, "%s/lib64/%s.so", home ? home : "/usr/local/cuda", base);
+	snprintf(p2, sizeof p2, "/usr/local/cuda/lib64/%s.so", base);
+	const char *names[] = {v13, v12, so, p1, p2}, *only[] = {e};
+	void *lib = e && *e ? kf_cuda_dlopen_first(only, 1, loaded, nloaded, why, nwhy)
+			    : kf_cuda_dlopen_first(names, 5, loaded, nloaded, why, nwhy);
+	if (!lib)
+		return -1;
+	*l = (blas_lib){.c = c, .cu = cu, .lib = lib, .destroy = (destroy_fn)dlsym(lib, destroy)};
+	return 0;
+}
+
+static void blas_close(blas_lib *l)
+{
+	if (l->h)
+		l->destroy(l->h);
+	if (l->ws)
+		kf_cuda_free(l->cu, l->ws);
+	dlclose(l->lib);
+}
+
+struct kf_cublas {
+	blas_lib l;
 	stream_fn set_stream;
 	gemm_fn gemm;
 };
 
 kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu)
 {
-	char loaded[512], why[1024], p1[512], p2[512];
-	const char *env = getenv("KFUSE_CUBLAS_LIB"), *home = getenv("CUDA_HOME");
-	snprintf(p1, sizeof p1, "%s/lib64/libcublas.so", home ? home : "/usr/local/cuda");
-	snprintf(p2, sizeof p2, "/usr/local/cuda/lib64/libcublas.so");
-	const char *names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12", p1, p2};
-	const char *only[] = {env};
-	void *lib = env && *env ? kf_cuda_dlopen_first(only, 1, loaded, sizeof loaded, why, sizeof why)
-				: kf_cuda_dlopen_first(names, 5, loaded, sizeof loaded, why, sizeof why);
-	if (!lib) {
+	char loaded[512], why[1024];
+	kf_cublas *b = calloc(1, sizeof *b);
+	if (blas_load(&b->l, c, cu, "KFUSE_CUBLAS_LIB", "libcublas", "cublasDestroy_v2", loaded, sizeof loaded, why,
+		      sizeof why) != 0) {
 		kf_error(c, KF_NOLOC, "cublas: cannot load cuBLAS: %s", why);
+		free(b);
 		return NULL;
 	}
-	kf_cublas *b = calloc(1, sizeof *b);
-	b->c = c;
-	b->cu = cu;
-	b->lib = lib;
+	void *lib = b->l.lib;
 	create_fn create = (create_fn)dlsym(lib, "cublasCreate_v2");
 	ws_fn set_ws = (ws_fn)dlsym(lib, "cublasSetWorkspace_v2");
-	b->destroy = (destroy_fn)dlsym(lib, "cublasDestroy_v2");
 	b->set_stream = (stream_fn)dlsym(lib, "cublasSetStream_v2");
 	b->gemm = (gemm_fn)dlsym(lib, "cublasGemmStridedBatchedEx");
 	int st = -1;
-	if (!create || !set_ws || !b->destroy || !b->set_stream || !b->gemm) {
+	if (!create || !set_ws || !b->l.destroy || !b->set_stream || !b->gemm) {
 		kf_error(c, KF_NOLOC, "cublas: %s lacks the functions kfuse needs", loaded);
-	} else if ((st = create(&b->h)) != 0) {
+	} else if ((st = create(&b->l.h)) != 0) {
 		kf_error(c, KF_NOLOC, "cublas: cublasCreate failed (status %d)", st);
-	} else if (kf_cuda_malloc(cu, WORKSPACE, &b->ws) != 0) {
+	} else if (kf_cuda_malloc(cu, WORKSPACE, &b->l.ws) != 0) {
 		st = -1;
-	} else if ((st = set_ws(b->h, (void *)(uintptr_t)b->ws, WORKSPACE)) != 0) {
+	} else if ((st = set_ws(b->l.h, (void *)(uintptr_t)b->l.ws, WORKSPACE)) != 0) {
 		kf_error(c, KF_NOLOC, "cublas: cublasSetWorkspace failed (status %d)", st);
 	}
 	if (st != 0) {
@@ -75,11 +104,7 @@ void kf_cublas_close(kf_cublas *b)
 {
 	if (!b)
 		return;
-	if (b->h)
-		b->destroy(b->h);
-	if (b->ws)
-		kf_cuda_free(b->cu, b->ws);
-	dlclose(b->lib);
+	blas_close(&b->l);
 	free(b);
 }
 
@@ -142,7 +167,7 @@ int kf_cublas_matmul(kf_cublas *b, kf_graph *g, kf_nid n, kf_cuptr a, kf_cuptr b
 {
 	shape s;
 	if (!shape_of(g, n, &s)) {
-		kf_error(b->c, kf_N(g, n)->loc, "cublas: this node does not map to a cuBLAS GEMM");
+		kf_error(b->l.c, kf_N(g, n)->loc, "cublas: this node does not map to a cuBLAS GEMM");
 		return -1;
 	}
 	int dt = kf_vtype(g, kf_res(g, n, 0))->dtype, code = dtype_code(dt);
@@ -151,16 +176,16 @@ int kf_cublas_matmul(kf_cublas *b, kf_graph *g, kf_nid n, kf_cuptr a, kf_cuptr b
 	double db = 0.0;
 	const void *pa = dt == KF_F64 ? (const void *)&alpha : (const void *)&fa;
 	const void *pb = dt == KF_F64 ? (const void *)&db : (const void *)&fb;
-	int rc = b->set_stream(b->h, st);
+	int rc = b->set_stream(b->l.h, st);
 	/* column-major: C^T[N, M] = op(B^T)[N, K] op(A^T)[K, M] */
 	if (rc == 0)
-		rc = b->gemm(b->h, s.tb ? OP_T : OP_N, s.ta ? OP_T : OP_N, (int)s.N, (int)s.M, (int)s.K, pa,
+		rc = b->gemm(b->l.h, s.tb ? OP_T : OP_N, s.ta ? OP_T : OP_N, (int)s.N, (int)s.M, (int)s.K, pa,
 			     (const void *)(uintptr_t)bm, code, (int)(s.tb ? s.K : s.N), s.sb,
 			     (const void *)(uintptr_t)a, code, (int)(s.ta ? s.M : s.K), s.sa, pb, (void *)(uintptr_t)out,
 			     code, (int)s.N, s.M * s.N, (int)s.batch, dt == KF_F64 ? COMPUTE_64F : COMPUTE_32F,
 			     GEMM_DEFAULT);
 	if (rc != 0) {
-		kf_error(b->c, kf_N(g, n)->loc, "cublas: cublasGemmStridedBatchedEx failed (status %d)", rc);
+		kf_error(b->l.c, kf_N(g, n)->loc, "cublas: cublasGemmStridedBatchedEx failed (status %d)", rc);
 		return -1;
 	}
 	return 0;
@@ -195,12 +220,9 @@ typedef int (*lt_matmul_fn)(void *, void *, const void *, const void *, void *, 
 			    const void *, void *, void *, void *, const lt_algo *, void *, size_t, void *);
 
 struct kf_cublaslt {
-	kf_ctx *c;
-	kf_cuda *cu;
-	void *lib, *h;
-	kf_cuptr ws;
+	blas_lib l;
 	lt_create_fn create;
-	lt_destroy_fn destroy, desc_destroy, layout_destroy, pref_destroy;
+	lt_destroy_fn desc_destroy, layout_destroy, pref_destroy;
 	lt_desc_create_fn desc_create;
 	lt_set_fn desc_set, pref_set;
 	lt_layout_create_fn layout_create;
@@ -218,22 +240,15 @@ struct kf_lt_op {
 
 kf_cublaslt *kf_cublaslt_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 {
-	char loaded[512], p1[512];
-	const char *env = getenv("KFUSE_CUBLASLT_LIB"), *home = getenv("CUDA_HOME");
-	snprintf(p1, sizeof p1, "%s/lib64/libcublasLt.so", home ? home : "/usr/local/cuda");
-	const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", p1,
-			       "/usr/local/cuda/lib64/libcublasLt.so"};
-	const char *only[] = {env};
-	void *lib = env && *env ? kf_cuda_dlopen_first(only, 1, loaded, sizeof loaded, why, nwhy)
-				: kf_cuda_dlopen_first(names, 5, loaded, sizeof loaded, why, nwhy);
-	if (!lib)
-		return NULL;
+	char loaded[512];
 	kf_cublaslt *b = calloc(1, sizeof *b);
-	b->c = c;
-	b->cu = cu;
-	b->lib = lib;
+	if (blas_load(&b->l, c, cu, "KFUSE_CUBLASLT_LIB", "libcublasLt", "cublasLtDestroy", loaded, sizeof loaded, why,
+		      nwhy) != 0) {
+		free(b);
+		return NULL;
+	}
+	void *lib = b->l.lib;
 	b->create = (lt_create_fn)dlsym(lib, "cublasLtCreate");
-	b->destroy = (lt_destroy_fn)dlsym(lib, "cublasLtDestroy");
 	b->desc_create = (lt_desc_create_fn)dlsym(lib, "cublasLtMatmulDescCreate");
 	b->desc_destroy = (lt_destroy_fn)dlsym(lib, "cublasLtMatmulDescDestroy");
 	b->desc_set = (lt_set_fn)dlsym(lib, "cublasLtMatmulDescSetAttribute");
@@ -245,12 +260,12 @@ kf_cublaslt *kf_cublaslt_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 	b->heur = (lt_heur_fn)dlsym(lib, "cublasLtMatmulAlgoGetHeuristic");
 	b->matmul = (lt_matmul_fn)dlsym(lib, "cublasLtMatmul");
 	int st = -1;
-	if (!b->create || !b->destroy || !b->desc_create || !b->desc_destroy || !b->desc_set || !b->layout_create ||
+	if (!b->create || !b->l.destroy || !b->desc_create || !b->desc_destroy || !b->desc_set || !b->layout_create ||
 	    !b->layout_destroy || !b->pref_create || !b->pref_destroy || !b->pref_set || !b->heur || !b->matmul)
 		snprintf(why, nwhy, "%s lacks the cublasLt functions kfuse needs", loaded);
-	else if ((st = b->create(&b->h)) != 0)
+	else if ((st = b->create(&b->l.h)) != 0)
 		snprintf(why, nwhy, "cublasLtCreate failed (status %d)", st);
-	else if ((st = kf_cuda_malloc(cu, WORKSPACE, &b->ws)) != 0)
+	else if ((st = kf_cuda_malloc(cu, WORKSPACE, &b->l.ws)) != 0)
 		snprintf(why, nwhy, "no device memory for the cublasLt workspace");
 	if (st != 0) {
 		kf_cublaslt_close(b);
@@ -263,11 +278,7 @@ void kf_cublaslt_close(kf_cublaslt *b)
 {
 	if (!b)
 		return;
-	if (b->h)
-		b->destroy(b->h);
-	if (b->ws)
-		kf_cuda_free(b->cu, b->ws);
-	dlclose(b->lib);
+	blas_close(&b->l);
 	free(b);
 }
 
@@ -445,7 +456,7 @@ kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, si
 	lt_heur h[1];
 	memset(h, 0, sizeof h);
 	int nh = 0, st = lt_apply(b, &d, o, &pref, why, nwhy);
-	if (st == 0 && (st = b->heur(b->h, o->desc, o->la, o->lb, o->ld, o->ld, pref, 1, h, &nh)) != 0)
+	if (st == 0 && (st = b->heur(b->l.h, o->desc, o->la, o->lb, o->ld, o->ld, pref, 1, h, &nh)) != 0)
 		snprintf(why, nwhy, "cublasLtMatmulAlgoGetHeuristic failed (status %d%s)", st,
 			 st == 7 ? ": an invalid value" : st == 15 ? ": not supported" : "");
 	else if (st == 0 && (nh < 1 || h[0].state != 0))
@@ -469,16 +480,16 @@ int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, 
 	const void *bp = (const void *)(uintptr_t)bias;
 	if ((a | bm | bias | out) % KF_LT_ALIGN) {
 		/* the algorithm was chosen for KF_LT_ALIGN-aligned buffers */
-		kf_error(b->c, KF_NOLOC, "cublasLt: a buffer is not %d-byte aligned", KF_LT_ALIGN);
+		kf_error(b->l.c, KF_NOLOC, "cublasLt: a buffer is not %d-byte aligned", KF_LT_ALIGN);
 		return -1;
 	}
 	int st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp);
 	if (st == 0)
-		st = b->matmul(b->h, o->desc, &one, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,
+		st = b->matmul(b->l.h, o->desc, &one, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,
 			       &zero, (void *)(uintptr_t)out, o->ld, (void *)(uintptr_t)out, o->ld, &o->algo,
-			       (void *)(uintptr_t)b->ws, o->ws, s);
+			       (void *)(uintptr_t)b->l.ws, o->ws, s);
 	if (st != 0) {
-		kf_error(b->c, KF_NOLOC, "cublasLt: cublasLtMatmul failed (status %d)", st);
+		kf_error(b->l.c, KF_NOLOC, "cublasLt: cublasLtMatmul failed (status %d)", st);
 		return -1;
 	}
 	return 0;
