@@ -40,6 +40,19 @@ int kx_pm_bad(pm *p, const char *msg)
 	return -1;
 }
 
+int kx_pm_slot(pm *p, int64_t *set, int *n, int64_t off, const char *msg)
+{
+	int s = 0;
+	while (s < *n && set[s] != off)
+		s++;
+	if (s == *n) {
+		if (*n == 64)
+			return kx_pm_bad(p, msg);
+		set[(*n)++] = off;
+	}
+	return s;
+}
+
 static int width(const kf_graph *g, kf_vid v)
 {
 	const kf_type *t = kf_vtype(g, v);
@@ -129,14 +142,9 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
 	if (n == p->r.node[0]) { /* the recurrent matmul: a gate row */
 		if (zero)
 			return kx_pm_bad(p, "the matmul's result is broadcast");
-		int s = 0;
-		while (s < p->ns && p->S[s] != off)
-			s++;
-		if (s == p->ns) {
-			if (p->ns == 64)
-				return kx_pm_bad(p, "too many gate offsets");
-			p->S[p->ns++] = off;
-		}
+		int s = kx_pm_slot(p, p->S, &p->ns, off, "too many gate offsets");
+		if (s < 0)
+			return -1;
 		kf_buf_printf(o, "kf_sg[%d * %d + u]", s, p->upb);
 		return 0;
 	}

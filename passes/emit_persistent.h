@@ -42,6 +42,9 @@ typedef struct pm {
 } pm;
 
 int kx_pm_bad(pm *p, const char *msg);
+/* The slot of gate offset off in set[0 .. *n) (S or SX), added when new;
+ * -1 with msg (kx_pm_bad) when all 64 are taken. */
+int kx_pm_slot(pm *p, int64_t *set, int *n, int64_t off, const char *msg);
 /* The kernel parameter of the layer's body argument v (-1: none). */
 int kx_pm_param(const pm *p, kf_vid v);
 /* The lines `kf_sh[kk + i] = h0[kk + i];` (i < n), each indented by ind,

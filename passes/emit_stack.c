@@ -52,14 +52,9 @@ static int sbad(stk *s, const char *msg)
 
 int kx_stack_xrow(pm *p, int64_t off, kf_buf *o)
 {
-	int s = 0;
-	while (s < p->nsx && p->SX[s] != off)
-		s++;
-	if (s == p->nsx) {
-		if (p->nsx == 64)
-			return kx_pm_bad(p, "too many input gate offsets");
-		p->SX[p->nsx++] = off;
-	}
+	int s = kx_pm_slot(p, p->SX, &p->nsx, off, "too many input gate offsets");
+	if (s < 0)
+		return -1;
 	if (p->xb == KF_NONE) {
 		kf_buf_printf(o, "kf_sgx[%d * %d + u]", s, p->upb);
 		return 0;
