@@ -69,14 +69,18 @@ static int epi_value(kx *k, const kx_mm *mm, kf_vid v, kf_buf *o)
 	return rc;
 }
 
-void kx_mm_epi_call(kx *k, kf_buf *b)
+/* "KF_KERNEL_<name>(p0, ..., o0, ...": a helper's call up to its own
+ * arguments. */
+static void helper_call(kx *k, kf_buf *b, const char *name)
 {
-	kf_buf_puts(b, "KF_KERNEL_epi(");
+	kf_buf_printf(b, "KF_KERNEL_%s(", name);
 	for (uint32_t i = 0; i < k->nparam; i++)
 		kf_buf_printf(b, "p%u, ", i);
 	for (uint32_t i = 0; i < k->nout; i++)
 		kf_buf_printf(b, "o%u, ", i);
 }
+
+void kx_mm_epi_call(kx *k, kf_buf *b) { helper_call(k, b, "epi"); }
 
 /* The epilogue's body: tc from acc, the ops, then per output either the
  * store o<i>[off] = ... (pair 0) or, for the paired helper, the stored
@@ -249,21 +253,7 @@ int kx_mm_epilogue_s(kx *k, const kx_mm *mm, bool whole)
 	return 0;
 }
 
-void kx_mm_epis_call(kx *k, kf_buf *b)
-{
-	kf_buf_puts(b, "KF_KERNEL_epis(");
-	for (uint32_t i = 0; i < k->nparam; i++)
-		kf_buf_printf(b, "p%u, ", i);
-	for (uint32_t i = 0; i < k->nout; i++)
-		kf_buf_printf(b, "o%u, ", i);
-}
+void kx_mm_epis_call(kx *k, kf_buf *b) { helper_call(k, b, "epis"); }
 
-void kx_mm_epi2_call(kx *k, kf_buf *b)
-{
-	kf_buf_puts(b, "KF_KERNEL_epi2(");
-	for (uint32_t i = 0; i < k->nparam; i++)
-		kf_buf_printf(b, "p%u, ", i);
-	for (uint32_t i = 0; i < k->nout; i++)
-		kf_buf_printf(b, "o%u, ", i);
-}
+void kx_mm_epi2_call(kx *k, kf_buf *b) { helper_call(k, b, "epi2"); }
 
