@@ -114,22 +114,6 @@ static kf_vid const_node(kf_imp *I, kf_const *k, const kf_type *t)
 	return kf_res(I->g, n, 0);
 }
 
-kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt)
-{
-	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
-	k->kind = KF_CONST_SCALAR;
-	k->n = 1;
-	if (kf_dtype_is_float(dt)) {
-		k->f = kf_alloc(&I->g->arena, sizeof(double));
-		k->f[0] = kf_dtype_round(dt, v);
-	} else {
-		k->i = kf_alloc(&I->g->arena, sizeof(int64_t));
-		k->i[0] = (int64_t)v;
-	}
-	kf_type t = kf_type_make(dt, 0, NULL);
-	return const_node(I, k, &t);
-}
-
 /* A constant of one value repeated over a shape: a splat, never materialised. */
 kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims)
 {
@@ -150,6 +134,9 @@ kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *d
 	}
 	return const_node(I, k, &t);
 }
+
+/* A rank-0 constant: the splat of no dims. */
+kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt) { return kf_imp_splat(I, v, dt, 0, NULL); }
 
 /* An initializer or Constant: inline when small, else an .npy beside the
  * output, referenced as file("..."). */

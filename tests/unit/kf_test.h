@@ -1,8 +1,10 @@
 /* kf_test.h: the scaffolding the unit tests share (include after cmocka.h):
  * parse a module and verify it, run a pipeline with the verifier after
- * each pass; a failure ends the test with the diagnostics. */
+ * each pass, remove a temporary directory; a failure ends the test with
+ * the diagnostics. */
 #ifndef KF_TEST_H
 #define KF_TEST_H
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "emit_cuda.h"
@@ -10,6 +12,14 @@
 #include "kf.h"
 #include "pass.h"
 #include "passes.h"
+
+/* Removes the temporary directory dir (a kernel cache) and all in it. */
+static inline void kft_rmdir(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
 
 static inline void kft_fail_diags(kf_ctx *c, const char *what)
 {

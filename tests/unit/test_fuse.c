@@ -271,9 +271,7 @@ static void test_colreduce_one_kernel(void **st)
 		kf_cuda_session_free(s);
 		assert_int_equal(s1.kernels, 1);
 		assert_int_equal(s1.compiled, 1);
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-		assert_int_equal(system(cmd), 0);
+		kft_rmdir(dir);
 	}
 	kf_module_free(m);
 	kf_ctx_free(c);
@@ -356,9 +354,7 @@ static void test_plan_cache(void **st)
 	assert_int_equal(s2.distinct, s1.distinct);
 	kf_module_free(m);
 	kf_ctx_free(c);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	kft_rmdir(dir);
 }
 
 int main(void)

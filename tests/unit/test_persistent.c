@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "kf_test.h"
 
 #include "cuda.h"
 #include "cuda_backend.h"
@@ -242,9 +243,7 @@ static void test_grid_nvrtc(void **st)
 		kf_cuda_session_stats(s, &cs);
 		assert_true(cs.compiled >= 1);
 		kf_cuda_session_free(s);
-		char cmd[64];
-		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-		assert_int_equal(system(cmd), 0);
+		kft_rmdir(dir);
 	}
 	if (nv)
 		kf_nvrtc_close(nv);
@@ -617,8 +616,7 @@ static bool emu_exec(const emu_case *e, const kf_kernel *k, const kf_tensor *val
 						     (size_t)kf_tensor_numel(&val[k->nin + q])));
 			}
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	kft_rmdir(dir);
 	kf_buf_free(&src);
 	return have_cc;
 }

@@ -797,9 +797,7 @@ static void test_compile(void **state)
 	kf_buf_free(&rep);
 	kf_module_free(m);
 	kf_ctx_free(c);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	kft_rmdir(dir);
 }
 
 int main(void)
