@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_cuda.h"
+#include "emit_matmul.h"
 #include "interp.h"
 #include "kf.h"
 #include "pass.h"
@@ -19,6 +20,16 @@ static inline void kft_rmdir(const char *dir)
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
+}
+
+/* Parses the contraction config s into *cf: it must parse and print back
+ * as s. */
+static inline void kft_mm_config(const char *s, kf_mm_config *cf)
+{
+	char txt[64];
+	assert_int_equal(kf_mm_config_parse(s, cf), 0);
+	kf_mm_config_text(cf, txt, sizeof txt);
+	assert_string_equal(txt, s);
 }
 
 static inline void kft_fail_diags(kf_ctx *c, const char *what)
