@@ -402,7 +402,7 @@ int kx_pm_cell(pm *p, unsigned T)
 	return rc;
 }
 
-uint64_t kx_pm_hash(const char *s, size_t n, uint64_t h)
+static uint64_t text_hash(const char *s, size_t n, uint64_t h)
 {
 	for (size_t i = 0; i < n; i++) {
 		h ^= (unsigned char)s[i];
@@ -413,7 +413,7 @@ uint64_t kx_pm_hash(const char *s, size_t n, uint64_t h)
 
 /* Replaces every "KFP_" in b with "kfp_<hash>_": the globals of one
  * kernel text are its own. */
-void kx_pm_rename_globals(kf_buf *b, const char *tag)
+static void rename_globals(kf_buf *b, const char *tag)
 {
 	kf_buf o = {0};
 	const char *s = b->p ? b->p : "", *e = s + b->n;
@@ -429,6 +429,15 @@ void kx_pm_rename_globals(kf_buf *b, const char *tag)
 	}
 	kf_buf_free(b);
 	*b = o;
+}
+
+void kx_pm_name_globals(kx *k)
+{
+	uint64_t h = text_hash(k->b.p, k->b.n, text_hash(k->decl.p, k->decl.n, 0xcbf29ce484222325ULL));
+	char tag[32];
+	snprintf(tag, sizeof tag, "kfp_%016llx_", (unsigned long long)h);
+	rename_globals(&k->decl, tag);
+	rename_globals(&k->b, tag);
 }
 
 /* The kernel's globals and step hand-off helpers.  Tags: h travels as
@@ -653,12 +662,7 @@ int kx_emit_persistent(kx *k)
 		rc = kx_pm_bad(p, "too many gate rows per block");
 	if (rc == 0) {
 		emit_text(p, T);
-		/* the kernel's globals are named after its text */
-		uint64_t h = kx_pm_hash(k->b.p, k->b.n, kx_pm_hash(k->decl.p, k->decl.n, 0xcbf29ce484222325ULL));
-		char tag[32];
-		snprintf(tag, sizeof tag, "kfp_%016llx_", (unsigned long long)h);
-		kx_pm_rename_globals(&k->decl, tag);
-		kx_pm_rename_globals(&k->b, tag);
+		kx_pm_name_globals(k);
 		k->k->block = NT;
 		k->k->units = p->ng;
 	} else {

@@ -59,8 +59,9 @@ void kx_pm_wexpr(pm *p, const char *row, const char *kk, kf_buf *o);
 /* The h hand-off helpers KFP_wait, KFP_wait2, KFP_put (tags), with the
  * declaration of the exchange buffer hb after the spin macro. */
 void kx_pm_handoff_decl(pm *p, kf_buf *d, const char *hb);
-uint64_t kx_pm_hash(const char *s, size_t n, uint64_t h);
-void kx_pm_rename_globals(kf_buf *b, const char *tag);
+/* Names the kernel's globals (k->decl, k->b) after a hash of its text,
+ * so two kernels of one program never share them. */
+void kx_pm_name_globals(kx *k);
 
 /* emit_stack.c: column j + off of the layer's input row, computed in the
  * kernel from the layer below's h (a gate row of the input projection). */

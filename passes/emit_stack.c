@@ -419,11 +419,7 @@ int kx_emit_stack(kx *k)
 	k->at = f;
 	if (rc == 0) {
 		text(s);
-		uint64_t h = kx_pm_hash(k->b.p, k->b.n, kx_pm_hash(k->decl.p, k->decl.n, 0xcbf29ce484222325ULL));
-		char tag[32];
-		snprintf(tag, sizeof tag, "kfp_%016llx_", (unsigned long long)h);
-		kx_pm_rename_globals(&k->decl, tag);
-		kx_pm_rename_globals(&k->b, tag);
+		kx_pm_name_globals(k);
 		k->k->block = NT;
 		k->k->units = (int64_t)s->L * s->p[0]->ng;
 		k->k->layers = s->L;
