@@ -222,6 +222,20 @@ static void staging_fn(kf_buf *o)
  * blockIdx.x + i * gridDim.x, placed by kf_wg_raster) and counts the ring's
  * uses in `it` across them, so stage and parity carry over from one tile
  * to the next; otherwise the tile is the block's and it = kt. */
+/* Inside a walk over tiles t: the tile's origin (bm, bn), placed by
+ * kf_wg_raster on ntm x ntn tiles; cl > 1: cluster tiles, this CTA's M
+ * tile the cluster rank's of them. */
+static void tile_at(kf_buf *b, const kx_mm *mm, const char *ind, int ntm, int ntn, int cl)
+{
+	const kf_mm_config *c = &mm->cfg;
+	kf_buf_printf(b, "%sint mt, nt;\n%skf_wg_raster(t, %d, %d, &mt, &nt);\n", ind, ind, ntm, ntn);
+	if (cl > 1)
+		kf_buf_printf(b, "%sconst int bm = (mt * %d + (int)(blockIdx.y %% %d)) * %d, bn = nt * %d;\n", ind, cl, cl,
+			      c->bm, c->bn);
+	else
+		kf_buf_printf(b, "%sconst int bm = mt * %d, bn = nt * %d;\n", ind, c->bm, c->bn);
+}
+
 static void tile_open(kf_buf *b, const kx_mm *mm)
 {
 	const kf_mm_config *c = &mm->cfg;
@@ -236,14 +250,11 @@ static void tile_open(kf_buf *b, const kx_mm *mm)
 		int ntc = (ntm + c->cl - 1) / c->cl;
 		kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.y / %d; t < %d; t += gridDim.y / %d) {\n", c->cl,
 			      ntc * ntn, c->cl);
-		kf_buf_printf(b, "    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntc, ntn);
-		kf_buf_printf(b, "    const int bm = (mt * %d + (int)(blockIdx.y %% %d)) * %d, bn = nt * %d;\n", c->cl, c->cl,
-			      c->bm, c->bn);
+		tile_at(b, mm, "    ", ntc, ntn, c->cl);
 		return;
 	}
 	kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.x; t < %d; t += gridDim.x) {\n", ntm * ntn);
-	kf_buf_printf(b, "    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntm, ntn);
-	kf_buf_printf(b, "    const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
+	tile_at(b, mm, "    ", ntm, ntn, 1);
 }
 
 static void kloop_open(kf_buf *b, const kx_mm *mm, int64_t kt)
@@ -455,8 +466,7 @@ static void epilogue_warps(kx *k, const kx_mm *mm)
 		      c->stages * (c->bm + c->bn) * 128);
 	/* not the CTA's last tile: the consumers store that one themselves */
 	kf_buf_printf(b, "    for (int t = blockIdx.x; t + gridDim.x < %d; t += gridDim.x, tn++) {\n", ntm * ntn);
-	kf_buf_printf(b, "      int mt, nt;\n      kf_wg_raster(t, %d, %d, &mt, &nt);\n", ntm, ntn);
-	kf_buf_printf(b, "      const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
+	tile_at(b, mm, "      ", ntm, ntn, 1);
 	kf_buf_puts(b, "      kf_mbar_wait(bar_sfull, tn & 1);\n");
 	kf_buf_printf(b, "      for (int q = threadIdx.x - 32; q < %d; q += 96) {\n", c->bm * c->bn / 8);
 	kf_buf_printf(b, "      const int rl = q / %d, cc = q %% %d * 8;\n      unsigned u[4];\n", c->bn / 8, c->bn / 8);
@@ -484,9 +494,8 @@ static void tile_open_pp(kf_buf *b, const kx_mm *mm, int64_t kt)
 	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
 	kf_buf_printf(b, "  for (int ti = cw, t = blockIdx.x + cw * gridDim.x; t < %d; ti += 2, t += 2 * gridDim.x) {\n",
 		      ntm * ntn);
-	kf_buf_printf(b, "    int it = ti * %lld;\n    int mt, nt;\n    kf_wg_raster(t, %d, %d, &mt, &nt);\n",
-		      (long long)kt, ntm, ntn);
-	kf_buf_printf(b, "    const int bm = mt * %d, bn = nt * %d;\n", c->bm, c->bn);
+	kf_buf_printf(b, "    int it = ti * %lld;\n", (long long)kt);
+	tile_at(b, mm, "    ", ntm, ntn, 1);
 }
 
 /* A consumer warpgroup: 64 rows x BN (or, "pp", all BM rows of its own
