@@ -157,11 +157,12 @@ static int concat_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_
 	return 0;
 }
 
-int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, int64_t *start, int64_t *step,
-		     int64_t *len, char *err, size_t errlen)
+int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, const kf_type *res, int64_t *start,
+		     int64_t *step, int64_t *len, char *err, size_t errlen)
 {
 	int64_t st[KF_MAX_RANK], en[KF_MAX_RANK], ax[KF_MAX_RANK], sp[KF_MAX_RANK];
-	int ns = kf_attr_ints(g, n, "starts", st, KF_MAX_RANK), ne = kf_attr_ints(g, n, "ends", en, KF_MAX_RANK);
+	bool esym[KF_MAX_RANK];
+	int ns = kf_attr_ints(g, n, "starts", st, KF_MAX_RANK), ne = kf_attr_dims(g, n, "ends", en, esym, KF_MAX_RANK);
 	int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK), np = kf_attr_ints(g, n, "steps", sp, KF_MAX_RANK);
 	if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (np >= 0 && np != ns))
 		return kf_rt_fail(err, errlen, "starts, ends, axes and steps must be int lists of one length");
@@ -178,6 +179,16 @@ int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, int64_t *start, 
 					  (long long)(na >= 0 ? ax[i] : i), x->rank);
 		if (k == 0)
 			return kf_rt_fail(err, errlen, "slice step is 0");
+		if (i < KF_MAX_RANK && esym[i]) {
+			/* a symbolic end: the result's dim, as bound (inference
+			 * allows it only from 0 with step 1) */
+			if (!res || KF_IS_SYM(res->dim[a]))
+				return kf_rt_fail(err, errlen, "the symbolic end of axis %d is not bound", a);
+			e = res->dim[a];
+			if (e > d)
+				return kf_rt_fail(err, errlen, "slice end %lld (a symbolic dim) is past dim %d's %lld",
+						  (long long)e, a, (long long)d);
+		}
 		/* ONNX clamping: negatives count from the end, then clamp to
 		 * [0, d] going forward and [-1, d-1] going backward. */
 		if (s < 0)
@@ -286,7 +297,7 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 		return concat_shape(g, n, in, nin, &out[0], err, errlen);
 	case KF_OP_SLICE: {
 		int64_t s[KF_MAX_RANK], k[KF_MAX_RANK], l[KF_MAX_RANK];
-		if (kf_rt_slice_geom(g, n, &in[0], s, k, l, err, errlen) != 0)
+		if (kf_rt_slice_geom(g, n, &in[0], &out[0], s, k, l, err, errlen) != 0)
 			return -1;
 		set_dims(&out[0], in[0].rank, l);
 		return 0;
