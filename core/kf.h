@@ -276,6 +276,8 @@ enum {
 	X(MATMUL, "matmul") X(GEMM, "gemm") \
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
+	X(GATHER, "gather") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
+	X(SIN, "sin") X(COS, "cos") X(OPAQUE, "opaque") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 
 enum {
@@ -310,6 +312,10 @@ typedef struct kf_opinfo {
 	const char *doc;       /* one line */
 	void *user;            /* plugin data */
 } kf_opinfo;
+
+/* ONNX Shape's range [start, end) of a rank-`rank` shape: negative ends
+ * count from the back, then both clamp to [0, rank], end not below start. */
+void kf_shape_range(int64_t rank, int64_t *start, int64_t *end);
 
 int kf_op_count(const kf_ctx *c);
 const kf_opinfo *kf_op(const kf_ctx *c, int op);

@@ -8,6 +8,7 @@
  * rule here (const, fusion, plugin ops) keep their declared type with the
  * known symbols substituted.
  */
+#include <math.h>
 #include <string.h>
 #include "cpu_ops.h"
 #include "interp.h"
@@ -254,11 +255,61 @@ static int gemm_shape(kf_graph *g, kf_nid n, const kf_tensor *in, kf_type *out, 
 	return 0;
 }
 
+static int gather_shape(kf_graph *g, kf_nid n, const kf_tensor *in, kf_type *out, char *err, size_t errlen)
+{
+	const kf_tensor *x = &in[0], *ix = &in[1];
+	int a = kf_rt_axis(kf_attr_int(g, n, "axis", 0), x->rank), r = x->rank - 1 + ix->rank;
+	if (a < 0 || r > KF_MAX_RANK)
+		return kf_rt_fail(err, errlen, "gather axis out of range, or result rank above %d", KF_MAX_RANK);
+	int64_t d[KF_MAX_RANK];
+	int k = 0;
+	for (int i = 0; i < x->rank; i++) {
+		if (i != a) {
+			d[k++] = x->dim[i];
+			continue;
+		}
+		for (int j = 0; j < ix->rank; j++)
+			d[k++] = ix->dim[j];
+	}
+	set_dims(out, r, d);
+	return 0;
+}
+
+static int pad_shape(kf_graph *g, kf_nid n, const kf_tensor *x, kf_type *out, char *err, size_t errlen)
+{
+	int64_t p[2 * KF_MAX_RANK], d[KF_MAX_RANK];
+	if (kf_attr_ints(g, n, "pads", p, 2 * KF_MAX_RANK) != 2 * x->rank)
+		return kf_rt_fail(err, errlen, "pads must hold 2 ints per dim (rank %d)", x->rank);
+	for (int i = 0; i < x->rank; i++) {
+		d[i] = x->dim[i] + p[i] + p[i + x->rank];
+		if (d[i] < 0)
+			return kf_rt_fail(err, errlen, "pads crop axis %d below nothing", i);
+	}
+	set_dims(out, x->rank, d);
+	return 0;
+}
+
+static int resize_shape(kf_graph *g, kf_nid n, const kf_tensor *x, kf_type *out, char *err, size_t errlen)
+{
+	const kf_attrval *sc = kf_attr_get(g, n, "scales");
+	int64_t sz[KF_MAX_RANK], d[KF_MAX_RANK];
+	int ns = kf_attr_ints(g, n, "sizes", sz, KF_MAX_RANK);
+	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)x->rank || (ns >= 0 && ns != x->rank))
+		return kf_rt_fail(err, errlen, "scales (and sizes) must have one entry per dim");
+	for (int i = 0; i < x->rank; i++) {
+		double s = sc->list[i].kind == KF_ATTR_FLOAT ? sc->list[i].f : (double)sc->list[i].i;
+		d[i] = ns >= 0 ? sz[i] : (int64_t)floor((double)x->dim[i] * s);
+	}
+	set_dims(out, x->rank, d);
+	return 0;
+}
+
 int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *out, int nout,
 		char *err, size_t errlen)
 {
 	int op = kf_N(g, n)->op;
-	if (op >= KF_NBUILTIN || op == KF_OP_CONST || op == KF_OP_FUSION)
+	/* generators and ops without rules: their declared type, symbols bound */
+	if (op >= KF_NBUILTIN || op == KF_OP_CONST || op == KF_OP_FUSION || op == KF_OP_IOTA || op == KF_OP_OPAQUE)
 		return 0;
 	const kf_opinfo *info = kf_op(g->ctx, op);
 	if (nin < info->min_in || nout < 1)
@@ -313,6 +364,19 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 			set_dims(&out[i], in[0].rank, in[0].dim);
 			out[i].dim[axis] = sizes[i];
 		}
+		return 0;
+	}
+	case KF_OP_GATHER:
+		return gather_shape(g, n, in, &out[0], err, errlen);
+	case KF_OP_PAD:
+		return pad_shape(g, n, &in[0], &out[0], err, errlen);
+	case KF_OP_RESIZE:
+		return resize_shape(g, n, &in[0], &out[0], err, errlen);
+	case KF_OP_SHAPE: {
+		int64_t lo = kf_attr_int(g, n, "start", 0), hi = kf_attr_int(g, n, "end", in[0].rank);
+		kf_shape_range(in[0].rank, &lo, &hi);
+		int64_t len = hi - lo;
+		set_dims(&out[0], 1, &len);
 		return 0;
 	}
 	default: /* unary, cast, not, softmax, layer_norm: x's shape */

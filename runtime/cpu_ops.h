@@ -129,6 +129,12 @@ int kf_cpu_concat(KF_RT_CPU_ARGS);
 int kf_cpu_slice(KF_RT_CPU_ARGS);
 int kf_cpu_split(KF_RT_CPU_ARGS);
 int kf_cpu_fusion(KF_RT_CPU_ARGS);  /* interp.c */
+int kf_cpu_gather(KF_RT_CPU_ARGS);  /* cpu_index.c */
+int kf_cpu_pad(KF_RT_CPU_ARGS);
+int kf_cpu_resize(KF_RT_CPU_ARGS);
+int kf_cpu_iota(KF_RT_CPU_ARGS);
+int kf_cpu_shape(KF_RT_CPU_ARGS);
+int kf_cpu_opaque(KF_RT_CPU_ARGS);
 
 /* Element-wise over numpy-broadcast operands (cpu_elementwise.c): gathers
  * tiles of each operand in kind[k], calls kern on them and stores the result
