@@ -1,0 +1,170 @@
+/* tr.c: what the node translators share: ONNX attributes read, kfuse
+ * attributes built, operands, and the ops most translations build. */
+#include <stdlib.h>
+#include <string.h>
+#include "tr.h"
+
+/* ---- ONNX attributes ---- */
+
+const Onnx__AttributeProto *kf_tr_attr(kf_np *np, const char *name)
+{
+	for (size_t i = 0; i < np->n_attribute; i++)
+		if (strcmp(np->attribute[i]->name, name) == 0)
+			return np->attribute[i];
+	return NULL;
+}
+
+int64_t kf_tr_int(kf_np *np, const char *name, int64_t dflt)
+{
+	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
+	return a ? a->i : dflt;
+}
+
+/* ONNX float attributes are f32: take the shortest decimal that reads back
+ * as the same f32, so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
+static double f32_clean(float f)
+{
+	char buf[32];
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+		if ((float)strtod(buf, NULL) == f)
+			return strtod(buf, NULL);
+	}
+	return f;
+}
+
+double kf_tr_float(kf_np *np, const char *name, double dflt)
+{
+	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
+	return a ? f32_clean(a->f) : dflt;
+}
+
+void kf_tr_str(kf_np *np, const char *name, const char *dflt, char *out, size_t cap)
+{
+	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
+	if (!a) {
+		snprintf(out, cap, "%s", dflt);
+		return;
+	}
+	size_t n = a->s.len < cap - 1 ? a->s.len : cap - 1;
+	memcpy(out, a->s.data, n);
+	out[n] = 0;
+}
+
+int kf_tr_ints(kf_np *np, const char *name, int64_t *out, int max)
+{
+	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
+	if (!a || (int)a->n_ints > max)
+		return -1;
+	memcpy(out, a->ints, a->n_ints * sizeof *out);
+	return (int)a->n_ints;
+}
+
+/* ---- kfuse attributes ---- */
+
+kf_attr kf_tr_ai(kf_imp *I, const char *k, int64_t v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_INT, .i = v}}; }
+kf_attr kf_tr_af(kf_imp *I, const char *k, double v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_FLOAT, .f = v}}; }
+kf_attr kf_tr_ab(kf_imp *I, const char *k, bool v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_BOOL, .b = v}}; }
+kf_attr kf_tr_as(kf_imp *I, const char *k, const char *v)
+{
+	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_STR, .s = kf_intern_cstr(I->c, v)}};
+}
+/* items must live until the node copies the attribute (kf_imp_op). */
+kf_attr kf_tr_al(kf_imp *I, const char *k, kf_attrval *items, const int64_t *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		items[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = v[i]};
+	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = items}};
+}
+
+/* ---- operands ---- */
+
+kf_vid kf_tr_in(kf_imp *I, kf_np *np, size_t i)
+{
+	if (i >= np->n_input || !np->input[i][0])
+		return KF_NONE;
+	return kf_imp_lookup(I, np->input[i]);
+}
+
+kf_vid kf_tr_reshape(kf_imp *I, kf_vid x, const int64_t *shape, int rank)
+{
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a = kf_tr_dims(I, "shape", items, shape, rank);
+	return kf_imp_op(I, KF_OP_RESHAPE, &x, 1, &a, 1);
+}
+
+kf_vid kf_tr_reduce(kf_imp *I, int op, kf_vid x, const int64_t *axes, int n, bool keep)
+{
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a[2] = {kf_tr_ab(I, "keepdims", keep)};
+	int na = 1;
+	if (n > 0)
+		a[na++] = kf_tr_al(I, "axes", items, axes, n);
+	return kf_imp_op(I, op, &x, 1, a, na);
+}
+
+int kf_tr_need_static(kf_imp *I, kf_vid x)
+{
+	if (!kf_type_is_static(kf_tr_ty(I, x)))
+		return kf_imp_fail(I, "needs a static input shape (has symbolic dims)");
+	return 0;
+}
+
+/* Constant int operand or attribute, as opset decides. */
+int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, int max, bool *present)
+{
+	*present = false;
+	if (attr && kf_tr_attr(np, attr)) {
+		*present = true;
+		return kf_tr_ints(np, attr, out, max);
+	}
+	if (!kf_tr_has_in(np, input))
+		return 0;
+	*present = true;
+	kf_vid v = kf_tr_in(I, np, input);
+	if (v == KF_NONE)
+		return -1;
+	int n = kf_imp_const_ints(I, v, out, max);
+	if (n < 0)
+		return kf_imp_fail(I, "input %zu must be a constant (kfuse needs it at compile time)", input);
+	return n;
+}
+
+
+kf_attr kf_tr_dims(kf_imp *I, const char *k, kf_attrval *items, const int64_t *dims, int n)
+{
+	/* -1 is no symbol (sid 0 is the empty string): reshape's "infer this dim" */
+	for (int i = 0; i < n; i++)
+		items[i] = dims[i] < -1 ? (kf_attrval){.kind = KF_ATTR_STR, .s = KF_SYM_SID(dims[i])}
+					: (kf_attrval){.kind = KF_ATTR_INT, .i = dims[i]};
+	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = items}};
+}
+
+kf_vid kf_tr_slice(kf_imp *I, kf_vid x, int64_t axis, int64_t start, int64_t end)
+{
+	kf_attrval i0[1], i1[1], i2[1];
+	kf_attr at[3] = {kf_tr_al(I, "axes", i0, &axis, 1), kf_tr_al(I, "starts", i1, &start, 1),
+			 kf_tr_dims(I, "ends", i2, &end, 1)};
+	return kf_imp_op(I, KF_OP_SLICE, &x, 1, at, 3);
+}
+
+kf_vid kf_tr_transpose(kf_imp *I, kf_vid x, const int64_t *perm, int rank)
+{
+	kf_attrval it[KF_MAX_RANK];
+	kf_attr a = kf_tr_al(I, "perm", it, perm, rank);
+	return kf_imp_op(I, KF_OP_TRANSPOSE, &x, 1, &a, 1);
+}
+
+kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis)
+{
+	kf_attr a = kf_tr_ai(I, "axis", axis);
+	return kf_imp_op(I, KF_OP_CONCAT, v, n, &a, 1);
+}
+
+kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to)
+{
+	if (x == KF_NONE || kf_tr_dt(I, x) == to)
+		return x;
+	kf_attr a = kf_tr_as(I, "to", kf_dtype_name(to));
+	return kf_imp_op(I, KF_OP_CAST, &x, 1, &a, 1);
+}
