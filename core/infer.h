@@ -84,5 +84,6 @@ int kf_infer_pad(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, siz
 int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_shape_of(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_opaque(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 
 #endif

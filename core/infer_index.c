@@ -118,15 +118,16 @@ int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 	const kf_type *x = kf_ic_in(&ic, 0);
 	const char *mode, *coord, *near;
 	double scale[KF_MAX_RANK];
-	const kf_attrval *sz;
-	uint32_t nsz;
-	bool have_sizes;
+	int64_t sz[KF_MAX_RANK];
+	bool szsym[KF_MAX_RANK], have_sizes = kf_attr_get(g, n, "sizes") != NULL;
+	int nsz = 0;
 	kf_tstr td;
 	if (!kf_ic_str(&ic, "mode", "nearest", &mode) ||
 	    !kf_ic_str(&ic, "coordinate_transformation_mode", "half_pixel", &coord) ||
-	    !kf_ic_str(&ic, "nearest_mode", "round_prefer_floor", &near) ||
-	    !kf_ic_ints(&ic, "sizes", &sz, &nsz, &have_sizes) || !kf_ic_need(&ic, "scales"))
+	    !kf_ic_str(&ic, "nearest_mode", "round_prefer_floor", &near) || !kf_ic_need(&ic, "scales"))
 		return -1;
+	if (have_sizes && (nsz = kf_attr_dims(g, n, "sizes", sz, szsym, KF_MAX_RANK)) < 0)
+		return kf_ic_fail(&ic, "attribute 'sizes' of 'resize' must be a list of dims");
 	if (!one_of(mode, modes))
 		return kf_ic_fail(&ic, "'resize' mode must be \"nearest\" or \"linear\", got \"%s\"", mode);
 	if (!one_of(coord, coords))
@@ -142,20 +143,20 @@ int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 		return -1;
 	if (ns != x->rank)
 		return kf_ic_fail(&ic, "'resize' scales has %d entries for rank %d", ns, x->rank);
-	if (have_sizes && nsz != (uint32_t)x->rank)
-		return kf_ic_fail(&ic, "'resize' sizes has %u entries for rank %d", nsz, x->rank);
+	if (have_sizes && nsz != x->rank)
+		return kf_ic_fail(&ic, "'resize' sizes has %d entries for rank %d", nsz, x->rank);
 	out[0] = *x;
 	for (int i = 0; i < x->rank; i++) {
 		if (!(scale[i] > 0) || !isfinite(scale[i]))
 			return kf_ic_fail(&ic, "'resize' scale %g (axis %d) must be positive and finite", scale[i], i);
 		int64_t d = x->dim[i];
-		if (KF_IS_SYM(d)) {
-			if (scale[i] != 1 || (have_sizes && sz[i].i != 0 && sz[i].i != d))
+		if (KF_IS_SYM(d) || (have_sizes && szsym[i])) {
+			if (scale[i] != 1 || (have_sizes && sz[i] != d))
 				return kf_ic_fail(&ic, "'resize' can only keep symbolic dim %s (axis %d): scale 1",
-						  kf_ops_dstr(g->ctx, d, &td), i);
+						  kf_ops_dstr(g->ctx, KF_IS_SYM(d) ? d : sz[i], &td), i);
 			continue;
 		}
-		double o = have_sizes ? (double)sz[i].i : floor((double)d * scale[i]);
+		double o = have_sizes ? (double)sz[i] : floor((double)d * scale[i]);
 		if (o < 0 || o > (double)(INT64_C(1) << 40))
 			return kf_ic_fail(&ic, "'resize' result dim %g (axis %d) is out of range", o, i);
 		out[0].dim[i] = (int64_t)o;
@@ -216,4 +217,19 @@ void kf_shape_range(int64_t rank, int64_t *lo, int64_t *hi)
 	b = b < a ? a : b > rank ? rank : b;
 	*lo = a;
 	*hi = b;
+}
+
+/* opaque: the types the node declares (the model's), as kfuse cannot know
+ * them; it needs its @name. */
+int kf_infer_opaque(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
+{
+	kf_ic ic = kf_ic_make(g, n, err, errlen);
+	const kf_node *nd = kf_N(g, n);
+	if (!nd->sym)
+		return kf_ic_fail(&ic, "'opaque' needs the name of the op it stands for (opaque @Name)");
+	if (nd->nres > (uint32_t)maxout)
+		return kf_ic_fail(&ic, "'opaque' has %u results, room for %d", nd->nres, maxout);
+	for (uint32_t i = 0; i < nd->nres; i++)
+		out[i] = *kf_vtype(g, kf_res(g, n, i));
+	return (int)nd->nres;
 }

@@ -258,11 +258,23 @@ int kf_infer_slice(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, s
 					  kf_ops_dstr(g->ctx, end, &te), a);
 		}
 		if (KF_IS_SYM(d)) {
-			/* only the whole dim is certain: start 0, end past it, step 1 */
-			if (start == 0 && end >= INT32_MAX && step == 1)
+			/* the whole dim (start 0, end past it, step 1), or a run
+			 * of static length counted from the front or from the
+			 * back (x[:, :4], x[:, -1]) on the premise that the dim
+			 * is long enough, which the interpreter checks */
+			bool big = end >= INT32_MAX;
+			int64_t len = -1;
+			if (step == 1 && start == 0 && big)
 				continue;
-			return kf_ic_fail(&ic, "'slice' cannot slice symbolic dim %s (axis %d) except whole",
-					  kf_ops_dstr(g->ctx, d, &td), a);
+			if (step > 0 && start >= 0 && !big && end >= 0)
+				len = end > start ? end - start : 0;
+			else if (step > 0 && start < 0 && (big || end < 0) && start > INT64_MIN)
+				len = (big ? 0 : end) > start ? (big ? 0 : end) - start : 0;
+			if (len < 0)
+				return kf_ic_fail(&ic, "'slice' cannot slice symbolic dim %s (axis %d) but whole or by a "
+						       "static count from one end", kf_ops_dstr(g->ctx, d, &td), a);
+			out[0].dim[a] = len ? 1 + (len - 1) / step : 0;
+			continue;
 		}
 		out[0].dim[a] = slice_len(d, start, end, step);
 	}

@@ -431,7 +431,7 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 	/* the importer's stand-in for an ONNX op kfuse lacks: @name is the op,
 	 * the node's types and attributes are the model's (trusted, no
 	 * inference); a plugin op of that name runs it */
-	[KF_OP_OPAQUE] = {"opaque", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_SYMBOL, NULL, NULL, NULL, NULL,
+	[KF_OP_OPAQUE] = {"opaque", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_SYMBOL, kf_infer_opaque, NULL, NULL, NULL,
 			  "an op kfuse does not have, @name, kept with its attributes; a plugin op @name runs it"},
 	[KF_OP_FUSION] = {"fusion", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_REGION | KF_OPF_SYMBOL, kf_infer_fusion,
 			  NULL, NULL, "kind cell steps hidden layers tile tf32", "a fused kernel: its body region computes its results"},

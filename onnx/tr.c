@@ -110,25 +110,6 @@ int kf_tr_need_static(kf_imp *I, kf_vid x)
 	return 0;
 }
 
-/* Constant int operand or attribute, as opset decides. */
-int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, int max, bool *present)
-{
-	*present = false;
-	if (attr && kf_tr_attr(np, attr)) {
-		*present = true;
-		return kf_tr_ints(np, attr, out, max);
-	}
-	if (!kf_tr_has_in(np, input))
-		return 0;
-	*present = true;
-	kf_vid v = kf_tr_in(I, np, input);
-	if (v == KF_NONE)
-		return -1;
-	int n = kf_imp_const_ints(I, v, out, max);
-	if (n < 0)
-		return kf_imp_fail(I, "input %zu must be a constant (kfuse needs it at compile time)", input);
-	return n;
-}
 
 
 kf_attr kf_tr_dims(kf_imp *I, const char *k, kf_attrval *items, const int64_t *dims, int n)
@@ -167,4 +148,48 @@ kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to)
 		return x;
 	kf_attr a = kf_tr_as(I, "to", kf_dtype_name(to));
 	return kf_imp_op(I, KF_OP_CAST, &x, 1, &a, 1);
+}
+
+int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, bool *sym, int max,
+		    bool *present)
+{
+	*present = false;
+	int n = -1;
+	if (attr && kf_tr_attr(np, attr)) {
+		*present = true;
+		n = kf_tr_ints(np, attr, out, max);
+		for (int i = 0; i < n; i++)
+			sym[i] = false;
+		return n;
+	}
+	if (!kf_tr_has_in(np, input))
+		return 0;
+	*present = true;
+	kf_vid v = kf_tr_in(I, np, input);
+	if (v == KF_NONE)
+		return -1;
+	if ((n = kf_imp_const_ints(I, v, out, max)) >= 0) {
+		for (int i = 0; i < n; i++)
+			sym[i] = false;
+		return n;
+	}
+	if ((n = kf_sv_dims(I, v, out, sym, max)) >= 0)
+		return n;
+	return kf_imp_fail(I, "input %zu ('%s') must be a constant, or computed from the input shapes "
+			      "(kfuse needs it at compile time; --bind NAME=FILE.npy freezes a graph input)",
+			   input, np->input[input]);
+}
+
+int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, int max, bool *present)
+{
+	bool sym[64];
+	if (max > 64)
+		max = 64;
+	int n = kf_tr_dims_from(I, np, input, attr, out, sym, max, present);
+	for (int i = 0; i < n; i++)
+		if (sym[i])
+			return kf_imp_fail(I, "input %zu ('%s') holds the symbolic dim %s where kfuse needs a static int "
+					      "(it must be a constant at compile time)",
+					   input, np->input[input], kf_str(I->c, KF_SYM_SID(out[i])));
+	return n;
 }

@@ -24,6 +24,12 @@ int kf_tr_ints(kf_np *np, const char *name, int64_t *out, int max);
  * false); -1 after an error. */
 int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, int max, bool *present);
 
+/* Like kf_tr_ints_from, but an input may also be a shape value (shapes.c)
+ * whose elements are symbolic dims: those come back as KF_SYM values with
+ * sym[i] set. */
+int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, bool *sym, int max,
+		    bool *present);
+
 /* ---- kfuse attributes (the list's items must live until the node is made) ---- */
 kf_attr kf_tr_ai(kf_imp *I, const char *k, int64_t v);
 kf_attr kf_tr_af(kf_imp *I, const char *k, double v);
@@ -63,5 +69,14 @@ kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis);
 kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to);
 /* An error (-1) unless x's shape is static. */
 int kf_tr_need_static(kf_imp *I, kf_vid x);
+
+/* ---- translators (of the table in translate.c): each writes its results
+ * to out[] and returns how many, or -1 ---- */
+#define KF_TR(name) int kf_tr_##name(kf_imp *I, kf_np *np, kf_vid *out, int op);
+KF_TR(Reshape) KF_TR(Flatten) KF_TR(Squeeze) KF_TR(Expand) KF_TR(Slice) KF_TR(Shape)     /* layout.c */
+KF_TR(ConstantOfShape) KF_TR(Range) KF_TR(Gather) KF_TR(Trilu)
+KF_TR(Pad) KF_TR(Resize)                                                                   /* resize.c */
+KF_TR(Einsum)                                                                              /* einsum.c */
+#undef KF_TR
 
 #endif

@@ -67,7 +67,7 @@ static int tr_constant(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if ((a = kf_tr_attr(np, "value")) && a->t) {
 		kf_tensor t;
 		char err[256];
-		if (kf_onnx_tensor(a->t, &t, err, sizeof err) < 0)
+		if (kf_onnx_tensor(a->t, I->dir[0] ? I->dir : NULL, &t, err, sizeof err) < 0)
 			return kf_imp_fail(I, "%s", err);
 		out[0] = kf_imp_tensor_const(I, &t, np->output[0]);
 		kf_tensor_free(&t);
@@ -109,98 +109,6 @@ static int tr_transpose(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	return (out[0] = kf_imp_op(I, KF_OP_TRANSPOSE, &x, 1, &a, n < 0 ? 0 : 1)) != KF_NONE;
 }
 
-static int tr_reshape(kf_imp *I, kf_np *np, kf_vid *out, int op)
-{
-	int64_t shape[KF_MAX_RANK + 1];
-	bool present;
-	int n = kf_tr_ints_from(I, np, 1, I->opset < 5 ? "shape" : NULL, shape, KF_MAX_RANK, &present);
-	if (n < 0)
-		return -1;
-	if (kf_tr_int(np, "allowzero", 0))
-		for (int i = 0; i < n; i++)
-			if (shape[i] == 0)
-				return kf_imp_fail(I, "allowzero = 1 with a zero in the shape is not supported");
-	return (out[0] = kf_tr_reshape(I, kf_tr_in(I, np, 0), shape, n)) != KF_NONE;
-}
-
-static int tr_flatten(kf_imp *I, kf_np *np, kf_vid *out, int op)
-{
-	kf_vid x = kf_tr_in(I, np, 0);
-	if (x == KF_NONE || kf_tr_need_static(I, x) < 0)
-		return -1;
-	const kf_type *t = kf_tr_ty(I, x);
-	int64_t axis = kf_tr_int(np, "axis", 1);
-	if (axis < 0)
-		axis += t->rank;
-	int64_t s[2] = {1, 1};
-	for (int i = 0; i < t->rank; i++)
-		s[i >= axis] *= t->dim[i];
-	return (out[0] = kf_tr_reshape(I, x, s, 2)) != KF_NONE;
-}
-
-static int tr_squeeze(kf_imp *I, kf_np *np, kf_vid *out, int unsq)
-{
-	kf_vid x = kf_tr_in(I, np, 0);
-	if (x == KF_NONE || kf_tr_need_static(I, x) < 0)
-		return -1;
-	int64_t axes[KF_MAX_RANK];
-	bool present;
-	int na = kf_tr_ints_from(I, np, 1, I->opset < 13 ? "axes" : NULL, axes, KF_MAX_RANK, &present);
-	if (na < 0)
-		return -1;
-	const kf_type *t = kf_tr_ty(I, x);
-	int64_t s[KF_MAX_RANK];
-	int r = 0;
-	if (unsq) {
-		int outr = t->rank + na;
-		bool ins[KF_MAX_RANK * 2] = {0};
-		if (outr > KF_MAX_RANK)
-			return kf_imp_fail(I, "result rank %d is over kfuse's limit of %d", outr, KF_MAX_RANK);
-		for (int i = 0; i < na; i++) {
-			int64_t a = axes[i] < 0 ? axes[i] + outr : axes[i];
-			if (a < 0 || a >= outr || ins[a])
-				return kf_imp_fail(I, "axis %lld is out of range or repeated", (long long)axes[i]);
-			ins[a] = true;
-		}
-		for (int i = 0, j = 0; i < outr; i++)
-			s[r++] = ins[i] ? 1 : t->dim[j++];
-	} else {
-		bool drop[KF_MAX_RANK] = {0};
-		for (int i = 0; i < na; i++) {
-			int64_t a = axes[i] < 0 ? axes[i] + t->rank : axes[i];
-			if (a < 0 || a >= t->rank || t->dim[a] != 1)
-				return kf_imp_fail(I, "cannot squeeze axis %lld", (long long)axes[i]);
-			drop[a] = true;
-		}
-		for (int i = 0; i < t->rank; i++)
-			if (!(na ? drop[i] : t->dim[i] == 1))
-				s[r++] = t->dim[i];
-	}
-	return (out[0] = kf_tr_reshape(I, x, s, r)) != KF_NONE;
-}
-
-static int tr_expand(kf_imp *I, kf_np *np, kf_vid *out, int op)
-{
-	kf_vid x = kf_tr_in(I, np, 0);
-	int64_t shape[KF_MAX_RANK];
-	bool present;
-	int n = kf_tr_ints_from(I, np, 1, NULL, shape, KF_MAX_RANK, &present);
-	if (x == KF_NONE || n < 0)
-		return -1;
-	/* Expand broadcasts both ways: the result is the broadcast of both shapes */
-	const kf_type *t = kf_tr_ty(I, x);
-	int r = n > t->rank ? n : t->rank;
-	int64_t s[KF_MAX_RANK];
-	for (int i = 0; i < r; i++) {
-		int64_t a = i - (r - n) >= 0 ? shape[i - (r - n)] : 1;
-		int64_t b = i - (r - t->rank) >= 0 ? t->dim[i - (r - t->rank)] : 1;
-		s[i] = a == 1 ? b : a;
-	}
-	kf_attrval items[KF_MAX_RANK];
-	kf_attr a = kf_tr_al(I, "shape", items, s, r);
-	return (out[0] = kf_imp_op(I, KF_OP_BROADCAST_TO, &x, 1, &a, 1)) != KF_NONE;
-}
-
 static int tr_concat(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid v[64];
@@ -211,27 +119,6 @@ static int tr_concat(kf_imp *I, kf_np *np, kf_vid *out, int op)
 			return -1;
 	kf_attr a = kf_tr_ai(I, "axis", kf_tr_int(np, "axis", 0));
 	return (out[0] = kf_imp_op(I, KF_OP_CONCAT, v, (int)np->n_input, &a, 1)) != KF_NONE;
-}
-
-static int tr_slice(kf_imp *I, kf_np *np, kf_vid *out, int op)
-{
-	int64_t v[4][KF_MAX_RANK];
-	bool present[4];
-	const char *names[4] = {"starts", "ends", "axes", "steps"};
-	int n[4];
-	for (int k = 0; k < 4; k++) {
-		n[k] = kf_tr_ints_from(I, np, (size_t)k + 1, I->opset < 10 ? names[k] : NULL, v[k], KF_MAX_RANK, &present[k]);
-		if (n[k] < 0)
-			return -1;
-	}
-	kf_attrval items[4][KF_MAX_RANK];
-	kf_attr a[4];
-	int na = 0;
-	for (int k = 0; k < 4; k++)
-		if (present[k] && (k < 2 || n[k] > 0))
-			a[na++] = kf_tr_al(I, names[k], items[k], v[k], n[k]);
-	kf_vid x = kf_tr_in(I, np, 0);
-	return (out[0] = kf_imp_op(I, KF_OP_SLICE, &x, 1, a, na)) != KF_NONE;
 }
 
 static int tr_split(kf_imp *I, kf_np *np, kf_vid *out, int op)
@@ -418,52 +305,6 @@ static int tr_clip(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 /* ---- shape queries and simple ops ONNX has and kfuse composes ---- */
 
-static int tr_shape(kf_imp *I, kf_np *np, kf_vid *out, int size)
-{
-	kf_vid x = kf_tr_in(I, np, 0);
-	if (x == KF_NONE || kf_tr_need_static(I, x) < 0)
-		return -1;
-	const kf_type *t = kf_tr_ty(I, x);
-	if (size)
-		return (out[0] = kf_imp_scalar(I, (double)kf_type_numel(t), KF_I64)) != KF_NONE;
-	int64_t r = t->rank, lo = kf_tr_int(np, "start", 0), hi = kf_tr_int(np, "end", r);
-	lo = lo < 0 ? lo + r : lo;
-	hi = hi < 0 ? hi + r : hi;
-	lo = lo < 0 ? 0 : lo > r ? r : lo;
-	hi = hi < lo ? lo : hi > r ? r : hi;
-	int64_t n = hi - lo;
-	kf_tensor v;
-	if (kf_tensor_alloc(&v, KF_I64, 1, &n) < 0)
-		return -1;
-	for (int64_t i = 0; i < n; i++)
-		kf_tensor_set_i64(&v, i, t->dim[lo + i]);
-	out[0] = kf_imp_tensor_const(I, &v, np->output[0]);
-	kf_tensor_free(&v);
-	return out[0] != KF_NONE;
-}
-
-static int tr_constant_of_shape(kf_imp *I, kf_np *np, kf_vid *out, int op)
-{
-	int64_t shape[KF_MAX_RANK];
-	bool present;
-	int r = kf_tr_ints_from(I, np, 0, NULL, shape, KF_MAX_RANK, &present);
-	if (r < 0)
-		return -1;
-	kf_tensor fill = {0};
-	const Onnx__AttributeProto *a = kf_tr_attr(np, "value");
-	char err[256];
-	if (a && a->t && kf_onnx_tensor(a->t, &fill, err, sizeof err) < 0)
-		return kf_imp_fail(I, "%s", err);
-	kf_dtype d = a && a->t ? (kf_dtype)fill.dtype : KF_F32;
-	double x = a && a->t && kf_tensor_numel(&fill) ? kf_tensor_get(&fill, 0) : 0;
-	kf_tensor_free(&fill);
-	for (int i = 0; i < r; i++)
-		if (shape[i] < 0)
-			return kf_imp_fail(I, "the shape has a negative dim");
-	out[0] = kf_imp_splat(I, x, d, r, shape);
-	return out[0] != KF_NONE;
-}
-
 static int tr_cast_like(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid x = kf_tr_in(I, np, 0), like = kf_tr_in(I, np, 1);
@@ -599,10 +440,10 @@ static const struct {
 	{"Where", tr_where, 0, ""}, {"Cast", tr_cast, 0, "to saturate"},
 	{"Constant", tr_constant, 0, "value value_float value_floats value_int value_ints"},
 	{"MatMul", tr_binary, KF_OP_MATMUL, ""}, {"Gemm", tr_gemm, 0, "alpha beta transA transB"},
-	{"Transpose", tr_transpose, 0, "perm"}, {"Reshape", tr_reshape, 0, "shape allowzero"},
-	{"Flatten", tr_flatten, 0, "axis"}, {"Squeeze", tr_squeeze, 0, "axes"},
-	{"Unsqueeze", tr_squeeze, 1, "axes"}, {"Expand", tr_expand, 0, ""},
-	{"Concat", tr_concat, 0, "axis"}, {"Slice", tr_slice, 0, "starts ends axes"},
+	{"Transpose", tr_transpose, 0, "perm"}, {"Reshape", kf_tr_Reshape, 0, "shape allowzero"},
+	{"Flatten", kf_tr_Flatten, 0, "axis"}, {"Squeeze", kf_tr_Squeeze, 0, "axes"},
+	{"Unsqueeze", kf_tr_Squeeze, 1, "axes"}, {"Expand", kf_tr_Expand, 0, ""},
+	{"Concat", tr_concat, 0, "axis"}, {"Slice", kf_tr_Slice, 0, "starts ends axes"},
 	{"Split", tr_split, 0, "axis split"},
 	{"ReduceSum", tr_reduce, KF_OP_REDUCE_SUM, "axes keepdims noop_with_empty_axes"},
 	{"ReduceMean", tr_reduce, KF_OP_REDUCE_MEAN, "axes keepdims noop_with_empty_axes"},
@@ -619,8 +460,8 @@ static const struct {
 	{"Sign", tr_activation, 10, ""}, {"Clip", tr_clip, 0, "min max"},
 	{"LSTM", kf_imp_lstm, 0, "hidden_size direction layout activations clip input_forget"},
 	{"GRU", kf_imp_gru, 0, "hidden_size direction layout activations clip linear_before_reset"},
-	{"Shape", tr_shape, 0, "start end"}, {"Size", tr_shape, 1, ""},
-	{"ConstantOfShape", tr_constant_of_shape, 0, "value"}, {"CastLike", tr_cast_like, 0, "saturate"},
+	{"Shape", kf_tr_Shape, 0, "start end"}, {"Size", kf_tr_Shape, 1, ""},
+	{"ConstantOfShape", kf_tr_ConstantOfShape, 0, "value"}, {"CastLike", tr_cast_like, 0, "saturate"},
 	{"IsNaN", tr_isnan_inf, 0, ""}, {"IsInf", tr_isnan_inf, 1, "detect_positive detect_negative"},
 	{"Dropout", tr_dropout, 0, "ratio seed"},
 	{"BatchNormalization", tr_batch_norm, 0, "epsilon momentum training_mode spatial"},
@@ -629,6 +470,11 @@ static const struct {
 	{"ReduceL2", tr_reduce_composite, 2, "axes keepdims noop_with_empty_axes"},
 	{"ReduceLogSum", tr_reduce_composite, 3, "axes keepdims noop_with_empty_axes"},
 	{"ReduceLogSumExp", tr_reduce_composite, 4, "axes keepdims noop_with_empty_axes"},
+	{"Gather", kf_tr_Gather, 0, "axis"}, {"Range", kf_tr_Range, 0, ""}, {"Trilu", kf_tr_Trilu, 0, "upper"},
+	{"Pad", kf_tr_Pad, 0, "mode pads value"},
+	{"Resize", kf_tr_Resize, 0, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
+				    "extrapolation_value antialias axes keep_aspect_ratio_policy"},
+	{"Einsum", kf_tr_Einsum, 0, "equation"}, {"Sin", tr_unary, KF_OP_SIN, ""}, {"Cos", tr_unary, KF_OP_COS, ""},
 };
 
 static bool word_in(const char *list, const char *w)
@@ -721,6 +567,7 @@ int kf_imp_translate(kf_imp *I, kf_np *np)
 				return kf_imp_fail(I, "output %zu could not be translated", i);
 			kf_imp_bind(I, np->output[i], out[i]);
 		}
+		kf_sv_track(I, np, out, n);
 		return 0;
 	}
 	if (I->o.allow_unsupported)

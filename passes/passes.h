@@ -31,6 +31,10 @@ static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 	return true;
 }
 
+/* Removes the dead nodes of g (dce.c, what the dce pass runs); returns how
+ * many.  The importer runs it on what it built. */
+uint32_t kf_dce_graph(kf_graph *g);
+
 /* ---- constant folding (fold.c, for canonicalize) ---- */
 
 /* The inline payload of v when v is defined by a `const` (not file()). */

@@ -293,12 +293,14 @@ static int resize_shape(kf_graph *g, kf_nid n, const kf_tensor *x, kf_type *out,
 {
 	const kf_attrval *sc = kf_attr_get(g, n, "scales");
 	int64_t sz[KF_MAX_RANK], d[KF_MAX_RANK];
-	int ns = kf_attr_ints(g, n, "sizes", sz, KF_MAX_RANK);
+	bool sym[KF_MAX_RANK];
+	int ns = kf_attr_dims(g, n, "sizes", sz, sym, KF_MAX_RANK);
 	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)x->rank || (ns >= 0 && ns != x->rank))
 		return kf_rt_fail(err, errlen, "scales (and sizes) must have one entry per dim");
 	for (int i = 0; i < x->rank; i++) {
 		double s = sc->list[i].kind == KF_ATTR_FLOAT ? sc->list[i].f : (double)sc->list[i].i;
-		d[i] = ns >= 0 ? sz[i] : (int64_t)floor((double)x->dim[i] * s);
+		/* a symbolic size keeps the dim (inference allows nothing else) */
+		d[i] = ns >= 0 ? (sym[i] ? x->dim[i] : sz[i]) : (int64_t)floor((double)x->dim[i] * s);
 	}
 	set_dims(out, x->rank, d);
 	return 0;

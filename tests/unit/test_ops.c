@@ -427,7 +427,12 @@ static void test_concat_slice_split(void **st)
 	OK(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", 3), AL("axes", -1)), "f32[N,2]");
 	OK(INF("slice", "f32[N,6]", 1, AL("starts", 0), AL("ends", INT64_MAX), AL("axes", 0)), "f32[N,6]");
 	BAD(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", INT64_MAX)),
-	    "'slice' cannot slice symbolic dim N (axis 0) except whole");
+	    "'slice' cannot slice symbolic dim N (axis 0) but whole or by a static count from one end");
+	BAD(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", -1)),
+	    "'slice' cannot slice symbolic dim N (axis 0) but whole or by a static count from one end");
+	OK(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", 4)), "f32[3,6]");
+	OK(INF("slice", "f32[N,6]", 1, AL("starts", -1), AL("ends", INT64_MAX)), "f32[1,6]");
+	OK(INF("slice", "f32[N,6]", 1, AL("starts", -5), AL("ends", -1), AL("steps", 2)), "f32[2,6]");
 	BAD(INF("slice", "f32[10]", 1, AL("starts", 1), AL("ends", 5), AL("steps", 0)), "'slice' step for axis 0 is 0");
 	BAD(INF("slice", "f32[10,8]", 1, AL("starts", 1, 1), AL("ends", 5, 5), AL("axes", 0, -2)),
 	    "'slice' axis 0 appears twice");
