@@ -239,12 +239,19 @@ int kf_tr_Range(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	int64_t lim[1], st[1], de[1];
 	bool ls[1], ss[1], ds[1];
 	kf_sv v;
+	kf_vid need[3] = {s, l, d};
+	double unused;
+	for (int i = 0; i < 3; i++)
+		if (!kf_imp_const_scalar(I, need[i], &unused) && !kf_sv_of(I, need[i], &v))
+			return kf_imp_fail(I, "input %d ('%s') must be a constant, or computed from the input shapes "
+					      "(kfuse needs the range's length at compile time; --bind NAME=FILE.npy "
+					      "freezes a graph input)", i, np->input[i]);
 	if (kf_sv_dims(I, l, lim, ls, 1) != 1 || kf_sv_dims(I, s, st, ss, 1) != 1 || kf_sv_dims(I, d, de, ds, 1) != 1 ||
-	    ss[0] || ds[0] || !kf_sv_of(I, l, &v))
-		return kf_imp_fail(I, "start, limit and delta must be constants, or limit a dim of the input shapes");
+	    ss[0] || ds[0])
+		return kf_imp_fail(I, "start and delta must be constants, and limit one int (a dim of the input shapes)");
 	/* (limit - start) / delta as a dim: start 0 and delta 1, or an exact quotient */
 	int64_t len;
-	if (st[0] != 0 || de[0] <= 0 || !kf_dim_div(I->c, lim[0], de[0], &len))
+	if (!ls[0] || st[0] != 0 || de[0] <= 0 || !kf_dim_div(I->c, lim[0], de[0], &len))
 		return kf_imp_fail(I, "a range from %lld by %lld to the symbolic %s has no dim for its length "
 				      "(kfuse has products of symbols, not sums or quotients that may not divide)",
 				   (long long)st[0], (long long)de[0], kf_str(I->c, KF_SYM_SID(lim[0])));
@@ -294,10 +301,9 @@ int kf_tr_Trilu(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid x = kf_tr_in(I, np, 0);
 	int64_t k = 0;
-	if (x == KF_NONE)
+	bool present;
+	if (x == KF_NONE || kf_tr_ints_from(I, np, 1, NULL, &k, 1, &present) < 0)
 		return -1;
-	if (kf_tr_has_in(np, 1) && kf_imp_const_ints(I, kf_tr_in(I, np, 1), &k, 1) != 1)
-		return kf_imp_fail(I, "input 1 (k) must be a constant");
 	const kf_type *t = kf_tr_ty(I, x);
 	if (t->rank < 2)
 		return kf_imp_fail(I, "the input must have rank >= 2");

@@ -37,8 +37,9 @@ typedef struct kf_onnx_opts {
 kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t len, const kf_onnx_opts *o);
 kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *o);
 
-/* Reads a serialized TensorProto (the test data sets' input_0.pb). */
-int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out);
+/* Reads a serialized TensorProto (the test data sets' input_0.pb); its
+ * name into name[cap] when name is not NULL. */
+int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out, char *name, size_t cap);
 /* The ONNX data type code as a kfuse dtype, -1 when kfuse has none. */
 int kf_onnx_dtype(int32_t onnx_type);
 

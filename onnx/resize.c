@@ -56,7 +56,8 @@ int kf_tr_Pad(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (I->opset >= 11 && kf_tr_has_in(np, 2)) {
 		kf_vid c = kf_tr_in(I, np, 2);
 		if (c == KF_NONE || !kf_imp_const_scalar(I, c, &value))
-			return kf_imp_fail(I, "input 2 (constant_value) must be a constant");
+			return kf_imp_fail(I, "input 2 ('%s') must be a constant (kfuse needs the pad value at compile "
+					      "time; --bind NAME=FILE.npy freezes a graph input)", np->input[2]);
 	}
 	char mode[16];
 	kf_tr_str(np, "mode", "constant", mode, sizeof mode);
@@ -104,8 +105,11 @@ int kf_tr_Resize(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (sv != KF_NONE && kf_type_numel(kf_tr_ty(I, sv)) > 0) {
 		const kf_const *k = kf_fold_const_of(I->g, sv);
 		int64_t ns = kf_type_numel(kf_tr_ty(I, sv));
-		if (!k || !k->f || ns != na || (k->n != 1 && (int64_t)k->n != ns))
-			return kf_imp_fail(I, "scales must be a constant of one float per axis");
+		if (!k || !k->f)
+			return kf_imp_fail(I, "input %zu ('%s') must be a constant (kfuse needs the scales at compile "
+					      "time; --bind NAME=FILE.npy freezes a graph input)", si, np->input[si]);
+		if (ns != na || (k->n != 1 && (int64_t)k->n != ns))
+			return kf_imp_fail(I, "scales has %lld entries for %d axes", (long long)ns, na);
 		for (int i = 0; i < na; i++)
 			scale[(axes[i] + rank) % rank] = k->f[k->n == 1 ? 0 : i];
 	} else if (I->opset >= 11 && kf_tr_has_in(np, 3)) {

@@ -214,7 +214,7 @@ int kf_onnx_read_file(kf_ctx *c, const char *path, kf_srcid *src, char **buf, si
 	return read_whole(c, path, *src, buf, len);
 }
 
-int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
+int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out, char *name, size_t cap)
 {
 	kf_srcid src;
 	char *buf;
@@ -230,6 +230,8 @@ int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
 	}
 	char err[512];
 	int rc = kf_onnx_tensor(tp, NULL, out, err, sizeof err);
+	if (name && cap)
+		snprintf(name, cap, "%s", tp->name ? tp->name : "");
 	if (rc < 0)
 		kf_error(c, (kf_loc){src, 0}, "%s", err);
 	onnx__tensor_proto__free_unpacked(tp, NULL);

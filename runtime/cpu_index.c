@@ -145,7 +145,7 @@ int kf_cpu_pad(KF_RT_CPU_ARGS)
 /* ---- resize ----------------------------------------------------------------- */
 
 typedef struct rs_axis {
-	double scale;
+	double scale, outlen; /* outlen: the output's length unrounded (in * scale), or its size */
 	int64_t in, out;
 	int coord; /* index into the modes below */
 } rs_axis;
@@ -157,9 +157,9 @@ static double rs_coord(const rs_axis *a, int64_t x)
 	double s = a->scale;
 	switch (a->coord) {
 	case 1: /* pytorch_half_pixel */
-		return a->out > 1 ? ((double)x + 0.5) / s - 0.5 : 0.0;
-	case 2: /* align_corners */
-		return a->out == 1 ? 0.0 : (double)x * (double)(a->in - 1) / (double)(a->out - 1);
+		return a->outlen > 1 ? ((double)x + 0.5) / s - 0.5 : 0.0;
+	case 2: /* align_corners, over the unrounded length as ONNX's reference has it */
+		return a->outlen == 1 ? 0.0 : (double)x * (double)(a->in - 1) / (a->outlen - 1);
 	case 3: /* asymmetric */
 		return (double)x / s;
 	case 4: /* tf_half_pixel_for_nn */
@@ -191,9 +191,12 @@ static int rs_axes(kf_graph *g, kf_nid n, const kf_tensor *x, const kf_tensor *y
 		ax[d].in = x->dim[d];
 		ax[d].out = y->dim[d];
 		ax[d].coord = c;
+		ax[d].outlen = (double)x->dim[d] * ax[d].scale;
 		/* ONNX: with sizes given, the scale is output / input */
-		if (sizes && x->dim[d] > 0)
+		if (sizes && x->dim[d] > 0) {
 			ax[d].scale = (double)y->dim[d] / (double)x->dim[d];
+			ax[d].outlen = (double)y->dim[d];
+		}
 	}
 	return 0;
 }
