@@ -147,6 +147,10 @@ void kf_buf_free(kf_buf *b);
 /* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
  * the errno of the failed write (EIO when write returns 0). */
 int kf_write_all(int fd, const void *p, size_t n);
+/* Writes the concatenation of part[0..nparts) to path atomically: into a
+ * temporary beside it, renamed over it once every byte is written, so that
+ * a failure leaves the old file (file.c).  0, or the errno of the failure. */
+int kf_write_atomic(const char *path, const void *const *part, const size_t *len, int nparts);
 /* Shortest text of a double that reads back to the same value of dtype t
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */

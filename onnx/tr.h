@@ -70,6 +70,10 @@ kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to);
 /* An error (-1) unless x's shape is static. */
 int kf_tr_need_static(kf_imp *I, kf_vid x);
 
+/* An op the importer has no translation for (opaque.c): an error saying
+ * what it would need, or with allow_unsupported an `opaque @Op` node. */
+int kf_imp_unsupported(kf_imp *I, kf_np *np);
+
 /* ---- translators (of the table in translate.c): each writes its results
  * to out[] and returns how many, or -1 ---- */
 #define KF_TR(name) int kf_tr_##name(kf_imp *I, kf_np *np, kf_vid *out, int op);

@@ -488,59 +488,10 @@ static bool word_in(const char *list, const char *w)
 	return false;
 }
 
-static const Onnx__ValueInfoProto *declared(kf_imp *I, const char *name)
-{
-	const Onnx__GraphProto *gp = I->gp;
-	for (size_t i = 0; i < gp->n_value_info; i++)
-		if (strcmp(gp->value_info[i]->name, name) == 0)
-			return gp->value_info[i];
-	for (size_t i = 0; i < gp->n_output; i++)
-		if (strcmp(gp->output[i]->name, name) == 0)
-			return gp->output[i];
-	return NULL;
-}
-
-/* --allow-unsupported: an opaque op `onnx_<Op>` whose result types are the
- * ones the model declares; no inference, no CPU kernel. */
-static int keep_opaque(kf_imp *I, kf_np *np)
-{
-	char name[160];
-	snprintf(name, sizeof name, "onnx_%s", np->op_type);
-	int op = kf_op_lookup(I->c, name, strlen(name));
-	if (op < 0) {
-		kf_opinfo info = {.name = name, .min_in = 0, .max_in = -1, .nres = -1,
-				  .trait = KF_TRAIT_OPAQUE, .doc = "an ONNX op kept opaque by the importer"};
-		op = kf_op_register(I->c, &info);
-		if (op < 0)
-			return -1;
-	}
-	kf_vid in_[64];
-	kf_tid res[64];
-	if (np->n_input > 64 || np->n_output > 64)
-		return kf_imp_fail(I, "too many inputs or outputs to keep opaque");
-	for (size_t i = 0; i < np->n_input; i++)
-		if ((in_[i] = kf_tr_in(I, np, i)) == KF_NONE)
-			return kf_imp_fail(I, "cannot keep it opaque: optional inputs are not supported");
-	for (size_t i = 0; i < np->n_output; i++) {
-		const Onnx__ValueInfoProto *vi = declared(I, np->output[i]);
-		kf_type t;
-		if (!vi)
-			return kf_imp_fail(I, "op '%s' is not supported, and it cannot be kept opaque: the model "
-					      "declares no type for its output '%s'", np->op_type, np->output[i]);
-		if (kf_imp_value_type(I, vi, &t) < 0)
-			return -1;
-		res[i] = kf_type_intern(I->c, &t);
-	}
-	kf_nid n = kf_node_new(I->g, 0, KF_NONE, op, in_, (uint32_t)np->n_input, res, (uint32_t)np->n_output);
-	for (size_t i = 0; i < np->n_output; i++)
-		kf_imp_bind(I, np->output[i], kf_res(I->g, n, (uint32_t)i));
-	return 0;
-}
-
 int kf_imp_translate(kf_imp *I, kf_np *np)
 {
 	if (np->domain && *np->domain && strcmp(np->domain, "ai.onnx"))
-		return kf_imp_fail(I, "domain '%s' is not supported", np->domain);
+		return kf_imp_unsupported(I, np);
 	/* translations name constants after output 0 (found by fuzzing) */
 	if (np->n_output == 0)
 		return kf_imp_fail(I, "the node has no outputs");
@@ -570,7 +521,5 @@ int kf_imp_translate(kf_imp *I, kf_np *np)
 		kf_sv_track(I, np, out, n);
 		return 0;
 	}
-	if (I->o.allow_unsupported)
-		return keep_opaque(I, np);
-	return kf_imp_fail(I, "op '%s' is not supported", np->op_type);
+	return kf_imp_unsupported(I, np);
 }

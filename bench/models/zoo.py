@@ -60,13 +60,9 @@ def tv():
     return torchvision.models
 
 
-def resnet(depth, full):
-    """torchvision's ResNet; small: every width divided by 16."""
-    from torchvision.models.resnet import ResNet, BasicBlock, Bottleneck
-    block, layers = (BasicBlock, [2, 2, 2, 2]) if depth == 18 else (Bottleneck, [3, 4, 6, 3])
-    if full:
-        return ResNet(block, layers, num_classes=1000), 224
-    k = 16
+def small_resnet(block, layers, k, num_classes=10, **kw):
+    """torchvision's ResNet with every width divided by k."""
+    from torchvision.models.resnet import ResNet
 
     class SmallResNet(ResNet):
         def _make_layer(self, block, planes, blocks, stride=1, dilate=False):
@@ -74,11 +70,20 @@ def resnet(depth, full):
                 self.inplanes = 64 // k
             return super()._make_layer(block, planes // k, blocks, stride, dilate)
 
-    m = SmallResNet(block, layers, num_classes=10)
+    m = SmallResNet(block, layers, num_classes=num_classes, **kw)
     m.conv1 = nn.Conv2d(3, 64 // k, kernel_size=7, stride=2, padding=3, bias=False)
     m.bn1 = nn.BatchNorm2d(64 // k)
-    m.fc = nn.Linear(512 * block.expansion // k, 10)
-    return m, 32
+    m.fc = nn.Linear(512 * block.expansion // k, num_classes)
+    return m
+
+
+def resnet(depth, full):
+    """torchvision's ResNet; small: every width divided by 16."""
+    from torchvision.models.resnet import ResNet, BasicBlock, Bottleneck
+    block, layers = (BasicBlock, [2, 2, 2, 2]) if depth == 18 else (Bottleneck, [3, 4, 6, 3])
+    if full:
+        return ResNet(block, layers, num_classes=1000), 224
+    return small_resnet(block, layers, 16), 32
 
 
 def cnn(name, full):
@@ -88,7 +93,16 @@ def cnn(name, full):
     if name == "resnet50":
         return resnet(50, full)
     if name == "mobilenet_v2":
-        return (M.mobilenet_v2(), 224) if full else (M.mobilenet_v2(width_mult=0.25, num_classes=10), 32)
+        if full:
+            return M.mobilenet_v2(), 224
+        # width 0.25 keeps the 1280-wide last conv (a fixed width in
+        # torchvision): a 256-wide one keeps the test data small
+        from torchvision.ops.misc import Conv2dNormActivation
+        m = M.mobilenet_v2(width_mult=0.25, num_classes=10)
+        m.features[-1] = Conv2dNormActivation(m.features[-1][0].in_channels, 256, kernel_size=1,
+                                              activation_layer=nn.ReLU6)
+        m.classifier[-1] = nn.Linear(256, 10)
+        return m, 32
     if name == "mobilenet_v3_small":
         if full:
             return M.mobilenet_v3_small(), 224
@@ -97,7 +111,7 @@ def cnn(name, full):
         if full:
             return M.efficientnet_b0(), 224
         from torchvision.models.efficientnet import _efficientnet_conf, EfficientNet
-        setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.35)
+        setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.2, depth_mult=0.25)
         return EfficientNet(setting, dropout=0.2, last_channel=last, num_classes=10), 32
     if name == "convnext_tiny":
         if full:
