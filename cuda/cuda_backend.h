@@ -1,13 +1,13 @@
 /* cuda_backend.h: running a graph on the GPU.
  *
  * A session plans a graph once and runs it many times:
- *   - every top-level node becomes a kernel (passes/emit_cuda.h): a fusion
+ *   - every top-level node becomes a kernel (cuda/emit_cuda.h): a fusion
  *     node runs its body, any other op runs alone (so a graph not fused
  *     runs one kernel per op); const nodes are uploaded once, reshape is an
  *     alias of its operand;
  *   - the distinct kernels are compiled by NVRTC for the device's arch,
  *     a few per program, programs in parallel, each through the disk kernel
- *     cache (runtime/kcache.h): a second run compiles nothing;
+ *     cache (cuda/kcache.h): a second run compiles nothing;
  *   - a fused kernel that spills registers is split: its body's ops run as
  *     one kernel each (reported in the plan notes);
  *   - intermediate buffers share one device arena, placed by liveness so
@@ -21,7 +21,7 @@
 #include "kf.h"
 #include "interp.h"
 #include "cuda.h"
-#include "../passes/emit_cuda.h"
+#include "emit_cuda.h"
 
 typedef struct kf_cuda_opts {
 	int device;

@@ -473,7 +473,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	s->vptr = calloc(g->nval + 1, sizeof *s->vptr);
 	for (uint32_t v = 0; v < g->nval; v++)
 		s->alias[v] = KF_NONE;
-	/* tuned tile configs of contraction kernels (runtime/tune.h) */
+	/* tuned tile configs of contraction kernels (cuda/tune.h) */
 	kf_tune_apply(g, s->arch, s->o.cache_dir, s->o.report);
 	int rc = emit_block(s, 0);
 	/* KFUSE_CUBLAS=1: matmuls no contraction kernel fused run through cuBLAS */
