@@ -325,6 +325,9 @@ int kf_op_count(const kf_ctx *c);
 const kf_opinfo *kf_op(const kf_ctx *c, int op);
 kf_opinfo *kf_op_mut(kf_ctx *c, int op);
 int kf_op_lookup(const kf_ctx *c, const char *name, size_t n); /* -1 if unknown */
+/* The op that runs node n: its own, or for `opaque @Name` the op registered
+ * as Name (a plugin's); -1 when there is none. */
+int kf_node_impl_op(const kf_graph *g, kf_nid n);
 /* Registers a new op (name copied); returns its id, or -1 with an error in
  * the context when the name is taken. */
 int kf_op_register(kf_ctx *c, const kf_opinfo *info);

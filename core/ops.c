@@ -453,6 +453,16 @@ void kf_ops_builtin_init(kf_ctx *c)
 	}
 }
 
+int kf_node_impl_op(const kf_graph *g, kf_nid n)
+{
+	const kf_node *nd = kf_N(g, n);
+	if (nd->op != KF_OP_OPAQUE)
+		return nd->op;
+	const char *name = nd->sym ? kf_str(g->ctx, nd->sym) : "";
+	int op = kf_op_lookup(g->ctx, name, strlen(name));
+	return op == KF_OP_OPAQUE ? -1 : op;
+}
+
 /* ---- kf_infer: generic checks, then the op's own function ---------------- */
 
 static bool attr_allowed(const char *allowed, const char *key)

@@ -61,7 +61,7 @@ static int attr_value(kf_imp *I, const Onnx__AttributeProto *a, kf_attrval *v)
 		*v = (kf_attrval){.kind = KF_ATTR_INT, .i = a->i};
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
-		*v = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = a->f};
+		*v = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = kf_tr_f32(a->f)};
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
 		*v = (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern(I->c, (const char *)a->s.data, a->s.len)};
@@ -77,7 +77,7 @@ static int attr_value(kf_imp *I, const Onnx__AttributeProto *a, kf_attrval *v)
 			l[i] = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
 				       ? (kf_attrval){.kind = KF_ATTR_INT, .i = a->ints[i]}
 			       : a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
-				       ? (kf_attrval){.kind = KF_ATTR_FLOAT, .f = a->floats[i]}
+				       ? (kf_attrval){.kind = KF_ATTR_FLOAT, .f = kf_tr_f32(a->floats[i])}
 				       : (kf_attrval){.kind = KF_ATTR_STR,
 						      .s = kf_intern(I->c, (const char *)a->strings[i].data, a->strings[i].len)};
 		*v = (kf_attrval){.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = l};
@@ -155,6 +155,7 @@ int kf_imp_unsupported(kf_imp *I, kf_np *np)
 		snprintf(what, sizeof what, "op '%s' is not supported", np->op_type);
 	if (I->o.allow_unsupported)
 		return keep_opaque(I, np, what);
-	return kf_imp_fail(I, "%s: it would need %s (--allow-unsupported keeps it as `opaque @%s` for a plugin to run)",
-			   what, dom ? "an op of that domain" : needs(np->op_type), np->op_type);
+	return kf_imp_fail(I, "%s: it would need %s (--allow-unsupported keeps it as `opaque @%s%s%s` for a plugin "
+			      "to run)", what, dom ? "an op of that domain" : needs(np->op_type), dom ? np->domain : "",
+			   dom ? "." : "", np->op_type);
 }

@@ -22,7 +22,7 @@ int64_t kf_tr_int(kf_np *np, const char *name, int64_t dflt)
 
 /* ONNX float attributes are f32: take the shortest decimal that reads back
  * as the same f32, so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
-static double f32_clean(float f)
+double kf_tr_f32(float f)
 {
 	char buf[32];
 	for (int prec = 1; prec <= 9; prec++) {
@@ -36,7 +36,7 @@ static double f32_clean(float f)
 double kf_tr_float(kf_np *np, const char *name, double dflt)
 {
 	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
-	return a ? f32_clean(a->f) : dflt;
+	return a ? kf_tr_f32(a->f) : dflt;
 }
 
 void kf_tr_str(kf_np *np, const char *name, const char *dflt, char *out, size_t cap)

@@ -14,7 +14,9 @@ typedef const Onnx__NodeProto kf_np;
 /* ---- ONNX attributes (tr.c) ---- */
 const Onnx__AttributeProto *kf_tr_attr(kf_np *np, const char *name);
 int64_t kf_tr_int(kf_np *np, const char *name, int64_t dflt);
-/* ONNX floats are f32: the shortest decimal that reads back as that f32. */
+/* ONNX floats are f32: the shortest decimal that reads back as that f32,
+ * so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
+double kf_tr_f32(float f);
 double kf_tr_float(kf_np *np, const char *name, double dflt);
 void kf_tr_str(kf_np *np, const char *name, const char *dflt, char *out, size_t cap);
 /* An ints attribute into out (at most max): its length, -1 when absent. */

@@ -91,6 +91,9 @@ static int tr_constant(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	return out[0] != KF_NONE;
 }
 
+/* Gemm before opset 7 says `broadcast = 1` when C broadcasts; kfuse's gemm
+ * broadcasts C one way always, which is that, and with broadcast = 0 the
+ * model's C already is [M, N]. */
 static int tr_gemm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid v[3] = {kf_tr_in(I, np, 0), kf_tr_in(I, np, 1), kf_tr_in(I, np, 2)};
@@ -439,7 +442,7 @@ static const struct {
 	{"Reciprocal", tr_reciprocal, 0, ""}, {"Identity", tr_identity, 0, ""},
 	{"Where", tr_where, 0, ""}, {"Cast", tr_cast, 0, "to saturate"},
 	{"Constant", tr_constant, 0, "value value_float value_floats value_int value_ints"},
-	{"MatMul", tr_binary, KF_OP_MATMUL, ""}, {"Gemm", tr_gemm, 0, "alpha beta transA transB"},
+	{"MatMul", tr_binary, KF_OP_MATMUL, ""}, {"Gemm", tr_gemm, 0, "alpha beta transA transB broadcast"},
 	{"Transpose", tr_transpose, 0, "perm"}, {"Reshape", kf_tr_Reshape, 0, "shape allowzero"},
 	{"Flatten", kf_tr_Flatten, 0, "axis"}, {"Squeeze", kf_tr_Squeeze, 0, "axes"},
 	{"Unsqueeze", kf_tr_Squeeze, 1, "axes"}, {"Expand", kf_tr_Expand, 0, ""},

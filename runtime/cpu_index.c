@@ -354,8 +354,8 @@ int kf_cpu_shape(KF_RT_CPU_ARGS)
 int kf_cpu_opaque(KF_RT_CPU_ARGS)
 {
 	const char *name = kf_str(g->ctx, kf_N(g, n)->sym);
-	int op = kf_op_lookup(g->ctx, name, strlen(name));
-	if (op < 0 || op == KF_OP_OPAQUE || !kf_op(g->ctx, op)->cpu)
+	int op = kf_node_impl_op(g, n);
+	if (op < 0 || !kf_op(g->ctx, op)->cpu)
 		return kf_rt_fail(err, errlen, "opaque op @%s has no implementation (a plugin that registers an op "
 					       "named '%s' with a CPU function runs it)", name, name);
 	return kf_op(g->ctx, op)->cpu(g, n, in, nin, out, nout, err, errlen);
