@@ -1,7 +1,8 @@
 /* specialize.c: symbolic dims given sizes: specialize{batch=1,seq=128}.
  *
- * Every type whose symbolic dims (products included) are all given becomes
- * static, and so do the dims that attributes name (reshape's and
+ * The given symbols are replaced by their sizes in every type (B*T with
+ * B=2 becomes 2*T; a dim whose symbols are all given becomes static) and
+ * in the dims that attributes name (reshape's and
  * broadcast_to's and iota's shape, slice's ends, resize's sizes), so that a
  * graph imported with dynamic axes can be compiled for one size: the CUDA
  * backend wants static shapes, and canonicalize then folds what became
@@ -31,16 +32,33 @@ static bool look(void *ud, kf_sid s, int64_t *v)
 	return false;
 }
 
+/* d with the given symbols replaced by their sizes (B*T with B=2: 2*T);
+ * d itself when none is given or the product overflows. */
+static int64_t spec_dim(kf_ctx *c, int64_t d, sz *z)
+{
+	kf_mono m, r = {.coef = 1};
+	if (!KF_IS_SYM(d) || !kf_dim_split(c, d, &m))
+		return d;
+	r.coef = m.coef;
+	for (int i = 0; i < m.n; i++) {
+		int64_t v;
+		if (!look(z, m.sym[i], &v))
+			r.sym[r.n++] = m.sym[i];
+		else if (__builtin_mul_overflow(r.coef, v, &r.coef))
+			return d;
+	}
+	int64_t out = kf_dim_join(c, &r);
+	return out == KF_DIM_BAD ? d : out;
+}
+
 static kf_tid spec_type(kf_ctx *c, kf_tid tid, sz *z, bool *changed)
 {
 	kf_type t = *kf_type_get(c, tid);
 	bool any = false;
 	for (int d = 0; d < t.rank; d++) {
-		int64_t v;
-		if (KF_IS_SYM(t.dim[d]) && kf_dim_eval(c, t.dim[d], look, z, &v)) {
-			t.dim[d] = v;
-			any = true;
-		}
+		int64_t v = spec_dim(c, t.dim[d], z);
+		any |= v != t.dim[d];
+		t.dim[d] = v;
 	}
 	if (!any)
 		return tid;
@@ -61,11 +79,12 @@ static void spec_attr(kf_graph *g, kf_nid n, const char *key, sz *z, bool *chang
 		if (l.list[i].kind != KF_ATTR_STR)
 			continue;
 		const char *s = kf_str(g->ctx, l.list[i].s);
-		int64_t d = kf_dim_parse(g->ctx, s, strlen(s)), v;
-		if (d != KF_DIM_BAD && kf_dim_eval(g->ctx, d, look, z, &v)) {
-			l.list[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = v};
-			any = true;
-		}
+		int64_t d = kf_dim_parse(g->ctx, s, strlen(s)), v = d == KF_DIM_BAD ? d : spec_dim(g->ctx, d, z);
+		if (v == d)
+			continue;
+		l.list[i] = KF_IS_SYM(v) ? (kf_attrval){.kind = KF_ATTR_STR, .s = KF_SYM_SID(v)}
+					 : (kf_attrval){.kind = KF_ATTR_INT, .i = v};
+		any = true;
 	}
 	if (any) {
 		kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, key), l);

@@ -484,6 +484,58 @@ static int infer_const(const char *type, uint8_t kind, uint64_t n, double *f, in
 	return kf_infer(G, LAST, OUT, 16, ERR, sizeof ERR);
 }
 
+/* A list of floats for resize's scales. */
+static kf_attr ALF(const char *k, int n, const double *v)
+{
+	static kf_attrval pool[16];
+	for (int i = 0; i < n; i++)
+		pool[i] = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = v[i]};
+	return (kf_attr){kf_intern_cstr(C, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = pool}};
+}
+
+static void test_index_ops(void **st)
+{
+	OK(INF("gather", "f32[10,4] i64[2,3]", 1), "f32[2,3,4]");
+	OK(INF("gather", "f32[B,10,4] i32[]", 1, AI("axis", 1)), "f32[B,4]");
+	OK(INF("gather", "f16[5,6,7] i64[T]", 1, AI("axis", -1)), "f16[5,6,T]");
+	BAD(INF("gather", "f32[10,4] f32[3]", 1), "'gather' indices must be i32 or i64, got f32");
+	BAD(INF("gather", "f32[10,4] i64[3]", 1, AI("axis", 2)), "'gather' axis 2 is out of range for f32[10,4] (rank 2)");
+	BAD(INF("gather", "f32[] i64[3]", 1), "'gather' data must have rank >= 1");
+	BAD(INF("gather", "f32[2,2,2,2,2] i64[2,2,2,2,2]", 1), "'gather' result rank 9 is over 8");
+	OK(INF("pad", "f32[4,6]", 1, AL("pads", 1, 2, 2, 1)), "f32[7,9]");
+	OK(INF("pad", "f32[B,6]", 1, AL("pads", 0, -1, 0, -2), AS("mode", "edge")), "f32[B,3]");
+	BAD(INF("pad", "f32[4,6]", 1, AL("pads", 1, 2)), "'pad' pads has 2 entries for f32[4,6] (rank 2: 4 wanted)");
+	BAD(INF("pad", "f32[B,6]", 1, AL("pads", 1, 0, 0, 0)), "'pad' cannot pad symbolic dim B (axis 0)");
+	BAD(INF("pad", "f32[4,6]", 1, AL("pads", 0, -4, 0, -3)),
+	    "'pad' of f32[4,6] by -4 and -3 on axis 1 leaves -1 elements");
+	BAD(INF("pad", "f32[4]", 1, AL("pads", 1, 1), AS("mode", "mirror")),
+	    "'pad' mode must be \"constant\", \"reflect\", \"edge\" or \"wrap\", got \"mirror\"");
+	BAD(INF("pad", "f32[0]", 1, AL("pads", 1, 1), AS("mode", "reflect")),
+	    "'pad' mode \"reflect\" cannot pad the empty axis 0");
+	BAD(INF("pad", "f32[4]", 1), "'pad' needs attribute 'pads'");
+	OK(INF("resize", "f32[1,3,4,5]", 1, ALF("scales", 4, (double[]){1, 1, 2, 1.5})), "f32[1,3,8,7]");
+	OK(INF("resize", "f32[B,3,4,5]", 1, ALF("scales", 4, (double[]){1, 1, 0.5, 2}), ALD("sizes", "B,3,2,10"),
+	       AS("mode", "linear")), "f32[B,3,2,10]");
+	BAD(INF("resize", "f32[B,4]", 1, ALF("scales", 2, (double[]){2, 1})),
+	    "'resize' can only keep symbolic dim B (axis 0): scale 1");
+	BAD(INF("resize", "i64[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "linear")),
+	    "'resize' linear mode takes a float operand, got i64");
+	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "cubic")),
+	    "'resize' mode must be \"nearest\" or \"linear\", got \"cubic\"");
+	BAD(INF("resize", "f32[4,4]", 1, ALF("scales", 1, (double[]){2})), "'resize' scales has 1 entries for rank 2");
+	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){-2})), "'resize' scale -2 (axis 0) must be positive and finite");
+	OK(INF("iota", "", 1, ALD("shape", "T,4"), AI("axis", 1)), "i64[T,4]");
+	OK(INF("iota", "", 1, AL("shape", 3), AS("dtype", "f32")), "f32[3]");
+	BAD(INF("iota", "", 1, AL("shape", 3), AS("dtype", "i1")), "'iota' dtype must be a numeric dtype, got \"i1\"");
+	BAD(INF("iota", "", 1, AL("shape", 3), AI("axis", 1)), "'iota' axis 1 is out of range for rank 1");
+	BAD(INF("iota", "", 1, AL("shape", -3)), "'iota' shape[0] = -3 is negative");
+	OK(INF("shape", "f32[B,3,T]", 1), "i64[3]");
+	OK(INF("shape", "f32[B,3,T]", 1, AI("start", -2)), "i64[2]");
+	OK(INF("shape", "f32[B,3,T]", 1, AI("start", 2), AI("end", 1)), "i64[0]");
+	OK(INF("sin", "f32[2,N]", 1), "f32[2,N]");
+	BAD(INF("cos", "i32[2]", 1), "'cos' takes float operands, got i32");
+}
+
 static void test_const(void **st)
 {
 	double f[4] = {1, 2, 3, 4};
@@ -563,6 +615,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gemm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_transpose_reshape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concat_slice_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_const, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fusion, setup, teardown),
 	};
