@@ -37,11 +37,12 @@ static void weights_ref(const char *out, const char *wdir, char *ref, size_t cap
 		snprintf(outdir, sizeof outdir, "%s", dirname(tmp));
 	snprintf(wtmp, sizeof wtmp, "%s", wdir);
 	snprintf(wtmp2, sizeof wtmp2, "%s", wdir);
-	const char *wparent = dirname(wtmp);
-	if (strcmp(wparent, outdir) == 0)
-		snprintf(ref, cap, "%s/", basename(wtmp2));
-	else
-		snprintf(ref, cap, "%s/", wdir);
+	const char *wparent = dirname(wtmp), *name = strcmp(wparent, outdir) == 0 ? basename(wtmp2) : wdir;
+	size_t n = strlen(name);
+	if (n + 2 > cap)
+		n = cap - 2;
+	memcpy(ref, name, n);
+	memcpy(ref + n, "/", 2);
 }
 
 /* --bind NAME=FILE: the tensors, read now; -1 after a message. */
@@ -114,7 +115,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	bool to_file = out && strcmp(out, "-");
-	char defdir[PATH_MAX], ref[PATH_MAX];
+	if ((out && strlen(out) + sizeof ".weights" > PATH_MAX) || (wdir && strlen(wdir) + 2 > PATH_MAX)) {
+		fprintf(stderr, "kfuse-import-onnx: error: the output or weights path is too long\n");
+		return 2;
+	}
+	char defdir[PATH_MAX], ref[PATH_MAX + 2];
 	if (to_file && !wdir) {
 		snprintf(defdir, sizeof defdir, "%s.weights", out);
 		wdir = defdir;
