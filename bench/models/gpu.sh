@@ -92,6 +92,11 @@ for dt in $dtypes; do
 			printf '%s\t%s\t%s\t%s\t%s\tFAIL export\t-\t-\t%s\n' "$name" "$dt" "$b" "${s:--}" "$name" \
 				"$(grep -m1 -i 'error\|failed' "$d/export.log" | cut -c1-160)" >> "$rows"
 		fi
+		# what PyTorch times is what was exported: the hand-written model
+		# when transformers' export failed
+		tc="$name:$b:${s:-0}"
+		grep -q "hand-written" "$d/export.log" 2>/dev/null && tc="$tc:hand"
+		tcfgs="${tcfgs:+$tcfgs,}$tc"
 		for v in "$name" "${name}_dyn"; do
 			[ -f "$d/$v.onnx" ] || continue
 			case $v in *_dyn) [ "${KFUSE_DYN:-1}" = 0 ] && continue ;; esac
@@ -102,7 +107,7 @@ for dt in $dtypes; do
 done
 
 echo "== torch: eager, torch.compile, reduce-overhead"
-cfgs=$(echo $models | tr ' ' ',')
+cfgs=$(echo "$tcfgs" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
 $py "$root/bench/models/torch_bench.py" --configs "$cfgs" --dtypes "$(echo $dtypes | tr ' ' ',')" \
 	--modes "${KFUSE_TORCH_MODES:-eager,compile,reduce-overhead}" $hf > "$out/torch.jsonl" 2> "$out/torch.err" ||
 	{ echo "torch_bench.py failed:"; tail -5 "$out/torch.err"; }

@@ -633,11 +633,25 @@ def to_dtype(xs, dtype):
 
 
 def export(model, inputs, names, outs, path, dynamic):
-    kw = {}
+    """torch.onnx.export at opset 17 with the TorchScript exporter (what most
+    published models went through); a torch whose export no longer has it
+    (dynamo=False refused) exports with its default."""
+    # nn.MultiheadAttention's fused fast path has no ONNX form: off, where
+    # torch has the switch (2.1 on); older ones skip it with grad enabled
+    if hasattr(torch.backends, "mha") and hasattr(torch.backends.mha, "set_fastpath_enabled"):
+        torch.backends.mha.set_fastpath_enabled(False)
+    args = dict(opset_version=OPSET, input_names=names, output_names=outs, dynamic_axes=dynamic,
+                do_constant_folding=True)
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kw["dynamo"] = False  # the TorchScript exporter: what most published models went through
-    torch.onnx.export(model, tuple(inputs), path, opset_version=OPSET, input_names=names, output_names=outs,
-                      dynamic_axes=dynamic, do_constant_folding=True, **kw)
+        try:
+            torch.onnx.export(model, tuple(inputs), path, dynamo=False, **args)
+            return
+        except (TypeError, NotImplementedError, RuntimeError) as err:
+            if "dynamo" not in str(err).lower() and "torchscript" not in str(err).lower():
+                raise
+            print(f"zoo: {os.path.basename(path)}: the TorchScript exporter is gone ({err}); the default one",
+                  file=sys.stderr)
+    torch.onnx.export(model, tuple(inputs), path, **args)
 
 
 def save(path_prefix, inputs, outputs):
