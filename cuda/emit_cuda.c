@@ -606,6 +606,11 @@ static int kernel_kind(kx *k, kf_nid n)
 	}
 	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM)
 		return KF_KK_MATMUL;
+	/* resize is not fused (linear reads 2^k elements per output), nor
+	 * iota (canonicalize folds a static one), but alone each is a loop
+	 * kernel (emit_elementwise.c) */
+	if (x->op == KF_OP_RESIZE || x->op == KF_OP_IOTA)
+		return KF_KK_LOOP;
 	if (kf_op(k->c, x->op)->trait == KF_TRAIT_REDUCE)
 		return KF_KK_REDUCE;
 	return -1;

@@ -490,6 +490,130 @@ static int pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	return tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &e);
 }
 
+/* resize's input coordinate of output coordinate `c` (text) on one dim, as
+ * double text (the modes of ONNX Resize, as cpu_index.c computes them). */
+static void rs_coord_expr(kf_buf *e, const char *mode, const char *c, double s, int64_t in, double outlen)
+{
+	if (!strcmp(mode, "align_corners"))
+		outlen == 1 ? kf_buf_puts(e, "0.0")
+			    : kf_buf_printf(e, "((double)(%s) * %.17g)", c, (double)(in - 1) / (outlen - 1));
+	else if (!strcmp(mode, "asymmetric"))
+		kf_buf_printf(e, "((double)(%s) / %.17g)", c, s);
+	else if (!strcmp(mode, "tf_half_pixel_for_nn"))
+		kf_buf_printf(e, "(((double)(%s) + 0.5) / %.17g)", c, s);
+	else if (!strcmp(mode, "pytorch_half_pixel") && !(outlen > 1))
+		kf_buf_puts(e, "0.0");
+	else
+		kf_buf_printf(e, "(((double)(%s) + 0.5) / %.17g - 0.5)", c, s);
+}
+
+/* resize {mode, coordinate_transformation_mode, nearest_mode, scales,
+ * sizes}: per dim the input coordinate of the output one; nearest reads
+ * the rounded one, linear the 2^k corners of the dims it interpolates,
+ * weighted (neighbours clamped into the input, as the interpreter). */
+static int resize_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	kf_vid x = kf_in(g, n, 0);
+	const kf_type *xt = kf_vtype(g, x);
+	const kf_attrval *sc = kf_attr_get(g, n, "scales");
+	int r = xt->rank;
+	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)r)
+		return kx_fail(k, "resize without one scale per dim");
+	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear"), sizes = kf_attr_get(g, n, "sizes");
+	const char *cmode = kf_attr_str(g, n, "coordinate_transformation_mode", "half_pixel");
+	const char *nmode = kf_attr_str(g, n, "nearest_mode", "round_prefer_floor"), *it = kx_it(k);
+	int64_t sx[KF_MAX_RANK];
+	strides(xt, sx);
+	char xs[16];
+	ix_name(ix, xs, sizeof xs);
+	int lo[KF_MAX_RANK], hi[KF_MAX_RANK], interp[KF_MAX_RANK], ni = 0;
+	kf_buf w[KF_MAX_RANK] = {{0}};
+	for (int d = 0; d < r; d++) {
+		int64_t D = xt->dim[d], O = out->dim[d];
+		double s = sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i;
+		double outlen = (double)D * s;
+		if (sizes && D > 0) {
+			s = (double)O / (double)D;
+			outlen = (double)O;
+		}
+		kf_buf c = {0}, ce = {0};
+		if (ix == IX_ZERO)
+			kf_buf_putc(&c, '0');
+		else
+			coord(&c, out, d, xs);
+		/* a dim the map leaves alone (batch, channels) is read as it is */
+		bool ident = D == O && (!strcmp(cmode, "align_corners") ||
+					(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
+						    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
+		if (ident) {
+			lo[d] = ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0);
+			continue;
+		}
+		kf_buf_putc(&c, '\0');
+		rs_coord_expr(&ce, cmode, c.p, s, D, outlen);
+		kf_buf_putc(&ce, '\0');
+		kf_buf e = {0};
+		if (!linear) {
+			const char *rnd = !strcmp(nmode, "floor") ? "floor(%s)" : !strcmp(nmode, "ceil") ? "ceil(%s)"
+					: !strcmp(nmode, "round_prefer_ceil") ? "floor(%s + 0.5)" : "ceil(%s - 0.5)";
+			kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
+			kf_buf_printf(&e, rnd, ce.p);
+			kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
+			lo[d] = ix_add(k, &e, IXF_OTHER, 0);
+		} else {
+			kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
+			lo[d] = ix_add(k, &e, IXF_OTHER, 0);
+			kf_buf h = {0};
+			kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
+				      (long long)(D - 1));
+			hi[d] = ix_add(k, &h, IXF_OTHER, 0);
+			kf_buf_printf(&w[ni], "(%s - floor(%s))", ce.p, ce.p);
+			interp[ni++] = d;
+		}
+		kf_buf_free(&c);
+		kf_buf_free(&ce);
+	}
+	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
+	kf_buf acc = {0};
+	int rc = 0;
+	for (int corner = 0; corner < (1 << ni) && rc == 0; corner++) {
+		kf_buf ie = {0};
+		for (int d = 0, j = 0; d < r; d++) {
+			bool up = j < ni && interp[j] == d && (corner >> j & 1);
+			j += j < ni && interp[j] == d;
+			int id = up ? hi[d] : lo[d];
+			if (id == IX_ZERO)
+				kf_buf_printf(&ie, "%s0", d ? " + " : "");
+			else
+				kf_buf_printf(&ie, "%si%d * %lld", d ? " + " : "", id, (long long)sx[d]);
+		}
+		int t = value_at(k, x, ix_add(k, &ie, r ? IXF_OTHER : -2, 0));
+		if (t < 0) {
+			rc = -1;
+			break;
+		}
+		kf_buf_printf(&acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
+		for (int j = 0; j < ni; j++)
+			kf_buf_printf(&acc, "%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", w[j].p);
+		for (int j = 0; j < ni; j++)
+			if (!(corner >> j & 1))
+				kf_buf_putc(&acc, ')');
+		kf_buf_printf(&acc, "%s) * t%d", ni ? "" : "1.0", t);
+	}
+	for (int j = 0; j < ni; j++)
+		kf_buf_free(&w[j]);
+	if (rc < 0) {
+		kf_buf_free(&acc);
+		return -1;
+	}
+	if (!ni) { /* nearest: the element read */
+		acc.n = 0;
+		kf_buf_printf(&acc, "t%d", k->ntmp - 1);
+	}
+	return tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &acc);
+}
+
 /* Emits value v (of this kernel) at index ix into v's own shape; returns
  * its temporary, or -1. */
 static int value_at(kx *k, kf_vid v, int ix)
@@ -550,6 +674,19 @@ static int value_at(kx *k, kf_vid v, int ix)
 		return gather_at(k, n, &out, ix);
 	case KF_OP_PAD:
 		return pad_at(k, n, &out, ix);
+	case KF_OP_RESIZE:
+		return resize_at(k, n, &out, ix);
+	case KF_OP_IOTA: { /* the coordinate along axis */
+		int a = (int)kf_attr_int(g, n, "axis", 0);
+		if (a < 0)
+			a += out.rank;
+		kf_buf_printf(&e, "(%s)", kx_ct(dt));
+		if (ix == IX_ZERO)
+			kf_buf_putc(&e, '0');
+		else
+			coord(&e, &out, a, xs);
+		return tmp(k, v, ix, kx_ct(dt), &e);
+	}
 	default:
 		break;
 	}
