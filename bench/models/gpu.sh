@@ -1,6 +1,8 @@
 #!/bin/sh
 # bench/models/gpu.sh [BUILD_DIR] [N]: the model zoo at full size on the GPU,
-# in one call.  For each configuration and dtype:
+# in one call.  First the index kernels (gather, pad, resize, iota) against
+# the references of tests/golden/run/index-ops.kf; then for each
+# configuration and dtype:
 #   export   zoo.py --full (on the GPU, in that dtype; transformers' own models
 #            with --hf when transformers is importable), PyTorch's output saved
 #   kfuse    kfuse-import-onnx, kfuse-opt -p PIPELINE (specialize{batch,seq}
@@ -76,6 +78,17 @@ run_kfuse() { # DIR NAME DTYPE BATCH SEQ
 	fi
 }
 
+# The index kernels (gather, pad's modes, resize's modes, iota, sin) against
+# the numpy/PyTorch references tests/golden/run/index-ops.kf holds: each
+# output is a largest difference, which must be 0 (sin: an ulp).
+for v in unfused fused; do
+	src="$root/tests/golden/run/index-ops.kf"
+	[ $v = fused ] && { "$opt" "$src" -p fuse -o "$out/index-ops.fused.kf" 2>/dev/null; src="$out/index-ops.fused.kf"; }
+	echo "index kernels ($v): $("$kfrun" "$src" --backend="${KFUSE_BACKEND:-cuda}" 2>&1 | grep -c '\[0\] sum=0') of 10 exact;" \
+		"$("$kfrun" "$src" --backend="${KFUSE_BACKEND:-cuda}" 2>&1 | grep -v '\[0\] sum=0' | grep 'out\|error' | tr '\n' ' ')" \
+		| tee -a "$out/index-kernels.txt"
+done
+
 for dt in $dtypes; do
 	for c in $models; do
 		name=${c%%:*} rest=${c#*:}
@@ -146,6 +159,7 @@ for e in sorted(set(errs)):
 PY
 {
 	echo "# bench/models/gpu.sh, $(date -u '+%F %T UTC'), N=$N"
+	sed 's/^/# /' "$out/index-kernels.txt"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
 	$py -c "import torch; print('# torch', torch.__version__)" 2>/dev/null
 	cat "$out/table.txt"
