@@ -181,14 +181,14 @@ static int contract(kf_imp *I, term *a, term *b, const bool *keep)
 int kf_tr_Einsum(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	char eq[256];
-	kf_tr_str(np, "equation", "", eq, sizeof eq);
+	kf_imp_attr_str(np, "equation", "", eq, sizeof eq);
 	int nop = (int)np->n_input;
 	if (nop < 1 || nop > 16)
 		return kf_imp_fail(I, "%d operands (1 to 16 are supported)", nop);
 	term t[16];
 	int ell = 0;
 	for (int i = 0; i < nop; i++) {
-		if ((t[i].v = kf_tr_in(I, np, (size_t)i)) == KF_NONE)
+		if ((t[i].v = kf_imp_input(I, np, (size_t)i)) == KF_NONE)
 			return -1;
 		ell = kf_tr_ty(I, t[i].v)->rank > ell ? kf_tr_ty(I, t[i].v)->rank : ell;
 	}

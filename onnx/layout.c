@@ -17,25 +17,25 @@ int kf_tr_Reshape(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (n < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
-		if (kf_tr_int(np, "allowzero", 0) && !sym[i] && shape[i] == 0)
+		if (kf_imp_attr_int(np, "allowzero", 0) && !sym[i] && shape[i] == 0)
 			return kf_imp_fail(I, "allowzero = 1 with a zero in the shape is not supported");
 		if (!sym[i] && shape[i] < -1)
 			return kf_imp_fail(I, "shape[%d] = %lld is negative", i, (long long)shape[i]);
 	}
-	return (out[0] = kf_tr_reshape(I, kf_tr_in(I, np, 0), shape, n)) != KF_NONE;
+	return (out[0] = kf_tr_reshape(I, kf_imp_input(I, np, 0), shape, n)) != KF_NONE;
 }
 
 int kf_tr_Flatten(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x);
-	int64_t axis = kf_tr_int(np, "axis", 1);
+	int64_t axis = kf_imp_attr_int(np, "axis", 1);
 	if (axis < 0)
 		axis += t->rank;
 	if (axis < 0 || axis > t->rank)
-		return kf_imp_fail(I, "axis %lld is out of range for rank %d", (long long)kf_tr_int(np, "axis", 1),
+		return kf_imp_fail(I, "axis %lld is out of range for rank %d", (long long)kf_imp_attr_int(np, "axis", 1),
 				   t->rank);
 	int64_t s[2] = {1, 1};
 	for (int i = 0; i < t->rank; i++)
@@ -48,7 +48,7 @@ int kf_tr_Flatten(kf_imp *I, kf_np *np, kf_vid *out, int op)
 /* Squeeze (unsq 0) and Unsqueeze (1): a reshape; symbolic dims pass. */
 int kf_tr_Squeeze(kf_imp *I, kf_np *np, kf_vid *out, int unsq)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t axes[KF_MAX_RANK];
 	bool present;
 	int na = kf_tr_ints_from(I, np, 1, I->opset < 13 ? "axes" : NULL, axes, KF_MAX_RANK, &present);
@@ -89,7 +89,7 @@ int kf_tr_Squeeze(kf_imp *I, kf_np *np, kf_vid *out, int unsq)
 
 int kf_tr_Expand(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t shape[KF_MAX_RANK];
 	bool sym[KF_MAX_RANK], present;
 	int n = kf_tr_dims_from(I, np, 1, NULL, shape, sym, KF_MAX_RANK, &present);
@@ -127,7 +127,7 @@ int kf_tr_Slice(kf_imp *I, kf_np *np, kf_vid *out, int op)
 				return kf_imp_fail(I, "%s[%d] is the symbolic dim %s: kfuse slices from static starts with "
 						      "static steps", names[k], i, kf_str(I->c, KF_SYM_SID(v[k][i])));
 	}
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	kf_attrval items[4][KF_MAX_RANK];
 	kf_attr a[4];
 	int na = 0;
@@ -143,7 +143,7 @@ int kf_tr_Slice(kf_imp *I, kf_np *np, kf_vid *out, int op)
 				sym[1][i] = false;
 			}
 		}
-		a[na] = kf_tr_al(I, names[k], items[k], v[k], n[k]);
+		a[na] = kf_imp_ints_attr(I, names[k], items[k], v[k], n[k]);
 		for (int i = 0; i < n[k]; i++)
 			if (sym[k][i])
 				items[k][i] = (kf_attrval){.kind = KF_ATTR_STR, .s = KF_SYM_SID(v[k][i])};
@@ -156,7 +156,7 @@ int kf_tr_Slice(kf_imp *I, kf_np *np, kf_vid *out, int op)
  * otherwise, its dims tracked as a shape value. */
 int kf_tr_Shape(kf_imp *I, kf_np *np, kf_vid *out, int size)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x);
@@ -165,13 +165,13 @@ int kf_tr_Shape(kf_imp *I, kf_np *np, kf_vid *out, int size)
 			return kf_imp_fail(I, "Size of a tensor with symbolic dims is not supported");
 		return (out[0] = kf_imp_scalar(I, (double)kf_type_numel(t), KF_I64)) != KF_NONE;
 	}
-	int64_t r = t->rank, lo = kf_tr_int(np, "start", 0), hi = kf_tr_int(np, "end", r);
+	int64_t r = t->rank, lo = kf_imp_attr_int(np, "start", 0), hi = kf_imp_attr_int(np, "end", r);
 	kf_shape_range(r, &lo, &hi);
 	bool stat = true;
 	for (int64_t i = lo; i < hi; i++)
 		stat = stat && !KF_IS_SYM(t->dim[i]);
 	if (!stat) {
-		kf_attr a[2] = {kf_tr_ai(I, "start", lo), kf_tr_ai(I, "end", hi)};
+		kf_attr a[2] = {kf_imp_int_attr(I, "start", lo), kf_imp_int_attr(I, "end", hi)};
 		return (out[0] = kf_imp_op(I, KF_OP_SHAPE, &x, 1, a, 2)) != KF_NONE;
 	}
 	int64_t n = hi - lo;
@@ -193,7 +193,7 @@ int kf_tr_ConstantOfShape(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (r < 0)
 		return -1;
 	kf_tensor fill = {0};
-	const Onnx__AttributeProto *a = kf_tr_attr(np, "value");
+	const Onnx__AttributeProto *a = kf_imp_attr(np, "value");
 	char err[256];
 	if (a && a->t && kf_onnx_tensor(a->t, I->dir[0] ? I->dir : NULL, &fill, err, sizeof err) < 0)
 		return kf_imp_fail(I, "%s", err);
@@ -211,7 +211,7 @@ int kf_tr_ConstantOfShape(kf_imp *I, kf_np *np, kf_vid *out, int op)
  * symbolic length (limit - start) / delta that is a dim, start + delta * iota. */
 int kf_tr_Range(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid s = kf_tr_in(I, np, 0), l = kf_tr_in(I, np, 1), d = kf_tr_in(I, np, 2);
+	kf_vid s = kf_imp_input(I, np, 0), l = kf_imp_input(I, np, 1), d = kf_imp_input(I, np, 2);
 	if (s == KF_NONE || l == KF_NONE || d == KF_NONE)
 		return -1;
 	kf_dtype dt = kf_tr_dt(I, s);
@@ -268,16 +268,16 @@ int kf_tr_Range(kf_imp *I, kf_np *np, kf_vid *out, int op)
  * when data and indices are constants). */
 int kf_tr_Gather(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0), ix = kf_tr_in(I, np, 1);
+	kf_vid x = kf_imp_input(I, np, 0), ix = kf_imp_input(I, np, 1);
 	if (x == KF_NONE || ix == KF_NONE)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x), *it = kf_tr_ty(I, ix);
-	int64_t axis = kf_tr_int(np, "axis", 0), k;
+	int64_t axis = kf_imp_attr_int(np, "axis", 0), k;
 	if (axis < -t->rank || axis >= t->rank)
 		return kf_imp_fail(I, "axis %lld is out of range for rank %d", (long long)axis, t->rank);
 	if (axis < 0)
 		axis += t->rank;
-	kf_attr a = kf_tr_ai(I, "axis", axis);
+	kf_attr a = kf_imp_int_attr(I, "axis", axis);
 	if (kf_fold_const_of(I->g, x) || it->rank > 0 || kf_imp_const_ints(I, ix, &k, 1) != 1)
 		return (out[0] = kf_imp_op(I, KF_OP_GATHER, (kf_vid[]){x, ix}, 2, &a, 1)) != KF_NONE;
 	int64_t d = t->dim[axis];
@@ -299,7 +299,7 @@ int kf_tr_Gather(kf_imp *I, kf_np *np, kf_vid *out, int op)
  * the last two dims, as where(mask, x, 0) over iota; constant input folds. */
 int kf_tr_Trilu(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t k = 0;
 	bool present;
 	if (x == KF_NONE || kf_tr_ints_from(I, np, 1, NULL, &k, 1, &present) < 0)
@@ -309,11 +309,11 @@ int kf_tr_Trilu(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		return kf_imp_fail(I, "the input must have rank >= 2");
 	int64_t hw[2] = {t->dim[t->rank - 2], t->dim[t->rank - 1]};
 	kf_attrval i0[2], i1[2];
-	kf_attr ar[3] = {kf_tr_as(I, "dtype", "i64"), kf_tr_dims(I, "shape", i0, hw, 2), kf_tr_ai(I, "axis", 0)};
-	kf_attr ac[3] = {kf_tr_as(I, "dtype", "i64"), kf_tr_dims(I, "shape", i1, hw, 2), kf_tr_ai(I, "axis", 1)};
+	kf_attr ar[3] = {kf_tr_as(I, "dtype", "i64"), kf_tr_dims(I, "shape", i0, hw, 2), kf_imp_int_attr(I, "axis", 0)};
+	kf_attr ac[3] = {kf_tr_as(I, "dtype", "i64"), kf_tr_dims(I, "shape", i1, hw, 2), kf_imp_int_attr(I, "axis", 1)};
 	kf_vid row = kf_imp_op(I, KF_OP_IOTA, NULL, 0, ar, 3), col = kf_imp_op(I, KF_OP_IOTA, NULL, 0, ac, 3);
 	kf_vid diff = kf_tr_op2(I, KF_OP_SUB, col, row);
-	bool upper = kf_tr_int(np, "upper", 1) != 0;
+	bool upper = kf_imp_attr_int(np, "upper", 1) != 0;
 	kf_vid mask = kf_tr_op2(I, upper ? KF_OP_GE : KF_OP_LE, diff, kf_imp_scalar(I, (double)k, KF_I64));
 	return (out[0] = kf_tr_op3(I, KF_OP_WHERE, mask, x, kf_tr_sc(I, 0, x))) != KF_NONE;
 }

@@ -116,7 +116,7 @@ static int keep_opaque(kf_imp *I, kf_np *np, const char *what)
 	if (np->n_input > 64 || np->n_output > 64 || np->n_attribute > 64)
 		return kf_imp_fail(I, "%s, and it has too many inputs, outputs or attributes to keep opaque", what);
 	for (size_t i = 0; i < np->n_input; i++)
-		if ((in[i] = kf_tr_in(I, np, i)) == KF_NONE)
+		if ((in[i] = kf_imp_input(I, np, i)) == KF_NONE)
 			return kf_imp_fail(I, "%s, and it cannot be kept opaque: input %zu is left out", what, i);
 	for (size_t i = 0; i < np->n_output; i++) {
 		const Onnx__ValueInfoProto *vi = declared(I, np->output[i]);

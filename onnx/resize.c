@@ -41,30 +41,30 @@ static int axes_of(kf_imp *I, kf_np *np, size_t input, int rank, int64_t *axes)
 
 int kf_tr_Pad(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	int rank = kf_tr_ty(I, x)->rank;
 	int64_t p[2 * KF_MAX_RANK], pads[2 * KF_MAX_RANK], axes[KF_MAX_RANK];
 	bool present;
-	const char *pads_attr = I->opset < 11 ? (kf_tr_attr(np, "paddings") ? "paddings" : "pads") : NULL;
+	const char *pads_attr = I->opset < 11 ? (kf_imp_attr(np, "paddings") ? "paddings" : "pads") : NULL;
 	int n = kf_tr_ints_from(I, np, 1, pads_attr, p, 2 * KF_MAX_RANK, &present);
 	int na = I->opset >= 18 ? axes_of(I, np, 3, rank, axes) : axes_of(I, np, 99, rank, axes);
 	if (n < 0 || na < 0 || spread(I, axes, na, rank, p, n, 2, 0, pads) < 0)
 		return -1;
 	double value = kf_tr_float(np, "value", 0.0);
 	if (I->opset >= 11 && kf_tr_has_in(np, 2)) {
-		kf_vid c = kf_tr_in(I, np, 2);
+		kf_vid c = kf_imp_input(I, np, 2);
 		if (c == KF_NONE || !kf_imp_const_scalar(I, c, &value))
 			return kf_imp_fail(I, "input 2 ('%s') must be a constant (kfuse needs the pad value at compile "
 					      "time; --bind NAME=FILE.npy freezes a graph input)", np->input[2]);
 	}
 	char mode[16];
-	kf_tr_str(np, "mode", "constant", mode, sizeof mode);
+	kf_imp_attr_str(np, "mode", "constant", mode, sizeof mode);
 	if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
 		return kf_imp_fail(I, "mode \"%s\" is not supported", mode);
 	kf_attrval it[2 * KF_MAX_RANK];
-	kf_attr a[3] = {kf_tr_al(I, "pads", it, pads, 2 * rank), kf_tr_as(I, "mode", mode), kf_tr_af(I, "value", value)};
+	kf_attr a[3] = {kf_imp_ints_attr(I, "pads", it, pads, 2 * rank), kf_tr_as(I, "mode", mode), kf_tr_af(I, "value", value)};
 	return (out[0] = kf_imp_op(I, KF_OP_PAD, &x, 1, a, 3)) != KF_NONE;
 }
 
@@ -72,21 +72,21 @@ int kf_tr_Pad(kf_imp *I, kf_np *np, kf_vid *out, int op)
  * rounds down; 11 on: every mode spelled out. */
 int kf_tr_Resize(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x);
 	int rank = t->rank;
 	char mode[24], coord[32], near[32], policy[24];
-	kf_tr_str(np, "mode", "nearest", mode, sizeof mode);
-	kf_tr_str(np, "coordinate_transformation_mode", I->opset < 11 ? "asymmetric" : "half_pixel", coord, sizeof coord);
-	kf_tr_str(np, "nearest_mode", I->opset < 11 ? "floor" : "round_prefer_floor", near, sizeof near);
-	kf_tr_str(np, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy);
+	kf_imp_attr_str(np, "mode", "nearest", mode, sizeof mode);
+	kf_imp_attr_str(np, "coordinate_transformation_mode", I->opset < 11 ? "asymmetric" : "half_pixel", coord, sizeof coord);
+	kf_imp_attr_str(np, "nearest_mode", I->opset < 11 ? "floor" : "round_prefer_floor", near, sizeof near);
+	kf_imp_attr_str(np, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy);
 	if (!strcmp(mode, "cubic"))
 		return kf_imp_fail(I, "mode \"cubic\" is not supported (kfuse's resize does nearest and linear)");
 	if (!strcmp(coord, "tf_crop_and_resize") || !strcmp(coord, "half_pixel_symmetric"))
 		return kf_imp_fail(I, "coordinate_transformation_mode \"%s\" is not supported", coord);
-	if (kf_tr_int(np, "antialias", 0))
+	if (kf_imp_attr_int(np, "antialias", 0))
 		return kf_imp_fail(I, "antialias = 1 is not supported");
 	if (strcmp(policy, "stretch"))
 		return kf_imp_fail(I, "keep_aspect_ratio_policy \"%s\" is not supported", policy);
@@ -96,7 +96,7 @@ int kf_tr_Resize(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		return -1;
 	/* scales: input 1 (opset 10) or 2; sizes: input 3 */
 	size_t si = I->opset < 11 ? 1 : 2;
-	kf_vid sv = kf_tr_has_in(np, si) ? kf_tr_in(I, np, si) : KF_NONE;
+	kf_vid sv = kf_tr_has_in(np, si) ? kf_imp_input(I, np, si) : KF_NONE;
 	double scale[KF_MAX_RANK];
 	int64_t sizes[KF_MAX_RANK];
 	bool use_sizes = false;

@@ -55,7 +55,7 @@ static kf_vid state0(rnn *R, kf_vid s, int64_t d)
 	if (s == KF_NONE) {
 		kf_vid z = kf_imp_scalar(R->I, 0.0, (kf_dtype)kf_vtype(R->I->g, R->x)->dtype);
 		kf_attrval it[2];
-		kf_attr a = kf_tr_al(R->I, "shape", it, shape, 2);
+		kf_attr a = kf_imp_ints_attr(R->I, "shape", it, shape, 2);
 		return kf_imp_op(R->I, KF_OP_BROADCAST_TO, &z, 1, &a, 1);
 	}
 	return rs(R, sl(R, s, R->layout ? 1 : 0, d, d + 1), shape, 2);
@@ -182,22 +182,22 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, bool lstm)
 {
 	rnn R = {.I = I, .np = np, .lstm = lstm};
 	const Onnx__AttributeProto *a;
-	R.x = kf_tr_in(I, np, 0);
-	R.w = kf_tr_in(I, np, 1);
-	R.r = kf_tr_in(I, np, 2);
-	R.b = kf_tr_in(I, np, 3);
-	R.lens = kf_tr_in(I, np, 4);
-	R.h0 = kf_tr_in(I, np, 5);
-	R.c0 = lstm ? kf_tr_in(I, np, 6) : KF_NONE;
-	R.p = lstm ? kf_tr_in(I, np, 7) : KF_NONE;
+	R.x = kf_imp_input(I, np, 0);
+	R.w = kf_imp_input(I, np, 1);
+	R.r = kf_imp_input(I, np, 2);
+	R.b = kf_imp_input(I, np, 3);
+	R.lens = kf_imp_input(I, np, 4);
+	R.h0 = kf_imp_input(I, np, 5);
+	R.c0 = lstm ? kf_imp_input(I, np, 6) : KF_NONE;
+	R.p = lstm ? kf_imp_input(I, np, 7) : KF_NONE;
 	if (R.x == KF_NONE || R.w == KF_NONE || R.r == KF_NONE)
 		return kf_imp_fail(I, "needs X, W and R");
-	R.layout = (a = kf_tr_attr(np, "layout")) ? (int)a->i : 0;
-	R.clip = (a = kf_tr_attr(np, "clip")) ? a->f : 0;
-	R.lbr = !lstm && (a = kf_tr_attr(np, "linear_before_reset")) && a->i;
-	if (lstm && (a = kf_tr_attr(np, "input_forget")) && a->i)
+	R.layout = (a = kf_imp_attr(np, "layout")) ? (int)a->i : 0;
+	R.clip = (a = kf_imp_attr(np, "clip")) ? a->f : 0;
+	R.lbr = !lstm && (a = kf_imp_attr(np, "linear_before_reset")) && a->i;
+	if (lstm && (a = kf_imp_attr(np, "input_forget")) && a->i)
 		return kf_imp_fail(I, "input_forget = 1 is not supported");
-	if ((a = kf_tr_attr(np, "activations"))) {
+	if ((a = kf_imp_attr(np, "activations"))) {
 		static const char *const dl[] = {"Sigmoid", "Tanh", "Tanh"};
 		size_t per = lstm ? 3 : 2; /* f, g(, h) per direction */
 		for (size_t i = 0; i < a->n_strings; i++)
@@ -206,7 +206,7 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, bool lstm)
 				return kf_imp_fail(I, "only the default activations are supported");
 	}
 	char dir[32] = "forward";
-	if ((a = kf_tr_attr(np, "direction")))
+	if ((a = kf_imp_attr(np, "direction")))
 		snprintf(dir, sizeof dir, "%.*s", (int)(a->s.len < 31 ? a->s.len : 31), (const char *)a->s.data);
 	bool fwd = !strcmp(dir, "forward"), rev = !strcmp(dir, "reverse"), bi = !strcmp(dir, "bidirectional");
 	if (!fwd && !rev && !bi)
@@ -218,7 +218,7 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, bool lstm)
 	R.B = X->dim[R.layout ? 0 : 1];
 	R.In = X->dim[2];
 	R.D = bi ? 2 : 1;
-	R.H = (a = kf_tr_attr(np, "hidden_size")) ? a->i : kf_vtype(I->g, R.r)->dim[2];
+	R.H = (a = kf_imp_attr(np, "hidden_size")) ? a->i : kf_vtype(I->g, R.r)->dim[2];
 	if (R.lens != KF_NONE && !fwd)
 		return kf_imp_fail(I, "sequence_lens is supported with direction forward only");
 	if (R.T < 1 || R.H < 1)

@@ -202,7 +202,7 @@ static bool const_int(kf_imp *I, kf_vid v, int64_t *out)
 static void track_shape(kf_imp *I, kf_np *np, kf_vid x, kf_vid y)
 {
 	const kf_type *t = kf_vtype(I->g, x);
-	int64_t lo = kf_tr_int(np, "start", 0), hi = kf_tr_int(np, "end", t->rank);
+	int64_t lo = kf_imp_attr_int(np, "start", 0), hi = kf_imp_attr_int(np, "end", t->rank);
 	kf_shape_range(t->rank, &lo, &hi);
 	kf_sv s;
 	if (!result(I, y, (int)(hi - lo), &s))
@@ -215,8 +215,8 @@ static void track_shape(kf_imp *I, kf_np *np, kf_vid x, kf_vid y)
 static void track_gather(kf_imp *I, kf_np *np, kf_vid y)
 {
 	kf_sv d, ix, s;
-	if (kf_tr_int(np, "axis", 0) != 0 || !kf_sv_of(I, kf_tr_in(I, np, 0), &d) || d.rank != 1 ||
-	    !kf_sv_of(I, kf_tr_in(I, np, 1), &ix) || ix.known != (1u << ix.n) - 1 || ix.sym ||
+	if (kf_imp_attr_int(np, "axis", 0) != 0 || !kf_sv_of(I, kf_imp_input(I, np, 0), &d) || d.rank != 1 ||
+	    !kf_sv_of(I, kf_imp_input(I, np, 1), &ix) || ix.known != (1u << ix.n) - 1 || ix.sym ||
 	    !result(I, y, ix.n, &s))
 		return;
 	for (int i = 0; i < ix.n; i++) {
@@ -235,7 +235,7 @@ static void track_concat(kf_imp *I, kf_np *np, kf_vid y)
 	if (!result(I, y, (int)kf_type_numel(kf_vtype(I->g, y)), &s))
 		return;
 	for (size_t i = 0; i < np->n_input; i++) {
-		if (!kf_sv_of(I, kf_tr_in(I, np, i), &p) || n + p.n > s.n)
+		if (!kf_sv_of(I, kf_imp_input(I, np, i), &p) || n + p.n > s.n)
 			return;
 		for (int k = 0; k < p.n; k++)
 			put(&s, n++, get(&p, k));
@@ -250,7 +250,7 @@ static void track_same(kf_imp *I, kf_np *np, kf_vid y)
 {
 	kf_sv x, s;
 	int64_t ne = kf_type_numel(kf_vtype(I->g, y));
-	if (!kf_sv_of(I, kf_tr_in(I, np, 0), &x) || (ne != x.n && x.n != 1) || !result(I, y, (int)ne, &s))
+	if (!kf_sv_of(I, kf_imp_input(I, np, 0), &x) || (ne != x.n && x.n != 1) || !result(I, y, (int)ne, &s))
 		return;
 	for (int i = 0; i < s.n; i++)
 		put(&s, i, get(&x, i));
@@ -261,9 +261,9 @@ static void track_slice(kf_imp *I, kf_np *np, kf_vid y)
 {
 	kf_sv x, s;
 	int64_t st, en, ax = 0, step = 1;
-	if (!kf_sv_of(I, kf_tr_in(I, np, 0), &x) || x.rank != 1 || !const_int(I, kf_tr_in(I, np, 1), &st) ||
-	    !const_int(I, kf_tr_in(I, np, 2), &en) || (kf_tr_has_in(np, 3) && !const_int(I, kf_tr_in(I, np, 3), &ax)) ||
-	    (kf_tr_has_in(np, 4) && !const_int(I, kf_tr_in(I, np, 4), &step)) || (ax != 0 && ax != -1) ||
+	if (!kf_sv_of(I, kf_imp_input(I, np, 0), &x) || x.rank != 1 || !const_int(I, kf_imp_input(I, np, 1), &st) ||
+	    !const_int(I, kf_imp_input(I, np, 2), &en) || (kf_tr_has_in(np, 3) && !const_int(I, kf_imp_input(I, np, 3), &ax)) ||
+	    (kf_tr_has_in(np, 4) && !const_int(I, kf_imp_input(I, np, 4), &step)) || (ax != 0 && ax != -1) ||
 	    step == 0 || !result(I, y, (int)kf_type_numel(kf_vtype(I->g, y)), &s))
 		return;
 	int64_t d = x.n;
@@ -289,7 +289,7 @@ static void track_slice(kf_imp *I, kf_np *np, kf_vid y)
 static void track_binary(kf_imp *I, kf_np *np, kf_vid y, char op)
 {
 	kf_sv a, b, s;
-	if (!kf_sv_of(I, kf_tr_in(I, np, 0), &a) || !kf_sv_of(I, kf_tr_in(I, np, 1), &b))
+	if (!kf_sv_of(I, kf_imp_input(I, np, 0), &a) || !kf_sv_of(I, kf_imp_input(I, np, 1), &b))
 		return;
 	int n = a.n > b.n ? a.n : b.n;
 	if ((a.n != n && a.n != 1) || (b.n != n && b.n != 1) || !result(I, y, n, &s))
@@ -312,8 +312,8 @@ static void track_binary(kf_imp *I, kf_np *np, kf_vid y, char op)
 static void track_where(kf_imp *I, kf_np *np, kf_vid y)
 {
 	kf_sv c, a, b, s;
-	if (!kf_sv_of(I, kf_tr_in(I, np, 0), &c) || !kf_sv_of(I, kf_tr_in(I, np, 1), &a) ||
-	    !kf_sv_of(I, kf_tr_in(I, np, 2), &b))
+	if (!kf_sv_of(I, kf_imp_input(I, np, 0), &c) || !kf_sv_of(I, kf_imp_input(I, np, 1), &a) ||
+	    !kf_sv_of(I, kf_imp_input(I, np, 2), &b))
 		return;
 	int n = c.n > a.n ? c.n : a.n;
 	n = b.n > n ? b.n : n;
@@ -329,7 +329,7 @@ static void track_where(kf_imp *I, kf_np *np, kf_vid y)
 static void track_neg(kf_imp *I, kf_np *np, kf_vid y)
 {
 	kf_sv x, s;
-	if (!kf_sv_of(I, kf_tr_in(I, np, 0), &x) || !result(I, y, x.n, &s))
+	if (!kf_sv_of(I, kf_imp_input(I, np, 0), &x) || !result(I, y, x.n, &s))
 		return;
 	for (int i = 0; i < x.n; i++) {
 		el e = get(&x, i);
@@ -345,7 +345,7 @@ void kf_sv_track(kf_imp *I, kf_np *np, const kf_vid *out, int nout)
 	const char *op = np->op_type;
 	kf_vid y = out[0];
 	if (!strcmp(op, "Shape"))
-		track_shape(I, np, kf_tr_in(I, np, 0), y);
+		track_shape(I, np, kf_imp_input(I, np, 0), y);
 	else if (!strcmp(op, "Gather"))
 		track_gather(I, np, y);
 	else if (!strcmp(op, "Concat"))

@@ -6,19 +6,7 @@
 
 /* ---- ONNX attributes ---- */
 
-const Onnx__AttributeProto *kf_tr_attr(kf_np *np, const char *name)
-{
-	for (size_t i = 0; i < np->n_attribute; i++)
-		if (strcmp(np->attribute[i]->name, name) == 0)
-			return np->attribute[i];
-	return NULL;
-}
 
-int64_t kf_tr_int(kf_np *np, const char *name, int64_t dflt)
-{
-	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
-	return a ? a->i : dflt;
-}
 
 /* ONNX float attributes are f32: take the shortest decimal that reads back
  * as the same f32, so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
@@ -35,56 +23,23 @@ double kf_tr_f32(float f)
 
 double kf_tr_float(kf_np *np, const char *name, double dflt)
 {
-	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
+	const Onnx__AttributeProto *a = kf_imp_attr(np, name);
 	return a ? kf_tr_f32(a->f) : dflt;
 }
 
-void kf_tr_str(kf_np *np, const char *name, const char *dflt, char *out, size_t cap)
-{
-	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
-	if (!a) {
-		snprintf(out, cap, "%s", dflt);
-		return;
-	}
-	size_t n = a->s.len < cap - 1 ? a->s.len : cap - 1;
-	memcpy(out, a->s.data, n);
-	out[n] = 0;
-}
 
-int kf_tr_ints(kf_np *np, const char *name, int64_t *out, int max)
-{
-	const Onnx__AttributeProto *a = kf_tr_attr(np, name);
-	if (!a || (int)a->n_ints > max)
-		return -1;
-	memcpy(out, a->ints, a->n_ints * sizeof *out);
-	return (int)a->n_ints;
-}
 
 /* ---- kfuse attributes ---- */
 
-kf_attr kf_tr_ai(kf_imp *I, const char *k, int64_t v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_INT, .i = v}}; }
 kf_attr kf_tr_af(kf_imp *I, const char *k, double v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_FLOAT, .f = v}}; }
 kf_attr kf_tr_ab(kf_imp *I, const char *k, bool v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_BOOL, .b = v}}; }
 kf_attr kf_tr_as(kf_imp *I, const char *k, const char *v)
 {
 	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_STR, .s = kf_intern_cstr(I->c, v)}};
 }
-/* items must live until the node copies the attribute (kf_imp_op). */
-kf_attr kf_tr_al(kf_imp *I, const char *k, kf_attrval *items, const int64_t *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		items[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = v[i]};
-	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = items}};
-}
 
 /* ---- operands ---- */
 
-kf_vid kf_tr_in(kf_imp *I, kf_np *np, size_t i)
-{
-	if (i >= np->n_input || !np->input[i][0])
-		return KF_NONE;
-	return kf_imp_lookup(I, np->input[i]);
-}
 
 kf_vid kf_tr_reshape(kf_imp *I, kf_vid x, const int64_t *shape, int rank)
 {
@@ -99,7 +54,7 @@ kf_vid kf_tr_reduce(kf_imp *I, int op, kf_vid x, const int64_t *axes, int n, boo
 	kf_attr a[2] = {kf_tr_ab(I, "keepdims", keep)};
 	int na = 1;
 	if (n > 0)
-		a[na++] = kf_tr_al(I, "axes", items, axes, n);
+		a[na++] = kf_imp_ints_attr(I, "axes", items, axes, n);
 	return kf_imp_op(I, op, &x, 1, a, na);
 }
 
@@ -124,7 +79,7 @@ kf_attr kf_tr_dims(kf_imp *I, const char *k, kf_attrval *items, const int64_t *d
 kf_vid kf_tr_slice(kf_imp *I, kf_vid x, int64_t axis, int64_t start, int64_t end)
 {
 	kf_attrval i0[1], i1[1], i2[1];
-	kf_attr at[3] = {kf_tr_al(I, "axes", i0, &axis, 1), kf_tr_al(I, "starts", i1, &start, 1),
+	kf_attr at[3] = {kf_imp_ints_attr(I, "axes", i0, &axis, 1), kf_imp_ints_attr(I, "starts", i1, &start, 1),
 			 kf_tr_dims(I, "ends", i2, &end, 1)};
 	return kf_imp_op(I, KF_OP_SLICE, &x, 1, at, 3);
 }
@@ -132,13 +87,13 @@ kf_vid kf_tr_slice(kf_imp *I, kf_vid x, int64_t axis, int64_t start, int64_t end
 kf_vid kf_tr_transpose(kf_imp *I, kf_vid x, const int64_t *perm, int rank)
 {
 	kf_attrval it[KF_MAX_RANK];
-	kf_attr a = kf_tr_al(I, "perm", it, perm, rank);
+	kf_attr a = kf_imp_ints_attr(I, "perm", it, perm, rank);
 	return kf_imp_op(I, KF_OP_TRANSPOSE, &x, 1, &a, 1);
 }
 
 kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis)
 {
-	kf_attr a = kf_tr_ai(I, "axis", axis);
+	kf_attr a = kf_imp_int_attr(I, "axis", axis);
 	return kf_imp_op(I, KF_OP_CONCAT, v, n, &a, 1);
 }
 
@@ -155,9 +110,9 @@ int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 {
 	*present = false;
 	int n = -1;
-	if (attr && kf_tr_attr(np, attr)) {
+	if (attr && kf_imp_attr(np, attr)) {
 		*present = true;
-		n = kf_tr_ints(np, attr, out, max);
+		n = kf_imp_attr_ints(np, attr, out, max);
 		for (int i = 0; i < n; i++)
 			sym[i] = false;
 		return n;
@@ -165,7 +120,7 @@ int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 	if (!kf_tr_has_in(np, input))
 		return 0;
 	*present = true;
-	kf_vid v = kf_tr_in(I, np, input);
+	kf_vid v = kf_imp_input(I, np, input);
 	if (v == KF_NONE)
 		return -1;
 	if ((n = kf_imp_const_ints(I, v, out, max)) >= 0) {

@@ -1,5 +1,6 @@
-/* tr.h: what the node translators (translate.c, shapes.c, index.c,
- * einsum.c, rnn.c) share.  Private to onnx/.
+/* tr.h: what the node translators (translate.c, layout.c, resize.c,
+ * einsum.c, shapes.c, opaque.c, rnn.c) share beyond importer.h (whose
+ * attr.c reads ONNX attributes and inputs).  Private to onnx/.
  *
  * Each translator builds kfuse ops through kf_imp_op, which infers their
  * types and folds them when their operands are constants, and returns
@@ -11,16 +12,11 @@
 
 typedef const Onnx__NodeProto kf_np;
 
-/* ---- ONNX attributes (tr.c) ---- */
-const Onnx__AttributeProto *kf_tr_attr(kf_np *np, const char *name);
-int64_t kf_tr_int(kf_np *np, const char *name, int64_t dflt);
+/* ---- ONNX attributes (tr.c; attr.c has the plain readers) ---- */
 /* ONNX floats are f32: the shortest decimal that reads back as that f32,
  * so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
 double kf_tr_f32(float f);
 double kf_tr_float(kf_np *np, const char *name, double dflt);
-void kf_tr_str(kf_np *np, const char *name, const char *dflt, char *out, size_t cap);
-/* An ints attribute into out (at most max): its length, -1 when absent. */
-int kf_tr_ints(kf_np *np, const char *name, int64_t *out, int max);
 /* An int list from attribute `attr` (when given and the node has it) or
  * else from constant input `input`; 0 when neither is there (*present
  * false); -1 after an error. */
@@ -33,17 +29,29 @@ int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 		    bool *present);
 
 /* ---- kfuse attributes (the list's items must live until the node is made) ---- */
-kf_attr kf_tr_ai(kf_imp *I, const char *k, int64_t v);
 kf_attr kf_tr_af(kf_imp *I, const char *k, double v);
 kf_attr kf_tr_ab(kf_imp *I, const char *k, bool v);
 kf_attr kf_tr_as(kf_imp *I, const char *k, const char *v);
-kf_attr kf_tr_al(kf_imp *I, const char *k, kf_attrval *items, const int64_t *v, int n);
 /* A list of dims: static ones as ints, symbolic ones as their names. */
 kf_attr kf_tr_dims(kf_imp *I, const char *k, kf_attrval *items, const int64_t *dims, int n);
 
 /* ---- operands and ops ---- */
-/* Input i of the node (KF_NONE when absent or empty; an undefined name is an error). */
-kf_vid kf_tr_in(kf_imp *I, kf_np *np, size_t i);
+/* The value of a one-element inline constant (import.c); false otherwise. */
+bool kf_imp_const_scalar(kf_imp *I, kf_vid v, double *out);
+/* shape values (shapes.c) */
+/* The shape value of v: tracked, or a constant int vector of at most
+ * KF_SV_MAX elements (all known).  False when v is neither. */
+bool kf_sv_of(kf_imp *I, kf_vid v, kf_sv *out);
+/* After node np translated into out[0..nout): tracks the shape values its
+ * outputs hold when its inputs hold shape values (Shape, Gather, Concat,
+ * Unsqueeze, arithmetic, ...). */
+void kf_sv_track(kf_imp *I, const Onnx__NodeProto *np, const kf_vid *out, int nout);
+/* Every element of v's shape value when all are known: their count, the
+ * values in out[] (symbolic dims as KF_SYM values) and sym[] telling them
+ * from negative ints; -1 otherwise. */
+int kf_sv_dims(kf_imp *I, kf_vid v, int64_t *out, bool *sym, int max);
+
+
 static inline bool kf_tr_has_in(kf_np *np, size_t i) { return i < np->n_input && np->input[i][0]; }
 
 static inline const kf_type *kf_tr_ty(kf_imp *I, kf_vid v) { return kf_vtype(I->g, v); }

@@ -12,11 +12,11 @@
 
 typedef int (*tr_fn)(kf_imp *I, kf_np *np, kf_vid *out, int op);
 
-static int tr_unary(kf_imp *I, kf_np *np, kf_vid *out, int op) { return (out[0] = kf_tr_op1(I, op, kf_tr_in(I, np, 0))) != KF_NONE; }
+static int tr_unary(kf_imp *I, kf_np *np, kf_vid *out, int op) { return (out[0] = kf_tr_op1(I, op, kf_imp_input(I, np, 0))) != KF_NONE; }
 
 static int tr_binary(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid a = kf_tr_in(I, np, 0), b = kf_tr_in(I, np, 1);
+	kf_vid a = kf_imp_input(I, np, 0), b = kf_imp_input(I, np, 1);
 	if (a == KF_NONE || b == KF_NONE)
 		return -1;
 	if (op == KF_OP_POW && kf_tr_dt(I, a) != kf_tr_dt(I, b)) { /* ONNX lets the exponent's type differ */
@@ -29,53 +29,53 @@ static int tr_binary(kf_imp *I, kf_np *np, kf_vid *out, int op)
 static int tr_variadic(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	bool mean = op < 0;
-	kf_vid acc = kf_tr_in(I, np, 0);
+	kf_vid acc = kf_imp_input(I, np, 0);
 	for (size_t i = 1; acc != KF_NONE && i < np->n_input; i++)
-		acc = kf_tr_op2(I, mean ? KF_OP_ADD : op, acc, kf_tr_in(I, np, i));
+		acc = kf_tr_op2(I, mean ? KF_OP_ADD : op, acc, kf_imp_input(I, np, i));
 	if (mean && acc != KF_NONE && np->n_input > 1)
 		acc = kf_tr_op2(I, KF_OP_DIV, acc, kf_tr_sc(I, (double)np->n_input, acc));
 	return (out[0] = acc) != KF_NONE;
 }
 
-static int tr_identity(kf_imp *I, kf_np *np, kf_vid *out, int op) { return (out[0] = kf_tr_in(I, np, 0)) != KF_NONE; }
+static int tr_identity(kf_imp *I, kf_np *np, kf_vid *out, int op) { return (out[0] = kf_imp_input(I, np, 0)) != KF_NONE; }
 
 static int tr_reciprocal(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	return x != KF_NONE && (out[0] = kf_tr_op2(I, KF_OP_DIV, kf_tr_sc(I, 1, x), x)) != KF_NONE;
 }
 
 static int tr_where(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	return (out[0] = kf_tr_op3(I, KF_OP_WHERE, kf_tr_in(I, np, 0), kf_tr_in(I, np, 1), kf_tr_in(I, np, 2))) != KF_NONE;
+	return (out[0] = kf_tr_op3(I, KF_OP_WHERE, kf_imp_input(I, np, 0), kf_imp_input(I, np, 1), kf_imp_input(I, np, 2))) != KF_NONE;
 }
 
 static int tr_cast(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	int64_t to = kf_tr_int(np, "to", 0);
+	int64_t to = kf_imp_attr_int(np, "to", 0);
 	int d = kf_onnx_dtype((int32_t)to);
 	if (d < 0)
 		return kf_imp_fail(I, "cast to %s is not supported", kf_onnx_dtype_name((int32_t)to));
 	kf_attr a = kf_tr_as(I, "to", kf_dtype_name((kf_dtype)d));
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	return (out[0] = kf_imp_op(I, KF_OP_CAST, &x, 1, &a, 1)) != KF_NONE;
 }
 
 static int tr_constant(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	const Onnx__AttributeProto *a;
-	if ((a = kf_tr_attr(np, "value")) && a->t) {
+	if ((a = kf_imp_attr(np, "value")) && a->t) {
 		kf_tensor t;
 		char err[256];
 		if (kf_onnx_tensor(a->t, I->dir[0] ? I->dir : NULL, &t, err, sizeof err) < 0)
 			return kf_imp_fail(I, "%s", err);
 		out[0] = kf_imp_tensor_const(I, &t, np->output[0]);
 		kf_tensor_free(&t);
-	} else if ((a = kf_tr_attr(np, "value_float"))) {
+	} else if ((a = kf_imp_attr(np, "value_float"))) {
 		out[0] = kf_imp_scalar(I, a->f, KF_F32);
-	} else if ((a = kf_tr_attr(np, "value_int"))) {
+	} else if ((a = kf_imp_attr(np, "value_int"))) {
 		out[0] = kf_imp_scalar(I, (double)a->i, KF_I64);
-	} else if ((a = kf_tr_attr(np, "value_floats")) || (a = kf_tr_attr(np, "value_ints"))) {
+	} else if ((a = kf_imp_attr(np, "value_floats")) || (a = kf_imp_attr(np, "value_ints"))) {
 		bool fl = a->n_floats > 0 || strcmp(a->name, "value_floats") == 0;
 		int64_t n = (int64_t)(fl ? a->n_floats : a->n_ints);
 		kf_tensor t;
@@ -96,19 +96,19 @@ static int tr_constant(kf_imp *I, kf_np *np, kf_vid *out, int op)
  * model's C already is [M, N]. */
 static int tr_gemm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid v[3] = {kf_tr_in(I, np, 0), kf_tr_in(I, np, 1), kf_tr_in(I, np, 2)};
+	kf_vid v[3] = {kf_imp_input(I, np, 0), kf_imp_input(I, np, 1), kf_imp_input(I, np, 2)};
 	kf_attr a[4] = {kf_tr_af(I, "alpha", kf_tr_float(np, "alpha", 1.0)), kf_tr_af(I, "beta", kf_tr_float(np, "beta", 1.0)),
-			kf_tr_ai(I, "trans_a", kf_tr_int(np, "transA", 0)), kf_tr_ai(I, "trans_b", kf_tr_int(np, "transB", 0))};
+			kf_imp_int_attr(I, "trans_a", kf_imp_attr_int(np, "transA", 0)), kf_imp_int_attr(I, "trans_b", kf_imp_attr_int(np, "transB", 0))};
 	return (out[0] = kf_imp_op(I, KF_OP_GEMM, v, kf_tr_has_in(np, 2) ? 3 : 2, a, 4)) != KF_NONE;
 }
 
 static int tr_transpose(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t perm[KF_MAX_RANK];
-	int n = kf_tr_ints(np, "perm", perm, KF_MAX_RANK);
+	int n = kf_imp_attr_ints(np, "perm", perm, KF_MAX_RANK);
 	kf_attrval items[KF_MAX_RANK];
-	kf_attr a = kf_tr_al(I, "perm", items, perm, n < 0 ? 0 : n);
+	kf_attr a = kf_imp_ints_attr(I, "perm", items, perm, n < 0 ? 0 : n);
 	return (out[0] = kf_imp_op(I, KF_OP_TRANSPOSE, &x, 1, &a, n < 0 ? 0 : 1)) != KF_NONE;
 }
 
@@ -118,15 +118,15 @@ static int tr_concat(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (np->n_input > 64)
 		return kf_imp_fail(I, "more than 64 inputs");
 	for (size_t i = 0; i < np->n_input; i++)
-		if ((v[i] = kf_tr_in(I, np, i)) == KF_NONE)
+		if ((v[i] = kf_imp_input(I, np, i)) == KF_NONE)
 			return -1;
-	kf_attr a = kf_tr_ai(I, "axis", kf_tr_int(np, "axis", 0));
+	kf_attr a = kf_imp_int_attr(I, "axis", kf_imp_attr_int(np, "axis", 0));
 	return (out[0] = kf_imp_op(I, KF_OP_CONCAT, v, (int)np->n_input, &a, 1)) != KF_NONE;
 }
 
 static int tr_split(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t sizes[64];
 	bool present;
 	int n = kf_tr_ints_from(I, np, 1, I->opset < 13 ? "split" : NULL, sizes, 64, &present);
@@ -136,44 +136,44 @@ static int tr_split(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (nres > 64)
 		return kf_imp_fail(I, "more than 64 outputs");
 	kf_attrval items[64];
-	kf_attr a[2] = {kf_tr_ai(I, "axis", kf_tr_int(np, "axis", 0))};
+	kf_attr a[2] = {kf_imp_int_attr(I, "axis", kf_imp_attr_int(np, "axis", 0))};
 	int na = 1;
 	if (n > 0)
-		a[na++] = kf_tr_al(I, "sizes", items, sizes, n);
+		a[na++] = kf_imp_ints_attr(I, "sizes", items, sizes, n);
 	return kf_imp_node(I, KF_OP_SPLIT, &x, 1, a, na, nres, out) < 0 ? -1 : nres;
 }
 
 static int tr_reduce(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t axes[KF_MAX_RANK];
 	bool present;
 	bool axes_input = I->opset >= 18 || (op == KF_OP_REDUCE_SUM && I->opset >= 13);
 	int n = kf_tr_ints_from(I, np, 1, axes_input ? NULL : "axes", axes, KF_MAX_RANK, &present);
 	if (x == KF_NONE || n < 0)
 		return -1;
-	if (n == 0 && kf_tr_int(np, "noop_with_empty_axes", 0))
+	if (n == 0 && kf_imp_attr_int(np, "noop_with_empty_axes", 0))
 		return (out[0] = x), 1;
 	kf_attrval items[KF_MAX_RANK];
-	kf_attr a[2] = {kf_tr_ab(I, "keepdims", kf_tr_int(np, "keepdims", 1) != 0)};
+	kf_attr a[2] = {kf_tr_ab(I, "keepdims", kf_imp_attr_int(np, "keepdims", 1) != 0)};
 	int na = 1;
 	if (n > 0)
-		a[na++] = kf_tr_al(I, "axes", items, axes, n);
+		a[na++] = kf_imp_ints_attr(I, "axes", items, axes, n);
 	return (out[0] = kf_imp_op(I, op, &x, 1, a, na)) != KF_NONE;
 }
 
 static int tr_softmax(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x);
-	int64_t axis = kf_tr_int(np, "axis", I->opset < 13 ? 1 : -1);
+	int64_t axis = kf_imp_attr_int(np, "axis", I->opset < 13 ? 1 : -1);
 	if (axis < 0)
 		axis += t->rank;
-	kf_attr a = kf_tr_ai(I, "axis", -1);
+	kf_attr a = kf_imp_int_attr(I, "axis", -1);
 	if (I->opset >= 13 || axis == t->rank - 1) {
-		a.v.i = I->opset >= 13 ? kf_tr_int(np, "axis", -1) : -1;
+		a.v.i = I->opset >= 13 ? kf_imp_attr_int(np, "axis", -1) : -1;
 		return (out[0] = kf_imp_op(I, op, &x, 1, &a, 1)) != KF_NONE;
 	}
 	/* before opset 13 the input is seen as 2-D at axis: softmax over all trailing dims */
@@ -192,10 +192,10 @@ static int tr_softmax(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 static int tr_layer_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid v[3] = {kf_tr_in(I, np, 0), kf_tr_in(I, np, 1), kf_tr_in(I, np, 2)};
+	kf_vid v[3] = {kf_imp_input(I, np, 0), kf_imp_input(I, np, 1), kf_imp_input(I, np, 2)};
 	double eps = kf_tr_float(np, "epsilon", 1e-5);
-	int64_t axis = kf_tr_int(np, "axis", -1);
-	kf_attr a[2] = {kf_tr_ai(I, "axis", axis), kf_tr_af(I, "epsilon", eps)};
+	int64_t axis = kf_imp_attr_int(np, "axis", -1);
+	kf_attr a[2] = {kf_imp_int_attr(I, "axis", axis), kf_tr_af(I, "epsilon", eps)};
 	if ((out[0] = kf_imp_op(I, KF_OP_LAYER_NORM, v, kf_tr_has_in(np, 2) ? 3 : 2, a, 2)) == KF_NONE)
 		return -1;
 	bool stats = false;
@@ -221,16 +221,16 @@ static int tr_layer_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 static int tr_gelu(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	char ap[16];
-	kf_tr_str(np, "approximate", "none", ap, sizeof ap);
+	kf_imp_attr_str(np, "approximate", "none", ap, sizeof ap);
 	kf_attr a = kf_tr_as(I, "approximate", ap);
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	return (out[0] = kf_imp_op(I, KF_OP_GELU, &x, 1, &a, 1)) != KF_NONE;
 }
 
 /* Activations kfuse has no op for, as ONNX's function bodies define them. */
 static int tr_activation(kf_imp *I, kf_np *np, kf_vid *out, int which)
 {
-	kf_vid x = kf_tr_in(I, np, 0), y = KF_NONE;
+	kf_vid x = kf_imp_input(I, np, 0), y = KF_NONE;
 	if (x == KF_NONE)
 		return -1;
 	double alpha = kf_tr_float(np, "alpha", NAN), beta = kf_tr_float(np, "beta", NAN);
@@ -274,7 +274,7 @@ static int tr_activation(kf_imp *I, kf_np *np, kf_vid *out, int which)
 		y = kf_tr_op3(I, KF_OP_WHERE, kf_tr_op2(I, KF_OP_GT, x, kf_tr_sc(I, isnan(alpha) ? 1 : alpha, x)), x, zero);
 		break;
 	case 9: /* PRelu */
-		y = kf_tr_op3(I, KF_OP_WHERE, kf_tr_op2(I, KF_OP_LT, x, zero), kf_tr_op2(I, KF_OP_MUL, x, kf_tr_in(I, np, 1)), x);
+		y = kf_tr_op3(I, KF_OP_WHERE, kf_tr_op2(I, KF_OP_LT, x, zero), kf_tr_op2(I, KF_OP_MUL, x, kf_imp_input(I, np, 1)), x);
 		break;
 	case 10: /* Sign */
 		y = kf_tr_op3(I, KF_OP_WHERE, kf_tr_op2(I, KF_OP_GT, x, zero), one,
@@ -286,17 +286,17 @@ static int tr_activation(kf_imp *I, kf_np *np, kf_vid *out, int which)
 
 static int tr_clip(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0), lo = KF_NONE, hi = KF_NONE;
+	kf_vid x = kf_imp_input(I, np, 0), lo = KF_NONE, hi = KF_NONE;
 	if (x == KF_NONE)
 		return -1;
 	if (I->opset < 11) {
-		if (kf_tr_attr(np, "min"))
+		if (kf_imp_attr(np, "min"))
 			lo = kf_tr_sc(I, kf_tr_float(np, "min", 0), x);
-		if (kf_tr_attr(np, "max"))
+		if (kf_imp_attr(np, "max"))
 			hi = kf_tr_sc(I, kf_tr_float(np, "max", 0), x);
 	} else {
-		lo = kf_tr_has_in(np, 1) ? kf_tr_in(I, np, 1) : KF_NONE;
-		hi = kf_tr_has_in(np, 2) ? kf_tr_in(I, np, 2) : KF_NONE;
+		lo = kf_tr_has_in(np, 1) ? kf_imp_input(I, np, 1) : KF_NONE;
+		hi = kf_tr_has_in(np, 2) ? kf_imp_input(I, np, 2) : KF_NONE;
 	}
 	if (lo != KF_NONE)
 		x = kf_tr_op2(I, KF_OP_MAX, x, lo);
@@ -310,7 +310,7 @@ static int tr_clip(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 static int tr_cast_like(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0), like = kf_tr_in(I, np, 1);
+	kf_vid x = kf_imp_input(I, np, 0), like = kf_imp_input(I, np, 1);
 	if (x == KF_NONE || like == KF_NONE)
 		return -1;
 	kf_attr a = kf_tr_as(I, "to", kf_dtype_name(kf_tr_dt(I, like)));
@@ -319,12 +319,12 @@ static int tr_cast_like(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 static int tr_isnan_inf(kf_imp *I, kf_np *np, kf_vid *out, int inf)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	if (!inf)
 		return (out[0] = kf_tr_op2(I, KF_OP_NE, x, x)) != KF_NONE;
-	bool pos = kf_tr_int(np, "detect_positive", 1), neg = kf_tr_int(np, "detect_negative", 1);
+	bool pos = kf_imp_attr_int(np, "detect_positive", 1), neg = kf_imp_attr_int(np, "detect_negative", 1);
 	kf_vid y = pos && neg ? kf_tr_op2(I, KF_OP_EQ, kf_tr_op1(I, KF_OP_ABS, x), kf_tr_sc(I, INFINITY, x))
 		 : kf_tr_op2(I, KF_OP_EQ, x, kf_tr_sc(I, pos ? INFINITY : neg ? -INFINITY : NAN, x));
 	return (out[0] = y) != KF_NONE;
@@ -333,12 +333,12 @@ static int tr_isnan_inf(kf_imp *I, kf_np *np, kf_vid *out, int inf)
 /* Inference-mode Dropout: the identity, and an all-true mask. */
 static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	if (kf_tr_has_in(np, 2)) {
 		int64_t train;
-		if (kf_imp_const_ints(I, kf_tr_in(I, np, 2), &train, 1) != 1 || train)
+		if (kf_imp_const_ints(I, kf_imp_input(I, np, 2), &train, 1) != 1 || train)
 			return kf_imp_fail(I, "training mode is not supported (it is random)");
 	}
 	out[0] = x;
@@ -372,17 +372,17 @@ static kf_vid per_channel(kf_imp *I, kf_vid p, int rank)
 
 static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	if (kf_tr_int(np, "training_mode", 0))
+	if (kf_imp_attr_int(np, "training_mode", 0))
 		return kf_imp_fail(I, "training mode is not supported");
 	for (size_t i = 1; i < np->n_output; i++)
 		if (np->output[i][0])
 			return kf_imp_fail(I, "output %zu (running statistics) is not supported", i);
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	int r = kf_tr_ty(I, x)->rank;
-	kf_vid scale = per_channel(I, kf_tr_in(I, np, 1), r), b = per_channel(I, kf_tr_in(I, np, 2), r);
-	kf_vid mean = per_channel(I, kf_tr_in(I, np, 3), r), var = per_channel(I, kf_tr_in(I, np, 4), r);
+	kf_vid scale = per_channel(I, kf_imp_input(I, np, 1), r), b = per_channel(I, kf_imp_input(I, np, 2), r);
+	kf_vid mean = per_channel(I, kf_imp_input(I, np, 3), r), var = per_channel(I, kf_imp_input(I, np, 4), r);
 	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, var, kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), x)));
 	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, x, mean), kf_tr_op2(I, KF_OP_MUL, inv, scale));
 	return (out[0] = kf_tr_op2(I, KF_OP_ADD, y, b)) != KF_NONE;
@@ -391,15 +391,15 @@ static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 /* ReduceSumSquare, L1, L2, LogSum, LogSumExp as ONNX's function bodies write them. */
 static int tr_reduce_composite(kf_imp *I, kf_np *np, kf_vid *out, int which)
 {
-	kf_vid x = kf_tr_in(I, np, 0);
+	kf_vid x = kf_imp_input(I, np, 0);
 	int64_t axes[KF_MAX_RANK];
 	bool present;
 	int n = kf_tr_ints_from(I, np, 1, I->opset >= 18 ? NULL : "axes", axes, KF_MAX_RANK, &present);
 	if (x == KF_NONE || n < 0)
 		return -1;
-	if (n == 0 && kf_tr_int(np, "noop_with_empty_axes", 0))
+	if (n == 0 && kf_imp_attr_int(np, "noop_with_empty_axes", 0))
 		return (out[0] = x), 1;
-	bool keep = kf_tr_int(np, "keepdims", 1) != 0;
+	bool keep = kf_imp_attr_int(np, "keepdims", 1) != 0;
 	kf_vid y = KF_NONE;
 	switch (which) {
 	case 0: y = kf_tr_reduce(I, KF_OP_REDUCE_SUM, kf_tr_op2(I, KF_OP_MUL, x, x), axes, n, keep); break;
