@@ -1,6 +1,7 @@
 /* import.c: an ONNX ModelProto to a kfuse graph.  The node translations live
  * in translate.c; this file holds the graph walk, values, constants and types.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "importer.h"
@@ -193,7 +194,16 @@ int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
 		uint64_t j = k->n == 1 ? 0 : (uint64_t)i;
-		out[i] = k->i ? k->i[j] : (int64_t)k->f[j];
+		if (k->i) {
+			out[i] = k->i[j];
+			continue;
+		}
+		/* a float payload counts only when it holds an int (NaN does not:
+		 * found by fuzzing) */
+		double f = k->f[j];
+		if (!(f == trunc(f) && fabs(f) < 9.2e18))
+			return -1;
+		out[i] = (int64_t)f;
 	}
 	return (int)n;
 }

@@ -64,7 +64,7 @@ static int attr_value(kf_imp *I, const Onnx__AttributeProto *a, kf_attrval *v)
 		*v = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = kf_tr_f32(a->f)};
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
-		*v = (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern(I->c, (const char *)a->s.data, a->s.len)};
+		*v = (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern(I->c, a->s.len ? (const char *)a->s.data : "", a->s.len)};
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
@@ -79,7 +79,8 @@ static int attr_value(kf_imp *I, const Onnx__AttributeProto *a, kf_attrval *v)
 			       : a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
 				       ? (kf_attrval){.kind = KF_ATTR_FLOAT, .f = kf_tr_f32(a->floats[i])}
 				       : (kf_attrval){.kind = KF_ATTR_STR,
-						      .s = kf_intern(I->c, (const char *)a->strings[i].data, a->strings[i].len)};
+						      .s = kf_intern(I->c, a->strings[i].len ? (const char *)a->strings[i].data : "",
+								     a->strings[i].len)};
 		*v = (kf_attrval){.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = l};
 		return 0;
 	}
