@@ -1,5 +1,6 @@
 /* kfuse-opt: parse a .kf file, verify it, run a pass pipeline, print it. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "passes.h"
 #include "emit_cuda.h"
 #include "plugin.h"
+#include "cli.h"
 
 static const char usage[] =
 	"usage: kfuse-opt FILE|- [options]\n"
@@ -44,28 +46,6 @@ typedef struct opt {
 	int nplugin;
 } opt;
 
-static int fail_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "kfuse-opt: error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
-	return 1;
-}
-
-/* `--name=value` or `--name value`; advances *i for the second form. */
-static const char *optval(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n))
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
 static char *join(const char *a, const char *b)
 {
 	size_t n = a ? strlen(a) : 0;
@@ -73,93 +53,90 @@ static char *join(const char *a, const char *b)
 	if (!s)
 		abort();
 	sprintf(s, "%s%s%s", a ? a : "", a ? "," : "", b);
+	free((char *)a);
 	return s;
 }
 
-static bool num(const char *s, double *out)
-{
-	char *e;
-	errno = 0;
-	*out = strtod(s, &e);
-	return e != s && !*e && !errno;
-}
+enum {
+	O_EMIT = 256, O_BEFORE, O_AFTER, O_AFTER_ALL, O_AFTER_CHANGE, O_VERIFY, O_NO_VERIFY, O_TIMING,
+	O_TRACE, O_EXPLAIN, O_LIST, O_EQUIV, O_RTOL, O_ATOL, O_SEED, O_TRIALS, O_PLUGIN, O_VERSION,
+};
 
+/* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
 static int parse_args(int argc, char **argv, opt *o)
 {
-	const char *v;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		double d;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage, stdout);
-			exit(0);
-		} else if (!strcmp(a, "--version")) {
-			printf("kfuse-opt %s\n", KF_VERSION);
-			exit(0);
-		} else if (!strcmp(a, "-o") && i + 1 < argc) {
-			o->output = argv[++i];
-		} else if (!strncmp(a, "-o", 2) && a[2]) {
-			o->output = a + 2;
-		} else if ((v = optval(argc, argv, &i, "-p")) || (v = optval(argc, argv, &i, "--pipeline")) ||
-			   (v = optval(argc, argv, &i, "--passes"))) {
-			o->pipeline = join(o->pipeline, v);
-		} else if ((v = optval(argc, argv, &i, "--emit"))) {
-			o->emit = v;
-		} else if ((v = optval(argc, argv, &i, "--print-ir-before"))) {
-			o->before = join(o->before, v);
-		} else if ((v = optval(argc, argv, &i, "--print-ir-after"))) {
-			o->after = join(o->after, v);
-		} else if (!strcmp(a, "--print-ir-after-all")) {
-			o->after_all = true;
-		} else if (!strcmp(a, "--print-ir-after-change")) {
-			o->after_change = true;
-		} else if (!strcmp(a, "--verify-each")) {
-			o->verify_each = true;
-		} else if (!strcmp(a, "--no-verify-each")) {
-			o->verify_each = false;
-		} else if (!strcmp(a, "--timing")) {
-			o->timing = true;
-		} else if (!strcmp(a, "--trace-rewrites")) {
-			o->flags |= KF_PASSF_TRACE;
-		} else if (!strcmp(a, "--explain-fusion")) {
-			o->flags |= KF_PASSF_EXPLAIN;
-		} else if (!strcmp(a, "--list-passes")) {
-			o->list = true;
-		} else if (!strcmp(a, "--check-equivalence")) {
-			o->equiv = true;
-		} else if ((v = optval(argc, argv, &i, "--rtol"))) {
-			if (!num(v, &o->rtol) || o->rtol < 0)
-				return fail_usage("--rtol needs a number >= 0, not '%s'", v);
-		} else if ((v = optval(argc, argv, &i, "--atol"))) {
-			if (!num(v, &o->atol) || o->atol < 0)
-				return fail_usage("--atol needs a number >= 0, not '%s'", v);
-		} else if ((v = optval(argc, argv, &i, "--seed"))) {
-			if (!num(v, &d) || d < 0 || d != (double)(uint64_t)d)
-				return fail_usage("--seed needs a non-negative integer, not '%s'", v);
-			o->seed = (uint64_t)d;
-		} else if ((v = optval(argc, argv, &i, "--trials"))) {
-			if (!num(v, &d) || d < 1 || d > 1000 || d != (int)d)
-				return fail_usage("--trials needs an integer in 1..1000, not '%s'", v);
-			o->trials = (int)d;
-		} else if ((v = optval(argc, argv, &i, "--plugin"))) {
+	static const struct option longs[] = {
+		{"pipeline", required_argument, 0, 'p'}, {"passes", required_argument, 0, 'p'},
+		{"emit", required_argument, 0, O_EMIT},
+		{"print-ir-before", required_argument, 0, O_BEFORE},
+		{"print-ir-after", required_argument, 0, O_AFTER},
+		{"print-ir-after-all", no_argument, 0, O_AFTER_ALL},
+		{"print-ir-after-change", no_argument, 0, O_AFTER_CHANGE},
+		{"verify-each", no_argument, 0, O_VERIFY}, {"no-verify-each", no_argument, 0, O_NO_VERIFY},
+		{"timing", no_argument, 0, O_TIMING}, {"trace-rewrites", no_argument, 0, O_TRACE},
+		{"explain-fusion", no_argument, 0, O_EXPLAIN}, {"list-passes", no_argument, 0, O_LIST},
+		{"check-equivalence", no_argument, 0, O_EQUIV}, {"rtol", required_argument, 0, O_RTOL},
+		{"atol", required_argument, 0, O_ATOL}, {"seed", required_argument, 0, O_SEED},
+		{"trials", required_argument, 0, O_TRIALS}, {"plugin", required_argument, 0, O_PLUGIN},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
+	int ch;
+	long long n;
+	while ((ch = getopt_long(argc, argv, ":o:p:h", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'h': fputs(usage, stdout); return 1;
+		case O_VERSION: kf_cli_version(); return 1;
+		case 'o': o->output = optarg; break;
+		case 'p': o->pipeline = join(o->pipeline, optarg); break;
+		case O_EMIT: o->emit = optarg; break;
+		case O_BEFORE: o->before = join(o->before, optarg); break;
+		case O_AFTER: o->after = join(o->after, optarg); break;
+		case O_AFTER_ALL: o->after_all = true; break;
+		case O_AFTER_CHANGE: o->after_change = true; break;
+		case O_VERIFY: o->verify_each = true; break;
+		case O_NO_VERIFY: o->verify_each = false; break;
+		case O_TIMING: o->timing = true; break;
+		case O_TRACE: o->flags |= KF_PASSF_TRACE; break;
+		case O_EXPLAIN: o->flags |= KF_PASSF_EXPLAIN; break;
+		case O_LIST: o->list = true; break;
+		case O_EQUIV: o->equiv = true; break;
+		case O_RTOL:
+			if (!kf_cli_double("--rtol", optarg, 0, &o->rtol))
+				return kf_cli_status() + 1;
+			break;
+		case O_ATOL:
+			if (!kf_cli_double("--atol", optarg, 0, &o->atol))
+				return kf_cli_status() + 1;
+			break;
+		case O_SEED:
+			if (!kf_cli_u64("--seed", optarg, &o->seed))
+				return kf_cli_status() + 1;
+			break;
+		case O_TRIALS:
+			if (!kf_cli_int("--trials", optarg, 1, 1000, &n))
+				return kf_cli_status() + 1;
+			o->trials = (int)n;
+			break;
+		case O_PLUGIN:
 			o->plugin = realloc(o->plugin, (o->nplugin + 1) * sizeof *o->plugin);
 			if (!o->plugin)
 				abort();
-			o->plugin[o->nplugin++] = v;
-		} else if (a[0] == '-' && a[1]) {
-			return fail_usage("unknown option '%s'", a);
-		} else if (!o->input) {
-			o->input = a;
-		} else {
-			return fail_usage("more than one input file ('%s')", a);
+			o->plugin[o->nplugin++] = optarg;
+			break;
+		default: return kf_cli_bad_option(ch, argv) + 1;
 		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (o->input)
+			return kf_cli_usage("more than one input file ('%s')", argv[i]) + 1;
+		o->input = argv[i];
 	}
 	if (!o->emit)
 		o->emit = "ir";
 	if (strcmp(o->emit, "ir") && strcmp(o->emit, "dot") && strcmp(o->emit, "cuda") && strcmp(o->emit, "ptx"))
-		return fail_usage("unknown --emit kind '%s' (valid: ir dot cuda ptx)", o->emit);
+		return kf_cli_usage("unknown --emit kind '%s' (valid: ir dot cuda ptx)", o->emit) + 1;
 	if (!o->input && !o->list)
-		return fail_usage("%s", "no input file (use - for stdin)");
+		return kf_cli_usage("no input file (use - for stdin)") + 1;
 	return 0;
 }
 
@@ -229,9 +206,16 @@ static int write_out(kf_ctx *c, const char *path, const kf_buf *b)
 }
 
 /* The IR goes to the file as it is printed: a big module's text is never
- * held whole (it was an eighth of the peak memory). */
+ * held whole (it was an eighth of the peak memory).  Its file paths and
+ * plugins are named from where it goes (stdout: the current directory). */
 static int print_out(kf_ctx *c, const char *path, kf_module *m)
 {
+	kf_buf dir = {0};
+	kf_path_dir(&dir, path && strcmp(path, "-") ? path : "");
+	int rc = kf_module_locate(m, dir.p);
+	kf_buf_free(&dir);
+	if (rc < 0)
+		return -1;
 	FILE *f = open_out(c, path);
 	if (!f)
 		return -1;
@@ -364,8 +348,15 @@ done:
 int main(int argc, char **argv)
 {
 	opt o = {.verify_each = true, .rtol = 1e-4, .atol = 1e-5, .trials = 3};
-	if (parse_args(argc, argv, &o))
-		return 1;
+	kf_cli_init("kfuse-opt", 2);
+	int st = parse_args(argc, argv, &o);
+	if (st) {
+		free((char *)o.pipeline);
+		free((char *)o.before);
+		free((char *)o.after);
+		free(o.plugin);
+		return st - 1;
+	}
 	kf_ctx *c = kf_ctx_new();
 	/* The CPU kernels let canonicalize fold constants through kf_op()->cpu. */
 	kf_rt_register(c);
