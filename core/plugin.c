@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kf_int.h"
-#include "kfuse_plugin.h"
+#include "kfuse/kfuse_plugin.h"
 #include "lua_int.h"
 #include "plugin.h"
 

@@ -230,8 +230,7 @@ static void parse_plugin(kf_parser *p)
 		return;
 	}
 	int nerr = p->nerr;
-	kf_sid s = kf_parse_string(p);
-	kf_parse_next(p);
+	kf_sid s = kf_parse_string(p); /* and the next token */
 	if (p->nerr > nerr)
 		return;
 	p->plugin = realloc(p->plugin, (p->nplugin + 1) * sizeof *p->plugin);

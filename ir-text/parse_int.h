@@ -139,7 +139,8 @@ void kf_parse_loc(kf_parser *p, uint32_t off, char *buf, size_t n);
 /* parse_lit.c */
 /* A type `f32[64,N]`; *tid is KF_NONE after a reported non-syntax error. */
 bool kf_parse_type(kf_parser *p, kf_tid *tid);
-/* Decodes the string token at p->tok (escapes; errors reported) and interns it. */
+/* Decodes the string token at p->tok (escapes; errors reported), interns
+ * it and moves to the next token. */
 kf_sid kf_parse_string(kf_parser *p);
 /* `{k = v, ...}` at '{'; *out in p->tmp. */
 bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *n);

@@ -63,6 +63,14 @@ void kf_cli_version(void)
 	printf("%s (kfuse %s)\n", prog, KF_VERSION);
 }
 
+void kf_cli_version_rules(void)
+{
+	kf_buf d = {0};
+	kf_cli_version();
+	printf("standard rules: %s\n", kf_std_rules(&d) == 0 ? d.p : "not found (set KFUSE_RULES_PATH)");
+	kf_buf_free(&d);
+}
+
 bool kf_cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;

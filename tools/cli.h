@@ -34,6 +34,9 @@ int kf_cli_bad_option(int ch, char **argv);
 
 /* `PROG (kfuse VERSION)` on stdout. */
 void kf_cli_version(void);
+/* The same and `standard rules: DIR` (kf_std_rules), for the tools that
+ * apply rules. */
+void kf_cli_version_rules(void);
 
 /* Whole-string numbers for option OPT (named in the message): false after
  * the usage message (kf_cli_usage) when s is not one, or is outside [lo,

@@ -443,7 +443,8 @@ static void usage(FILE *f)
 	      "  --ignore-attrs   compare without attributes\n"
 	      "  --rtol R         constants equal within relative tolerance R\n"
 	      "  --max N          show at most N differences (default 10)\n"
-	      "exit status: 0 equal, 1 different, 2 error\n", f);
+	      "  -h, --help, --version\n"
+	      "Exit status: 0 equal, 1 different, 2 an error (a file or a usage error).\n", f);
 }
 
 int main(int argc, char **argv)

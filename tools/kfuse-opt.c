@@ -10,14 +10,16 @@
 #include "kf.h"
 #include "pass.h"
 #include "passes.h"
-#include "emit_cuda.h"
-#include "plugin.h"
+#include "kfuse_int.h"
 #include "cli.h"
 
 static const char usage[] =
-	"usage: kfuse-opt FILE|- [options]\n"
-	"  -o OUT                    write the result to OUT (default: stdout)\n"
-	"  -p, --pipeline PIPELINE   passes to run, e.g. 'canonicalize,cse,rules{path=patterns},dce'\n"
+	"usage: kfuse-opt FILE.kf|FILE.onnx|- [options]\n"
+	"Reads a model (- for stdin), verifies it, runs a pass pipeline and writes the result.\n"
+	"  -o OUT                    write the result to OUT (default: stdout); its file(\"...\")\n"
+	"                            paths and plugin lines are rewritten to name the same files\n"
+	"  -p, --pipeline PIPELINE   passes to run, e.g. 'canonicalize,cse,rules,fuse,dce'\n"
+	"                            (repeatable; `rules` alone applies the standard rules)\n"
 	"  --emit=ir|dot|cuda|ptx    output the IR (default), Graphviz text, CUDA kernels or PTX\n"
 	"  --print-ir-after-all      print the IR to stderr after every pass\n"
 	"  --print-ir-after-change   ... after every pass that changed something\n"
@@ -32,7 +34,8 @@ static const char usage[] =
 	"  --check-equivalence       run input and result on random inputs and compare\n"
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
-	"  --help, --version\n";
+	"  -h, --help, --version     (--version also names the standard rules' directory)\n"
+	"Exit status: 0 done, 1 an error in the input, a pass or the check, 2 a usage error.\n";
 
 typedef struct opt {
 	const char *input, *output, *pipeline, *emit;
@@ -85,7 +88,7 @@ static int parse_args(int argc, char **argv, opt *o)
 	while ((ch = getopt_long(argc, argv, ":o:p:h", longs, NULL)) != -1) {
 		switch (ch) {
 		case 'h': fputs(usage, stdout); return 1;
-		case O_VERSION: kf_cli_version(); return 1;
+		case O_VERSION: kf_cli_version_rules(); return 1;
 		case 'o': o->output = optarg; break;
 		case 'p': o->pipeline = join(o->pipeline, optarg); break;
 		case O_EMIT: o->emit = optarg; break;
@@ -164,12 +167,6 @@ static void dump(void *ud, kf_module *m, const kf_pass *p, kf_dump_when when)
 	kf_buf_free(&b);
 }
 
-static int die(kf_ctx *c)
-{
-	kf_diag_flush(c, stderr);
-	return 1;
-}
-
 /* The output file (stdout for none or "-"), or NULL after an error. */
 static FILE *open_out(kf_ctx *c, const char *path)
 {
@@ -196,31 +193,13 @@ static int close_out(kf_ctx *c, const char *path, FILE *f, bool ok)
 	return 0;
 }
 
-static int write_out(kf_ctx *c, const char *path, const kf_buf *b)
+static int write_out(kf_ctx *c, const char *path, const char *text, size_t len)
 {
 	FILE *f = open_out(c, path);
 	if (!f)
 		return -1;
 	errno = 0;
-	return close_out(c, path, f, fwrite(b->p, 1, b->n, f) == b->n);
-}
-
-/* The IR goes to the file as it is printed: a big module's text is never
- * held whole (it was an eighth of the peak memory).  Its file paths and
- * plugins are named from where it goes (stdout: the current directory). */
-static int print_out(kf_ctx *c, const char *path, kf_module *m)
-{
-	kf_buf dir = {0};
-	kf_path_dir(&dir, path && strcmp(path, "-") ? path : "");
-	int rc = kf_module_locate(m, dir.p);
-	kf_buf_free(&dir);
-	if (rc < 0)
-		return -1;
-	FILE *f = open_out(c, path);
-	if (!f)
-		return -1;
-	errno = 0;
-	return close_out(c, path, f, kf_print_module_file(f, m) == 0);
+	return close_out(c, path, f, fwrite(text, 1, len, f) == len);
 }
 
 /* A copy of the input module for --check-equivalence: its printed text,
@@ -260,12 +239,12 @@ static int check_equiv(kf_ctx *c, kf_module *before, kf_module *after, const opt
 
 /* Plugins load before the pipeline is parsed, so that their ops parse and
  * their passes can be named in -p. */
-static int load_plugins(kf_ctx *c, kf_passreg *reg, const opt *o)
+static int load_plugins(kfuse_ctx *k, kf_passreg *reg, const opt *o)
 {
 	for (int i = 0; i < o->nplugin; i++)
-		if (kf_plugin_load(c, o->plugin[i]) < 0)
+		if (kfuse_load_plugin(k, o->plugin[i]) < 0)
 			return -1;
-	kf_plugin_passes(c, reg);
+	kf_api_passes(k, reg);
 	return 0;
 }
 
@@ -285,63 +264,59 @@ static int check_names(kf_ctx *c, const kf_passreg *reg, const char *flag, const
 	return 0;
 }
 
-static int run(kf_ctx *c, kf_passreg *reg, opt *o, kf_timing *tm)
+/* Through the embedding API (include/kfuse/kfuse.h): load, pipeline, save
+ * or emit; the tool adds dumps, timing and the equivalence check. */
+static int run(kfuse_ctx *k, kf_passreg *reg, opt *o, kf_timing *tm)
 {
+	kf_ctx *c = k->c;
 	if (check_names(c, reg, "--print-ir-before", o->before) < 0 ||
 	    check_names(c, reg, "--print-ir-after", o->after) < 0)
 		return -1;
+	/* the pipeline's text first: a mistake in it is found before a big
+	 * input is read */
 	double t0 = kf_now();
 	kf_pipeline *pl = kf_pipeline_parse(c, reg, o->pipeline ? o->pipeline : "");
 	if (!pl)
 		return -1;
-	kf_module *m = kf_parse_file(c, o->input), *orig = NULL;
-	kf_timing_add(tm, "parse", kf_now() - t0);
+	kf_pipeline_free(pl);
+	kfuse_model *m = kfuse_load(k, o->input);
+	kf_timing_add(tm, "parse and verify", kf_now() - t0);
+	kf_module *orig = NULL;
 	int rc = -1;
-	kf_buf log = {0}, out = {0};
+	kf_buf log = {0};
+	char *text = NULL;
+	size_t len = 0;
 	if (!m)
 		goto done;
-	t0 = kf_now();
-	int nerr = 0;
-	for (uint32_t i = 0; i < m->ngraph; i++)
-		nerr += kf_verify(m->graph[i]);
-	kf_timing_add(tm, "verify", kf_now() - t0);
-	if (nerr)
-		goto done;
-	if (o->equiv && !(orig = copy_module(c, m, o->input)))
+	if (o->equiv && !(orig = copy_module(c, m->m, o->input)))
 		goto done;
 	kf_runopts ro = {
 		.verify_each = o->verify_each, .after_all = o->after_all, .after_change = o->after_change,
 		.before = o->before, .after = o->after, .flags = o->flags, .log = &log, .timing = tm,
 		.dump = dump,
 	};
-	int prc = kf_pipeline_run(pl, m, &ro);
+	int prc = kf_api_pipeline(m, o->pipeline, &ro);
 	if (log.n)
 		fwrite(log.p, 1, log.n, stderr);
 	if (prc < 0)
 		goto done;
 	t0 = kf_now();
-	if (!strcmp(o->emit, "dot"))
-		kf_dot_module(&out, m);
-	else if (!strcmp(o->emit, "cuda") && kf_emit_cuda_module(m, &out) < 0)
-		goto done;
-	else if (!strcmp(o->emit, "ptx") && kf_emit_ptx_module(m, &out) < 0)
-		goto done;
-	if (!strcmp(o->emit, "ir") ? print_out(c, o->output, m) < 0 : write_out(c, o->output, &out) < 0)
+	if (!strcmp(o->emit, "ir") ? kfuse_save(m, o->output) < 0
+				   : kfuse_emit(m, o->emit, &text, &len) < 0 || write_out(c, o->output, text, len) < 0)
 		goto done;
 	kf_timing_add(tm, "print", kf_now() - t0);
 	if (orig) {
 		t0 = kf_now();
-		if (check_equiv(c, orig, m, o) < 0)
+		if (check_equiv(c, orig, m->m, o) < 0)
 			goto done;
 		kf_timing_add(tm, "check-equivalence", kf_now() - t0);
 	}
 	rc = 0;
 done:
 	kf_buf_free(&log);
-	kf_buf_free(&out);
+	free(text);
 	kf_module_free(orig);
-	kf_module_free(m);
-	kf_pipeline_free(pl);
+	kfuse_model_free(m);
 	return rc;
 }
 
@@ -357,18 +332,15 @@ int main(int argc, char **argv)
 		free(o.plugin);
 		return st - 1;
 	}
-	kf_ctx *c = kf_ctx_new();
-	/* The CPU kernels let canonicalize fold constants through kf_op()->cpu. */
-	kf_rt_register(c);
+	kfuse_ctx *k = kfuse_new();
 	kf_passreg reg = {0};
-	kf_passes_builtin(&reg);
 	int rc = 0;
 	kf_timing tm = {0};
-	if (load_plugins(c, &reg, &o) < 0)
+	if (load_plugins(k, &reg, &o) < 0)
 		rc = 1;
 	else if (o.list)
 		list_passes(&reg);
-	else if (run(c, &reg, &o, &tm) < 0)
+	else if (run(k, &reg, &o, &tm) < 0)
 		rc = 1;
 	if (o.timing && tm.n) {
 		kf_buf b = {0};
@@ -376,17 +348,13 @@ int main(int argc, char **argv)
 		fwrite(b.p, 1, b.n, stderr);
 		kf_buf_free(&b);
 	}
-	if (rc)
-		die(c);
-	else
-		kf_diag_flush(c, stderr); /* warnings */
+	fputs(kfuse_error(k), stderr); /* errors, or warnings */
 	kf_timing_free(&tm);
 	kf_passreg_free(&reg);
-	kf_plugin_release(c); /* the Lua state and libraries plugins and rules live in */
 	free((char *)o.pipeline);
 	free((char *)o.before);
 	free((char *)o.after);
 	free(o.plugin);
-	kf_ctx_free(c);
+	kfuse_free(k); /* and the Lua state and libraries plugins and rules live in */
 	return rc;
 }

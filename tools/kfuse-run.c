@@ -14,13 +14,14 @@
 #include "cuda.h"
 #include "cuda_backend.h"
 #include "kf.h"
+#include "kfuse_int.h"
 #include "npy.h"
-#include "plugin.h"
 #include "tensor.h"
 #include "tune.h"
 
 static const char usage[] =
-	"usage: kfuse-run FILE.kf [options]\n"
+	"usage: kfuse-run FILE.kf|FILE.onnx|- [options]\n"
+	"Runs one graph of a model (- for stdin) on a backend and prints its outputs.\n"
 	"  --graph NAME            the graph to run (default: the first)\n"
 	"  --plugin FILE           load an op plugin (FILE.so, or FILE.lua with op{} declarations)\n"
 	"                          before parsing, so graphs may use its ops; repeatable\n"
@@ -42,7 +43,8 @@ static const char usage[] =
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
 	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
 	"                          --tune=force also re-tunes shapes the file has\n"
-	"  --help, --version\n";
+	"  -h, --help, --version\n"
+	"Exit status: 0 done (and every check passed), 1 an error or a failed check, 2 a usage error.\n";
 
 #define MAXKV 64
 
@@ -145,44 +147,6 @@ static int parse_args(int argc, char **argv, opt *o)
 	if (!o->file)
 		return kf_cli_usage("no input file (use - for stdin)") + 1;
 	return 0;
-}
-
-/* The backend named by --backend (runtime/backend.h).  auto: cuda when its
- * driver loads and a device is there, else the interpreter, said plainly. */
-static kf_backend *pick_backend(kf_ctx *c, const char *name, const kf_cuda_opts *co)
-{
-	if (!strcmp(name, "cpu"))
-		return kf_backend_cpu_new(c);
-	if (!strcmp(name, "cuda"))
-		return kf_backend_cuda_new(c, co);
-	if (strcmp(name, "auto")) {
-		kf_error(c, KF_NOLOC, "--backend: unknown backend '%s' (cpu, cuda, auto)", name);
-		return NULL;
-	}
-	kf_backend *be = kf_backend_cuda_new(c, co);
-	char why[512];
-	if (!be || be->available(be, why, sizeof why))
-		return be;
-	kf_backend_free(be);
-	fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s\n", why);
-	return kf_backend_cpu_new(c);
-}
-
-static kf_graph *pick_graph(kf_ctx *c, kf_module *m, const char *name)
-{
-	for (uint32_t i = 0; i < m->ngraph; i++)
-		if (!name || !strcmp(kf_str(c, m->graph[i]->name), name))
-			return m->graph[i];
-	if (!name) {
-		kf_error(c, (kf_loc){m->src, 0}, "the file holds no graph");
-		return NULL;
-	}
-	kf_buf have = {0};
-	for (uint32_t i = 0; i < m->ngraph; i++)
-		kf_buf_printf(&have, "%s@%s", i ? ", " : "", kf_str(c, m->graph[i]->name));
-	kf_error(c, (kf_loc){m->src, 0}, "no graph @%s here (it has %.*s)", name, (int)have.n, have.p);
-	kf_buf_free(&have);
-	return NULL;
 }
 
 /* Index of the graph input called name (with or without '%', or a number). */
@@ -443,25 +407,30 @@ static int cuda_report(kf_plan *p, kf_buf *report, int n)
 	return 0;
 }
 
-static int run(kf_ctx *c, const opt *o)
+/* Through the embedding API (include/kfuse/kfuse.h): the tool adds its
+ * inputs (files, random), reports and checks. */
+static int run(kfuse_ctx *k, const opt *o)
 {
+	kf_ctx *c = k->c;
 	kf_buf report = {0};
 	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .report = &report};
-	kf_backend *be = pick_backend(c, o->backend, &co);
+	char why[512] = "";
+	kf_backend *be = kf_api_backend(c, o->backend, &co, why, sizeof why);
+	if (be && why[0])
+		fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s\n", why);
 	bool cuda = be && !strcmp(be->name, "cuda");
 	/* plugins first: their ops must be registered for the file to parse,
 	 * and they bring their own CPU functions, which kf_rt_register keeps */
 	bool ok = be != NULL;
 	for (int i = 0; ok && i < o->nplugin; i++)
-		ok = kf_plugin_load(c, o->plugin[i]) >= 0;
-	kf_module *m = ok ? kf_parse_file(c, o->file) : NULL;
-	kf_graph *g = m ? pick_graph(c, m, o->graph) : NULL;
-	if (!g || kf_verify(g) > 0) {
-		kf_module_free(m);
+		ok = kfuse_load_plugin(k, o->plugin[i]) == 0;
+	kfuse_model *m = ok ? kfuse_load(k, o->file) : NULL;
+	kf_graph *g = m ? kf_api_graph(m, o->graph) : NULL;
+	if (!g) {
+		kfuse_model_free(m);
 		kf_backend_free(be);
 		return -1;
 	}
-	kf_rt_register(c);
 	uint32_t nin = g->blk[0].narg;
 	kf_tensor *in = calloc(nin + g->nres + 1, sizeof *in), *out = in + nin;
 	bool *given = calloc(nin + 1, sizeof *given);
@@ -486,13 +455,16 @@ static int run(kf_ctx *c, const opt *o)
 		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
 		rc = kf_tune_graph(g, &to);
 	}
-	kf_plan *plan = NULL;
-	if (rc == 0 && !(plan = be->compile(be, g)))
-		rc = -1;
-	if (rc == 0)
-		rc = be->run(plan, in, (int)nin, out, (int)g->nres);
+	kfuse_compiled *x = NULL;
 	if (rc == 0) {
-		printf("@%s on %s:\n", kf_str(c, g->name), be->name);
+		x = kf_api_compile(m, o->graph, be); /* owns be from here on */
+		be = NULL;
+		rc = x ? 0 : -1;
+	}
+	if (rc == 0)
+		rc = kf_api_run(x, in, (int)nin, out, (int)g->nres);
+	if (rc == 0) {
+		printf("@%s on %s:\n", kf_str(c, g->name), kfuse_compiled_backend(x));
 		print_outputs(g, out);
 	}
 	if (rc == 0 && o->outdir)
@@ -502,9 +474,9 @@ static int run(kf_ctx *c, const opt *o)
 	if (rc == 0 && o->compare)
 		rc = compare_cpu(g, in, nin, out, o);
 	if (rc == 0 && cuda)
-		rc = cuda_report(plan, &report, o->bench);
+		rc = cuda_report(x->plan, &report, o->bench);
 	else if (rc == 0 && o->bench)
-		rc = bench(plan, in, nin, o->bench);
+		rc = bench(x->plan, in, nin, o->bench);
 	for (uint32_t i = 0; in && i < nin + g->nres; i++)
 		kf_tensor_free(&in[i]);
 	free(in);
@@ -512,9 +484,9 @@ static int run(kf_ctx *c, const opt *o)
 	if (report.n)
 		printf("%.*s", (int)report.n, report.p);
 	kf_buf_free(&report);
-	kf_plan_free(plan);
+	kfuse_compiled_free(x);
 	kf_backend_free(be);
-	kf_module_free(m);
+	kfuse_model_free(m);
 	return rc;
 }
 
@@ -525,10 +497,10 @@ int main(int argc, char **argv)
 	int st = parse_args(argc, argv, &o);
 	if (st)
 		return st - 1;
-	kf_ctx *c = kf_ctx_new();
-	int rc = run(c, &o);
+	kfuse_ctx *k = kfuse_new();
+	int rc = run(k, &o);
 	fflush(stdout);
-	kf_diag_flush(c, stderr);
-	kf_ctx_free(c);
+	fputs(kfuse_error(k), stderr);
+	kfuse_free(k);
 	return rc == 0 ? 0 : 1;
 }

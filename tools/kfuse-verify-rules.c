@@ -283,8 +283,9 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 }
 
 static const char usage[] =
-	"usage: kfuse-verify-rules PATH... [options]\n"
-	"Checks Lua rule files (or directories of them): every rule's replacement\n"
+	"usage: kfuse-verify-rules [PATH...] [options]\n"
+	"Checks Lua rule files or directories of them (default: the standard rules; a\n"
+	"PATH not found here is looked up among them): every rule's replacement\n"
 	"computes what its pattern computes, on random inputs of each type set, and\n"
 	"every embedded example gives its expected output.\n"
 	"  --seed N          seed of the random inputs (default 12345)\n"
@@ -312,7 +313,7 @@ static int parse_args(int argc, char **argv, opts *o, const char **paths, int *n
 	while ((ch = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
 		switch (ch) {
 		case 'h': fputs(usage, stdout); return 1;
-		case O_VERSION: kf_cli_version(); return 1;
+		case O_VERSION: kf_cli_version_rules(); return 1;
 		case O_SEED:
 			if (!kf_cli_u64("--seed", optarg, &o->seed))
 				return kf_cli_status() + 1;
@@ -333,8 +334,6 @@ static int parse_args(int argc, char **argv, opts *o, const char **paths, int *n
 			return kf_cli_usage("at most 64 paths") + 1;
 		paths[(*npath)++] = argv[i];
 	}
-	if (!*npath)
-		return kf_cli_usage("no rule file or directory given") + 1;
 	return 0;
 }
 
@@ -352,8 +351,10 @@ int main(int argc, char **argv)
 	int bad = 0, nrules = 0;
 	uint32_t nex = 0;
 	kf_buf out = {0};
-	for (int p = 0; p < npath; p++) {
-		kf_lrules *r = kf_lua_rules_load(c, paths[p]);
+	for (int p = 0; p < (npath ? npath : 1); p++) {
+		kf_buf path = {0};
+		kf_lrules *r = kf_rules_find(c, npath ? paths[p] : NULL, &path) == 0 ? kf_lua_rules_load(c, path.p) : NULL;
+		kf_buf_free(&path);
 		if (!r) {
 			bad = 1;
 			break;

@@ -191,7 +191,9 @@ static void usage(FILE *f)
 		"  --dump-input=fail|always|never|help       annotated input dump on stderr\n"
 		"  --dump-input-filter=error|annotation|annotation-full|all\n"
 		"  --dump-input-context=N  -v  -vv\n"
-		"Exit status: 0 checks pass, 1 a check fails, 2 bad check file or input.\n", f);
+		"  -h, --help, --version\n"
+		"Options take one dash or two, as FileCheck's.  Exit status: 0 checks pass, 1 a\n"
+		"check fails (or a usage error, as FileCheck), 2 bad check file or input.\n", f);
 }
 
 static int pick(const char *v, const char *const *names, int n, const char *opt)
