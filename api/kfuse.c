@@ -59,6 +59,8 @@ void kfuse_free(kfuse_ctx *k)
 const char *kfuse_error(kfuse_ctx *k)
 {
 	k->err.n = 0;
+	if (k->err.p)
+		k->err.p[0] = 0;
 	kf_diag_render(k->c, &k->err);
 	kf_diag_clear(k->c);
 	return k->err.p ? k->err.p : "";

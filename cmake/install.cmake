@@ -67,7 +67,7 @@ install(FILES ${CMAKE_BINARY_DIR}/libkfuse.a DESTINATION ${CMAKE_INSTALL_LIBDIR}
 install(FILES include/kfuse/kfuse.h include/kfuse/kfuse_plugin.h core/kf.h core/pass.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kfuse)
 install(DIRECTORY patterns/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kfuse/patterns)
-install(FILES examples/mlp.kf DESTINATION ${CMAKE_INSTALL_DATADIR}/kfuse/examples)
+install(FILES examples/mlp.kf examples/cse.kf DESTINATION ${CMAKE_INSTALL_DATADIR}/kfuse/examples)
 install(DIRECTORY examples/onnx examples/embed examples/plugins
   DESTINATION ${CMAKE_INSTALL_DATADIR}/kfuse/examples)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -40,10 +40,11 @@ static bool beside(kf_buf *out, const char *file, const char *rel)
 	kf_buf d = {0};
 	kf_path_dir(&d, file);
 	kf_buf_printf(&d, "/%s/patterns", rel);
-	bool ok = exists(d.p);
+	char real[PATH_MAX];
+	bool ok = realpath(d.p, real) != NULL; /* "/usr/share/...", not "/usr/bin/../share/..." */
 	if (ok) {
 		out->n = 0;
-		kf_buf_puts(out, d.p);
+		kf_buf_puts(out, real);
 	}
 	kf_buf_free(&d);
 	return ok;

@@ -464,9 +464,8 @@ int kf_module_locate(kf_module *m, const char *dir);
 void kf_path_join(kf_buf *out, const char *dir, const char *rel);
 /* The directory part of path: "." when it has none, "/" for "/x". */
 void kf_path_dir(kf_buf *out, const char *path);
-/* A relative path (from the current directory) as seen from directory dir
- * (absolute, or relative to the current directory): "../w/x.npy".  An
- * absolute path is copied as it is (it names the same file from anywhere).
+/* path as seen from directory dir, each absolute or relative to the
+ * current directory: "../w/x.npy" (relative, even for an absolute path).
  * 0, or -1 when the current directory cannot be read. */
 int kf_path_rel(kf_buf *out, const char *dir, const char *path);
 

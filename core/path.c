@@ -65,29 +65,14 @@ static void split(comps *c, const char *s)
 	}
 }
 
-/* path made absolute (from the current directory) into out. */
-static int absolute(kf_buf *out, const char *path, const char *cwd)
-{
-	if (path[0] == '/') {
-		kf_buf_puts(out, path);
-		return 0;
-	}
-	kf_path_join(out, cwd, path);
-	return 0;
-}
-
 int kf_path_rel(kf_buf *out, const char *dir, const char *path)
 {
-	if (path[0] == '/') {
-		kf_buf_puts(out, path);
-		return 0;
-	}
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof cwd))
 		return -1;
 	kf_buf a = {0}, b = {0};
-	absolute(&a, dir, cwd);
-	absolute(&b, path, cwd);
+	kf_path_join(&a, cwd, dir); /* each absolute: joined unless it is already */
+	kf_path_join(&b, cwd, path);
 	comps *ca = malloc(sizeof *ca), *cb = malloc(sizeof *cb);
 	if (!ca || !cb)
 		abort();
@@ -144,10 +129,14 @@ static int locate_block(locator *L, kf_graph *g, kf_bid b)
 		kf_node *nd = kf_N(g, n);
 		if (nd->body != KF_NONE && locate_block(L, g, nd->body) < 0)
 			return -1;
+		/* a plugin loaded by an absolute path keeps it (the standard
+		 * rules, where installed); a relative one is named from dir */
 		const char *origin = kf_op_origin(c, nd->op);
 		if (origin) {
 			L->t.n = 0;
-			if (kf_path_rel(&L->t, L->dir, origin) < 0)
+			if (origin[0] == '/')
+				kf_buf_puts(&L->t, origin);
+			else if (kf_path_rel(&L->t, L->dir, origin) < 0)
 				return -1;
 			add_once(&L->plugin, &L->nplugin, kf_intern_cstr(c, L->t.p));
 		}
