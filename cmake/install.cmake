@@ -22,7 +22,7 @@ endif()
 set_target_properties(kfuse PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
   LINK_DEPENDS ${PROJECT_SOURCE_DIR}/api/libkfuse.map)
 target_link_options(kfuse PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/api/libkfuse.map)
-if(NOT KF_SANITIZE)
+if(NOT KF_SANITIZE AND NOT KF_FUZZ)
   # every symbol resolved at link time (the sanitizers' come from the program)
   target_link_options(kfuse PRIVATE -Wl,-z,defs)
 endif()

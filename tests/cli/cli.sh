@@ -79,5 +79,12 @@ if [ -x "$build/onnx/kfuse-import-onnx" ]; then
 fi
 usage_error kfuse-check 1 "--dump-input-context needs an integer" $kf --dump-input-context=lots
 
+# the two scripts of the tree: --help and --version too
+for py in tests/run-golden tools/update-checks; do
+	python3 "$src/$py" --help > "$tmp/out" 2>&1 || fail "$py --help: status $?"
+	v=$(python3 "$src/$py" --version 2>&1)
+	echo "$v" | grep -qx "$(basename $py) (kfuse [0-9.]*)" || fail "$py --version: $v"
+done
+
 echo "$fails failure(s)"
 [ $fails = 0 ]
