@@ -22,7 +22,9 @@ if not os.path.exists(os.path.join(build, "kfuse-opt")):
     lit_config.fatal(f"no kfuse-opt in {build}: build kfuse first, or pass --param build=BUILD")
 
 config.name = "kfuse-golden"
-config.test_format = lit.formats.ShTest(execute_external=True)
+# RUN lines start in the test's own directory, as run-golden runs them (a
+# test may name a file beside it by a relative path)
+config.test_format = lit.formats.ShTest(execute_external=True, preamble_commands=["cd %S"])
 config.suffixes = list(rg.SUFFIXES)
 config.excludes = list(rg.EXCLUDES) + ["lit.cfg.py"]
 config.test_source_root = here
