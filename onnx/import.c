@@ -470,16 +470,17 @@ kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *
 	size_t len;
 	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
 		return NULL;
-	/* external data lives beside the model */
+	/* external data lives beside the model (a model from stdin has none) */
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
+	bool in = !strcmp(path, "-");
 	if (slash)
 		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
 	else
 		snprintf(dir, sizeof dir, ".");
 	if (!dir[0])
 		snprintf(dir, sizeof dir, "/");
-	kf_module *m = import(c, path, dir, buf, len, o);
+	kf_module *m = import(c, in ? "<stdin>" : path, in ? NULL : dir, buf, len, o);
 	free(buf);
 	return m;
 }

@@ -10,6 +10,7 @@
 	X(shape_infer) \
 	X(specialize) \
 	X(rules) \
+	X(amp) \
 	X(persistent) \
 	X(fuse_matmul) \
 	X(fuse)
