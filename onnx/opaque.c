@@ -124,7 +124,8 @@ static int keep_opaque(kf_imp *I, kf_np *np, const char *what)
 		kf_type t;
 		if (!vi)
 			return kf_imp_fail(I, "%s, and it cannot be kept opaque: the model declares no type for its "
-					      "output '%s'", what, np->output[i]);
+					      "output '%s' (onnx.shape_inference.infer_shapes declares them)", what,
+					   np->output[i]);
 		if (kf_imp_value_type(I, vi, &t) < 0)
 			return -1;
 		res[i] = kf_type_intern(I->c, &t);
