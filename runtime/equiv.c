@@ -166,8 +166,7 @@ static void free_all(kf_tensor *t, uint32_t n)
 		kf_tensor_free(&t[i]);
 }
 
-/* Whether an output's stats (summed over trials) break tol. */
-static bool bad(const kf_equiv_stat *w, const kf_equiv_tol *tol)
+bool kf_equiv_bad(const kf_equiv_stat *w, const kf_equiv_tol *tol)
 {
 	if (tol->l2 > 0)
 		return w->shape_differs || w->nonfinite_bad > 0 || !(w->rel_l2 <= tol->l2);
@@ -223,7 +222,7 @@ int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, cons
 	}
 	/* judged on the sums over all trials */
 	for (uint32_t i = 0; rc == 0 && i < nres; i++)
-		if (bad(&worst[i], tol))
+		if (kf_equiv_bad(&worst[i], tol))
 			rc = 1;
 	for (uint32_t i = 0; rc >= 0 && report && i < nres; i++) {
 		kf_vid v = kf_in(a, kf_block_terminator(a, 0), i);
@@ -236,7 +235,7 @@ int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, cons
 		else
 			kf_equiv_describe(report, &worst[i]);
 		kf_buf_printf(report, " over %d trial%s [%s]\n", trials, trials == 1 ? "" : "s",
-			      bad(&worst[i], tol) ? "MISMATCH" : "ok");
+			      kf_equiv_bad(&worst[i], tol) ? "MISMATCH" : "ok");
 	}
 	free(in);
 	free(worst);
@@ -248,6 +247,14 @@ int kf_equiv_check(kf_graph *a, kf_graph *b, uint64_t seed, int trials, double r
 {
 	kf_equiv_tol tol = {rtol, atol, 0};
 	return kf_equiv_check_tol(a, b, seed, trials, &tol, report);
+}
+
+void kf_equiv_tol_describe(kf_buf *out, const kf_equiv_tol *tol)
+{
+	if (tol->l2 > 0)
+		kf_buf_printf(out, "a relative L2 error of %g", tol->l2);
+	else
+		kf_buf_printf(out, "rtol=%g atol=%g", tol->rtol, tol->atol);
 }
 
 kf_dtype kf_equiv_precision(const kf_graph *g)

@@ -60,6 +60,10 @@ typedef struct kf_equiv_tol {
 } kf_equiv_tol;
 int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, const kf_equiv_tol *tol,
 		       kf_buf *report);
+/* Whether stats (of one output, possibly summed over trials) break tol. */
+bool kf_equiv_bad(const kf_equiv_stat *st, const kf_equiv_tol *tol);
+/* "rtol=1e-4 atol=1e-5" or "a relative L2 error of 0.05". */
+void kf_equiv_tol_describe(kf_buf *out, const kf_equiv_tol *tol);
 /* The lowest-precision float type any value of g (bodies included) has:
  * KF_F32 for an f32 graph, KF_BF16 or KF_F16 after `amp`. */
 kf_dtype kf_equiv_precision(const kf_graph *g);

@@ -35,6 +35,8 @@ static const char usage[] =
 	"  --compare=cpu           also run the CPU interpreter and compare (see --rtol/--atol)\n"
 	"  --expect OUT=FILE.npy   compare output OUT (index or returned name) with a file\n"
 	"  --rtol R --atol A       tolerances for --compare and --expect (default 1e-4, 1e-5)\n"
+	"  --l2 E                  judge --compare and --expect by each output's relative L2\n"
+	"                          error instead (at most E; NaN and infinities must agree)\n"
 	"  --bench N               time N more runs, report median and min (cuda: device time of\n"
 	"                          the captured CUDA graph, inputs resident; KFUSE_BENCH_FLUSH=1:\n"
 	"                          256 MiB written before each run, a cold-L2 time)\n"
@@ -55,12 +57,12 @@ typedef struct opt {
 	bool random, profile, no_graph;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
-	double rtol, atol;
+	double rtol, atol, l2;
 } opt;
 
 enum {
 	O_GRAPH = 256, O_PLUGIN, O_INPUT, O_RANDOM, O_SEED, O_DIM, O_SAVE, O_OUTDIR, O_BACKEND, O_COMPARE,
-	O_EXPECT, O_RTOL, O_ATOL, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
+	O_EXPECT, O_RTOL, O_ATOL, O_L2, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
 };
 
 /* Appends v to list (at most MAXKV) when it has an '='; else a usage error. */
@@ -85,6 +87,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"backend", required_argument, 0, O_BACKEND}, {"compare", required_argument, 0, O_COMPARE},
 		{"expect", required_argument, 0, O_EXPECT}, {"rtol", required_argument, 0, O_RTOL},
 		{"atol", required_argument, 0, O_ATOL}, {"bench", required_argument, 0, O_BENCH},
+		{"l2", required_argument, 0, O_L2},
 		{"profile", no_argument, 0, O_PROFILE}, {"no-graph", no_argument, 0, O_NO_GRAPH},
 		{"tune", optional_argument, 0, O_TUNE}, {"help", no_argument, 0, 'h'},
 		{"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
@@ -123,6 +126,7 @@ static int parse_args(int argc, char **argv, opt *o)
 			break;
 		case O_RTOL: ok = kf_cli_double("--rtol", optarg, 0, &o->rtol); break;
 		case O_ATOL: ok = kf_cli_double("--atol", optarg, 0, &o->atol); break;
+		case O_L2: ok = kf_cli_double("--l2", optarg, 0, &o->l2) && o->l2 > 0; break;
 		case O_TUNE:
 			if (optarg && strcmp(optarg, "force"))
 				return kf_cli_usage("--tune takes no value or =force, not '%s'", optarg) + 1;
@@ -315,23 +319,28 @@ static int compare_cpu(kf_graph *g, const kf_tensor *in, uint32_t nin, const kf_
 {
 	kf_tensor *ref = calloc(g->nres + 1, sizeof *ref);
 	int rc = ref ? kf_interp_run(g, in, (int)nin, ref, (int)g->nres) : -1;
+	kf_equiv_tol tol = {o->rtol, o->atol, o->l2};
 	bool bad = false;
 	for (uint32_t i = 0; rc == 0 && i < g->nres; i++) {
 		kf_equiv_stat st;
 		kf_equiv_compare(&out[i], &ref[i], o->rtol, o->atol, &st);
+		bool b_i = kf_equiv_bad(&st, &tol);
 		kf_buf b = {0};
 		kf_buf_printf(&b, "compare out%u with cpu: ", i);
 		kf_equiv_describe(&b, &st);
-		printf("%.*s [%s]\n", (int)b.n, b.p, st.nbad ? "MISMATCH" : "ok");
+		printf("%.*s [%s]\n", (int)b.n, b.p, b_i ? "MISMATCH" : "ok");
 		kf_buf_free(&b);
-		bad |= st.nbad != 0;
+		bad |= b_i;
 	}
 	for (uint32_t i = 0; ref && i < g->nres; i++)
 		kf_tensor_free(&ref[i]);
 	free(ref);
-	if (rc == 0 && bad)
-		kf_error(g->ctx, g->loc, "outputs differ from the CPU interpreter beyond rtol=%g atol=%g",
-			 o->rtol, o->atol);
+	if (rc == 0 && bad) {
+		kf_buf t = {0};
+		kf_equiv_tol_describe(&t, &tol);
+		kf_error(g->ctx, g->loc, "outputs differ from the CPU interpreter beyond %s", t.p);
+		kf_buf_free(&t);
+	}
 	return rc != 0 || bad ? -1 : 0;
 }
 
@@ -355,6 +364,7 @@ static int output_index(kf_graph *g, const char *name, size_t len)
 static int check_expected(kf_graph *g, const kf_tensor *out, const opt *o)
 {
 	kf_ctx *c = g->ctx;
+	kf_equiv_tol tol = {o->rtol, o->atol, o->l2};
 	bool bad = false;
 	for (int k = 0; k < o->nexpect; k++) {
 		const char *eq = strchr(o->expect[k], '=');
@@ -369,17 +379,21 @@ static int check_expected(kf_graph *g, const kf_tensor *out, const opt *o)
 			return -1;
 		kf_equiv_stat st;
 		kf_equiv_compare(&out[i], &want, o->rtol, o->atol, &st);
+		bool b_i = kf_equiv_bad(&st, &tol);
 		kf_buf b = {0};
 		kf_buf_printf(&b, "expect out%d = %s: ", i, eq + 1);
 		kf_equiv_describe(&b, &st);
-		printf("%.*s [%s]\n", (int)b.n, b.p, st.nbad ? "MISMATCH" : "ok");
+		printf("%.*s [%s]\n", (int)b.n, b.p, b_i ? "MISMATCH" : "ok");
 		kf_buf_free(&b);
 		kf_tensor_free(&want);
-		bad |= st.nbad != 0;
+		bad |= b_i;
 	}
-	if (bad)
-		kf_error(c, g->loc, "outputs differ from the expected files beyond rtol=%g atol=%g", o->rtol,
-			 o->atol);
+	if (bad) {
+		kf_buf t = {0};
+		kf_equiv_tol_describe(&t, &tol);
+		kf_error(c, g->loc, "outputs differ from the expected files beyond %s", t.p);
+		kf_buf_free(&t);
+	}
 	return bad ? -1 : 0;
 }
 

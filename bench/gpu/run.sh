@@ -21,7 +21,9 @@ for f in ew_chain ew_chain3 bias_gelu layer_norm softmax copy probe $low; do
 	case $f in *.*)
 		g="$out/$f.kf"
 		sed "s/f32/${f#*.}/g" "$here/${f%.*}.kf" > "$g"
-		tol="--rtol 2e-2 --atol 2e-2" ;;
+		# the interpreter rounds every intermediate to the low type, the
+		# kernels keep them in f32: compared as low-precision graphs are
+		tol="--l2 2e-2" ;;
 	esac
 	"$opt" "$g" -p fuse -o "$out/$f.fused.kf" 2> "$out/$f.fuse.log" || { echo "FAIL fuse $f"; cat "$out/$f.fuse.log"; }
 	vs="fused unfused"
