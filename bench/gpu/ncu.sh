@@ -27,8 +27,13 @@ for k, v in by.items():
     print(f"NCU {name} {k[:40].replace(' ', '_')} {len(v)} {statistics.median(v):.0f}")
 PY
 }
-for f in ew_chain ew_chain3 copy bias_gelu layer_norm softmax; do
-	"$opt" "$here/$f.kf" -p fuse -o "$out/$f.fused.kf" 2> /dev/null
+# and the f16 / bf16 forms of four of them (every f32 of the text the low
+# type, as bench/gpu/run.sh makes them)
+low="ew_chain.f16 ew_chain.bf16 bias_gelu.f16 bias_gelu.bf16 layer_norm.f16 layer_norm.bf16 softmax.f16 softmax.bf16"
+for f in ew_chain ew_chain3 copy bias_gelu layer_norm softmax $low; do
+	src="$here/$f.kf"
+	case $f in *.*) src="$out/$f.kf"; sed "s/f32/${f#*.}/g" "$here/${f%.*}.kf" > "$src" ;; esac
+	"$opt" "$src" -p fuse -o "$out/$f.fused.kf" 2> /dev/null
 	"$kfrun" "$out/$f.fused.kf" --backend=cuda --random-inputs > /dev/null 2>&1 # compile into the cache first
 	prof "$f" "$kfrun" "$out/$f.fused.kf" --backend=cuda --random-inputs --no-graph --bench 4
 done
@@ -40,6 +45,9 @@ mb = 1 << 20
 nbytes = {"ew_chain": 128 * mb, "ew_chain3": 256 * mb, "copy": 128 * mb, "copy_torch": 128 * mb,
           "copy1g_torch": 2048 * mb, "bias_gelu": 256 * mb + 16384,
           "layer_norm": 128 * mb + 8192, "softmax": 128 * mb}
+for g in ("ew_chain", "bias_gelu", "layer_norm", "softmax"):
+    for dt in ("f16", "bf16"):
+        nbytes[g + "." + dt] = nbytes[g] // 2
 res, cnt = {}, {}
 for l in open(sys.argv[1]):
     w = l.split()
@@ -52,5 +60,5 @@ ceil = nbytes["copy1g_torch"] / res["copy1g_torch"] if "copy1g_torch" in res els
 for g, ns in res.items():
     gbs = nbytes[g] / ns
     pct = f"{100 * gbs / ceil:6.1f}% of the 1 GiB copy" if ceil else ""
-    print(f"  {g:<13} {ns / 1e3:8.1f} us {gbs:7.0f} GB/s  {pct}")
+    print(f"  {g:<16} {ns / 1e3:8.1f} us {gbs:7.0f} GB/s  {pct}")
 PY
