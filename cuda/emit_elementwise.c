@@ -594,11 +594,11 @@ static int resize_at(kx *k, kf_nid n, const kf_type *out, int ix)
 			break;
 		}
 		kf_buf_printf(&acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
+		/* the weight: per interpolated dim its fraction, or 1 - it
+		 * (each factor closed where it ends: (1.0 - a) * b) */
 		for (int j = 0; j < ni; j++)
-			kf_buf_printf(&acc, "%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", w[j].p);
-		for (int j = 0; j < ni; j++)
-			if (!(corner >> j & 1))
-				kf_buf_putc(&acc, ')');
+			kf_buf_printf(&acc, "%s%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", w[j].p,
+				      corner >> j & 1 ? "" : ")");
 		kf_buf_printf(&acc, "%s) * t%d", ni ? "" : "1.0", t);
 	}
 	for (int j = 0; j < ni; j++)
