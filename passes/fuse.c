@@ -44,84 +44,191 @@ void kf_fuse_opts_default(kf_fuse_opts *o)
 	o->max_nodes = 256;
 	o->max_regs = 160;
 	o->max_row = 32768;
+	o->max_search = 1 << 16;
 }
 
 /* ---- the grouping -------------------------------------------------------------- */
-
-uint32_t kf_fuse_find(fz *z, uint32_t p)
-{
-	while (z->parent[p] != p) {
-		z->parent[p] = z->parent[z->parent[p]];
-		p = z->parent[p];
-	}
-	return p;
-}
 
 static int64_t numel_of(const kf_graph *g, kf_vid v)
 {
 	return kf_type_numel(kf_vtype(g, v));
 }
 
-/* Counts distinct outside inputs of the union of groups ga and gb (small
- * constants are embedded, not inputs). */
+/* ---- group boundaries: inputs and outputs -------------------------------- */
+
+/* Makes v's storage the pass's own (cap > 0), with room for n entries. */
+static void vec_reserve(fz_vec *v, uint32_t n)
+{
+	if (v->cap >= n && v->cap)
+		return;
+	uint32_t cap = v->cap ? v->cap : 4;
+	while (cap < n)
+		cap *= 2;
+	kf_vid *p = malloc(cap * sizeof *p);
+	if (!p)
+		abort();
+	memcpy(p, v->p, v->n * sizeof *p);
+	if (v->cap)
+		free(v->p);
+	v->p = p;
+	v->cap = cap;
+}
+
+static void vec_set(fz_vec *v, const kf_vid *src, uint32_t n)
+{
+	vec_reserve(v, n);
+	memcpy(v->p, src, n * sizeof *src);
+	v->n = n;
+}
+
+static void vec_free(fz_vec *v)
+{
+	if (v->cap)
+		free(v->p);
+	memset(v, 0, sizeof *v);
+}
+
+/* The distinct outside inputs of the union of groups ga and gb into z->tin
+ * (small constants are embedded, not inputs): the inputs of each that the
+ * other does not define.  Stops counting past max-inputs.  Costs the two
+ * input lists, not the groups. */
 static int count_inputs(fz *z, uint32_t ga, uint32_t gb)
 {
 	z->epoch++;
-	int k = 0;
-	for (int gi = 0; gi < 2; gi++)
-		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
-			kf_nid n = z->order[p];
-			for (uint32_t i = 0; i < kf_N(z->g, n)->nin; i++) {
-				kf_vid v = kf_in(z->g, n, i);
-				uint32_t q = fz_pos_of(z, v);
-				if (fz_member(z, q, ga, gb))
-					continue;
-				kf_nid d = kf_def(z->g, v);
-				if (d != KF_NONE && kf_fuse_const_embeddable(z->g, d))
-					continue;
-				if (z->vmark[v] == z->epoch)
-					continue;
-				z->vmark[v] = z->epoch;
-				k++;
-			}
+	z->ntin = 0;
+	for (int gi = 0; gi < 2; gi++) {
+		const fz_vec *in = &z->gin[gi ? gb : ga];
+		for (uint32_t i = 0; i < in->n; i++) {
+			kf_vid v = in->p[i];
+			fz_val *x = &z->vi[v];
+			if (x->mark == z->epoch || fz_in(z, x->pos, ga, gb))
+				continue;
+			x->mark = z->epoch;
+			z->tin[z->ntin++] = v;
+			if (z->ntin > (uint32_t)z->o->max_inputs)
+				return (int)z->ntin;
 		}
-	return k;
+	}
+	return (int)z->ntin;
 }
 
-/* True when a path leaves group `from` through a node outside both groups
- * and reaches group `to`: merging them would make a cycle. */
-static bool path_outside(fz *z, uint32_t from, uint32_t to)
+/* True when a node outside groups ga and gb reads v. */
+static bool read_outside(fz *z, kf_vid v, uint32_t ga, uint32_t gb)
 {
-	uint32_t limit = z->maxpos[to];
-	uint32_t sp = 0;
-	z->epoch++;
-	for (uint32_t p = z->head[from]; p != KF_NONE; p = z->next[p]) {
-		const kf_node *x = kf_N(z->g, z->order[p]);
-		for (uint32_t r = 0; r < x->nres; r++)
-			kf_foreach_use(z->g, x->res0 + r, u) {
-				kf_nid un = z->g->use[u].user;
-				uint32_t q = kf_fuse_pos(z, un);
-				if (q == KF_NONE || q > limit || fz_member(z, q, from, to) || z->pmark[q] == z->epoch)
-					continue;
-				z->pmark[q] = z->epoch;
-				z->stack[sp++] = q;
-			}
-	}
-	while (sp) {
-		uint32_t q = z->stack[--sp];
-		const kf_node *x = kf_N(z->g, z->order[q]);
-		for (uint32_t r = 0; r < x->nres; r++)
-			kf_foreach_use(z->g, x->res0 + r, u) {
-				uint32_t w = kf_fuse_pos(z, z->g->use[u].user);
-				if (w == KF_NONE || w > limit || z->pmark[w] == z->epoch)
-					continue;
-				if (fz_member(z, w, to, to))
-					return true;
-				z->pmark[w] = z->epoch;
-				z->stack[sp++] = w;
-			}
-	}
+	kf_foreach_use(z->g, v, u)
+		if (!fz_in(z, kf_fuse_pos(z, z->g->use[u].user), ga, gb))
+			return true;
 	return false;
+}
+
+/* The outputs each group loses by the merge into z->trem: values of one
+ * that the other reads and nobody else does.  Only those can stop being
+ * outputs, so this costs the two input lists, not the output lists. */
+static void lost_outputs(fz *z, uint32_t ga, uint32_t gb, uint32_t lost[2])
+{
+	z->ntrem = 0;
+	for (int gi = 0; gi < 2; gi++) {
+		uint32_t me = gi ? gb : ga;
+		const fz_vec *in = &z->gin[gi ? ga : gb];
+		lost[gi] = 0;
+		if (z->ntrem + in->n > z->captrem) {
+			z->captrem = 2 * (z->ntrem + in->n);
+			z->trem = realloc(z->trem, z->captrem * sizeof *z->trem);
+		}
+		for (uint32_t i = 0; i < in->n; i++) {
+			kf_vid v = in->p[i];
+			uint32_t q = fz_pos_of(z, v);
+			if (q == KF_NONE || kf_fuse_find(z, q) != me || read_outside(z, v, ga, gb))
+				continue;
+			z->trem[z->ntrem++] = v;
+			lost[gi]++;
+		}
+	}
+}
+
+/* The element count of the merged loop group's outputs (the outputs each
+ * keeps after lost_outputs): -1 when none, -2 when they differ.  A group's
+ * outputs share one count (onum) once it has two ops; a single node's may
+ * not (split), and then they are looked at one by one. */
+static int64_t merged_numel(fz *z, uint32_t ga, uint32_t gb, const uint32_t lost[2])
+{
+	int64_t N = -1;
+	z->epoch++;
+	for (uint32_t i = 0; i < z->ntrem; i++)
+		z->vi[z->trem[i]].mark = z->epoch;
+	for (int gi = 0; gi < 2; gi++) {
+		uint32_t x = gi ? gb : ga;
+		const fz_vec *out = &z->gout[x];
+		if (out->n == lost[gi])
+			continue;
+		if (z->onum[x] != -2) {
+			N = N == -1 || N == z->onum[x] ? z->onum[x] : -2;
+			continue;
+		}
+		for (uint32_t i = 0; i < out->n; i++)
+			if (z->vi[out->p[i]].mark != z->epoch) {
+				int64_t m = numel_of(z->g, out->p[i]);
+				N = N == -1 || N == m ? m : -2;
+			}
+	}
+	return N;
+}
+
+/* The merged group's outputs: ga's and gb's less the lost ones; the
+ * shorter list is appended to the longer (so that every value moves
+ * O(log n) times), whose storage ga takes. */
+static void merge_outputs(fz *z, uint32_t ga, uint32_t gb)
+{
+	for (uint32_t i = 0; i < z->ntrem; i++) {
+		kf_vid v = z->trem[i];
+		fz_vec *o = &z->gout[kf_fuse_find(z, fz_pos_of(z, v))];
+		vec_reserve(o, o->n);
+		uint32_t k = z->oidx[v];
+		o->p[k] = o->p[--o->n];
+		z->oidx[o->p[k]] = k;
+	}
+	fz_vec *a = &z->gout[ga], *b = &z->gout[gb];
+	if (b->n > a->n) {
+		fz_vec t = *a;
+		*a = *b;
+		*b = t;
+	}
+	vec_reserve(a, a->n + b->n);
+	for (uint32_t i = 0; i < b->n; i++) {
+		z->oidx[b->p[i]] = a->n;
+		a->p[a->n++] = b->p[i];
+	}
+	vec_free(b);
+}
+
+/* The boundary of the single node at position p (before any merge). */
+static void boundary_init(fz *z, uint32_t p, kf_vid **pool)
+{
+	kf_graph *g = z->g;
+	kf_nid n = z->order[p];
+	const kf_node *x = kf_N(g, n);
+	fz_vec *in = &z->gin[p], *out = &z->gout[p];
+	in->p = *pool;
+	z->epoch++;
+	for (uint32_t i = 0; i < x->nin; i++) {
+		kf_vid v = kf_in(g, n, i);
+		kf_nid d = kf_def(g, v);
+		if (z->vi[v].mark == z->epoch || (d != KF_NONE && kf_fuse_const_embeddable(g, d)))
+			continue;
+		z->vi[v].mark = z->epoch;
+		in->p[in->n++] = v;
+	}
+	out->p = in->p + in->n;
+	z->onum[p] = -1;
+	for (uint32_t r = 0; r < x->nres; r++)
+		if (kf_has_uses(g, x->res0 + r)) {
+			int64_t m = numel_of(g, x->res0 + r);
+			z->onum[p] = z->onum[p] == -1 || z->onum[p] == m ? m : -2;
+			z->oidx[x->res0 + r] = out->n;
+			out->p[out->n++] = x->res0 + r;
+		}
+	*pool = out->p + out->n;
+	z->emin[p] = kf_fuse_op_expensive(x->op) && x->nres ? numel_of(g, x->res0) : INT64_MAX;
 }
 
 /* The row shape of the merged group: the F of its ROW groups, which must
@@ -158,9 +265,10 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 		return KF_FR_REDUCE_LAYOUT;
 	int live = 1, nred = 0;
 	bool after_reduce = false;
-	kf_fuse_mark_views(z, ga, gb);
-	for (uint32_t p = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
-	     p <= (z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb]); p++) {
+	uint32_t cnt = kf_fuse_members(z, ga, gb);
+	kf_fuse_mark_views(z, ga, gb, cnt);
+	for (uint32_t i = 0; i < cnt; i++) {
+		uint32_t p = z->mem[i];
 		if (!fz_rmember(z, p, ga, gb))
 			continue;
 		kf_nid n = z->order[p];
@@ -222,48 +330,94 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 	return KF_FR_NONE;
 }
 
-/* Checks a loop group: one iteration space, no expensive value recomputed
- * per element of a broadcast. */
-static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, bool allow)
+/* Checks a loop group: one iteration space (N from merged_outputs), no
+ * expensive value recomputed per element of a broadcast. */
+static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, int64_t N, bool allow)
 {
-	kf_graph *g = z->g;
-	int64_t N = -1;
-	for (int gi = 0; gi < 2; gi++)
-		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
-			const kf_node *x = kf_N(g, z->order[p]);
-			for (uint32_t r = 0; r < x->nres; r++)
-				if (fz_outside_user(z, x->res0 + r, ga, gb)) {
-					int64_t m = numel_of(g, x->res0 + r);
-					if (N >= 0 && m != N)
-						return KF_FR_SHAPE_MISMATCH;
-					N = m;
-				}
-		}
+	if (N == -2)
+		return KF_FR_SHAPE_MISMATCH;
 	if (allow || N < 0)
 		return KF_FR_NONE;
-	for (int gi = 0; gi < 2; gi++)
-		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
-			const kf_node *x = kf_N(g, z->order[p]);
-			if (kf_fuse_op_expensive(x->op) && numel_of(g, x->res0) < N)
-				return KF_FR_MULTI_USE_EXPENSIVE;
-		}
-	return KF_FR_NONE;
+	int64_t e = z->emin[ga] < z->emin[gb] ? z->emin[ga] : z->emin[gb];
+	return e < N ? KF_FR_MULTI_USE_EXPENSIVE : KF_FR_NONE;
 }
 
-static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S)
+/* Joins the member lists of ga and gb, sorted by position (concatenated
+ * when their spans do not overlap, the common case of a chain). */
+static void merge_members(fz *z, uint32_t ga, uint32_t gb)
 {
-	z->parent[gb] = ga;
-	z->next[z->tail[ga]] = z->head[gb];
-	z->tail[ga] = z->tail[gb];
-	z->size[ga] += z->size[gb];
-	if (z->minpos[gb] < z->minpos[ga])
-		z->minpos[ga] = z->minpos[gb];
-	if (z->maxpos[gb] > z->maxpos[ga])
-		z->maxpos[ga] = z->maxpos[gb];
-	z->gkind[ga] = (uint8_t)kind;
-	z->rowT[ga] = F;
-	z->rowA[ga] = a;
-	z->colS[ga] = S;
+	if (z->maxpos[ga] < z->minpos[gb]) {
+		z->next[z->tail[ga]] = z->head[gb];
+		z->tail[ga] = z->tail[gb];
+		return;
+	}
+	if (z->maxpos[gb] < z->minpos[ga]) {
+		z->next[z->tail[gb]] = z->head[ga];
+		z->head[ga] = z->head[gb];
+		return;
+	}
+	uint32_t x = z->head[ga], y = z->head[gb], h = KF_NONE, t = KF_NONE;
+	while (x != KF_NONE || y != KF_NONE) {
+		uint32_t m;
+		if (y == KF_NONE || (x != KF_NONE && x < y)) {
+			m = x;
+			x = z->next[x];
+		} else {
+			m = y;
+			y = z->next[y];
+		}
+		if (t == KF_NONE)
+			h = m;
+		else
+			z->next[t] = m;
+		t = m;
+	}
+	z->next[t] = KF_NONE;
+	z->head[ga] = h;
+	z->tail[ga] = t;
+}
+
+uint32_t kf_fuse_members(fz *z, uint32_t ga, uint32_t gb)
+{
+	uint32_t x = z->head[ga], y = ga == gb ? KF_NONE : z->head[gb], k = 0;
+	while (x != KF_NONE || y != KF_NONE) {
+		if (y == KF_NONE || (x != KF_NONE && x < y)) {
+			z->mem[k++] = x;
+			x = z->next[x];
+		} else {
+			z->mem[k++] = y;
+			y = z->next[y];
+		}
+	}
+	return k;
+}
+
+/* Merges groups ga and gb.  The larger one's root stays root (so that
+ * finds stay short); the merged group keeps ga's identity, which orders
+ * the fusion nodes. */
+static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S, int64_t N)
+{
+	uint32_t r = z->size[gb] > z->size[ga] ? gb : ga, o = r == ga ? gb : ga;
+	z->ident[r] = z->ident[ga];
+	merge_outputs(z, r, o); /* first: it finds each lost output's group */
+	merge_members(z, r, o);
+	z->parent[o] = r;
+	z->size[r] += z->size[o];
+	if (z->minpos[o] < z->minpos[r])
+		z->minpos[r] = z->minpos[o];
+	if (z->maxpos[o] > z->maxpos[r])
+		z->maxpos[r] = z->maxpos[o];
+	z->gkind[r] = (uint8_t)kind;
+	z->rowT[r] = F;
+	z->rowA[r] = a;
+	z->colS[r] = S;
+	/* the boundary the checks computed (count_inputs, lost_outputs) */
+	vec_set(&z->gin[r], z->tin, z->ntin);
+	vec_free(&z->gin[o]);
+	z->onum[r] = N;
+	if (z->emin[o] < z->emin[r])
+		z->emin[r] = z->emin[o];
+	kf_fuse_dag_merged(z, r, o);
 }
 
 /* Tries to merge the groups of positions pp (producer) and pc (consumer);
@@ -286,7 +440,13 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 	kf_tid F = KF_NONE;
 	int a = 0, kind = G_LOOP;
 	unsigned S = 0;
+	/* inputs first: they are the cheapest check that fails */
+	if (count_inputs(z, ga, gb) > z->o->max_inputs)
+		return KF_FR_TOO_MANY_INPUTS;
 	z->vepoch++; /* the view marks of an earlier check are stale */
+	uint32_t lost[2];
+	lost_outputs(z, ga, gb, lost);
+	int64_t N = -2; /* a row or column group's outputs need not agree */
 	if (z->gkind[ga] == G_COL || z->gkind[gb] == G_COL) {
 		kf_fuse_reason r = kf_fuse_merged_colshape(z, ga, gb, &F, &S);
 		if (r == KF_FR_NONE)
@@ -306,15 +466,16 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 			return KF_FR_REGISTER_LIMIT;
 		kind = G_ROW;
 	} else {
-		kf_fuse_reason r = check_loop(z, ga, gb, allow);
+		N = merged_numel(z, ga, gb, lost);
+		kf_fuse_reason r = check_loop(z, ga, gb, N, allow);
 		if (r != KF_FR_NONE)
 			return r;
 	}
-	if (count_inputs(z, ga, gb) > z->o->max_inputs)
-		return KF_FR_TOO_MANY_INPUTS;
-	if (path_outside(z, ga, gb) || path_outside(z, gb, ga))
-		return KF_FR_CYCLE;
-	merge(z, ga, gb, kind, F, a, S);
+	/* last: the only check whose cost is not bounded by the two groups */
+	kf_fuse_reason r = kf_fuse_dag_check(z, ga, gb);
+	if (r != KF_FR_NONE)
+		return r;
+	merge(z, ga, gb, kind, F, a, S, N);
 	return KF_FR_NONE;
 }
 
@@ -322,9 +483,9 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 static kf_fuse_reason static_reason(fz *z, kf_nid n)
 {
 	const kf_node *x = kf_N(z->g, n);
-	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !kf_fuse_node_static(z->g, n))
-		return KF_FR_SYMBOLIC_SHAPE;
 	uint32_t p = kf_fuse_pos(z, n);
+	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !z->nstat[p])
+		return KF_FR_SYMBOLIC_SHAPE;
 	switch (z->ckind[p]) {
 	case KF_FK_REDUCE:
 		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
@@ -418,10 +579,10 @@ static int fusion_node(fz *z, uint32_t root, int index)
 	kf_graph *g = z->g;
 	kf_ctx *c = g->ctx;
 	grow_values(z);
-	uint32_t cnt = 0;
-	for (uint32_t p = z->minpos[root]; p <= z->maxpos[root]; p++)
-		if (z->kind[p] && kf_fuse_find(z, p) == root)
-			z->mem[cnt++] = p;
+	uint32_t cnt = 0, all = kf_fuse_members(z, root, root);
+	for (uint32_t i = 0; i < all; i++)
+		if (z->kind[z->mem[i]]) /* not a view left outside */
+			z->mem[cnt++] = z->mem[i];
 	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
 	uint32_t nin = 0, nout = 0;
 	z->epoch++;
@@ -563,12 +724,21 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 	for (kf_nid i = 0; i < g->nnode; i++)
 		z->pos[i] = KF_NONE;
 	uint32_t k = 0;
+	z->nvi = g->nval;
+	z->vi = malloc(((size_t)g->nval + 1) * sizeof *z->vi);
+	for (kf_vid v = 0; v < g->nval; v++)
+		z->vi[v] = (fz_val){KF_NONE, 0};
+	z->nstat = malloc(n);
 	kf_foreach_node(g, 0, m) {
 		z->order[k] = m;
+		z->nstat[k] = kf_fuse_node_static(g, m);
+		for (uint32_t r = 0; r < kf_N(g, m)->nres; r++)
+			z->vi[kf_res(g, m, r)].pos = k;
 		z->pos[m] = k++;
 	}
 	z->kind = calloc(n, 1);
 	z->parent = malloc(n * sizeof *z->parent);
+	z->ident = malloc(n * sizeof *z->ident);
 	z->next = malloc(n * sizeof *z->next);
 	z->head = malloc(n * sizeof *z->head);
 	z->tail = malloc(n * sizeof *z->tail);
@@ -582,12 +752,18 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 	z->colS = calloc(n, sizeof *z->colS);
 	z->vw = calloc(n, sizeof *z->vw);
 	z->view = calloc(n, 1);
-	z->pmark = calloc(n, sizeof *z->pmark);
-	z->stack = malloc(n * sizeof *z->stack);
 	z->mem = malloc(n * sizeof *z->mem);
 	z->nvmark = g->nval + 1;
 	z->vmark = calloc(z->nvmark, sizeof *z->vmark);
 	z->why = calloc(g->nuse + 1, 1);
+	z->gin = calloc(n, sizeof *z->gin);
+	z->gout = calloc(n, sizeof *z->gout);
+	z->emin = malloc(n * sizeof *z->emin);
+	z->onum = malloc(n * sizeof *z->onum);
+	z->oidx = malloc(((size_t)g->nval + 1) * sizeof *z->oidx);
+	z->vpool = malloc(((size_t)g->nuse + g->nval + 1) * sizeof *z->vpool);
+	z->tin = malloc(((size_t)o->max_inputs + 1) * sizeof *z->tin);
+	kf_vid *pool = z->vpool;
 	for (uint32_t p = 0; p < z->n; p++) {
 		kf_nid m = z->order[p];
 		int kd = kf_fuse_kind_of(g, m);
@@ -604,6 +780,7 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 			z->colS[p] = S;
 		}
 		z->parent[p] = p;
+		z->ident[p] = p;
 		z->next[p] = KF_NONE;
 		z->head[p] = z->tail[p] = p;
 		z->size[p] = 1;
@@ -621,16 +798,26 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 			z->gkind[p] = G_LOOP;
 		}
 		z->ckind[p] = (uint8_t)kd;
+		/* every node's: the group graph's searches walk them */
+		boundary_init(z, p, &pool);
 	}
+	kf_fuse_dag_init(z);
 }
 
 static void teardown(fz *z)
 {
 	free(z->order); free(z->pos); free(z->kind); free(z->parent); free(z->next);
 	free(z->head); free(z->tail); free(z->size); free(z->minpos); free(z->maxpos);
-	free(z->gkind); free(z->rowT); free(z->rowA); free(z->pmark); free(z->stack);
+	free(z->gkind); free(z->rowT); free(z->rowA); 
 	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
 	free(z->ubuf); free(z->ckind); free(z->colS); free(z->vw); free(z->view);
+	for (uint32_t p = 0; p < z->n; p++) {
+		vec_free(&z->gin[p]);
+		vec_free(&z->gout[p]);
+	}
+	free(z->gin); free(z->gout); free(z->emin); free(z->vpool); free(z->tin); free(z->trem);
+	free(z->onum); free(z->oidx); free(z->vi); free(z->ident); free(z->nstat);
+	kf_fuse_dag_free(z);
 }
 
 int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
@@ -646,10 +833,11 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	/* groups of two or more ops become fusion nodes, in program order */
 	int made = 0, fused_ops = 0;
 	for (uint32_t p = 0; p < z.n; p++) {
-		if (kf_fuse_find(&z, p) != p || z.size[p] < 2)
+		uint32_t r = kf_fuse_find(&z, p);
+		if (z.ident[r] != p || z.size[r] < 2)
 			continue;
-		fused_ops += (int)z.size[p];
-		fusion_node(&z, p, made++);
+		fused_ops += (int)z.size[r];
+		fusion_node(&z, r, made++);
 	}
 	if (made) {
 		drop_dead_consts(&z);
@@ -666,7 +854,7 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 /* ---- the pass ---------------------------------------------------------------- */
 
 static const char *const fuse_opts[] = {
-	"explain", "siblings", "max-inputs", "max-nodes", "max-regs", "max-row", "policy", NULL
+	"explain", "siblings", "max-inputs", "max-nodes", "max-regs", "max-row", "max-search", "policy", NULL
 };
 
 static int fuse_begin(kf_ctx *c, kf_passopts *o)
@@ -708,12 +896,14 @@ static int fuse_pass_run(kf_graph *g, const kf_passopts *po, bool *changed)
 	o.max_nodes = (int)kf_passopt_int(c, po, "max-nodes", o.max_nodes);
 	o.max_regs = (int)kf_passopt_int(c, po, "max-regs", o.max_regs);
 	o.max_row = (int)kf_passopt_int(c, po, "max-row", o.max_row);
+	int64_t ms = kf_passopt_int(c, po, "max-search", o.max_search);
 	if (kf_nerrors(c) != nerr)
 		return -1;
-	if (o.max_inputs < 1 || o.max_nodes < 1 || o.max_regs < 1 || o.max_row < 1) {
+	if (o.max_inputs < 1 || o.max_nodes < 1 || o.max_regs < 1 || o.max_row < 1 || ms < 1) {
 		kf_error(c, po->loc, "fuse: limits must be positive");
 		return -1;
 	}
+	o.max_search = ms;
 	if (po->state)
 		o.policy = *(kf_fuse_policy *)po->state;
 	o.log = po->log;

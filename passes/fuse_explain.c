@@ -257,18 +257,18 @@ bool kf_fuse_col_split(const kf_graph *g, kf_nid n, unsigned *S, int64_t *M, int
  * operand's buffer (the runtime launches nothing for a reshape), and writes
  * the buffer an output view aliases.  So these stay outside the fusion node;
  * a reshape inside, between two ops of the kernel, is refused. */
-void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb)
+void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb, uint32_t cnt)
 {
 	kf_graph *g = z->g;
-	uint32_t lo = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
-	uint32_t hi = z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb];
-	for (uint32_t p = lo; p <= hi; p++) {
+	for (uint32_t i = 0; i < cnt; i++) {
+		uint32_t p = z->mem[i];
 		kf_nid n = z->order[p];
 		if (fz_member(z, p, ga, gb) && kf_N(g, n)->op == KF_OP_RESHAPE &&
 		    !fz_rmember(z, fz_pos_of(z, kf_in(g, n, 0)), ga, gb))
 			z->vw[p] = z->vepoch;
 	}
-	for (uint32_t p = hi + 1; p-- > lo;) {
+	for (uint32_t i = cnt; i-- > 0;) {
+		uint32_t p = z->mem[i];
 		kf_nid n = z->order[p];
 		if (!fz_member(z, p, ga, gb) || kf_N(g, n)->op != KF_OP_RESHAPE || z->vw[p] == z->vepoch)
 			continue;
@@ -291,10 +291,10 @@ kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, uns
 	kf_graph *g = z->g;
 	kf_type F = *kf_type_get(g->ctx, FT);
 	int nred = 0;
-	kf_fuse_mark_views(z, ga, gb);
-	uint32_t lo = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
-	uint32_t hi = z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb];
-	for (uint32_t p = lo; p <= hi; p++) {
+	uint32_t cnt = kf_fuse_members(z, ga, gb);
+	kf_fuse_mark_views(z, ga, gb, cnt);
+	for (uint32_t i = 0; i < cnt; i++) {
+		uint32_t p = z->mem[i];
 		if (!fz_rmember(z, p, ga, gb))
 			continue;
 		kf_nid n = z->order[p];
@@ -349,13 +349,16 @@ void kf_fuse_detach_views(fz *z)
 		if (!z->kind[p] || kf_fuse_find(z, p) != p || z->gkind[p] == G_LOOP)
 			continue;
 		z->vepoch++;
-		kf_fuse_mark_views(z, p, p);
-		for (uint32_t q = z->minpos[p]; q <= z->maxpos[p]; q++)
+		uint32_t cnt = kf_fuse_members(z, p, p);
+		kf_fuse_mark_views(z, p, p, cnt);
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint32_t q = z->mem[i];
 			if (z->vw[q] == z->vepoch) {
 				z->kind[q] = 0;
 				z->view[q] = 1;
 				z->size[p]--;
 			}
+		}
 	}
 	z->vepoch++;
 }

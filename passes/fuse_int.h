@@ -5,9 +5,22 @@
 
 #include "fuse.h"
 
+/* Per value: the position of its top-level definer (KF_NONE for graph
+ * inputs) and a mark compared with fz.epoch, side by side. */
+typedef struct fz_val {
+	uint32_t pos, mark;
+} fz_val;
+
+/* A list of values; cap 0: the storage is the pass's initial pool. */
+typedef struct fz_vec {
+	kf_vid *p;
+	uint32_t n, cap;
+} fz_vec;
+
 /* Top-level nodes are addressed by position p in program order.  Groups are
- * union-find sets of positions; a root keeps the group's member list, size,
- * position span, kind (loop, row or column) and its shape. */
+ * union-find sets of positions; a root keeps the group's member list (sorted
+ * by position), size, position span, kind (loop, row or column) and shape,
+ * and its place in the order of the group graph (passes/fuse_dag.c). */
 typedef struct fz {
 	kf_graph *g;
 	const kf_fuse_opts *o;
@@ -15,28 +28,59 @@ typedef struct fz {
 	kf_nid *order;        /* position -> node */
 	uint32_t *pos;        /* node -> position, KF_NONE inside bodies */
 	uint32_t npos;        /* nodes when the pass began; later ones are its own */
+	fz_val *vi;           /* per value of the input graph (reading the node would
+				 be a cache miss in the hot loops) */
+	uint32_t nvi;
+	uint8_t *nstat;       /* per position: kf_fuse_node_static */
 	uint8_t *kind;        /* KF_FK_LOOP / KF_FK_ROW / FZ_COL when fusible, else 0 */
 	uint8_t *ckind;       /* kf_fuse_kind_of, for explanations */
 	uint8_t *gkind;       /* group roots: G_LOOP or G_ROW */
 	uint32_t *parent, *next, *head, *tail, *size, *minpos, *maxpos;
+	uint32_t *ident;      /* group roots: the position that names the group (the
+				 producer side's in each merge; fusion nodes are made
+				 in its order) */
 	kf_tid *rowT;         /* group roots of kind G_ROW or G_COL: F */
 	int *rowA;            /* G_ROW: the first reduced axis */
 	unsigned *colS;       /* G_COL: the mask of reduced dims */
 	uint32_t *vw, vepoch; /* boundary reshapes of the group being checked */
 	uint8_t *view;        /* boundary reshapes left outside their group */
-	uint32_t *pmark, *stack, *mem, epoch;
+	uint32_t *mem, epoch;
 	uint32_t *vmark;      /* per value, compared with epoch */
 	uint8_t *why;         /* per operand slot: kf_fuse_reason of its edge */
 	kf_vid *vmap, *vbuf;
 	uint32_t nvmap, nvmark, nvbuf;
 	kf_uid *ubuf;
+	/* group roots' boundaries, kept as groups merge (fuse.c) */
+	fz_vec *gin, *gout;   /* distinct outside inputs; values read outside */
+	int64_t *emin;        /* least element count of an expensive op's result */
+	int64_t *onum;        /* loop groups: their outputs' element count (-1 none, -2 mixed) */
+	uint32_t *oidx;       /* per value: its index in its group's gout */
+	kf_vid *vpool;        /* the single nodes' lists */
+	kf_vid *tin, *trem;   /* the merge being checked: its inputs, the lost outputs */
+	uint32_t ntin, ntrem, captrem;
+	/* the group graph's order (fuse_dag.c): per group root */
+	uint64_t *lab;        /* label: increasing along every edge of the group graph */
+	uint32_t *lnext, *lprev; /* the roots in label order; n, n + 1: head, tail */
+	uint32_t *fmark, *bmark, sepoch; /* the search's marks */
+	uint32_t *fst, *bst;  /* its two stacks */
+	uint32_t *fvis, *bvis, nfvis, nbvis; /* what each side visited */
+	int side;             /* the side whose search ran out (1 forward, 2 backward) */
+	uint64_t steps;       /* edges the searches looked at, over the pass */
 } fz;
 
 /* z->kind of a reduction a column kernel takes (kf_fuse_kind_of says
  * KF_FK_REDUCE: alone, it runs the generic kernel). */
 #define FZ_COL 16
 
-uint32_t kf_fuse_find(fz *z, uint32_t p);
+/* The root of p's group (union-find with path halving). */
+static inline uint32_t kf_fuse_find(fz *z, uint32_t p)
+{
+	while (z->parent[p] != p) {
+		z->parent[p] = z->parent[z->parent[p]];
+		p = z->parent[p];
+	}
+	return p;
+}
 /* The position of node n; KF_NONE for nodes in bodies or made by the pass. */
 static inline uint32_t kf_fuse_pos(const fz *z, kf_nid n) { return n < z->npos ? z->pos[n] : KF_NONE; }
 
@@ -46,8 +90,18 @@ enum { G_LOOP = 1, G_ROW = 2, G_COL = 3 };
 /* The position of v's defining node at the top level, or KF_NONE. */
 static inline uint32_t fz_pos_of(const fz *z, kf_vid v)
 {
-	kf_nid d = kf_def(z->g, v);
-	return d == KF_NONE || kf_N(z->g, d)->blk != 0 ? KF_NONE : kf_fuse_pos(z, d);
+	return v < z->nvi ? z->vi[v].pos : KF_NONE;
+}
+
+/* Membership while groups form (before kf_fuse_detach_views): a node that
+ * does not fuse is a group of its own, never ga or gb, so kind need not be
+ * read. */
+static inline bool fz_in(fz *z, uint32_t p, uint32_t ga, uint32_t gb)
+{
+	if (p == KF_NONE)
+		return false;
+	uint32_t r = kf_fuse_find(z, p);
+	return r == ga || r == gb;
 }
 
 /* True when position p is in group ga or gb. */
@@ -91,7 +145,11 @@ static inline bool fz_same_dims(const kf_graph *g, kf_tid a, kf_tid b)
 
 /* Boundary reshapes (views) of row and column groups, and the legality of a
  * column group (passes/fuse_explain.c). */
-void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb);
+/* The members of groups ga and gb (the same group when ga == gb) into
+ * z->mem, sorted by position; returns their count. */
+uint32_t kf_fuse_members(fz *z, uint32_t ga, uint32_t gb);
+/* Marks the boundary views among the cnt members in z->mem. */
+void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb, uint32_t cnt);
 void kf_fuse_detach_views(fz *z);
 kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, unsigned S);
 kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, unsigned *S);
@@ -103,5 +161,20 @@ void kf_fuse_explain(fz *z, kf_buf *log);
 /* Re-sorts block 0 so that every value is defined before its uses (stable
  * where the order is already valid); the terminator stays last. */
 void kf_fuse_toposort(kf_graph *g);
+
+/* The group graph (passes/fuse_dag.c): every top-level node is in one group
+ * (a union-find root); the edges are those of the nodes between groups.
+ * Labels order the groups topologically. */
+void kf_fuse_dag_init(fz *z);
+void kf_fuse_dag_free(fz *z);
+/* Whether groups ga and gb can merge without making a cycle: KF_FR_NONE,
+ * KF_FR_CYCLE, or KF_FR_SEARCH_LIMIT when the search gave up.  After
+ * KF_FR_NONE the caller merges them (union-find, members) and calls
+ * kf_fuse_dag_merged before any other check. */
+kf_fuse_reason kf_fuse_dag_check(fz *z, uint32_t ga, uint32_t gb);
+/* Puts the merged group `root` (absorbing `gone`) in the order. */
+void kf_fuse_dag_merged(fz *z, uint32_t root, uint32_t gone);
+/* Checks that labels increase along every edge between groups (tests). */
+bool kf_fuse_dag_valid(fz *z);
 
 #endif
