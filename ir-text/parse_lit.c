@@ -387,12 +387,15 @@ static void store_lit(kf_parser *p, const kf_lit *l, kf_dtype dt, kf_const *cst,
 {
 	const char *dn = kf_dtype_name(dt);
 	if (kf_dtype_is_float(dt)) {
-		static const double maxf[] = {[KF_F16] = 65504.0, [KF_BF16] = 3.3895313892515355e38,
-					      [KF_F32] = FLT_MAX, [KF_F64] = DBL_MAX};
+		/* out of range: what rounds to infinity in dt, from the largest
+		 * finite value plus half its ulp up (the shortest text of the
+		 * largest value, as the printer writes it, may lie above it) */
+		static const double limf[] = {[KF_F16] = 65520.0, [KF_BF16] = 0x1.ffp127,
+					      [KF_F32] = 0x1.ffffffp127, [KF_F64] = INFINITY};
 		double v = l->kind == KF_LIT_FLOAT ? l->f : (double)l->i;
 		if (l->kind == KF_LIT_BOOL)
 			kf_parse_err(p, l->off, "boolean literal for float type %s", dn);
-		else if (isfinite(v) && fabs(v) > maxf[dt])
+		else if (isfinite(v) && fabs(v) >= limf[dt])
 			kf_parse_err(p, l->off, "float literal out of range for %s", dn);
 		if (cst)
 			cst->f[k] = v;
