@@ -17,10 +17,13 @@
 
 static const char prelude[] =
 	"/* kfuse prelude */\n"
-	"#define KF_INF __int_as_float(0x7f800000)\n"
-	"#define KF_NAN __int_as_float(0x7fc00000)\n"
-	"#define KF_DINF __longlong_as_double(0x7ff0000000000000LL)\n"
-	"#define KF_DNAN __longlong_as_double(0x7ff8000000000000LL)\n"
+	/* constant expressions: they also initialise embedded constant arrays,
+	 * where a call (__int_as_float) is a dynamic initialisation NVRTC
+	 * refuses, and NVRTC has no __builtin_huge_valf */
+	"#define KF_INF (1.0f / 0.0f)\n"
+	"#define KF_NAN (0.0f / 0.0f)\n"
+	"#define KF_DINF (1.0 / 0.0)\n"
+	"#define KF_DNAN (0.0 / 0.0)\n"
 	"__device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
 	"__device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
 	"__device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(f)); return h; }\n"
@@ -208,8 +211,10 @@ void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
 		kf_buf_puts(b, r < 0 ? "-" : "");
 		kf_buf_puts(b, dbl ? "KF_DINF" : "KF_INF");
 	} else {
-		/* the shortest text that reads back to the value in its dtype */
-		kf_buf_float(b, r, dbl ? KF_F64 : KF_F32);
+		/* the shortest text that reads back to the value in its dtype
+		 * (from the value as given: the text stays what it was for every
+		 * value in range; one that underflows is written as the zero) */
+		kf_buf_float(b, r == 0 ? r : f, dbl ? KF_F64 : KF_F32);
 		if (!dbl)
 			kf_buf_putc(b, 'f');
 	}
@@ -402,6 +407,10 @@ int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	case KF_OP_AND: kf_buf_printf(o, "(%s && %s)", a[0], a[1]); return 0;
 	case KF_OP_OR: kf_buf_printf(o, "(%s || %s)", a[0], a[1]); return 0;
 	case KF_OP_NOT: kf_buf_printf(o, "(!%s)", a[0]); return 0;
+	/* the caller indexes each operand at the result's element (a row
+	 * kernel by the operand's class, an epilogue by broadcasting), so the
+	 * broadcast is already done */
+	case KF_OP_BROADCAST_TO: kf_buf_printf(o, "%s", a[0]); return 0;
 	default:
 		break;
 	}
