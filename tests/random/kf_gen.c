@@ -131,14 +131,16 @@ static kf_vid add(gen *G, int op, const kf_vid *in, uint32_t nin, const kf_attr 
 
 /* ---- constants ---------------------------------------------------------------- */
 
-/* Values exact in each float dtype: the edges of its range first. */
-static const double sp_f32[] = {INFINITY, -INFINITY, NAN, -0.0, 0x1p-149, 0x1.fffffcp-127,
+/* Values exact in each float dtype: the edges of its range first.  Not
+ * -0.0: the sign of a zero is the one IEEE distinction kfuse does not keep
+ * (passes/canonicalize.c), and through a division it turns inf into -inf. */
+static const double sp_f32[] = {INFINITY, -INFINITY, NAN, 0x1p-149, 0x1.fffffcp-127,
 				0x1.fffffep127, -0x1.fffffep127, 0x1p-126, 1e-7f, 0.5, 2.0, 1.0, -1.0, 0.0, 100.0};
-static const double sp_f16[] = {INFINITY, -INFINITY, NAN, -0.0, 65504.0, -65504.0, 0x1p-24, 0x1p-14,
+static const double sp_f16[] = {INFINITY, -INFINITY, NAN, 65504.0, -65504.0, 0x1p-24, 0x1p-14,
 				0.5, 2.0, 1.0, -1.0, 0.0, 0.125};
-static const double sp_bf16[] = {INFINITY, -INFINITY, NAN, -0.0, 0x1.fep127, -0x1.fep127, 0x1p-133,
+static const double sp_bf16[] = {INFINITY, -INFINITY, NAN, 0x1.fep127, -0x1.fep127, 0x1p-133,
 				 0x1p-126, 0.5, 2.0, 1.0, -1.0, 0.0, 3.0};
-static const double sp_f64[] = {INFINITY, -INFINITY, NAN, -0.0, 0x1.fffffffffffffp1023, 0x0.0000000000001p-1022,
+static const double sp_f64[] = {INFINITY, -INFINITY, NAN, 0x1.fffffffffffffp1023, 0x0.0000000000001p-1022,
 				0x1p-1022, 1e-300, 0.5, 2.0, 1.0, -1.0, 0.0, 1e300};
 static const int64_t sp_i32[] = {INT32_MAX, INT32_MIN, -1, 0, 1, 2, 7, -8};
 static const int64_t sp_i64[] = {INT64_MAX, INT64_MIN, (int64_t)INT32_MAX + 1, -1, 0, 1, 3, -5};

@@ -9,8 +9,8 @@
  * softmax and log_softmax over any axis, layer norm with and without scale
  * and bias, matmul and gemm, transpose, reshape, broadcast_to, concat,
  * slice and split (several results), and constants: splats of inf, -inf,
- * nan, -0, denormals, the largest finite values, integer extremes, and
- * small and larger dense tensors.  A node whose types do not infer is
+ * nan, denormals, the largest finite values, integer extremes, and small
+ * and larger dense tensors (not -0.0, whose sign kfuse does not keep).  A node whose types do not infer is
  * dropped, so every graph it returns verifies.
  *
  * Choices come from an entropy source: bytes (a fuzzer's input; zeros once

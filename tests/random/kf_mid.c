@@ -89,6 +89,29 @@ static bool same_elem(const kf_tensor *a, const kf_tensor *b, int64_t i)
 	return x == y && signbit(x) == signbit(y);
 }
 
+/* True when every element of got out of tolerance is finite where want
+ * (the stage before) is an infinity or NaN: a rewrite that computes a
+ * formula more accurately (log(softmax(x)) as log_softmax(x), softplus)
+ * stays finite where the composite form overflowed or underflowed, which
+ * is not a wrong answer.  A finite value where the original was finite and
+ * different is still one. */
+static bool finite_where_overflowed(const kf_tensor *got, const kf_tensor *want, double rtol, double atol)
+{
+	if (!kf_dtype_is_float(want->dtype))
+		return false;
+	int64_t m = kf_tensor_numel(want);
+	for (int64_t i = 0; i < m; i++) {
+		double g = kf_tensor_get(got, i), w = kf_tensor_get(want, i);
+		if ((isnan(g) && isnan(w)) || g == w)
+			continue;
+		if (isfinite(g) && isfinite(w) && fabs(g - w) <= atol + rtol * fabs(w))
+			continue;
+		if (!(isfinite(g) && !isfinite(w)))
+			return false;
+	}
+	return true;
+}
+
 /* Compares the outputs got[] of a stage with want[] of the one before;
  * true when they agree (exactly, or within tolerance). */
 static bool agree(const kf_tensor *got, const kf_tensor *want, uint32_t n, bool exact, double rtol, double atol,
@@ -111,7 +134,7 @@ static bool agree(const kf_tensor *got, const kf_tensor *want, uint32_t n, bool 
 		}
 		kf_equiv_stat st;
 		kf_equiv_compare(&got[r], &want[r], rtol, atol, &st);
-		if (st.nbad) {
+		if (st.nbad && !finite_where_overflowed(&got[r], &want[r], rtol, atol)) {
 			kf_buf_printf(why, "result %u: ", r);
 			kf_equiv_describe(why, &st);
 			return false;
