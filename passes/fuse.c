@@ -501,10 +501,19 @@ static kf_fuse_reason static_reason(fz *z, kf_nid n)
 	}
 }
 
+/* Progress: the three phases (edges, siblings, fusion nodes) count a third
+ * each; i of n done in this one. */
+static void tick(fz *z, int phase, uint64_t i, uint64_t n)
+{
+	if ((i & 4095) == 0 && z->o->pass && n)
+		kf_pass_progress(z->o->pass, z->g, (uint64_t)phase * 1000 + i * 1000 / n, 3000);
+}
+
 static void group_edges(fz *z)
 {
 	kf_graph *g = z->g;
 	for (uint32_t pc = 0; pc < z->n; pc++) {
+		tick(z, 0, pc, z->n);
 		kf_nid nc = z->order[pc];
 		const kf_node *x = kf_N(g, nc);
 		for (uint32_t i = 0; i < x->nin; i++) {
@@ -529,6 +538,7 @@ static void group_siblings(fz *z)
 {
 	kf_graph *g = z->g;
 	for (kf_vid v = 0; v < g->nval; v++) {
+		tick(z, 1, v, g->nval);
 		if (kf_V(g, v)->blk != 0 || kf_nuses(g, v) < 2)
 			continue;
 		uint32_t first = KF_NONE;
@@ -833,6 +843,7 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	/* groups of two or more ops become fusion nodes, in program order */
 	int made = 0, fused_ops = 0;
 	for (uint32_t p = 0; p < z.n; p++) {
+		tick(&z, 2, p, z.n);
 		uint32_t r = kf_fuse_find(&z, p);
 		if (z.ident[r] != p || z.size[r] < 2)
 			continue;
@@ -907,6 +918,7 @@ static int fuse_pass_run(kf_graph *g, const kf_passopts *po, bool *changed)
 	if (po->state)
 		o.policy = *(kf_fuse_policy *)po->state;
 	o.log = po->log;
+	o.pass = po;
 	return kf_fuse_run(g, &o, changed);
 }
 

@@ -70,6 +70,8 @@ typedef struct kf_fuse_policy {
  * error.  Returns 0, or -1 with an error in the context. */
 int kf_lua_fuse_policy_open(kf_ctx *c, const char *path, kf_fuse_policy *out) __attribute__((weak));
 
+struct kf_passopts;
+
 typedef struct kf_fuse_opts {
 	bool explain;       /* one line per unfused edge into log */
 	bool siblings;      /* fuse groups that read one input (default on) */
@@ -80,6 +82,7 @@ typedef struct kf_fuse_opts {
 	int64_t max_search; /* edges one cycle check may look at (default 65536) */
 	kf_fuse_policy policy;
 	kf_buf *log;        /* explanations and the summary; NULL: none */
+	const struct kf_passopts *pass; /* progress goes to its listener (pass.h); NULL: none */
 } kf_fuse_opts;
 
 void kf_fuse_opts_default(kf_fuse_opts *o);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "equiv.h"
 #include "interp.h"
@@ -30,12 +31,13 @@ static const char usage[] =
 	"  --check-equivalence       run input and result on random inputs and compare\n"
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
+	"  --quiet                   no progress line (shown on a terminal when a pass runs past a second)\n"
 	"  --help, --version\n";
 
 typedef struct opt {
 	const char *input, *output, *pipeline, *emit;
 	const char *before, *after;
-	bool after_all, after_change, verify_each, timing, list, equiv;
+	bool after_all, after_change, verify_each, timing, list, equiv, quiet;
 	uint32_t flags;
 	double rtol, atol;
 	uint64_t seed;
@@ -125,6 +127,8 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->flags |= KF_PASSF_EXPLAIN;
 		} else if (!strcmp(a, "--list-passes")) {
 			o->list = true;
+		} else if (!strcmp(a, "--quiet")) {
+			o->quiet = true;
 		} else if (!strcmp(a, "--check-equivalence")) {
 			o->equiv = true;
 		} else if ((v = optval(argc, argv, &i, "--rtol"))) {
@@ -185,6 +189,41 @@ static void dump(void *ud, kf_module *m, const kf_pass *p, kf_dump_when when)
 	kf_print_module(&b, m);
 	fwrite(b.p, 1, b.n, stderr);
 	kf_buf_free(&b);
+}
+
+/* ---- the progress line ------------------------------------------------------ */
+
+/* One line on stderr, redrawn at most ten times a second, once a pass has
+ * run for `after` seconds (KFUSE_PROGRESS_AFTER, default 1) on a terminal;
+ * erased when the pass ends.  Passes report through the pass manager
+ * (kf_progress_fn); this only draws. */
+typedef struct progress {
+	double after, t0, last;
+	bool shown;
+} progress;
+
+static void draw_progress(void *ud, const char *pass, const kf_graph *g, uint64_t done, uint64_t total)
+{
+	progress *pr = ud;
+	double now = kf_now();
+	if (!pass) { /* the pass is done */
+		if (pr->shown)
+			fputs("\r\033[K", stderr);
+		pr->shown = false;
+		return;
+	}
+	if (!total) { /* it starts */
+		pr->t0 = now;
+		pr->last = 0;
+		return;
+	}
+	if (now - pr->t0 < pr->after || now - pr->last < 0.1)
+		return;
+	pr->last = now;
+	pr->shown = true;
+	fprintf(stderr, "\rkfuse-opt: %s on @%s: %3.0f%% (%.1f s)\033[K", pass, kf_str(g->ctx, g->name),
+		100.0 * (double)done / (double)total, now - pr->t0);
+	fflush(stderr);
 }
 
 static int die(kf_ctx *c)
@@ -330,6 +369,12 @@ static int run(kf_ctx *c, kf_passreg *reg, opt *o, kf_timing *tm)
 		.before = o->before, .after = o->after, .flags = o->flags, .log = &log, .timing = tm,
 		.dump = dump,
 	};
+	const char *after = getenv("KFUSE_PROGRESS_AFTER");
+	progress pr = {.after = after && *after ? atof(after) : 1.0};
+	if (!o->quiet && isatty(2)) {
+		ro.progress = draw_progress;
+		ro.progress_ud = &pr;
+	}
 	int prc = kf_pipeline_run(pl, m, &ro);
 	if (log.n)
 		fwrite(log.p, 1, log.n, stderr);

@@ -346,6 +346,12 @@ kf_mid_verdict kf_mid_check(kf_ctx *c, const char *name, const char *text, size_
 	}
 	if (v == KF_MID_OK && o->nvrtc && o->nv)
 		v = compile_kernels(c, m, o, rep);
+	for (uint32_t gi = 0; gi < m->ngraph && v == KF_MID_OK && o->emit && !(o->nvrtc && o->nv); gi++) {
+		kf_kernels ks = {0};
+		if (kf_emit_graph(m->graph[gi], &ks) != 0)
+			v = fail_with(c, rep, KF_MID_EMIT, NULL, NULL, "%s", "the emitter failed");
+		kf_kernels_free(&ks);
+	}
 	for (uint32_t gi = 0; gi < ng; gi++) {
 		if (in[gi])
 			free_tensors(in[gi], m->graph[gi]->blk[0].narg);

@@ -41,6 +41,7 @@ typedef struct kf_mid_opts {
 	uint64_t seed;         /* of the random inputs */
 	double rtol, atol;     /* for canonicalize and rules (0: 1e-3, 1e-4; looser with f16/bf16) */
 	bool nvrtc;            /* compile the result's kernels */
+	bool emit;             /* emit the result's kernels (without compiling them) */
 	void *nv;              /* a kf_nvrtc opened by the caller (cuda.h), or NULL */
 	kf_mid_seen *seen;     /* skip the kernels compiled before; NULL: compile all */
 	uint64_t *compiled;    /* kernels compiled are added here; NULL: not counted */
