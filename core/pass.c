@@ -352,6 +352,14 @@ fail:
 	return NULL;
 }
 
+bool kf_pass_ran_before(const kf_passopts *o, const char *name)
+{
+	for (uint32_t i = 0; o && o->pipe && i < o->index && i < o->pipe->n; i++)
+		if (!strcmp(o->pipe->item[i].pass->name, name))
+			return true;
+	return false;
+}
+
 /* ---- timing ------------------------------------------------------------------- */
 
 double kf_now(void)
@@ -454,6 +462,8 @@ int kf_pipeline_run(kf_pipeline *p, kf_module *m, const kf_runopts *ro)
 		it->o.log = ro->log;
 		it->o.progress = ro->progress;
 		it->o.progress_ud = ro->progress_ud;
+		it->o.pipe = p;
+		it->o.index = i;
 		it->o.state = NULL;
 		if (ro->dump && name_in(ro->before, it->pass->name))
 			ro->dump(ro->ud, m, it->pass, KF_DUMP_BEFORE);

@@ -50,7 +50,13 @@ typedef struct kf_passopts {
 	kf_loc loc;            /* the pass's position in the pipeline text */
 	kf_progress_fn progress; /* NULL when nobody listens */
 	void *progress_ud;
+	const struct kf_pipeline *pipe; /* the pipeline running it (NULL: none) */
+	uint32_t index;        /* its place there */
 } kf_passopts;
+
+/* True when a pass named `name` comes before this one in its pipeline (so
+ * that a pass can say what an earlier one would have done). */
+bool kf_pass_ran_before(const kf_passopts *o, const char *name);
 
 
 struct kf_pass {

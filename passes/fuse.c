@@ -494,6 +494,9 @@ static kf_fuse_reason static_reason(fz *z, kf_nid n)
 	case KF_FK_NONE:
 		if (x->op == KF_OP_RETURN)
 			return KF_FR_GRAPH_OUTPUT;
+		/* a contraction fusion (fuse-matmul's) is a contraction's kernel */
+		if (x->op == KF_OP_FUSION && !strcmp(kf_attr_str(z->g, n, "kind", ""), "contraction"))
+			return KF_FR_CONTRACTION;
 		return kf_op(z->g->ctx, x->op)->trait == KF_TRAIT_CONTRACTION ? KF_FR_CONTRACTION
 									   : KF_FR_OPAQUE_OP;
 	default:
@@ -671,6 +674,8 @@ static int fusion_node(fz *z, uint32_t root, int index)
 		for (uint32_t r = 0; r < nr; r++) {
 			kf_V(g, kf_res(g, m, r))->name = kf_V(g, x->res0 + r)->name;
 			z->vmap[x->res0 + r] = kf_res(g, m, r);
+			if (x->res0 + r < z->nmoved) /* --explain-fusion names it there */
+				z->moved[x->res0 + r] = kf_res(g, m, r);
 		}
 	}
 	if (nout > tmpcap)
@@ -826,7 +831,7 @@ static void teardown(fz *z)
 		vec_free(&z->gout[p]);
 	}
 	free(z->gin); free(z->gout); free(z->emin); free(z->vpool); free(z->tin); free(z->trem);
-	free(z->onum); free(z->oidx); free(z->vi); free(z->ident); free(z->nstat);
+	free(z->onum); free(z->oidx); free(z->vi); free(z->ident); free(z->exp); free(z->moved); free(z->nstat);
 	kf_fuse_dag_free(z);
 }
 
@@ -838,8 +843,14 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	if (o->siblings)
 		group_siblings(&z);
 	kf_fuse_detach_views(&z);
-	if (o->explain && o->log)
-		kf_fuse_explain(&z, o->log);
+	bool explain = o->explain && o->log;
+	if (explain) {
+		kf_fuse_explain_collect(&z);
+		z.nmoved = g->nval;
+		z.moved = malloc(((size_t)g->nval + 1) * sizeof *z.moved);
+		for (kf_vid v = 0; v < g->nval; v++)
+			z.moved[v] = KF_NONE;
+	}
 	/* groups of two or more ops become fusion nodes, in program order */
 	int made = 0, fused_ops = 0;
 	for (uint32_t p = 0; p < z.n; p++) {
@@ -855,6 +866,8 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 		kf_fuse_toposort(g);
 		*changed = true;
 	}
+	if (explain)
+		kf_fuse_explain_print(&z, o->log);
 	if (o->log && (o->explain || made))
 		kf_buf_printf(o->log, "fuse: @%s: %d fusion kernel%s from %d ops\n",
 			      kf_str(g->ctx, g->name), made, made == 1 ? "" : "s", fused_ops);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuse_int.h"
+#include "pass.h"
 
 /* ---- boundary views, column groups (the pass's checks) ---------------------- */
 
@@ -122,19 +123,6 @@ void kf_fuse_detach_views(fz *z)
 	z->vepoch++;
 }
 
-static void put_value(kf_buf *b, const kf_graph *g, kf_vid v)
-{
-	kf_sid s = kf_V(g, v)->name;
-	if (s) {
-		kf_buf_printf(b, "%%%s", kf_str(g->ctx, s));
-		kf_nid d = kf_def(g, v);
-		if (d != KF_NONE && kf_N(g, d)->nres > 1)
-			kf_buf_printf(b, "#%u", kf_V(g, v)->idx);
-	} else {
-		kf_buf_printf(b, "%%<value %u>", v);
-	}
-}
-
 static void put_loc(kf_buf *b, const kf_graph *g, kf_loc l)
 {
 	if (l.src == KF_NONE) {
@@ -146,7 +134,15 @@ static void put_loc(kf_buf *b, const kf_graph *g, kf_loc l)
 	kf_buf_printf(b, "%s:%d:%d: ", kf_source_name(g->ctx, l.src), line, col);
 }
 
-void kf_fuse_explain(fz *z, kf_buf *log)
+/* A matmul or gemm at position p, not in a contraction fusion, while
+ * fuse-matmul has not run before this pass (only the pass manager knows). */
+static bool lone_matmul(fz *z, uint32_t p)
+{
+	int op = kf_N(z->g, z->order[p])->op;
+	return (op == KF_OP_MATMUL || op == KF_OP_GEMM) && z->o->pass && !kf_pass_ran_before(z->o->pass, "fuse-matmul");
+}
+
+void kf_fuse_explain_collect(fz *z)
 {
 	kf_graph *g = z->g;
 	for (uint32_t pc = 0; pc < z->n; pc++) {
@@ -171,18 +167,50 @@ void kf_fuse_explain(fz *z, kf_buf *log)
 			kf_fuse_reason r = (kf_fuse_reason)z->why[u];
 			if (r == KF_FR_NONE)
 				r = KF_FR_OPAQUE_OP;
-			put_loc(log, g, x->loc);
-			kf_buf_puts(log, "not fused: ");
-			put_value(log, g, v);
-			kf_buf_printf(log, " (%s) -> ", kf_op(g->ctx, kf_N(g, np)->op)->name);
-			if (x->nres)
-				put_value(log, g, x->res0);
-			else
-				kf_buf_puts(log, "<no result>");
-			kf_buf_printf(log, " (%s): %s: %s\n", kf_op(g->ctx, x->op)->name,
-				      kf_fuse_reason_code(r), kf_fuse_reason_text(r));
+			if (z->nexp == z->capexp) {
+				z->capexp = z->capexp ? 2 * z->capexp : 64;
+				z->exp = realloc(z->exp, z->capexp * sizeof *z->exp);
+			}
+			z->exp[z->nexp++] = (fz_why){
+				.loc = x->loc, .v = v, .cv = x->nres ? x->res0 : KF_NONE, .pop = kf_N(g, np)->op,
+				.cop = x->op, .r = (uint8_t)r,
+				.lone = r == KF_FR_CONTRACTION && (lone_matmul(z, pp) || lone_matmul(z, pc)),
+			};
 		}
 	}
+}
+
+/* The value v stands for in the graph as it is now (a member's result
+ * lives on in its fusion's body). */
+static kf_vid now(const fz *z, kf_vid v)
+{
+	return v < z->nmoved && z->moved[v] != KF_NONE ? z->moved[v] : v;
+}
+
+void kf_fuse_explain_print(fz *z, kf_buf *log)
+{
+	kf_graph *g = z->g;
+	if (!z->nexp)
+		return;
+	/* names as the printed result has them (generated ones for unnamed
+	 * values: the fusion nodes are made, the block sorted) */
+	kf_namer *nm = kf_namer_new(g);
+	for (uint32_t i = 0; i < z->nexp; i++) {
+		const fz_why *w = &z->exp[i];
+		put_loc(log, g, w->loc);
+		kf_buf_puts(log, "not fused: ");
+		kf_namer_put(nm, log, now(z, w->v));
+		kf_buf_printf(log, " (%s) -> ", kf_op(g->ctx, w->pop)->name);
+		if (w->cv != KF_NONE)
+			kf_namer_put(nm, log, now(z, w->cv));
+		else
+			kf_buf_puts(log, "<no result>");
+		kf_buf_printf(log, " (%s): %s: %s%s\n", kf_op(g->ctx, w->cop)->name, kf_fuse_reason_code(w->r),
+			      kf_fuse_reason_text(w->r),
+			      w->lone ? "; fuse-matmul, which fuses a matmul with its element-wise prologue and "
+					"epilogue, is not in the pipeline before fuse, so this one stays alone" : "");
+	}
+	kf_namer_free(nm);
 }
 
 void kf_fuse_toposort(kf_graph *g)

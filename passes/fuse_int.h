@@ -17,6 +17,16 @@ typedef struct fz_vec {
 	uint32_t n, cap;
 } fz_vec;
 
+/* An unfused edge, for --explain-fusion: printed after the fusion nodes
+ * are made, so that values are named as the printed result names them. */
+typedef struct fz_why {
+	kf_loc loc;     /* the consumer's */
+	kf_vid v, cv;   /* the value, the consumer's first result (KF_NONE: none) */
+	uint16_t pop, cop; /* producer's and consumer's ops */
+	uint8_t r;      /* kf_fuse_reason */
+	bool lone;      /* a contraction alone because fuse-matmul did not run before */
+} fz_why;
+
 /* Top-level nodes are addressed by position p in program order.  Groups are
  * union-find sets of positions; a root keeps the group's member list (sorted
  * by position), size, position span, kind (loop, row or column) and shape,
@@ -58,6 +68,10 @@ typedef struct fz {
 	kf_vid *vpool;        /* the single nodes' lists */
 	kf_vid *tin, *trem;   /* the merge being checked: its inputs, the lost outputs */
 	uint32_t ntin, ntrem, captrem;
+	fz_why *exp;          /* --explain-fusion's edges (fuse_explain.c) */
+	uint32_t nexp, capexp;
+	kf_vid *moved;        /* per value of the input: its copy in a fusion body, or KF_NONE */
+	uint32_t nmoved;
 	/* the group graph's order (fuse_dag.c): per group root */
 	uint64_t *lab;        /* label: increasing along every edge of the group graph */
 	uint32_t *lnext, *lprev; /* the roots in label order; n, n + 1: head, tail */
@@ -154,8 +168,11 @@ void kf_fuse_detach_views(fz *z);
 kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, unsigned S);
 kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, unsigned *S);
 
-/* One line per unfused producer -> consumer edge, into log. */
-void kf_fuse_explain(fz *z, kf_buf *log);
+/* --explain-fusion: the unfused producer -> consumer edges, noted before
+ * the fusion nodes are made (collect), written one line each after
+ * (print), naming values as the printed result does. */
+void kf_fuse_explain_collect(fz *z);
+void kf_fuse_explain_print(fz *z, kf_buf *log);
 /* Re-sorts block 0 so that every value is defined before its uses (stable
  * where the order is already valid); the terminator stays last. */
 void kf_fuse_toposort(kf_graph *g);
