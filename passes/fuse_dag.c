@@ -49,6 +49,7 @@
 #include "fuse_int.h"
 
 #define LMAX (1ull << 62)
+#define FZ_WK 4 /* paths remembered per group (see witnessed()) */
 #define HEAD(z) ((z)->n)
 #define TAIL(z) ((z)->n + 1)
 
@@ -63,6 +64,9 @@ void kf_fuse_dag_init(fz *z)
 	z->fst = malloc((n + 2) * sizeof *z->fst);
 	z->bst = malloc((n + 2) * sizeof *z->bst);
 	z->fvis = malloc((n + 2) * sizeof *z->fvis);
+	z->wit = malloc(((size_t)n + 2) * 2 * FZ_WK * sizeof *z->wit);
+	for (size_t i = 0; i < ((size_t)n + 2) * 2 * FZ_WK; i++)
+		z->wit[i] = KF_NONE;
 	z->bvis = malloc((n + 2) * sizeof *z->bvis);
 	z->sepoch = 0;
 	z->steps = 0;
@@ -85,7 +89,7 @@ void kf_fuse_dag_init(fz *z)
 void kf_fuse_dag_free(fz *z)
 {
 	free(z->lab); free(z->lnext); free(z->lprev); free(z->fmark); free(z->bmark);
-	free(z->fst); free(z->bst); free(z->fvis); free(z->bvis);
+	free(z->fst); free(z->bst); free(z->fvis); free(z->bvis); free(z->wit);
 }
 
 /* ---- the order-maintenance list ------------------------------------------- */
@@ -172,9 +176,12 @@ static inline bool visit(uint32_t s, uint32_t ep, uint32_t *mine, const uint32_t
 }
 
 /* Orders the groups pushed on a stack since position from by label, so
- * that the one nearest the other end is popped first (up: the highest
- * label on top): a path, when there is one, is found in few steps.  The
- * batches are short; insertion sort. */
+ * that the one nearest the side's own end pops first (up: the highest
+ * label on top).  Each side then looks at its own neighbourhood before
+ * wandering off: a path from a to b far away runs through groups near a
+ * and near b, where the two sides meet; a greedy dive toward the other
+ * end, tried first, looked at twice as many edges on long random graphs.
+ * The batches are short; insertion sort. */
 static void order_pushed(const fz *z, uint32_t *st, uint32_t from, uint32_t to, bool up)
 {
 	for (uint32_t i = from + 1; i < to; i++) {
@@ -210,12 +217,15 @@ static int expand_fwd(fz *z, uint32_t x, uint32_t a, uint32_t b, uint32_t *sp)
 			if (s == b) {
 				if (x == a)
 					continue;
+				z->meet = x; /* a reaches x, x feeds b */
 				return 1;
 			}
-			if (visit(s, z->sepoch, z->fmark, z->bmark, z->fst, sp, z->fvis, &z->nfvis))
+			if (visit(s, z->sepoch, z->fmark, z->bmark, z->fst, sp, z->fvis, &z->nfvis)) {
+				z->meet = s;
 				return 1;
+			}
 		}
-	order_pushed(z, z->fst, from, *sp, true);
+	order_pushed(z, z->fst, from, *sp, false);
 	return 0;
 }
 
@@ -237,16 +247,63 @@ static int expand_bwd(fz *z, uint32_t y, uint32_t a, uint32_t b, uint32_t *sp)
 		if (s == a) {
 			if (y == b)
 				continue;
+			z->meet = y; /* a feeds y, y reaches b */
 			return 1;
 		}
-		if (visit(s, z->sepoch, z->bmark, z->fmark, z->bst, sp, z->bvis, &z->nbvis))
+		if (visit(s, z->sepoch, z->bmark, z->fmark, z->bst, sp, z->bvis, &z->nbvis)) {
+			z->meet = s;
 			return 1;
+		}
 	}
-	order_pushed(z, z->bst, from, *sp, false);
+	order_pushed(z, z->bst, from, *sp, true);
 	return 0;
 }
 
+static kf_fuse_reason search(fz *z, uint32_t ga, uint32_t gb);
+
+/* ---- paths found before --------------------------------------------------------- */
+
+/* A search that finds a path from a to b meets at a group m outside both:
+ * a reaches m and m reaches b.  Paths stay paths as groups merge (an edge
+ * between two nodes is an edge between the groups that hold them), so
+ * while m is in neither group, the groups holding a and b are joined by a
+ * path of two or more edges: the same producer, read again by a consumer
+ * that joined b's group since (a residual read by a growing chain), needs
+ * no second search.  Each root keeps its last FZ_WK (b, m) pairs; entries
+ * are positions, found to their roots when read. */
+static bool witnessed(fz *z, uint32_t a, uint32_t b)
+{
+	const uint32_t *w = &z->wit[(size_t)a * 2 * FZ_WK];
+	for (uint32_t i = 0; i < FZ_WK; i++) {
+		if (w[2 * i] == KF_NONE || kf_fuse_find(z, w[2 * i]) != b)
+			continue;
+		uint32_t m = kf_fuse_find(z, w[2 * i + 1]);
+		if (m != a && m != b)
+			return true;
+	}
+	return false;
+}
+
+static void witness(fz *z, uint32_t a, uint32_t b, uint32_t m)
+{
+	uint32_t *w = &z->wit[(size_t)a * 2 * FZ_WK];
+	memmove(w + 2, w, (FZ_WK - 1) * 2 * sizeof *w);
+	w[0] = b;
+	w[1] = m;
+}
+
 kf_fuse_reason kf_fuse_dag_check(fz *z, uint32_t ga, uint32_t gb)
+{
+	uint32_t a = z->lab[ga] < z->lab[gb] ? ga : gb, b = a == ga ? gb : ga;
+	if (witnessed(z, a, b))
+		return KF_FR_CYCLE;
+	kf_fuse_reason r = search(z, ga, gb);
+	if (r == KF_FR_CYCLE)
+		witness(z, a, b, z->meet);
+	return r;
+}
+
+static kf_fuse_reason search(fz *z, uint32_t ga, uint32_t gb)
 {
 	uint32_t a = z->lab[ga] < z->lab[gb] ? ga : gb, b = a == ga ? gb : ga;
 	uint64_t start = z->steps, sf = 0, sb = 0;
@@ -304,6 +361,12 @@ static void sort_by_label(fz *z, uint32_t *v, uint32_t n)
 
 void kf_fuse_dag_merged(fz *z, uint32_t root, uint32_t gone)
 {
+	/* the merged group keeps the paths either had (the newest first) */
+	uint32_t *wr = &z->wit[(size_t)root * 2 * FZ_WK], *wg = &z->wit[(size_t)gone * 2 * FZ_WK];
+	for (uint32_t i = FZ_WK; i-- > 0;)
+		if (wg[2 * i] != KF_NONE)
+			witness(z, root, wg[2 * i], wg[2 * i + 1]);
+	(void)wr;
 	uint32_t lo = z->lab[root] < z->lab[gone] ? root : gone, hi = lo == root ? gone : root;
 	/* the merged group takes hi's place (F moves after it) or lo's (K
 	 * moves before it) */

@@ -78,6 +78,8 @@ typedef struct fz {
 	uint32_t *fmark, *bmark, sepoch; /* the search's marks */
 	uint32_t *fst, *bst;  /* its two stacks */
 	uint32_t *fvis, *bvis, nfvis, nbvis; /* what each side visited */
+	uint32_t *wit, meet;  /* per root: paths found before (fuse_dag.c) */
+	uint32_t *reach;      /* per root: groups it is known to reach (fuse_dag.c) */
 	int side;             /* the side whose search ran out (1 forward, 2 backward) */
 	uint64_t steps;       /* edges the searches looked at, over the pass */
 } fz;
