@@ -8,13 +8,46 @@
  * Greedy, in program order: for every producer -> consumer edge the two
  * groups merge when the result can run as one kernel (see kf_fuse_kind and
  * fuse.h): same iteration space, reductions over one row shape or one column
- * split with their element-wise prologue and epilogue, no cycle through an
- * outside node, and within the limits.  Then groups that read a common input
- * merge (sibling, multi-output fusion).  Reshapes at the edge of a reduction
- * group stay outside it, as aliases.  Each group of two or more ops becomes a
- * fusion node; small constants are copied into the bodies that read them.
- * Every edge that stayed unfused keeps the reason of its last failed attempt
- * for --explain-fusion (passes/fuse_explain.c).
+ * split with their element-wise prologue and epilogue, no cycle, and within
+ * the limits.  Then groups that read a common input merge (sibling,
+ * multi-output fusion).  Reshapes at the edge of a reduction group stay
+ * outside it, as aliases.  Each group of two or more ops becomes a fusion
+ * node (fuse_build.c); small constants are copied into the bodies that read
+ * them.  Every edge that stayed unfused keeps the reason of its last failed
+ * attempt for --explain-fusion (fuse_explain.c).
+ *
+ * Why no merge makes a cycle.  Every top-level node is in exactly one group
+ * (union-find over positions, union by size); the group graph has an edge
+ * X -> Y when a member of X defines a value a member of Y reads.  The
+ * invariant: the group graph is acyclic, and each group root carries a label
+ * that increases along every edge (a topological order of the groups, in an
+ * order-maintenance list).  Two groups A and B (lab[A] < lab[B]) may merge
+ * if and only if no path of two or more edges leads from A to B (B cannot
+ * reach A); the direct edge is the one being fused, and siblings need no
+ * edge at all, so producer-consumer and sibling merges ask the same
+ * question, whatever merges came before.  fuse_dag.c answers it with a
+ * two-sided search bounded by the labels and, when the merge goes ahead,
+ * keeps the labels a topological order by moving the smaller side's visited
+ * groups past the merged one (as Pearce and Kelly's dynamic topological
+ * order does); so every merge keeps the invariant, and the final sort
+ * (kf_fuse_toposort) always finds an order.
+ *
+ * Cost.  n top-level nodes, e edges; S = max-nodes (256), I = max-inputs
+ * (24), K = max-search (65536).  A merge attempt costs: O(1) for the size
+ * and the policy; O(the two input lists + the uses of the values they
+ * name) for the inputs, the lost outputs and a loop group's iteration space
+ * (each group keeps its boundary, fuse_group.c); O(S) more for a row or
+ * column group's shape check (its members); at most about 2K for the cycle
+ * check, twice the edges of the cheaper side, which for neighbours is a
+ * handful however big the groups or far apart their labels.  A merge then
+ * moves the smaller output list (O(log n) moves per value over the pass)
+ * and relabels O(log n) amortised per group moved.  Attempts are at most e
+ * plus the sibling pairs (each value's users), so the pass is
+ * O((n + e)(I + S + K)) at worst and near-linear where it matters:
+ * bench/fuse_scale.sh and bench/results/2026-12-01-fuse-scale.md have the
+ * numbers for 20k, 200k and 1M ops.  A cycle check that looks at more than
+ * K edges gives up and the merge is refused (SEARCH_LIMIT): nothing is
+ * ever merged unproven.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,188 +81,6 @@ void kf_fuse_opts_default(kf_fuse_opts *o)
 }
 
 /* ---- the grouping -------------------------------------------------------------- */
-
-static int64_t numel_of(const kf_graph *g, kf_vid v)
-{
-	return kf_type_numel(kf_vtype(g, v));
-}
-
-/* ---- group boundaries: inputs and outputs -------------------------------- */
-
-/* Makes v's storage the pass's own (cap > 0), with room for n entries. */
-static void vec_reserve(fz_vec *v, uint32_t n)
-{
-	if (v->cap >= n && v->cap)
-		return;
-	uint32_t cap = v->cap ? v->cap : 4;
-	while (cap < n)
-		cap *= 2;
-	kf_vid *p = malloc(cap * sizeof *p);
-	if (!p)
-		abort();
-	memcpy(p, v->p, v->n * sizeof *p);
-	if (v->cap)
-		free(v->p);
-	v->p = p;
-	v->cap = cap;
-}
-
-static void vec_set(fz_vec *v, const kf_vid *src, uint32_t n)
-{
-	vec_reserve(v, n);
-	memcpy(v->p, src, n * sizeof *src);
-	v->n = n;
-}
-
-static void vec_free(fz_vec *v)
-{
-	if (v->cap)
-		free(v->p);
-	memset(v, 0, sizeof *v);
-}
-
-/* The distinct outside inputs of the union of groups ga and gb into z->tin
- * (small constants are embedded, not inputs): the inputs of each that the
- * other does not define.  Stops counting past max-inputs.  Costs the two
- * input lists, not the groups. */
-static int count_inputs(fz *z, uint32_t ga, uint32_t gb)
-{
-	z->epoch++;
-	z->ntin = 0;
-	for (int gi = 0; gi < 2; gi++) {
-		const fz_vec *in = &z->gin[gi ? gb : ga];
-		for (uint32_t i = 0; i < in->n; i++) {
-			kf_vid v = in->p[i];
-			fz_val *x = &z->vi[v];
-			if (x->mark == z->epoch || fz_in(z, x->pos, ga, gb))
-				continue;
-			x->mark = z->epoch;
-			z->tin[z->ntin++] = v;
-			if (z->ntin > (uint32_t)z->o->max_inputs)
-				return (int)z->ntin;
-		}
-	}
-	return (int)z->ntin;
-}
-
-/* True when a node outside groups ga and gb reads v. */
-static bool read_outside(fz *z, kf_vid v, uint32_t ga, uint32_t gb)
-{
-	kf_foreach_use(z->g, v, u)
-		if (!fz_in(z, kf_fuse_pos(z, z->g->use[u].user), ga, gb))
-			return true;
-	return false;
-}
-
-/* The outputs each group loses by the merge into z->trem: values of one
- * that the other reads and nobody else does.  Only those can stop being
- * outputs, so this costs the two input lists, not the output lists. */
-static void lost_outputs(fz *z, uint32_t ga, uint32_t gb, uint32_t lost[2])
-{
-	z->ntrem = 0;
-	for (int gi = 0; gi < 2; gi++) {
-		uint32_t me = gi ? gb : ga;
-		const fz_vec *in = &z->gin[gi ? ga : gb];
-		lost[gi] = 0;
-		if (z->ntrem + in->n > z->captrem) {
-			z->captrem = 2 * (z->ntrem + in->n);
-			z->trem = realloc(z->trem, z->captrem * sizeof *z->trem);
-		}
-		for (uint32_t i = 0; i < in->n; i++) {
-			kf_vid v = in->p[i];
-			uint32_t q = fz_pos_of(z, v);
-			if (q == KF_NONE || kf_fuse_find(z, q) != me || read_outside(z, v, ga, gb))
-				continue;
-			z->trem[z->ntrem++] = v;
-			lost[gi]++;
-		}
-	}
-}
-
-/* The element count of the merged loop group's outputs (the outputs each
- * keeps after lost_outputs): -1 when none, -2 when they differ.  A group's
- * outputs share one count (onum) once it has two ops; a single node's may
- * not (split), and then they are looked at one by one. */
-static int64_t merged_numel(fz *z, uint32_t ga, uint32_t gb, const uint32_t lost[2])
-{
-	int64_t N = -1;
-	z->epoch++;
-	for (uint32_t i = 0; i < z->ntrem; i++)
-		z->vi[z->trem[i]].mark = z->epoch;
-	for (int gi = 0; gi < 2; gi++) {
-		uint32_t x = gi ? gb : ga;
-		const fz_vec *out = &z->gout[x];
-		if (out->n == lost[gi])
-			continue;
-		if (z->onum[x] != -2) {
-			N = N == -1 || N == z->onum[x] ? z->onum[x] : -2;
-			continue;
-		}
-		for (uint32_t i = 0; i < out->n; i++)
-			if (z->vi[out->p[i]].mark != z->epoch) {
-				int64_t m = numel_of(z->g, out->p[i]);
-				N = N == -1 || N == m ? m : -2;
-			}
-	}
-	return N;
-}
-
-/* The merged group's outputs: ga's and gb's less the lost ones; the
- * shorter list is appended to the longer (so that every value moves
- * O(log n) times), whose storage ga takes. */
-static void merge_outputs(fz *z, uint32_t ga, uint32_t gb)
-{
-	for (uint32_t i = 0; i < z->ntrem; i++) {
-		kf_vid v = z->trem[i];
-		fz_vec *o = &z->gout[kf_fuse_find(z, fz_pos_of(z, v))];
-		vec_reserve(o, o->n);
-		uint32_t k = z->oidx[v];
-		o->p[k] = o->p[--o->n];
-		z->oidx[o->p[k]] = k;
-	}
-	fz_vec *a = &z->gout[ga], *b = &z->gout[gb];
-	if (b->n > a->n) {
-		fz_vec t = *a;
-		*a = *b;
-		*b = t;
-	}
-	vec_reserve(a, a->n + b->n);
-	for (uint32_t i = 0; i < b->n; i++) {
-		z->oidx[b->p[i]] = a->n;
-		a->p[a->n++] = b->p[i];
-	}
-	vec_free(b);
-}
-
-/* The boundary of the single node at position p (before any merge). */
-static void boundary_init(fz *z, uint32_t p, kf_vid **pool)
-{
-	kf_graph *g = z->g;
-	kf_nid n = z->order[p];
-	const kf_node *x = kf_N(g, n);
-	fz_vec *in = &z->gin[p], *out = &z->gout[p];
-	in->p = *pool;
-	z->epoch++;
-	for (uint32_t i = 0; i < x->nin; i++) {
-		kf_vid v = kf_in(g, n, i);
-		kf_nid d = kf_def(g, v);
-		if (z->vi[v].mark == z->epoch || (d != KF_NONE && kf_fuse_const_embeddable(g, d)))
-			continue;
-		z->vi[v].mark = z->epoch;
-		in->p[in->n++] = v;
-	}
-	out->p = in->p + in->n;
-	z->onum[p] = -1;
-	for (uint32_t r = 0; r < x->nres; r++)
-		if (kf_has_uses(g, x->res0 + r)) {
-			int64_t m = numel_of(g, x->res0 + r);
-			z->onum[p] = z->onum[p] == -1 || z->onum[p] == m ? m : -2;
-			z->oidx[x->res0 + r] = out->n;
-			out->p[out->n++] = x->res0 + r;
-		}
-	*pool = out->p + out->n;
-	z->emin[p] = kf_fuse_op_expensive(x->op) && x->nres ? numel_of(g, x->res0) : INT64_MAX;
-}
 
 /* The row shape of the merged group: the F of its ROW groups, which must
  * agree (*F = KF_NONE when they do not).  False for two loop groups. */
@@ -342,84 +193,6 @@ static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, int64_t N, boo
 	return e < N ? KF_FR_MULTI_USE_EXPENSIVE : KF_FR_NONE;
 }
 
-/* Joins the member lists of ga and gb, sorted by position (concatenated
- * when their spans do not overlap, the common case of a chain). */
-static void merge_members(fz *z, uint32_t ga, uint32_t gb)
-{
-	if (z->maxpos[ga] < z->minpos[gb]) {
-		z->next[z->tail[ga]] = z->head[gb];
-		z->tail[ga] = z->tail[gb];
-		return;
-	}
-	if (z->maxpos[gb] < z->minpos[ga]) {
-		z->next[z->tail[gb]] = z->head[ga];
-		z->head[ga] = z->head[gb];
-		return;
-	}
-	uint32_t x = z->head[ga], y = z->head[gb], h = KF_NONE, t = KF_NONE;
-	while (x != KF_NONE || y != KF_NONE) {
-		uint32_t m;
-		if (y == KF_NONE || (x != KF_NONE && x < y)) {
-			m = x;
-			x = z->next[x];
-		} else {
-			m = y;
-			y = z->next[y];
-		}
-		if (t == KF_NONE)
-			h = m;
-		else
-			z->next[t] = m;
-		t = m;
-	}
-	z->next[t] = KF_NONE;
-	z->head[ga] = h;
-	z->tail[ga] = t;
-}
-
-uint32_t kf_fuse_members(fz *z, uint32_t ga, uint32_t gb)
-{
-	uint32_t x = z->head[ga], y = ga == gb ? KF_NONE : z->head[gb], k = 0;
-	while (x != KF_NONE || y != KF_NONE) {
-		if (y == KF_NONE || (x != KF_NONE && x < y)) {
-			z->mem[k++] = x;
-			x = z->next[x];
-		} else {
-			z->mem[k++] = y;
-			y = z->next[y];
-		}
-	}
-	return k;
-}
-
-/* Merges groups ga and gb.  The larger one's root stays root (so that
- * finds stay short); the merged group keeps ga's identity, which orders
- * the fusion nodes. */
-static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S, int64_t N)
-{
-	uint32_t r = z->size[gb] > z->size[ga] ? gb : ga, o = r == ga ? gb : ga;
-	z->ident[r] = z->ident[ga];
-	merge_outputs(z, r, o); /* first: it finds each lost output's group */
-	merge_members(z, r, o);
-	z->parent[o] = r;
-	z->size[r] += z->size[o];
-	if (z->minpos[o] < z->minpos[r])
-		z->minpos[r] = z->minpos[o];
-	if (z->maxpos[o] > z->maxpos[r])
-		z->maxpos[r] = z->maxpos[o];
-	z->gkind[r] = (uint8_t)kind;
-	z->rowT[r] = F;
-	z->rowA[r] = a;
-	z->colS[r] = S;
-	/* the boundary the checks computed (count_inputs, lost_outputs) */
-	vec_set(&z->gin[r], z->tin, z->ntin);
-	vec_free(&z->gin[o]);
-	z->onum[r] = N;
-	if (z->emin[o] < z->emin[r])
-		z->emin[r] = z->emin[o];
-	kf_fuse_dag_merged(z, r, o);
-}
-
 /* Tries to merge the groups of positions pp (producer) and pc (consumer);
  * returns the reason it did not, or KF_FR_NONE. */
 static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
@@ -441,11 +214,11 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 	int a = 0, kind = G_LOOP;
 	unsigned S = 0;
 	/* inputs first: they are the cheapest check that fails */
-	if (count_inputs(z, ga, gb) > z->o->max_inputs)
+	if (kf_fuse_count_inputs(z, ga, gb) > z->o->max_inputs)
 		return KF_FR_TOO_MANY_INPUTS;
 	z->vepoch++; /* the view marks of an earlier check are stale */
 	uint32_t lost[2];
-	lost_outputs(z, ga, gb, lost);
+	kf_fuse_lost_outputs(z, ga, gb, lost);
 	int64_t N = -2; /* a row or column group's outputs need not agree */
 	if (z->gkind[ga] == G_COL || z->gkind[gb] == G_COL) {
 		kf_fuse_reason r = kf_fuse_merged_colshape(z, ga, gb, &F, &S);
@@ -466,7 +239,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 			return KF_FR_REGISTER_LIMIT;
 		kind = G_ROW;
 	} else {
-		N = merged_numel(z, ga, gb, lost);
+		N = kf_fuse_merged_numel(z, ga, gb, lost);
 		kf_fuse_reason r = check_loop(z, ga, gb, N, allow);
 		if (r != KF_FR_NONE)
 			return r;
@@ -475,7 +248,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 	kf_fuse_reason r = kf_fuse_dag_check(z, ga, gb);
 	if (r != KF_FR_NONE)
 		return r;
-	merge(z, ga, gb, kind, F, a, S, N);
+	kf_fuse_merge(z, ga, gb, kind, F, a, S, N);
 	return KF_FR_NONE;
 }
 
@@ -558,170 +331,6 @@ static void group_siblings(fz *z)
 			}
 			try_merge(z, first, q);
 		}
-	}
-}
-
-/* ---- building fusion nodes -------------------------------------------------- */
-
-/* The per-value arrays cover the values made since they were sized (the
- * results of earlier fusion nodes, which later groups read). */
-static void grow_values(fz *z)
-{
-	uint32_t nv = z->g->nval + 1;
-	if (z->nvmark < nv) {
-		z->vmark = realloc(z->vmark, nv * sizeof *z->vmark);
-		memset(z->vmark + z->nvmark, 0, (nv - z->nvmark) * sizeof *z->vmark);
-		z->nvmark = nv;
-	}
-	if (z->nvmap < nv) {
-		z->vmap = realloc(z->vmap, nv * sizeof *z->vmap);
-		for (uint32_t v = z->nvmap; v < nv; v++)
-			z->vmap[v] = KF_NONE;
-		z->nvmap = nv;
-	}
-	uint32_t need = 2 * (z->g->nuse + nv + 2);
-	if (z->nvbuf < need) {
-		z->nvbuf = need;
-		z->vbuf = realloc(z->vbuf, need * sizeof *z->vbuf);
-		z->ubuf = realloc(z->ubuf, need * sizeof *z->ubuf);
-	}
-}
-
-static int fusion_node(fz *z, uint32_t root, int index)
-{
-	kf_graph *g = z->g;
-	kf_ctx *c = g->ctx;
-	grow_values(z);
-	uint32_t cnt = 0, all = kf_fuse_members(z, root, root);
-	for (uint32_t i = 0; i < all; i++)
-		if (z->kind[z->mem[i]]) /* not a view left outside */
-			z->mem[cnt++] = z->mem[i];
-	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
-	uint32_t nin = 0, nout = 0;
-	z->epoch++;
-	for (uint32_t i = 0; i < cnt; i++) {
-		kf_nid n = z->order[z->mem[i]];
-		for (uint32_t k = 0; k < kf_N(g, n)->nin; k++) {
-			kf_vid v = kf_in(g, n, k);
-			uint32_t q = fz_pos_of(z, v);
-			if (fz_member(z, q, root, root) || z->vmark[v] == z->epoch)
-				continue;
-			kf_nid d = kf_def(g, v);
-			if (d != KF_NONE && kf_fuse_const_embeddable(g, d))
-				continue;
-			z->vmark[v] = z->epoch;
-			ins[nin++] = v;
-		}
-	}
-	kf_tid *rt = malloc((cnt * 8 + 1) * sizeof *rt);
-	for (uint32_t i = 0; i < cnt; i++) {
-		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
-		for (uint32_t r = 0; r < x->nres; r++)
-			if (fz_outside_user(z, x->res0 + r, root, root)) {
-				rt[nout] = kf_V(g, x->res0 + r)->type;
-				outs[nout++] = x->res0 + r;
-			}
-	}
-	kf_nid last = z->order[z->mem[cnt - 1]];
-	kf_nid f = kf_node_new(g, 0, last, KF_OP_FUSION, ins, nin, rt, nout);
-	free(rt);
-	char name[32];
-	snprintf(name, sizeof name, "k%d", index);
-	kf_N(g, f)->sym = kf_intern_cstr(c, name);
-	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
-	kf_sid kind = kf_intern_cstr(c, z->gkind[root] == G_ROW   ? "reduce"
-					: z->gkind[root] == G_COL ? "colreduce"
-								  : "elementwise");
-	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
-	kf_bid b = kf_block_new(g, f);
-	kf_N(g, f)->body = b;
-	/* map: outer value -> body value, through vmap (reset below) */
-	for (uint32_t i = 0; i < nin; i++)
-		z->vmap[ins[i]] = kf_block_add_arg(g, b, kf_V(g, ins[i])->type, 0);
-	kf_vid *tmp = malloc(64 * sizeof *tmp);
-	uint32_t tmpcap = 64;
-	for (uint32_t i = 0; i < cnt; i++) {
-		kf_nid n = z->order[z->mem[i]];
-		uint32_t nn = kf_N(g, n)->nin;
-		if (nn > tmpcap) {
-			tmpcap = nn;
-			tmp = realloc(tmp, tmpcap * sizeof *tmp);
-		}
-		for (uint32_t k = 0; k < nn; k++) {
-			kf_vid v = kf_in(g, n, k);
-			if (z->vmap[v] == KF_NONE) { /* an embedded constant: copy it in */
-				kf_nid d = kf_def(g, v);
-				kf_tid t = kf_V(g, v)->type;
-				kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
-				kf_N(g, cn)->cst = kf_N(g, d)->cst;
-				kf_N(g, cn)->loc = kf_N(g, d)->loc;
-				kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
-				z->vmap[v] = kf_res(g, cn, 0);
-			}
-			tmp[k] = z->vmap[v];
-		}
-		const kf_node *x = kf_N(g, n);
-		uint32_t nr = x->nres;
-		kf_tid *rts = malloc((nr + 1) * sizeof *rts);
-		for (uint32_t r = 0; r < nr; r++)
-			rts[r] = kf_V(g, x->res0 + r)->type;
-		kf_nid m = kf_node_new(g, b, KF_NONE, x->op, tmp, nn, rts, nr);
-		free(rts);
-		x = kf_N(g, n);
-		kf_node_set_attrs(g, m, x->attr, x->nattr);
-		kf_N(g, m)->loc = x->loc;
-		kf_N(g, m)->sym = x->sym;
-		for (uint32_t r = 0; r < nr; r++) {
-			kf_V(g, kf_res(g, m, r))->name = kf_V(g, x->res0 + r)->name;
-			z->vmap[x->res0 + r] = kf_res(g, m, r);
-			if (x->res0 + r < z->nmoved) /* --explain-fusion names it there */
-				z->moved[x->res0 + r] = kf_res(g, m, r);
-		}
-	}
-	if (nout > tmpcap)
-		tmp = realloc(tmp, nout * sizeof *tmp);
-	for (uint32_t i = 0; i < nout; i++)
-		tmp[i] = z->vmap[outs[i]];
-	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, tmp, nout, NULL, 0);
-	/* outside users now read the fusion's results */
-	for (uint32_t i = 0; i < nout; i++) {
-		kf_vid nv = kf_res(g, f, i);
-		if (nout == 1)
-			kf_V(g, nv)->name = kf_V(g, outs[i])->name;
-		uint32_t k = 0;
-		kf_foreach_use(g, outs[i], u) {
-			kf_nid un = g->use[u].user;
-			if (kf_N(g, un)->blk != 0 || !fz_member(z, kf_fuse_pos(z, un), root, root))
-				z->ubuf[k++] = u;
-		}
-		for (uint32_t j = 0; j < k; j++) {
-			kf_uid u = z->ubuf[j];
-			kf_set_operand(g, g->use[u].user, u - kf_N(g, g->use[u].user)->in0, nv);
-		}
-	}
-	free(tmp);
-	/* reset the map for the next group: every entry set above is an
-	 * operand or a result of a member */
-	for (uint32_t i = 0; i < cnt; i++) {
-		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
-		for (uint32_t k = 0; k < x->nin; k++)
-			z->vmap[kf_in(g, z->order[z->mem[i]], k)] = KF_NONE;
-		for (uint32_t r = 0; r < x->nres; r++)
-			z->vmap[x->res0 + r] = KF_NONE;
-	}
-	for (uint32_t i = cnt; i-- > 0;)
-		kf_node_erase(g, z->order[z->mem[i]]);
-	return 0;
-}
-
-/* Constants left without users after their copies moved into bodies. */
-static void drop_dead_consts(fz *z)
-{
-	for (uint32_t p = 0; p < z->n; p++) {
-		kf_nid n = z->order[p];
-		if (z->ckind[p] == KF_FK_CONST && !(kf_N(z->g, n)->flags & KF_NODE_DEAD) &&
-		    !kf_has_uses(z->g, kf_res(z->g, n, 0)))
-			kf_node_erase(z->g, n);
 	}
 }
 
@@ -814,7 +423,7 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 		}
 		z->ckind[p] = (uint8_t)kd;
 		/* every node's: the group graph's searches walk them */
-		boundary_init(z, p, &pool);
+		kf_fuse_boundary_init(z, p, &pool);
 	}
 	kf_fuse_dag_init(z);
 }
@@ -827,8 +436,8 @@ static void teardown(fz *z)
 	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
 	free(z->ubuf); free(z->ckind); free(z->colS); free(z->vw); free(z->view);
 	for (uint32_t p = 0; p < z->n; p++) {
-		vec_free(&z->gin[p]);
-		vec_free(&z->gout[p]);
+		kf_fuse_vec_free(&z->gin[p]);
+		kf_fuse_vec_free(&z->gout[p]);
 	}
 	free(z->gin); free(z->gout); free(z->emin); free(z->vpool); free(z->tin); free(z->trem);
 	free(z->onum); free(z->oidx); free(z->vi); free(z->ident); free(z->exp); free(z->moved); free(z->nstat);
@@ -859,10 +468,10 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 		if (z.ident[r] != p || z.size[r] < 2)
 			continue;
 		fused_ops += (int)z.size[r];
-		fusion_node(&z, r, made++);
+		kf_fuse_make_node(&z, r, made++);
 	}
 	if (made) {
-		drop_dead_consts(&z);
+		kf_fuse_drop_dead_consts(&z);
 		kf_fuse_toposort(g);
 		*changed = true;
 	}

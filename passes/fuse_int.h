@@ -161,9 +161,38 @@ static inline bool fz_same_dims(const kf_graph *g, kf_tid a, kf_tid b)
 
 /* Boundary reshapes (views) of row and column groups, and the legality of a
  * column group (passes/fuse_explain.c). */
+static inline int64_t fz_numel(const kf_graph *g, kf_vid v) { return kf_type_numel(kf_vtype(g, v)); }
+
+/* ---- groups (fuse_group.c) ---- */
+
+/* The boundary of the single node at position p (before any merge); its
+ * lists go into *pool, which advances. */
+void kf_fuse_boundary_init(fz *z, uint32_t p, kf_vid **pool);
+void kf_fuse_vec_free(fz_vec *v);
+/* The distinct outside inputs of the union of groups ga and gb into z->tin
+ * (small constants are embedded, not inputs); stops counting past
+ * max-inputs.  Returns the count. */
+int kf_fuse_count_inputs(fz *z, uint32_t ga, uint32_t gb);
+/* The outputs each group loses by the merge (values of one that only the
+ * other reads) into z->trem; lost[0] for ga, lost[1] for gb. */
+void kf_fuse_lost_outputs(fz *z, uint32_t ga, uint32_t gb, uint32_t lost[2]);
+/* The element count of the outputs a merged loop group keeps: -1 when
+ * none, -2 when they differ. */
+int64_t kf_fuse_merged_numel(fz *z, uint32_t ga, uint32_t gb, const uint32_t lost[2]);
+/* Merges groups ga and gb (after every check and kf_fuse_count_inputs and
+ * kf_fuse_lost_outputs on them): members, boundary, kind and shape (F, a,
+ * S), the outputs' element count N, and the group graph's order. */
+void kf_fuse_merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S, int64_t N);
 /* The members of groups ga and gb (the same group when ga == gb) into
  * z->mem, sorted by position; returns their count. */
 uint32_t kf_fuse_members(fz *z, uint32_t ga, uint32_t gb);
+
+/* ---- fusion nodes (fuse_build.c) ---- */
+
+/* Makes group `root`'s fusion node @k<index>. */
+int kf_fuse_make_node(fz *z, uint32_t root, int index);
+/* Erases the constants left without users after their copies moved into bodies. */
+void kf_fuse_drop_dead_consts(fz *z);
 /* Marks the boundary views among the cnt members in z->mem. */
 void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb, uint32_t cnt);
 void kf_fuse_detach_views(fz *z);
