@@ -89,7 +89,7 @@ static bool merged_rowshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, int *a)
 	bool found = false;
 	for (int gi = 0; gi < 2; gi++) {
 		uint32_t gr = gi ? gb : ga;
-		if (z->gkind[gr] != G_ROW)
+		if (z->gr[gr].gkind != G_ROW)
 			continue;
 		if (!found) {
 			*F = z->rowT[gr];
@@ -124,7 +124,7 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 			continue;
 		kf_nid n = z->order[p];
 		const kf_node *x = kf_N(g, n);
-		if (z->kind[p] == KF_FK_ROW) {
+		if (z->gr[p].kind == KF_FK_ROW) {
 			int a2;
 			int64_t R2, C2;
 			kf_fuse_row_split(g, n, &a2, &R2, &C2);
@@ -208,7 +208,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 			return KF_FR_POLICY_VETO;
 	}
 	bool allow = verdict == KF_FUSE_ALLOW;
-	if (!allow && z->size[ga] + z->size[gb] > (uint32_t)z->o->max_nodes)
+	if (!allow && z->gr[ga].size + z->gr[gb].size > (uint32_t)z->o->max_nodes)
 		return KF_FR_TOO_MANY_NODES;
 	kf_tid F = KF_NONE;
 	int a = 0, kind = G_LOOP;
@@ -220,7 +220,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 	uint32_t lost[2];
 	kf_fuse_lost_outputs(z, ga, gb, lost);
 	int64_t N = -2; /* a row or column group's outputs need not agree */
-	if (z->gkind[ga] == G_COL || z->gkind[gb] == G_COL) {
+	if (z->gr[ga].gkind == G_COL || z->gr[gb].gkind == G_COL) {
 		kf_fuse_reason r = kf_fuse_merged_colshape(z, ga, gb, &F, &S);
 		if (r == KF_FR_NONE)
 			r = kf_fuse_check_col(z, ga, gb, F, S);
@@ -229,7 +229,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 		kind = G_COL;
 	} else if (merged_rowshape(z, ga, gb, &F, &a)) {
 		if (F == KF_NONE)
-			return z->gkind[ga] == G_ROW ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
+			return z->gr[ga].gkind == G_ROW ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
 						     : KF_FR_SHAPE_MISMATCH;
 		int regs = 0;
 		kf_fuse_reason r = check_row(z, ga, gb, F, a, &regs);
@@ -261,9 +261,9 @@ static kf_fuse_reason static_reason(fz *z, kf_nid n)
 		return KF_FR_SYMBOLIC_SHAPE;
 	switch (z->ckind[p]) {
 	case KF_FK_REDUCE:
-		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
+		return z->gr[p].kind ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
 	case KF_FK_ROW:
-		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
+		return z->gr[p].kind ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
 	case KF_FK_NONE:
 		if (x->op == KF_OP_RETURN)
 			return KF_FR_GRAPH_OUTPUT;
@@ -295,12 +295,12 @@ static void group_edges(fz *z)
 		for (uint32_t i = 0; i < x->nin; i++) {
 			kf_uid u = x->in0 + i;
 			uint32_t pp = fz_pos_of(z, g->use[u].value);
-			if (pp == KF_NONE || z->kind[pp] == KF_FK_CONST)
+			if (pp == KF_NONE || z->gr[pp].kind == KF_FK_CONST)
 				continue;
 			kf_fuse_reason r = static_reason(z, z->order[pp]);
 			if (r == KF_FR_NONE)
 				r = static_reason(z, nc);
-			if (r == KF_FR_NONE && (!z->kind[pp] || !z->kind[pc]))
+			if (r == KF_FR_NONE && (!z->gr[pp].kind || !z->gr[pc].kind))
 				r = KF_FR_OPAQUE_OP;
 			if (r == KF_FR_NONE)
 				r = try_merge(z, pp, pc);
@@ -323,7 +323,7 @@ static void group_siblings(fz *z)
 			if (kf_N(g, un)->blk != 0)
 				continue;
 			uint32_t q = kf_fuse_pos(z, un);
-			if (!z->kind[q])
+			if (!z->gr[q].kind)
 				continue;
 			if (first == KF_NONE) {
 				first = q;
@@ -360,16 +360,12 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 			z->vi[kf_res(g, m, r)].pos = k;
 		z->pos[m] = k++;
 	}
-	z->kind = calloc(n, 1);
-	z->parent = malloc(n * sizeof *z->parent);
-	z->ident = malloc(n * sizeof *z->ident);
+	z->gr = calloc((size_t)n + 2, sizeof *z->gr); /* + the label order's head and tail */
 	z->next = malloc(n * sizeof *z->next);
 	z->head = malloc(n * sizeof *z->head);
 	z->tail = malloc(n * sizeof *z->tail);
-	z->size = malloc(n * sizeof *z->size);
 	z->minpos = malloc(n * sizeof *z->minpos);
 	z->maxpos = malloc(n * sizeof *z->maxpos);
-	z->gkind = calloc(n, 1);
 	z->rowT = calloc(n, sizeof *z->rowT);
 	z->ckind = calloc(n, 1);
 	z->rowA = calloc(n, sizeof *z->rowA);
@@ -392,34 +388,34 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 		kf_nid m = z->order[p];
 		int kd = kf_fuse_kind_of(g, m);
 		/* unfusible kinds keep kind 0 here; static_reason reads the op */
-		z->kind[p] = (uint8_t)(kd == KF_FK_LOOP || kd == KF_FK_ROW ? kd : 0);
+		z->gr[p].kind = (uint8_t)(kd == KF_FK_LOOP || kd == KF_FK_ROW ? kd : 0);
 		if (kd == KF_FK_CONST || kd == KF_FK_REDUCE)
-			z->kind[p] = 0;
+			z->gr[p].kind = 0;
 		unsigned S;
 		int64_t M, L;
 		if (kd == KF_FK_REDUCE && kf_fuse_col_split(g, m, &S, &M, &L)) {
-			z->kind[p] = FZ_COL;
-			z->gkind[p] = G_COL;
+			z->gr[p].kind = FZ_COL;
+			z->gr[p].gkind = G_COL;
 			z->rowT[p] = kf_V(g, kf_in(g, m, 0))->type;
 			z->colS[p] = S;
 		}
-		z->parent[p] = p;
-		z->ident[p] = p;
+		z->gr[p].parent = p;
+		z->gr[p].ident = p;
 		z->next[p] = KF_NONE;
 		z->head[p] = z->tail[p] = p;
-		z->size[p] = 1;
+		z->gr[p].size = 1;
 		z->minpos[p] = z->maxpos[p] = p;
 		if (kd == KF_FK_ROW) {
 			int a;
 			int64_t R, C;
 			kf_fuse_row_split(g, m, &a, &R, &C);
-			z->gkind[p] = G_ROW;
+			z->gr[p].gkind = G_ROW;
 			z->rowT[p] = kf_V(g, kf_in(g, m, 0))->type;
 			z->rowA[p] = a;
 			if (C > o->max_row)
-				z->kind[p] = 0;
-		} else if (kd != KF_FK_REDUCE || !z->kind[p]) {
-			z->gkind[p] = G_LOOP;
+				z->gr[p].kind = 0;
+		} else if (kd != KF_FK_REDUCE || !z->gr[p].kind) {
+			z->gr[p].gkind = G_LOOP;
 		}
 		z->ckind[p] = (uint8_t)kd;
 		/* every node's: the group graph's searches walk them */
@@ -430,17 +426,17 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 
 static void teardown(fz *z)
 {
-	free(z->order); free(z->pos); free(z->kind); free(z->parent); free(z->next);
-	free(z->head); free(z->tail); free(z->size); free(z->minpos); free(z->maxpos);
-	free(z->gkind); free(z->rowT); free(z->rowA); 
+	free(z->order); free(z->pos); free(z->gr); free(z->next);
+	free(z->head); free(z->tail); free(z->minpos); free(z->maxpos);
+	free(z->rowT); free(z->rowA);
 	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
 	free(z->ubuf); free(z->ckind); free(z->colS); free(z->vw); free(z->view);
 	for (uint32_t p = 0; p < z->n; p++) {
 		kf_fuse_vec_free(&z->gin[p]);
 		kf_fuse_vec_free(&z->gout[p]);
 	}
-	free(z->gin); free(z->gout); free(z->emin); free(z->vpool); free(z->tin); free(z->trem);
-	free(z->onum); free(z->oidx); free(z->vi); free(z->ident); free(z->exp); free(z->moved); free(z->nstat);
+	free(z->gin); free(z->gout); free(z->emin); free(z->vpool); free(z->tin); free(z->trem); free(z->hs);
+	free(z->onum); free(z->oidx); free(z->vi); free(z->exp); free(z->moved); free(z->nstat);
 	kf_fuse_dag_free(z);
 }
 
@@ -465,9 +461,9 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	for (uint32_t p = 0; p < z.n; p++) {
 		tick(&z, 2, p, z.n);
 		uint32_t r = kf_fuse_find(&z, p);
-		if (z.ident[r] != p || z.size[r] < 2)
+		if (z.gr[r].ident != p || z.gr[r].size < 2)
 			continue;
-		fused_ops += (int)z.size[r];
+		fused_ops += (int)z.gr[r].size;
 		kf_fuse_make_node(&z, r, made++);
 	}
 	if (made) {

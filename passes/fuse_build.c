@@ -37,7 +37,7 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 	grow_values(z);
 	uint32_t cnt = 0, all = kf_fuse_members(z, root, root);
 	for (uint32_t i = 0; i < all; i++)
-		if (z->kind[z->mem[i]]) /* not a view left outside */
+		if (z->gr[z->mem[i]].kind) /* not a view left outside */
 			z->mem[cnt++] = z->mem[i];
 	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
 	uint32_t nin = 0, nout = 0;
@@ -72,8 +72,8 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 	snprintf(name, sizeof name, "k%d", index);
 	kf_N(g, f)->sym = kf_intern_cstr(c, name);
 	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
-	kf_sid kind = kf_intern_cstr(c, z->gkind[root] == G_ROW   ? "reduce"
-					: z->gkind[root] == G_COL ? "colreduce"
+	kf_sid kind = kf_intern_cstr(c, z->gr[root].gkind == G_ROW   ? "reduce"
+					: z->gr[root].gkind == G_COL ? "colreduce"
 								  : "elementwise");
 	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
 	kf_bid b = kf_block_new(g, f);

@@ -56,11 +56,8 @@
 void kf_fuse_dag_init(fz *z)
 {
 	uint32_t n = z->n;
-	z->lab = malloc((n + 2) * sizeof *z->lab);
 	z->lnext = malloc((n + 2) * sizeof *z->lnext);
 	z->lprev = malloc((n + 2) * sizeof *z->lprev);
-	z->fmark = calloc(n + 2, sizeof *z->fmark);
-	z->bmark = calloc(n + 2, sizeof *z->bmark);
 	z->fst = malloc((n + 2) * sizeof *z->fst);
 	z->bst = malloc((n + 2) * sizeof *z->bst);
 	z->fvis = malloc((n + 2) * sizeof *z->fvis);
@@ -72,11 +69,11 @@ void kf_fuse_dag_init(fz *z)
 	z->steps = 0;
 	/* program order is a topological order; labels evenly spread */
 	uint64_t gap = LMAX / ((uint64_t)n + 1);
-	z->lab[HEAD(z)] = 0;
-	z->lab[TAIL(z)] = LMAX;
+	z->gr[HEAD(z)].lab = 0;
+	z->gr[TAIL(z)].lab = LMAX;
 	uint32_t prev = HEAD(z);
 	for (uint32_t p = 0; p < n; p++) {
-		z->lab[p] = gap * (p + 1);
+		z->gr[p].lab = gap * (p + 1);
 		z->lprev[p] = prev;
 		z->lnext[prev] = p;
 		prev = p;
@@ -88,7 +85,7 @@ void kf_fuse_dag_init(fz *z)
 
 void kf_fuse_dag_free(fz *z)
 {
-	free(z->lab); free(z->lnext); free(z->lprev); free(z->fmark); free(z->bmark);
+	free(z->lnext); free(z->lprev);
 	free(z->fst); free(z->bst); free(z->fvis); free(z->bvis); free(z->wit);
 }
 
@@ -114,7 +111,7 @@ static void insert_after(fz *z, uint32_t x, const uint32_t *items, uint32_t k)
 {
 	if (!k)
 		return;
-	uint64_t lo = z->lab[x], hi = z->lab[z->lnext[x]];
+	uint64_t lo = z->gr[x].lab, hi = z->gr[z->lnext[x]].lab;
 	uint32_t at = x;
 	for (uint32_t i = 0; i < k; i++) {
 		link_after(z, at, items[i]);
@@ -123,7 +120,7 @@ static void insert_after(fz *z, uint32_t x, const uint32_t *items, uint32_t k)
 	if (hi - lo > k) { /* room: spread them between x and its old successor */
 		uint64_t step = (hi - lo) / (k + 1);
 		for (uint32_t i = 0; i < k; i++)
-			z->lab[items[i]] = lo + step * (i + 1);
+			z->gr[items[i]].lab = lo + step * (i + 1);
 		return;
 	}
 	/* No room: the smallest aligned range 2^i around x holding few enough
@@ -135,11 +132,11 @@ static void insert_after(fz *z, uint32_t x, const uint32_t *items, uint32_t k)
 	for (int i = 1; i <= 62; i++) {
 		limit *= 2.0 / 1.35;
 		uint64_t size = 1ull << i, base = lo & ~(size - 1);
-		while (z->lprev[first] != HEAD(z) && z->lab[z->lprev[first]] >= base) {
+		while (z->lprev[first] != HEAD(z) && z->gr[z->lprev[first]].lab >= base) {
 			first = z->lprev[first];
 			cnt++;
 		}
-		while (z->lnext[last] != TAIL(z) && z->lab[z->lnext[last]] < base + size) {
+		while (z->lnext[last] != TAIL(z) && z->gr[z->lnext[last]].lab < base + size) {
 			last = z->lnext[last];
 			cnt++;
 		}
@@ -149,7 +146,7 @@ static void insert_after(fz *z, uint32_t x, const uint32_t *items, uint32_t k)
 		uint64_t l = base;
 		for (uint32_t y = first;; y = z->lnext[y]) {
 			l += step;
-			z->lab[y] = l;
+			z->gr[y].lab = l;
 			if (y == last)
 				break;
 		}
@@ -162,14 +159,18 @@ static void insert_after(fz *z, uint32_t x, const uint32_t *items, uint32_t k)
 
 /* Pushes group s on a side's stack unless marked; true when it shows a path
  * (the other side marked it). */
-static inline bool visit(uint32_t s, uint32_t ep, uint32_t *mine, const uint32_t *other, uint32_t *st,
-			 uint32_t *sp, uint32_t *vis, uint32_t *nvis)
+static inline bool visit(fz *z, uint32_t s, bool fwd, uint32_t *st, uint32_t *sp, uint32_t *vis, uint32_t *nvis)
 {
-	if (mine[s] == ep)
+	fz_grp *x = &z->gr[s];
+	uint32_t ep = z->sepoch;
+	if ((fwd ? x->fmark : x->bmark) == ep)
 		return false;
-	if (other[s] == ep)
+	if ((fwd ? x->bmark : x->fmark) == ep)
 		return true;
-	mine[s] = ep;
+	if (fwd)
+		x->fmark = ep;
+	else
+		x->bmark = ep;
 	st[(*sp)++] = s;
 	vis[(*nvis)++] = s;
 	return false;
@@ -186,8 +187,8 @@ static void order_pushed(const fz *z, uint32_t *st, uint32_t from, uint32_t to, 
 {
 	for (uint32_t i = from + 1; i < to; i++) {
 		uint32_t t = st[i], j = i;
-		uint64_t l = z->lab[t];
-		while (j > from && (up ? z->lab[st[j - 1]] > l : z->lab[st[j - 1]] < l)) {
+		uint64_t l = z->gr[t].lab;
+		while (j > from && (up ? z->gr[st[j - 1]].lab > l : z->gr[st[j - 1]].lab < l)) {
 			st[j] = st[j - 1];
 			j--;
 		}
@@ -202,7 +203,7 @@ static void order_pushed(const fz *z, uint32_t *st, uint32_t from, uint32_t to, 
 static int expand_fwd(fz *z, uint32_t x, uint32_t a, uint32_t b, uint32_t *sp)
 {
 	kf_graph *g = z->g;
-	uint64_t lb = z->lab[b];
+	uint64_t lb = z->gr[b].lab;
 	const fz_vec *out = &z->gout[x];
 	uint32_t from = *sp;
 	for (uint32_t i = 0; i < out->n; i++)
@@ -212,7 +213,7 @@ static int expand_fwd(fz *z, uint32_t x, uint32_t a, uint32_t b, uint32_t *sp)
 			if (q == KF_NONE)
 				continue;
 			uint32_t s = kf_fuse_find(z, q);
-			if (s == x || z->lab[s] > lb)
+			if (s == x || z->gr[s].lab > lb)
 				continue;
 			if (s == b) {
 				if (x == a)
@@ -220,7 +221,7 @@ static int expand_fwd(fz *z, uint32_t x, uint32_t a, uint32_t b, uint32_t *sp)
 				z->meet = x; /* a reaches x, x feeds b */
 				return 1;
 			}
-			if (visit(s, z->sepoch, z->fmark, z->bmark, z->fst, sp, z->fvis, &z->nfvis)) {
+			if (visit(z, s, true, z->fst, sp, z->fvis, &z->nfvis)) {
 				z->meet = s;
 				return 1;
 			}
@@ -233,7 +234,7 @@ static int expand_fwd(fz *z, uint32_t x, uint32_t a, uint32_t b, uint32_t *sp)
  * lab[a]. */
 static int expand_bwd(fz *z, uint32_t y, uint32_t a, uint32_t b, uint32_t *sp)
 {
-	uint64_t la = z->lab[a];
+	uint64_t la = z->gr[a].lab;
 	const fz_vec *in = &z->gin[y];
 	uint32_t from = *sp;
 	for (uint32_t i = 0; i < in->n; i++) {
@@ -242,7 +243,7 @@ static int expand_bwd(fz *z, uint32_t y, uint32_t a, uint32_t b, uint32_t *sp)
 		if (q == KF_NONE)
 			continue;
 		uint32_t s = kf_fuse_find(z, q);
-		if (s == y || z->lab[s] < la)
+		if (s == y || z->gr[s].lab < la)
 			continue;
 		if (s == a) {
 			if (y == b)
@@ -250,7 +251,7 @@ static int expand_bwd(fz *z, uint32_t y, uint32_t a, uint32_t b, uint32_t *sp)
 			z->meet = y; /* a feeds y, y reaches b */
 			return 1;
 		}
-		if (visit(s, z->sepoch, z->bmark, z->fmark, z->bst, sp, z->bvis, &z->nbvis)) {
+		if (visit(z, s, false, z->bst, sp, z->bvis, &z->nbvis)) {
 			z->meet = s;
 			return 1;
 		}
@@ -294,7 +295,7 @@ static void witness(fz *z, uint32_t a, uint32_t b, uint32_t m)
 
 kf_fuse_reason kf_fuse_dag_check(fz *z, uint32_t ga, uint32_t gb)
 {
-	uint32_t a = z->lab[ga] < z->lab[gb] ? ga : gb, b = a == ga ? gb : ga;
+	uint32_t a = z->gr[ga].lab < z->gr[gb].lab ? ga : gb, b = a == ga ? gb : ga;
 	if (witnessed(z, a, b))
 		return KF_FR_CYCLE;
 	kf_fuse_reason r = search(z, ga, gb);
@@ -305,7 +306,7 @@ kf_fuse_reason kf_fuse_dag_check(fz *z, uint32_t ga, uint32_t gb)
 
 static kf_fuse_reason search(fz *z, uint32_t ga, uint32_t gb)
 {
-	uint32_t a = z->lab[ga] < z->lab[gb] ? ga : gb, b = a == ga ? gb : ga;
+	uint32_t a = z->gr[ga].lab < z->gr[gb].lab ? ga : gb, b = a == ga ? gb : ga;
 	uint64_t start = z->steps, sf = 0, sb = 0;
 	z->sepoch++;
 	z->nfvis = z->nbvis = 0;
@@ -352,7 +353,7 @@ static void sort_by_label(fz *z, uint32_t *v, uint32_t n)
 {
 	lab_id *t = malloc(n * sizeof *t);
 	for (uint32_t i = 0; i < n; i++)
-		t[i] = (lab_id){z->lab[v[i]], v[i]};
+		t[i] = (lab_id){z->gr[v[i]].lab, v[i]};
 	qsort(t, n, sizeof *t, by_label);
 	for (uint32_t i = 0; i < n; i++)
 		v[i] = t[i].id;
@@ -367,7 +368,7 @@ void kf_fuse_dag_merged(fz *z, uint32_t root, uint32_t gone)
 		if (wg[2 * i] != KF_NONE)
 			witness(z, root, wg[2 * i], wg[2 * i + 1]);
 	(void)wr;
-	uint32_t lo = z->lab[root] < z->lab[gone] ? root : gone, hi = lo == root ? gone : root;
+	uint32_t lo = z->gr[root].lab < z->gr[gone].lab ? root : gone, hi = lo == root ? gone : root;
 	/* the merged group takes hi's place (F moves after it) or lo's (K
 	 * moves before it) */
 	uint32_t place = z->side == 1 ? hi : lo;
@@ -377,7 +378,7 @@ void kf_fuse_dag_merged(fz *z, uint32_t root, uint32_t gone)
 		uint32_t at = z->lprev[place];
 		unlink_item(z, place);
 		link_after(z, at, root);
-		z->lab[root] = z->lab[place];
+		z->gr[root].lab = z->gr[place].lab;
 	} else {
 		unlink_item(z, gone);
 	}
@@ -393,7 +394,7 @@ bool kf_fuse_dag_valid(fz *z)
 {
 	kf_graph *g = z->g;
 	for (uint32_t x = z->lnext[HEAD(z)]; x != TAIL(z); x = z->lnext[x])
-		if (z->lab[x] <= z->lab[z->lprev[x]] || kf_fuse_find(z, x) != x)
+		if (z->gr[x].lab <= z->gr[z->lprev[x]].lab || kf_fuse_find(z, x) != x)
 			return false;
 	for (uint32_t p = 0; p < z->n; p++) {
 		const kf_node *nd = kf_N(g, z->order[p]);
@@ -401,7 +402,7 @@ bool kf_fuse_dag_valid(fz *z)
 		for (uint32_t r = 0; r < nd->nres; r++)
 			kf_foreach_use(g, nd->res0 + r, u) {
 				uint32_t q = kf_fuse_pos(z, g->use[u].user);
-				if (q != KF_NONE && kf_fuse_find(z, q) != x && z->lab[kf_fuse_find(z, q)] <= z->lab[x])
+				if (q != KF_NONE && kf_fuse_find(z, q) != x && z->gr[kf_fuse_find(z, q)].lab <= z->gr[x].lab)
 					return false;
 			}
 	}

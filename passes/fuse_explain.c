@@ -59,7 +59,7 @@ kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, uns
 			continue;
 		kf_nid n = z->order[p];
 		const kf_node *x = kf_N(g, n);
-		if (z->kind[p] == FZ_COL) {
+		if (z->gr[p].kind == FZ_COL) {
 			unsigned s2 = 0;
 			int64_t M, L;
 			kf_fuse_col_split(g, n, &s2, &M, &L);
@@ -90,12 +90,12 @@ kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, uns
  * group does not mix with it, and two column groups must agree. */
 kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, unsigned *S)
 {
-	if (z->gkind[ga] == G_ROW || z->gkind[gb] == G_ROW)
+	if (z->gr[ga].gkind == G_ROW || z->gr[gb].gkind == G_ROW)
 		return KF_FR_SHAPE_MISMATCH;
-	uint32_t c = z->gkind[ga] == G_COL ? ga : gb, o = c == ga ? gb : ga;
+	uint32_t c = z->gr[ga].gkind == G_COL ? ga : gb, o = c == ga ? gb : ga;
 	*F = z->rowT[c];
 	*S = z->colS[c];
-	if (z->gkind[o] == G_COL && (!fz_same_dims(z->g, z->rowT[o], *F) || z->colS[o] != *S))
+	if (z->gr[o].gkind == G_COL && (!fz_same_dims(z->g, z->rowT[o], *F) || z->colS[o] != *S))
 		return KF_FR_SHAPE_MISMATCH;
 	return KF_FR_NONE;
 }
@@ -106,7 +106,7 @@ kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *
 void kf_fuse_detach_views(fz *z)
 {
 	for (uint32_t p = 0; p < z->n; p++) {
-		if (!z->kind[p] || kf_fuse_find(z, p) != p || z->gkind[p] == G_LOOP)
+		if (!z->gr[p].kind || kf_fuse_find(z, p) != p || z->gr[p].gkind == G_LOOP)
 			continue;
 		z->vepoch++;
 		uint32_t cnt = kf_fuse_members(z, p, p);
@@ -114,9 +114,9 @@ void kf_fuse_detach_views(fz *z)
 		for (uint32_t i = 0; i < cnt; i++) {
 			uint32_t q = z->mem[i];
 			if (z->vw[q] == z->vepoch) {
-				z->kind[q] = 0;
+				z->gr[q].kind = 0;
 				z->view[q] = 1;
-				z->size[p]--;
+				z->gr[p].size--;
 			}
 		}
 	}
@@ -159,7 +159,7 @@ void kf_fuse_explain_collect(fz *z)
 			uint32_t pp = kf_fuse_pos(z, np);
 			if (z->ckind[pp] == KF_FK_CONST)
 				continue;
-			if (z->kind[pp] && z->kind[pc] && kf_fuse_find(z, pp) == kf_fuse_find(z, pc))
+			if (z->gr[pp].kind && z->gr[pc].kind && kf_fuse_find(z, pp) == kf_fuse_find(z, pc))
 				continue;
 			/* a reshape left at a kernel's boundary is an alias, not a kernel */
 			if (z->view[pp] || z->view[pc])

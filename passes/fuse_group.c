@@ -46,26 +46,85 @@ void kf_fuse_vec_free(fz_vec *v)
 	memset(v, 0, sizeof *v);
 }
 
+/* ---- the smaller group's boundary, as a set -------------------------------- */
+
+/* The merge checks compare the larger group's input list with the smaller
+ * group's boundary; a small open-addressing set of the latter (in L1)
+ * spares a lookup at random in the graph for every entry of the former,
+ * which for a producer read from far away was most of the pass's time. */
+enum { HS_IN = 1, HS_OUT = 2, HS_SEEN = 4 }; /* input of, output of the small group; also counted in the large */
+
+static uint64_t *hs_slot(fz *z, kf_vid v)
+{
+	uint32_t j = (uint32_t)(v * 2654435761u) & z->hmask;
+	while (z->hs[j] && (uint32_t)(z->hs[j] >> 32) != v + 1)
+		j = (j + 1) & z->hmask;
+	return &z->hs[j];
+}
+
+static uint32_t hs_get(fz *z, kf_vid v) { return (uint32_t)*hs_slot(z, v); }
+
+static void hs_or(fz *z, kf_vid v, uint32_t f)
+{
+	uint64_t *e = hs_slot(z, v);
+	*e = (uint64_t)(v + 1) << 32 | (uint32_t)*e | f;
+}
+
+/* Sets up the merge check of ga and gb: which group is smaller (by its
+ * boundary), and that group's boundary in the set. */
+static void hs_build(fz *z, uint32_t ga, uint32_t gb)
+{
+	bool a_small = z->gin[ga].n + z->gout[ga].n < z->gin[gb].n + z->gout[gb].n;
+	z->hsmall = a_small ? ga : gb;
+	z->hbig = a_small ? gb : ga;
+	const fz_vec *in = &z->gin[z->hsmall], *out = &z->gout[z->hsmall];
+	uint32_t cap = 16;
+	while (cap < 2 * (in->n + out->n) + 2)
+		cap *= 2;
+	if (cap > z->caphs) {
+		free(z->hs);
+		z->hs = malloc(cap * sizeof *z->hs);
+		if (!z->hs)
+			abort();
+		z->caphs = cap;
+	}
+	memset(z->hs, 0, cap * sizeof *z->hs);
+	z->hmask = cap - 1;
+	for (uint32_t i = 0; i < in->n; i++)
+		hs_or(z, in->p[i], HS_IN);
+	for (uint32_t i = 0; i < out->n; i++)
+		hs_or(z, out->p[i], HS_OUT);
+}
+
 /* The distinct outside inputs of the union of groups ga and gb into z->tin
- * (small constants are embedded, not inputs): the inputs of each that the
- * other does not define.  Stops counting past max-inputs.  Costs the two
- * input lists, not the groups. */
+ * (small constants are embedded, not inputs): the larger group's inputs
+ * the smaller does not define, then the smaller's the larger neither
+ * defines nor reads.  Stops counting past max-inputs. */
 int kf_fuse_count_inputs(fz *z, uint32_t ga, uint32_t gb)
 {
-	z->epoch++;
+	hs_build(z, ga, gb);
 	z->ntin = 0;
-	for (int gi = 0; gi < 2; gi++) {
-		const fz_vec *in = &z->gin[gi ? gb : ga];
-		for (uint32_t i = 0; i < in->n; i++) {
-			kf_vid v = in->p[i];
-			fz_val *x = &z->vi[v];
-			if (x->mark == z->epoch || fz_in(z, x->pos, ga, gb))
-				continue;
-			x->mark = z->epoch;
-			z->tin[z->ntin++] = v;
-			if (z->ntin > (uint32_t)z->o->max_inputs)
-				return (int)z->ntin;
-		}
+	uint32_t max = (uint32_t)z->o->max_inputs;
+	const fz_vec *big = &z->gin[z->hbig], *small = &z->gin[z->hsmall];
+	for (uint32_t i = 0; i < big->n; i++) {
+		kf_vid v = big->p[i];
+		uint32_t f = hs_get(z, v);
+		if (f & HS_OUT)
+			continue;
+		if (f & HS_IN)
+			hs_or(z, v, HS_SEEN);
+		z->tin[z->ntin++] = v;
+		if (z->ntin > max)
+			return (int)z->ntin;
+	}
+	for (uint32_t i = 0; i < small->n; i++) {
+		kf_vid v = small->p[i];
+		uint32_t q = fz_pos_of(z, v);
+		if ((hs_get(z, v) & HS_SEEN) || (q != KF_NONE && kf_fuse_find(z, q) == z->hbig))
+			continue;
+		z->tin[z->ntin++] = v;
+		if (z->ntin > max)
+			return (int)z->ntin;
 	}
 	return (int)z->ntin;
 }
@@ -81,25 +140,34 @@ static bool read_outside(fz *z, kf_vid v, uint32_t ga, uint32_t gb)
 
 /* The outputs each group loses by the merge into z->trem: values of one
  * that the other reads and nobody else does.  Only those can stop being
- * outputs, so this costs the two input lists, not the output lists. */
+ * outputs, so this costs the two input lists, not the output lists (the
+ * set kf_fuse_count_inputs built for the same pair tells the smaller
+ * group's outputs). */
 void kf_fuse_lost_outputs(fz *z, uint32_t ga, uint32_t gb, uint32_t lost[2])
 {
+	const fz_vec *big = &z->gin[z->hbig], *small = &z->gin[z->hsmall];
+	uint32_t need = big->n + small->n;
+	if (need > z->captrem) {
+		z->captrem = 2 * need;
+		z->trem = realloc(z->trem, z->captrem * sizeof *z->trem);
+	}
 	z->ntrem = 0;
-	for (int gi = 0; gi < 2; gi++) {
-		uint32_t me = gi ? gb : ga;
-		const fz_vec *in = &z->gin[gi ? ga : gb];
-		lost[gi] = 0;
-		if (z->ntrem + in->n > z->captrem) {
-			z->captrem = 2 * (z->ntrem + in->n);
-			z->trem = realloc(z->trem, z->captrem * sizeof *z->trem);
-		}
-		for (uint32_t i = 0; i < in->n; i++) {
-			kf_vid v = in->p[i];
-			uint32_t q = fz_pos_of(z, v);
-			if (q == KF_NONE || kf_fuse_find(z, q) != me || read_outside(z, v, ga, gb))
-				continue;
+	lost[0] = lost[1] = 0;
+	/* the smaller group's outputs that the larger reads */
+	for (uint32_t i = 0; i < big->n; i++) {
+		kf_vid v = big->p[i];
+		if ((hs_get(z, v) & HS_OUT) && !read_outside(z, v, ga, gb)) {
 			z->trem[z->ntrem++] = v;
-			lost[gi]++;
+			lost[z->hsmall == ga ? 0 : 1]++;
+		}
+	}
+	/* the larger group's outputs that the smaller reads */
+	for (uint32_t i = 0; i < small->n; i++) {
+		kf_vid v = small->p[i];
+		uint32_t q = fz_pos_of(z, v);
+		if (q != KF_NONE && kf_fuse_find(z, q) == z->hbig && !read_outside(z, v, ga, gb)) {
+			z->trem[z->ntrem++] = v;
+			lost[z->hbig == ga ? 0 : 1]++;
 		}
 	}
 }
@@ -244,17 +312,17 @@ uint32_t kf_fuse_members(fz *z, uint32_t ga, uint32_t gb)
  * the fusion nodes. */
 void kf_fuse_merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S, int64_t N)
 {
-	uint32_t r = z->size[gb] > z->size[ga] ? gb : ga, o = r == ga ? gb : ga;
-	z->ident[r] = z->ident[ga];
+	uint32_t r = z->gr[gb].size > z->gr[ga].size ? gb : ga, o = r == ga ? gb : ga;
+	z->gr[r].ident = z->gr[ga].ident;
 	merge_outputs(z, r, o); /* first: it finds each lost output's group */
 	merge_members(z, r, o);
-	z->parent[o] = r;
-	z->size[r] += z->size[o];
+	z->gr[o].parent = r;
+	z->gr[r].size += z->gr[o].size;
 	if (z->minpos[o] < z->minpos[r])
 		z->minpos[r] = z->minpos[o];
 	if (z->maxpos[o] > z->maxpos[r])
 		z->maxpos[r] = z->maxpos[o];
-	z->gkind[r] = (uint8_t)kind;
+	z->gr[r].gkind = (uint8_t)kind;
 	z->rowT[r] = F;
 	z->rowA[r] = a;
 	z->colS[r] = S;

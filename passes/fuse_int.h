@@ -27,6 +27,21 @@ typedef struct fz_why {
 	bool lone;      /* a contraction alone because fuse-matmul did not run before */
 } fz_why;
 
+/* What the hot loops (find, the checks, the cycle search) read of a
+ * position, together: one cache line for a group reached at random, where
+ * eight arrays cost up to eight misses. */
+typedef struct fz_grp {
+	uint64_t lab;         /* group roots: the label (fuse_dag.c) */
+	uint32_t parent;      /* union-find */
+	uint32_t size;        /* group roots: members */
+	uint32_t fmark, bmark; /* the cycle search's marks */
+	uint32_t ident;       /* group roots: the position that names the group (the
+				 producer side's in each merge; fusion nodes are made
+				 in its order) */
+	uint8_t kind;         /* KF_FK_LOOP / KF_FK_ROW / FZ_COL when fusible, else 0 */
+	uint8_t gkind;        /* group roots: G_LOOP, G_ROW or G_COL */
+} fz_grp;
+
 /* Top-level nodes are addressed by position p in program order.  Groups are
  * union-find sets of positions; a root keeps the group's member list (sorted
  * by position), size, position span, kind (loop, row or column) and shape,
@@ -42,13 +57,9 @@ typedef struct fz {
 				 be a cache miss in the hot loops) */
 	uint32_t nvi;
 	uint8_t *nstat;       /* per position: kf_fuse_node_static */
-	uint8_t *kind;        /* KF_FK_LOOP / KF_FK_ROW / FZ_COL when fusible, else 0 */
+	fz_grp *gr;           /* per position (and the order's head and tail) */
 	uint8_t *ckind;       /* kf_fuse_kind_of, for explanations */
-	uint8_t *gkind;       /* group roots: G_LOOP or G_ROW */
-	uint32_t *parent, *next, *head, *tail, *size, *minpos, *maxpos;
-	uint32_t *ident;      /* group roots: the position that names the group (the
-				 producer side's in each merge; fusion nodes are made
-				 in its order) */
+	uint32_t *next, *head, *tail, *minpos, *maxpos;
 	kf_tid *rowT;         /* group roots of kind G_ROW or G_COL: F */
 	int *rowA;            /* G_ROW: the first reduced axis */
 	unsigned *colS;       /* G_COL: the mask of reduced dims */
@@ -68,14 +79,16 @@ typedef struct fz {
 	kf_vid *vpool;        /* the single nodes' lists */
 	kf_vid *tin, *trem;   /* the merge being checked: its inputs, the lost outputs */
 	uint32_t ntin, ntrem, captrem;
+	uint64_t *hs;         /* ... the smaller group's boundary as a set (fuse_group.c) */
+	uint32_t hmask, caphs, hsmall, hbig;
 	fz_why *exp;          /* --explain-fusion's edges (fuse_explain.c) */
 	uint32_t nexp, capexp;
 	kf_vid *moved;        /* per value of the input: its copy in a fusion body, or KF_NONE */
 	uint32_t nmoved;
-	/* the group graph's order (fuse_dag.c): per group root */
-	uint64_t *lab;        /* label: increasing along every edge of the group graph */
+	/* the group graph's order (fuse_dag.c): per group root, labels in gr
+	 * (increasing along every edge of the group graph) */
 	uint32_t *lnext, *lprev; /* the roots in label order; n, n + 1: head, tail */
-	uint32_t *fmark, *bmark, sepoch; /* the search's marks */
+	uint32_t sepoch;      /* the search's mark, in gr */
 	uint32_t *fst, *bst;  /* its two stacks */
 	uint32_t *fvis, *bvis, nfvis, nbvis; /* what each side visited */
 	uint32_t *wit, meet;  /* per root: paths found before (fuse_dag.c) */
@@ -91,9 +104,9 @@ typedef struct fz {
 /* The root of p's group (union-find with path halving). */
 static inline uint32_t kf_fuse_find(fz *z, uint32_t p)
 {
-	while (z->parent[p] != p) {
-		z->parent[p] = z->parent[z->parent[p]];
-		p = z->parent[p];
+	while (z->gr[p].parent != p) {
+		z->gr[p].parent = z->gr[z->gr[p].parent].parent;
+		p = z->gr[p].parent;
 	}
 	return p;
 }
@@ -123,7 +136,7 @@ static inline bool fz_in(fz *z, uint32_t p, uint32_t ga, uint32_t gb)
 /* True when position p is in group ga or gb. */
 static inline bool fz_member(fz *z, uint32_t p, uint32_t ga, uint32_t gb)
 {
-	if (p == KF_NONE || !z->kind[p])
+	if (p == KF_NONE || !z->gr[p].kind)
 		return false;
 	uint32_t r = kf_fuse_find(z, p);
 	return r == ga || r == gb;
@@ -174,7 +187,8 @@ void kf_fuse_vec_free(fz_vec *v);
  * max-inputs.  Returns the count. */
 int kf_fuse_count_inputs(fz *z, uint32_t ga, uint32_t gb);
 /* The outputs each group loses by the merge (values of one that only the
- * other reads) into z->trem; lost[0] for ga, lost[1] for gb. */
+ * other reads) into z->trem; lost[0] for ga, lost[1] for gb.  Right after
+ * kf_fuse_count_inputs on the same pair (it uses what that set up). */
 void kf_fuse_lost_outputs(fz *z, uint32_t ga, uint32_t gb, uint32_t lost[2]);
 /* The element count of the outputs a merged loop group keeps: -1 when
  * none, -2 when they differ. */
