@@ -325,7 +325,7 @@ static kf_vid gen_unary(gen *G)
  * partner, a scalar (often a special value) or a value x broadcasts into. */
 static kf_vid partner(gen *G, kf_vid x)
 {
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	kf_type p = *t;
 	switch (pick(G, 10)) {
 	case 0: case 1: case 2: case 3:
@@ -443,7 +443,7 @@ static kf_vid gen_layer_norm(gen *G)
 	kf_vid x = choose(G, ranked_float);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int r = t->rank, axis = chance(G, 1, 2) ? r - 1 : (int)pick(G, (uint32_t)r);
 	static const double eps[] = {1e-5, 1e-12, 0.1, 0.0};
 	kf_attr a[2] = {a_int(G, "axis", chance(G, 1, 3) ? axis - r : axis), a_float(G, "epsilon", eps[pick(G, 4)])};
@@ -464,7 +464,7 @@ static kf_vid gen_matmul(gen *G)
 		kf_vid x = choose(G, float_2d);
 		if (x == KF_NONE)
 			return KF_NONE;
-		const kf_type *t = vt(G, x);
+		const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 		bool ta = chance(G, 1, 3), tb = chance(G, 1, 3);
 		int64_t m = t->dim[ta ? 1 : 0], k = t->dim[ta ? 0 : 1], n = dims[pick(G, NA(dims))];
 		kf_type wt = {.dtype = t->dtype, .rank = 2, .dim = {tb ? n : k, tb ? k : n}};
@@ -482,7 +482,7 @@ static kf_vid gen_matmul(gen *G)
 	kf_vid x = choose(G, matrix);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int64_t k = t->dim[t->rank - 1], n = dims[pick(G, NA(dims))];
 	/* the weight: 2-D (a linear layer) or with x's batch dims */
 	kf_type wt = {.dtype = t->dtype, .rank = 2, .dim = {k, n}};
@@ -521,7 +521,7 @@ static kf_vid gen_reshape(gen *G)
 	kf_vid x = choose(G, anything);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int64_t n = kf_type_numel(t), shape[KF_MAX_RANK];
 	int r = 1 + (int)pick(G, 4);
 	for (int d = 0; d < r - 1; d++) {
@@ -549,7 +549,7 @@ static kf_vid gen_broadcast_to(gen *G)
 	kf_vid x = choose(G, anything);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int64_t shape[KF_MAX_RANK];
 	int lead = t->rank < 4 ? (int)pick(G, 2) : 0, r = t->rank + lead;
 	int64_t n = 1;
@@ -569,7 +569,7 @@ static kf_vid gen_concat(gen *G)
 	kf_vid x = choose(G, ranked);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int axis = (int)pick(G, t->rank);
 	kf_vid in[3] = {x};
 	uint32_t nin = 2 + pick(G, 2);
@@ -587,7 +587,7 @@ static kf_vid gen_slice(gen *G)
 	kf_vid x = choose(G, ranked);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int64_t st[KF_MAX_RANK], en[KF_MAX_RANK], ax[KF_MAX_RANK], sp[KF_MAX_RANK];
 	int k = 0;
 	for (int d = 0; d < t->rank; d++) {
@@ -612,7 +612,7 @@ static kf_vid gen_split(gen *G)
 	kf_vid x = choose(G, ranked);
 	if (x == KF_NONE)
 		return KF_NONE;
-	const kf_type *t = vt(G, x);
+	const kf_type tt = *vt(G, x), *t = &tt; /* a copy: interning moves the table */
 	int axis = (int)pick(G, t->rank);
 	int64_t n = t->dim[axis];
 	if (n < 2)
