@@ -99,6 +99,11 @@ bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *pa, int64_t *R, int64_t
 		else
 			cc *= F->dim[d];
 	}
+	/* rows of one element (only dims of size 1 reduced): a value of F's
+	 * shape would be both per row and per element, which a row kernel
+	 * cannot tell apart; the generic kernel runs these */
+	if (cc < 2)
+		return false;
 	*pa = a;
 	*R = rr;
 	*C = cc;
@@ -230,8 +235,9 @@ bool kf_fuse_col_split(const kf_graph *g, kf_nid n, unsigned *S, int64_t *M, int
 		}
 	}
 	/* the result must be the thread's own column where F-aligned values
-	 * read it: keepdims, or only leading dims reduced */
-	if (!kf_fuse_col_writable(F, s, kf_vtype(g, x->res0)) ||
+	 * read it: keepdims, or only leading dims reduced; and something must
+	 * be reduced (only dims of size 1: the generic kernel) */
+	if (!s || !kf_fuse_col_writable(F, s, kf_vtype(g, x->res0)) ||
 	    kf_fuse_colclass(F, s, kf_vtype(g, x->res0)) != KF_CC_OUT)
 		return false;
 	*S = s;

@@ -552,6 +552,14 @@ void kf_print_module(kf_buf *out, kf_module *m);
 /* Prints m to f as kf_print_module would, through a small buffer (a big
  * module's text is never held whole); -1 with errno on a write error. */
 int kf_print_module_file(FILE *f, kf_module *m);
+/* Value names as kf_print_graph would print g now (its own name, or the
+ * one the printer makes up for an unnamed value, in the value's scope), for
+ * messages that refer to the printed output.  Names stay those of the
+ * graph as it was when the namer was made. */
+typedef struct kf_namer kf_namer;
+kf_namer *kf_namer_new(kf_graph *g);
+void kf_namer_put(kf_namer *nm, kf_buf *out, kf_vid v); /* `%name` or `%name#k` */
+void kf_namer_free(kf_namer *nm);
 /* A type as written in the IR: f32[64,N]. */
 void kf_print_type(kf_buf *out, const kf_ctx *c, kf_tid t);
 

@@ -362,6 +362,14 @@ fail:
 	return NULL;
 }
 
+bool kf_pass_ran_before(const kf_passopts *o, const char *name)
+{
+	for (uint32_t i = 0; o && o->pipe && i < o->index && i < o->pipe->n; i++)
+		if (!strcmp(o->pipe->item[i].pass->name, name))
+			return true;
+	return false;
+}
+
 /* ---- timing ------------------------------------------------------------------- */
 
 double kf_now(void)
@@ -426,7 +434,11 @@ static int run_item(kf_pipeitem *it, kf_module *m, const kf_runopts *ro, bool *c
 	for (uint32_t gi = 0; gi < m->ngraph; gi++) {
 		bool ch = false;
 		kf_graph *g = m->graph[gi];
-		if (it->pass->run(g, &it->o, &ch) < 0 || kf_nerrors(c) > nerr)
+		kf_pass_progress(&it->o, g, 0, 0);
+		int rc = it->pass->run(g, &it->o, &ch);
+		if (it->o.progress)
+			it->o.progress(it->o.progress_ud, NULL, g, 0, 0);
+		if (rc < 0 || kf_nerrors(c) > nerr)
 			goto fail;
 		*changed |= ch;
 		/* A graph the pass did not change is as valid as before (MLIR skips
@@ -458,6 +470,10 @@ int kf_pipeline_run(kf_pipeline *p, kf_module *m, const kf_runopts *ro)
 		kf_pipeitem *it = &p->item[i];
 		it->o.flags = ro->flags;
 		it->o.log = ro->log;
+		it->o.progress = ro->progress;
+		it->o.progress_ud = ro->progress_ud;
+		it->o.pipe = p;
+		it->o.index = i;
 		it->o.state = NULL;
 		if (ro->dump && name_in(ro->before, it->pass->name))
 			ro->dump(ro->ud, m, it->pass, KF_DUMP_BEFORE);

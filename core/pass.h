@@ -32,6 +32,13 @@ enum {
 
 typedef struct kf_pass kf_pass;
 
+/* Progress of long work.  The manager calls it with done = total = 0 when
+ * a pass starts on a graph, the pass calls it (kf_pass_progress) as it goes,
+ * and the manager calls it with pass = NULL when the pass is done; the
+ * tool decides whether and how to show it (kfuse-opt: one line on a
+ * terminal after a second).  Passes never print. */
+typedef void (*kf_progress_fn)(void *ud, const char *pass, const kf_graph *g, uint64_t done, uint64_t total);
+
 /* What a pass's run() sees besides the graph. */
 typedef struct kf_passopts {
 	const kf_pass *pass;
@@ -41,7 +48,16 @@ typedef struct kf_passopts {
 	kf_buf *log;           /* text for the user; NULL when nobody listens */
 	void *state;           /* set by pass->begin, freed by pass->end */
 	kf_loc loc;            /* the pass's position in the pipeline text */
+	kf_progress_fn progress; /* NULL when nobody listens */
+	void *progress_ud;
+	const struct kf_pipeline *pipe; /* the pipeline running it (NULL: none) */
+	uint32_t index;        /* its place there */
 } kf_passopts;
+
+/* True when a pass named `name` comes before this one in its pipeline (so
+ * that a pass can say what an earlier one would have done). */
+bool kf_pass_ran_before(const kf_passopts *o, const char *name);
+
 
 struct kf_pass {
 	const char *name;
@@ -55,6 +71,15 @@ struct kf_pass {
 	int (*begin)(kf_ctx *c, kf_passopts *o);
 	void (*end)(kf_ctx *c, kf_passopts *o);
 };
+
+/* Reports that a pass is `done` of `total` units into graph g (total > 0;
+ * a pass calls it every few thousand units; it costs a test when nobody
+ * listens). */
+static inline void kf_pass_progress(const kf_passopts *o, const kf_graph *g, uint64_t done, uint64_t total)
+{
+	if (o && o->progress)
+		o->progress(o->progress_ud, o->pass->name, g, done, total);
+}
 
 /* Option values.  A malformed value is an error naming the pass and option;
  * the functions then return dflt, and kf_passopt_ok tells the pass to stop. */
@@ -130,6 +155,8 @@ typedef struct kf_runopts {
 	/* Called to print the module (the tool prints); NULL: no dumps. */
 	void (*dump)(void *ud, kf_module *m, const kf_pass *p, kf_dump_when when);
 	void *ud;
+	kf_progress_fn progress; /* see kf_progress_fn; NULL: none */
+	void *progress_ud;
 } kf_runopts;
 
 /* Runs each pass over each graph of m.  Returns 0, or -1 when a pass failed

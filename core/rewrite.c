@@ -234,6 +234,9 @@ static bool close_to(double a, double b, double rtol)
 {
 	if (a == b)
 		return true;
+	/* an infinity is close to nothing else: inf - 0 <= rtol * inf holds */
+	if (!isfinite(a) || !isfinite(b))
+		return false;
 	return fabs(a - b) <= rtol * fmax(fabs(a), fabs(b));
 }
 

@@ -8,6 +8,7 @@
  * max/min propagate NaN; integer division by 0 gives 0.
  */
 #include <stdarg.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
@@ -16,10 +17,13 @@
 
 static const char prelude[] =
 	"/* kfuse prelude */\n"
-	"#define KF_INF __int_as_float(0x7f800000)\n"
-	"#define KF_NAN __int_as_float(0x7fc00000)\n"
-	"#define KF_DINF __longlong_as_double(0x7ff0000000000000LL)\n"
-	"#define KF_DNAN __longlong_as_double(0x7ff8000000000000LL)\n"
+	/* constant expressions: they also initialise embedded constant arrays,
+	 * where a call (__int_as_float) is a dynamic initialisation NVRTC
+	 * refuses, and NVRTC has no __builtin_huge_valf */
+	"#define KF_INF (1.0f / 0.0f)\n"
+	"#define KF_NAN (0.0f / 0.0f)\n"
+	"#define KF_DINF (1.0 / 0.0)\n"
+	"#define KF_DNAN (0.0 / 0.0)\n"
 	"__device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
 	"__device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
 	"__device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(f)); return h; }\n"
@@ -195,16 +199,22 @@ void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
 			kf_buf_printf(b, "%lldLL", (long long)i);
 		return;
 	}
+	/* f16 and bf16 compute in f32 (their values are exact there); the
+	 * literal is the value as the computing type holds it, so a double too
+	 * large for f32 is an infinity and one too small a zero or a denormal,
+	 * never a literal out of the type's range */
 	bool dbl = t == KF_F64;
-	if (f != f) {
+	double r = dbl ? f : (double)(float)f;
+	if (isnan(r)) {
 		kf_buf_puts(b, dbl ? "KF_DNAN" : "KF_NAN");
-	} else if (f > 1e308 * 10 || f < -1e308 * 10) {
-		kf_buf_puts(b, f < 0 ? "-" : "");
+	} else if (isinf(r)) {
+		kf_buf_puts(b, r < 0 ? "-" : "");
 		kf_buf_puts(b, dbl ? "KF_DINF" : "KF_INF");
 	} else {
-		/* the shortest text that reads back to the value in its dtype;
-		 * float literals round to the same f32 */
-		kf_buf_float(b, f, dbl ? KF_F64 : KF_F32);
+		/* the shortest text that reads back to the value in its dtype
+		 * (from the value as given: the text stays what it was for every
+		 * value in range; one that underflows is written as the zero) */
+		kf_buf_float(b, r == 0 ? r : f, dbl ? KF_F64 : KF_F32);
 		if (!dbl)
 			kf_buf_putc(b, 'f');
 	}
@@ -399,6 +409,10 @@ int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	case KF_OP_AND: kf_buf_printf(o, "(%s && %s)", a[0], a[1]); return 0;
 	case KF_OP_OR: kf_buf_printf(o, "(%s || %s)", a[0], a[1]); return 0;
 	case KF_OP_NOT: kf_buf_printf(o, "(!%s)", a[0]); return 0;
+	/* the caller indexes each operand at the result's element (a row
+	 * kernel by the operand's class, an epilogue by broadcasting), so the
+	 * broadcast is already done */
+	case KF_OP_BROADCAST_TO: kf_buf_printf(o, "%s", a[0]); return 0;
 	default:
 		break;
 	}
@@ -625,8 +639,10 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 {
 	const kf_node *x = kf_N(g, n);
 	memset(out, 0, sizeof *out);
+	/* a fusion without results (a group of dead ops) computes nothing
+	 * anyone reads */
 	if (x->op == KF_OP_CONST || x->op == KF_OP_RESHAPE || x->op == KF_OP_RETURN ||
-	    x->op == KF_OP_YIELD)
+	    x->op == KF_OP_YIELD || (x->op == KF_OP_FUSION && x->nres == 0))
 		return 1;
 	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0};
 	out->node = n;

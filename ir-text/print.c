@@ -217,6 +217,53 @@ void kf_print_graph(kf_buf *out, kf_graph *g)
 	printer_free(&pr);
 }
 
+/* ---- value names for messages ------------------------------------------------- */
+
+struct kf_namer {
+	printer pr;
+	kf_buf tmp;
+};
+
+/* Names block b's scope and then, depth first in node order, every body in
+ * it: the order print_graph names them in, so the names are the printed ones. */
+static void name_scopes(printer *pr, kf_bid b)
+{
+	kf_print_name_scope(pr, b);
+	kf_foreach_node(pr->g, b, n)
+		if (pr->g->node[n].body != KF_NONE)
+			name_scopes(pr, pr->g->node[n].body);
+}
+
+kf_namer *kf_namer_new(kf_graph *g)
+{
+	kf_namer *nm = calloc(1, sizeof *nm);
+	if (!nm)
+		abort();
+	nm->pr = (printer){.out = &nm->tmp, .g = g, .c = g->ctx};
+	nm->pr.pn = calloc(g->nval ? g->nval : 1, sizeof *nm->pr.pn);
+	if (!nm->pr.pn)
+		abort();
+	name_scopes(&nm->pr, 0);
+	return nm;
+}
+
+void kf_namer_put(kf_namer *nm, kf_buf *out, kf_vid v)
+{
+	nm->tmp.n = 0;
+	kf_print_vname(&nm->pr, v, true);
+	kf_buf_put(out, nm->tmp.p, nm->tmp.n);
+}
+
+void kf_namer_free(kf_namer *nm)
+{
+	if (!nm)
+		return;
+	free(nm->pr.pn);
+	printer_free(&nm->pr);
+	kf_buf_free(&nm->tmp);
+	free(nm);
+}
+
 static void print_module(printer *pr, kf_module *m)
 {
 	/* `plugin "FILE"` lines first: a reader loads them before the graphs

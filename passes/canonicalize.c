@@ -18,7 +18,8 @@
  * is folded, which turns -0.0 + 0.0 (= +0.0) into -0.0: the sign of a zero
  * is the one IEEE distinction kfuse does not keep.
  * Nodes left without uses (and without effects) are erased, as MLIR's
- * greedy driver does.  Fusion bodies are canonicalized too.
+ * greedy driver does.  Bodies of element-wise fusions are canonicalized
+ * too (not those of the other kinds: see push_block).
  * requires exact use lists; keeps the graph valid.  Each rewrite removes a
  * node or moves it toward canonical form, so the worklist empties after
  * O(nodes + rewrites) steps; a cap stops it anyway with an error. */
@@ -380,12 +381,17 @@ static void visit(canon *cs, kf_nid n)
 }
 
 /* Pushes a block's nodes last to first, so that they pop in program order:
- * operands are simplified before their users look at them. */
+ * operands are simplified before their users look at them.  Only the
+ * bodies of element-wise fusions: a reduce, colreduce, contraction or
+ * persistent kernel is built around its body's reductions, contraction or
+ * recurrence, which folding would remove (the fusion's kind would then
+ * promise a body that is no longer there, and no kernel could run it). */
 static void push_block(canon *cs, kf_bid b)
 {
 	kf_graph *g = cs->g;
 	for (kf_nid n = g->blk[b].last; n != KF_NONE; n = kf_N(g, n)->prev) {
-		if (kf_N(g, n)->body != KF_NONE)
+		if (kf_N(g, n)->body != KF_NONE &&
+		    !strcmp(kf_attr_str(g, n, "kind", "elementwise"), "elementwise"))
 			push_block(cs, kf_N(g, n)->body);
 		push(cs, n);
 	}

@@ -8,13 +8,46 @@
  * Greedy, in program order: for every producer -> consumer edge the two
  * groups merge when the result can run as one kernel (see kf_fuse_kind and
  * fuse.h): same iteration space, reductions over one row shape or one column
- * split with their element-wise prologue and epilogue, no cycle through an
- * outside node, and within the limits.  Then groups that read a common input
- * merge (sibling, multi-output fusion).  Reshapes at the edge of a reduction
- * group stay outside it, as aliases.  Each group of two or more ops becomes a
- * fusion node; small constants are copied into the bodies that read them.
- * Every edge that stayed unfused keeps the reason of its last failed attempt
- * for --explain-fusion (passes/fuse_explain.c).
+ * split with their element-wise prologue and epilogue, no cycle, and within
+ * the limits.  Then groups that read a common input merge (sibling,
+ * multi-output fusion).  Reshapes at the edge of a reduction group stay
+ * outside it, as aliases.  Each group of two or more ops becomes a fusion
+ * node (fuse_build.c); small constants are copied into the bodies that read
+ * them.  Every edge that stayed unfused keeps the reason of its last failed
+ * attempt for --explain-fusion (fuse_explain.c).
+ *
+ * Why no merge makes a cycle.  Every top-level node is in exactly one group
+ * (union-find over positions, union by size); the group graph has an edge
+ * X -> Y when a member of X defines a value a member of Y reads.  The
+ * invariant: the group graph is acyclic, and each group root carries a label
+ * that increases along every edge (a topological order of the groups, in an
+ * order-maintenance list).  Two groups A and B (lab[A] < lab[B]) may merge
+ * if and only if no path of two or more edges leads from A to B (B cannot
+ * reach A); the direct edge is the one being fused, and siblings need no
+ * edge at all, so producer-consumer and sibling merges ask the same
+ * question, whatever merges came before.  fuse_dag.c answers it with a
+ * two-sided search bounded by the labels and, when the merge goes ahead,
+ * keeps the labels a topological order by moving the smaller side's visited
+ * groups past the merged one (as Pearce and Kelly's dynamic topological
+ * order does); so every merge keeps the invariant, and the final sort
+ * (kf_fuse_toposort) always finds an order.
+ *
+ * Cost.  n top-level nodes, e edges; S = max-nodes (256), I = max-inputs
+ * (24), K = max-search (65536).  A merge attempt costs: O(1) for the size
+ * and the policy; O(the two input lists + the uses of the values they
+ * name) for the inputs, the lost outputs and a loop group's iteration space
+ * (each group keeps its boundary, fuse_group.c); O(S) more for a row or
+ * column group's shape check (its members); at most about 2K for the cycle
+ * check, twice the edges of the cheaper side, which for neighbours is a
+ * handful however big the groups or far apart their labels.  A merge then
+ * moves the smaller output list (O(log n) moves per value over the pass)
+ * and relabels O(log n) amortised per group moved.  Attempts are at most e
+ * plus the sibling pairs (each value's users), so the pass is
+ * O((n + e)(I + S + K)) at worst and near-linear where it matters:
+ * bench/fuse_scale.sh and bench/results/2026-12-01-fuse-scale.md have the
+ * numbers for 20k, 200k and 1M ops.  A cycle check that looks at more than
+ * K edges gives up and the merge is refused (SEARCH_LIMIT): nothing is
+ * ever merged unproven.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,85 +77,10 @@ void kf_fuse_opts_default(kf_fuse_opts *o)
 	o->max_nodes = 256;
 	o->max_regs = 160;
 	o->max_row = 32768;
+	o->max_search = 1 << 16;
 }
 
 /* ---- the grouping -------------------------------------------------------------- */
-
-uint32_t kf_fuse_find(fz *z, uint32_t p)
-{
-	while (z->parent[p] != p) {
-		z->parent[p] = z->parent[z->parent[p]];
-		p = z->parent[p];
-	}
-	return p;
-}
-
-static int64_t numel_of(const kf_graph *g, kf_vid v)
-{
-	return kf_type_numel(kf_vtype(g, v));
-}
-
-/* Counts distinct outside inputs of the union of groups ga and gb (small
- * constants are embedded, not inputs). */
-static int count_inputs(fz *z, uint32_t ga, uint32_t gb)
-{
-	z->epoch++;
-	int k = 0;
-	for (int gi = 0; gi < 2; gi++)
-		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
-			kf_nid n = z->order[p];
-			for (uint32_t i = 0; i < kf_N(z->g, n)->nin; i++) {
-				kf_vid v = kf_in(z->g, n, i);
-				uint32_t q = fz_pos_of(z, v);
-				if (fz_member(z, q, ga, gb))
-					continue;
-				kf_nid d = kf_def(z->g, v);
-				if (d != KF_NONE && kf_fuse_const_embeddable(z->g, d))
-					continue;
-				if (z->vmark[v] == z->epoch)
-					continue;
-				z->vmark[v] = z->epoch;
-				k++;
-			}
-		}
-	return k;
-}
-
-/* True when a path leaves group `from` through a node outside both groups
- * and reaches group `to`: merging them would make a cycle. */
-static bool path_outside(fz *z, uint32_t from, uint32_t to)
-{
-	uint32_t limit = z->maxpos[to];
-	uint32_t sp = 0;
-	z->epoch++;
-	for (uint32_t p = z->head[from]; p != KF_NONE; p = z->next[p]) {
-		const kf_node *x = kf_N(z->g, z->order[p]);
-		for (uint32_t r = 0; r < x->nres; r++)
-			kf_foreach_use(z->g, x->res0 + r, u) {
-				kf_nid un = z->g->use[u].user;
-				uint32_t q = kf_fuse_pos(z, un);
-				if (q == KF_NONE || q > limit || fz_member(z, q, from, to) || z->pmark[q] == z->epoch)
-					continue;
-				z->pmark[q] = z->epoch;
-				z->stack[sp++] = q;
-			}
-	}
-	while (sp) {
-		uint32_t q = z->stack[--sp];
-		const kf_node *x = kf_N(z->g, z->order[q]);
-		for (uint32_t r = 0; r < x->nres; r++)
-			kf_foreach_use(z->g, x->res0 + r, u) {
-				uint32_t w = kf_fuse_pos(z, z->g->use[u].user);
-				if (w == KF_NONE || w > limit || z->pmark[w] == z->epoch)
-					continue;
-				if (fz_member(z, w, to, to))
-					return true;
-				z->pmark[w] = z->epoch;
-				z->stack[sp++] = w;
-			}
-	}
-	return false;
-}
 
 /* The row shape of the merged group: the F of its ROW groups, which must
  * agree (*F = KF_NONE when they do not).  False for two loop groups. */
@@ -131,7 +89,7 @@ static bool merged_rowshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, int *a)
 	bool found = false;
 	for (int gi = 0; gi < 2; gi++) {
 		uint32_t gr = gi ? gb : ga;
-		if (z->gkind[gr] != G_ROW)
+		if (z->gr[gr].gkind != G_ROW)
 			continue;
 		if (!found) {
 			*F = z->rowT[gr];
@@ -158,14 +116,15 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 		return KF_FR_REDUCE_LAYOUT;
 	int live = 1, nred = 0;
 	bool after_reduce = false;
-	kf_fuse_mark_views(z, ga, gb);
-	for (uint32_t p = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
-	     p <= (z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb]); p++) {
+	uint32_t cnt = kf_fuse_members(z, ga, gb);
+	kf_fuse_mark_views(z, ga, gb, cnt);
+	for (uint32_t i = 0; i < cnt; i++) {
+		uint32_t p = z->mem[i];
 		if (!fz_rmember(z, p, ga, gb))
 			continue;
 		kf_nid n = z->order[p];
 		const kf_node *x = kf_N(g, n);
-		if (z->kind[p] == KF_FK_ROW) {
+		if (z->gr[p].kind == KF_FK_ROW) {
 			int a2;
 			int64_t R2, C2;
 			kf_fuse_row_split(g, n, &a2, &R2, &C2);
@@ -222,48 +181,16 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 	return KF_FR_NONE;
 }
 
-/* Checks a loop group: one iteration space, no expensive value recomputed
- * per element of a broadcast. */
-static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, bool allow)
+/* Checks a loop group: one iteration space (N from merged_outputs), no
+ * expensive value recomputed per element of a broadcast. */
+static kf_fuse_reason check_loop(fz *z, uint32_t ga, uint32_t gb, int64_t N, bool allow)
 {
-	kf_graph *g = z->g;
-	int64_t N = -1;
-	for (int gi = 0; gi < 2; gi++)
-		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
-			const kf_node *x = kf_N(g, z->order[p]);
-			for (uint32_t r = 0; r < x->nres; r++)
-				if (fz_outside_user(z, x->res0 + r, ga, gb)) {
-					int64_t m = numel_of(g, x->res0 + r);
-					if (N >= 0 && m != N)
-						return KF_FR_SHAPE_MISMATCH;
-					N = m;
-				}
-		}
+	if (N == -2)
+		return KF_FR_SHAPE_MISMATCH;
 	if (allow || N < 0)
 		return KF_FR_NONE;
-	for (int gi = 0; gi < 2; gi++)
-		for (uint32_t p = z->head[gi ? gb : ga]; p != KF_NONE; p = z->next[p]) {
-			const kf_node *x = kf_N(g, z->order[p]);
-			if (kf_fuse_op_expensive(x->op) && numel_of(g, x->res0) < N)
-				return KF_FR_MULTI_USE_EXPENSIVE;
-		}
-	return KF_FR_NONE;
-}
-
-static void merge(fz *z, uint32_t ga, uint32_t gb, int kind, kf_tid F, int a, unsigned S)
-{
-	z->parent[gb] = ga;
-	z->next[z->tail[ga]] = z->head[gb];
-	z->tail[ga] = z->tail[gb];
-	z->size[ga] += z->size[gb];
-	if (z->minpos[gb] < z->minpos[ga])
-		z->minpos[ga] = z->minpos[gb];
-	if (z->maxpos[gb] > z->maxpos[ga])
-		z->maxpos[ga] = z->maxpos[gb];
-	z->gkind[ga] = (uint8_t)kind;
-	z->rowT[ga] = F;
-	z->rowA[ga] = a;
-	z->colS[ga] = S;
+	int64_t e = z->emin[ga] < z->emin[gb] ? z->emin[ga] : z->emin[gb];
+	return e < N ? KF_FR_MULTI_USE_EXPENSIVE : KF_FR_NONE;
 }
 
 /* Tries to merge the groups of positions pp (producer) and pc (consumer);
@@ -281,13 +208,19 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 			return KF_FR_POLICY_VETO;
 	}
 	bool allow = verdict == KF_FUSE_ALLOW;
-	if (!allow && z->size[ga] + z->size[gb] > (uint32_t)z->o->max_nodes)
+	if (!allow && z->gr[ga].size + z->gr[gb].size > (uint32_t)z->o->max_nodes)
 		return KF_FR_TOO_MANY_NODES;
 	kf_tid F = KF_NONE;
 	int a = 0, kind = G_LOOP;
 	unsigned S = 0;
+	/* inputs first: they are the cheapest check that fails */
+	if (kf_fuse_count_inputs(z, ga, gb) > z->o->max_inputs)
+		return KF_FR_TOO_MANY_INPUTS;
 	z->vepoch++; /* the view marks of an earlier check are stale */
-	if (z->gkind[ga] == G_COL || z->gkind[gb] == G_COL) {
+	uint32_t lost[2];
+	kf_fuse_lost_outputs(z, ga, gb, lost);
+	int64_t N = -2; /* a row or column group's outputs need not agree */
+	if (z->gr[ga].gkind == G_COL || z->gr[gb].gkind == G_COL) {
 		kf_fuse_reason r = kf_fuse_merged_colshape(z, ga, gb, &F, &S);
 		if (r == KF_FR_NONE)
 			r = kf_fuse_check_col(z, ga, gb, F, S);
@@ -296,7 +229,7 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 		kind = G_COL;
 	} else if (merged_rowshape(z, ga, gb, &F, &a)) {
 		if (F == KF_NONE)
-			return z->gkind[ga] == G_ROW ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
+			return z->gr[ga].gkind == G_ROW ? KF_FR_REDUCE_THEN_BROADCAST_MISMATCH
 						     : KF_FR_SHAPE_MISMATCH;
 		int regs = 0;
 		kf_fuse_reason r = check_row(z, ga, gb, F, a, &regs);
@@ -306,15 +239,16 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 			return KF_FR_REGISTER_LIMIT;
 		kind = G_ROW;
 	} else {
-		kf_fuse_reason r = check_loop(z, ga, gb, allow);
+		N = kf_fuse_merged_numel(z, ga, gb, lost);
+		kf_fuse_reason r = check_loop(z, ga, gb, N, allow);
 		if (r != KF_FR_NONE)
 			return r;
 	}
-	if (count_inputs(z, ga, gb) > z->o->max_inputs)
-		return KF_FR_TOO_MANY_INPUTS;
-	if (path_outside(z, ga, gb) || path_outside(z, gb, ga))
-		return KF_FR_CYCLE;
-	merge(z, ga, gb, kind, F, a, S);
+	/* last: the only check whose cost is not bounded by the two groups */
+	kf_fuse_reason r = kf_fuse_dag_check(z, ga, gb);
+	if (r != KF_FR_NONE)
+		return r;
+	kf_fuse_merge(z, ga, gb, kind, F, a, S, N);
 	return KF_FR_NONE;
 }
 
@@ -322,17 +256,20 @@ static kf_fuse_reason try_merge(fz *z, uint32_t pp, uint32_t pc)
 static kf_fuse_reason static_reason(fz *z, kf_nid n)
 {
 	const kf_node *x = kf_N(z->g, n);
-	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !kf_fuse_node_static(z->g, n))
-		return KF_FR_SYMBOLIC_SHAPE;
 	uint32_t p = kf_fuse_pos(z, n);
+	if (x->op != KF_OP_FUSION && x->op != KF_OP_RETURN && !z->nstat[p])
+		return KF_FR_SYMBOLIC_SHAPE;
 	switch (z->ckind[p]) {
 	case KF_FK_REDUCE:
-		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
+		return z->gr[p].kind ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
 	case KF_FK_ROW:
-		return z->kind[p] ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
+		return z->gr[p].kind ? KF_FR_NONE : KF_FR_REDUCE_LAYOUT;
 	case KF_FK_NONE:
 		if (x->op == KF_OP_RETURN)
 			return KF_FR_GRAPH_OUTPUT;
+		/* a contraction fusion (fuse-matmul's) is a contraction's kernel */
+		if (x->op == KF_OP_FUSION && !strcmp(kf_attr_str(z->g, n, "kind", ""), "contraction"))
+			return KF_FR_CONTRACTION;
 		return kf_op(z->g->ctx, x->op)->trait == KF_TRAIT_CONTRACTION ? KF_FR_CONTRACTION
 									   : KF_FR_OPAQUE_OP;
 	default:
@@ -340,21 +277,30 @@ static kf_fuse_reason static_reason(fz *z, kf_nid n)
 	}
 }
 
+/* Progress: the three phases (edges, siblings, fusion nodes) count a third
+ * each; i of n done in this one. */
+static void tick(fz *z, int phase, uint64_t i, uint64_t n)
+{
+	if ((i & 4095) == 0 && z->o->pass && n)
+		kf_pass_progress(z->o->pass, z->g, (uint64_t)phase * 1000 + i * 1000 / n, 3000);
+}
+
 static void group_edges(fz *z)
 {
 	kf_graph *g = z->g;
 	for (uint32_t pc = 0; pc < z->n; pc++) {
+		tick(z, 0, pc, z->n);
 		kf_nid nc = z->order[pc];
 		const kf_node *x = kf_N(g, nc);
 		for (uint32_t i = 0; i < x->nin; i++) {
 			kf_uid u = x->in0 + i;
 			uint32_t pp = fz_pos_of(z, g->use[u].value);
-			if (pp == KF_NONE || z->kind[pp] == KF_FK_CONST)
+			if (pp == KF_NONE || z->gr[pp].kind == KF_FK_CONST)
 				continue;
 			kf_fuse_reason r = static_reason(z, z->order[pp]);
 			if (r == KF_FR_NONE)
 				r = static_reason(z, nc);
-			if (r == KF_FR_NONE && (!z->kind[pp] || !z->kind[pc]))
+			if (r == KF_FR_NONE && (!z->gr[pp].kind || !z->gr[pc].kind))
 				r = KF_FR_OPAQUE_OP;
 			if (r == KF_FR_NONE)
 				r = try_merge(z, pp, pc);
@@ -368,6 +314,7 @@ static void group_siblings(fz *z)
 {
 	kf_graph *g = z->g;
 	for (kf_vid v = 0; v < g->nval; v++) {
+		tick(z, 1, v, g->nval);
 		if (kf_V(g, v)->blk != 0 || kf_nuses(g, v) < 2)
 			continue;
 		uint32_t first = KF_NONE;
@@ -376,7 +323,7 @@ static void group_siblings(fz *z)
 			if (kf_N(g, un)->blk != 0)
 				continue;
 			uint32_t q = kf_fuse_pos(z, un);
-			if (!z->kind[q])
+			if (!z->gr[q].kind)
 				continue;
 			if (first == KF_NONE) {
 				first = q;
@@ -384,168 +331,6 @@ static void group_siblings(fz *z)
 			}
 			try_merge(z, first, q);
 		}
-	}
-}
-
-/* ---- building fusion nodes -------------------------------------------------- */
-
-/* The per-value arrays cover the values made since they were sized (the
- * results of earlier fusion nodes, which later groups read). */
-static void grow_values(fz *z)
-{
-	uint32_t nv = z->g->nval + 1;
-	if (z->nvmark < nv) {
-		z->vmark = realloc(z->vmark, nv * sizeof *z->vmark);
-		memset(z->vmark + z->nvmark, 0, (nv - z->nvmark) * sizeof *z->vmark);
-		z->nvmark = nv;
-	}
-	if (z->nvmap < nv) {
-		z->vmap = realloc(z->vmap, nv * sizeof *z->vmap);
-		for (uint32_t v = z->nvmap; v < nv; v++)
-			z->vmap[v] = KF_NONE;
-		z->nvmap = nv;
-	}
-	uint32_t need = 2 * (z->g->nuse + nv + 2);
-	if (z->nvbuf < need) {
-		z->nvbuf = need;
-		z->vbuf = realloc(z->vbuf, need * sizeof *z->vbuf);
-		z->ubuf = realloc(z->ubuf, need * sizeof *z->ubuf);
-	}
-}
-
-static int fusion_node(fz *z, uint32_t root, int index)
-{
-	kf_graph *g = z->g;
-	kf_ctx *c = g->ctx;
-	grow_values(z);
-	uint32_t cnt = 0;
-	for (uint32_t p = z->minpos[root]; p <= z->maxpos[root]; p++)
-		if (z->kind[p] && kf_fuse_find(z, p) == root)
-			z->mem[cnt++] = p;
-	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
-	uint32_t nin = 0, nout = 0;
-	z->epoch++;
-	for (uint32_t i = 0; i < cnt; i++) {
-		kf_nid n = z->order[z->mem[i]];
-		for (uint32_t k = 0; k < kf_N(g, n)->nin; k++) {
-			kf_vid v = kf_in(g, n, k);
-			uint32_t q = fz_pos_of(z, v);
-			if (fz_member(z, q, root, root) || z->vmark[v] == z->epoch)
-				continue;
-			kf_nid d = kf_def(g, v);
-			if (d != KF_NONE && kf_fuse_const_embeddable(g, d))
-				continue;
-			z->vmark[v] = z->epoch;
-			ins[nin++] = v;
-		}
-	}
-	kf_tid *rt = malloc((cnt * 8 + 1) * sizeof *rt);
-	for (uint32_t i = 0; i < cnt; i++) {
-		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
-		for (uint32_t r = 0; r < x->nres; r++)
-			if (fz_outside_user(z, x->res0 + r, root, root)) {
-				rt[nout] = kf_V(g, x->res0 + r)->type;
-				outs[nout++] = x->res0 + r;
-			}
-	}
-	kf_nid last = z->order[z->mem[cnt - 1]];
-	kf_nid f = kf_node_new(g, 0, last, KF_OP_FUSION, ins, nin, rt, nout);
-	free(rt);
-	char name[32];
-	snprintf(name, sizeof name, "k%d", index);
-	kf_N(g, f)->sym = kf_intern_cstr(c, name);
-	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
-	kf_sid kind = kf_intern_cstr(c, z->gkind[root] == G_ROW   ? "reduce"
-					: z->gkind[root] == G_COL ? "colreduce"
-								  : "elementwise");
-	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
-	kf_bid b = kf_block_new(g, f);
-	kf_N(g, f)->body = b;
-	/* map: outer value -> body value, through vmap (reset below) */
-	for (uint32_t i = 0; i < nin; i++)
-		z->vmap[ins[i]] = kf_block_add_arg(g, b, kf_V(g, ins[i])->type, 0);
-	kf_vid *tmp = malloc(64 * sizeof *tmp);
-	uint32_t tmpcap = 64;
-	for (uint32_t i = 0; i < cnt; i++) {
-		kf_nid n = z->order[z->mem[i]];
-		uint32_t nn = kf_N(g, n)->nin;
-		if (nn > tmpcap) {
-			tmpcap = nn;
-			tmp = realloc(tmp, tmpcap * sizeof *tmp);
-		}
-		for (uint32_t k = 0; k < nn; k++) {
-			kf_vid v = kf_in(g, n, k);
-			if (z->vmap[v] == KF_NONE) { /* an embedded constant: copy it in */
-				kf_nid d = kf_def(g, v);
-				kf_tid t = kf_V(g, v)->type;
-				kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
-				kf_N(g, cn)->cst = kf_N(g, d)->cst;
-				kf_N(g, cn)->loc = kf_N(g, d)->loc;
-				kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
-				z->vmap[v] = kf_res(g, cn, 0);
-			}
-			tmp[k] = z->vmap[v];
-		}
-		const kf_node *x = kf_N(g, n);
-		uint32_t nr = x->nres;
-		kf_tid *rts = malloc((nr + 1) * sizeof *rts);
-		for (uint32_t r = 0; r < nr; r++)
-			rts[r] = kf_V(g, x->res0 + r)->type;
-		kf_nid m = kf_node_new(g, b, KF_NONE, x->op, tmp, nn, rts, nr);
-		free(rts);
-		x = kf_N(g, n);
-		kf_node_set_attrs(g, m, x->attr, x->nattr);
-		kf_N(g, m)->loc = x->loc;
-		kf_N(g, m)->sym = x->sym;
-		for (uint32_t r = 0; r < nr; r++) {
-			kf_V(g, kf_res(g, m, r))->name = kf_V(g, x->res0 + r)->name;
-			z->vmap[x->res0 + r] = kf_res(g, m, r);
-		}
-	}
-	if (nout > tmpcap)
-		tmp = realloc(tmp, nout * sizeof *tmp);
-	for (uint32_t i = 0; i < nout; i++)
-		tmp[i] = z->vmap[outs[i]];
-	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, tmp, nout, NULL, 0);
-	/* outside users now read the fusion's results */
-	for (uint32_t i = 0; i < nout; i++) {
-		kf_vid nv = kf_res(g, f, i);
-		if (nout == 1)
-			kf_V(g, nv)->name = kf_V(g, outs[i])->name;
-		uint32_t k = 0;
-		kf_foreach_use(g, outs[i], u) {
-			kf_nid un = g->use[u].user;
-			if (kf_N(g, un)->blk != 0 || !fz_member(z, kf_fuse_pos(z, un), root, root))
-				z->ubuf[k++] = u;
-		}
-		for (uint32_t j = 0; j < k; j++) {
-			kf_uid u = z->ubuf[j];
-			kf_set_operand(g, g->use[u].user, u - kf_N(g, g->use[u].user)->in0, nv);
-		}
-	}
-	free(tmp);
-	/* reset the map for the next group: every entry set above is an
-	 * operand or a result of a member */
-	for (uint32_t i = 0; i < cnt; i++) {
-		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
-		for (uint32_t k = 0; k < x->nin; k++)
-			z->vmap[kf_in(g, z->order[z->mem[i]], k)] = KF_NONE;
-		for (uint32_t r = 0; r < x->nres; r++)
-			z->vmap[x->res0 + r] = KF_NONE;
-	}
-	for (uint32_t i = cnt; i-- > 0;)
-		kf_node_erase(g, z->order[z->mem[i]]);
-	return 0;
-}
-
-/* Constants left without users after their copies moved into bodies. */
-static void drop_dead_consts(fz *z)
-{
-	for (uint32_t p = 0; p < z->n; p++) {
-		kf_nid n = z->order[p];
-		if (z->ckind[p] == KF_FK_CONST && !(kf_N(z->g, n)->flags & KF_NODE_DEAD) &&
-		    !kf_has_uses(z->g, kf_res(z->g, n, 0)))
-			kf_node_erase(z->g, n);
 	}
 }
 
@@ -563,74 +348,96 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 	for (kf_nid i = 0; i < g->nnode; i++)
 		z->pos[i] = KF_NONE;
 	uint32_t k = 0;
+	z->nvi = g->nval;
+	z->vi = malloc(((size_t)g->nval + 1) * sizeof *z->vi);
+	for (kf_vid v = 0; v < g->nval; v++)
+		z->vi[v] = (fz_val){KF_NONE, 0};
+	z->nstat = malloc(n);
 	kf_foreach_node(g, 0, m) {
 		z->order[k] = m;
+		z->nstat[k] = kf_fuse_node_static(g, m);
+		for (uint32_t r = 0; r < kf_N(g, m)->nres; r++)
+			z->vi[kf_res(g, m, r)].pos = k;
 		z->pos[m] = k++;
 	}
-	z->kind = calloc(n, 1);
-	z->parent = malloc(n * sizeof *z->parent);
+	z->gr = calloc((size_t)n + 2, sizeof *z->gr); /* + the label order's head and tail */
 	z->next = malloc(n * sizeof *z->next);
 	z->head = malloc(n * sizeof *z->head);
 	z->tail = malloc(n * sizeof *z->tail);
-	z->size = malloc(n * sizeof *z->size);
 	z->minpos = malloc(n * sizeof *z->minpos);
 	z->maxpos = malloc(n * sizeof *z->maxpos);
-	z->gkind = calloc(n, 1);
 	z->rowT = calloc(n, sizeof *z->rowT);
 	z->ckind = calloc(n, 1);
 	z->rowA = calloc(n, sizeof *z->rowA);
 	z->colS = calloc(n, sizeof *z->colS);
 	z->vw = calloc(n, sizeof *z->vw);
 	z->view = calloc(n, 1);
-	z->pmark = calloc(n, sizeof *z->pmark);
-	z->stack = malloc(n * sizeof *z->stack);
 	z->mem = malloc(n * sizeof *z->mem);
 	z->nvmark = g->nval + 1;
 	z->vmark = calloc(z->nvmark, sizeof *z->vmark);
 	z->why = calloc(g->nuse + 1, 1);
+	z->gin = calloc(n, sizeof *z->gin);
+	z->gout = calloc(n, sizeof *z->gout);
+	z->emin = malloc(n * sizeof *z->emin);
+	z->onum = malloc(n * sizeof *z->onum);
+	z->oidx = malloc(((size_t)g->nval + 1) * sizeof *z->oidx);
+	z->vpool = malloc(((size_t)g->nuse + g->nval + 1) * sizeof *z->vpool);
+	z->tin = malloc(((size_t)o->max_inputs + 1) * sizeof *z->tin);
+	kf_vid *pool = z->vpool;
 	for (uint32_t p = 0; p < z->n; p++) {
 		kf_nid m = z->order[p];
 		int kd = kf_fuse_kind_of(g, m);
 		/* unfusible kinds keep kind 0 here; static_reason reads the op */
-		z->kind[p] = (uint8_t)(kd == KF_FK_LOOP || kd == KF_FK_ROW ? kd : 0);
+		z->gr[p].kind = (uint8_t)(kd == KF_FK_LOOP || kd == KF_FK_ROW ? kd : 0);
 		if (kd == KF_FK_CONST || kd == KF_FK_REDUCE)
-			z->kind[p] = 0;
+			z->gr[p].kind = 0;
 		unsigned S;
 		int64_t M, L;
 		if (kd == KF_FK_REDUCE && kf_fuse_col_split(g, m, &S, &M, &L)) {
-			z->kind[p] = FZ_COL;
-			z->gkind[p] = G_COL;
+			z->gr[p].kind = FZ_COL;
+			z->gr[p].gkind = G_COL;
 			z->rowT[p] = kf_V(g, kf_in(g, m, 0))->type;
 			z->colS[p] = S;
 		}
-		z->parent[p] = p;
+		z->gr[p].parent = p;
+		z->gr[p].ident = p;
 		z->next[p] = KF_NONE;
 		z->head[p] = z->tail[p] = p;
-		z->size[p] = 1;
+		z->gr[p].size = 1;
 		z->minpos[p] = z->maxpos[p] = p;
 		if (kd == KF_FK_ROW) {
 			int a;
 			int64_t R, C;
 			kf_fuse_row_split(g, m, &a, &R, &C);
-			z->gkind[p] = G_ROW;
+			z->gr[p].gkind = G_ROW;
 			z->rowT[p] = kf_V(g, kf_in(g, m, 0))->type;
 			z->rowA[p] = a;
 			if (C > o->max_row)
-				z->kind[p] = 0;
-		} else if (kd != KF_FK_REDUCE || !z->kind[p]) {
-			z->gkind[p] = G_LOOP;
+				z->gr[p].kind = 0;
+		} else if (kd != KF_FK_REDUCE || !z->gr[p].kind) {
+			z->gr[p].gkind = G_LOOP;
 		}
 		z->ckind[p] = (uint8_t)kd;
+		/* every node's: the group graph's searches walk them */
+		kf_fuse_boundary_init(z, p, &pool);
 	}
+	kf_fuse_dag_init(z);
 }
 
 static void teardown(fz *z)
 {
-	free(z->order); free(z->pos); free(z->kind); free(z->parent); free(z->next);
-	free(z->head); free(z->tail); free(z->size); free(z->minpos); free(z->maxpos);
-	free(z->gkind); free(z->rowT); free(z->rowA); free(z->pmark); free(z->stack);
+	free(z->order); free(z->pos); free(z->gr); free(z->next);
+	free(z->head); free(z->tail); free(z->minpos); free(z->maxpos);
+	free(z->rowT); free(z->rowA);
 	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
 	free(z->ubuf); free(z->ckind); free(z->colS); free(z->vw); free(z->view);
+	for (uint32_t p = 0; p < z->n; p++) {
+		kf_fuse_vec_free(&z->gin[p]);
+		kf_fuse_vec_free(&z->gout[p]);
+	}
+	free(z->gin); free(z->gout); free(z->emin); free(z->vpool); free(z->tin); free(z->trem); free(z->hs);
+	free(z->onum); free(z->oidx); free(z->vi); free(z->exp); free(z->moved); free(z->nstat);
+	kf_fuse_dag_free(z);
 }
 
 int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
@@ -641,21 +448,31 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 	if (o->siblings)
 		group_siblings(&z);
 	kf_fuse_detach_views(&z);
-	if (o->explain && o->log)
-		kf_fuse_explain(&z, o->log);
+	bool explain = o->explain && o->log;
+	if (explain) {
+		kf_fuse_explain_collect(&z);
+		z.nmoved = g->nval;
+		z.moved = malloc(((size_t)g->nval + 1) * sizeof *z.moved);
+		for (kf_vid v = 0; v < g->nval; v++)
+			z.moved[v] = KF_NONE;
+	}
 	/* groups of two or more ops become fusion nodes, in program order */
 	int made = 0, fused_ops = 0;
 	for (uint32_t p = 0; p < z.n; p++) {
-		if (kf_fuse_find(&z, p) != p || z.size[p] < 2)
+		tick(&z, 2, p, z.n);
+		uint32_t r = kf_fuse_find(&z, p);
+		if (z.gr[r].ident != p || z.gr[r].size < 2)
 			continue;
-		fused_ops += (int)z.size[p];
-		fusion_node(&z, p, made++);
+		fused_ops += (int)z.gr[r].size;
+		kf_fuse_make_node(&z, r, made++);
 	}
 	if (made) {
-		drop_dead_consts(&z);
+		kf_fuse_drop_dead_consts(&z);
 		kf_fuse_toposort(g);
 		*changed = true;
 	}
+	if (explain)
+		kf_fuse_explain_print(&z, o->log);
 	if (o->log && (o->explain || made))
 		kf_buf_printf(o->log, "fuse: @%s: %d fusion kernel%s from %d ops\n",
 			      kf_str(g->ctx, g->name), made, made == 1 ? "" : "s", fused_ops);
@@ -666,7 +483,7 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 /* ---- the pass ---------------------------------------------------------------- */
 
 static const char *const fuse_opts[] = {
-	"explain", "siblings", "max-inputs", "max-nodes", "max-regs", "max-row", "policy", NULL
+	"explain", "siblings", "max-inputs", "max-nodes", "max-regs", "max-row", "max-search", "policy", NULL
 };
 
 static int fuse_begin(kf_ctx *c, kf_passopts *o)
@@ -708,15 +525,18 @@ static int fuse_pass_run(kf_graph *g, const kf_passopts *po, bool *changed)
 	o.max_nodes = (int)kf_passopt_int(c, po, "max-nodes", o.max_nodes);
 	o.max_regs = (int)kf_passopt_int(c, po, "max-regs", o.max_regs);
 	o.max_row = (int)kf_passopt_int(c, po, "max-row", o.max_row);
+	int64_t ms = kf_passopt_int(c, po, "max-search", o.max_search);
 	if (kf_nerrors(c) != nerr)
 		return -1;
-	if (o.max_inputs < 1 || o.max_nodes < 1 || o.max_regs < 1 || o.max_row < 1) {
+	if (o.max_inputs < 1 || o.max_nodes < 1 || o.max_regs < 1 || o.max_row < 1 || ms < 1) {
 		kf_error(c, po->loc, "fuse: limits must be positive");
 		return -1;
 	}
+	o.max_search = ms;
 	if (po->state)
 		o.policy = *(kf_fuse_policy *)po->state;
 	o.log = po->log;
+	o.pass = po;
 	return kf_fuse_run(g, &o, changed);
 }
 

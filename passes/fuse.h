@@ -37,7 +37,8 @@
 	X(MULTI_USE_EXPENSIVE, "an expensive value would be recomputed for each element it is broadcast to") \
 	X(SHAPE_MISMATCH, "the groups iterate over different shapes") \
 	X(SYMBOLIC_SHAPE, "symbolic shapes are not fused") \
-	X(GRAPH_OUTPUT, "the value is a graph output only")
+	X(GRAPH_OUTPUT, "the value is a graph output only") \
+	X(SEARCH_LIMIT, "proving that no path leaves one group and re-enters the other took more than max-search steps")
 
 typedef enum {
 #define KF_FUSE_REASON_ENUM(id, text) KF_FR_##id,
@@ -69,6 +70,8 @@ typedef struct kf_fuse_policy {
  * error.  Returns 0, or -1 with an error in the context. */
 int kf_lua_fuse_policy_open(kf_ctx *c, const char *path, kf_fuse_policy *out) __attribute__((weak));
 
+struct kf_passopts;
+
 typedef struct kf_fuse_opts {
 	bool explain;       /* one line per unfused edge into log */
 	bool siblings;      /* fuse groups that read one input (default on) */
@@ -76,8 +79,10 @@ typedef struct kf_fuse_opts {
 	int max_nodes;      /* ops in one kernel (default 256) */
 	int max_regs;       /* estimated registers per thread (default 160) */
 	int max_row;        /* longest row (elements) a reduce kernel fuses (default 32768) */
+	int64_t max_search; /* edges one cycle check may look at (default 65536) */
 	kf_fuse_policy policy;
 	kf_buf *log;        /* explanations and the summary; NULL: none */
+	const struct kf_passopts *pass; /* progress goes to its listener (pass.h); NULL: none */
 } kf_fuse_opts;
 
 void kf_fuse_opts_default(kf_fuse_opts *o);

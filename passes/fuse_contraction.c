@@ -125,17 +125,27 @@ static void collect(kf_graph *g, kf_nid c, int max_epi, grp *gr)
 		/* gemm's C is read by the epilogue: a value it shares stays outside */
 		if (kf_N(g, c)->nin > 2 && kf_in(g, c, 2) == v)
 			continue;
-		for (int depth = 0; depth < 16 && (int)gr->nn < MAXG - max_epi - 1; depth++) {
+		kf_nid chain[16];
+		int nc = 0;
+		for (int depth = 0; depth < 16 && (int)gr->nn + nc < MAXG - max_epi - 1; depth++) {
 			kf_nid d = kf_def(g, v);
 			if (d == KF_NONE || kf_N(g, d)->op == KF_OP_CONST || !only_user(g, v, &u) || u != user)
 				break;
 			kf_vid in = prologue_input(g, d);
 			if (in == KF_NONE)
 				break;
-			add(gr, d);
+			chain[nc++] = d;
 			user = d;
 			v = in;
 		}
+		/* a chain from a constant the body would embed computes a
+		 * constant operand (canonicalize folds it, in the body too): the
+		 * kernel must load its operands, so it stays outside */
+		kf_nid root = kf_def(g, v);
+		if (root != KF_NONE && kf_fuse_const_embeddable(g, root))
+			nc = 0;
+		for (int j = 0; j < nc; j++)
+			add(gr, chain[j]);
 	}
 	const kf_type *O = kf_vtype(g, kf_res(g, c, 0));
 	kf_vid v = kf_res(g, c, 0);

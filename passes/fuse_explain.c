@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuse_int.h"
+#include "pass.h"
 
 /* ---- boundary views, column groups (the pass's checks) ---------------------- */
 
@@ -16,18 +17,18 @@
  * operand's buffer (the runtime launches nothing for a reshape), and writes
  * the buffer an output view aliases.  So these stay outside the fusion node;
  * a reshape inside, between two ops of the kernel, is refused. */
-void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb)
+void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb, uint32_t cnt)
 {
 	kf_graph *g = z->g;
-	uint32_t lo = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
-	uint32_t hi = z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb];
-	for (uint32_t p = lo; p <= hi; p++) {
+	for (uint32_t i = 0; i < cnt; i++) {
+		uint32_t p = z->mem[i];
 		kf_nid n = z->order[p];
 		if (fz_member(z, p, ga, gb) && kf_N(g, n)->op == KF_OP_RESHAPE &&
 		    !fz_rmember(z, fz_pos_of(z, kf_in(g, n, 0)), ga, gb))
 			z->vw[p] = z->vepoch;
 	}
-	for (uint32_t p = hi + 1; p-- > lo;) {
+	for (uint32_t i = cnt; i-- > 0;) {
+		uint32_t p = z->mem[i];
 		kf_nid n = z->order[p];
 		if (!fz_member(z, p, ga, gb) || kf_N(g, n)->op != KF_OP_RESHAPE || z->vw[p] == z->vepoch)
 			continue;
@@ -50,15 +51,15 @@ kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, uns
 	kf_graph *g = z->g;
 	kf_type F = *kf_type_get(g->ctx, FT);
 	int nred = 0;
-	kf_fuse_mark_views(z, ga, gb);
-	uint32_t lo = z->minpos[ga] < z->minpos[gb] ? z->minpos[ga] : z->minpos[gb];
-	uint32_t hi = z->maxpos[ga] > z->maxpos[gb] ? z->maxpos[ga] : z->maxpos[gb];
-	for (uint32_t p = lo; p <= hi; p++) {
+	uint32_t cnt = kf_fuse_members(z, ga, gb);
+	kf_fuse_mark_views(z, ga, gb, cnt);
+	for (uint32_t i = 0; i < cnt; i++) {
+		uint32_t p = z->mem[i];
 		if (!fz_rmember(z, p, ga, gb))
 			continue;
 		kf_nid n = z->order[p];
 		const kf_node *x = kf_N(g, n);
-		if (z->kind[p] == FZ_COL) {
+		if (z->gr[p].kind == FZ_COL) {
 			unsigned s2 = 0;
 			int64_t M, L;
 			kf_fuse_col_split(g, n, &s2, &M, &L);
@@ -89,12 +90,12 @@ kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, uns
  * group does not mix with it, and two column groups must agree. */
 kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, unsigned *S)
 {
-	if (z->gkind[ga] == G_ROW || z->gkind[gb] == G_ROW)
+	if (z->gr[ga].gkind == G_ROW || z->gr[gb].gkind == G_ROW)
 		return KF_FR_SHAPE_MISMATCH;
-	uint32_t c = z->gkind[ga] == G_COL ? ga : gb, o = c == ga ? gb : ga;
+	uint32_t c = z->gr[ga].gkind == G_COL ? ga : gb, o = c == ga ? gb : ga;
 	*F = z->rowT[c];
 	*S = z->colS[c];
-	if (z->gkind[o] == G_COL && (!fz_same_dims(z->g, z->rowT[o], *F) || z->colS[o] != *S))
+	if (z->gr[o].gkind == G_COL && (!fz_same_dims(z->g, z->rowT[o], *F) || z->colS[o] != *S))
 		return KF_FR_SHAPE_MISMATCH;
 	return KF_FR_NONE;
 }
@@ -105,31 +106,21 @@ kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *
 void kf_fuse_detach_views(fz *z)
 {
 	for (uint32_t p = 0; p < z->n; p++) {
-		if (!z->kind[p] || kf_fuse_find(z, p) != p || z->gkind[p] == G_LOOP)
+		if (!z->gr[p].kind || kf_fuse_find(z, p) != p || z->gr[p].gkind == G_LOOP)
 			continue;
 		z->vepoch++;
-		kf_fuse_mark_views(z, p, p);
-		for (uint32_t q = z->minpos[p]; q <= z->maxpos[p]; q++)
+		uint32_t cnt = kf_fuse_members(z, p, p);
+		kf_fuse_mark_views(z, p, p, cnt);
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint32_t q = z->mem[i];
 			if (z->vw[q] == z->vepoch) {
-				z->kind[q] = 0;
+				z->gr[q].kind = 0;
 				z->view[q] = 1;
-				z->size[p]--;
+				z->gr[p].size--;
 			}
+		}
 	}
 	z->vepoch++;
-}
-
-static void put_value(kf_buf *b, const kf_graph *g, kf_vid v)
-{
-	kf_sid s = kf_V(g, v)->name;
-	if (s) {
-		kf_buf_printf(b, "%%%s", kf_str(g->ctx, s));
-		kf_nid d = kf_def(g, v);
-		if (d != KF_NONE && kf_N(g, d)->nres > 1)
-			kf_buf_printf(b, "#%u", kf_V(g, v)->idx);
-	} else {
-		kf_buf_printf(b, "%%<value %u>", v);
-	}
 }
 
 static void put_loc(kf_buf *b, const kf_graph *g, kf_loc l)
@@ -143,7 +134,15 @@ static void put_loc(kf_buf *b, const kf_graph *g, kf_loc l)
 	kf_buf_printf(b, "%s:%d:%d: ", kf_source_name(g->ctx, l.src), line, col);
 }
 
-void kf_fuse_explain(fz *z, kf_buf *log)
+/* A matmul or gemm at position p, not in a contraction fusion, while
+ * fuse-matmul has not run before this pass (only the pass manager knows). */
+static bool lone_matmul(fz *z, uint32_t p)
+{
+	int op = kf_N(z->g, z->order[p])->op;
+	return (op == KF_OP_MATMUL || op == KF_OP_GEMM) && z->o->pass && !kf_pass_ran_before(z->o->pass, "fuse-matmul");
+}
+
+void kf_fuse_explain_collect(fz *z)
 {
 	kf_graph *g = z->g;
 	for (uint32_t pc = 0; pc < z->n; pc++) {
@@ -160,7 +159,7 @@ void kf_fuse_explain(fz *z, kf_buf *log)
 			uint32_t pp = kf_fuse_pos(z, np);
 			if (z->ckind[pp] == KF_FK_CONST)
 				continue;
-			if (z->kind[pp] && z->kind[pc] && kf_fuse_find(z, pp) == kf_fuse_find(z, pc))
+			if (z->gr[pp].kind && z->gr[pc].kind && kf_fuse_find(z, pp) == kf_fuse_find(z, pc))
 				continue;
 			/* a reshape left at a kernel's boundary is an alias, not a kernel */
 			if (z->view[pp] || z->view[pc])
@@ -168,18 +167,50 @@ void kf_fuse_explain(fz *z, kf_buf *log)
 			kf_fuse_reason r = (kf_fuse_reason)z->why[u];
 			if (r == KF_FR_NONE)
 				r = KF_FR_OPAQUE_OP;
-			put_loc(log, g, x->loc);
-			kf_buf_puts(log, "not fused: ");
-			put_value(log, g, v);
-			kf_buf_printf(log, " (%s) -> ", kf_op(g->ctx, kf_N(g, np)->op)->name);
-			if (x->nres)
-				put_value(log, g, x->res0);
-			else
-				kf_buf_puts(log, "<no result>");
-			kf_buf_printf(log, " (%s): %s: %s\n", kf_op(g->ctx, x->op)->name,
-				      kf_fuse_reason_code(r), kf_fuse_reason_text(r));
+			if (z->nexp == z->capexp) {
+				z->capexp = z->capexp ? 2 * z->capexp : 64;
+				z->exp = realloc(z->exp, z->capexp * sizeof *z->exp);
+			}
+			z->exp[z->nexp++] = (fz_why){
+				.loc = x->loc, .v = v, .cv = x->nres ? x->res0 : KF_NONE, .pop = kf_N(g, np)->op,
+				.cop = x->op, .r = (uint8_t)r,
+				.lone = r == KF_FR_CONTRACTION && (lone_matmul(z, pp) || lone_matmul(z, pc)),
+			};
 		}
 	}
+}
+
+/* The value v stands for in the graph as it is now (a member's result
+ * lives on in its fusion's body). */
+static kf_vid now(const fz *z, kf_vid v)
+{
+	return v < z->nmoved && z->moved[v] != KF_NONE ? z->moved[v] : v;
+}
+
+void kf_fuse_explain_print(fz *z, kf_buf *log)
+{
+	kf_graph *g = z->g;
+	if (!z->nexp)
+		return;
+	/* names as the printed result has them (generated ones for unnamed
+	 * values: the fusion nodes are made, the block sorted) */
+	kf_namer *nm = kf_namer_new(g);
+	for (uint32_t i = 0; i < z->nexp; i++) {
+		const fz_why *w = &z->exp[i];
+		put_loc(log, g, w->loc);
+		kf_buf_puts(log, "not fused: ");
+		kf_namer_put(nm, log, now(z, w->v));
+		kf_buf_printf(log, " (%s) -> ", kf_op(g->ctx, w->pop)->name);
+		if (w->cv != KF_NONE)
+			kf_namer_put(nm, log, now(z, w->cv));
+		else
+			kf_buf_puts(log, "<no result>");
+		kf_buf_printf(log, " (%s): %s: %s%s\n", kf_op(g->ctx, w->cop)->name, kf_fuse_reason_code(w->r),
+			      kf_fuse_reason_text(w->r),
+			      w->lone ? "; fuse-matmul, which fuses a matmul with its element-wise prologue and "
+					"epilogue, is not in the pipeline before fuse, so this one stays alone" : "");
+	}
+	kf_namer_free(nm);
 }
 
 void kf_fuse_toposort(kf_graph *g)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "equiv.h"
 #include "interp.h"
@@ -35,13 +36,14 @@ static const char usage[] =
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3; after amp:\n"
 	"    --l2 E                  relative L2 error 5e-2 for bf16, 1e-2 for f16)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
+	"  --quiet                   no progress line (shown on a terminal when a pass runs past a second)\n"
 	"  -h, --help, --version     (--version also names the standard rules' directory)\n"
 	"Exit status: 0 done, 1 an error in the input, a pass or the check, 2 a usage error.\n";
 
 typedef struct opt {
 	const char *input, *output, *pipeline, *emit;
 	const char *before, *after;
-	bool after_all, after_change, verify_each, timing, list, equiv;
+	bool after_all, after_change, verify_each, timing, list, equiv, quiet;
 	uint32_t flags;
 	double rtol, atol, l2;
 	bool tol_given;  /* --rtol, --atol or --l2: no default by precision */
@@ -65,6 +67,7 @@ static char *join(const char *a, const char *b)
 enum {
 	O_EMIT = 256, O_BEFORE, O_AFTER, O_AFTER_ALL, O_AFTER_CHANGE, O_VERIFY, O_NO_VERIFY, O_TIMING,
 	O_TRACE, O_EXPLAIN, O_LIST, O_EQUIV, O_RTOL, O_ATOL, O_L2, O_SEED, O_TRIALS, O_PLUGIN, O_VERSION,
+	O_QUIET,
 };
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
@@ -84,6 +87,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"atol", required_argument, 0, O_ATOL}, {"l2", required_argument, 0, O_L2},
 		{"seed", required_argument, 0, O_SEED},
 		{"trials", required_argument, 0, O_TRIALS}, {"plugin", required_argument, 0, O_PLUGIN},
+		{"quiet", no_argument, 0, O_QUIET},
 		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 	};
 	int ch;
@@ -106,6 +110,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		case O_EXPLAIN: o->flags |= KF_PASSF_EXPLAIN; break;
 		case O_LIST: o->list = true; break;
 		case O_EQUIV: o->equiv = true; break;
+		case O_QUIET: o->quiet = true; break;
 		case O_RTOL:
 			if (!kf_cli_double("--rtol", optarg, 0, &o->rtol))
 				return kf_cli_status() + 1;
@@ -167,6 +172,41 @@ static void list_passes(const kf_passreg *r)
 			printf("\n");
 		}
 	}
+}
+
+/* ---- the progress line ------------------------------------------------------ */
+
+/* One line on stderr, redrawn at most ten times a second, once a pass has
+ * run for `after` seconds (KFUSE_PROGRESS_AFTER, default 1) on a terminal;
+ * erased when the pass ends.  Passes report through the pass manager
+ * (kf_progress_fn); this only draws. */
+typedef struct progress {
+	double after, t0, last;
+	bool shown;
+} progress;
+
+static void draw_progress(void *ud, const char *pass, const kf_graph *g, uint64_t done, uint64_t total)
+{
+	progress *pr = ud;
+	double now = kf_now();
+	if (!pass) { /* the pass is done */
+		if (pr->shown)
+			fputs("\r\033[K", stderr);
+		pr->shown = false;
+		return;
+	}
+	if (!total) { /* it starts */
+		pr->t0 = now;
+		pr->last = 0;
+		return;
+	}
+	if (now - pr->t0 < pr->after || now - pr->last < 0.1)
+		return;
+	pr->last = now;
+	pr->shown = true;
+	fprintf(stderr, "\rkfuse-opt: %s on @%s: %3.0f%% (%.1f s)\033[K", pass, kf_str(g->ctx, g->name),
+		100.0 * (double)done / (double)total, now - pr->t0);
+	fflush(stderr);
 }
 
 static void dump(void *ud, kf_module *m, const kf_pass *p, kf_dump_when when)
@@ -327,6 +367,12 @@ static int run(kfuse_ctx *k, kf_passreg *reg, opt *o, kf_timing *tm)
 		.before = o->before, .after = o->after, .flags = o->flags, .log = &log, .timing = tm,
 		.dump = dump,
 	};
+	const char *after = getenv("KFUSE_PROGRESS_AFTER");
+	progress pr = {.after = after && *after ? atof(after) : 1.0};
+	if (!o->quiet && isatty(2)) {
+		ro.progress = draw_progress;
+		ro.progress_ud = &pr;
+	}
 	int prc = kf_api_pipeline(m, o->pipeline, &ro);
 	if (log.n)
 		fwrite(log.p, 1, log.n, stderr);

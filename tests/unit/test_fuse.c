@@ -114,6 +114,59 @@ static void test_no_cycle(void **st)
 	kf_ctx_free(c);
 }
 
+/* The name the printed graph gives the result of the first `op(` line. */
+static void printed_name(const char *text, const char *op, char *out, size_t n)
+{
+	char key[32];
+	snprintf(key, sizeof key, " = %s(", op);
+	const char *at = strstr(text, key), *st = at;
+	assert_non_null(at);
+	while (st > text && st[-1] != '%')
+		st--;
+	snprintf(out, n, "%%%.*s", (int)(at - st), st);
+}
+
+/* Values a pass made have no names: the explanation names them as the
+ * printed result does (it said %<value 23>). */
+static void test_explain_unnamed(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, diamond);
+	kf_graph *g = m->graph[0];
+	for (kf_vid v = 0; v < g->nval; v++)
+		if (kf_def(g, v) != KF_NONE)
+			kf_V(g, v)->name = 0;
+	kf_buf log = {0}, text = {0}, want = {0};
+	kf_fuse_opts o;
+	kf_fuse_opts_default(&o);
+	o.explain = true;
+	o.log = &log;
+	bool changed = false;
+	assert_int_equal(kf_fuse_run(g, &o, &changed), 0);
+	kf_print_graph(&text, g);
+	kf_buf_putc(&log, '\0');
+	assert_null(strstr(log.p, "<value"));
+	char a[32], mm[32], add[32];
+	printed_name(text.p, "exp", a, sizeof a);
+	printed_name(text.p, "matmul", mm, sizeof mm);
+	printed_name(text.p, "add", add, sizeof add);
+	kf_buf_printf(&want, "not fused: %s (exp) -> %s (add): CYCLE:", a, add);
+	kf_buf_putc(&want, '\0');
+	if (!strstr(log.p, want.p))
+		fail_msg("no '%s' in:\n%s\nfor:\n%s", want.p, log.p, text.p);
+	want.n = 0;
+	kf_buf_printf(&want, "not fused: %s (exp) -> %s (matmul): CONTRACTION:", a, mm);
+	kf_buf_putc(&want, '\0');
+	if (!strstr(log.p, want.p))
+		fail_msg("no '%s' in:\n%s", want.p, log.p);
+	kf_buf_free(&log);
+	kf_buf_free(&text);
+	kf_buf_free(&want);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 static int veto_all(void *ud, kf_graph *g, kf_nid p, kf_nid q)
 {
 	(*(int *)ud)++;
@@ -362,6 +415,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layer_norm_one_kernel),
 		cmocka_unit_test(test_no_cycle),
+		cmocka_unit_test(test_explain_unnamed),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_canonical_kernels),
 		cmocka_unit_test(test_unfused_kernels),
