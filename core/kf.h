@@ -110,13 +110,65 @@ void kf_buf_putc(kf_buf *b, char ch);
 void kf_buf_printf(kf_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void kf_buf_free(kf_buf *b);
-/* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
- * the errno of the failed write (EIO when write returns 0). */
-int kf_write_all(int fd, const void *p, size_t n);
 /* Shortest text of a double that reads back to the same value of dtype t
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */
 void kf_buf_float(kf_buf *b, double v, kf_dtype t);
+
+/* ---- files (file.c, fault.c) ---------------------------------------------- */
+
+/* Errors beyond errno's, for kf_file_strerror. */
+#define KF_ENOTREG 0x10001  /* not a regular file (a FIFO, a device) */
+#define KF_EOUTSIDE 0x10002 /* outside the directory a path is confined to */
+#define KF_ETOOBIG 0x10003  /* larger than the reader's limit */
+/* strerror, knowing the three above. */
+const char *kf_file_strerror(int err);
+/* Opens a regular file for reading, never blocking on a FIFO or device:
+ * the fd, or -1 with *err (errno, EISDIR or KF_ENOTREG).  For paths that an
+ * input file names; the command line may name pipes, so tools open those
+ * themselves. */
+int kf_open_regular(const char *path, int *err);
+/* Reads a whole regular file of at most max bytes: 0 with a malloc'd,
+ * NUL-terminated *out, or an error (as kf_open_regular, KF_ETOOBIG). */
+int kf_read_regular(const char *path, size_t max, char **out, size_t *len);
+/* 0 with *resolved (malloc'd: path with every link resolved) when path is
+ * root or below it once both are resolved; else an errno or KF_EOUTSIDE. */
+int kf_path_within(const char *path, const char *root, char **resolved);
+
+/* An output written atomically: a temporary beside the target, every write
+ * checked, renamed over the target by commit.  Until then, and after any
+ * failure, the target is untouched (an input named as the output too).
+ * A device or FIFO target (/dev/null) is written directly; path NULL or
+ * "-" is stdout (commit flushes and checks it). */
+typedef struct kf_ofile {
+	FILE *f;          /* write here (stdio; errors are caught by commit) */
+	int fd, err;      /* the temporary (or device); the first error */
+	char *path, *tmp; /* the target; the temporary (NULL: direct) */
+} kf_ofile;
+/* 0, or the errno why the temporary cannot be created. */
+int kf_ofile_open(kf_ofile *o, const char *path);
+/* 0, or the first error so far (sticky). */
+int kf_ofile_write(kf_ofile *o, const void *p, size_t n);
+/* Flushes, syncs and renames: 0, or the first error (the temporary is then
+ * removed).  Either way o is released. */
+int kf_ofile_commit(kf_ofile *o);
+/* Removes the temporary; the target stays as it was. */
+void kf_ofile_abort(kf_ofile *o);
+/* A whole buffer, atomically: kf_ofile_open, write, commit. */
+int kf_write_file(const char *path, const void *p, size_t n);
+/* Removes every temporary still open (the fatal exit's cleanup). */
+void kf_ofile_cleanup(void);
+/* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
+ * the errno of the failed write (EIO when write returns 0).  Every output
+ * goes through here: KF_FAULT_WRITE makes one fail (fault.c). */
+int kf_write_all(int fd, const void *p, size_t n);
+/* fault.c: true when KF_FAULT_WRITE says this write must fail. */
+bool kf_fault_write(void);
+/* Out of memory where an allocation cannot fail: says so on stderr,
+ * removes open output temporaries and exits with KF_EXIT_OOM (a clean
+ * exit, not a crash: no output is left half-written). */
+#define KF_EXIT_OOM 1
+_Noreturn void kf_oom(void);
 
 /* ---- arena ----------------------------------------------------------------- */
 
@@ -125,7 +177,7 @@ typedef struct kf_arena {
 	size_t used, total;
 } kf_arena;
 
-void *kf_alloc(kf_arena *a, size_t n); /* zeroed, 16-byte aligned; aborts on OOM */
+void *kf_alloc(kf_arena *a, size_t n); /* zeroed, 16-byte aligned; kf_oom on OOM */
 char *kf_strdup_arena(kf_arena *a, const char *s, size_t n);
 void kf_arena_free(kf_arena *a);
 

@@ -54,7 +54,7 @@ struct kf_ctx {
 uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h);
 #define KF_HASH_SEED 1469598103934665603ULL
 void *kf_xrealloc(void *p, size_t n);
-void *kf_xcalloc(size_t n, size_t sz); /* zeroed; aborts on OOM */
+void *kf_xcalloc(size_t n, size_t sz); /* zeroed; kf_oom on OOM */
 /* n bytes at the given alignment (a power of two, at most 16), not zeroed;
  * the KF_ARENA_SLACK bytes after them are readable (kf_str_padded). */
 void *kf_arena_bytes(kf_arena *a, size_t n, size_t align);

@@ -241,7 +241,7 @@ static kf_module *parse_module(kf_parser *p)
 				cap *= 2;
 			byname = realloc(byname, cap * sizeof *byname);
 			if (!byname)
-				abort();
+				kf_oom();
 			memset(byname + capbyname, 0, (cap - capbyname) * sizeof *byname);
 			capbyname = cap;
 		}
@@ -253,7 +253,7 @@ static kf_module *parse_module(kf_parser *p)
 			byname[g->name] = ng + 1;
 		gs = realloc(gs, (ng + 1) * sizeof *gs);
 		if (!gs)
-			abort();
+			kf_oom();
 		gs[ng++] = g;
 	}
 	free(byname);
@@ -314,7 +314,7 @@ static char *map_bytes(size_t n)
 {
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		abort(); /* out of memory, as kf_xrealloc */
+		kf_oom(); /* out of memory, as kf_xrealloc */
 	return p;
 }
 

@@ -45,7 +45,7 @@ static void env_bind(env *e, kf_sid s, int64_t v)
 		e->sym = realloc(e->sym, e->cap * sizeof *e->sym);
 		e->val = realloc(e->val, e->cap * sizeof *e->val);
 		if (!e->sym || !e->val)
-			abort(); /* as kf_alloc */
+			kf_oom(); /* as kf_alloc */
 	}
 	e->sym[e->n] = s;
 	e->val[e->n++] = v;

@@ -71,7 +71,7 @@ static char *join(const char *a, const char *b)
 	size_t n = a ? strlen(a) : 0;
 	char *s = malloc(n + strlen(b) + 2);
 	if (!s)
-		abort();
+		kf_oom();
 	sprintf(s, "%s%s%s", a ? a : "", a ? "," : "", b);
 	return s;
 }
@@ -144,7 +144,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		} else if ((v = optval(argc, argv, &i, "--plugin"))) {
 			o->plugin = realloc(o->plugin, (o->nplugin + 1) * sizeof *o->plugin);
 			if (!o->plugin)
-				abort();
+				kf_oom();
 			o->plugin[o->nplugin++] = v;
 		} else if (a[0] == '-' && a[1]) {
 			return fail_usage("unknown option '%s'", a);

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kf.h" /* kf_oom, kf_read_regular, kf_ofile */
+
 /* ---- memory ---------------------------------------------------------------- */
 
 /* Everything parsed lives until exit; one arena frees it in one call. */

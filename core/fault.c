@@ -1,0 +1,120 @@
+/* fault.c: fault injection for tests, and the fatal out-of-memory exit.
+ *
+ * As SQLite's and Lua's test suites do, a test can make the Nth allocation
+ * or the Nth write fail, and so walk every failure path of a tool:
+ *
+ *   KF_FAULT_ALLOC=N    the Nth allocation returns NULL (ENOMEM), once
+ *   KF_FAULT_ALLOC=N+   every allocation from the Nth on fails
+ *   KF_FAULT_WRITE=N    the Nth write(2) of an output fails with ENOSPC
+ *   KF_FAULT_COUNT=1    at exit, print "kfuse-fault: A allocations, W writes"
+ *                       to stderr (how far a sweep must go)
+ *
+ * Allocations are counted in the project's allocator wrappers: the build
+ * links every kfuse object with -Wl,--wrap=malloc (calloc, realloc, strdup,
+ * strndup), so each call kfuse code makes goes through __wrap_malloc here,
+ * the Lua allocator and kf_xrealloc/kf_arena included; what libc or a
+ * library allocates for itself is not counted.  Writes are counted in
+ * kf_write_all, which every output goes through (core/file.c).
+ *
+ * The counters are process-wide globals: a fault is a fact of the process,
+ * set once from the environment; they are atomics for the interpreter's
+ * worker threads.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kf_int.h"
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t sz);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+char *__real_strndup(const char *s, size_t n);
+
+static struct {
+	int state;              /* 0 unread, 1 reading, 2 read */
+	long alloc_at, write_at;
+	bool alloc_all, count;
+	long nalloc, nwrite;
+} fi;
+
+static long env_long(const char *name, bool *plus)
+{
+	const char *s = getenv(name); /* getenv allocates nothing */
+	if (!s || !*s)
+		return 0;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (plus)
+		*plus = *end == '+';
+	return v > 0 ? v : 0;
+}
+
+static void report(void)
+{
+	char line[96];
+	int n = snprintf(line, sizeof line, "kfuse-fault: %ld allocations, %ld writes\n",
+			 __atomic_load_n(&fi.nalloc, __ATOMIC_RELAXED), __atomic_load_n(&fi.nwrite, __ATOMIC_RELAXED));
+	if (write(2, line, (size_t)n) < 0) { /* nothing to do */ }
+}
+
+static void init(void)
+{
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&fi.state, &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&fi.state, __ATOMIC_ACQUIRE) != 2)
+			;
+		return;
+	}
+	fi.alloc_at = env_long("KF_FAULT_ALLOC", &fi.alloc_all);
+	fi.write_at = env_long("KF_FAULT_WRITE", NULL);
+	fi.count = env_long("KF_FAULT_COUNT", NULL) > 0;
+	__atomic_store_n(&fi.state, 2, __ATOMIC_RELEASE);
+	if (fi.count)
+		atexit(report);
+}
+
+static bool fail_alloc(void)
+{
+	if (__atomic_load_n(&fi.state, __ATOMIC_ACQUIRE) != 2)
+		init();
+	long k = __atomic_add_fetch(&fi.nalloc, 1, __ATOMIC_RELAXED);
+	if (fi.alloc_at && (k == fi.alloc_at || (fi.alloc_all && k > fi.alloc_at))) {
+		errno = ENOMEM;
+		return true;
+	}
+	return false;
+}
+
+bool kf_fault_write(void)
+{
+	if (__atomic_load_n(&fi.state, __ATOMIC_ACQUIRE) != 2)
+		init();
+	long k = __atomic_add_fetch(&fi.nwrite, 1, __ATOMIC_RELAXED);
+	return fi.write_at && k == fi.write_at;
+}
+
+void *__wrap_malloc(size_t n) { return fail_alloc() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t sz) { return fail_alloc() ? NULL : __real_calloc(n, sz); }
+char *__wrap_strdup(const char *s) { return fail_alloc() ? NULL : __real_strdup(s); }
+char *__wrap_strndup(const char *s, size_t n) { return fail_alloc() ? NULL : __real_strndup(s, n); }
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	/* realloc(p, 0) frees: only a request for memory can fail */
+	if (n && fail_alloc())
+		return NULL;
+	return __real_realloc(p, n);
+}
+
+void kf_oom(void)
+{
+	static const char msg[] = "kfuse: fatal: out of memory\n";
+	if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+	kf_ofile_cleanup(); /* no half-written temporaries left behind */
+	_exit(KF_EXIT_OOM);
+}
