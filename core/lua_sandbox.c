@@ -31,7 +31,13 @@
 
 /* ---- budgets ------------------------------------------------------------------ */
 
-/* Lua's allocator: NULL over the budget makes Lua raise a memory error. */
+static void l_hook(lua_State *L, lua_Debug *ar);
+static double now(void);
+
+/* Lua's allocator: NULL over the budget makes Lua raise a memory error.
+ * A large block is a sign of work proportional to it (s:upper() of a long
+ * string is one instruction): past the deadline, the hook is made to fire
+ * at the very next instruction, as lua.c does from a signal handler. */
 static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	kf_lhost *h = ud;
@@ -44,6 +50,8 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	}
 	if (nsize > osize && h->mem + (nsize - osize) > h->mem_limit)
 		return NULL;
+	if (nsize >= 65536 && h->L && h->deadline > 0 && now() > h->deadline)
+		lua_sethook(h->L, l_hook, LUA_MASKCOUNT, 1);
 	void *p = realloc(ptr, nsize);
 	if (p)
 		h->mem = h->mem - osize + nsize;
@@ -460,8 +468,10 @@ int kf_lcall(kf_lhost *h, int nargs, int nres, kf_loc at, char *err, size_t errl
 	double saved_deadline = h->deadline;
 	h->instr = 0;
 	h->mem_limit = h->mem + h->call_budget < h->mem_cap ? h->mem + h->call_budget : h->mem_cap;
-	if (h->depth == 0)
+	if (h->depth == 0) {
 		h->deadline = h->time_limit > 0 ? now() + h->time_limit : 0;
+		lua_sethook(L, l_hook, LUA_MASKCOUNT, 1000); /* l_alloc may have made it 1 */
+	}
 	h->entries++;
 	h->depth++;
 	int rc = lua_pcall(L, nargs, nres, 0);
