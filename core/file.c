@@ -274,10 +274,18 @@ int kf_ofile_write(kf_ofile *o, const void *p, size_t n)
 	return o->err;
 }
 
+int kf_stdout_flush(void)
+{
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return errno ? errno : EIO;
+	return 0;
+}
+
 int kf_ofile_commit(kf_ofile *o)
 {
 	if (o->f == stdout) {
-		int e = fflush(stdout) != 0 || ferror(stdout) ? (errno ? errno : EIO) : 0;
+		int e = kf_stdout_flush();
 		memset(o, 0, sizeof *o);
 		o->fd = -1;
 		return e;

@@ -156,6 +156,9 @@ int kf_ofile_commit(kf_ofile *o);
 void kf_ofile_abort(kf_ofile *o);
 /* A whole buffer, atomically: kf_ofile_open, write, commit. */
 int kf_write_file(const char *path, const void *p, size_t n);
+/* Flushes stdout: 0, or why what a tool printed did not all get out (a
+ * full disk, a closed pipe), so that it can fail instead of exiting 0. */
+int kf_stdout_flush(void);
 /* Removes every temporary still open (the fatal exit's cleanup). */
 void kf_ofile_cleanup(void);
 /* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or

@@ -478,62 +478,27 @@ void kf_npy_serialize(const kf_tensor *t, kf_buf *out)
 		kf_buf_put(out, t->data, t->nbytes);
 }
 
-/* Creates a fresh file beside path for an atomic write; its permissions
- * follow the umask as a plain fopen's would (mkstemp would give 0600). */
-static int open_temp(const char *path, char *tmp, size_t tmplen)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	for (int attempt = 0; attempt < 16; attempt++) {
-		snprintf(tmp, tmplen, "%s.tmp.%ld.%lx", path, (long)getpid(),
-			 (unsigned long)ts.tv_nsec + (unsigned long)attempt * 7919);
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd >= 0 || errno != EEXIST)
-			return fd;
-	}
-	return -1;
-}
-
 int kf_npy_write(kf_ctx *c, const char *path, const kf_tensor *t)
 {
 	char msg[320];
-	kf_buf b = {0};
-	size_t tmplen = strlen(path) + 48;
-	char *tmp = malloc(tmplen);
-	int rc = -1;
-
-	if (!tmp)
-		return fail(c, path, "out of memory");
-	if (!t->data || t->dtype >= KF_NDTYPE || t->rank > KF_MAX_RANK) {
-		free(tmp);
+	if (!t->data || t->dtype >= KF_NDTYPE || t->rank > KF_MAX_RANK)
 		return fail(c, path, "cannot write a tensor that was never allocated");
-	}
+	kf_buf b = {0};
 	npy_header(t, &b);
-	/* Write beside the target and rename, so that a reader never sees a
-	 * half-written file and a failed write leaves the old one. */
-	int fd = open_temp(path, tmp, tmplen);
-	if (fd < 0) {
-		snprintf(msg, sizeof msg, "cannot write: %s", strerror(errno));
-		fail(c, path, msg);
-		goto out;
+	/* atomic (kf_ofile): a reader never sees a half-written file, and a
+	 * failed write leaves the old one; the data goes straight from the
+	 * tensor, no copy of a large array */
+	kf_ofile o;
+	int e = kf_ofile_open(&o, path);
+	if (!e) {
+		kf_ofile_write(&o, b.p, b.n);
+		kf_ofile_write(&o, t->data, t->nbytes);
+		e = kf_ofile_commit(&o);
 	}
-	/* The data goes straight from the tensor: no copy of a large array. */
-	int werr = kf_write_all(fd, b.p, b.n);
-	if (!werr && t->data)
-		werr = kf_write_all(fd, t->data, t->nbytes);
-	if (close(fd) != 0 && !werr)
-		werr = errno;
-	if (!werr && rename(tmp, path) != 0)
-		werr = errno;
-	if (werr) {
-		snprintf(msg, sizeof msg, "cannot write: %s", strerror(werr));
-		unlink(tmp);
-		fail(c, path, msg);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(tmp);
 	kf_buf_free(&b);
-	return rc;
+	if (e) {
+		snprintf(msg, sizeof msg, "cannot write: %s", kf_file_strerror(e));
+		return fail(c, path, msg);
+	}
+	return 0;
 }

@@ -74,15 +74,14 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < m->ngraph; i++)
 			kf_verify(m->graph[i]);
 		if (kf_nerrors(c) == 0) {
+			/* atomic: a full disk or a kill leaves no truncated .kf */
 			kf_buf b = {0};
 			kf_print_module(&b, m);
-			FILE *f = out ? fopen(out, "w") : stdout;
-			if (!f) {
-				fprintf(stderr, "%s: error: cannot write\n", out);
-			} else {
-				fwrite(b.p, 1, b.n, f);
-				rc = (out ? fclose(f) : fflush(f)) == 0 ? 0 : 1;
-			}
+			int e = kf_write_file(out, b.p, b.n);
+			if (e)
+				kf_error(c, (kf_loc){kf_source_add(c, out ? out : "<stdout>", NULL, 0), 0},
+					 "cannot write: %s", kf_file_strerror(e));
+			rc = e ? 1 : 0;
 			kf_buf_free(&b);
 		}
 	}

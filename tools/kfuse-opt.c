@@ -193,50 +193,35 @@ static int die(kf_ctx *c)
 	return 1;
 }
 
-/* The output file (stdout for none or "-"), or NULL after an error. */
-static FILE *open_out(kf_ctx *c, const char *path)
+/* A failed write: which file and why. */
+static int write_failed(kf_ctx *c, const char *path, int e)
 {
-	FILE *f = path && strcmp(path, "-") ? fopen(path, "wb") : stdout;
-	if (!f)
-		kf_error(c, (kf_loc){kf_source_add(c, path, NULL, 0), 0}, "cannot open for writing: %s",
-			 strerror(errno));
-	return f;
+	kf_error(c, (kf_loc){kf_source_add(c, path && strcmp(path, "-") ? path : "<stdout>", NULL, 0), 0},
+		 "cannot write: %s", kf_file_strerror(e));
+	return -1;
 }
 
-/* Closes (or flushes stdout) after a write that went well or not. */
-static int close_out(kf_ctx *c, const char *path, FILE *f, bool ok)
-{
-	int e = errno;
-	if (f == stdout)
-		ok &= fflush(f) == 0;
-	else
-		ok &= fclose(f) == 0;
-	if (!ok) {
-		kf_error(c, (kf_loc){kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0},
-			 "write failed: %s", strerror(e ? e : errno));
-		return -1;
-	}
-	return 0;
-}
-
+/* The output is written atomically (kf_ofile): a temporary beside it,
+ * renamed when whole, so that a full disk or a kill never leaves it
+ * truncated, and `-o INPUT` cannot lose the input. */
 static int write_out(kf_ctx *c, const char *path, const kf_buf *b)
 {
-	FILE *f = open_out(c, path);
-	if (!f)
-		return -1;
-	errno = 0;
-	return close_out(c, path, f, fwrite(b->p, 1, b->n, f) == b->n);
+	int e = kf_write_file(path, b->p, b->n);
+	return e ? write_failed(c, path, e) : 0;
 }
 
 /* The IR goes to the file as it is printed: a big module's text is never
  * held whole (it was an eighth of the peak memory). */
 static int print_out(kf_ctx *c, const char *path, kf_module *m)
 {
-	FILE *f = open_out(c, path);
-	if (!f)
-		return -1;
-	errno = 0;
-	return close_out(c, path, f, kf_print_module_file(f, m) == 0);
+	kf_ofile o;
+	int e = kf_ofile_open(&o, path);
+	if (e)
+		return write_failed(c, path, e);
+	if (kf_print_module_file(o.f, m) != 0 && !o.err)
+		o.err = errno ? errno : EIO;
+	e = kf_ofile_commit(&o);
+	return e ? write_failed(c, path, e) : 0;
 }
 
 /* A copy of the input module for --check-equivalence: its printed text,

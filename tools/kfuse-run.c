@@ -536,7 +536,11 @@ int main(int argc, char **argv)
 		return 1;
 	kf_ctx *c = kf_ctx_new();
 	int rc = run(c, &o);
-	fflush(stdout);
+	int e = kf_stdout_flush();
+	if (e) {
+		kf_error(c, (kf_loc){kf_source_add(c, "<stdout>", NULL, 0), 0}, "cannot write: %s", kf_file_strerror(e));
+		rc = -1;
+	}
 	kf_diag_flush(c, stderr);
 	kf_ctx_free(c);
 	return rc == 0 ? 0 : 1;

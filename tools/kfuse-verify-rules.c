@@ -347,6 +347,11 @@ int main(int argc, char **argv)
 	kf_diag_flush(c, stderr);
 	if (!bad)
 		printf("ok: %d rules verified, %u examples passed\n", nrules, nex);
+	int e = kf_stdout_flush();
+	if (e) {
+		fprintf(stderr, "<stdout>: error: cannot write: %s\n", kf_file_strerror(e));
+		bad = 1;
+	}
 	kf_plugin_release(c);
 	kf_ctx_free(c);
 	return bad;
