@@ -173,6 +173,23 @@ bool kf_fault_write(void);
 #define KF_EXIT_OOM 1
 _Noreturn void kf_oom(void);
 
+/* ---- the memory budget (budget.c) ----------------------------------------- */
+
+/* Bytes that tensors and the importer's parsed model may hold at once in the
+ * process: by default 3/4 of physical memory (or of the cgroup's limit). */
+uint64_t kf_mem_budget(void);
+uint64_t kf_mem_default_budget(void);
+void kf_mem_set_budget(uint64_t bytes); /* 0: the default */
+uint64_t kf_mem_in_use(void);
+/* Takes n bytes of the budget: true, or false (nothing taken) when they
+ * would exceed it.  Every reserve is paired with a release. */
+bool kf_mem_reserve(uint64_t n);
+void kf_mem_release(uint64_t n);
+/* "4G", "512M", "1.5GiB", "1048576": 0 and the bytes, or -1. */
+int kf_mem_parse(const char *s, uint64_t *bytes);
+/* The message for a reservation of need bytes that failed. */
+void kf_mem_why(char *buf, size_t n, uint64_t need);
+
 /* ---- arena ----------------------------------------------------------------- */
 
 typedef struct kf_arena {
@@ -350,6 +367,10 @@ void kf_ctx_free(kf_ctx *c);
  * context is still whole; release should clear the slot (set NULL). */
 void kf_ctx_set_ext(kf_ctx *c, void *ext, void (*release)(kf_ctx *c));
 void *kf_ctx_ext(const kf_ctx *c);
+/* The directory file("...") constants must resolve within (NULL, the
+ * default: each graph's own directory); copied. */
+void kf_ctx_set_data_root(kf_ctx *c, const char *dir);
+const char *kf_ctx_data_root(const kf_ctx *c);
 
 /* ---- graphs -------------------------------------------------------------- */
 

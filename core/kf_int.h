@@ -49,6 +49,7 @@ struct kf_ctx {
 	int nerrors;
 	void *ext;
 	void (*ext_release)(kf_ctx *c);
+	char *data_root; /* kf_ctx_set_data_root */
 };
 
 uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h);

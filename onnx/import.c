@@ -339,24 +339,19 @@ static int64_t default_opset(const Onnx__ModelProto *mp)
 kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t len, const kf_onnx_opts *o)
 {
 	kf_srcid src = kf_source_add(c, name, NULL, 0);
-	if (len > KF_ONNX_MAX_BYTES) {
-		kf_error(c, (kf_loc){src, 0}, "model too large (%zu bytes; protobuf's limit is 2 GiB)", len);
+	Onnx__ModelProto *mp = (Onnx__ModelProto *)kf_onnx_unpack(c, src, &onnx__model_proto__descriptor, buf, len,
+								  "ONNX model");
+	if (!mp)
 		return NULL;
-	}
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-	if (!mp) {
-		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model (the protobuf does not parse)");
-		return NULL;
-	}
 	if (!mp->graph) {
 		kf_error(c, (kf_loc){src, 0}, "the model has no graph");
-		onnx__model_proto__free_unpacked(mp, NULL);
+		kf_onnx_unpack_free(&mp->base);
 		return NULL;
 	}
 	const char *why = missing_name(mp->graph);
 	if (why) {
 		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model: %s", why);
-		onnx__model_proto__free_unpacked(mp, NULL);
+		kf_onnx_unpack_free(&mp->base);
 		return NULL;
 	}
 	kf_rt_register(c); /* CPU kernels fold constant subgraphs at import */
@@ -382,7 +377,7 @@ kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t l
 	if (rc == 0)
 		rc = add_outputs(&I, gp);
 	free(I.map);
-	onnx__model_proto__free_unpacked(mp, NULL);
+	kf_onnx_unpack_free(&mp->base);
 	if (rc < 0 || I.failed) {
 		kf_graph_free(I.g);
 		return NULL;

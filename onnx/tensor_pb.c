@@ -83,7 +83,9 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 		return -1;
 	}
 	if (kf_tensor_alloc(out, (kf_dtype)dt, (int)tp->n_dims, tp->dims) < 0) {
-		snprintf(err, errlen, "tensor '%s' is too large", tp->name ? tp->name : "");
+		char why[200];
+		kf_tensor_why(why, sizeof why, (kf_dtype)dt, (int)tp->n_dims, tp->dims);
+		snprintf(err, errlen, "tensor '%s': %s", tp->name ? tp->name : "", why);
 		return -1;
 	}
 	if (tp->has_raw_data) {
@@ -155,16 +157,15 @@ int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
 	memset(out, 0, sizeof *out);
 	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
 		return -1;
-	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+	Onnx__TensorProto *tp = (Onnx__TensorProto *)kf_onnx_unpack(c, src, &onnx__tensor_proto__descriptor, buf, len,
+								    "serialized ONNX TensorProto");
 	free(buf);
-	if (!tp) {
-		kf_error(c, (kf_loc){src, 0}, "not a valid serialized ONNX TensorProto");
+	if (!tp)
 		return -1;
-	}
 	char err[256];
 	int rc = kf_onnx_tensor(tp, out, err, sizeof err);
 	if (rc < 0)
 		kf_error(c, (kf_loc){src, 0}, "%s", err);
-	onnx__tensor_proto__free_unpacked(tp, NULL);
+	kf_onnx_unpack_free(&tp->base);
 	return rc;
 }

@@ -321,8 +321,12 @@ static void canon_bool(kf_tensor *t)
 
 static int alloc_for(kf_ctx *c, const char *name, const npy_hdr *h, kf_tensor *out)
 {
-	if (kf_tensor_alloc(out, h->dtype, h->rank, h->dim) < 0)
-		return fail(c, name, "out of memory for the array");
+	if (kf_tensor_alloc(out, h->dtype, h->rank, h->dim) < 0) {
+		char why[200], msg[256];
+		kf_tensor_why(why, sizeof why, h->dtype, h->rank, h->dim);
+		snprintf(msg, sizeof msg, "cannot allocate the array: %s", why);
+		return fail(c, name, msg);
+	}
 	return 0;
 }
 
@@ -352,7 +356,39 @@ int kf_npy_parse(kf_ctx *c, const char *name, const void *buf, size_t len, kf_te
 	return 0;
 }
 
+static int read_stream(kf_ctx *c, const char *path, FILE *f, kf_tensor *out);
+
 int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out)
+{
+	char msg[320];
+	memset(out, 0, sizeof *out);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
+		return fail(c, path, msg);
+	}
+	return read_stream(c, path, f, out);
+}
+
+int kf_npy_read_regular(kf_ctx *c, const char *path, kf_tensor *out)
+{
+	char msg[320];
+	memset(out, 0, sizeof *out);
+	int e = 0, fd = kf_open_regular(path, &e);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (!f) {
+		if (fd >= 0) {
+			e = errno;
+			close(fd);
+		}
+		snprintf(msg, sizeof msg, "cannot open: %s", kf_file_strerror(e));
+		return fail(c, path, msg);
+	}
+	return read_stream(c, path, f, out);
+}
+
+/* Reads and closes f. */
+static int read_stream(kf_ctx *c, const char *path, FILE *f, kf_tensor *out)
 {
 	char err[256], msg[320];
 	npy_hdr h;
@@ -360,12 +396,6 @@ int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out)
 	unsigned char small[4096], *hbuf = small;
 	int rc = -1;
 
-	memset(out, 0, sizeof *out);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
-		return fail(c, path, msg);
-	}
 	/* Read the header first, then the data straight into the tensor, so a
 	 * large weight file is not held twice. */
 	got = fread(small, 1, sizeof small, f);

@@ -10,11 +10,15 @@
 static void usage(FILE *f)
 {
 	fputs("usage: kfuse-import-onnx MODEL.onnx [-o OUT.kf] [--weights-dir D] [--inline-max N]\n"
-	      "                         [--allow-unsupported]\n"
+	      "                         [--allow-unsupported] [--max-memory SIZE]\n"
 	      "Translates an ONNX model into kfuse's text IR.  Initializers of more than N\n"
 	      "elements (default 64) are written as .npy files into D (default: OUT.weights\n"
 	      "beside OUT; without -o everything stays inline) and named with file(\"...\").\n"
-	      "  --allow-unsupported  keep ops kfuse cannot express as opaque onnx_<Op> nodes\n", f);
+	      "  --allow-unsupported  keep ops kfuse cannot express as opaque onnx_<Op> nodes\n"
+	      "  --max-memory SIZE    memory budget of the parsed model and its tensors (8G, 512M;\n"
+	      "                       default 3/4 of physical memory)\n"
+	      "The output and the weights are written atomically: on failure nothing half-written\n"
+	      "is left.\n", f);
 }
 
 int main(int argc, char **argv)
@@ -22,6 +26,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"weights-dir", required_argument, 0, 'w'}, {"inline-max", required_argument, 0, 'n'},
 		{"allow-unsupported", no_argument, 0, 'u'}, {"help", no_argument, 0, 'h'},
+		{"max-memory", required_argument, 0, 'm'},
 		{"version", no_argument, 0, 'V'},           {0, 0, 0, 0},
 	};
 	kf_onnx_opts o = {.inline_max = 64};
@@ -33,6 +38,16 @@ int main(int argc, char **argv)
 		case 'w': wdir = optarg; break;
 		case 'n': o.inline_max = atoll(optarg); break;
 		case 'u': o.allow_unsupported = true; break;
+		case 'm': {
+			uint64_t bytes;
+			if (kf_mem_parse(optarg, &bytes) != 0) {
+				fprintf(stderr, "kfuse-import-onnx: error: --max-memory needs a size such as 8G or "
+					"512M, not '%s'\n", optarg);
+				return 2;
+			}
+			kf_mem_set_budget(bytes);
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		case 'V': puts("kfuse-import-onnx " KF_VERSION); return 0;
 		default: usage(stderr); return 2;

@@ -29,11 +29,14 @@ static const char usage[] =
 	"  --list-passes             list the passes and their options\n"
 	"  --check-equivalence       run input and result on random inputs and compare\n"
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3)\n"
+	"    --data-root DIR         file(\"...\") constants must resolve within DIR (default:\n"
+	"                            the input's directory)\n"
+	"    --max-memory SIZE       memory budget of all tensors (8G, 512M; default 3/4 of RAM)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
 	"  --help, --version\n";
 
 typedef struct opt {
-	const char *input, *output, *pipeline, *emit;
+	const char *input, *output, *pipeline, *emit, *data_root;
 	const char *before, *after;
 	bool after_all, after_change, verify_each, timing, list, equiv;
 	uint32_t flags;
@@ -127,6 +130,13 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->list = true;
 		} else if (!strcmp(a, "--check-equivalence")) {
 			o->equiv = true;
+		} else if ((v = optval(argc, argv, &i, "--data-root"))) {
+			o->data_root = v;
+		} else if ((v = optval(argc, argv, &i, "--max-memory"))) {
+			uint64_t bytes;
+			if (kf_mem_parse(v, &bytes) != 0)
+				return fail_usage("--max-memory needs a size such as 8G or 512M, not '%s'", v);
+			kf_mem_set_budget(bytes);
 		} else if ((v = optval(argc, argv, &i, "--rtol"))) {
 			if (!num(v, &o->rtol) || o->rtol < 0)
 				return fail_usage("--rtol needs a number >= 0, not '%s'", v);
@@ -352,6 +362,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o))
 		return 1;
 	kf_ctx *c = kf_ctx_new();
+	kf_ctx_set_data_root(c, o.data_root);
 	/* The CPU kernels let canonicalize fold constants through kf_op()->cpu. */
 	kf_rt_register(c);
 	kf_passreg reg = {0};

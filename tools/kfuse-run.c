@@ -40,12 +40,16 @@ static const char usage[] =
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
 	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
 	"                          --tune=force also re-tunes shapes the file has\n"
+	"  --data-root DIR         file(\"...\") constants must resolve within DIR (default: the\n"
+	"                          directory of FILE.kf; links are followed, then checked)\n"
+	"  --max-memory SIZE       memory budget of all tensors (e.g. 8G, 512M; default 3/4 of\n"
+	"                          physical memory)\n"
 	"  --help, --version\n";
 
 #define MAXKV 64
 
 typedef struct opt {
-	const char *file, *graph, *outdir, *savedir, *backend, *compare;
+	const char *file, *graph, *outdir, *savedir, *backend, *compare, *data_root;
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV];
 	int ninput, ndim, nexpect, nplugin, bench;
 	bool random, profile, no_graph;
@@ -119,6 +123,13 @@ static int parse_args(int argc, char **argv, opt *o)
 			if (!parse_num(v, &d) || d < 0)
 				return fail_usage("--seed wants a number, not '%s'", v);
 			o->seed = (uint64_t)d;
+		} else if ((v = optval(argc, argv, &i, "--data-root"))) {
+			o->data_root = v;
+		} else if ((v = optval(argc, argv, &i, "--max-memory"))) {
+			uint64_t bytes;
+			if (kf_mem_parse(v, &bytes) != 0)
+				return fail_usage("--max-memory wants a size such as 8G or 512M, not '%s'", v);
+			kf_mem_set_budget(bytes);
 		} else if ((v = optval(argc, argv, &i, "--output-dir"))) {
 			o->outdir = v;
 		} else if ((v = optval(argc, argv, &i, "--save-inputs"))) {
@@ -259,8 +270,10 @@ static int random_inputs(kf_graph *g, const opt *o, kf_tensor *in, const bool *g
 			dims[d] = size >= 0 ? size : 4;
 		}
 		if (kf_tensor_random(&in[i], (kf_dtype)ty->dtype, ty->rank, dims, &rng) != 0) {
-			kf_error(c, KF_NOLOC, "cannot allocate random input %%%s",
-				 kf_str(c, kf_V(g, b0->arg[i])->name));
+			char why[200];
+			kf_tensor_why(why, sizeof why, (kf_dtype)ty->dtype, ty->rank, dims);
+			kf_error(c, KF_NOLOC, "cannot allocate random input %%%s: %s",
+				 kf_str(c, kf_V(g, b0->arg[i])->name), why);
 			return -1;
 		}
 	}
@@ -535,6 +548,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o) != 0)
 		return 1;
 	kf_ctx *c = kf_ctx_new();
+	kf_ctx_set_data_root(c, o.data_root);
 	int rc = run(c, &o);
 	int e = kf_stdout_flush();
 	if (e) {

@@ -131,7 +131,7 @@ static void onnx_size(void **st)
 #ifdef KF_HAVE_ONNX
 	kf_ctx *c = kf_ctx_new();
 	assert_null(kf_onnx_import(c, "big.onnx", "", (size_t)INT32_MAX + 1, NULL));
-	expect_diag(c, "big.onnx: error: model too large (2147483648 bytes; protobuf's limit is 2 GiB)");
+	expect_diag(c, "big.onnx: error: ONNX model too large (2147483648 bytes; protobuf's limit is 2 GiB)");
 	const char *p = tmp_file("huge.onnx", NULL);
 	if (truncate(p, (off_t)3 << 30) == 0) {
 		assert_null(kf_onnx_import_file(c, p, NULL));
