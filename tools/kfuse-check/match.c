@@ -151,26 +151,44 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 	size_t start = 0;
 	range *mr = NULL;
 	int nmr = 0, capmr = 0;
+	/* where each pattern's first search may begin, and searches done
+	 * (dagscan.c: the same results, without the repeated scans) */
+	size_t *hint = kfc_xrealloc(NULL, ((size_t)ck->ndagnot + 1) * sizeof *hint);
+	memset(hint, 0, ((size_t)ck->ndagnot + 1) * sizeof *hint);
+	kfc_dag_memo *memo = kfc_dag_memo_new();
 	for (int k = 0; k < ck->ndagnot; k++) {
 		kfc_pattern *p = ck->dagnot[k];
 		if (p->kind == KFC_NOT) {
 			KFC_PUSH(*nots, *nnots, *capnots, p);
 			continue;
 		}
-		size_t mpos = start, mlen = 0;
+		if (k == 0 || ck->dagnot[k - 1]->kind == KFC_NOT) { /* a group begins */
+			int e = k;
+			while (e < ck->ndagnot && ck->dagnot[e]->kind != KFC_NOT)
+				e++;
+			if (e - k >= 4)
+				kfc_dag_hints(c, ck->dagnot + k, e - k, buf + start, n - start, hint + k);
+		}
+		size_t mpos = start, mlen = 0, from = start + hint[k];
 		int mi = 0;
 		for (;;) {
 			kfc_err errs[MAXERRS];
-			int nerrs;
+			int nerrs = 0;
 			size_t pos = 0, len = 0;
-			int r = try_match(c, p, buf + mpos, n - mpos, &pos, &len, errs, &nerrs);
+			int r;
+			if (!kfc_dag_memo_get(memo, p, from, &r, &pos, &len)) {
+				r = try_match(c, p, buf + from, n - from, &pos, &len, errs, &nerrs);
+				kfc_dag_memo_put(memo, p, from, r, pos, len);
+			}
 			if (r != KFC_MATCH) {
 				report(c, true, p, 1, buf + mpos, n - mpos, r, 0, 0, errs, nerrs);
 				free(mr);
+				free(hint);
+				kfc_dag_memo_free(memo);
 				return SIZE_MAX;
 			}
 			mlen = len;
-			mpos += pos;
+			mpos = from + pos;
 			range m = {mpos, mpos + mlen};
 			if (c->o.dag_overlap) {
 				if (nmr == 0)
@@ -196,7 +214,7 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 			}
 			if (c->o.vverbose)
 				kfc_record(c, p, KFC_M_DISCARDED, off(c, buf + m.pos), off(c, buf + m.end), NULL);
-			mpos = mr[mi].end;
+			mpos = from = mr[mi].end;
 			mi++;
 		}
 		if (c->o.verbose)
@@ -206,6 +224,8 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 			if (*nnots) {
 				if (check_nots(c, buf + start, mr[0].pos - start, *nots, *nnots)) {
 					free(mr);
+					free(hint);
+					kfc_dag_memo_free(memo);
 					return SIZE_MAX;
 				}
 				*nnots = 0;
@@ -215,6 +235,8 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 		}
 	}
 	free(mr);
+	free(hint);
+	kfc_dag_memo_free(memo);
 	return start;
 }
 
