@@ -298,7 +298,7 @@ int kf_ofile_commit(kf_ofile *o)
 	e = o->err;
 	/* fsync: a network or delayed-allocation file system may report a
 	 * full disk only here */
-	if (!e && o->tmp && fsync(o->fd) != 0)
+	if (!e && o->tmp && !o->no_sync && fsync(o->fd) != 0)
 		e = errno;
 	if (o->f)
 		fclose(o->f); /* closes nothing of ours: the cookie has no close */

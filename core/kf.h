@@ -144,6 +144,8 @@ typedef struct kf_ofile {
 	FILE *f;          /* write here (stdio; errors are caught by commit) */
 	int fd, err;      /* the temporary (or device); the first error */
 	char *path, *tmp; /* the target; the temporary (NULL: direct) */
+	bool no_sync;     /* set after open to skip fsync (a cache that checks
+			     its entries when it reads them) */
 } kf_ofile;
 /* 0, or the errno why the temporary cannot be created. */
 int kf_ofile_open(kf_ofile *o, const char *path);
