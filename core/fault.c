@@ -1,20 +1,30 @@
-/* fault.c: fault injection for tests, and the fatal out-of-memory exit.
+/* fault.c: the allocator wrappers, the fatal out-of-memory exit, and fault
+ * injection for tests.
+ *
+ * Every allocation kfuse code makes goes through the wrappers here: the
+ * build links every kfuse object with -Wl,--wrap=malloc (calloc, realloc,
+ * strdup, strndup), so a call to malloc is a call to __wrap_malloc.  The
+ * wrappers cannot fail: out of memory ends the process cleanly (kf_oom: a
+ * message, open output temporaries removed, exit status 1), as git's and
+ * GCC's xmalloc do, so no unchecked NULL is ever dereferenced and no output
+ * is ever left half-written.  Where an input decides the size (tensor data,
+ * a file read whole, a parsed model, a script's heap), the code asks with
+ * kf_try_malloc/calloc/realloc instead, which return NULL, and reports an
+ * error; those sizes are also bounded by the memory budget (budget.c).
  *
  * As SQLite's and Lua's test suites do, a test can make the Nth allocation
  * or the Nth write fail, and so walk every failure path of a tool:
  *
- *   KF_FAULT_ALLOC=N    the Nth allocation returns NULL (ENOMEM), once
+ *   KF_FAULT_ALLOC=N    the Nth allocation fails (ENOMEM), once
  *   KF_FAULT_ALLOC=N+   every allocation from the Nth on fails
  *   KF_FAULT_WRITE=N    the Nth write(2) of an output fails with ENOSPC
  *   KF_FAULT_COUNT=1    at exit, print "kfuse-fault: A allocations, W writes"
  *                       to stderr (how far a sweep must go)
  *
- * Allocations are counted in the project's allocator wrappers: the build
- * links every kfuse object with -Wl,--wrap=malloc (calloc, realloc, strdup,
- * strndup), so each call kfuse code makes goes through __wrap_malloc here,
- * the Lua allocator and kf_xrealloc/kf_arena included; what libc or a
- * library allocates for itself is not counted.  Writes are counted in
- * kf_write_all, which every output goes through (core/file.c).
+ * Allocations are counted in both kinds of wrapper, the Lua allocator and
+ * kf_xrealloc/kf_arena included; what libc or a library allocates for
+ * itself is not.  Writes are counted in kf_write_all, which every output
+ * goes through (core/file.c).  tests/fault/sweep.py runs the tools so.
  *
  * The counters are process-wide globals: a fault is a fact of the process,
  * set once from the environment; they are atomics for the interpreter's
@@ -98,12 +108,10 @@ bool kf_fault_write(void)
 	return fi.write_at && k == fi.write_at;
 }
 
-void *__wrap_malloc(size_t n) { return fail_alloc() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t sz) { return fail_alloc() ? NULL : __real_calloc(n, sz); }
-char *__wrap_strdup(const char *s) { return fail_alloc() ? NULL : __real_strdup(s); }
-char *__wrap_strndup(const char *s, size_t n) { return fail_alloc() ? NULL : __real_strndup(s, n); }
+void *kf_try_malloc(size_t n) { return fail_alloc() ? NULL : __real_malloc(n); }
+void *kf_try_calloc(size_t n, size_t sz) { return fail_alloc() ? NULL : __real_calloc(n, sz); }
 
-void *__wrap_realloc(void *p, size_t n)
+void *kf_try_realloc(void *p, size_t n)
 {
 	/* realloc(p, 0) frees: only a request for memory can fail */
 	if (n && fail_alloc())
@@ -111,10 +119,30 @@ void *__wrap_realloc(void *p, size_t n)
 	return __real_realloc(p, n);
 }
 
-void kf_oom(void)
+/* The wrappers: what cannot fail (a size of 0 may give NULL, as malloc's). */
+static void *sure(void *p, bool asked)
 {
-	static const char msg[] = "kfuse: fatal: out of memory\n";
-	if (write(2, msg, sizeof msg - 1) < 0) { /* nothing to do */ }
+	if (!p && asked)
+		kf_oom();
+	return p;
+}
+
+void *__wrap_malloc(size_t n) { return sure(kf_try_malloc(n), n != 0); }
+void *__wrap_calloc(size_t n, size_t sz) { return sure(kf_try_calloc(n, sz), n && sz); }
+void *__wrap_realloc(void *p, size_t n) { return sure(kf_try_realloc(p, n), n != 0); }
+char *__wrap_strdup(const char *s) { return sure(fail_alloc() ? NULL : __real_strdup(s), true); }
+char *__wrap_strndup(const char *s, size_t n) { return sure(fail_alloc() ? NULL : __real_strndup(s, n), true); }
+
+void kf_fatal(const char *what)
+{
+	char line[256];
+	int n = snprintf(line, sizeof line, "kfuse: fatal: %s\n", what);
+	if (write(2, line, n > 0 && (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) { /* nothing to do */ }
 	kf_ofile_cleanup(); /* no half-written temporaries left behind */
 	_exit(KF_EXIT_OOM);
+}
+
+void kf_oom(void)
+{
+	kf_fatal("out of memory");
 }

@@ -76,7 +76,7 @@ int kf_read_regular(const char *path, size_t max, char **out, size_t *len)
 		return err;
 	}
 	size_t cap = (size_t)st.st_size + 1, n = 0;
-	char *p = malloc(cap);
+	char *p = kf_try_malloc(cap); /* the file decides the size: may fail */
 	if (!p) {
 		close(fd);
 		return ENOMEM;
@@ -87,7 +87,7 @@ int kf_read_regular(const char *path, size_t max, char **out, size_t *len)
 				err = KF_ETOOBIG;
 				break;
 			}
-			char *q = realloc(p, cap * 2);
+			char *q = kf_try_realloc(p, cap * 2);
 			if (!q) {
 				err = ENOMEM;
 				break;

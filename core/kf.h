@@ -169,11 +169,19 @@ void kf_ofile_cleanup(void);
 int kf_write_all(int fd, const void *p, size_t n);
 /* fault.c: true when KF_FAULT_WRITE says this write must fail. */
 bool kf_fault_write(void);
+/* malloc, calloc, realloc, strdup and strndup never return NULL in kfuse
+ * (a link-time wrapper: fault.c); out of memory is kf_oom.  Where an input
+ * decides the size, ask with these, which may return NULL, and report it. */
+void *kf_try_malloc(size_t n);
+void *kf_try_calloc(size_t n, size_t sz);
+void *kf_try_realloc(void *p, size_t n);
 /* Out of memory where an allocation cannot fail: says so on stderr,
  * removes open output temporaries and exits with KF_EXIT_OOM (a clean
- * exit, not a crash: no output is left half-written). */
+ * exit, not a crash: no output is left half-written).  kf_fatal: the
+ * same for another broken invariant (a Lua panic). */
 #define KF_EXIT_OOM 1
 _Noreturn void kf_oom(void);
+_Noreturn void kf_fatal(const char *what);
 
 /* ---- the memory budget (budget.c) ----------------------------------------- */
 

@@ -52,7 +52,7 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		return NULL;
 	if (nsize >= 65536 && h->L && h->deadline > 0 && now() > h->deadline)
 		lua_sethook(h->L, l_hook, LUA_MASKCOUNT, 1);
-	void *p = realloc(ptr, nsize);
+	void *p = kf_try_realloc(ptr, nsize); /* NULL: Lua raises a memory error */
 	if (p)
 		h->mem = h->mem - osize + nsize;
 	return p;
@@ -97,6 +97,16 @@ void kf_lcharge(lua_State *L, uint64_t steps)
 		over_budget(L, h, 1, false);
 	if (steps >= 4096 && h->deadline > 0 && now() > h->deadline)
 		over_budget(L, h, 1, true);
+}
+
+/* An error outside any protected call (out of memory while the state is
+ * set up, say): Lua would abort; this ends the process cleanly instead. */
+static int l_panic(lua_State *L)
+{
+	const char *msg = lua_tostring(L, -1);
+	char line[200];
+	snprintf(line, sizeof line, "Lua: %s", msg ? msg : "an error outside a protected call");
+	kf_fatal(line);
 }
 
 kf_lhost *kf_lhost_of(lua_State *L)
@@ -364,6 +374,7 @@ kf_lhost *kf_lhost_new(kf_ctx *c)
 		free(h);
 		return NULL;
 	}
+	lua_atpanic(h->L, l_panic);
 	lua_sethook(h->L, l_hook, LUA_MASKCOUNT, 1000);
 	lua_pushlightuserdata(h->L, h);
 	lua_setfield(h->L, LUA_REGISTRYINDEX, KF_HOST_KEY);

@@ -123,13 +123,18 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 			 (long long)st.st_size);
 		return -1;
 	}
+	/* the file decides the size: kf_try_*, which may fail */
 	size_t cap = 1 << 16, n = 0;
-	char *p = malloc(cap);
+	char *p = kf_try_malloc(cap);
 	size_t k;
 	while (p && (k = fread(p + n, 1, cap - n, f)) > 0) {
 		n += k;
-		if (n == cap)
-			p = realloc(p, cap *= 2);
+		if (n == cap) {
+			char *q = kf_try_realloc(p, cap *= 2);
+			if (!q)
+				free(p);
+			p = q;
+		}
 	}
 	int bad = ferror(f);
 	fclose(f);

@@ -96,7 +96,7 @@ static void *pb_alloc(void *ud, size_t n)
 		kf_mem_why(b->why, sizeof b->why, n);
 		return NULL;
 	}
-	char *p = malloc(n + HDR);
+	char *p = kf_try_malloc(n + HDR);
 	if (!p) {
 		kf_mem_release(n + HDR);
 		return NULL;

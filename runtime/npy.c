@@ -404,7 +404,7 @@ static int read_stream(kf_ctx *c, const char *path, FILE *f, kf_tensor *out)
 			fail(c, path, err);
 			goto out;
 		}
-		hbuf = malloc(need);
+		hbuf = kf_try_malloc(need);
 		if (!hbuf) {
 			fail(c, path, "out of memory for the header");
 			goto out;

@@ -211,7 +211,7 @@ int kf_tensor_alloc(kf_tensor *t, kf_dtype dt, int rank, const int64_t *dim)
 		return KF_TENSOR_OVER_BUDGET;
 	/* Even an empty tensor gets a block, so data == NULL means "never
 	 * allocated" and nothing else. */
-	void *p = calloc(n ? n * es : 1, 1);
+	void *p = kf_try_calloc(n ? n * es : 1, 1); /* the input decides the size: may fail */
 	if (!p) {
 		kf_mem_release(n * es);
 		return -1;

@@ -100,7 +100,7 @@ def check_one(name, argv, errs, env, tmp, ref, n):
         if out != ref[1] or files != ref[2]:
             return "exit 0 but the outputs differ from the run without a fault"
         return None
-    if b"error" not in err and b"out of memory" not in err:
+    if b"error" not in err and b"fatal" not in err:
         return "failed without saying why: " + err.decode(errors="replace")[-500:]
     for path, data in files.items():
         if ".tmp." in path:
