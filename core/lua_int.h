@@ -68,6 +68,7 @@ typedef struct kf_lhost {
 	uint64_t instr, instr_limit;    /* instructions this callback, its cap */
 	double time_limit, deadline;    /* seconds per call; when this one ends (0: none) */
 	uint32_t depth;                 /* kf_lcall nesting (an op's infer inside replace) */
+	bool sys_oom;                   /* an allocation failed for want of memory, not budget */
 	char what[160];                 /* "rule 'x'": who runs now, for messages */
 	kf_lmode mode;
 	kf_pattern *trace;              /* PATTERN/REPLACE: the graph being traced */

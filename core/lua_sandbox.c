@@ -55,6 +55,8 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	void *p = kf_try_realloc(ptr, nsize); /* NULL: Lua raises a memory error */
 	if (p)
 		h->mem = h->mem - osize + nsize;
+	else
+		h->sys_oom = true; /* the machine's, not the budget's */
 	return p;
 }
 
@@ -485,6 +487,7 @@ int kf_lcall(kf_lhost *h, int nargs, int nres, kf_loc at, char *err, size_t errl
 	}
 	h->entries++;
 	h->depth++;
+	h->sys_oom = false;
 	int rc = lua_pcall(L, nargs, nres, 0);
 	h->depth--;
 	h->mem_limit = saved_limit;
@@ -497,7 +500,10 @@ int kf_lcall(kf_lhost *h, int nargs, int nres, kf_loc at, char *err, size_t errl
 		return 0;
 	char oom[300];
 	const char *msg = lua_tostring(L, -1);
-	if (rc == LUA_ERRMEM) {
+	if (rc == LUA_ERRMEM && h->sys_oom) {
+		snprintf(oom, sizeof oom, "%s ran out of memory", h->what);
+		msg = oom;
+	} else if (rc == LUA_ERRMEM) {
 		snprintf(oom, sizeof oom, "%s ran out of memory (over its budget of %zu bytes)", h->what,
 			 h->call_budget);
 		msg = oom;

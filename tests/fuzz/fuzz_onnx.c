@@ -11,6 +11,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* a budget well under libFuzzer's -malloc_limit_mb, so that a model
+	 * asking for more is refused by the importer, as it must be */
+	kf_mem_set_budget((uint64_t)512 << 20);
 	kf_ctx *c = kf_ctx_new();
 	kf_onnx_opts o = {.inline_max = 64};
 	kf_module *m = kf_onnx_import(c, "fuzz.onnx", data, size, &o);
