@@ -147,8 +147,29 @@ kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name)
 	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
 	int64_t inline_max = I->o.inline_max > 0 ? I->o.inline_max : 64;
 	if (I->o.weights_dir && n > inline_max) {
-		char file[160], path[4200];
-		snprintf(file, sizeof file, "%s.npy", kf_str(I->c, clean_name(I->c, name)));
+		char file[200], path[4200];
+		/* Names are cleaned ("a/b" and "a:b" both become "a_b") and cut:
+		 * two initializers must not share a file, or the second would
+		 * silently replace the first's weights. */
+		kf_sid base = clean_name(I->c, name), fs;
+		for (unsigned k = 0;; k++) {
+			if (k)
+				snprintf(file, sizeof file, "%s.%u.npy", kf_str(I->c, base), k);
+			else
+				snprintf(file, sizeof file, "%s.npy", kf_str(I->c, base));
+			fs = kf_intern_cstr(I->c, file);
+			if (fs >= I->nwused || !I->wused[fs])
+				break;
+		}
+		if (fs >= I->nwused) {
+			uint32_t m = I->nwused ? I->nwused : 64;
+			while (m <= fs)
+				m *= 2;
+			I->wused = realloc(I->wused, m);
+			memset(I->wused + I->nwused, 0, m - I->nwused);
+			I->nwused = m;
+		}
+		I->wused[fs] = 1;
 		snprintf(path, sizeof path, "%s/%s", I->o.weights_dir, file);
 		if (kf_npy_write(I->c, path, t) < 0) {
 			I->failed = true;
@@ -377,6 +398,7 @@ kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t l
 	if (rc == 0)
 		rc = add_outputs(&I, gp);
 	free(I.map);
+	free(I.wused);
 	kf_onnx_unpack_free(&mp->base);
 	if (rc < 0 || I.failed) {
 		kf_graph_free(I.g);

@@ -7,9 +7,14 @@
   wide.onnx   a 1 MiB packed field of one-byte varints that protobuf-c
               unpacks into 8 MiB of int64: under --max-memory 4M, refused
               with the budget's message, not allocated.
+  names.onnx  y = Add(a/b, a:b) of two initializers whose names clean to
+              the same file name (a_b.npy): the second one silently
+              replaced the first's weights; kfuse-run must print 3 * 100.
 
-    hostile.py KFUSE_IMPORT_ONNX WORKDIR
-Exit 0 when each is rejected cleanly with its message."""
+    hostile.py KFUSE_IMPORT_ONNX KFUSE_RUN WORKDIR
+Exit 0 when each is rejected cleanly with its message (names.onnx: when it
+imports and computes the right sum)."""
+import struct
 import os
 import subprocess
 import sys
@@ -58,6 +63,17 @@ def wide(nbytes):
     return model(field(5, tensor) + field(2, b"g"))
 
 
+def names():
+    def init(name, value):
+        dims = field_int(1, 100)
+        return dims + field_int(2, 1) + field(8, name) + field(9, struct.pack("<100f", *([value] * 100)))
+    node = field(1, b"a/b") + field(1, b"a:b") + field(2, b"y") + field(4, b"Add")
+    shape = field(2, field(1, field_int(1, 100)))
+    out = field(1, b"y") + field(2, field(1, field_int(1, 1) + shape))
+    return model(field(1, node) + field(2, b"g") + field(5, init(b"a/b", 1.0)) + field(5, init(b"a:b", 2.0))
+                 + field(12, out))
+
+
 def check(tool, path, args, want):
     p = subprocess.run([tool, path] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
     err = p.stderr.decode(errors="replace")
@@ -69,7 +85,7 @@ def check(tool, path, args, want):
 
 
 def main():
-    tool, work = sys.argv[1], sys.argv[2]
+    tool, run, work = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(work, exist_ok=True)
     d, w = os.path.join(work, "deep.onnx"), os.path.join(work, "wide.onnx")
     with open(d, "wb") as f:
@@ -79,6 +95,17 @@ def main():
     ok = check(tool, d, [], "not a valid ONNX model: messages nested deeper than 100")
     ok &= check(tool, w, ["--max-memory", "4M"], "cannot unpack the ONNX model: 8388608 bytes would exceed "
                 "the memory budget of 4194304 bytes")
+    n = os.path.join(work, "names.onnx")
+    with open(n, "wb") as f:
+        f.write(names())
+    kf = os.path.join(work, "names.kf")
+    p = subprocess.run([tool, n, "-o", kf], stderr=subprocess.PIPE, timeout=60)
+    r = subprocess.run([run, kf], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60) if p.returncode == 0 else p
+    got = r.stdout.decode(errors="replace") if r.stdout else ""
+    print(f"names.onnx: import exit {p.returncode}, run: {got.strip()} {r.stderr.decode(errors='replace').strip()}")
+    if "[3, 3, 3" not in got or "sum=3e+02" not in got:
+        print("  expected the sum 300 (1 + 2 for each of 100 elements)")
+        ok = False
     return 0 if ok else 1
 
 
