@@ -142,6 +142,22 @@ static int l_print(lua_State *L)
 	return 0;
 }
 
+/* setmetatable(t, mt) without finalizers: Lua runs a __gc metamethod with
+ * hooks off (so no budget could stop it), at a collection or when the state
+ * closes.  Lua marks an object for finalization only if its metatable has
+ * __gc when it is set, so refusing that here is enough.  [-2, +1, e] */
+static int l_setmetatable(lua_State *L)
+{
+	if (lua_istable(L, 2) && (lua_pushliteral(L, "__gc"), lua_rawget(L, 2)) != LUA_TNIL)
+		return luaL_error(L, "__gc metamethods are not allowed in scripts (a finalizer runs where no "
+				  "budget can stop it)");
+	lua_settop(L, 2);
+	lua_pushvalue(L, lua_upvalueindex(1)); /* Lua's own */
+	lua_insert(L, 1);
+	lua_call(L, 2, 1);
+	return 1;
+}
+
 /* load(text [, name [, mode [, env]]]): text chunks only, in the sandbox.
  * [-(1|2|3|4), +(1|2), -] */
 static int l_load(lua_State *L)
@@ -287,11 +303,14 @@ static void open_base(kf_lhost *h)
 	lua_State *L = h->L;
 	static const char *const basefns[] = {
 		"assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget", "rawlen",
-		"rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring", "type",
+		"rawset", "select", "getmetatable", "tonumber", "tostring", "type",
 		"xpcall", "_VERSION", NULL};
 	lua_newtable(L);                       /* base */
 	luaL_requiref(L, "_G", luaopen_base, 0);
 	copy_fields(L, basefns);
+	lua_getfield(L, -1, "setmetatable");   /* base, _G, Lua's setmetatable */
+	lua_pushcclosure(L, l_setmetatable, 1);
+	lua_setfield(L, -3, "setmetatable");
 	lua_pop(L, 1);
 	lua_pushcfunction(L, l_print);
 	lua_setfield(L, -2, "print");
