@@ -18,7 +18,8 @@ static void usage(FILE *f)
 	      "  --max-memory SIZE    memory budget of the parsed model and its tensors (8G, 512M;\n"
 	      "                       default 3/4 of physical memory)\n"
 	      "The output and the weights are written atomically: on failure nothing half-written\n"
-	      "is left.\n", f);
+	      "is left.  kfuse-run reads the weights only below its --data-root (by default the\n"
+	      "directory of the .kf), so a --weights-dir elsewhere needs --data-root there.\n", f);
 }
 
 int main(int argc, char **argv)
@@ -57,7 +58,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	char defdir[PATH_MAX], ref[PATH_MAX];
+	/* paths that would not fit are refused, not cut (a cut one names
+	 * another file) */
+	if ((out && strlen(out) >= PATH_MAX - 16) || (wdir && strlen(wdir) >= PATH_MAX - 16)) {
+		fprintf(stderr, "kfuse-import-onnx: error: the output or weights path is too long\n");
+		return 2;
+	}
+	char defdir[PATH_MAX], ref[PATH_MAX + 2];
 	if (out && !wdir) {
 		snprintf(defdir, sizeof defdir, "%s.weights", out);
 		wdir = defdir;
