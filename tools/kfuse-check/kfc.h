@@ -6,7 +6,9 @@
  *   parse.c    finding directives in the check file (prefix scan)
  *   pattern.c  compiling one pattern: fixed text, {{regex}}, [[VAR]], [[#EXPR]]
  *   regex.c    LLVM-style ERE -> a canonical ERE, with LLVM's validity rules
- *   rematch.c  matching it in bounded time (Pike VM; a budget for backreferences)
+ *   recomp.c   compiling it to a program (rematch.h)
+ *   rematch.c  running that in bounded time (Pike VM; a budget for backreferences)
+ *   dagscan.c  CHECK-DAG without repeated scans
  *   expr.c     numeric expressions and formats ([[#%x,N:]], [[#N+1]])
  *   match.c    the check algorithm: LABEL regions, DAG/NOT groups, NEXT/SAME
  *   diag.c     SourceMgr-style messages and the annotated input dump

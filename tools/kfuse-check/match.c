@@ -143,6 +143,31 @@ typedef struct range {
 	size_t pos, end;
 } range;
 
+/* One search of a DAG pattern from offset `from`, or its remembered
+ * answer (dagscan.c). */
+static int dag_find(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n, size_t from, kfc_dag_memo *memo,
+	size_t *pos, size_t *len, kfc_err *errs, int *nerrs)
+{
+	int r;
+	*nerrs = 0;
+	if (kfc_dag_memo_get(memo, p, from, &r, pos, len))
+		return r;
+	r = try_match(c, p, buf + from, n - from, pos, len, errs, nerrs);
+	kfc_dag_memo_put(memo, p, from, r, *pos, *len);
+	return r;
+}
+
+/* At the first pattern k of a DAG group: where each of the group's first
+ * searches from start may begin (hint, relative to start). */
+static void dag_group_hints(kfc_ctx *c, kfc_check *ck, int k, const char *buf, size_t n, size_t start, size_t *hint)
+{
+	int e = k;
+	while (e < ck->ndagnot && ck->dagnot[e]->kind != KFC_NOT)
+		e++;
+	if (e - k >= 4) /* a pass over the region pays for itself */
+		kfc_dag_hints(c, ck->dagnot + k, e - k, buf + start, n - start, hint + k);
+}
+
 /* FileCheck's CheckDag.  Returns where the directive itself is searched
  * from, SIZE_MAX on failure; NOTs after the last DAG group go to *nots. */
 static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
@@ -162,24 +187,15 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 			KFC_PUSH(*nots, *nnots, *capnots, p);
 			continue;
 		}
-		if (k == 0 || ck->dagnot[k - 1]->kind == KFC_NOT) { /* a group begins */
-			int e = k;
-			while (e < ck->ndagnot && ck->dagnot[e]->kind != KFC_NOT)
-				e++;
-			if (e - k >= 4)
-				kfc_dag_hints(c, ck->dagnot + k, e - k, buf + start, n - start, hint + k);
-		}
+		if (k == 0 || ck->dagnot[k - 1]->kind == KFC_NOT)
+			dag_group_hints(c, ck, k, buf, n, start, hint);
 		size_t mpos = start, mlen = 0, from = start + hint[k];
 		int mi = 0;
 		for (;;) {
 			kfc_err errs[MAXERRS];
-			int nerrs = 0;
+			int nerrs;
 			size_t pos = 0, len = 0;
-			int r;
-			if (!kfc_dag_memo_get(memo, p, from, &r, &pos, &len)) {
-				r = try_match(c, p, buf + from, n - from, &pos, &len, errs, &nerrs);
-				kfc_dag_memo_put(memo, p, from, r, pos, len);
-			}
+			int r = dag_find(c, p, buf, n, from, memo, &pos, &len, errs, &nerrs);
 			if (r != KFC_MATCH) {
 				report(c, true, p, 1, buf + mpos, n - mpos, r, 0, 0, errs, nerrs);
 				free(mr);
