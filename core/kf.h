@@ -114,6 +114,12 @@ void kf_buf_free(kf_buf *b);
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */
 void kf_buf_float(kf_buf *b, double v, kf_dtype t);
+/* v rounded to the nearest value of float type t (ties to even; subnormals
+ * kept, past the largest finite value infinity), as a double: the exact
+ * payload of a constant of type t.  Other types: v. */
+double kf_round_to_dtype(double v, kf_dtype t);
+/* The magnitude from which a value of float type t rounds to infinity. */
+double kf_dtype_overflow(kf_dtype t);
 
 /* ---- files (file.c, fault.c) ---------------------------------------------- */
 
