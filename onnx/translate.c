@@ -52,7 +52,8 @@ static void ostr(NP *np, const char *name, const char *dflt, char *out, size_t c
 		return;
 	}
 	size_t n = a->s.len < cap - 1 ? a->s.len : cap - 1;
-	memcpy(out, a->s.data, n);
+	if (n) /* data is NULL when the string is empty */
+		memcpy(out, a->s.data, n);
 	out[n] = 0;
 }
 
@@ -61,7 +62,8 @@ static int oints(NP *np, const char *name, int64_t *out, int max)
 	const Onnx__AttributeProto *a = oattr(np, name);
 	if (!a || (int)a->n_ints > max)
 		return -1;
-	memcpy(out, a->ints, a->n_ints * sizeof *out);
+	if (a->n_ints) /* ints is NULL for an empty list (UBSan, found by fuzzing) */
+		memcpy(out, a->ints, a->n_ints * sizeof *out);
 	return (int)a->n_ints;
 }
 
