@@ -12,6 +12,8 @@
               replaced the first's weights; kfuse-run must print 3 * 100.
 
     hostile.py KFUSE_IMPORT_ONNX KFUSE_RUN WORKDIR
+    hostile.py --seeds CORPUS_DIR REGRESS_DIR   (the fuzz target's nesting
+        seed, 31 levels of If, and regression input, 34: both kept in git)
 Exit 0 when each is rejected cleanly with its message (names.onnx: when it
 imports and computes the right sum)."""
 import struct
@@ -85,6 +87,13 @@ def check(tool, path, args, want):
 
 
 def main():
+    if sys.argv[1] == "--seeds":
+        for d, levels in ((sys.argv[2], 31), (sys.argv[3], 34)):
+            # messages nest 2 + 3 x levels deep (model, graph; node,
+            # attribute, graph per level): 95 is within the limit, 104 not
+            with open(os.path.join(d, f"nested_if_{levels}_levels.onnx"), "wb") as f:
+                f.write(deep(levels))
+        return 0
     tool, run, work = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(work, exist_ok=True)
     d, w = os.path.join(work, "deep.onnx"), os.path.join(work, "wide.onnx")
