@@ -1,10 +1,13 @@
 /* fault.c: the allocator wrappers, the fatal out-of-memory exit, and fault
  * injection for tests.
  *
- * Every allocation kfuse code makes goes through the wrappers here: the
- * build links every kfuse object with -Wl,--wrap=malloc (calloc, realloc,
- * strdup, strndup), so a call to malloc is a call to __wrap_malloc.  The
- * wrappers cannot fail: out of memory ends the process cleanly (kf_oom: a
+ * Every allocation kfuse code makes goes through the wrappers in
+ * fault_wrap.c: the tools, the tests and libkfuse.so link every kfuse
+ * object with -Wl,--wrap=malloc (calloc, realloc, strdup, strndup), so a
+ * call to malloc is a call to __wrap_malloc.  (A program linking libkfuse.a
+ * links without them: there nothing references fault_wrap.o, malloc is
+ * libc's, and out of memory is that program's to handle.)  The wrappers
+ * cannot fail: out of memory ends the process cleanly (kf_oom: a
  * message, open output temporaries removed, exit status 1), as git's and
  * GCC's xmalloc do, so no unchecked NULL is ever dereferenced and no output
  * is ever left half-written.  Where an input decides the size (tensor data,
@@ -39,11 +42,7 @@
 
 #include "kf_int.h"
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t sz);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
+_Thread_local int kf_fallible;
 
 static struct {
 	int state;              /* 0 unread, 1 reading, 2 read */
@@ -88,7 +87,7 @@ static void init(void)
 		atexit(report);
 }
 
-static bool fail_alloc(void)
+bool kf_fault_alloc(void)
 {
 	if (__atomic_load_n(&fi.state, __ATOMIC_ACQUIRE) != 2)
 		init();
@@ -108,30 +107,32 @@ bool kf_fault_write(void)
 	return fi.write_at && k == fi.write_at;
 }
 
-void *kf_try_malloc(size_t n) { return fail_alloc() ? NULL : __real_malloc(n); }
-void *kf_try_calloc(size_t n, size_t sz) { return fail_alloc() ? NULL : __real_calloc(n, sz); }
-
-void *kf_try_realloc(void *p, size_t n)
+/* The fallible allocations: the wrappers (fault_wrap.c) let these fail
+ * (kf_fallible says so); without the wrappers (a program linking
+ * libkfuse.a on its own) malloc fails as it always does. */
+void *kf_try_malloc(size_t n)
 {
-	/* realloc(p, 0) frees: only a request for memory can fail */
-	if (n && fail_alloc())
-		return NULL;
-	return __real_realloc(p, n);
-}
-
-/* The wrappers: what cannot fail (a size of 0 may give NULL, as malloc's). */
-static void *sure(void *p, bool asked)
-{
-	if (!p && asked)
-		kf_oom();
+	kf_fallible++;
+	void *p = malloc(n);
+	kf_fallible--;
 	return p;
 }
 
-void *__wrap_malloc(size_t n) { return sure(kf_try_malloc(n), n != 0); }
-void *__wrap_calloc(size_t n, size_t sz) { return sure(kf_try_calloc(n, sz), n && sz); }
-void *__wrap_realloc(void *p, size_t n) { return sure(kf_try_realloc(p, n), n != 0); }
-char *__wrap_strdup(const char *s) { return sure(fail_alloc() ? NULL : __real_strdup(s), true); }
-char *__wrap_strndup(const char *s, size_t n) { return sure(fail_alloc() ? NULL : __real_strndup(s, n), true); }
+void *kf_try_calloc(size_t n, size_t sz)
+{
+	kf_fallible++;
+	void *p = calloc(n, sz);
+	kf_fallible--;
+	return p;
+}
+
+void *kf_try_realloc(void *p, size_t n)
+{
+	kf_fallible++;
+	void *q = realloc(p, n);
+	kf_fallible--;
+	return q;
+}
 
 void kf_fatal(const char *what)
 {

@@ -76,6 +76,40 @@ static inline bool kf_type_equal(const kf_type *a, const kf_type *b)
 	return a->dtype == b->dtype && kf_type_same_shape(a, b);
 }
 
+/* ---- symbolic dims ---------------------------------------------------------
+ *
+ * A symbolic dim is a monomial: a coefficient >= 1 times a product of named
+ * symbols.  It is one interned name in canonical form: the coefficient first
+ * when it is not 1, then the symbols sorted by name, '*' between: `B`,
+ * `B*T`, `8*B`, `2*T*T`.  Equal products are therefore one dim value, and the
+ * text IR writes them as named (f32[B*T,768]).  Shape arithmetic on them
+ * (a reshape's element count and -1, flatten, a product of dims) is exact;
+ * a sum of symbols has no dim (it would need facts about their values). */
+#define KF_DIM_MAXSYM 8
+#define KF_DIM_BAD INT64_MIN /* not a dim: malformed, or out of range */
+typedef struct kf_mono {
+	int64_t coef;
+	int n;
+	kf_sid sym[KF_DIM_MAXSYM];
+} kf_mono;
+
+/* The parts of dim d (a static d: coef d, no symbols); false if malformed. */
+bool kf_dim_split(kf_ctx *c, int64_t d, kf_mono *m);
+/* The dim of a monomial (static when it has no symbols or a 0 coefficient);
+ * KF_DIM_BAD when out of range. */
+int64_t kf_dim_join(kf_ctx *c, const kf_mono *m);
+/* "8*B", "B*T", "64": a dim from its text (any order of factors), or KF_DIM_BAD. */
+int64_t kf_dim_parse(kf_ctx *c, const char *s, size_t n);
+int64_t kf_dim_mul(kf_ctx *c, int64_t a, int64_t b); /* KF_DIM_BAD on overflow */
+/* a / b when it is a monomial (exact for every value of the symbols). */
+bool kf_dim_div(kf_ctx *c, int64_t a, int64_t b, int64_t *q);
+/* The value of d given its symbols' values; false when one is unknown or on
+ * overflow. */
+typedef bool (*kf_sym_lookup)(void *ud, kf_sid s, int64_t *value);
+bool kf_dim_eval(kf_ctx *c, int64_t d, kf_sym_lookup look, void *ud, int64_t *out);
+/* Whether d is a product (not a static dim, not a plain symbol). */
+bool kf_dim_is_product(const kf_ctx *c, int64_t d);
+
 /* ---- strings --------------------------------------------------------------- */
 
 kf_sid kf_intern(kf_ctx *c, const char *s, size_t n);
@@ -330,6 +364,8 @@ enum {
 	X(MATMUL, "matmul") X(GEMM, "gemm") \
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
+	X(GATHER, "gather") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
+	X(SIN, "sin") X(COS, "cos") X(OPAQUE, "opaque") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 
 enum {
@@ -365,13 +401,25 @@ typedef struct kf_opinfo {
 	void *user;            /* plugin data */
 } kf_opinfo;
 
+/* ONNX Shape's range [start, end) of a rank-`rank` shape: negative ends
+ * count from the back, then both clamp to [0, rank], end not below start. */
+void kf_shape_range(int64_t rank, int64_t *start, int64_t *end);
+
 int kf_op_count(const kf_ctx *c);
 const kf_opinfo *kf_op(const kf_ctx *c, int op);
 kf_opinfo *kf_op_mut(kf_ctx *c, int op);
 int kf_op_lookup(const kf_ctx *c, const char *name, size_t n); /* -1 if unknown */
+/* The op that runs node n: its own, or for `opaque @Name` the op registered
+ * as Name (a plugin's); -1 when there is none. */
+int kf_node_impl_op(const kf_graph *g, kf_nid n);
 /* Registers a new op (name copied); returns its id, or -1 with an error in
  * the context when the name is taken. */
 int kf_op_register(kf_ctx *c, const kf_opinfo *info);
+/* The file of the plugin (a C library or a Lua script) that registered op:
+ * the path as it was loaded, NULL for a built-in op.  A module written out
+ * names these files (kf_module_locate), so that it reads back. */
+void kf_op_set_origin(kf_ctx *c, int op, const char *path);
+const char *kf_op_origin(const kf_ctx *c, int op);
 
 /* ---- context --------------------------------------------------------------- */
 
@@ -510,6 +558,11 @@ const char *kf_attr_str(const kf_graph *g, kf_nid n, const char *key, const char
 /* Copies an int list into out (at most max); returns its length, or -1 when
  * absent or not a list of ints. */
 int kf_attr_ints(const kf_graph *g, kf_nid n, const char *key, int64_t *out, int max);
+/* A list of dims: ints, and strings naming symbolic dims ("B", "8*B*T",
+ * kf_dim_parse).  sym[i] tells a symbolic entry from a negative int (both
+ * are negative in out[]).  Returns the length, or -1 when absent or when an
+ * item is neither. */
+int kf_attr_dims(const kf_graph *g, kf_nid n, const char *key, int64_t *out, bool *sym, int max);
 
 /* ---- modules, text ---------------------------------------------------------- */
 
@@ -519,6 +572,11 @@ typedef struct kf_module {
 	uint32_t ngraph;
 	kf_graph **graph;
 	kf_srcid src;
+	/* `plugin "FILE"` lines: the plugins the module's ops come from, as the
+	 * text names them (relative to the graphs' dir); kf_module_locate sets
+	 * them from the ops in use. */
+	kf_sid *plugin;
+	uint32_t nplugin;
 } kf_module;
 
 /* Parses text (which need not be NUL-terminated, and may contain NULs) named
@@ -530,6 +588,40 @@ kf_module *kf_parse_file(kf_ctx *c, const char *path);
 void kf_module_free(kf_module *m);
 kf_module *kf_module_new(kf_ctx *c);
 void kf_module_add(kf_module *m, kf_graph *g);
+
+/* The module is about to be written as a file in directory dir (a path
+ * relative to the current directory, or absolute; "." for stdout, which
+ * readers locate in the current directory as they do stdin): each relative
+ * file("...") path is rewritten to name the same file from dir, the plugin
+ * list becomes the files of the plugins whose ops the module uses (relative
+ * to dir, kf_op_origin), and every graph's dir becomes dir.  0, or -1 with
+ * an error when the current directory cannot be read. */
+int kf_module_locate(kf_module *m, const char *dir);
+
+/* ---- file paths (path.c): lexical, "a/./b/../c" folded to "a/c" ---------- */
+
+/* dir/rel; rel alone when it is absolute or dir is empty or ".". */
+void kf_path_join(kf_buf *out, const char *dir, const char *rel);
+/* The directory part of path: "." when it has none, "/" for "/x". */
+void kf_path_dir(kf_buf *out, const char *path);
+/* path as seen from directory dir, each absolute or relative to the
+ * current directory: "../w/x.npy" (relative, even for an absolute path).
+ * 0, or -1 when the current directory cannot be read. */
+int kf_path_rel(kf_buf *out, const char *dir, const char *path);
+
+/* ---- kfuse's own files (install.c) -------------------------------------------- */
+
+/* The directory of the standard rules: $KFUSE_RULES_PATH, else the one
+ * installed beside this program or libkfuse (<prefix>/share/kfuse/patterns),
+ * else the source tree's patterns/ (a tool run from its build tree).  0, or
+ * -1 when there is none. */
+int kf_std_rules(kf_buf *out);
+/* The rule file or directory a rules pass names: the standard rules for
+ * NULL or ""; path itself when it is absolute or exists from the current
+ * directory; else the standard rules' path/ when that exists; else path
+ * (whose loading then says it is missing).  0, or -1 with an error in c
+ * when the standard rules are wanted and not found. */
+int kf_rules_find(kf_ctx *c, const char *path, kf_buf *out);
 
 void kf_print_graph(kf_buf *out, kf_graph *g);
 void kf_print_module(kf_buf *out, kf_module *m);

@@ -44,6 +44,7 @@ struct kf_ctx {
 	char **str; uint32_t nstr, capstr; kf_strtab strtab;
 	kf_type *type; uint32_t ntype, captype; kf_idtab typetab;
 	kf_opinfo *op; uint32_t nop, capop; kf_idtab optab;
+	kf_sid *op_origin; uint32_t norigin; /* the plugin file of op i (KF_NONE: built in) */
 	kf_source *src; uint32_t nsrc, capsrc;
 	kf_diag *diag; uint32_t ndiag, capdiag;
 	int nerrors;
@@ -82,6 +83,11 @@ static inline void *kf_arena_take(kf_arena *a, size_t n, size_t align)
 	}
 	return kf_arena_bytes(a, n, align);
 }
+/* fault.c: does fault injection (KF_FAULT_ALLOC) fail this allocation?
+ * And is the allocation being made a fallible one (kf_try_*)? */
+bool kf_fault_alloc(void);
+extern _Thread_local int kf_fallible;
+
 /* Grows *arr (of elements of size sz) so that it holds at least need. */
 void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 

@@ -84,6 +84,16 @@ bool kf_passopt_bool(kf_ctx *c, const kf_passopts *o, const char *key, bool dflt
 	return dflt;
 }
 
+int64_t kf_passopt_level(kf_ctx *c, const kf_passopts *o, const char *key, int64_t dflt)
+{
+	const char *s = kf_passopt_str(o, key, NULL);
+	if (s && (!strcmp(s, "true") || !strcmp(s, "on")))
+		return 1;
+	if (s && (!strcmp(s, "false") || !strcmp(s, "off")))
+		return 0;
+	return kf_passopt_int(c, o, key, dflt);
+}
+
 /* ---- the pass set ------------------------------------------------------------ */
 
 void kf_passreg_add(kf_passreg *r, const kf_pass *p)
@@ -204,7 +214,7 @@ static void list_names(kf_buf *b, const char *const *names, const kf_passreg *r)
 static bool pass_has_opt(const kf_pass *p, const char *k, size_t n)
 {
 	for (uint32_t i = 0; p->opts && p->opts[i]; i++)
-		if (strlen(p->opts[i]) == n && !memcmp(p->opts[i], k, n))
+		if ((strlen(p->opts[i]) == n && !memcmp(p->opts[i], k, n)) || !strcmp(p->opts[i], "*"))
 			return true;
 	return false;
 }

@@ -46,7 +46,7 @@ typedef struct kf_passopts {
 struct kf_pass {
 	const char *name;
 	const char *doc;          /* one line */
-	const char *const *opts;  /* NULL-terminated option names; NULL: none */
+	const char *const *opts;  /* NULL-terminated option names; NULL: none; "*": any name */
 	/* Runs on one graph; sets *changed when it changed anything.  Returns 0,
 	 * or -1 after adding errors to the context. */
 	int (*run)(kf_graph *g, const kf_passopts *o, bool *changed);
@@ -61,6 +61,8 @@ struct kf_pass {
 const char *kf_passopt_str(const kf_passopts *o, const char *key, const char *dflt);
 int64_t kf_passopt_int(kf_ctx *c, const kf_passopts *o, const char *key, int64_t dflt);
 bool kf_passopt_bool(kf_ctx *c, const kf_passopts *o, const char *key, bool dflt);
+/* A level 0, 1, 2, ...: an integer, or true (a bare key) for 1, false for 0. */
+int64_t kf_passopt_level(kf_ctx *c, const kf_passopts *o, const char *key, int64_t dflt);
 double kf_passopt_float(kf_ctx *c, const kf_passopts *o, const char *key, double dflt);
 
 /* ---- the set of known passes ------------------------------------------- */

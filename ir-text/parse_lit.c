@@ -90,7 +90,7 @@ static int hexval(char ch)
 
 /* Decodes the string token at p->tok into p->sbuf (reported errors leave
  * the rest decoded) and interns it. */
-static kf_sid parse_string(kf_parser *p)
+kf_sid kf_parse_string(kf_parser *p)
 {
 	const char *s = p->text + p->tok.off + 1, *end = p->text + p->tok.off + p->tok.len - 1;
 	p->sbuf.n = 0;
@@ -184,12 +184,42 @@ bool kf_parse_type(kf_parser *p, kf_tid *tid)
 				kf_parse_expected(p, "a dimension (a size or a symbol)");
 				return false;
 			}
+			uint32_t off = p->tok.off;
+			kf_parse_next(p);
+			if (p->tok.kind == KF_T_STAR) {
+				/* a product of sizes and symbols, as one canonical dim */
+				kf_mono m;
+				bool ok = !bad && kf_dim_split(p->c, d, &m);
+				while (kf_parse_accept(p, KF_T_STAR)) {
+					int64_t f = 0;
+					if (p->tok.kind == KF_T_INT) {
+						ok = ok && tok_u64(p, &p->tok, &u) && u <= (uint64_t)INT64_MAX;
+						f = (int64_t)u;
+					} else if (p->tok.kind == KF_T_IDENT) {
+						f = KF_SYM(kf_intern(p->c, p->text + p->tok.off, p->tok.len));
+					} else {
+						kf_parse_expected(p, "a size or a symbol after '*'");
+						return false;
+					}
+					kf_mono fm;
+					ok = ok && kf_dim_split(p->c, f, &fm) && m.n + fm.n <= KF_DIM_MAXSYM &&
+					     !__builtin_mul_overflow(m.coef, fm.coef, &m.coef);
+					for (int i = 0; ok && i < fm.n; i++)
+						m.sym[m.n++] = fm.sym[i];
+					kf_parse_next(p);
+				}
+				d = ok ? kf_dim_join(p->c, &m) : KF_DIM_BAD;
+				if (d == KF_DIM_BAD && !bad) {
+					kf_parse_err(p, off, "dimension out of range (a product of at most %d symbols "
+							     "and a size below 2^62)", KF_DIM_MAXSYM);
+					bad = true;
+				}
+			}
 			if (rank == KF_MAX_RANK && !bad) {
-				kf_parse_err(p, p->tok.off, "rank exceeds %d", KF_MAX_RANK);
+				kf_parse_err(p, off, "rank exceeds %d", KF_MAX_RANK);
 				bad = true;
 			} else if (rank < KF_MAX_RANK)
 				dims[rank++] = d;
-			kf_parse_next(p);
 		} while (kf_parse_accept(p, KF_T_COMMA));
 	}
 	uint32_t rboff = p->tok.off;
@@ -212,7 +242,7 @@ static bool parse_attrval(kf_parser *p, kf_attrval *v, int depth)
 	memset(v, 0, sizeof *v);
 	if (p->tok.kind == KF_T_STRING) {
 		v->kind = KF_ATTR_STR;
-		v->s = parse_string(p);
+		v->s = kf_parse_string(p);
 		return true;
 	}
 	if (p->tok.kind == KF_T_LBRACK) {
@@ -272,7 +302,7 @@ bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *nout)
 				key = kf_intern(p->c, p->text + k.off, k.len);
 				kf_parse_next(p);
 			} else if (k.kind == KF_T_STRING) {
-				key = parse_string(p);
+				key = kf_parse_string(p);
 			} else {
 				kf_parse_expected(p, "an attribute name");
 				ok = false;
@@ -475,7 +505,7 @@ bool kf_parse_const(kf_parser *p, kf_const **cst, kf_attr **attrs, uint32_t *nat
 			kf_parse_expected(p, "a file name in quotes");
 			return false;
 		}
-		path = parse_string(p);
+		path = kf_parse_string(p);
 		if (!kf_parse_close(p, KF_T_RPAREN, "')'", '(', lp))
 			return false;
 	} else {

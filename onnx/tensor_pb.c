@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
 #include "tensor.h"
@@ -33,8 +34,87 @@ const char *kf_onnx_dtype_name(int32_t t)
 	return t >= 0 && t < (int32_t)(sizeof names / sizeof *names) ? names[t] : "an unknown type";
 }
 
-/* Fills out from a TensorProto; on failure writes why into err. */
-int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_t errlen)
+/* The bytes of an external-data tensor: `location` (relative to the
+ * model's directory, inside it), `offset` and `length`, as onnx's
+ * save_model(save_as_external_data = True) writes them. */
+static int external(const Onnx__TensorProto *tp, const char *dir, kf_dtype dt, int64_t n, kf_tensor *out,
+		    char *err, size_t errlen)
+{
+	const char *loc = NULL, *name = tp->name ? tp->name : "";
+	long long off = 0, len = -1;
+	size_t want = (size_t)n * kf_dtype_size(dt);
+	for (size_t i = 0; i < tp->n_external_data; i++) {
+		const Onnx__StringStringEntryProto *e = tp->external_data[i];
+		if (!e->key || !e->value)
+			continue;
+		if (!strcmp(e->key, "location"))
+			loc = e->value;
+		else if (!strcmp(e->key, "offset"))
+			off = strtoll(e->value, NULL, 10);
+		else if (!strcmp(e->key, "length"))
+			len = strtoll(e->value, NULL, 10);
+	}
+	if (!dir) {
+		snprintf(err, errlen, "tensor '%s' keeps its data in an external file, which is read only for a model "
+				      "loaded from a file", name);
+		return -1;
+	}
+	/* the data must sit beside the model: no absolute path, no way up */
+	if (!loc || !*loc || loc[0] == '/' || strstr(loc, "..")) {
+		snprintf(err, errlen, "tensor '%s' has external data at '%s', which is not a file inside the model's "
+				      "directory", name, loc ? loc : "");
+		return -1;
+	}
+	if (off < 0 || (len >= 0 && (size_t)len != want)) {
+		snprintf(err, errlen, "tensor '%s' has external data of %lld bytes at offset %lld, its shape needs %zu",
+			 name, len, off, want);
+		return -1;
+	}
+	char path[8192];
+	snprintf(path, sizeof path, "%s/%s", dir, loc);
+	/* and stay there once links are followed, and be a regular file (a
+	 * FIFO would block the import for ever) */
+	char *real = NULL;
+	int e = kf_path_within(path, dir, &real), fd = -1;
+	if (!e)
+		fd = kf_open_regular(real, &e);
+	free(real);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	struct stat st;
+	if (!f || fstat(fileno(f), &st) != 0) {
+		snprintf(err, errlen, "tensor '%s': cannot open its external data %s: %s", name, path,
+			 kf_file_strerror(e ? e : errno));
+		if (f)
+			fclose(f);
+		else if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* the file must hold the bytes before anything is allocated for them */
+	if (st.st_size < off || (size_t)(st.st_size - off) < want) {
+		fclose(f);
+		snprintf(err, errlen, "tensor '%s': %s holds %lld bytes, the data needs %zu at offset %lld", name, path,
+			 (long long)st.st_size, want, off);
+		return -1;
+	}
+	if (kf_tensor_alloc(out, dt, (int)tp->n_dims, tp->dims) < 0) {
+		fclose(f);
+		snprintf(err, errlen, "tensor '%s' is too large", name);
+		return -1;
+	}
+	size_t got = want && fseek(f, off, SEEK_SET) == 0 ? fread(out->data, 1, want, f) : 0;
+	fclose(f);
+	if (got != want) {
+		kf_tensor_free(out);
+		snprintf(err, errlen, "tensor '%s': read error in %s", name, path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Fills out from a TensorProto; on failure writes why into err.  dir is the
+ * model's directory (external data), or NULL. */
+int kf_onnx_tensor(const Onnx__TensorProto *tp, const char *dir, kf_tensor *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	int dt = kf_onnx_dtype(tp->data_type);
@@ -43,11 +123,7 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 			 tp->name ? tp->name : "", kf_onnx_dtype_name(tp->data_type));
 		return -1;
 	}
-	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-		snprintf(err, errlen, "tensor '%s' keeps its data in an external file, which kfuse does not read",
-			 tp->name ? tp->name : "");
-		return -1;
-	}
+	bool ext = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	if (tp->n_dims > KF_MAX_RANK) {
 		snprintf(err, errlen, "tensor '%s' has rank %zu (kfuse supports up to %d)", tp->name ? tp->name : "",
 			 tp->n_dims, KF_MAX_RANK);
@@ -70,6 +146,8 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 		n *= tp->dims[i];
 	}
 	size_t esz = kf_dtype_size((kf_dtype)dt);
+	if (ext)
+		return external(tp, dir, (kf_dtype)dt, n, out, err, errlen);
 	size_t have = tp->has_raw_data ? tp->raw_data.len / esz
 		    : dt == KF_F32 ? tp->n_float_data : dt == KF_F64 ? tp->n_double_data
 		    : dt == KF_I64 ? tp->n_int64_data : tp->n_int32_data;
@@ -108,16 +186,18 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 	return 0;
 }
 
+/* The whole file ("-": stdin), at most KF_ONNX_MAX_BYTES. */
 static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	bool in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "rb");
 	if (!f) {
 		kf_error(c, (kf_loc){src, 0}, "cannot open: %s", strerror(errno));
 		return -1;
 	}
 	/* protobuf messages are limited to 2 GiB: refuse larger before reading */
 	struct stat st;
-	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > KF_ONNX_MAX_BYTES) {
+	if (!in && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > KF_ONNX_MAX_BYTES) {
 		fclose(f);
 		kf_error(c, (kf_loc){src, 0}, "file too large (%lld bytes; protobuf's limit is 2 GiB)",
 			 (long long)st.st_size);
@@ -125,22 +205,30 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 	}
 	/* the file decides the size: kf_try_*, which may fail */
 	size_t cap = 1 << 16, n = 0;
-	char *p = kf_try_malloc(cap);
+	char *p = kf_try_malloc(cap), *q;
 	size_t k;
+	bool big = false;
 	while (p && (k = fread(p + n, 1, cap - n, f)) > 0) {
 		n += k;
+		/* a pipe has no size to check first: stop at the limit */
+		if (n > (size_t)KF_ONNX_MAX_BYTES) {
+			big = true;
+			break;
+		}
 		if (n == cap) {
-			char *q = kf_try_realloc(p, cap *= 2);
+			q = kf_try_realloc(p, cap *= 2);
 			if (!q)
 				free(p);
 			p = q;
 		}
 	}
 	int bad = ferror(f);
-	fclose(f);
-	if (!p || bad) {
+	if (!in)
+		fclose(f);
+	if (!p || bad || big) {
 		free(p);
-		kf_error(c, (kf_loc){src, 0}, "read error");
+		kf_error(c, (kf_loc){src, 0}, big ? "input too large (protobuf's limit is 2 GiB)"
+						  : !p ? "out of memory reading the model" : "read error");
 		return -1;
 	}
 	*buf = p;
@@ -150,11 +238,11 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 
 int kf_onnx_read_file(kf_ctx *c, const char *path, kf_srcid *src, char **buf, size_t *len)
 {
-	*src = kf_source_add(c, path, NULL, 0);
+	*src = kf_source_add(c, strcmp(path, "-") ? path : "<stdin>", NULL, 0);
 	return read_whole(c, path, *src, buf, len);
 }
 
-int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
+int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out, char *name, size_t cap)
 {
 	kf_srcid src;
 	char *buf;
@@ -167,8 +255,10 @@ int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
 	free(buf);
 	if (!tp)
 		return -1;
-	char err[256];
-	int rc = kf_onnx_tensor(tp, out, err, sizeof err);
+	char err[512];
+	int rc = kf_onnx_tensor(tp, NULL, out, err, sizeof err);
+	if (name && cap)
+		snprintf(name, cap, "%s", tp->name ? tp->name : "");
 	if (rc < 0)
 		kf_error(c, (kf_loc){src, 0}, "%s", err);
 	kf_onnx_unpack_free(&tp->base);

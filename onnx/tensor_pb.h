@@ -7,7 +7,9 @@
 /* Protobuf messages are limited to 2 GiB; larger files and buffers are refused. */
 #define KF_ONNX_MAX_BYTES INT32_MAX
 
-int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_t errlen);
+/* A TensorProto as a tensor; dir is the model's directory, where external
+ * data lives (NULL: refused).  -1 with why in err. */
+int kf_onnx_tensor(const Onnx__TensorProto *tp, const char *dir, kf_tensor *out, char *err, size_t errlen);
 const char *kf_onnx_dtype_name(int32_t t);
 /* Messages nested deeper than this are refused before unpacking (protobuf-c
  * recurses per level); a model is 1, its graph 2, a node 3, an attribute 4,
