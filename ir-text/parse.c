@@ -241,9 +241,9 @@ static void parse_plugin(kf_parser *p)
 	kf_buf path = {0};
 	kf_path_join(&path, p->dir, name);
 	size_t n = path.n;
-	/* the .kf is untrusted: the script it names must resolve within the
-	 * data root (by default the file's directory), as file() constants */
-	const char *root = kf_ctx_data_root(p->c) ? kf_ctx_data_root(p->c) : p->dir && *p->dir ? p->dir : ".";
+	/* the .kf is untrusted: the script it names must be a regular file and,
+	 * with a data root set, resolve within it, as file() constants */
+	const char *root = kf_ctx_data_root(p->c) ? kf_ctx_data_root(p->c) : "/";
 	char *real = NULL;
 	int e = n >= 4 && !strcmp(path.p + n - 4, ".lua") ? kf_path_within(path.p, root, &real) : 0;
 	free(real);

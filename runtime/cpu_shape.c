@@ -22,9 +22,10 @@ static void row_strides(const kf_tensor *x, int64_t *st)
 
 /* A file("x.npy") constant: read relative to the graph's directory and
  * checked against the declared type.  The .kf names the path, so it is
- * untrusted: the file must be a regular one (a FIFO would block forever)
- * and must resolve within the data root, by default the graph's own
- * directory (kf_ctx_set_data_root, kfuse-run --data-root). */
+ * untrusted: the file must be a regular one (a FIFO would block forever),
+ * and with a data root set (kf_ctx_set_data_root, kfuse-run --data-root)
+ * it must resolve within it.  Without one any file is read: a .kf saved
+ * elsewhere names its weights as ../x.npy (kf_module_locate). */
 static int const_file(kf_graph *g, kf_nid n, kf_tensor *y, char *err, size_t errlen)
 {
 	const kf_const *k = kf_N(g, n)->cst;
@@ -37,10 +38,8 @@ static int const_file(kf_graph *g, kf_nid n, kf_tensor *y, char *err, size_t err
 	}
 	kf_buf_puts(&full, path);
 	const char *root = kf_ctx_data_root(g->ctx);
-	if (!root)
-		root = dir[0] ? dir : ".";
 	char *real = NULL;
-	int e = kf_path_within(full.p, root, &real);
+	int e = kf_path_within(full.p, root ? root : "/", &real);
 	kf_tensor t = {0};
 	int rc = 0;
 	if (e == KF_EOUTSIDE) {

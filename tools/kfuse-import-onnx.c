@@ -29,8 +29,8 @@ static const char usage[] =
 	"  -h, --help, --version\n"
 	"Dynamic axes become symbolic dims (f32[batch,seq,768]); docs/onnx.md.  The .kf and\n"
 	"the weights are written atomically: a failed run leaves nothing half-written.\n"
-	"kfuse-run reads weights only below its --data-root (default: the .kf's directory),\n"
-	"so a --weights-dir elsewhere needs --data-root there.\n";
+	"(kfuse-run, given a data root to confine a model's files to, reads weights only\n"
+	"below it: put the weights there.)\n";
 
 enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_BIND, O_VERSION, O_MAXMEM };
 
