@@ -185,18 +185,17 @@ int kfuse_save(kfuse_model *m, const char *path)
 	if (rc < 0)
 		return -1;
 	const char *name = out ? "<stdout>" : path;
-	FILE *f = out ? stdout : fopen(path, "wb");
-	if (!f) {
-		kf_error(c, (kf_loc){kf_source_add(c, name, NULL, 0), 0}, "cannot open for writing: %s",
-			 strerror(errno));
-		return -1;
+	/* atomic (kf_ofile): a full disk or a kill never leaves the file
+	 * truncated, and saving over the input read cannot lose it */
+	kf_ofile o;
+	int e = kf_ofile_open(&o, out ? NULL : path);
+	if (!e) {
+		if (kf_print_module_file(o.f, m->m) != 0 && !o.err)
+			o.err = errno ? errno : EIO;
+		e = kf_ofile_commit(&o);
 	}
-	errno = 0;
-	bool ok = kf_print_module_file(f, m->m) == 0;
-	int e = errno;
-	ok &= (out ? fflush(f) : fclose(f)) == 0;
-	if (!ok) {
-		kf_error(c, (kf_loc){kf_source_add(c, name, NULL, 0), 0}, "write failed: %s", strerror(e ? e : errno));
+	if (e) {
+		kf_error(c, (kf_loc){kf_source_add(c, name, NULL, 0), 0}, "cannot write: %s", kf_file_strerror(e));
 		return -1;
 	}
 	return 0;

@@ -1,6 +1,6 @@
 /* arena.c: bump allocation in chunks; everything a graph or context allocates
  * this way is freed in one call.  Out of memory is a broken invariant here
- * (we cannot report it without memory), so it aborts. */
+ * (we cannot report it without memory): kf_oom ends the process cleanly. */
 #include <stdlib.h>
 #include <string.h>
 #include "kf_int.h"
@@ -8,20 +8,16 @@
 void *kf_xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
-	if (!q) {
-		fputs("kfuse: fatal: out of memory\n", stderr);
-		abort();
-	}
+	if (!q)
+		kf_oom();
 	return q;
 }
 
 void *kf_xcalloc(size_t n, size_t sz)
 {
 	void *p = calloc(n ? n : 1, sz ? sz : 1);
-	if (!p) {
-		fputs("kfuse: fatal: out of memory\n", stderr);
-		abort();
-	}
+	if (!p)
+		kf_oom();
 	return p;
 }
 
@@ -52,10 +48,8 @@ void *kf_arena_bytes(kf_arena *a, size_t n, size_t align)
 		if (cap < n)
 			cap = n;
 		c = malloc(sizeof *c + cap + KF_ARENA_SLACK);
-		if (!c) {
-			fputs("kfuse: fatal: out of memory\n", stderr);
-			abort();
-		}
+		if (!c)
+			kf_oom();
 		c->cap = cap;
 		c->used = 0;
 		c->next = a->head;

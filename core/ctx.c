@@ -27,8 +27,19 @@ void kf_ctx_free(kf_ctx *c)
 	free(c->op_origin);
 	free(c->optab.slot);
 	kf_arena_free(&c->arena);
+	free(c->data_root);
 	free(c);
 }
+
+void kf_ctx_set_data_root(kf_ctx *c, const char *dir)
+{
+	free(c->data_root);
+	c->data_root = dir ? kf_xrealloc(NULL, strlen(dir) + 1) : NULL;
+	if (dir)
+		strcpy(c->data_root, dir);
+}
+
+const char *kf_ctx_data_root(const kf_ctx *c) { return c->data_root; }
 
 void kf_ctx_set_ext(kf_ctx *c, void *ext, void (*release)(kf_ctx *c))
 {

@@ -144,19 +144,6 @@ void kf_buf_putc(kf_buf *b, char ch);
 void kf_buf_printf(kf_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void kf_buf_free(kf_buf *b);
-/* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
- * the errno of the failed write (EIO when write returns 0). */
-int kf_write_all(int fd, const void *p, size_t n);
-/* Writes the concatenation of part[0..nparts) to path atomically: into a
- * temporary beside it, renamed over it once every byte is written, so that
- * a failure leaves the old file (file.c).  0, or the errno of the failure. */
-int kf_write_atomic(const char *path, const void *const *part, const size_t *len, int nparts);
-/* The same for a writer that streams: a fresh temporary beside path to
- * write (NULL with errno on failure; *tmp its name), then kf_atomic_close,
- * which renames it over path when ok and every write succeeded, else
- * removes it; 0 or the errno of the failure. */
-FILE *kf_atomic_open(const char *path, char **tmp);
-int kf_atomic_close(FILE *f, char *tmp, const char *path, bool ok);
 /* Shortest text of a double that reads back to the same value of dtype t
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */
@@ -168,6 +155,91 @@ double kf_round_to_dtype(double v, kf_dtype t);
 /* The magnitude from which a value of float type t rounds to infinity. */
 double kf_dtype_overflow(kf_dtype t);
 
+/* ---- files (file.c, fault.c) ---------------------------------------------- */
+
+/* Errors beyond errno's, for kf_file_strerror. */
+#define KF_ENOTREG 0x10001  /* not a regular file (a FIFO, a device) */
+#define KF_EOUTSIDE 0x10002 /* outside the directory a path is confined to */
+#define KF_ETOOBIG 0x10003  /* larger than the reader's limit */
+/* strerror, knowing the three above. */
+const char *kf_file_strerror(int err);
+/* Opens a regular file for reading, never blocking on a FIFO or device:
+ * the fd, or -1 with *err (errno, EISDIR or KF_ENOTREG).  For paths that an
+ * input file names; the command line may name pipes, so tools open those
+ * themselves. */
+int kf_open_regular(const char *path, int *err);
+/* Reads a whole regular file of at most max bytes: 0 with a malloc'd,
+ * NUL-terminated *out, or an error (as kf_open_regular, KF_ETOOBIG). */
+int kf_read_regular(const char *path, size_t max, char **out, size_t *len);
+/* 0 with *resolved (malloc'd: path with every link resolved) when path is
+ * root or below it once both are resolved; else an errno or KF_EOUTSIDE. */
+int kf_path_within(const char *path, const char *root, char **resolved);
+
+/* An output written atomically: a temporary beside the target, every write
+ * checked, renamed over the target by commit.  Until then, and after any
+ * failure, the target is untouched (an input named as the output too).
+ * A device or FIFO target (/dev/null) is written directly; path NULL or
+ * "-" is stdout (commit flushes and checks it). */
+typedef struct kf_ofile {
+	FILE *f;          /* write here (stdio; errors are caught by commit) */
+	int fd, err;      /* the temporary (or device); the first error */
+	char *path, *tmp; /* the target; the temporary (NULL: direct) */
+	bool no_sync;     /* set after open to skip fsync (a cache that checks
+			     its entries when it reads them) */
+} kf_ofile;
+/* 0, or the errno why the temporary cannot be created. */
+int kf_ofile_open(kf_ofile *o, const char *path);
+/* 0, or the first error so far (sticky). */
+int kf_ofile_write(kf_ofile *o, const void *p, size_t n);
+/* Flushes, syncs and renames: 0, or the first error (the temporary is then
+ * removed).  Either way o is released. */
+int kf_ofile_commit(kf_ofile *o);
+/* Removes the temporary; the target stays as it was. */
+void kf_ofile_abort(kf_ofile *o);
+/* A whole buffer, atomically: kf_ofile_open, write, commit. */
+int kf_write_file(const char *path, const void *p, size_t n);
+/* Flushes stdout: 0, or why what a tool printed did not all get out (a
+ * full disk, a closed pipe), so that it can fail instead of exiting 0. */
+int kf_stdout_flush(void);
+/* Removes every temporary still open (the fatal exit's cleanup). */
+void kf_ofile_cleanup(void);
+/* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
+ * the errno of the failed write (EIO when write returns 0).  Every output
+ * goes through here: KF_FAULT_WRITE makes one fail (fault.c). */
+int kf_write_all(int fd, const void *p, size_t n);
+/* fault.c: true when KF_FAULT_WRITE says this write must fail. */
+bool kf_fault_write(void);
+/* malloc, calloc, realloc, strdup and strndup never return NULL in kfuse
+ * (a link-time wrapper: fault.c); out of memory is kf_oom.  Where an input
+ * decides the size, ask with these, which may return NULL, and report it. */
+void *kf_try_malloc(size_t n);
+void *kf_try_calloc(size_t n, size_t sz);
+void *kf_try_realloc(void *p, size_t n);
+/* Out of memory where an allocation cannot fail: says so on stderr,
+ * removes open output temporaries and exits with KF_EXIT_OOM (a clean
+ * exit, not a crash: no output is left half-written).  kf_fatal: the
+ * same for another broken invariant (a Lua panic). */
+#define KF_EXIT_OOM 1
+_Noreturn void kf_oom(void);
+_Noreturn void kf_fatal(const char *what);
+
+/* ---- the memory budget (budget.c) ----------------------------------------- */
+
+/* Bytes that tensors and the importer's parsed model may hold at once in the
+ * process: by default 3/4 of physical memory (or of the cgroup's limit). */
+uint64_t kf_mem_budget(void);
+uint64_t kf_mem_default_budget(void);
+void kf_mem_set_budget(uint64_t bytes); /* 0: the default */
+uint64_t kf_mem_in_use(void);
+/* Takes n bytes of the budget: true, or false (nothing taken) when they
+ * would exceed it.  Every reserve is paired with a release. */
+bool kf_mem_reserve(uint64_t n);
+void kf_mem_release(uint64_t n);
+/* "4G", "512M", "1.5GiB", "1048576": 0 and the bytes, or -1. */
+int kf_mem_parse(const char *s, uint64_t *bytes);
+/* The message for a reservation of need bytes that failed. */
+void kf_mem_why(char *buf, size_t n, uint64_t need);
+
 /* ---- arena ----------------------------------------------------------------- */
 
 typedef struct kf_arena {
@@ -175,7 +247,7 @@ typedef struct kf_arena {
 	size_t used, total;
 } kf_arena;
 
-void *kf_alloc(kf_arena *a, size_t n); /* zeroed, 16-byte aligned; aborts on OOM */
+void *kf_alloc(kf_arena *a, size_t n); /* zeroed, 16-byte aligned; kf_oom on OOM */
 char *kf_strdup_arena(kf_arena *a, const char *s, size_t n);
 void kf_arena_free(kf_arena *a);
 
@@ -359,6 +431,10 @@ void kf_ctx_free(kf_ctx *c);
  * context is still whole; release should clear the slot (set NULL). */
 void kf_ctx_set_ext(kf_ctx *c, void *ext, void (*release)(kf_ctx *c));
 void *kf_ctx_ext(const kf_ctx *c);
+/* The directory file("...") constants must resolve within (NULL, the
+ * default: each graph's own directory); copied. */
+void kf_ctx_set_data_root(kf_ctx *c, const char *dir);
+const char *kf_ctx_data_root(const kf_ctx *c);
 
 /* ---- graphs -------------------------------------------------------------- */
 

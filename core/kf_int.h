@@ -50,12 +50,13 @@ struct kf_ctx {
 	int nerrors;
 	void *ext;
 	void (*ext_release)(kf_ctx *c);
+	char *data_root; /* kf_ctx_set_data_root */
 };
 
 uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h);
 #define KF_HASH_SEED 1469598103934665603ULL
 void *kf_xrealloc(void *p, size_t n);
-void *kf_xcalloc(size_t n, size_t sz); /* zeroed; aborts on OOM */
+void *kf_xcalloc(size_t n, size_t sz); /* zeroed; kf_oom on OOM */
 /* n bytes at the given alignment (a power of two, at most 16), not zeroed;
  * the KF_ARENA_SLACK bytes after them are readable (kf_str_padded). */
 void *kf_arena_bytes(kf_arena *a, size_t n, size_t align);
@@ -82,6 +83,11 @@ static inline void *kf_arena_take(kf_arena *a, size_t n, size_t align)
 	}
 	return kf_arena_bytes(a, n, align);
 }
+/* fault.c: does fault injection (KF_FAULT_ALLOC) fail this allocation?
+ * And is the allocation being made a fallible one (kf_try_*)? */
+bool kf_fault_alloc(void);
+extern _Thread_local int kf_fallible;
+
 /* Grows *arr (of elements of size sz) so that it holds at least need. */
 void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 

@@ -25,12 +25,12 @@ struct kf_lgraph { uint64_t session; kf_graph *g; };
 
 /* ---- handles ----------------------------------------------------------------------- */
 
-void kf_lpush_sym(lua_State *L, kf_pattern *p, kf_pv pv)
+void kf_lpush_sym(kf_lhost *h, kf_pv pv)
 {
-	struct kf_lsym *s = lua_newuserdatauv(L, sizeof *s, 0);
-	s->p = p;
+	struct kf_lsym *s = lua_newuserdatauv(h->L, sizeof *s, 0);
+	s->gen = h->trace_gen;
 	s->pv = pv;
-	luaL_setmetatable(L, SYM_MT);
+	luaL_setmetatable(h->L, SYM_MT);
 }
 
 void kf_lpush_value(kf_lhost *h, kf_graph *g, kf_vid v)
@@ -106,9 +106,9 @@ static kf_dtype number_dtype(lua_State *L, int first, int last)
 {
 	int pick = -1;
 	for (int i = first; i <= last; i++) {
-		struct kf_lval *v = kf_ltoval(L, i);
-		if (!v)
+		if (!kf_ltoval(L, i))
 			continue;
+		struct kf_lval *v = check_val(L, i); /* a stale one must not be read */
 		int dt = kf_vtype(v->g, v->v)->dtype;
 		if (dt != KF_I1)
 			return (kf_dtype)dt;
@@ -137,7 +137,7 @@ static int build_const(lua_State *L, kf_lhost *h)
 	double v = luaL_checknumber(L, 1);
 	int dt = const_dtype_arg(L, h, 2);
 	if (h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE) {
-		kf_lpush_sym(L, h->trace, kf_pat_const(h->trace, v, dt));
+		kf_lpush_sym(h, kf_pat_const(h->trace, v, dt));
 		return 1;
 	}
 	kf_rewriter *rw = builder(L);
@@ -196,7 +196,7 @@ static int build(lua_State *L, int op, int first)
 	bool traced = false, real = false;
 	for (int i = first; i <= last; i++) {
 		struct kf_lsym *s = kf_ltosym(L, i);
-		if (s && s->p != h->trace)
+		if (s && (s->gen != h->trace_gen || !h->trace_gen))
 			return luaL_error(L, "'%s': a traced value from another pattern", oi->name);
 		traced |= s != NULL;
 		real |= kf_ltoval(L, i) != NULL;
@@ -218,7 +218,7 @@ static int build(lua_State *L, int op, int first)
 		if (h->trace->nnode > KF_PAT_MAXNODE)
 			return luaL_error(L, "the pattern is too large (over %d nodes)", KF_PAT_MAXNODE);
 		for (uint32_t k = 0; k < nres; k++)
-			kf_lpush_sym(L, h->trace, r + k);
+			kf_lpush_sym(h, r + k);
 		return (int)nres;
 	}
 	kf_rewriter *rw = builder(L);
@@ -492,6 +492,10 @@ static int l_node_eq(lua_State *L)
 static int l_node_tostring(lua_State *L)
 {
 	struct kf_lnode *n = luaL_checkudata(L, 1, NODE_MT);
+	if (n->session != kf_lhost_of(L)->session) { /* its graph may be gone */
+		lua_pushfstring(L, "node %d (stale)", (int)n->n);
+		return 1;
+	}
 	lua_pushfstring(L, "node %d (%s)", (int)n->n, kf_op(n->g->ctx, kf_N(n->g, n->n)->op)->name);
 	return 1;
 }

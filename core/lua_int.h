@@ -52,6 +52,7 @@ typedef struct kf_lop {
 struct kf_lrules {
 	struct kf_lhost *h;
 	char *path, *root;      /* as given; the directory `require` reads */
+	char *realroot;         /* root with links resolved: no script is read outside it */
 	bool broken;            /* a file failed to load */
 	uint32_t first, nfile;  /* its files in h->file */
 	kf_ruleset set;
@@ -65,14 +66,18 @@ typedef struct kf_lhost {
 	size_t mem, mem_cap, mem_limit; /* bytes in use, overall cap, cap now */
 	size_t call_budget;             /* bytes one callback may add */
 	uint64_t instr, instr_limit;    /* instructions this callback, its cap */
+	double time_limit, deadline;    /* seconds per call; when this one ends (0: none) */
+	uint32_t depth;                 /* kf_lcall nesting (an op's infer inside replace) */
+	bool sys_oom;                   /* an allocation failed for want of memory, not budget */
 	char what[160];                 /* "rule 'x'": who runs now, for messages */
 	kf_lmode mode;
 	kf_pattern *trace;              /* PATTERN/REPLACE: the graph being traced */
+	uint64_t trace_gen, ntrace;     /* the trace's generation (0: none), traces so far */
 	bool dynamic;                   /* a replacement read per-match facts */
 	kf_rewriter *rw;                /* BUILD: the rewrite in progress */
 	uint64_t session;               /* bumps when a rewrite ends: handles go stale */
 	kf_arena scratch;               /* attribute lists of one builder call */
-	const char *root;               /* directory `require` may read */
+	const char *root, *realroot;    /* directory `require` reads; resolved, the confinement */
 	uint32_t cur_file;
 	uint64_t entries;               /* calls into Lua from C */
 	kf_lfile *file; uint32_t nfile, capfile;
@@ -91,21 +96,32 @@ void kf_lhost_free(kf_lhost *h);
 int kf_lcall(kf_lhost *h, int nargs, int nres, kf_loc at, char *err, size_t errlen);
 /* A location for "file:line" in a loaded script (col 1), or KF_NOLOC. */
 kf_loc kf_lloc(kf_lhost *h, const char *file, int line);
-/* The sandbox environment of a new file or module: reads fall back to the
- * whitelisted base and the op builders.  [-0, +1, m] */
-void kf_lnewenv(kf_lhost *h);
+/* The sandbox environment of a new file or module: its own copies of the
+ * whitelist, op builders through a locked metatable, and a `require` over
+ * the module cache at stack index cache (0: a new one).  [-0, +1, m] */
+void kf_lnewenv(kf_lhost *h, int cache);
+/* Charges steps of work done in C to the running script's instruction
+ * budget; raises the budget's error when it is spent.  [-0, +0, v] */
+void kf_lcharge(lua_State *L, uint64_t steps);
+/* lua_strlib.c: the library functions that loop in C, counted, installed
+ * into the string and table library tables at the two indices. */
+void kf_lstrlib_open(lua_State *L, int string, int table);
 /* Loads and runs a rule file (text only) in a fresh environment.  [-0, +0, -] */
 int kf_lrun_file(kf_lhost *h, const char *path);
 
 /* ---- lua_graph.c: values, nodes, the graph API, builders (lua_types.c:
  * types and attributes) ---- */
 void kf_lgraph_open(lua_State *L);            /* metatables, builder functions */
-void kf_lpush_sym(lua_State *L, kf_pattern *p, kf_pv pv);
+/* A traced value of the trace running now (h->trace, h->trace_gen). */
+void kf_lpush_sym(kf_lhost *h, kf_pv pv);
 void kf_lpush_value(kf_lhost *h, kf_graph *g, kf_vid v);
 void kf_lpush_node(kf_lhost *h, kf_graph *g, kf_nid n);
 void kf_lpush_graph(kf_lhost *h, kf_graph *g);
 /* The sym / value at idx, or NULL. */
-struct kf_lsym { kf_pattern *p; kf_pv pv; };
+/* A traced value is valid only in the trace that made it: the generation,
+ * not the pattern's address, says which (a freed pattern's address is
+ * reused by the next one, so a kept value would pass an address check). */
+struct kf_lsym { uint64_t gen; kf_pv pv; };
 struct kf_lval { uint64_t session; kf_graph *g; kf_vid v; };
 struct kf_lsym *kf_ltosym(lua_State *L, int idx);
 struct kf_lval *kf_ltoval(lua_State *L, int idx);

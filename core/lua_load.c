@@ -66,16 +66,26 @@ kf_lrules *kf_lua_rules_load(kf_ctx *c, const char *path)
 	while (n > 1 && path[n - 1] == '/')
 		n--;
 	char **files;
+	/* The rule directory is the one named, or the directory the named file
+	 * really is in; scripts are read only from below its resolved path, so a
+	 * link in it cannot lead a directory load or a require elsewhere. */
+	char *real = realpath(path, NULL);
 	if (S_ISDIR(st.st_mode)) {
 		r->root = strndup(path, n);
+		r->realroot = real;
 		files = list_dir(r->root);
 	} else {
 		const char *slash = strrchr(path, '/');
 		r->root = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-		files = calloc(2, sizeof *files);
+		char *rs = real ? strrchr(real, '/') : NULL;
+		if (rs)
+			*(rs == real ? rs + 1 : rs) = 0; /* its directory ("/" for a file in the root) */
+		r->realroot = real;
+		files = kf_xcalloc(2, sizeof *files);
 		files[0] = strdup(path);
 	}
 	h->root = r->root;
+	h->realroot = r->realroot;
 	r->first = h->nfile;
 	int bad = 0;
 	for (char **f = files; f && *f; f++) {

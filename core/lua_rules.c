@@ -99,28 +99,32 @@ static int param_names(lua_State *L, int idx, const char **names, int max)
 }
 
 /* Calls the function at fidx with one traced variable per pattern variable
- * into pattern t, in the given mode; leaves its results above `base`.
+ * into pattern t, in the given mode; leaves its results above `base` and
+ * the trace's generation in *gen (its values carry it).
  * Returns the lua_pcall status.  [-0, +(results | message), -] */
-static int trace_call(kf_lhost *h, int fidx, kf_pattern *t, kf_lmode mode)
+static int trace_call(kf_lhost *h, int fidx, kf_pattern *t, kf_lmode mode, uint64_t *gen)
 {
 	lua_State *L = h->L;
 	kf_lmode saved = h->mode;
 	kf_pattern *saved_t = h->trace;
+	uint64_t saved_gen = h->trace_gen;
 	h->mode = mode;
 	h->trace = t;
+	h->trace_gen = *gen = ++h->ntrace;
 	lua_pushvalue(L, fidx);
 	for (uint32_t i = 0; i < t->nvar; i++)
-		kf_lpush_sym(L, t, KF_PV(i, 0)); /* variables are the first nodes */
+		kf_lpush_sym(h, KF_PV(i, 0)); /* variables are the first nodes */
 	int nargs = (int)t->nvar;
 	if (mode == KF_LM_REPLACE) {
 		/* the match, as replace's last argument: reading it makes the
 		 * replacement per-match, as reading a variable's facts does */
-		kf_lpush_sym(L, t, KF_PV(0, 0));
+		kf_lpush_sym(h, KF_PV(0, 0));
 		nargs++;
 	}
 	int rc = lua_pcall(L, nargs, LUA_MULTRET, 0);
 	h->mode = saved;
 	h->trace = saved_t;
+	h->trace_gen = saved_gen;
 	return rc;
 }
 
@@ -133,7 +137,8 @@ static int trace_pattern(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
 	for (int i = 0; i < np; i++)
 		kf_pat_var(p, names[i]);
 	int base = lua_gettop(L);
-	if (trace_call(h, fidx, p, KF_LM_PATTERN) != LUA_OK)
+	uint64_t gen;
+	if (trace_call(h, fidx, p, KF_LM_PATTERN, &gen) != LUA_OK)
 		return lua_error(L);
 	int n = lua_gettop(L) - base;
 	kf_pv out[KF_PAT_MAXOUT];
@@ -142,7 +147,7 @@ static int trace_pattern(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
 				  KF_PAT_MAXOUT);
 	for (int i = 0; i < n; i++) {
 		struct kf_lsym *s = kf_ltosym(L, base + 1 + i);
-		if (!s || s->p != p)
+		if (!s || s->gen != gen)
 			return luaL_error(L, "rule '%s': the pattern must return values it computed", lr->r.name);
 		out[i] = s->pv;
 	}
@@ -163,7 +168,8 @@ static int trace_replace(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
 		kf_pat_var(t, lr->r.pat->varname[i]);
 	int base = lua_gettop(L);
 	h->dynamic = false;
-	if (trace_call(h, fidx, t, KF_LM_REPLACE) != LUA_OK) {
+	uint64_t gen;
+	if (trace_call(h, fidx, t, KF_LM_REPLACE, &gen) != LUA_OK) {
 		kf_pat_free(t);
 		if (!h->dynamic)
 			return lua_error(L);
@@ -179,7 +185,7 @@ static int trace_replace(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
 	for (int i = 0; i < n; i++) {
 		int idx = base + 1 + i;
 		struct kf_lsym *s = kf_ltosym(L, idx);
-		if (s && s->p == t) {
+		if (s && s->gen == gen) {
 			t->out[i] = s->pv;
 		} else if (lua_type(L, idx) == LUA_TNUMBER) {
 			t->out[i] = kf_pat_const(t, lua_tonumber(L, idx), -1);
@@ -364,7 +370,6 @@ static int run_job(kf_rewriter *rw, lua_CFunction body, kf_lmode mode, kf_nid n)
 	int rc = kf_lcall(h, 1, 0, lr->loc, NULL, 0);
 	h->mode = saved;
 	h->rw = saved_rw;
-	h->session++;
 	return rc < 0 ? -1 : j.result;
 }
 
@@ -584,6 +589,5 @@ int kf_lua_hook_nodes(kf_lrules *r, const char *name, kf_graph *g, kf_nid a, kf_
 	int rc = kf_lcall(h, 1, 0, (kf_loc){f->src, 0}, NULL, 0);
 	h->mode = saved;
 	h->rw = saved_rw;
-	h->session++;
 	return rc < 0 ? -2 : j.result;
 }

@@ -69,6 +69,10 @@ uint64_t kf_lua_entries(kf_ctx *c);
 /* Budgets for scripts run from now on (0 keeps a value): instructions per
  * call, bytes one call may add, bytes of the whole state. */
 void kf_lua_set_limits(kf_ctx *c, uint64_t instructions, size_t call_bytes, size_t total_bytes);
+/* Wall-clock seconds one call from C into Lua may take (default 10; 0: no
+ * limit): the backstop for work no budget counts, such as a long string
+ * operation repeated. */
+void kf_lua_set_time_limit(kf_ctx *c, double seconds);
 
 /* ---- for kfuse-verify-rules ---- */
 

@@ -144,7 +144,8 @@ void kf_rw_set_attr(kf_rewriter *rw, kf_nid n, kf_sid key, kf_attrval v)
 	/* a fresh array, so that the old one stays intact for a rollback */
 	uint32_t na = nd->nattr;
 	kf_attr *a = kf_xrealloc(NULL, (na + 1) * sizeof *a);
-	memcpy(a, nd->attr, na * sizeof *a);
+	if (na)
+		memcpy(a, nd->attr, na * sizeof *a); /* attr is NULL when there are none */
 	uint32_t i = 0;
 	while (i < na && a[i].key != key)
 		i++;

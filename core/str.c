@@ -300,18 +300,3 @@ void kf_buf_float(kf_buf *b, double v, kf_dtype t)
 		strcat(s, ".0"); /* keep it a float literal */
 	kf_buf_puts(b, s);
 }
-
-int kf_write_all(int fd, const void *p, size_t n)
-{
-	const char *s = p;
-	while (n) {
-		ssize_t w = write(fd, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? errno : EIO;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}

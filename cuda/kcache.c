@@ -224,48 +224,32 @@ static int warn_once(kf_kcache *kc, const char *what, int err)
 int kf_kcache_put(kf_kcache *kc, kf_kcache_key key, const void *data, size_t n)
 {
 	unsigned char hdr[KC_HDR];
-	kf_buf path = {0}, tmp = {0};
-	struct timespec ts;
-	int rc = -1;
+	kf_buf path = {0};
 
 	if (!kc->dir)
 		return -1;
 	if (mkdirs(kc->dir) < 0)
 		return warn_once(kc, "cannot create the directory", errno);
 	entry_path(kc, key, &path);
-	/* Unique per process and call, so concurrent writers never share a
-	 * temporary; the rename makes the entry appear whole. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	kf_buf_printf(&tmp, "%s.tmp.%ld.%lx", path.p, (long)getpid(), (unsigned long)ts.tv_nsec);
-	int fd = open(tmp.p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		warn_once(kc, "cannot write an entry", errno);
-		goto out;
+	/* kf_ofile: a temporary unique per process and call, so concurrent
+	 * writers never share one; the rename makes the entry appear whole.
+	 * No fsync: a torn entry fails its header check and is recompiled. */
+	kf_ofile o;
+	int err = kf_ofile_open(&o, path.p);
+	if (!err) {
+		o.no_sync = true;
+		make_header(hdr, key, data, n);
+		kf_ofile_write(&o, hdr, sizeof hdr);
+		kf_ofile_write(&o, data, n);
+		err = kf_ofile_commit(&o);
 	}
-	make_header(hdr, key, data, n);
-	int err = kf_write_all(fd, hdr, sizeof hdr);
-	if (!err)
-		err = kf_write_all(fd, data, n);
-	int bad = err != 0;
-	if (close(fd) < 0 && !bad) {
-		bad = 1;
-		err = errno;
-	}
-	if (!bad && rename(tmp.p, path.p) < 0) {
-		bad = 1;
-		err = errno;
-	}
-	if (bad) {
-		unlink(tmp.p);
+	kf_buf_free(&path);
+	if (err) {
 		warn_once(kc, "cannot write an entry", err);
-		goto out;
+		return -1;
 	}
 	kc->writes++;
-	rc = 0;
-out:
-	kf_buf_free(&path);
-	kf_buf_free(&tmp);
-	return rc;
+	return 0;
 }
 
 int kf_kcache_compile(kf_kcache *kc, kf_nvrtc *nv, const char *src, const char *name,

@@ -107,19 +107,16 @@ static void make_parent(const char *path)
 int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t)
 {
 	make_parent(path);
-	char tmp[1100];
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		kf_warning(c, KF_NOLOC, "tune: cannot write %s: %s", tmp, strerror(errno));
-		return -1;
+	kf_ofile o; /* atomic: a failed save leaves the old table */
+	int e = kf_ofile_open(&o, path);
+	if (!e) {
+		fprintf(o.f, "# kfuse tune cache v1: KEY CONFIG MS (kfuse-run --tune writes it)\n");
+		for (uint32_t i = 0; i < t->n; i++)
+			fprintf(o.f, "%s %s %.4f\n", t->e[i].key, t->e[i].cfg, t->e[i].ms);
+		e = kf_ofile_commit(&o);
 	}
-	fprintf(f, "# kfuse tune cache v1: KEY CONFIG MS (kfuse-run --tune writes it)\n");
-	for (uint32_t i = 0; i < t->n; i++)
-		fprintf(f, "%s %s %.4f\n", t->e[i].key, t->e[i].cfg, t->e[i].ms);
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		kf_warning(c, KF_NOLOC, "tune: cannot write %s: %s", path, strerror(errno));
-		remove(tmp);
+	if (e) {
+		kf_warning(c, KF_NOLOC, "tune: cannot write %s: %s", path, kf_file_strerror(e));
 		return -1;
 	}
 	return 0;

@@ -241,7 +241,17 @@ static void parse_plugin(kf_parser *p)
 	kf_buf path = {0};
 	kf_path_join(&path, p->dir, name);
 	size_t n = path.n;
-	if (n >= 4 && !strcmp(path.p + n - 4, ".lua")) {
+	/* the .kf is untrusted: the script it names must be a regular file and,
+	 * with a data root set, resolve within it, as file() constants */
+	const char *root = kf_ctx_data_root(p->c) ? kf_ctx_data_root(p->c) : "/";
+	char *real = NULL;
+	int e = n >= 4 && !strcmp(path.p + n - 4, ".lua") ? kf_path_within(path.p, root, &real) : 0;
+	free(real);
+	if (e == KF_EOUTSIDE) {
+		kf_parse_err(p, at, "plugin '%s' is outside the data root '%s' (--data-root)", path.p, root);
+	} else if (e) {
+		kf_parse_err(p, at, "cannot load plugin '%s': %s", path.p, kf_file_strerror(e));
+	} else if (n >= 4 && !strcmp(path.p + n - 4, ".lua")) {
 		int before = kf_nerrors(p->c);
 		if (kf_plugin_load(p->c, path.p) < 0)
 			kf_parse_err(p, at, "cannot load plugin '%s'%s", path.p,
@@ -280,7 +290,7 @@ static kf_module *parse_module(kf_parser *p)
 				cap *= 2;
 			byname = realloc(byname, cap * sizeof *byname);
 			if (!byname)
-				abort();
+				kf_oom();
 			memset(byname + capbyname, 0, (cap - capbyname) * sizeof *byname);
 			capbyname = cap;
 		}
@@ -292,7 +302,7 @@ static kf_module *parse_module(kf_parser *p)
 			byname[g->name] = ng + 1;
 		gs = realloc(gs, (ng + 1) * sizeof *gs);
 		if (!gs)
-			abort();
+			kf_oom();
 		gs[ng++] = g;
 	}
 	free(byname);
@@ -357,7 +367,7 @@ static char *map_bytes(size_t n)
 {
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		abort(); /* out of memory, as kf_xrealloc */
+		kf_oom(); /* out of memory, as kf_xrealloc */
 	return p;
 }
 

@@ -30,7 +30,7 @@ static double tok_double(kf_parser *p, const kf_token *t)
 {
 	char small[64], *s = t->len < sizeof small ? small : malloc(t->len + 1);
 	if (!s)
-		abort();
+		kf_oom();
 	memcpy(s, p->text + t->off, t->len);
 	s[t->len] = 0;
 	errno = 0;
@@ -261,7 +261,7 @@ static bool parse_attrval(kf_parser *p, kf_attrval *v, int depth)
 					cap = cap ? cap * 2 : 8;
 					items = realloc(items, cap * sizeof *items);
 					if (!items)
-						abort();
+						kf_oom();
 				}
 				ok = parse_attrval(p, &items[n++], depth + 1);
 			} while (ok && kf_parse_accept(p, KF_T_COMMA));
@@ -324,7 +324,7 @@ bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *nout)
 				cap = cap ? cap * 2 : 8;
 				a = realloc(a, cap * sizeof *a);
 				if (!a)
-					abort();
+					kf_oom();
 			}
 			a[n].key = key;
 			ok = parse_attrval(p, &a[n++].v, 0);
@@ -347,7 +347,7 @@ static void push_lit(kf_parser *p, const kf_lit *l)
 		p->caplit = p->caplit ? p->caplit * 2 : 64;
 		p->lit = realloc(p->lit, p->caplit * sizeof *p->lit);
 		if (!p->lit)
-			abort();
+			kf_oom();
 	}
 	p->lit[p->nlit++] = *l;
 }

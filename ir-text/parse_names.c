@@ -31,7 +31,7 @@ kf_pbind *kf_parse_bind(kf_parser *p, kf_sid sid)
 			cap *= 2;
 		p->bind = realloc(p->bind, (size_t)cap * sizeof *p->bind);
 		if (!p->bind)
-			abort();
+			kf_oom();
 		memset(p->bind + p->capbind, 0, (size_t)(cap - p->capbind) * sizeof *p->bind);
 		p->capbind = cap;
 	}
@@ -67,7 +67,7 @@ void kf_parse_define(kf_parser *p, const kf_token *t, kf_sid sid, kf_vid vid, ui
 			p->capundo = p->capundo ? p->capundo * 2 : 64;
 			p->undo = realloc(p->undo, p->capundo * sizeof *p->undo);
 			if (!p->undo)
-				abort();
+				kf_oom();
 		}
 		p->undo[p->nundo++] = (kf_pundo){sid, *e};
 	}

@@ -64,7 +64,7 @@ static void *grow(void *arr, const void *inl, uint32_t cap, size_t sz)
 {
 	void *q = arr == inl ? malloc(2 * (size_t)cap * sz) : realloc(arr, 2 * (size_t)cap * sz);
 	if (!q)
-		abort();
+		kf_oom();
 	if (arr == inl)
 		memcpy(q, inl, cap * sz);
 	return q;

@@ -169,7 +169,7 @@ static void print_graph(printer *pr)
 	kf_graph *g = pr->g;
 	pr->pn = calloc(g->nval ? g->nval : 1, sizeof *pr->pn);
 	if (!pr->pn)
-		abort();
+		kf_oom();
 	kf_print_name_scope(pr, 0);
 	PUTS(pr, "graph @");
 	put(pr, kf_str(pr->c, g->name), kf_strlen(pr->c, g->name));

@@ -15,7 +15,7 @@ void kf_print_grow(kf_buf *b, size_t n)
 		cap *= 2;
 	b->p = realloc(b->p, cap);
 	if (!b->p)
-		abort();
+		kf_oom();
 	b->cap = cap;
 }
 
@@ -152,7 +152,7 @@ static void cache_grow(pstr **tab, uint32_t *cap, uint32_t id)
 		n *= 2;
 	*tab = realloc(*tab, n * sizeof **tab);
 	if (!*tab)
-		abort();
+		kf_oom();
 	memset(*tab + *cap, 0, (n - *cap) * sizeof **tab);
 	*cap = n;
 }

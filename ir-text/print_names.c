@@ -14,12 +14,12 @@ static uint32_t *smark(printer *pr, kf_sid s)
 			cap *= 2;
 		pr->sm = realloc(pr->sm, cap * sizeof *pr->sm);
 		if (!pr->sm)
-			abort();
+			kf_oom();
 		memset(pr->sm + pr->capsm, 0, (cap - pr->capsm) * sizeof *pr->sm);
 		if (pr->suf) {
 			pr->suf = realloc(pr->suf, cap * sizeof *pr->suf);
 			if (!pr->suf)
-				abort();
+				kf_oom();
 			memset(pr->suf + pr->capsm, 0, (cap - pr->capsm) * sizeof *pr->suf);
 		}
 		pr->capsm = cap;
@@ -73,7 +73,7 @@ static bool gen_claim(printer *pr, const char *s, size_t n)
 		uint32_t cap = pr->capgset ? pr->capgset * 2 : 64, *old = pr->gset, oldcap = pr->capgset;
 		pr->gset = malloc(cap * sizeof *pr->gset);
 		if (!pr->gset)
-			abort();
+			kf_oom();
 		memset(pr->gset, 0xff, cap * sizeof *pr->gset);
 		pr->capgset = cap;
 		for (uint32_t i = 0; i < oldcap; i++)
@@ -96,7 +96,7 @@ static bool gen_claim(printer *pr, const char *s, size_t n)
 		pr->capgen = pr->capgen ? pr->capgen * 2 : 64;
 		pr->gen = realloc(pr->gen, pr->capgen * sizeof *pr->gen);
 		if (!pr->gen)
-			abort();
+			kf_oom();
 	}
 	pr->gen[pr->ngen] = kf_print_keep(pr, s, n);
 	pr->gset[j] = pr->ngen++;
@@ -111,7 +111,7 @@ static uint32_t next_suffix(printer *pr, kf_sid s)
 	if (!pr->suf) {
 		pr->suf = calloc(pr->capsm, sizeof *pr->suf);
 		if (!pr->suf)
-			abort();
+			kf_oom();
 	}
 	return ++pr->suf[s];
 }

@@ -148,8 +148,29 @@ kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name)
 	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
 	int64_t inline_max = I->o.inline_max > 0 ? I->o.inline_max : 64;
 	if (I->o.weights_dir && n > inline_max) {
-		char file[160], path[4200];
-		snprintf(file, sizeof file, "%s.npy", kf_str(I->c, clean_name(I->c, name)));
+		char file[200], path[4200];
+		/* Names are cleaned ("a/b" and "a:b" both become "a_b") and cut:
+		 * two initializers must not share a file, or the second would
+		 * silently replace the first's weights. */
+		kf_sid base = clean_name(I->c, name), fs;
+		for (unsigned k = 0;; k++) {
+			if (k)
+				snprintf(file, sizeof file, "%s.%u.npy", kf_str(I->c, base), k);
+			else
+				snprintf(file, sizeof file, "%s.npy", kf_str(I->c, base));
+			fs = kf_intern_cstr(I->c, file);
+			if (fs >= I->nwused || !I->wused[fs])
+				break;
+		}
+		if (fs >= I->nwused) {
+			uint32_t m = I->nwused ? I->nwused : 64;
+			while (m <= fs)
+				m *= 2;
+			I->wused = realloc(I->wused, m);
+			memset(I->wused + I->nwused, 0, m - I->nwused);
+			I->nwused = m;
+		}
+		I->wused[fs] = 1;
 		snprintf(path, sizeof path, "%s/%s", I->o.weights_dir, file);
 		if (kf_npy_write(I->c, path, t) < 0) {
 			I->failed = true;
@@ -403,24 +424,19 @@ static kf_module *import(kf_ctx *c, const char *name, const char *dir, const voi
 			 const kf_onnx_opts *o)
 {
 	kf_srcid src = kf_source_add(c, name, NULL, 0);
-	if (len > KF_ONNX_MAX_BYTES) {
-		kf_error(c, (kf_loc){src, 0}, "model too large (%zu bytes; protobuf's limit is 2 GiB)", len);
+	Onnx__ModelProto *mp = (Onnx__ModelProto *)kf_onnx_unpack(c, src, &onnx__model_proto__descriptor, buf, len,
+								  "ONNX model");
+	if (!mp)
 		return NULL;
-	}
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-	if (!mp) {
-		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model (the protobuf does not parse)");
-		return NULL;
-	}
 	if (!mp->graph) {
 		kf_error(c, (kf_loc){src, 0}, "the model has no graph");
-		onnx__model_proto__free_unpacked(mp, NULL);
+		kf_onnx_unpack_free(&mp->base);
 		return NULL;
 	}
 	const char *why = missing_name(mp->graph);
 	if (why) {
 		kf_error(c, (kf_loc){src, 0}, "not a valid ONNX model: %s", why);
-		onnx__model_proto__free_unpacked(mp, NULL);
+		kf_onnx_unpack_free(&mp->base);
 		return NULL;
 	}
 	kf_rt_register(c); /* CPU kernels fold constant subgraphs at import */
@@ -451,8 +467,9 @@ static kf_module *import(kf_ctx *c, const char *name, const char *dir, const voi
 	if (rc == 0)
 		kf_dce_graph(I.g);
 	free(I.map);
+	free(I.wused);
 	free(I.sv);
-	onnx__model_proto__free_unpacked(mp, NULL);
+	kf_onnx_unpack_free(&mp->base);
 	if (rc < 0 || I.failed) {
 		kf_graph_free(I.g);
 		return NULL;

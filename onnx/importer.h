@@ -27,6 +27,8 @@ typedef struct kf_imp {
 	const Onnx__NodeProto *node; /* being translated, for errors */
 	uint32_t *map;       /* interned ONNX name -> value + 1 */
 	uint32_t nmap;
+	uint8_t *wused;      /* interned .npy file name -> written by this import */
+	uint32_t nwused;
 	kf_tid scalar_f32;   /* placeholder type until inference runs */
 	kf_sv *sv;           /* by value id: shape values (shapes.c) */
 	uint32_t nsv;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
 #include "tensor.h"
@@ -71,12 +72,22 @@ static int external(const Onnx__TensorProto *tp, const char *dir, kf_dtype dt, i
 	}
 	char path[8192];
 	snprintf(path, sizeof path, "%s/%s", dir, loc);
-	FILE *f = fopen(path, "rb");
+	/* and stay there once links are followed, and be a regular file (a
+	 * FIFO would block the import for ever) */
+	char *real = NULL;
+	int e = kf_path_within(path, dir, &real), fd = -1;
+	if (!e)
+		fd = kf_open_regular(real, &e);
+	free(real);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	struct stat st;
 	if (!f || fstat(fileno(f), &st) != 0) {
-		snprintf(err, errlen, "tensor '%s': cannot open its external data %s: %s", name, path, strerror(errno));
+		snprintf(err, errlen, "tensor '%s': cannot open its external data %s: %s", name, path,
+			 kf_file_strerror(e ? e : errno));
 		if (f)
 			fclose(f);
+		else if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	/* the file must hold the bytes before anything is allocated for them */
@@ -150,7 +161,9 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, const char *dir, kf_tensor *out,
 		return -1;
 	}
 	if (kf_tensor_alloc(out, (kf_dtype)dt, (int)tp->n_dims, tp->dims) < 0) {
-		snprintf(err, errlen, "tensor '%s' is too large", tp->name ? tp->name : "");
+		char why[200];
+		kf_tensor_why(why, sizeof why, (kf_dtype)dt, (int)tp->n_dims, tp->dims);
+		snprintf(err, errlen, "tensor '%s': %s", tp->name ? tp->name : "", why);
 		return -1;
 	}
 	if (tp->has_raw_data) {
@@ -190,8 +203,9 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 			 (long long)st.st_size);
 		return -1;
 	}
+	/* the file decides the size: kf_try_*, which may fail */
 	size_t cap = 1 << 16, n = 0;
-	char *p = malloc(cap), *q;
+	char *p = kf_try_malloc(cap), *q;
 	size_t k;
 	bool big = false;
 	while (p && (k = fread(p + n, 1, cap - n, f)) > 0) {
@@ -202,7 +216,7 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 			break;
 		}
 		if (n == cap) {
-			q = realloc(p, cap *= 2);
+			q = kf_try_realloc(p, cap *= 2);
 			if (!q)
 				free(p);
 			p = q;
@@ -236,18 +250,17 @@ int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out, char *name,
 	memset(out, 0, sizeof *out);
 	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
 		return -1;
-	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+	Onnx__TensorProto *tp = (Onnx__TensorProto *)kf_onnx_unpack(c, src, &onnx__tensor_proto__descriptor, buf, len,
+								    "serialized ONNX TensorProto");
 	free(buf);
-	if (!tp) {
-		kf_error(c, (kf_loc){src, 0}, "not a valid serialized ONNX TensorProto");
+	if (!tp)
 		return -1;
-	}
 	char err[512];
 	int rc = kf_onnx_tensor(tp, NULL, out, err, sizeof err);
 	if (name && cap)
 		snprintf(name, cap, "%s", tp->name ? tp->name : "");
 	if (rc < 0)
 		kf_error(c, (kf_loc){src, 0}, "%s", err);
-	onnx__tensor_proto__free_unpacked(tp, NULL);
+	kf_onnx_unpack_free(&tp->base);
 	return rc;
 }

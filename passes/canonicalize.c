@@ -49,7 +49,7 @@ static void push(canon *cs, kf_nid n)
 			cap *= 2;
 		uint8_t *p = realloc(cs->in, cap);
 		if (!p)
-			abort(); /* as kf_alloc does on OOM */
+			kf_oom(); /* as kf_alloc does on OOM */
 		memset(p + cs->capin, 0, cap - cs->capin);
 		cs->in = p, cs->capin = cap;
 	}
@@ -59,7 +59,7 @@ static void push(canon *cs, kf_nid n)
 		cs->capwl = cs->capwl ? cs->capwl * 2 : 1024;
 		cs->wl = realloc(cs->wl, cs->capwl * sizeof *cs->wl);
 		if (!cs->wl)
-			abort();
+			kf_oom();
 	}
 	cs->in[n] = 1;
 	cs->wl[cs->nwl++] = n;

@@ -57,7 +57,7 @@ static void ew_range(void *arg, int64_t lo, int64_t hi)
 	 * double or int64, which only untyped (malloc'd) storage allows. */
 	char *mem = malloc((KF_RT_MAXOP + 1) * TILE * 8);
 	if (!mem)
-		abort(); /* as kf_alloc: out of memory is not recoverable here */
+		kf_oom(); /* as kf_alloc: out of memory is not recoverable here */
 	char *bufs[KF_RT_MAXOP + 1];
 	for (int k = 0; k <= KF_RT_MAXOP; k++)
 		bufs[k] = mem + k * TILE * 8;

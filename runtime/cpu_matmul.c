@@ -81,7 +81,7 @@ static void mm_range(void *arg, int64_t lo, int64_t hi)
 	const struct mm *m = arg;
 	void *acc = calloc(MB * NB, 8);
 	if (!acc)
-		abort(); /* as kf_alloc */
+		kf_oom(); /* as kf_alloc */
 	for (int64_t t = lo; t < hi; t++) {
 		int64_t batch = t / m->nib, i0 = (t % m->nib) * MB;
 		int64_t mb = m->M - i0 < MB ? m->M - i0 : MB;

@@ -26,7 +26,7 @@ static void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		abort(); /* as kf_alloc */
+		kf_oom(); /* as kf_alloc */
 	return p;
 }
 

@@ -21,7 +21,11 @@ static void row_strides(const kf_tensor *x, int64_t *st)
 }
 
 /* A file("x.npy") constant: read relative to the graph's directory and
- * checked against the declared type. */
+ * checked against the declared type.  The .kf names the path, so it is
+ * untrusted: the file must be a regular one (a FIFO would block forever),
+ * and with a data root set (kf_ctx_set_data_root, kfuse-run --data-root)
+ * it must resolve within it.  Without one any file is read: a .kf saved
+ * elsewhere names its weights as ../x.npy (kf_module_locate). */
 static int const_file(kf_graph *g, kf_nid n, kf_tensor *y, char *err, size_t errlen)
 {
 	const kf_const *k = kf_N(g, n)->cst;
@@ -33,9 +37,18 @@ static int const_file(kf_graph *g, kf_nid n, kf_tensor *y, char *err, size_t err
 			kf_buf_putc(&full, '/');
 	}
 	kf_buf_puts(&full, path);
+	const char *root = kf_ctx_data_root(g->ctx);
+	char *real = NULL;
+	int e = kf_path_within(full.p, root ? root : "/", &real);
 	kf_tensor t = {0};
 	int rc = 0;
-	if (kf_npy_read(g->ctx, full.p, &t) != 0) {
+	if (e == KF_EOUTSIDE) {
+		rc = kf_rt_fail(err, errlen, "constant file(\"%s\") is outside the data root '%s' (--data-root)",
+				path, root);
+	} else if (e) {
+		rc = kf_rt_fail(err, errlen, "cannot load constant file(\"%s\"): %s: %s", path, full.p,
+				kf_file_strerror(e));
+	} else if (kf_npy_read_regular(g->ctx, real, &t) != 0) {
 		rc = kf_rt_fail(err, errlen, "cannot load constant file(\"%s\")", path);
 	} else if (t.dtype != y->dtype || t.rank != y->rank ||
 		   memcmp(t.dim, y->dim, sizeof(int64_t) * t.rank) != 0) {
@@ -48,6 +61,7 @@ static int const_file(kf_graph *g, kf_nid n, kf_tensor *y, char *err, size_t err
 	}
 	kf_tensor_free(&t);
 	kf_buf_free(&full);
+	free(real);
 	return rc;
 }
 

@@ -45,7 +45,7 @@ static void env_bind(env *e, kf_sid s, int64_t v)
 		e->sym = realloc(e->sym, e->cap * sizeof *e->sym);
 		e->val = realloc(e->val, e->cap * sizeof *e->val);
 		if (!e->sym || !e->val)
-			abort(); /* as kf_alloc */
+			kf_oom(); /* as kf_alloc */
 	}
 	e->sym[e->n] = s;
 	e->val[e->n++] = v;
@@ -231,9 +231,13 @@ static int alloc_results(frame *f, kf_nid n, const kf_tensor *in, int nin, kf_te
 			kf_buf_free(&tb);
 			return -1;
 		}
-		if (kf_tensor_alloc(&res[i], (kf_dtype)want->dtype, ty[i].rank, ty[i].dim) != 0)
-			return kf_rt_fail(err, errlen, "cannot allocate result %d (%s)", i,
-					  kf_rt_shape_str((char[160]){0}, 160, ty[i].rank, ty[i].dim));
+		if (kf_tensor_alloc(&res[i], (kf_dtype)want->dtype, ty[i].rank, ty[i].dim) != 0) {
+			char why[200];
+			kf_tensor_why(why, sizeof why, (kf_dtype)want->dtype, ty[i].rank, ty[i].dim);
+			return kf_rt_fail(err, errlen, "cannot allocate result %d (%s %s): %s", i,
+					  kf_dtype_name(want->dtype),
+					  kf_rt_shape_str((char[160]){0}, 160, ty[i].rank, ty[i].dim), why);
+		}
 	}
 	return 0;
 }

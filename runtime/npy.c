@@ -321,8 +321,12 @@ static void canon_bool(kf_tensor *t)
 
 static int alloc_for(kf_ctx *c, const char *name, const npy_hdr *h, kf_tensor *out)
 {
-	if (kf_tensor_alloc(out, h->dtype, h->rank, h->dim) < 0)
-		return fail(c, name, "out of memory for the array");
+	if (kf_tensor_alloc(out, h->dtype, h->rank, h->dim) < 0) {
+		char why[200], msg[256];
+		kf_tensor_why(why, sizeof why, h->dtype, h->rank, h->dim);
+		snprintf(msg, sizeof msg, "cannot allocate the array: %s", why);
+		return fail(c, name, msg);
+	}
 	return 0;
 }
 
@@ -352,7 +356,39 @@ int kf_npy_parse(kf_ctx *c, const char *name, const void *buf, size_t len, kf_te
 	return 0;
 }
 
+static int read_stream(kf_ctx *c, const char *path, FILE *f, kf_tensor *out);
+
 int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out)
+{
+	char msg[320];
+	memset(out, 0, sizeof *out);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
+		return fail(c, path, msg);
+	}
+	return read_stream(c, path, f, out);
+}
+
+int kf_npy_read_regular(kf_ctx *c, const char *path, kf_tensor *out)
+{
+	char msg[320];
+	memset(out, 0, sizeof *out);
+	int e = 0, fd = kf_open_regular(path, &e);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (!f) {
+		if (fd >= 0) {
+			e = errno;
+			close(fd);
+		}
+		snprintf(msg, sizeof msg, "cannot open: %s", kf_file_strerror(e));
+		return fail(c, path, msg);
+	}
+	return read_stream(c, path, f, out);
+}
+
+/* Reads and closes f. */
+static int read_stream(kf_ctx *c, const char *path, FILE *f, kf_tensor *out)
 {
 	char err[256], msg[320];
 	npy_hdr h;
@@ -360,12 +396,6 @@ int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out)
 	unsigned char small[4096], *hbuf = small;
 	int rc = -1;
 
-	memset(out, 0, sizeof *out);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
-		return fail(c, path, msg);
-	}
 	/* Read the header first, then the data straight into the tensor, so a
 	 * large weight file is not held twice. */
 	got = fread(small, 1, sizeof small, f);
@@ -374,7 +404,7 @@ int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out)
 			fail(c, path, err);
 			goto out;
 		}
-		hbuf = malloc(need);
+		hbuf = kf_try_malloc(need);
 		if (!hbuf) {
 			fail(c, path, "out of memory for the header");
 			goto out;
@@ -480,19 +510,24 @@ void kf_npy_serialize(const kf_tensor *t, kf_buf *out)
 
 int kf_npy_write(kf_ctx *c, const char *path, const kf_tensor *t)
 {
+	char msg[320];
 	if (!t->data || t->dtype >= KF_NDTYPE || t->rank > KF_MAX_RANK)
 		return fail(c, path, "cannot write a tensor that was never allocated");
 	kf_buf b = {0};
 	npy_header(t, &b);
-	/* atomic: a reader never sees a half-written file and a failed write
-	 * leaves the old one; the data goes straight from the tensor */
-	const void *part[2] = {b.p, t->data};
-	size_t len[2] = {b.n, t->nbytes};
-	int werr = kf_write_atomic(path, part, len, 2);
+	/* atomic (kf_ofile): a reader never sees a half-written file, and a
+	 * failed write leaves the old one; the data goes straight from the
+	 * tensor, no copy of a large array */
+	kf_ofile o;
+	int e = kf_ofile_open(&o, path);
+	if (!e) {
+		kf_ofile_write(&o, b.p, b.n);
+		kf_ofile_write(&o, t->data, t->nbytes);
+		e = kf_ofile_commit(&o);
+	}
 	kf_buf_free(&b);
-	if (werr) {
-		char msg[320];
-		snprintf(msg, sizeof msg, "cannot write: %s", strerror(werr));
+	if (e) {
+		snprintf(msg, sizeof msg, "cannot write: %s", kf_file_strerror(e));
 		return fail(c, path, msg);
 	}
 	return 0;

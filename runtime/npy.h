@@ -13,6 +13,9 @@
 
 /* Reads path into out (overwritten).  0, or -1 with an error naming the file. */
 int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out);
+/* The same for a path an input file names: a regular file only, never
+ * blocking on a FIFO or a device. */
+int kf_npy_read_regular(kf_ctx *c, const char *path, kf_tensor *out);
 /* Parses a whole .npy image already in memory; name is used in errors. */
 int kf_npy_parse(kf_ctx *c, const char *name, const void *buf, size_t len, kf_tensor *out);
 /* Writes t to path atomically (a temporary file, then rename). */

@@ -207,11 +207,15 @@ int kf_tensor_alloc(kf_tensor *t, kf_dtype dt, int rank, const int64_t *dim)
 	}
 	if (n > maxbytes / es)
 		return -1;
+	if (!kf_mem_reserve(n * es))
+		return KF_TENSOR_OVER_BUDGET;
 	/* Even an empty tensor gets a block, so data == NULL means "never
 	 * allocated" and nothing else. */
-	void *p = calloc(n ? n * es : 1, 1);
-	if (!p)
+	void *p = kf_try_calloc(n ? n * es : 1, 1); /* the input decides the size: may fail */
+	if (!p) {
+		kf_mem_release(n * es);
 		return -1;
+	}
 	t->dtype = (uint8_t)dt;
 	t->rank = (uint8_t)rank;
 	for (int i = 0; i < rank; i++)
@@ -219,6 +223,24 @@ int kf_tensor_alloc(kf_tensor *t, kf_dtype dt, int rank, const int64_t *dim)
 	t->data = p;
 	t->nbytes = n * es;
 	return 0;
+}
+
+void kf_tensor_why(char *buf, size_t n, kf_dtype dt, int rank, const int64_t *dim)
+{
+	uint64_t bytes = elsize(dt);
+	bool huge = bytes == 0 || rank < 0 || rank > KF_MAX_RANK;
+	for (int i = 0; !huge && i < rank; i++) {
+		if (dim[i] < 0 || (dim[i] && bytes > ((uint64_t)1 << 48) / (uint64_t)dim[i]))
+			huge = true;
+		else
+			bytes *= (uint64_t)dim[i];
+	}
+	if (huge || bytes > (uint64_t)1 << 48)
+		snprintf(buf, n, "its size is over the limit of 2^48 bytes");
+	else if (bytes > kf_mem_budget() - (kf_mem_in_use() < kf_mem_budget() ? kf_mem_in_use() : kf_mem_budget()))
+		kf_mem_why(buf, n, bytes);
+	else
+		snprintf(buf, n, "out of memory (%llu bytes)", (unsigned long long)bytes);
 }
 
 int kf_tensor_alloc_type(kf_tensor *t, const kf_type *ty)
@@ -232,6 +254,8 @@ int kf_tensor_alloc_type(kf_tensor *t, const kf_type *ty)
 
 void kf_tensor_free(kf_tensor *t)
 {
+	if (t->data)
+		kf_mem_release(t->nbytes);
 	free(t->data);
 	memset(t, 0, sizeof *t);
 }

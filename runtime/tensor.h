@@ -12,9 +12,15 @@
 #include "kf.h"
 
 /* Allocates zeroed storage for dt[dim[0], ..., dim[rank-1]] (every dim >= 0,
- * rank <= KF_MAX_RANK).  t is overwritten (not freed first).  0, or -1 on a
- * bad rank/dim, size overflow or OOM; then t is zeroed. */
+ * rank <= KF_MAX_RANK), within the memory budget (kf_mem_reserve; freed by
+ * kf_tensor_free).  t is overwritten (not freed first).  0; -1 on a bad
+ * rank/dim, size overflow or OOM; KF_TENSOR_OVER_BUDGET when the bytes
+ * would exceed the budget (kf_tensor_why says so); then t is zeroed. */
+#define KF_TENSOR_OVER_BUDGET (-2)
 int kf_tensor_alloc(kf_tensor *t, kf_dtype dt, int rank, const int64_t *dim);
+/* Why allocating dt[dim...] fails: the bytes against the budget, or the
+ * size limit (2^48 bytes). */
+void kf_tensor_why(char *buf, size_t n, kf_dtype dt, int rank, const int64_t *dim);
 /* Same, from a static kf_type; -1 also when the type has symbolic dims. */
 int kf_tensor_alloc_type(kf_tensor *t, const kf_type *ty);
 /* Frees data and zeroes t; safe on a zeroed tensor. */

@@ -101,6 +101,15 @@ bool kf_cli_u64(const char *opt, const char *s, uint64_t *out)
 	return true;
 }
 
+bool kf_cli_size(const char *opt, const char *s, uint64_t *out)
+{
+	if (kf_mem_parse(s, out) != 0) {
+		kf_cli_usage("%s needs a size such as 8G or 512M, not '%s'", opt, s);
+		return false;
+	}
+	return true;
+}
+
 bool kf_cli_double(const char *opt, const char *s, double lo, double *out)
 {
 	char *end;

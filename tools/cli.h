@@ -44,5 +44,8 @@ void kf_cli_version_rules(void);
 bool kf_cli_u64(const char *opt, const char *s, uint64_t *out);
 bool kf_cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
 bool kf_cli_double(const char *opt, const char *s, double lo, double *out);
+/* A size in bytes with an optional K, M, G or T (powers of 1024): "8G",
+ * "512M", "1048576" (kf_mem_parse); the same contract. */
+bool kf_cli_size(const char *opt, const char *s, uint64_t *out);
 
 #endif

@@ -498,6 +498,11 @@ int main(int argc, char **argv)
 		if (d.ndiff > d.maxshow)
 			printf("... %d differences in all (--max to show more)\n", d.ndiff);
 	}
+	int e = kf_stdout_flush();
+	if (e) {
+		kf_error(c, (kf_loc){kf_source_add(c, "<stdout>", NULL, 0), 0}, "cannot write: %s", kf_file_strerror(e));
+		rc = 2;
+	}
 	kf_diag_flush(c, stderr);
 	free(d.seen);
 	kf_module_free(ma);

@@ -24,10 +24,15 @@ static const char usage[] =
 	"                          shapes or sizes a model takes as inputs); repeatable\n"
 	"  --allow-unsupported     keep ops kfuse cannot express as `opaque @Op` nodes with\n"
 	"                          the model's types and attributes (a plugin op Op runs them)\n"
+	"  --max-memory SIZE       memory budget of the parsed model and its tensors (8G, 512M;\n"
+	"                          default 3/4 of physical memory)\n"
 	"  -h, --help, --version\n"
-	"Dynamic axes become symbolic dims (f32[batch,seq,768]); docs/onnx.md.\n";
+	"Dynamic axes become symbolic dims (f32[batch,seq,768]); docs/onnx.md.  The .kf and\n"
+	"the weights are written atomically: a failed run leaves nothing half-written.\n"
+	"(kfuse-run, given a data root to confine a model's files to, reads weights only\n"
+	"below it: put the weights there.)\n";
 
-enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_BIND, O_VERSION };
+enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_BIND, O_VERSION, O_MAXMEM };
 
 #define MAXBIND 64
 
@@ -44,9 +49,11 @@ static int parse_args(int argc, char **argv, opt *o)
 	static const struct option longs[] = {
 		{"weights-dir", required_argument, 0, O_WEIGHTS}, {"inline-max", required_argument, 0, O_INLINE_MAX},
 		{"allow-unsupported", no_argument, 0, O_ALLOW}, {"bind", required_argument, 0, O_BIND},
-		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION},
+		{"max-memory", required_argument, 0, O_MAXMEM}, {0, 0, 0, 0},
 	};
 	long long n;
+	uint64_t bytes;
 	int ch;
 	while ((ch = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
 		switch (ch) {
@@ -58,6 +65,11 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->o.inline_max = n;
 			break;
 		case O_ALLOW: o->o.allow_unsupported = true; break;
+		case O_MAXMEM:
+			if (!kf_cli_size("--max-memory", optarg, &bytes))
+				return kf_cli_status() + 1;
+			kf_mem_set_budget(bytes);
+			break;
 		case O_BIND:
 			if (!strchr(optarg, '=') || optarg[0] == '=' || !strchr(optarg, '=')[1])
 				return kf_cli_usage("--bind wants NAME=FILE.npy, not '%s'", optarg) + 1;
@@ -122,30 +134,21 @@ static int read_binds(kf_ctx *c, opt *o, kf_onnx_bind *b, kf_tensor *t)
 	return 0;
 }
 
-/* The text to stdout, or to path whole or not at all (a temporary beside
- * it, renamed when every byte is written: a failure leaves the old file). */
+/* The text to stdout, or to path whole or not at all (kf_ofile: a
+ * temporary beside it, renamed when every byte is written and synced; a
+ * failure leaves the old file). */
 static int write_out(kf_ctx *c, const char *path, kf_module *m)
 {
-	char *tmp = NULL;
-	FILE *f = path ? kf_atomic_open(path, &tmp) : stdout;
-	kf_loc at = {kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0};
-	if (!f) {
-		kf_error(c, at, "cannot open for writing: %s", strerror(errno));
-		return -1;
+	kf_ofile o;
+	int e = kf_ofile_open(&o, path);
+	if (!e) {
+		if (kf_print_module_file(o.f, m) != 0 && !o.err)
+			o.err = errno ? errno : EIO;
+		e = kf_ofile_commit(&o);
 	}
-	errno = 0;
-	bool ok = kf_print_module_file(f, m) == 0;
-	int e = errno;
-	if (path) {
-		int ce = kf_atomic_close(f, tmp, path, ok);
-		if (ok && ce)
-			e = ce;
-		ok = ok && ce == 0;
-	} else {
-		ok &= fflush(f) == 0;
-	}
-	if (!ok) {
-		kf_error(c, at, "write failed: %s", strerror(e ? e : errno ? errno : EIO));
+	if (e) {
+		kf_error(c, (kf_loc){kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0}, "cannot write: %s",
+			 kf_file_strerror(e));
 		return -1;
 	}
 	return 0;

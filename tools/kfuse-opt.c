@@ -35,13 +35,16 @@ static const char usage[] =
 	"  --check-equivalence       run input and result on random inputs and compare\n"
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3; after amp:\n"
 	"    --l2 E                  relative L2 error 5e-2 for bf16, 1e-2 for f16)\n"
+	"    --data-root DIR         file(\"...\") constants and plugin lines must resolve within\n"
+	"                            DIR (default: anywhere)\n"
+	"    --max-memory SIZE       memory budget of all tensors (8G, 512M; default 3/4 of RAM)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
 	"  --quiet                   no progress line (shown on a terminal when a pass runs past a second)\n"
 	"  -h, --help, --version     (--version also names the standard rules' directory)\n"
 	"Exit status: 0 done, 1 an error in the input, a pass or the check, 2 a usage error.\n";
 
 typedef struct opt {
-	const char *input, *output, *pipeline, *emit;
+	const char *input, *output, *pipeline, *emit, *data_root;
 	const char *before, *after;
 	bool after_all, after_change, verify_each, timing, list, equiv, quiet;
 	uint32_t flags;
@@ -68,6 +71,7 @@ enum {
 	O_EMIT = 256, O_BEFORE, O_AFTER, O_AFTER_ALL, O_AFTER_CHANGE, O_VERIFY, O_NO_VERIFY, O_TIMING,
 	O_TRACE, O_EXPLAIN, O_LIST, O_EQUIV, O_RTOL, O_ATOL, O_L2, O_SEED, O_TRIALS, O_PLUGIN, O_VERSION,
 	O_QUIET,
+	O_DATA_ROOT, O_MAXMEM,
 };
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
@@ -88,10 +92,12 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"seed", required_argument, 0, O_SEED},
 		{"trials", required_argument, 0, O_TRIALS}, {"plugin", required_argument, 0, O_PLUGIN},
 		{"quiet", no_argument, 0, O_QUIET},
+		{"data-root", required_argument, 0, O_DATA_ROOT}, {"max-memory", required_argument, 0, O_MAXMEM},
 		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 	};
 	int ch;
 	long long n;
+	uint64_t bytes;
 	while ((ch = getopt_long(argc, argv, ":o:p:h", longs, NULL)) != -1) {
 		switch (ch) {
 		case 'h': fputs(usage, stdout); return 1;
@@ -111,6 +117,12 @@ static int parse_args(int argc, char **argv, opt *o)
 		case O_LIST: o->list = true; break;
 		case O_EQUIV: o->equiv = true; break;
 		case O_QUIET: o->quiet = true; break;
+		case O_DATA_ROOT: o->data_root = optarg; break;
+		case O_MAXMEM:
+			if (!kf_cli_size("--max-memory", optarg, &bytes))
+				return kf_cli_status() + 1;
+			kf_mem_set_budget(bytes);
+			break;
 		case O_RTOL:
 			if (!kf_cli_double("--rtol", optarg, 0, &o->rtol))
 				return kf_cli_status() + 1;
@@ -219,39 +231,16 @@ static void dump(void *ud, kf_module *m, const kf_pass *p, kf_dump_when when)
 	kf_buf_free(&b);
 }
 
-/* The output file (stdout for none or "-"), or NULL after an error. */
-static FILE *open_out(kf_ctx *c, const char *path)
-{
-	FILE *f = path && strcmp(path, "-") ? fopen(path, "wb") : stdout;
-	if (!f)
-		kf_error(c, (kf_loc){kf_source_add(c, path, NULL, 0), 0}, "cannot open for writing: %s",
-			 strerror(errno));
-	return f;
-}
-
-/* Closes (or flushes stdout) after a write that went well or not. */
-static int close_out(kf_ctx *c, const char *path, FILE *f, bool ok)
-{
-	int e = errno;
-	if (f == stdout)
-		ok &= fflush(f) == 0;
-	else
-		ok &= fclose(f) == 0;
-	if (!ok) {
-		kf_error(c, (kf_loc){kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0},
-			 "write failed: %s", strerror(e ? e : errno));
-		return -1;
-	}
-	return 0;
-}
-
+/* Kernels, PTX or dot text to path (stdout for none or "-"), written
+ * atomically (kf_ofile, as kfuse_save writes the IR): a failure names the
+ * file and leaves it as it was. */
 static int write_out(kf_ctx *c, const char *path, const char *text, size_t len)
 {
-	FILE *f = open_out(c, path);
-	if (!f)
-		return -1;
-	errno = 0;
-	return close_out(c, path, f, fwrite(text, 1, len, f) == len);
+	int e = kf_write_file(path, text, len);
+	if (e)
+		kf_error(c, (kf_loc){kf_source_add(c, path && strcmp(path, "-") ? path : "<stdout>", NULL, 0), 0},
+			 "cannot write: %s", kf_file_strerror(e));
+	return e ? -1 : 0;
 }
 
 /* A copy of the input module for --check-equivalence: its printed text,
@@ -341,6 +330,7 @@ static int check_names(kf_ctx *c, const kf_passreg *reg, const char *flag, const
 static int run(kfuse_ctx *k, kf_passreg *reg, opt *o, kf_timing *tm)
 {
 	kf_ctx *c = k->c;
+	kf_ctx_set_data_root(c, o->data_root);
 	if (check_names(c, reg, "--print-ir-before", o->before) < 0 ||
 	    check_names(c, reg, "--print-ir-after", o->after) < 0)
 		return -1;

@@ -45,13 +45,18 @@ static const char usage[] =
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
 	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
 	"                          --tune=force also re-tunes shapes the file has\n"
+	"  --data-root DIR         file(\"...\") constants and plugin lines must resolve within\n"
+	"                          DIR (links followed, then checked; default: anywhere): for\n"
+	"                          models from elsewhere\n"
+	"  --max-memory SIZE       memory budget of all tensors (e.g. 8G, 512M; default 3/4 of\n"
+	"                          physical memory)\n"
 	"  -h, --help, --version\n"
 	"Exit status: 0 done (and every check passed), 1 an error or a failed check, 2 a usage error.\n";
 
 #define MAXKV 64
 
 typedef struct opt {
-	const char *file, *graph, *outdir, *savedir, *backend, *compare;
+	const char *file, *graph, *outdir, *savedir, *backend, *compare, *data_root;
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV];
 	int ninput, ndim, nexpect, nplugin, bench;
 	bool random, profile, no_graph;
@@ -63,6 +68,7 @@ typedef struct opt {
 enum {
 	O_GRAPH = 256, O_PLUGIN, O_INPUT, O_RANDOM, O_SEED, O_DIM, O_SAVE, O_OUTDIR, O_BACKEND, O_COMPARE,
 	O_EXPECT, O_RTOL, O_ATOL, O_L2, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
+	O_DATA_ROOT, O_MAXMEM,
 };
 
 /* Appends v to list (at most MAXKV) when it has an '='; else a usage error. */
@@ -90,11 +96,13 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"l2", required_argument, 0, O_L2},
 		{"profile", no_argument, 0, O_PROFILE}, {"no-graph", no_argument, 0, O_NO_GRAPH},
 		{"tune", optional_argument, 0, O_TUNE}, {"help", no_argument, 0, 'h'},
-		{"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+		{"version", no_argument, 0, O_VERSION}, {"data-root", required_argument, 0, O_DATA_ROOT},
+		{"max-memory", required_argument, 0, O_MAXMEM}, {0, 0, 0, 0},
 	};
 	*o = (opt){.rtol = 1e-4, .atol = 1e-5, .backend = "cpu"};
 	int ch;
 	long long n;
+	uint64_t bytes;
 	bool ok = true;
 	while (ok && (ch = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
 		switch (ch) {
@@ -113,6 +121,12 @@ static int parse_args(int argc, char **argv, opt *o)
 			break;
 		case O_SEED: ok = kf_cli_u64("--seed", optarg, &o->seed); break;
 		case O_OUTDIR: o->outdir = optarg; break;
+		case O_DATA_ROOT: o->data_root = optarg; break;
+		case O_MAXMEM:
+			ok = kf_cli_size("--max-memory", optarg, &bytes);
+			if (ok)
+				kf_mem_set_budget(bytes);
+			break;
 		case O_SAVE: o->savedir = optarg; break;
 		case O_BACKEND:
 			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
@@ -226,8 +240,10 @@ static int random_inputs(kf_graph *g, const opt *o, kf_tensor *in, const bool *g
 			dims[d] = size >= 0 ? size : 4;
 		}
 		if (kf_tensor_random(&in[i], (kf_dtype)ty->dtype, ty->rank, dims, &rng) != 0) {
-			kf_error(c, KF_NOLOC, "cannot allocate random input %%%s",
-				 kf_str(c, kf_V(g, b0->arg[i])->name));
+			char why[200];
+			kf_tensor_why(why, sizeof why, (kf_dtype)ty->dtype, ty->rank, dims);
+			kf_error(c, KF_NOLOC, "cannot allocate random input %%%s: %s",
+				 kf_str(c, kf_V(g, b0->arg[i])->name), why);
 			return -1;
 		}
 	}
@@ -512,8 +528,14 @@ int main(int argc, char **argv)
 	if (st)
 		return st - 1;
 	kfuse_ctx *k = kfuse_new();
+	kf_ctx_set_data_root(k->c, o.data_root);
 	int rc = run(k, &o);
-	fflush(stdout);
+	int e = kf_stdout_flush(); /* what was printed must get out, or the run fails */
+	if (e) {
+		kf_error(k->c, (kf_loc){kf_source_add(k->c, "<stdout>", NULL, 0), 0}, "cannot write: %s",
+			 kf_file_strerror(e));
+		rc = -1;
+	}
 	fputs(kfuse_error(k), stderr);
 	kfuse_free(k);
 	return rc == 0 ? 0 : 1;

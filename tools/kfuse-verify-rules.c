@@ -138,8 +138,13 @@ static int compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64
 	int rc = 0;
 	for (uint32_t i = 0; i < nin && rc == 0; i++) {
 		const kf_type *t = kf_vtype(a, blk->arg[i]);
-		if (kf_tensor_random(&in[i], (kf_dtype)t->dtype, t->rank, t->dim, &rng) < 0)
+		if (kf_tensor_random(&in[i], (kf_dtype)t->dtype, t->rank, t->dim, &rng) < 0) {
+			char why[200]; /* a failure always says why */
+			kf_tensor_why(why, sizeof why, (kf_dtype)t->dtype, t->rank, t->dim);
+			kf_error(c, KF_NOLOC, "cannot allocate random input %%%s: %s",
+				 kf_str(c, kf_V(a, blk->arg[i])->name), why);
 			rc = -1;
+		}
 	}
 	if (rc == 0 && (kf_interp_run(a, in, (int)nin, oa, (int)nout) < 0 ||
 			kf_interp_run(b, in, (int)nin, ob, (int)nout) < 0))
@@ -385,6 +390,11 @@ int main(int argc, char **argv)
 	kf_diag_flush(c, stderr);
 	if (!bad)
 		printf("ok: %d rules verified, %u examples passed\n", nrules, nex);
+	int e = kf_stdout_flush();
+	if (e) {
+		fprintf(stderr, "<stdout>: error: cannot write: %s\n", kf_file_strerror(e));
+		bad = 1;
+	}
 	kf_plugin_release(c);
 	kf_ctx_free(c);
 	return bad;

@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kf_ctx *c = kf_ctx_new();
 	/* 2M instructions, 16 MiB per call, 64 MiB in all */
 	kf_lua_set_limits(c, 2000000, (size_t)16 << 20, (size_t)64 << 20);
+	kf_lua_set_time_limit(c, 2);
 	kf_lrules *r = kf_lua_rules_load(c, path);
 	if (!r && kf_nerrors(c) == 0)
 		abort(); /* a failure always says why */

@@ -32,8 +32,18 @@ run_one() {
 		return 0
 	fi
 	mkdir -p "$out/corpus/$t"
+	# Real sizes: an input as large as what the format really gets (the
+	# seeds include real exports), and large enough for the attacks that
+	# need room: ONNX subgraphs 3000 deep take 122 KB, which the old 8 KB
+	# limit could never reach.  rewrite reads a small program.
+	case $t in
+	onnx|npy) maxlen=1048576 ;;
+	parse|roundtrip|check) maxlen=262144 ;;
+	lua) maxlen=65536 ;;
+	*) maxlen=8192 ;;
+	esac
 	set -- -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 -malloc_limit_mb=2048 \
-		-max_len=8192 -print_final_stats=1 -artifact_prefix="$out/$t-"
+		-max_len="$maxlen" -print_final_stats=1 -artifact_prefix="$out/$t-"
 	[ -f "$here/$t.dict" ] && set -- "$@" -dict="$here/$t.dict"
 	# stdout/stderr of the code under test are closed (kfuse-check prints a
 	# lot); libFuzzer's and the sanitizers' reports still reach the log

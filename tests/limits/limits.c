@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -130,7 +131,7 @@ static void onnx_size(void **st)
 #ifdef KF_HAVE_ONNX
 	kf_ctx *c = kf_ctx_new();
 	assert_null(kf_onnx_import(c, "big.onnx", "", (size_t)INT32_MAX + 1, NULL));
-	expect_diag(c, "big.onnx: error: model too large (2147483648 bytes; protobuf's limit is 2 GiB)");
+	expect_diag(c, "big.onnx: error: ONNX model too large (2147483648 bytes; protobuf's limit is 2 GiB)");
 	const char *p = tmp_file("huge.onnx", NULL);
 	if (truncate(p, (off_t)3 << 30) == 0) {
 		assert_null(kf_onnx_import_file(c, p, NULL));
@@ -324,6 +325,27 @@ static void lua_memory(void **st)
 	kf_ctx_free(c);
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Work no budget counts (a long string operation, repeated) is stopped by
+ * the wall clock. */
+static void lua_time(void **st)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_lua_set_time_limit(c, 0.5);
+	double t0 = now_s();
+	assert_null(load(c, "slow.lua", "local s = ('a'):rep(1e7)\nfor i = 1, 1e9 do local u = s:upper() end\n"));
+	expect_diag(c, "slow.lua' exceeded the time limit (0.5 s)");
+	assert_true(now_s() - t0 < 5);
+	kf_plugin_release(c);
+	kf_ctx_free(c);
+}
+
 /* A runaway `where` is stopped with an error naming the rule. */
 static void lua_where_budget(void **st)
 {
@@ -439,6 +461,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(tensor_alloc_cap),
 		cmocka_unit_test(lua_instructions),
 		cmocka_unit_test(lua_memory),
+		cmocka_unit_test(lua_time),
 		cmocka_unit_test(lua_where_budget),
 		cmocka_unit_test(rewrite_caps),
 		cmocka_unit_test(gpu_out_of_memory),

@@ -24,7 +24,14 @@ typedef struct ep {
 	const char *s, *e;
 	bool legacy;
 	int line;
+	int ops; /* operators, parentheses and calls so far: the tree's depth bound */
 } ep;
+
+/* Parsing and evaluating recurse once per operator or parenthesis: a bound
+ * keeps a hostile check file from overflowing the stack. */
+#define MAX_OPS 1000
+
+static bool one_more_op(ep *p, const char *at);
 
 enum { AO_LINE, AO_LEGACY_LIT, AO_ANY };
 
@@ -128,6 +135,8 @@ static kfc_expr *var_use(ep *p, const char *name, size_t n)
 
 static kfc_expr *parse_call(ep *p, const char *name, size_t n)
 {
+	if (!one_more_op(p, name))
+		return NULL;
 	int f = -1;
 	for (int i = 0; i < 6; i++)
 		if (strlen(funcs[i]) == n && !memcmp(funcs[i], name, n))
@@ -183,6 +192,8 @@ static kfc_expr *parse_operand(ep *p, int ao, bool maybe_constraint)
 			perr(c, p->s, "parenthesized expression not permitted here");
 			return NULL;
 		}
+		if (!one_more_op(p, p->s))
+			return NULL;
 		p->s++;
 		ltrim(p);
 		if (p->s == p->e) {
@@ -238,6 +249,14 @@ static kfc_expr *parse_operand(ep *p, int ao, bool maybe_constraint)
 	return NULL;
 }
 
+static bool one_more_op(ep *p, const char *at)
+{
+	if (++p->ops <= MAX_OPS)
+		return true;
+	perr(p->c, at, "expression too complex (over %d operators, calls and parentheses)", MAX_OPS);
+	return false;
+}
+
 static kfc_expr *parse_expr(ep *p, int ao, bool maybe_constraint)
 {
 	const char *from = p->s;
@@ -251,6 +270,8 @@ static kfc_expr *parse_expr(ep *p, int ao, bool maybe_constraint)
 			perr(p->c, op, "unsupported operation '%c'", *op);
 			return NULL;
 		}
+		if (!one_more_op(p, op))
+			return NULL;
 		p->s++;
 		ltrim(p);
 		if (p->s == p->e) {

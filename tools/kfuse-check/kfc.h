@@ -5,7 +5,10 @@
  *   main.c     options, reading and canonicalising files, exit codes
  *   parse.c    finding directives in the check file (prefix scan)
  *   pattern.c  compiling one pattern: fixed text, {{regex}}, [[VAR]], [[#EXPR]]
- *   regex.c    LLVM-style ERE -> glibc ERE, with LLVM's validity rules
+ *   regex.c    LLVM-style ERE -> a canonical ERE, with LLVM's validity rules
+ *   recomp.c   compiling it to a program (rematch.h)
+ *   rematch.c  running that in bounded time (Pike VM; a budget for backreferences)
+ *   dagscan.c  CHECK-DAG without repeated scans
  *   expr.c     numeric expressions and formats ([[#%x,N:]], [[#N+1]])
  *   match.c    the check algorithm: LABEL regions, DAG/NOT groups, NEXT/SAME
  *   diag.c     SourceMgr-style messages and the annotated input dump
@@ -25,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kf.h" /* kf_oom, kf_read_regular, kf_ofile */
 
 /* ---- memory ---------------------------------------------------------------- */
 
@@ -123,6 +128,31 @@ typedef struct kfc_def {
 	bool numeric;
 } kfc_def;
 
+/* rematch.c: a compiled regex (the canonical ERE regex.c writes). */
+#define KFC_RE_BUDGET 20000000 /* backtracking steps of one search */
+typedef struct kfc_re {
+	struct kfc_inst *prog;
+	int n, cap;
+	uint64_t (*sets)[4];
+	int nsets;
+	int ngroups, nreg;
+	bool backrefs, icase;
+	bool skip;            /* first[] holds every byte a match can begin with */
+	uint64_t first[4];
+	char *lit;            /* bytes every match contains, in a row (nlit >= 2) */
+	size_t nlit;
+	bool oneline;         /* no match can hold a newline */
+	bool have_posix;      /* posix: the same regex for glibc, to take captures */
+	regex_t posix;
+} kfc_re;
+/* 0, or -1 when the regex cannot compile (too large, malformed). */
+int kfc_re_compile(kfc_re *re, const char *s, size_t n, bool icase);
+/* The leftmost-longest match in b[0, n) with REG_NEWLINE's rules, groups
+ * into m[0, nm): 0 found, 1 none, -1 over the backtracking budget (a
+ * regex with backreferences). */
+int kfc_re_exec(const kfc_re *re, const char *b, size_t n, size_t nm, regmatch_t *m);
+void kfc_re_free(kfc_re *re);
+
 typedef struct kfc_pattern {
 	int kind, count;
 	bool literal;
@@ -143,7 +173,7 @@ typedef struct kfc_pattern {
 	bool has_var;
 	bool dead;            /* can never match (see kfc_regex_translate) */
 	int ngroups;
-	regex_t rx;           /* compiled once when there are no substitutions */
+	kfc_re rx;            /* compiled once when there are no substitutions */
 	int rx_state;         /* 0 not yet, 1 ok, -1 failed */
 } kfc_pattern;
 
@@ -234,6 +264,20 @@ int kfc_pattern_match(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n,
 	size_t *pos, size_t *len, kfc_err *errs, int *nerrs, int maxerrs);
 void kfc_print_substs(kfc_ctx *c, kfc_pattern *p, const char *at, int mtype);
 void kfc_pattern_free(kfc_pattern *p);
+/* Bytes that every match of p contains, when no match of p can hold a
+ * newline: a search may then begin at the start of the line where they
+ * first occur.  false when p has no such bytes (or uses substitutions or
+ * --ignore-case). */
+bool kfc_pattern_literal(kfc_ctx *c, kfc_pattern *p, const char **lit, size_t *n);
+
+/* dagscan.c: CHECK-DAG without repeated scans.  hint[i]: where pattern i's
+ * first search from buf may begin (0: at buf); the memo: searches done. */
+void kfc_dag_hints(kfc_ctx *c, kfc_pattern **pats, int np, const char *buf, size_t n, size_t *hint);
+typedef struct kfc_dag_memo kfc_dag_memo;
+kfc_dag_memo *kfc_dag_memo_new(void);
+void kfc_dag_memo_free(kfc_dag_memo *m);
+bool kfc_dag_memo_get(kfc_dag_memo *m, const kfc_pattern *p, size_t from, int *r, size_t *pos, size_t *len);
+void kfc_dag_memo_put(kfc_dag_memo *m, const kfc_pattern *p, size_t from, int r, size_t pos, size_t len);
 
 /* regex.c */
 /* Translates one {{...}} or [[V:...]] regex (LLVM ERE) to glibc ERE, appended

@@ -25,10 +25,8 @@ struct kfc_block {
 void *kfc_xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
-	if (!q) {
-		fputs("kfuse-check: out of memory\n", stderr);
-		abort();
-	}
+	if (!q)
+		kf_oom();
 	return q;
 }
 

@@ -143,6 +143,31 @@ typedef struct range {
 	size_t pos, end;
 } range;
 
+/* One search of a DAG pattern from offset `from`, or its remembered
+ * answer (dagscan.c). */
+static int dag_find(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n, size_t from, kfc_dag_memo *memo,
+	size_t *pos, size_t *len, kfc_err *errs, int *nerrs)
+{
+	int r;
+	*nerrs = 0;
+	if (kfc_dag_memo_get(memo, p, from, &r, pos, len))
+		return r;
+	r = try_match(c, p, buf + from, n - from, pos, len, errs, nerrs);
+	kfc_dag_memo_put(memo, p, from, r, *pos, *len);
+	return r;
+}
+
+/* At the first pattern k of a DAG group: where each of the group's first
+ * searches from start may begin (hint, relative to start). */
+static void dag_group_hints(kfc_ctx *c, kfc_check *ck, int k, const char *buf, size_t n, size_t start, size_t *hint)
+{
+	int e = k;
+	while (e < ck->ndagnot && ck->dagnot[e]->kind != KFC_NOT)
+		e++;
+	if (e - k >= 4) /* a pass over the region pays for itself */
+		kfc_dag_hints(c, ck->dagnot + k, e - k, buf + start, n - start, hint + k);
+}
+
 /* FileCheck's CheckDag.  Returns where the directive itself is searched
  * from, SIZE_MAX on failure; NOTs after the last DAG group go to *nots. */
 static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
@@ -151,26 +176,35 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 	size_t start = 0;
 	range *mr = NULL;
 	int nmr = 0, capmr = 0;
+	/* where each pattern's first search may begin, and searches done
+	 * (dagscan.c: the same results, without the repeated scans) */
+	size_t *hint = kfc_xrealloc(NULL, ((size_t)ck->ndagnot + 1) * sizeof *hint);
+	memset(hint, 0, ((size_t)ck->ndagnot + 1) * sizeof *hint);
+	kfc_dag_memo *memo = kfc_dag_memo_new();
 	for (int k = 0; k < ck->ndagnot; k++) {
 		kfc_pattern *p = ck->dagnot[k];
 		if (p->kind == KFC_NOT) {
 			KFC_PUSH(*nots, *nnots, *capnots, p);
 			continue;
 		}
-		size_t mpos = start, mlen = 0;
+		if (k == 0 || ck->dagnot[k - 1]->kind == KFC_NOT)
+			dag_group_hints(c, ck, k, buf, n, start, hint);
+		size_t mpos = start, mlen = 0, from = start + hint[k];
 		int mi = 0;
 		for (;;) {
 			kfc_err errs[MAXERRS];
 			int nerrs;
 			size_t pos = 0, len = 0;
-			int r = try_match(c, p, buf + mpos, n - mpos, &pos, &len, errs, &nerrs);
+			int r = dag_find(c, p, buf, n, from, memo, &pos, &len, errs, &nerrs);
 			if (r != KFC_MATCH) {
 				report(c, true, p, 1, buf + mpos, n - mpos, r, 0, 0, errs, nerrs);
 				free(mr);
+				free(hint);
+				kfc_dag_memo_free(memo);
 				return SIZE_MAX;
 			}
 			mlen = len;
-			mpos += pos;
+			mpos = from + pos;
 			range m = {mpos, mpos + mlen};
 			if (c->o.dag_overlap) {
 				if (nmr == 0)
@@ -196,7 +230,7 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 			}
 			if (c->o.vverbose)
 				kfc_record(c, p, KFC_M_DISCARDED, off(c, buf + m.pos), off(c, buf + m.end), NULL);
-			mpos = mr[mi].end;
+			mpos = from = mr[mi].end;
 			mi++;
 		}
 		if (c->o.verbose)
@@ -206,6 +240,8 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 			if (*nnots) {
 				if (check_nots(c, buf + start, mr[0].pos - start, *nots, *nnots)) {
 					free(mr);
+					free(hint);
+					kfc_dag_memo_free(memo);
 					return SIZE_MAX;
 				}
 				*nnots = 0;
@@ -215,6 +251,8 @@ static size_t check_dag(kfc_ctx *c, kfc_check *ck, const char *buf, size_t n,
 		}
 	}
 	free(mr);
+	free(hint);
+	kfc_dag_memo_free(memo);
 	return start;
 }
 

@@ -464,8 +464,8 @@ int kfc_pattern_match(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n,
 		*len = p->fixedlen;
 		return KFC_MATCH;
 	}
-	int flags = REG_EXTENDED | REG_NEWLINE | (c->o.ignore_case ? REG_ICASE : 0);
-	regex_t tmp, *rx = &p->rx;
+	bool icase = c->o.ignore_case;
+	kfc_re tmp, *rx = &p->rx;
 	if (p->nsubs) {
 		kfc_str re = {0};
 		size_t at = 0;
@@ -476,12 +476,11 @@ int kfc_pattern_match(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n,
 			ok = subst_value(c, p, &p->subs[i], &re, true, errs, nerrs, maxerrs) && ok;
 		}
 		kfc_str_put(&re, p->re + at, p->relen - at);
-		kfc_str_putc(&re, 0);
 		if (!ok) {
 			kfc_str_free(&re);
 			return KFC_MERROR;
 		}
-		int rc = p->dead ? 1 : regcomp(&tmp, re.p, flags);
+		int rc = p->dead ? 1 : kfc_re_compile(&tmp, re.p ? re.p : "", re.n, icase);
 		kfc_str_free(&re);
 		if (rc)
 			return KFC_NOMATCH;
@@ -489,7 +488,7 @@ int kfc_pattern_match(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n,
 	} else if (p->rx_state == 0) {
 		/* The regex is compiled once; a combined regex that does not
 		 * compile never matches, as llvm::Regex::match returns false. */
-		p->rx_state = !p->dead && regcomp(&p->rx, p->re, flags) == 0 ? 1 : -1;
+		p->rx_state = !p->dead && kfc_re_compile(&p->rx, p->re, p->relen, icase) == 0 ? 1 : -1;
 	}
 	if (!p->nsubs && p->rx_state < 0)
 		return KFC_NOMATCH;
@@ -497,27 +496,48 @@ int kfc_pattern_match(kfc_ctx *c, kfc_pattern *p, const char *buf, size_t n,
 	size_t nm = (size_t)p->ngroups + 1;
 	if (nm > 16)
 		m = kfc_xrealloc(NULL, nm * sizeof *m);
-	m[0].rm_so = 0;
-	m[0].rm_eo = (regoff_t)n;
-	int rc = regexec(rx, buf, p->ndefs ? nm : 1, m, REG_STARTEND);
+	int rc = kfc_re_exec(rx, buf, n, p->ndefs ? nm : 1, m);
 	if (rc == 0) {
 		set_vars(c, p, buf, m);
 		/* CHECK-EMPTY's match starts after the newline its regex consumes. */
 		size_t skip = p->kind == KFC_EMPTY;
 		*pos = (size_t)m[0].rm_so + skip;
 		*len = (size_t)(m[0].rm_eo - m[0].rm_so) - skip;
+	} else if (rc < 0 && *nerrs < maxerrs) {
+		errs[*nerrs].at = p->loc;
+		snprintf(errs[*nerrs].msg, sizeof errs->msg, "regular expression too complex: its backreferences "
+			 "took more than %d steps to match", KFC_RE_BUDGET);
+		++*nerrs;
 	}
 	if (m != mstack)
 		free(m);
 	if (rx == &tmp)
-		regfree(&tmp);
-	return rc == 0 ? KFC_MATCH : KFC_NOMATCH;
+		kfc_re_free(&tmp);
+	return rc == 0 ? KFC_MATCH : rc < 0 ? KFC_MERROR : KFC_NOMATCH;
+}
+
+bool kfc_pattern_literal(kfc_ctx *c, kfc_pattern *p, const char **lit, size_t *n)
+{
+	if (c->o.ignore_case || p->nsubs || p->kind == KFC_EOF)
+		return false;
+	if (p->is_fixed) {
+		*lit = p->fixed;
+		*n = p->fixedlen;
+		return p->fixedlen > 0 && !memchr(p->fixed, '\n', p->fixedlen);
+	}
+	if (p->rx_state == 0)
+		p->rx_state = !p->dead && kfc_re_compile(&p->rx, p->re, p->relen, false) == 0 ? 1 : -1;
+	if (p->rx_state < 0 || !p->rx.oneline || !p->rx.nlit)
+		return false;
+	*lit = p->rx.lit;
+	*n = p->rx.nlit;
+	return true;
 }
 
 void kfc_pattern_free(kfc_pattern *p)
 {
 	if (p->rx_state == 1)
-		regfree(&p->rx);
+		kfc_re_free(&p->rx);
 	p->rx_state = 0;
 }
 

@@ -24,6 +24,7 @@ typedef struct rx {
 	int first;           /* absolute number of the piece's first group */
 	bool wrapped;        /* group first-1 wraps the piece and is still open */
 	bool dead;           /* a backreference that can never match in context */
+	int depth;           /* parentheses open: bounded, as parsing recurses */
 } rx;
 
 static const char E_EMPTY[] = "empty (sub)expression";
@@ -37,6 +38,8 @@ static const char E_ESUBREG[] = "invalid backreference number";
 static const char E_ECTYPE[] = "invalid character class";
 static const char E_ERANGE[] = "invalid character range";
 static const char E_ECOLLATE[] = "invalid collating element";
+/* not Spencer's: its parser recursed without bound (a stack overflow) */
+static const char E_EDEPTH[] = "parentheses nested too deeply (limit 256)";
 
 #define MORE(r) ((r)->s < (r)->e)
 #define MORE2(r) ((r)->s + 1 < (r)->e)
@@ -282,10 +285,16 @@ static void p_ere_exp(rx *r)
 			fail(r, E_EPAREN);
 			return;
 		}
+		if (r->depth >= 256) {
+			fail(r, E_EDEPTH);
+			return;
+		}
 		int sub = ++r->nsub;
 		kfc_str_putc(r->out, '(');
+		r->depth++;
 		if (PEEK(r) != ')')
 			p_ere(r, ')');
+		r->depth--;
 		if (r->err)
 			return;
 		if (!(MORE(r) && PEEK(r) == ')')) {
