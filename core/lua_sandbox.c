@@ -70,9 +70,11 @@ kf_lhost *kf_lhost_of(lua_State *L)
 static int l_print(lua_State *L)
 {
 	kf_lhost *h = kf_lhost_of(L);
+	/* counted before luaL_buffinit, which may push a placeholder that is
+	 * not an argument (it printed as a stray "userdata: 0x...") */
+	int n = lua_gettop(L);
 	luaL_Buffer b;
 	luaL_buffinit(L, &b);
-	int n = lua_gettop(L);
 	for (int i = 1; i <= n; i++) {
 		if (i > 1)
 			luaL_addchar(&b, '\t');
