@@ -118,6 +118,8 @@ static kf_dtype number_dtype(lua_State *L, int first, int last)
 	return pick >= 0 ? (kf_dtype)pick : KF_F32;
 }
 
+/* A dtype argument: a name, or while tracing a type variable of the rule
+ * (-2 - its index).  -1 when absent.  [-0, +0, v] */
 static int const_dtype_arg(lua_State *L, kf_lhost *h, int idx)
 {
 	if (lua_isnoneornil(L, idx))
@@ -125,10 +127,38 @@ static int const_dtype_arg(lua_State *L, kf_lhost *h, int idx)
 	size_t n;
 	const char *s = luaL_checklstring(L, idx, &n);
 	int dt = kf_dtype_parse(s, n);
-	if (dt < 0)
-		luaL_error(L, "unknown dtype '%s'", s);
-	(void)h;
-	return dt;
+	if (dt >= 0)
+		return dt;
+	if ((h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE) && h->trace) {
+		kf_sid sid = kf_lookup_str(h->ctx, s, n);
+		int tv = sid == KF_NONE ? -1 : kf_pat_tvar_find(h->trace, sid);
+		if (tv >= 0 && h->trace->tvkind[tv] == KF_TV_DTYPE)
+			return -2 - tv;
+	}
+	return luaL_error(L, "unknown dtype '%s'", s);
+}
+
+/* Attribute names op does not take are refused when the rule is traced (a
+ * misspelt one would make a pattern that never matches), and a dtype
+ * attribute must name a dtype or one of the rule's type variables.
+ * [-0, +0, v] */
+static void check_attrs(lua_State *L, kf_lhost *h, const kf_opinfo *oi, const kf_attr *a, uint32_t na)
+{
+	for (uint32_t i = 0; i < na; i++) {
+		const char *key = kf_str(h->ctx, a[i].key);
+		if (oi->attrs && !kf_op_attr_allowed(oi->attrs, key))
+			luaL_error(L, "'%s' has no attribute '%s' (%s%s)", oi->name, key,
+				   *oi->attrs ? "its attributes: " : "it takes none", oi->attrs);
+		if (strcmp(key, "to") || a[i].v.kind != KF_ATTR_STR)
+			continue;
+		const char *s = kf_str(h->ctx, a[i].v.s);
+		bool tv = (h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE) && h->trace &&
+			  kf_pat_tvar_find(h->trace, a[i].v.s) >= 0;
+		if (kf_dtype_parse(s, strlen(s)) < 0 && !tv)
+			luaL_error(L, "'%s': '%s' is not a dtype%s", oi->name, s,
+				   h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE
+					   ? " nor a type variable of the rule (types = {x = \"T[...]\"})" : "");
+	}
 }
 
 /* const(v [, dtype]): a scalar constant.  [-(1|2), +1, v] */
@@ -192,6 +222,7 @@ static int build(lua_State *L, int op, int first)
 	}
 	kf_attr *a = NULL;
 	uint32_t na = attrs ? kf_ltoattrs(h, attrs, &a, "nres") : 0;
+	check_attrs(L, h, oi, a, na);
 	uint32_t nres = result_count(L, h, op, attrs);
 	bool traced = false, real = false;
 	for (int i = first; i <= last; i++) {
@@ -403,7 +434,12 @@ static void push_values(kf_lhost *h, kf_graph *g, kf_nid n, bool outputs)
 static int l_node_attr(lua_State *L)
 {
 	struct kf_lnode *n = check_node(L, 1);
-	const kf_attrval *a = kf_attr_get(n->g, n->n, luaL_checkstring(L, 2));
+	const char *key = luaL_checkstring(L, 2);
+	const kf_opinfo *oi = kf_op(n->g->ctx, kf_N(n->g, n->n)->op);
+	if (oi->attrs && !kf_op_attr_allowed(oi->attrs, key))
+		return luaL_error(L, "a '%s' node has no attribute '%s' (%s%s)", oi->name, key,
+				  *oi->attrs ? "its attributes: " : "it takes none", oi->attrs);
+	const kf_attrval *a = kf_attr_get(n->g, n->n, key);
 	if (a)
 		kf_lpush_attrval(L, n->g->ctx, a);
 	else
@@ -600,7 +636,9 @@ static int l_g_set_attr(lua_State *L)
 	luaL_checkany(L, 4);
 	kf_arena_free(&h->scratch);
 	kf_attrval v = kf_ltoattrval(h, L, 4, 0);
-	kf_rw_set_attr(rw, n->n, kf_intern_cstr(h->ctx, k), v);
+	kf_attr a = {kf_intern_cstr(h->ctx, k), v};
+	check_attrs(L, h, kf_op(h->ctx, kf_N(n->g, n->n)->op), &a, 1);
+	kf_rw_set_attr(rw, n->n, a.key, v);
 	return 0;
 }
 

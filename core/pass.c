@@ -447,6 +447,7 @@ int kf_pipeline_run(kf_pipeline *p, kf_module *m, const kf_runopts *ro)
 	for (uint32_t i = 0; i < p->n; i++) {
 		kf_pipeitem *it = &p->item[i];
 		it->o.flags = ro->flags;
+		it->o.trace_rule = ro->trace_rule;
 		it->o.log = ro->log;
 		it->o.state = NULL;
 		if (ro->dump && name_in(ro->before, it->pass->name))

@@ -30,6 +30,9 @@ typedef uint32_t kf_pv;
 
 typedef enum { KF_PN_VAR, KF_PN_CONST, KF_PN_OP } kf_pnkind;
 
+#define KF_PAT_MAXTVAR 16
+#define KF_AC_MAXLEAF 8
+
 typedef struct kf_pnode {
 	uint8_t kind;     /* kf_pnkind */
 	uint8_t nres;     /* OP: result count */
@@ -40,8 +43,27 @@ typedef struct kf_pnode {
 	kf_attr *attr;    /* OP: attributes that must match; unnamed ones match anything */
 	uint32_t var;     /* VAR: variable index */
 	double cval;      /* CONST: value */
-	int cdtype;       /* CONST: kf_dtype, or -1: any (matching) / from the context (replacing) */
+	int cdtype;       /* CONST: kf_dtype; -1: any (matching) / from the context (replacing);
+	                   * <= -2: the dtype of type variable -2 - cdtype */
+	/* set by kf_pat_set_outputs (matching an associative-commutative chain) */
+	uint8_t nleaf;    /* OP: > 2 on the head of a chain of one AC op: its operands, flattened */
+	bool absorbed;    /* OP: inside such a chain (matched with its head, never alone) */
+	uint8_t weight;   /* pattern nodes this one stands for when matched (1 + absorbed below) */
+	kf_pv *leaf;      /* [nleaf]: most constrained first */
 } kf_pnode;
+
+/* A pattern variable's type constraint, `types = {x = "T[..., N, 4]"}`:
+ * dtype and dims fixed, free, or a type variable that must bind one value
+ * wherever it appears (docs/rules.md, "Type and shape variables"). */
+typedef struct kf_ptype {
+	int16_t dtype;              /* >= 0 a kf_dtype; -1 any; <= -2 type variable -2 - dtype */
+	int8_t rank;                /* -1: any shape (none written) */
+	bool ellipsis;              /* "...": any leading dims, the listed ones match from the end */
+	int64_t dim[KF_MAX_RANK];   /* where dvar is -1 */
+	int16_t dvar[KF_MAX_RANK];  /* -1 fixed (dim), -2 any ("?"), >= 0 type variable */
+} kf_ptype;
+
+typedef enum { KF_TV_DTYPE, KF_TV_DIM } kf_tvkind;
 
 typedef struct kf_pattern {
 	kf_ctx *ctx;
@@ -50,9 +72,14 @@ typedef struct kf_pattern {
 	uint32_t nnode, capnode;
 	uint32_t nvar;
 	const char **varname;  /* [nvar] */
+	kf_ptype **vtype;      /* [nvar]: constraints, NULL for none */
 	uint32_t capvar;
 	uint32_t nout;
 	kf_pv out[KF_PAT_MAXOUT];
+	uint32_t ntvar;        /* type variables */
+	kf_sid tvname[KF_PAT_MAXTVAR];
+	uint8_t tvkind[KF_PAT_MAXTVAR]; /* kf_tvkind */
+	bool no_assoc;         /* match AC chains only as written (rule field assoc = false) */
 } kf_pattern;
 
 kf_pattern *kf_pat_new(kf_ctx *c);
@@ -64,13 +91,31 @@ kf_pv kf_pat_const(kf_pattern *p, double v, int dtype);
  * attributes are deep-copied.  Returns its result 0. */
 kf_pv kf_pat_op(kf_pattern *p, int op, const kf_pv *in, uint32_t nin,
 		const kf_attr *attr, uint32_t nattr, uint32_t nres);
+/* The type variable `name` of kind k, added on first use: its index, or -1
+ * (reason in err) when there are too many or it is used as both kinds. */
+int kf_pat_tvar(kf_pattern *p, const char *name, kf_tvkind k, char *err, size_t errlen);
+/* The type variable named by sid, or -1. */
+int kf_pat_tvar_find(const kf_pattern *p, kf_sid name);
+/* Parses a constraint ("T[..., N, D]", "f32[4, ?]", "T", "?[N]") into t,
+ * adding its type variables to p.  0, or -1 with the reason in err. */
+int kf_pat_parse_type(kf_pattern *p, const char *text, kf_ptype *t, char *err, size_t errlen);
+/* Constrains variable var (the constraint is copied). */
+void kf_pat_set_vtype(kf_pattern *p, uint32_t var, const kf_ptype *t);
+/* Copies p's type variables into t (a replacement traced over p's variables). */
+void kf_pat_copy_tvars(kf_pattern *t, const kf_pattern *p);
 /* Sets the outputs; out[0] is the root and must be an op result.  Returns
- * -1 with a message in err when an output is not reachable from the root. */
+ * -1 with a message in err when an output is not reachable from the root.
+ * Also finds the associative-commutative chains (unless p->no_assoc). */
 int kf_pat_set_outputs(kf_pattern *p, const kf_pv *out, uint32_t n, char *err, size_t errlen);
-/* Longest operand chain from the root, in op nodes (1 for a single op). */
+/* Longest operand chain from the root, in graph nodes a match may span (1
+ * for a single op; a chain of k AC leaves counts k - 1). */
 int kf_pat_depth(const kf_pattern *p);
+/* Pattern nodes a full match covers (constants and variables included). */
+uint32_t kf_pat_size(const kf_pattern *p);
 /* The ops of the pattern's op nodes, root first: "mul(add, tanh)" style. */
 void kf_pat_print(kf_buf *out, const kf_pattern *p);
+/* The subexpression at pattern value pv, at most max bytes (then "..."). */
+void kf_pat_print_at(kf_buf *out, const kf_pattern *p, kf_pv pv, size_t max);
 
 /* ---- rules ------------------------------------------------------------- */
 
@@ -113,20 +158,40 @@ typedef struct kf_match {
 	uint32_t nbind;
 	kf_vid out[KF_PAT_MAXOUT]; /* the graph values of the pattern outputs */
 	uint32_t nout;
-	kf_nid node[64];          /* matched op nodes (constants not included) */
+	kf_nid node[64];          /* matched op nodes, AC chains' inner nodes too (not constants) */
 	uint32_t nnode;
-	const char *why;          /* when it fails: the reason */
+	int64_t tval[KF_PAT_MAXTVAR]; /* type variables: a kf_dtype, or a dim */
+	uint32_t ntval;
+	/* when it fails: the reason at the deepest point the search reached */
+	const char *why;
 	uint32_t why_pn;          /* ... at this pattern node */
+	kf_vid why_v;             /* ... facing this graph value (KF_NONE: none) */
+	uint32_t why_depth;       /* pattern nodes matched on the way there */
+	char why_text[160];       /* a reason with details (why then points here) */
+	const char *declined;     /* set by an accept callback that declines: why */
 } kf_match;
 
 #define KF_PAT_MAXNODE 64
 
+/* Called on each complete match (every pattern node matched, the interior
+ * checked): 1 accepts it, 0 declines it and the search goes on (setting
+ * m->why), -1 stops with an error (in the context). */
+typedef int (*kf_rw_accept_fn)(void *ud, kf_match *m);
+
 /* Matches rule r's pattern with its root at node n.  Commutative ops match
- * either operand order, constants within r->rtol (scalars match splats that
- * broadcast into their user), a variable bound twice binds one value, and a
- * matched interior value used outside the match blocks it (unless
- * r->keep_interior). */
-bool kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m);
+ * either operand order and chains of an associative-commutative op any
+ * grouping and order of their operands (unless the pattern says no_assoc);
+ * constants match within r->rtol (scalars match splats that broadcast into
+ * their user); a variable bound twice binds one value and satisfies its
+ * type constraint; a matched interior value used outside the match blocks
+ * it (unless r->keep_interior).  accept (may be NULL: the first match
+ * wins) is part of the search: a declined match makes the matcher try the
+ * next binding, so an asymmetric where() sees every operand order.
+ * 1 when a match was accepted, 0 when none, -1 when accept failed. */
+int kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m, kf_rw_accept_fn accept, void *ud);
+/* Cheap necessary condition for a match at n (the ops around the root);
+ * false when no match is possible. */
+bool kf_rw_may_match(const kf_graph *g, const kf_rule *r, kf_nid n);
 
 /* ---- building replacements ------------------------------------------------ */
 
@@ -135,6 +200,7 @@ struct kf_rewriter {
 	const kf_rule *rule;
 	kf_nid root;            /* new nodes are inserted before it */
 	const kf_match *m;      /* the match (NULL for transforms) */
+	const int64_t *tval;    /* type variables' values for templates (NULL: none) */
 	kf_vid out[KF_PAT_MAXOUT];
 	uint32_t nout;
 	uint32_t nmut;          /* mutations so far */
@@ -184,8 +250,18 @@ typedef struct kf_rw_opts {
 	int max_iter;            /* sweeps over the graph; 0: 10 */
 	uint64_t max_rewrites;   /* 0: 100000 + 8 * nodes */
 	int trace;               /* 1: a line per rewrite; 2: also failed matches */
+	const char *trace_rule;  /* a line per candidate root of the rules so named
+	                          * ("name", or "prefix*"): how far the match got */
 	kf_buf *log;             /* trace lines go here; NULL: none */
 } kf_rw_opts;
+
+/* What became of one rule's candidates: nodes of its root op it was tried
+ * at; of those, where its pattern matched; of those, where where() said no
+ * to every match, where the replacement was declined (a type that differs,
+ * replace returning nil), and where it rewrote. */
+typedef struct kf_rw_rulestat {
+	uint64_t attempted, matched, where_no, declined, rewritten;
+} kf_rw_rulestat;
 
 typedef struct kf_rw_stats {
 	uint64_t visited;        /* nodes popped from the worklist */
@@ -197,8 +273,8 @@ typedef struct kf_rw_stats {
 	uint64_t dead;           /* dead nodes removed */
 	uint32_t iterations;
 	bool converged;
-	uint64_t *fired;         /* per rule of the set */
-	uint32_t nfired;
+	kf_rw_rulestat *rule;    /* per rule of the set */
+	uint32_t nrule;
 } kf_rw_stats;
 
 void kf_rw_stats_init(kf_rw_stats *st, const kf_ruleset *rs);
@@ -212,8 +288,15 @@ void kf_rw_stats_free(kf_rw_stats *st);
  * rewrite started from). */
 int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stats *st);
 
-/* "rule N" lines: how often each rule fired, and the counters. */
+/* Whether trace_rule spec selects rule `name`: the name itself, or a
+ * prefix followed by '*'. */
+bool kf_rw_selects(const char *spec, const char *name);
+
+/* The counters, then the rules that fired and how often. */
 void kf_rw_summary(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st);
+/* The counters, then a row of kf_rw_rulestat per rule, those at 0 too: a
+ * rule set's coverage. */
+void kf_rw_coverage(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st);
 
 /* A type as the IR writes it, f32[4,N] (the core cannot call ir-text's
  * printer: kfcore links before kftext). */

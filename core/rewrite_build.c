@@ -226,6 +226,36 @@ static kf_dtype const_dtype(const kf_rewriter *rw, const kf_pnode *pn, const kf_
 	return pick >= 0 ? (kf_dtype)pick : fallback;
 }
 
+/* A template constant's dtype: its own, a type variable's value, or that
+ * of its sibling operands. */
+static kf_dtype tmpl_const_dtype(const kf_rewriter *rw, const kf_pnode *c, const kf_pnode *user,
+				 const kf_vid *val, const kf_pattern *t, kf_dtype fallback)
+{
+	if (c->cdtype >= 0)
+		return (kf_dtype)c->cdtype;
+	if (c->cdtype <= -2 && rw->tval)
+		return (kf_dtype)rw->tval[-2 - c->cdtype];
+	return user ? const_dtype(rw, user, val, t, fallback) : fallback;
+}
+
+/* A template node's attributes with type variables (`{to = "T"}`) replaced
+ * by their values; attr itself when it names none.  tmp has room for n. */
+static const kf_attr *tmpl_attrs(const kf_rewriter *rw, const kf_pattern *t, const kf_pnode *pn, kf_attr *tmp)
+{
+	if (!t->ntvar || !rw->tval)
+		return pn->attr;
+	bool any = false;
+	for (uint32_t i = 0; i < pn->nattr; i++) {
+		tmp[i] = pn->attr[i];
+		int tv = tmp[i].v.kind == KF_ATTR_STR ? kf_pat_tvar_find(t, tmp[i].v.s) : -1;
+		if (tv >= 0 && t->tvkind[tv] == KF_TV_DTYPE) {
+			tmp[i].v.s = kf_intern_cstr(rw->g->ctx, kf_dtype_name((kf_dtype)rw->tval[tv]));
+			any = true;
+		}
+	}
+	return any ? tmp : pn->attr;
+}
+
 int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, kf_dtype fallback,
 		      const kf_vid *like)
 {
@@ -244,12 +274,13 @@ int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, 
 		for (uint32_t k = 0; k < pn->nin && k < KF_PAT_MAXNODE; k++) {
 			const kf_pnode *c = &t->node[KF_PV_NODE(pn->in[k])];
 			if (c->kind == KF_PN_CONST)
-				in[k] = kf_rw_const(rw, c->cval, c->cdtype >= 0 ? (kf_dtype)c->cdtype
-								       : const_dtype(rw, pn, val, t, fallback));
+				in[k] = kf_rw_const(rw, c->cval, tmpl_const_dtype(rw, c, pn, val, t, fallback));
 			else
 				in[k] = val[KF_PV_NODE(pn->in[k])] + KF_PV_RES(pn->in[k]);
 		}
-		val[i] = kf_rw_create(rw, pn->op, in, pn->nin, pn->attr, pn->nattr, NULL, pn->nres);
+		kf_attr *tmp = kf_xrealloc(NULL, (pn->nattr ? pn->nattr : 1) * sizeof *tmp);
+		val[i] = kf_rw_create(rw, pn->op, in, pn->nin, tmpl_attrs(rw, t, pn, tmp), pn->nattr, NULL, pn->nres);
+		free(tmp);
 		if (val[i] == KF_NONE)
 			return 0;
 	}
@@ -259,7 +290,7 @@ int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, 
 		if (pn->kind == KF_PN_CONST) {
 			/* a constant result is a splat of the type it stands for */
 			kf_dtype dt = like ? (kf_dtype)kf_vtype(g, like[k])->dtype : fallback;
-			rw->out[k] = kf_rw_const(rw, pn->cval, pn->cdtype >= 0 ? (kf_dtype)pn->cdtype : dt);
+			rw->out[k] = kf_rw_const(rw, pn->cval, tmpl_const_dtype(rw, pn, NULL, val, t, dt));
 			if (like)
 				kf_V(g, rw->out[k])->type = kf_V(g, like[k])->type;
 		} else {
@@ -268,4 +299,3 @@ int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, 
 	}
 	return 1;
 }
-

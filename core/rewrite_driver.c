@@ -17,6 +17,7 @@
 
 #include "kf_int.h"
 #include "rewrite.h"
+#include "rewrite_int.h"
 
 /* A rewrite's built region (key h) and the region it started from. */
 typedef struct seen_ent {
@@ -40,6 +41,7 @@ typedef struct driver {
 	uint32_t recent[64]; uint32_t nrecent;
 	uint64_t max_rewrites;
 	bool changed;
+	uint8_t *warned;   /* per rule: its replacement's type was reported */
 } driver;
 
 /* ---- worklist -------------------------------------------------------------- */
@@ -108,7 +110,8 @@ static int build_index(driver *d)
 		d->want[i][0] = d->want[i][1] = -2;
 		if (r->pat) {
 			const kf_pnode *root = &r->pat->node[KF_PV_NODE(r->pat->out[0])];
-			for (uint32_t k = 0; k < 2 && root->nin == 2; k++) {
+			/* an AC chain's operands may sit deeper: kf_rw_may_match knows */
+			for (uint32_t k = 0; k < 2 && root->nin == 2 && !root->nleaf; k++) {
 				const kf_pnode *c = &r->pat->node[KF_PV_NODE(root->in[k])];
 				d->want[i][k] = c->kind == KF_PN_OP ? (int16_t)c->op
 					      : c->kind == KF_PN_CONST ? KF_OP_CONST : -1;
@@ -310,38 +313,21 @@ static void erase_dead(driver *d, const kf_nid *list, uint32_t n)
 static void trace_rewrite(driver *d, const kf_rule *r, kf_nid root, const kf_match *m,
 			  const kf_rewriter *rw)
 {
-	kf_buf *b = d->o->log;
-	if (!b || d->o->trace < 1)
-		return;
-	kf_buf_printf(b, "rewrite '%s' at ", r->name);
-	kf_rw_locstr(b, d->g->ctx, kf_N(d->g, root)->loc);
-	kf_buf_puts(b, ":");
-	if (m)
-		for (uint32_t i = 0; i < m->nnode; i++)
-			kf_buf_printf(b, " %s", kf_op(d->g->ctx, kf_N(d->g, m->node[i])->op)->name);
-	else
-		kf_buf_printf(b, " %s", kf_op(d->g->ctx, kf_N(d->g, root)->op)->name);
-	kf_buf_puts(b, " ->");
-	uint32_t shown = 0;
-	for (uint32_t i = 0; i < rw->ncreated; i++) {
-		const kf_node *nd = kf_N(d->g, rw->created[i]);
-		if (nd->op != KF_OP_CONST && !(nd->flags & KF_NODE_DEAD)) {
-			kf_buf_printf(b, " %s", kf_op(d->g->ctx, nd->op)->name);
-			shown++;
-		}
-	}
-	if (!shown)
-		kf_buf_puts(b, rw->ncreated ? " const" : " (existing values)");
-	kf_buf_putc(b, '\n');
+	if (d->o->log && d->o->trace >= 1)
+		kf_rwt_rewrite(d->o->log, d->g, r, root, m, rw);
 }
 
-static void trace_reject(driver *d, const kf_rule *r, kf_nid n, const char *why)
+/* A candidate root of rule r came to `outcome` (trace=2: failures; and
+ * every candidate of the rules --trace-rule names). */
+static void trace_candidate(driver *d, const kf_rule *r, kf_nid n, const kf_match *m, const char *outcome,
+			    bool failed)
 {
-	if (!d->o->log || d->o->trace < 2)
+	if (!d->o->log)
 		return;
-	kf_buf_printf(d->o->log, "  '%s' at ", r->name);
-	kf_rw_locstr(d->o->log, d->g->ctx, kf_N(d->g, n)->loc);
-	kf_buf_printf(d->o->log, ": %s\n", why);
+	if (d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
+		kf_rwt_candidate(d->o->log, d->g, r, n, m, outcome);
+	else if (failed && d->o->trace >= 2)
+		kf_rwt_reject(d->o->log, d->g, r, n, m ? m->why : outcome);
 }
 
 /* "'a' (40), 'b' (24)": the rules among the last rewrites. */
@@ -361,11 +347,16 @@ static void recent_rules(driver *d, kf_buf *out)
 		kf_buf_printf(out, "%s'%s' (%u)", j ? ", " : "", d->rs->rule[idx[j]]->name, cnt[j]);
 }
 
+/* (kf_rw_run sized st->rule for the set) */
+static kf_rw_rulestat *rstat(driver *d, const kf_rule *r)
+{
+	return &d->st->rule[r->index];
+}
+
 static void note_fired(driver *d, const kf_rule *r)
 {
 	d->st->rewrites++;
-	if (d->st->fired && r->index < d->st->nfired)
-		d->st->fired[r->index]++;
+	rstat(d, r)->rewritten++;
 	d->recent[d->nrecent++ % 64] = r->index;
 	d->changed = true;
 }
@@ -402,6 +393,14 @@ static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_n
 			kf_rw_type_str(&a, g->ctx, kf_V(g, rw->out[k])->type);
 			kf_rw_type_str(&b, g->ctx, kf_V(g, m->out[k])->type);
 			snprintf(rw->err, sizeof rw->err, "the replacement has type %s, not %s", a.p, b.p);
+			if (!d->warned[r->index]) {
+				/* once per rule and graph: a rule that builds the wrong
+				 * type is a bug that would otherwise never show */
+				d->warned[r->index] = 1;
+				kf_warning(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s): its replacement has type %s where "
+					   "it replaces %s; the match is declined (--trace-rule '%s' shows each)",
+					   r->name, r->origin ? r->origin : "C", a.p, b.p, r->name);
+			}
 			kf_buf_free(&a);
 			kf_buf_free(&b);
 			return 0;
@@ -472,56 +471,85 @@ static int report_loop(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64
 	return 0;
 }
 
+/* One candidate root of a rule: the match, and what accept made of it. */
+typedef struct attempt {
+	driver *d;
+	const kf_rule *r;
+	kf_rewriter *rw;
+	kf_nid n;
+	uint32_t where_no, declined;
+	char why[256];
+} attempt;
+
+/* The driver's accept (kf_rw_match): where(), then the replacement built
+ * and checked; a declined one is rolled back and the matcher goes on. */
+static int accept_match(void *ud, kf_match *m)
+{
+	attempt *a = ud;
+	driver *d = a->d;
+	const kf_rule *r = a->r;
+	kf_rewriter *rw = a->rw;
+	d->st->matched++;
+	rw->m = m;
+	rw->tval = m->tval;
+	rw->err[0] = 0;
+	if (r->where) {
+		d->st->callbacks++;
+		int k = r->where(rw);
+		if (k < 0)
+			return fail_rule(d, rw, a->n, "checking");
+		if (k == 0) {
+			d->st->rejected++;
+			a->where_no++;
+			m->declined = "where() said no";
+			return 0;
+		}
+	}
+	int k;
+	if (r->tmpl) {
+		k = kf_rw_instantiate(rw, r->tmpl, m->bind, (kf_dtype)kf_vtype(d->g, m->out[0])->dtype, m->out);
+	} else {
+		d->st->callbacks++;
+		k = r->replace(rw);
+	}
+	if (k > 0)
+		k = check_replacement(d, rw, m, a->n);
+	if (k < 0)
+		return fail_rule(d, rw, a->n, "applying");
+	if (k == 0) {
+		kf_rw_rollback(rw);
+		d->st->rejected++;
+		a->declined++;
+		snprintf(a->why, sizeof a->why, "%s", rw->err[0] ? rw->err : "replace declined");
+		m->declined = a->why;
+		return 0;
+	}
+	return 1;
+}
+
 /* 1 rewritten, 0 no match (or declined), -1 error. */
 static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 {
 	kf_graph *g = d->g;
 	kf_match m;
-	d->st->tried++;
-	if (!kf_rw_match(g, r, n, &m)) {
-		if (d->o->trace >= 2 && m.why)
-			trace_reject(d, r, n, m.why);
-		return 0;
-	}
-	d->st->matched++;
 	kf_rewriter rw;
+	d->st->tried++;
+	kf_rw_rulestat *rs = rstat(d, r);
+	rs->attempted++;
 	kf_rw_begin(&rw, g, n);
 	rw.rule = r;
-	rw.m = &m;
-	int k = 1;
-	if (r->where) {
-		d->st->callbacks++;
-		k = r->where(&rw);
-		if (k <= 0) {
-			if (k == 0) {
-				d->st->rejected++;
-				trace_reject(d, r, n, "where() said no");
-			}
-			k = k < 0 ? fail_rule(d, &rw, n, "checking") : 0;
-			kf_rw_end(&rw);
-			return k;
-		}
-	}
-	if (r->tmpl) {
-		k = kf_rw_instantiate(&rw, r->tmpl, m.bind, (kf_dtype)kf_vtype(g, m.out[0])->dtype, m.out);
-	} else {
-		d->st->callbacks++;
-		k = r->replace(&rw);
-	}
-	if (k > 0)
-		k = check_replacement(d, &rw, &m, n);
+	attempt a = {d, r, &rw, n, 0, 0, {0}};
+	int k = kf_rw_match(g, r, n, &m, accept_match, &a);
 	if (k <= 0) {
-		if (k < 0) {
-			fail_rule(d, &rw, n, "applying");
-			kf_rw_end(&rw);
-			return -1;
-		}
-		kf_rw_rollback(&rw);
-		d->st->rejected++;
-		trace_reject(d, r, n, rw.err[0] ? rw.err : "replace declined");
+		rs->matched += a.where_no || a.declined;
+		rs->where_no += a.where_no && !a.declined;
+		rs->declined += a.declined > 0;
+		if (k == 0)
+			trace_candidate(d, r, n, &m, NULL, true);
 		kf_rw_end(&rw);
-		return 0;
+		return k;
 	}
+	rs->matched++;
 	uint64_t hb = region_hash(g, &m, 0, m.out, m.nout);
 	uint64_t ha = region_hash(g, NULL, rw.mark, rw.out, rw.nout);
 	if (report_loop(d, &rw, n, hb, ha) < 0) {
@@ -530,6 +558,8 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 	}
 	seen_add(d, ha, hb, r->index);
 	trace_rewrite(d, r, n, &m, &rw);
+	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
+		kf_rwt_candidate(d->o->log, g, r, n, &m, "rewritten");
 	for (uint32_t i = 0; i < m.nout; i++)
 		kf_replace_all_uses(g, m.out[i], rw.out[i]);
 	note_fired(d, r);
@@ -584,6 +614,7 @@ static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 	rw.rule = r;
 	d->st->tried++;
 	d->st->callbacks++;
+	rstat(d, r)->attempted++;
 	int k = r->apply(&rw, n);
 	if (k < 0 || (k == 0 && rw.nmut)) {
 		if (k == 0)
@@ -594,6 +625,7 @@ static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 		return k;
 	}
 	if (k == 0) {
+		trace_candidate(d, r, n, NULL, "apply returned false", true);
 		kf_rw_end(&rw);
 		return 0;
 	}
@@ -604,6 +636,8 @@ static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 		return -1;
 	}
 	trace_rewrite(d, r, n, NULL, &rw);
+	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
+		kf_rwt_candidate(d->o->log, g, r, n, NULL, "rewritten");
 	if (commit_erasures(d, &rw, n) < 0) {
 		kf_rw_end(&rw);
 		return -1;
@@ -677,6 +711,9 @@ static int process(driver *d)
 			    !((w0 < 0 || w0 == have0) && (w1 < 0 || w1 == have1)) &&
 			    !(comm && (w0 < 0 || w0 == have1) && (w1 < 0 || w1 == have0))) {
 				d->st->tried++;
+				rstat(d, r)->attempted++;
+				if (d->o->log && d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
+					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the root's operands are other ops");
 				continue;
 			}
 			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);
@@ -701,6 +738,13 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 	d.rs = rs;
 	d.o = o ? o : &dflt;
 	d.st = st;
+	if (st->nrule < rs->n) {
+		/* a rule set that grew since kf_rw_stats_init */
+		st->rule = kf_xrealloc(st->rule, rs->n * sizeof *st->rule);
+		memset(st->rule + st->nrule, 0, (rs->n - st->nrule) * sizeof *st->rule);
+		st->nrule = rs->n;
+	}
+	d.warned = kf_xcalloc(rs->n ? rs->n : 1, 1);
 	int rc = build_index(&d);
 	if (rc < 0)
 		kf_error(g->ctx, g->loc, "out of memory building the rule index");
@@ -735,32 +779,19 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 	free(d.wl);
 	free(d.inwl);
 	free(d.seen);
+	free(d.warned);
 	return rc;
 }
 
 void kf_rw_stats_init(kf_rw_stats *st, const kf_ruleset *rs)
 {
 	memset(st, 0, sizeof *st);
-	st->nfired = rs->n;
-	st->fired = calloc(rs->n ? rs->n : 1, sizeof *st->fired);
+	st->nrule = rs->n;
+	st->rule = kf_xcalloc(rs->n ? rs->n : 1, sizeof *st->rule);
 }
 
 void kf_rw_stats_free(kf_rw_stats *st)
 {
-	free(st->fired);
+	free(st->rule);
 	memset(st, 0, sizeof *st);
-}
-
-void kf_rw_summary(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st)
-{
-	kf_buf_printf(out, "rules: %llu rewrites, %u iterations, %s; %llu nodes visited, %llu match attempts, "
-		      "%llu structural matches, %llu script entries, %llu declined, %llu dead nodes removed\n",
-		      (unsigned long long)st->rewrites, st->iterations,
-		      st->converged ? "converged" : "not converged", (unsigned long long)st->visited,
-		      (unsigned long long)st->tried, (unsigned long long)st->matched,
-		      (unsigned long long)st->callbacks, (unsigned long long)st->rejected,
-		      (unsigned long long)st->dead);
-	for (uint32_t i = 0; i < rs->n && i < st->nfired; i++)
-		if (st->fired[i])
-			kf_buf_printf(out, "  %6llu  %s\n", (unsigned long long)st->fired[i], rs->rule[i]->name);
 }

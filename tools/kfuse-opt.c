@@ -25,6 +25,8 @@ static const char usage[] =
 	"  --no-verify-each          do not\n"
 	"  --timing                  print wall time per phase and pass to stderr\n"
 	"  --trace-rewrites          passes log each rewrite to stderr\n"
+	"  --trace-rule NAME         the rules pass logs every candidate root of rule NAME (or of\n"
+	"                            the rules NAME* names): how far its match got, and why it stopped\n"
 	"  --explain-fusion          the fuse pass says why edges did not fuse\n"
 	"  --list-passes             list the passes and their options\n"
 	"  --check-equivalence       run input and result on random inputs and compare\n"
@@ -37,6 +39,7 @@ typedef struct opt {
 	const char *before, *after;
 	bool after_all, after_change, verify_each, timing, list, equiv;
 	uint32_t flags;
+	const char *trace_rule;
 	double rtol, atol;
 	uint64_t seed;
 	int trials;
@@ -121,6 +124,8 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->timing = true;
 		} else if (!strcmp(a, "--trace-rewrites")) {
 			o->flags |= KF_PASSF_TRACE;
+		} else if ((v = optval(argc, argv, &i, "--trace-rule"))) {
+			o->trace_rule = v;
 		} else if (!strcmp(a, "--explain-fusion")) {
 			o->flags |= KF_PASSF_EXPLAIN;
 		} else if (!strcmp(a, "--list-passes")) {
@@ -327,7 +332,7 @@ static int run(kf_ctx *c, kf_passreg *reg, opt *o, kf_timing *tm)
 		goto done;
 	kf_runopts ro = {
 		.verify_each = o->verify_each, .after_all = o->after_all, .after_change = o->after_change,
-		.before = o->before, .after = o->after, .flags = o->flags, .log = &log, .timing = tm,
+		.before = o->before, .after = o->after, .flags = o->flags, .trace_rule = o->trace_rule, .log = &log, .timing = tm,
 		.dump = dump,
 	};
 	int prc = kf_pipeline_run(pl, m, &ro);
