@@ -101,6 +101,10 @@ int kf_pat_tvar_find(const kf_pattern *p, kf_sid name);
 int kf_pat_parse_type(kf_pattern *p, const char *text, kf_ptype *t, char *err, size_t errlen);
 /* Constrains variable var (the constraint is copied). */
 void kf_pat_set_vtype(kf_pattern *p, uint32_t var, const kf_ptype *t);
+/* Binds p's type variables from its variables' types (types[nvar]) as a
+ * match would: false when the types do not satisfy the constraints.
+ * tval[KF_PAT_MAXTVAR] gets the values, *bound a bit per bound variable. */
+bool kf_pat_bind_types(const kf_pattern *p, const kf_type *types, int64_t *tval, uint32_t *bound);
 /* Copies p's type variables into t (a replacement traced over p's variables). */
 void kf_pat_copy_tvars(kf_pattern *t, const kf_pattern *p);
 /* Sets the outputs; out[0] is the root and must be an op result.  Returns
@@ -178,7 +182,8 @@ typedef struct kf_match {
  * m->why), -1 stops with an error (in the context). */
 typedef int (*kf_rw_accept_fn)(void *ud, kf_match *m);
 
-/* Matches rule r's pattern with its root at node n.  Commutative ops match
+/* Matches rule r's pattern with its root at node n (call kf_rw_may_match
+ * first: most candidates fail there, cheaply).  Commutative ops match
  * either operand order and chains of an associative-commutative op any
  * grouping and order of their operands (unless the pattern says no_assoc);
  * constants match within r->rtol (scalars match splats that broadcast into
@@ -192,6 +197,14 @@ int kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m, kf_rw_acce
 /* Cheap necessary condition for a match at n (the ops around the root);
  * false when no match is possible. */
 bool kf_rw_may_match(const kf_graph *g, const kf_rule *r, kf_nid n);
+/* The ops of the values a cut of the AC chain at n into nleaf pieces could
+ * offer (-1 for a graph argument), into have[KF_AC_MAXPIECES], and in *most
+ * the most pieces a cut can make; returns their count.  kf_rw_ac_fits:
+ * whether they can make root's leaves (enough pieces, every op and
+ * constant leaf among them). */
+#define KF_AC_MAXPIECES (2 << (KF_AC_MAXLEAF - 1))
+uint32_t kf_rw_ac_pieces(const kf_graph *g, kf_nid n, uint32_t nleaf, int *have, uint32_t *most);
+bool kf_rw_ac_fits(const kf_pattern *p, const kf_pnode *root, const int *have, uint32_t nh, uint32_t most);
 
 /* ---- building replacements ------------------------------------------------ */
 

@@ -33,6 +33,8 @@ typedef struct driver {
 	uint32_t **byop;   /* per op: rule indices by benefit */
 	uint32_t *nbyop;
 	int16_t (*want)[2]; /* per rule: ops its root's two operands need, -1 any, -2 no check */
+	uint8_t *acleaf;   /* per rule: the leaves of its root's AC chain, 0 when none */
+	uint8_t *maxleaf;  /* per op: the most leaves of an AC root on it */
 	int nop;
 	int depth;         /* deepest pattern */
 	kf_nid *wl; uint32_t nwl, capwl;
@@ -102,7 +104,9 @@ static int build_index(driver *d)
 		return -1;
 	d->depth = 1;
 	d->want = malloc((rs->n ? rs->n : 1) * sizeof *d->want);
-	if (!d->want)
+	d->acleaf = calloc(rs->n ? rs->n : 1, 1);
+	d->maxleaf = calloc((size_t)d->nop, 1);
+	if (!d->want || !d->acleaf || !d->maxleaf)
 		return -1;
 	for (uint32_t i = 0; i < rs->n; i++) {
 		kf_rule *r = rs->rule[i];
@@ -111,6 +115,9 @@ static int build_index(driver *d)
 		if (r->pat) {
 			const kf_pnode *root = &r->pat->node[KF_PV_NODE(r->pat->out[0])];
 			/* an AC chain's operands may sit deeper: kf_rw_may_match knows */
+			d->acleaf[i] = root->nleaf;
+			if (r->on_op >= 0 && r->on_op < d->nop && root->nleaf > d->maxleaf[r->on_op])
+				d->maxleaf[r->on_op] = root->nleaf;
 			for (uint32_t k = 0; k < 2 && root->nin == 2 && !root->nleaf; k++) {
 				const kf_pnode *c = &r->pat->node[KF_PV_NODE(root->in[k])];
 				d->want[i][k] = c->kind == KF_PN_OP ? (int16_t)c->op
@@ -477,6 +484,7 @@ typedef struct attempt {
 	const kf_rule *r;
 	kf_rewriter *rw;
 	kf_nid n;
+	bool begun;        /* rw is started (on the first complete match) */
 	uint32_t where_no, declined;
 	char why[256];
 } attempt;
@@ -489,6 +497,11 @@ static int accept_match(void *ud, kf_match *m)
 	driver *d = a->d;
 	const kf_rule *r = a->r;
 	kf_rewriter *rw = a->rw;
+	if (!a->begun) {
+		kf_rw_begin(rw, d->g, a->n);
+		rw->rule = r;
+		a->begun = true;
+	}
 	d->st->matched++;
 	rw->m = m;
 	rw->tval = m->tval;
@@ -536,9 +549,8 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 	d->st->tried++;
 	kf_rw_rulestat *rs = rstat(d, r);
 	rs->attempted++;
-	kf_rw_begin(&rw, g, n);
-	rw.rule = r;
-	attempt a = {d, r, &rw, n, 0, 0, {0}};
+	attempt a;
+	a.d = d, a.r = r, a.rw = &rw, a.n = n, a.begun = false, a.where_no = a.declined = 0;
 	int k = kf_rw_match(g, r, n, &m, accept_match, &a);
 	if (k <= 0) {
 		rs->matched += a.where_no || a.declined;
@@ -546,7 +558,8 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 		rs->declined += a.declined > 0;
 		if (k == 0)
 			trace_candidate(d, r, n, &m, NULL, true);
-		kf_rw_end(&rw);
+		if (a.begun)
+			kf_rw_end(&rw);
 		return k;
 	}
 	rs->matched++;
@@ -703,17 +716,32 @@ static int process(driver *d)
 			have1 = b == KF_NONE ? -3 : kf_N(g, b)->op;
 		}
 		bool comm = (kf_op(g->ctx, op)->flags & KF_OPF_COMMUTATIVE) != 0;
+		int have[KF_AC_MAXPIECES];
+		int nhave = -1; /* the pieces of an AC chain at n, found once for all its rules */
+		uint32_t most = 0;
 		for (uint32_t i = 0; op < d->nop && i < d->nbyop[op]; i++) {
 			uint32_t ri = d->byop[op][i];
 			const kf_rule *r = d->rs->rule[ri];
 			int w0 = d->want[ri][0], w1 = d->want[ri][1];
-			if (nd->nin == 2 && w0 != -2 &&
-			    !((w0 < 0 || w0 == have0) && (w1 < 0 || w1 == have1)) &&
-			    !(comm && (w0 < 0 || w0 == have1) && (w1 < 0 || w1 == have0))) {
+			bool may;
+			if (!r->pat) {
+				may = true;
+			} else if (d->acleaf[ri]) {
+				if (nhave < 0)
+					nhave = (int)kf_rw_ac_pieces(g, n, d->maxleaf[op], have, &most);
+				may = kf_rw_ac_fits(r->pat, &r->pat->node[KF_PV_NODE(r->pat->out[0])], have,
+						    (uint32_t)nhave, most);
+			} else if (nd->nin == 2 && w0 != -2) {
+				may = ((w0 < 0 || w0 == have0) && (w1 < 0 || w1 == have1)) ||
+				      (comm && (w0 < 0 || w0 == have1) && (w1 < 0 || w1 == have0));
+			} else {
+				may = kf_rw_may_match(g, r, n);
+			}
+			if (!may) {
 				d->st->tried++;
 				rstat(d, r)->attempted++;
 				if (d->o->log && d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
-					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the root's operands are other ops");
+					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the root or its operands are other ops");
 				continue;
 			}
 			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);
@@ -776,6 +804,8 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 	free(d.byop);
 	free(d.nbyop);
 	free(d.want);
+	free(d.acleaf);
+	free(d.maxleaf);
 	free(d.wl);
 	free(d.inwl);
 	free(d.seen);

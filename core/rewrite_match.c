@@ -167,6 +167,12 @@ static bool broadcasts_into(const kf_type *c, const kf_type *r)
 
 /* ---- the solver ---------------------------------------------------------------------- */
 
+/* Type variables' values and which are bound (bit i: variable i). */
+typedef struct tvars {
+	int64_t val[KF_PAT_MAXTVAR];
+	uint32_t bound;
+} tvars;
+
 typedef struct goal {
 	kf_pv pv;
 	kf_vid v;
@@ -187,8 +193,7 @@ typedef struct solver {
 	kf_nid inner[KF_PAT_MAXNODE];   /* AC chains' inner graph nodes on this path */
 	uint32_t ninner;
 	uint32_t depth;                 /* pattern nodes matched on this path */
-	int64_t tval[KF_PAT_MAXTVAR];
-	uint32_t tbound;                /* bit i: type variable i is bound */
+	tvars tv;                       /* type variables bound on this path */
 	uint32_t steps, leaves;
 	int status;                     /* 0 searching, 1 accepted, -1 error, 2 gave up */
 	const char *gave_up;            /* why, when it gave up */
@@ -241,20 +246,20 @@ static bool in_set(const kf_nid *set, uint32_t n, kf_nid x)
 /* ---- type variables ---- */
 
 /* Binds type variable tv to x, or checks it is x. */
-static bool bind_tv(solver *s, int tv, int64_t x, uint32_t *newly)
+static bool bind_tv(tvars *tv, int i, int64_t x, uint32_t *newly)
 {
-	uint32_t bit = 1u << tv;
-	if (s->tbound & bit)
-		return s->tval[tv] == x;
-	s->tbound |= bit;
-	s->tval[tv] = x;
+	uint32_t bit = 1u << i;
+	if (tv->bound & bit)
+		return tv->val[i] == x;
+	tv->bound |= bit;
+	tv->val[i] = x;
 	*newly |= bit;
 	return true;
 }
 
-static void unbind_tv(solver *s, uint32_t newly)
+static void unbind_tv(tvars *tv, uint32_t newly)
 {
-	s->tbound &= ~newly;
+	tv->bound &= ~newly;
 }
 
 /* "T[N, D]": the constraint as written, for messages. */
@@ -286,14 +291,14 @@ static void ptype_str(kf_buf *b, const kf_pattern *p, const kf_ptype *t)
 
 /* Whether type t satisfies constraint pt, binding type variables (the new
  * bindings in *newly, undone on failure). */
-static bool type_ok(solver *s, const kf_ptype *pt, const kf_type *t, uint32_t *newly)
+static bool type_ok(tvars *tv, const kf_ptype *pt, const kf_type *t, uint32_t *newly)
 {
 	uint32_t mine = 0;
 	bool ok = true;
 	if (pt->dtype >= 0)
 		ok = t->dtype == pt->dtype;
 	else if (pt->dtype <= -2)
-		ok = bind_tv(s, -2 - pt->dtype, t->dtype, &mine);
+		ok = bind_tv(tv, -2 - pt->dtype, t->dtype, &mine);
 	if (ok && pt->rank >= 0) {
 		ok = pt->ellipsis ? t->rank >= pt->rank : t->rank == pt->rank;
 		for (int i = 0; ok && i < pt->rank; i++) {
@@ -301,14 +306,26 @@ static bool type_ok(solver *s, const kf_ptype *pt, const kf_type *t, uint32_t *n
 			if (pt->dvar[i] == -1)
 				ok = d == pt->dim[i];
 			else if (pt->dvar[i] >= 0)
-				ok = bind_tv(s, pt->dvar[i], d, &mine);
+				ok = bind_tv(tv, pt->dvar[i], d, &mine);
 		}
 	}
 	if (!ok)
-		unbind_tv(s, mine);
+		unbind_tv(tv, mine);
 	else
 		*newly |= mine;
 	return ok;
+}
+
+bool kf_pat_bind_types(const kf_pattern *p, const kf_type *types, int64_t *tval, uint32_t *bound)
+{
+	tvars tv = {{0}, 0};
+	uint32_t newly = 0;
+	for (uint32_t v = 0; v < p->nvar; v++)
+		if (p->vtype && p->vtype[v] && !type_ok(&tv, p->vtype[v], &types[v], &newly))
+			return false;
+	memcpy(tval, tv.val, sizeof tv.val);
+	*bound = tv.bound;
+	return true;
 }
 
 static bool type_fail(solver *s, uint32_t pi, kf_vid v, const kf_ptype *pt)
@@ -320,7 +337,7 @@ static bool type_fail(solver *s, uint32_t pi, kf_vid v, const kf_ptype *pt)
 	kf_rw_type_str(&t, s->g->ctx, kf_V(s->g, v)->type);
 	char text[160];
 	snprintf(text, sizeof text, "a value of type %s, not %s%s", t.p, b.p,
-		 s->tbound ? " (with the type variables bound so far)" : "");
+		 s->tv.bound ? " (with the type variables bound so far)" : "");
 	kf_buf_free(&b);
 	kf_buf_free(&t);
 	return fail_text(s, pi, v, text);
@@ -349,7 +366,7 @@ static bool attrs_ok(solver *s, const kf_pnode *pn, kf_nid n, uint32_t *newly)
 		int tv = pa->kind == KF_ATTR_STR && s->p->ntvar ? kf_pat_tvar_find(s->p, pa->s) : -1;
 		if (tv >= 0 && s->p->tvkind[tv] == KF_TV_DTYPE) {
 			int dt = na->kind == KF_ATTR_STR ? kf_dtype_parse(kf_str(g->ctx, na->s), kf_strlen(g->ctx, na->s)) : -1;
-			if (dt < 0 || !bind_tv(s, tv, dt, newly))
+			if (dt < 0 || !bind_tv(&s->tv, tv, dt, newly))
 				return false;
 			continue;
 		}
@@ -405,7 +422,7 @@ static bool complete(solver *s)
 		if (!in_set(m->node, m->nnode, s->inner[i]) && m->nnode < KF_PAT_MAXNODE)
 			m->node[m->nnode++] = s->inner[i];
 	m->ntval = p->ntvar;
-	memcpy(m->tval, s->tval, sizeof m->tval);
+	memcpy(m->tval, s->tv.val, sizeof m->tval);
 	if (!s->r->keep_interior && !interior_ok(g, m))
 		return fail(s, root, KF_NONE, "an interior value is used outside the match");
 	if (!s->accept) {
@@ -540,7 +557,7 @@ static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return s->pmap[pi] == n ? solve(s) : fail(s, pi, gl->v, "one pattern node, two graph nodes");
 	uint32_t newly = 0;
 	if (!attrs_ok(s, pn, n, &newly)) {
-		unbind_tv(s, newly);
+		unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "attributes differ");
 	}
 	s->pmap[pi] = n;
@@ -570,7 +587,7 @@ static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 	s->ninner = ninner;
 	s->depth -= pn->weight;
 	s->pmap[pi] = KF_NONE;
-	unbind_tv(s, newly);
+	unbind_tv(&s->tv, newly);
 	return false;
 }
 
@@ -584,21 +601,21 @@ static bool try_const(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn
 	const kf_type *t = kf_vtype(g, gl->v);
 	uint32_t newly = 0;
 	if (pn->cdtype >= 0 ? t->dtype != pn->cdtype
-			    : pn->cdtype <= -2 && !bind_tv(s, -2 - pn->cdtype, t->dtype, &newly))
+			    : pn->cdtype <= -2 && !bind_tv(&s->tv, -2 - pn->cdtype, t->dtype, &newly))
 		return fail(s, pi, gl->v, "a constant of another dtype");
 	if (!close_to(x, pn->cval, s->rtol)) {
-		unbind_tv(s, newly);
+		unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "a constant of another value");
 	}
 	if (gl->parent != KF_NONE && !broadcasts_into(t, kf_vtype(g, kf_N(g, gl->parent)->res0))) {
-		unbind_tv(s, newly);
+		unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "a constant that widens its user's shape");
 	}
 	s->depth++;
 	if (solve(s))
 		return true;
 	s->depth--;
-	unbind_tv(s, newly);
+	unbind_tv(&s->tv, newly);
 	return false;
 }
 
@@ -609,7 +626,7 @@ static bool try_var(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return *b == gl->v ? solve(s) : fail(s, pi, gl->v, "a variable bound to two values");
 	const kf_ptype *pt = s->p->vtype ? s->p->vtype[pn->var] : NULL;
 	uint32_t newly = 0;
-	if (pt && !type_ok(s, pt, kf_vtype(s->g, gl->v), &newly))
+	if (pt && !type_ok(&s->tv, pt, kf_vtype(s->g, gl->v), &newly))
 		return type_fail(s, pi, gl->v, pt);
 	*b = gl->v;
 	s->depth++;
@@ -617,7 +634,7 @@ static bool try_var(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return true;
 	s->depth--;
 	*b = KF_NONE;
-	unbind_tv(s, newly);
+	unbind_tv(&s->tv, newly);
 	return false;
 }
 
@@ -645,14 +662,13 @@ static bool solve(solver *s)
 
 /* ---- entry points ---- */
 
-/* The ops an AC root's chain could offer as pieces (any cut): each op or
- * constant leaf of the pattern must be among them. */
-static bool ac_may_match(const kf_graph *g, const kf_pnode *root, const kf_pattern *p, kf_nid n)
+uint32_t kf_rw_ac_pieces(const kf_graph *g, kf_nid n, uint32_t nleaf, int *have, uint32_t *most)
 {
-	kf_vid stack[2 * (1 << (KF_AC_MAXLEAF - 1))];
-	uint8_t lvl[sizeof stack / sizeof stack[0]];
-	int have[sizeof stack / sizeof stack[0]];
+	kf_vid stack[KF_AC_MAXPIECES];
+	uint8_t lvl[KF_AC_MAXPIECES];
 	uint32_t ns = 0, nh = 0;
+	int op = kf_N(g, n)->op;
+	*most = 0;
 	stack[ns] = kf_in(g, n, 0), lvl[ns++] = 0;
 	stack[ns] = kf_in(g, n, 1), lvl[ns++] = 0;
 	while (ns) {
@@ -661,11 +677,20 @@ static bool ac_may_match(const kf_graph *g, const kf_pnode *root, const kf_patte
 		kf_nid d = kf_def(g, v);
 		have[nh++] = d == KF_NONE ? -1 : kf_N(g, d)->op;
 		/* a superset of what ac_cut opens: uses are not counted */
-		if (l + 2 < root->nleaf && opens(g, root->op, v, true) != KF_NONE) {
+		if ((uint32_t)l + 2 < nleaf && opens(g, op, v, true) != KF_NONE) {
 			stack[ns] = kf_in(g, d, 0), lvl[ns++] = (uint8_t)(l + 1);
 			stack[ns] = kf_in(g, d, 1), lvl[ns++] = (uint8_t)(l + 1);
+		} else {
+			++*most; /* the most pieces: every openable node opened */
 		}
 	}
+	return nh;
+}
+
+bool kf_rw_ac_fits(const kf_pattern *p, const kf_pnode *root, const int *have, uint32_t nh, uint32_t most)
+{
+	if (most < root->nleaf)
+		return false;
 	for (uint32_t i = 0; i < root->nleaf; i++) {
 		int w = want_op(p, root->leaf[i]);
 		bool found = w < 0;
@@ -684,8 +709,11 @@ bool kf_rw_may_match(const kf_graph *g, const kf_rule *r, kf_nid n)
 	const kf_node *nd = kf_N(g, n);
 	if (nd->op != root->op || nd->nin != root->nin)
 		return false;
-	if (root->nleaf)
-		return ac_may_match(g, root, p, n);
+	if (root->nleaf) {
+		int have[KF_AC_MAXPIECES];
+		uint32_t most, nh = kf_rw_ac_pieces(g, n, root->nleaf, have, &most);
+		return kf_rw_ac_fits(p, root, have, nh, most);
+	}
 	if (root->nin != 2)
 		return true;
 	/* most candidates fail on the ops of the root's operands (either order
@@ -710,11 +738,6 @@ int kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m, kf_rw_acce
 	m->nout = p->nout;
 	m->nnode = 0;
 	m->ntval = p->ntvar;
-	if (!kf_rw_may_match(g, r, n)) {
-		m->why = "the root or its operands are other ops";
-		m->why_v = kf_res(g, n, 0);
-		return 0;
-	}
 	solver s;
 	s.g = g;
 	s.p = p;
@@ -723,7 +746,7 @@ int kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m, kf_rw_acce
 	s.m = m;
 	s.accept = accept;
 	s.ud = ud;
-	s.ngoal = s.ninner = s.depth = s.tbound = s.steps = s.leaves = s.ndeclined = 0;
+	s.ngoal = s.ninner = s.depth = s.tv.bound = s.steps = s.leaves = s.ndeclined = 0;
 	s.status = 0;
 	s.gave_up = NULL;
 	for (uint32_t i = 0; i < p->nvar; i++)

@@ -1,14 +1,20 @@
 /* kfuse-verify-rules: checks Lua rule files.
  *
- *   kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] [--only-examples] [-v]
+ *   kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] [--only-examples]
+ *                      [--no-orders] [--covers OLD] [-v]
  *
  * For every rule: builds its pattern as a graph for each set of input types
  * (the rule's `verify = {...}`, else every variable f32[16], f32[4,8] and
- * f64[2,3,5] in turn), applies the rule to a copy, and runs both on the CPU
- * interpreter with the same random inputs; a rule whose replacement
- * computes something else is reported with the inputs that show it.  Then
- * runs each file's embedded examples.  Exit 0 when all is well, 1 when a
- * rule or an example is wrong or a file does not load.
+ * f64[2,3,5] in turn, shaped to its `types`), applies the rule to a copy,
+ * and runs both on the CPU interpreter with the same random inputs; a rule
+ * whose replacement computes something else is reported with the inputs
+ * that show it.  Then builds the pattern in every operand order and
+ * grouping (orders.c) and checks the rule rewrites each.  Then runs each
+ * file's embedded examples.  --covers OLD also checks that every graph a
+ * rule of OLD rewrites, the rules of PATH rewrite the same way (covers.c).
+ * Transforms and `verify = false` rules are counted apart: only their
+ * examples check them.  Exit 0 when all is well, 1 when a rule or an
+ * example is wrong or a file does not load.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,25 +23,12 @@
 
 #include "equiv.h"
 #include "interp.h"
-#include "kf.h"
-#include "lua_rules.h"
 #include "plugin.h"
 #include "rules.h"
 #include "tensor.h"
+#include "verify.h"
 
-typedef struct opts {
-	uint64_t seed;
-	int trials;
-	bool examples, rules, verbose;
-} opts;
-
-/* A variable typed "const f32[8]" in a verify entry becomes a random dense
- * constant (for rules whose where wants constants); others are inputs. */
-typedef struct vspec {
-	kf_type t;
-	bool konst;
-	double value; /* NaN: random */
-} vspec;
+typedef vopts opts;
 
 static kf_vid make_const(kf_graph *g, const kf_type *t, double value, uint64_t *rng)
 {
@@ -69,16 +62,15 @@ static kf_vid make_const(kf_graph *g, const kf_type *t, double value, uint64_t *
 	return kf_res(g, n, 0);
 }
 
-/* The rule's pattern as a graph with the given variable types; NULL (and
- * why) when the pattern does not type-check with them. */
-static kf_graph *pattern_graph(kf_ctx *c, const kf_rule *r, const vspec *vs, uint64_t cseed, char *why,
-			       size_t whylen)
+kf_graph *kfv_pattern_graph(kf_ctx *c, const kf_rule *r, const kf_pattern *p, const vspec *vs, uint64_t cseed,
+			    char *why, size_t whylen)
 {
-	const kf_pattern *p = r->pat;
 	kf_graph *g = kf_graph_new(c, r->name);
 	kf_vid bind[KF_PAT_MAXNODE];
+	kf_type types[KF_PAT_MAXNODE];
 	uint64_t rng = cseed;
 	for (uint32_t i = 0; i < p->nvar; i++) {
+		types[i] = vs[i].t;
 		if (vs[i].konst) {
 			bind[i] = make_const(g, &vs[i].t, vs[i].value, &rng);
 		} else {
@@ -86,9 +78,22 @@ static kf_graph *pattern_graph(kf_ctx *c, const kf_rule *r, const vspec *vs, uin
 			bind[i] = kf_block_add_arg(g, 0, t, kf_intern_cstr(c, p->varname[i]));
 		}
 	}
+	/* type variables (`cast(x, {to = "T"})`) take the values the
+	 * variables' types give them, as a match would */
+	int64_t tval[KF_PAT_MAXTVAR];
+	uint32_t bound;
+	if (!kf_pat_bind_types(r->pat, types, tval, &bound)) {
+		snprintf(why, whylen, "the types do not satisfy the rule's type constraints");
+		kf_graph_free(g);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < r->pat->ntvar; i++)
+		if (!(bound & (1u << i)))
+			tval[i] = r->pat->tvkind[i] == KF_TV_DTYPE && p->nvar ? vs[0].t.dtype : 1;
 	kf_nid ret = kf_node_new(g, 0, KF_NONE, KF_OP_RETURN, NULL, 0, NULL, 0);
 	kf_rewriter rw;
 	kf_rw_begin(&rw, g, ret);
+	rw.tval = tval;
 	int ok = kf_rw_instantiate(&rw, p, bind, p->nvar ? (kf_dtype)vs[0].t.dtype : KF_F32, NULL);
 	snprintf(why, whylen, "%s", rw.err);
 	kf_vid out[KF_PAT_MAXOUT];
@@ -108,7 +113,7 @@ static kf_graph *pattern_graph(kf_ctx *c, const kf_rule *r, const vspec *vs, uin
 	return g;
 }
 
-static void describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspec *vs)
+void kfv_describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspec *vs)
 {
 	for (uint32_t i = 0; i < p->nvar; i++) {
 		kf_tid t = kf_type_intern((kf_ctx *)c, &vs[i].t);
@@ -121,7 +126,7 @@ static void describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspe
 
 /* Runs a and b on the same random inputs; 0 same, 1 different (reported),
  * -1 on an error. */
-static int compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, kf_buf *rep)
+int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, kf_buf *rep)
 {
 	double rtol, atol;
 	kf_lua_rule_tolerance(r, &rtol, &atol);
@@ -165,9 +170,33 @@ static int compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64
 	return rc;
 }
 
-/* The i-th set of variable types: the rule's own, else the defaults.
- * 1, 0 past the end, -1 on a malformed verify entry. */
-static int config(const kf_rule *r, uint32_t i, vspec *vs)
+/* Default type i of variable v under its constraint (or none): dtype
+ * variables take the default's dtype, dim variables a size of their own,
+ * free dims 3, a leading "..." i dims. */
+static kf_type default_type(const kf_pattern *p, uint32_t v, const kf_type *dflt, uint32_t i)
+{
+	const kf_ptype *pt = p->vtype ? p->vtype[v] : NULL;
+	if (!pt)
+		return *dflt;
+	static const int64_t sizes[] = {4, 8, 6, 5, 7, 3, 9, 2};
+	kf_type t = *dflt;
+	if (pt->dtype >= 0)
+		t.dtype = (uint8_t)pt->dtype;
+	if (pt->rank < 0)
+		return t;
+	int lead = pt->ellipsis ? (int)i : 0;
+	if (lead + pt->rank > KF_MAX_RANK)
+		lead = KF_MAX_RANK - pt->rank;
+	memset(t.dim, 0, sizeof t.dim);
+	t.rank = (uint8_t)(lead + pt->rank);
+	for (int k = 0; k < lead; k++)
+		t.dim[k] = 2 + k;
+	for (int k = 0; k < pt->rank; k++)
+		t.dim[lead + k] = pt->dvar[k] == -1 ? pt->dim[k] : pt->dvar[k] == -2 ? 3 : sizes[pt->dvar[k] % 8];
+	return t;
+}
+
+int kfv_config(const kf_rule *r, uint32_t i, vspec *vs)
 {
 	kf_type t[KF_PAT_MAXNODE];
 	bool kc[KF_PAT_MAXNODE];
@@ -187,8 +216,18 @@ static int config(const kf_rule *r, uint32_t i, vspec *vs)
 	if (i >= sizeof dflt / sizeof dflt[0])
 		return 0;
 	for (uint32_t v = 0; v < r->pat->nvar; v++)
-		vs[v] = (vspec){dflt[i], false, NAN};
+		vs[v] = (vspec){default_type(r->pat, v, &dflt[i], i), false, NAN};
 	return 1;
+}
+
+int kfv_apply(const kf_ruleset *rs, kf_graph *g)
+{
+	kf_rw_stats st;
+	kf_rw_stats_init(&st, rs);
+	int rc = kf_rw_run(g, rs, NULL, &st);
+	int n = (int)st.rewrites;
+	kf_rw_stats_free(&st);
+	return rc < 0 || kf_verify(g) ? -1 : n;
 }
 
 /* Applies r to b (a copy of a); the number of rewrites, or -1. */
@@ -196,13 +235,9 @@ static int apply_once(const kf_rule *r, kf_graph *b)
 {
 	kf_ruleset rs = {0};
 	kf_ruleset_add(&rs, (kf_rule *)r);
-	kf_rw_stats st;
-	kf_rw_stats_init(&st, &rs);
-	int rc = kf_rw_run(b, &rs, NULL, &st);
-	int n = (int)st.rewrites;
-	kf_rw_stats_free(&st);
+	int n = kfv_apply(&rs, b);
 	kf_ruleset_free(&rs);
-	return rc < 0 || kf_verify(b) ? -1 : n;
+	return n;
 }
 
 /* One set of input types: 1 the rule fired and agrees, 0 it did not fire
@@ -211,23 +246,23 @@ static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec 
 			kf_buf *skipped, kf_buf *out)
 {
 	char why[256];
-	kf_graph *a = pattern_graph(c, r, vs, cseed, why, sizeof why);
+	kf_graph *a = kfv_pattern_graph(c, r, r->pat, vs, cseed, why, sizeof why);
 	if (!a) {
 		kf_buf_puts(skipped, "  (");
-		describe(skipped, c, r->pat, vs);
+		kfv_describe(skipped, c, r->pat, vs);
 		kf_buf_printf(skipped, ": %s)\n", why);
 		kf_diag_clear(c);
 		return 0;
 	}
-	kf_graph *b = pattern_graph(c, r, vs, cseed, why, sizeof why);
+	kf_graph *b = kfv_pattern_graph(c, r, r->pat, vs, cseed, why, sizeof why);
 	int n = apply_once(r, b), rc = n < 0 ? -1 : n > 0;
 	for (int t = 0; rc == 1 && t < o->trials; t++) {
 		kf_buf rep = {0};
-		int d = compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
+		int d = kfv_compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
 		if (d > 0) {
 			kf_buf_printf(out, "%s: rule '%s' does not compute what its pattern does, for ", r->origin,
 				      r->name);
-			describe(out, c, r->pat, vs);
+			kfv_describe(out, c, r->pat, vs);
 			kf_buf_printf(out, ":\n%s", rep.p);
 		}
 		rc = d < 0 ? -1 : d > 0 ? 2 : 1;
@@ -240,12 +275,24 @@ static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec 
 	return rc;
 }
 
-/* Verifies one rule: 0 fine, 1 wrong (reported), -1 could not check. */
-static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
+/* What became of a rule. */
+typedef struct tally {
+	int verified, transforms, off, wrong;
+	uint64_t orders;
+} tally;
+
+/* Verifies one rule (counted in t): 0 fine or not verifiable, 1 wrong
+ * (reported), -1 could not check. */
+static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out, tally *t)
 {
-	const char *off = !r->pat ? "transform '%s': checked by its file's examples only"
-		        : kf_lua_rule_verify_off(r) ? "rule '%s': verify = false, checked by the examples" : NULL;
+	const char *off = !r->pat ? "transform '%s': not verified, its file's examples check it"
+		        : kf_lua_rule_verify_off(r) ? "rule '%s': verify = false, its examples check it" : NULL;
 	if (off) {
+		/* counted apart: nothing here checked what it computes */
+		if (r->pat)
+			t->off++;
+		else
+			t->transforms++;
 		if (o->verbose) {
 			kf_buf_printf(out, "%s: ", r->origin);
 			kf_buf_printf(out, off, r->name);
@@ -257,7 +304,7 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 	kf_buf skipped = {0};
 	for (uint32_t i = 0; !bad && rc >= 0; i++) {
 		vspec vs[KF_PAT_MAXNODE];
-		int k = config(r, i, vs);
+		int k = kfv_config(r, i, vs);
 		if (k <= 0) {
 			rc = k;
 			break;
@@ -276,20 +323,47 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 			      fired == 1 ? "" : "s");
 	}
 	kf_buf_free(&skipped);
+	if (rc >= 0 && !bad && o->orders) {
+		uint64_t n = 0;
+		rc = kfv_orders(c, r, o, out, &n);
+		bad = rc > 0;
+		t->orders += n;
+	}
+	t->verified += rc >= 0 && !bad;
+	t->wrong += rc >= 0 && bad;
 	return rc < 0 ? -1 : bad;
 }
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] "
-			"[--only-examples] [-v]\n");
+			"[--only-examples] [--no-orders] [--covers OLD] [-v]\n");
 	return 2;
+}
+
+/* --covers OLD: the rules of every PATH (together) against those of OLD. */
+static int covers(kf_ctx *c, const char *old, kf_lrules **now, int nnow, const opts *o, kf_buf *out)
+{
+	kf_lrules *r = kf_lua_rules_load(c, old);
+	if (!r)
+		return -1;
+	kf_ruleset all = {0};
+	for (int p = 0; p < nnow; p++)
+		for (uint32_t i = 0; i < kf_lua_rules_set(now[p])->n; i++)
+			kf_ruleset_add(&all, kf_lua_rules_set(now[p])->rule[i]);
+	uint64_t n = 0;
+	int k = kfv_covers(c, kf_lua_rules_set(r), &all, o, out, &n);
+	kf_ruleset_free(&all);
+	if (k == 0)
+		kf_buf_printf(out, "ok: the rules cover %s: %llu graphs its rules rewrite are rewritten alike\n", old,
+			      (unsigned long long)n);
+	return k;
 }
 
 int main(int argc, char **argv)
 {
-	opts o = {12345, 3, true, true, false};
-	const char *paths[64];
+	opts o = {12345, 3, true, true, true, false};
+	const char *paths[64], *old = NULL;
 	int npath = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -297,10 +371,14 @@ int main(int argc, char **argv)
 			o.seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(a, "--trials") && i + 1 < argc)
 			o.trials = atoi(argv[++i]);
+		else if (!strcmp(a, "--covers") && i + 1 < argc)
+			old = argv[++i];
 		else if (!strcmp(a, "--no-examples"))
 			o.examples = false;
 		else if (!strcmp(a, "--only-examples"))
 			o.rules = false;
+		else if (!strcmp(a, "--no-orders"))
+			o.orders = false;
 		else if (!strcmp(a, "-v"))
 			o.verbose = true;
 		else if (a[0] == '-' || npath == 64)
@@ -312,19 +390,20 @@ int main(int argc, char **argv)
 		return usage();
 	kf_ctx *c = kf_ctx_new();
 	kf_rt_register(c);
-	int bad = 0, nrules = 0;
+	int bad = 0;
+	tally t = {0};
 	uint32_t nex = 0;
 	kf_buf out = {0};
+	kf_lrules *loaded[64];
 	for (int p = 0; p < npath; p++) {
-		kf_lrules *r = kf_lua_rules_load(c, paths[p]);
+		kf_lrules *r = loaded[p] = kf_lua_rules_load(c, paths[p]);
 		if (!r) {
 			bad = 1;
 			break;
 		}
 		const kf_ruleset *rs = kf_lua_rules_set(r);
 		for (uint32_t i = 0; o.rules && i < rs->n; i++) {
-			nrules++;
-			int k = verify_rule(c, rs->rule[i], &o, &out);
+			int k = verify_rule(c, rs->rule[i], &o, &out, &t);
 			if (k < 0) {
 				kf_note(c, KF_NOLOC, "while verifying rule '%s' (%s)", rs->rule[i]->name,
 					rs->rule[i]->origin);
@@ -342,11 +421,22 @@ int main(int argc, char **argv)
 		if (kf_nerrors(c))
 			break;
 	}
+	if (old && !bad && !kf_nerrors(c)) {
+		int k = covers(c, old, loaded, npath, &o, &out);
+		bad |= k != 0;
+	}
 	fwrite(out.p ? out.p : "", 1, out.n, stdout);
 	kf_buf_free(&out);
 	kf_diag_flush(c, stderr);
-	if (!bad)
-		printf("ok: %d rules verified, %u examples passed\n", nrules, nex);
+	if (!bad) {
+		printf("ok: %d rules verified", t.verified);
+		if (o.orders)
+			printf(" (%llu operand orders matched)", (unsigned long long)t.orders);
+		if (t.transforms || t.off)
+			printf("; not verified, their examples check them: %d transforms, %d verify = false rules",
+			       t.transforms, t.off);
+		printf("; %u examples passed\n", nex);
+	}
 	kf_plugin_release(c);
 	kf_ctx_free(c);
 	return bad;
