@@ -741,7 +741,7 @@ static int process(driver *d)
 				d->st->tried++;
 				rstat(d, r)->attempted++;
 				if (d->o->log && d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
-					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the root or its operands are other ops");
+					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the ops around the root cannot match");
 				continue;
 			}
 			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);

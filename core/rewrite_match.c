@@ -487,8 +487,24 @@ static kf_nid opens(const kf_graph *g, int op, kf_vid v, bool keep_interior)
 static bool ac_assign(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *piece, uint32_t li,
 		      uint32_t used)
 {
-	if (li == pn->nleaf)
-		return solve(s);
+	if (li == pn->nleaf) {
+		/* solved most constrained first (the stack pops the last
+		 * pushed), so that a failure is met as deep as it lies */
+		goal *gl = &s->goal[s->ngoal - pn->nleaf];
+		for (uint32_t i = 0, j = pn->nleaf - 1; i < j; i++, j--) {
+			goal t = gl[i];
+			gl[i] = gl[j];
+			gl[j] = t;
+		}
+		if (solve(s))
+			return true;
+		for (uint32_t i = 0, j = pn->nleaf - 1; i < j; i++, j--) {
+			goal t = gl[i];
+			gl[i] = gl[j];
+			gl[j] = t;
+		}
+		return false;
+	}
 	kf_pv lv = pn->leaf[li];
 	const kf_pnode *leaf = &s->p->node[KF_PV_NODE(lv)];
 	int want = want_op(s->p, lv);
