@@ -368,6 +368,18 @@ static void note_fired(driver *d, const kf_rule *r)
 	d->changed = true;
 }
 
+/* The value a rewrite made in place of `from` takes its name (a result the
+ * user named %y stays %y, and kfuse-run --expect y= still finds it). */
+static void keep_name(kf_graph *g, kf_vid from, kf_vid to, kf_nid mark)
+{
+	kf_nid d = kf_def(g, to);
+	if (from == to || !g->val[from].name || g->val[to].name || d == KF_NONE || d < mark ||
+	    kf_N(g, d)->nres != 1)
+		return;
+	g->val[to].name = g->val[from].name;
+	g->val[from].name = 0;
+}
+
 /* ---- applying one rule ------------------------------------------------------------ */
 
 static int fail_rule(driver *d, kf_rewriter *rw, kf_nid n, const char *what)
@@ -573,8 +585,10 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 	trace_rewrite(d, r, n, &m, &rw);
 	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
 		kf_rwt_candidate(d->o->log, g, r, n, &m, "rewritten");
-	for (uint32_t i = 0; i < m.nout; i++)
+	for (uint32_t i = 0; i < m.nout; i++) {
 		kf_replace_all_uses(g, m.out[i], rw.out[i]);
+		keep_name(g, m.out[i], rw.out[i], rw.mark);
+	}
 	note_fired(d, r);
 	for (uint32_t i = 0; i < rw.ncreated; i++)
 		wl_push(d, rw.created[i]);
@@ -655,6 +669,9 @@ static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 		kf_rw_end(&rw);
 		return -1;
 	}
+	for (uint32_t i = 0; i < rw.nmoved; i++)
+		if (!(kf_N(g, rw.moved[i].user)->flags & KF_NODE_DEAD))
+			keep_name(g, rw.moved[i].old, kf_in(g, rw.moved[i].user, rw.moved[i].slot), rw.mark);
 	note_fired(d, r);
 	wl_push(d, n);
 	for (uint32_t i = 0; i < rw.ncreated; i++) {
