@@ -248,6 +248,9 @@ kf_vid kf_rw_create(kf_rewriter *rw, int op, const kf_vid *in, uint32_t nin,
 		    const kf_attr *attr, uint32_t nattr, const kf_tid *types, uint32_t nres);
 /* A scalar constant `const v : dt[]`. */
 kf_vid kf_rw_const(kf_rewriter *rw, double v, kf_dtype dt);
+/* A constant of static type t: n values in C order (n = its element
+ * count), or one (a splat). */
+kf_vid kf_rw_const_dense(kf_rewriter *rw, const kf_type *t, const double *v, uint64_t n);
 /* Every use of from reads to (journaled). */
 void kf_rw_replace_uses(kf_rewriter *rw, kf_vid from, kf_vid to);
 /* Erases n when the rewrite commits; it must be unused by then. */

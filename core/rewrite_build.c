@@ -88,26 +88,34 @@ kf_vid kf_rw_create(kf_rewriter *rw, int op, const kf_vid *in, uint32_t nin,
 	return kf_res(g, n, 0);
 }
 
-kf_vid kf_rw_const(kf_rewriter *rw, double v, kf_dtype dt)
+kf_vid kf_rw_const_dense(kf_rewriter *rw, const kf_type *t, const double *v, uint64_t n)
 {
 	kf_graph *g = rw->g;
-	kf_tid t = kf_type_intern(g->ctx, &(kf_type){(uint8_t)dt, 0, {0}});
-	kf_nid n = kf_node_new(g, kf_N(g, rw->root)->blk, rw->root, KF_OP_CONST, NULL, 0, &t, 1);
-	kf_node *nd = kf_N(g, n);
+	kf_tid tid = kf_type_intern(g->ctx, t);
+	kf_nid nid = kf_node_new(g, kf_N(g, rw->root)->blk, rw->root, KF_OP_CONST, NULL, 0, &tid, 1);
+	kf_node *nd = kf_N(g, nid);
 	nd->loc = kf_N(g, rw->root)->loc;
 	kf_const *k = kf_alloc(&g->arena, sizeof *k);
-	k->kind = KF_CONST_SCALAR;
-	k->n = 1;
-	if (kf_dtype_is_float(dt)) {
-		k->f = kf_alloc(&g->arena, sizeof *k->f);
-		k->f[0] = v;
+	/* a rank-0 value is a scalar; otherwise n values, or one (a splat) */
+	k->kind = t->rank == 0 ? KF_CONST_SCALAR : KF_CONST_DENSE;
+	k->n = n;
+	if (kf_dtype_is_float((kf_dtype)t->dtype)) {
+		k->f = kf_alloc(&g->arena, (n ? n : 1) * sizeof *k->f);
+		memcpy(k->f, v, n * sizeof *v);
 	} else {
-		k->i = kf_alloc(&g->arena, sizeof *k->i);
-		k->i[0] = dt == KF_I1 ? v != 0 : (int64_t)v;
+		k->i = kf_alloc(&g->arena, (n ? n : 1) * sizeof *k->i);
+		for (uint64_t i = 0; i < n; i++)
+			k->i[i] = t->dtype == KF_I1 ? v[i] != 0 : (int64_t)v[i];
 	}
 	nd->cst = k;
-	journal_created(rw, n);
-	return kf_res(g, n, 0);
+	journal_created(rw, nid);
+	return kf_res(g, nid, 0);
+}
+
+kf_vid kf_rw_const(kf_rewriter *rw, double v, kf_dtype dt)
+{
+	kf_type t = kf_type_make(dt, 0, NULL);
+	return kf_rw_const_dense(rw, &t, &v, 1);
 }
 
 void kf_rw_replace_uses(kf_rewriter *rw, kf_vid from, kf_vid to)
