@@ -46,6 +46,7 @@ typedef struct kf_lop {
 	int op;
 	char *name, *cuda, *attrs, *doc;
 	int infer_ref, cpu_ref;
+	bool reduce;            /* trait reduce: cpu takes the values reduced into one element */
 	kf_loc loc;
 } kf_lop;
 
