@@ -636,12 +636,35 @@ static int l_node_tostring(lua_State *L)
 
 /* ---- the graph API of transforms ------------------------------------------------------- */
 
-/* g:create(op, inputs, attrs?, types?) -> node.  [-(3|4|5), +1, v] */
+/* g:create(op, inputs, attrs?, types?) -> node, or g:create{op = , inputs
+ * = , attrs = , types = , before = node | after = node}.  The node goes
+ * where it is told, else where its operands are (see kf_rw_create).
+ * [-(2|3|4|5), +1, v] */
 static int l_g_create(lua_State *L)
 {
 	kf_lhost *h = kf_lhost_of(L);
 	check_graph(L, 1);
 	kf_rewriter *rw = builder(L);
+	kf_nid at = KF_NONE;
+	bool after = false;
+	if (lua_istable(L, 2)) {
+		/* the table form: unpack it into the positional one */
+		lua_settop(L, 2);
+		kf_lcheck_fields(L, 2, "create", "op inputs attrs types before after");
+		lua_getfield(L, 2, "op");
+		lua_getfield(L, 2, "inputs");
+		lua_getfield(L, 2, "attrs");
+		lua_getfield(L, 2, "types");
+		int b = lua_getfield(L, 2, "before"), a = lua_getfield(L, 2, "after");
+		if (b != LUA_TNIL && a != LUA_TNIL)
+			return luaL_error(L, "create: before or after, not both");
+		if (b != LUA_TNIL || a != LUA_TNIL) {
+			at = check_node(L, b != LUA_TNIL ? -2 : -1)->n;
+			after = a != LUA_TNIL;
+		}
+		lua_settop(L, 6);          /* g, tbl, op, inputs, attrs, types */
+		lua_remove(L, 2);          /* g, op, inputs, attrs, types */
+	}
 	size_t n;
 	const char *name = luaL_checklstring(L, 2, &n);
 	int op = kf_op_lookup(h->ctx, name, n);
@@ -673,10 +696,38 @@ static int l_g_create(lua_State *L)
 			lua_pop(L, 1);
 		}
 	}
+	rw->at = at;
+	rw->at_after = after;
 	kf_vid r = kf_rw_create(rw, op, in, nin, a, na, nt ? types : NULL, nt);
 	if (r == KF_NONE)
-		return luaL_error(L, "%s", rw->err);
+		return luaL_error(L, "create '%s': %s", name, rw->err);
 	kf_lpush_node(h, rw->g, kf_def(rw->g, r));
+	return 1;
+}
+
+/* g:dominates(value, node): the value may be read at the node (defined
+ * before it, or an argument of its block).  [-3, +1, v] */
+static int l_g_dominates(lua_State *L)
+{
+	check_graph(L, 1);
+	kf_rewriter *rw = builder(L);
+	struct kf_lval *v = check_val(L, 2);
+	struct kf_lnode *n = check_node(L, 3);
+	if (!rw->ord)
+		return luaL_error(L, "dominates: the node order is kept only while the rules pass runs");
+	lua_pushboolean(L, kf_rw_order_available(rw->ord, rw->g, v->v, n->n));
+	return 1;
+}
+
+/* g:before(a, b): node a comes before node b in one block.  [-3, +1, v] */
+static int l_g_before(lua_State *L)
+{
+	check_graph(L, 1);
+	kf_rewriter *rw = builder(L);
+	struct kf_lnode *a = check_node(L, 2), *b = check_node(L, 3);
+	if (!rw->ord)
+		return luaL_error(L, "before: the node order is kept only while the rules pass runs");
+	lua_pushboolean(L, kf_rw_order_before(rw->ord, rw->g, a->n, b->n));
 	return 1;
 }
 
@@ -751,7 +802,8 @@ static int l_g_index(lua_State *L)
 	const char *k = luaL_checkstring(L, 2);
 	static const luaL_Reg methods[] = {
 		{"create", l_g_create}, {"const", l_g_const}, {"replace_all_uses", l_g_replace},
-		{"erase", l_g_erase}, {"set_attr", l_g_set_attr}, {NULL, NULL}};
+		{"erase", l_g_erase}, {"set_attr", l_g_set_attr}, {"dominates", l_g_dominates},
+		{"before", l_g_before}, {NULL, NULL}};
 	for (const luaL_Reg *m = methods; m->name; m++)
 		if (!strcmp(k, m->name)) {
 			lua_pushcfunction(L, m->func);
@@ -768,7 +820,7 @@ static int l_g_index(lua_State *L)
 		}
 	} else {
 		return luaL_error(L, "a graph has no field '%s' (name inputs create const replace_all_uses "
-				  "erase set_attr)", k);
+				  "erase set_attr dominates before)", k);
 	}
 	return 1;
 }

@@ -130,6 +130,9 @@ bool kf_parse_type_str(kf_ctx *c, const char *s, kf_type *t);
 bool kf_lrules_file_at(const kf_lrules *r, uint32_t i, kf_ruleset *out, const char **path);
 
 /* ---- lua_rules.c / lua_ops.c: the declarations ---- */
+/* Raises an error naming any key of the table at idx not in `allowed`
+ * (space-separated): a misspelt field must not be ignored.  [-0, +0, v] */
+void kf_lcheck_fields(lua_State *L, int idx, const char *what, const char *allowed);
 void kf_lrules_open(lua_State *L);            /* rule, transform, op */
 int kf_lop_declare(lua_State *L);             /* op { ... } */
 void kf_lop_detach(kf_lhost *h);              /* neuters Lua ops before the state goes */

@@ -24,7 +24,7 @@ static const char *const rule_fields =
 	"name pattern replace where benefit rtol keep_interior examples verify tolerance types assoc";
 
 /* Rejects fields not in `allowed`, naming them: a typo must not be ignored. */
-static void check_fields(lua_State *L, int idx, const char *what, const char *allowed)
+void kf_lcheck_fields(lua_State *L, int idx, const char *what, const char *allowed)
 {
 	lua_pushnil(L);
 	while (lua_next(L, idx)) {            /* key, value */
@@ -277,7 +277,7 @@ static int l_rule(lua_State *L)
 		return luaL_error(L, "rule: 'name' is required");
 	char what[200];
 	snprintf(what, sizeof what, "rule '%s'", name);
-	check_fields(L, 1, what, rule_fields);
+	kf_lcheck_fields(L, 1, what, rule_fields);
 	if (lua_getfield(L, 1, "pattern") != LUA_TFUNCTION)      /* tbl, pattern */
 		return luaL_error(L, "%s: 'pattern' must be a function", what);
 	if (lua_getfield(L, 1, "replace") != LUA_TFUNCTION)      /* tbl, pattern, replace */
@@ -333,7 +333,7 @@ static int l_transform(lua_State *L)
 		return luaL_error(L, "transform: 'name' is required");
 	char what[200];
 	snprintf(what, sizeof what, "transform '%s'", name);
-	check_fields(L, 1, what, "name on apply benefit");
+	kf_lcheck_fields(L, 1, what, "name on apply benefit");
 	const char *on = opt_string(L, 1, "on", what);
 	if (!on)
 		return luaL_error(L, "%s: 'on' names the op it runs on", what);

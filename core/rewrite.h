@@ -126,6 +126,28 @@ void kf_pat_print_at(kf_buf *out, const kf_pattern *p, kf_pv pv, size_t max);
 typedef struct kf_rewriter kf_rewriter;
 typedef struct kf_rule kf_rule;
 
+/* ---- node order (rewrite_order.c) ------------------------------------------------ */
+
+/* Positions of nodes in their blocks, kept while rewriting, so that a
+ * rewrite can place nodes after their operands and check dominance in O(1).
+ * Keys are by node id; only nodes of one block compare. */
+typedef struct kf_rw_order {
+	double *key;
+	uint32_t cap;
+} kf_rw_order;
+
+/* Numbers block b (or every block) afresh. */
+void kf_rw_order_block(kf_rw_order *o, const kf_graph *g, kf_bid b);
+void kf_rw_order_graph(kf_rw_order *o, const kf_graph *g);
+/* Node n was inserted or moved: gives it a key between its neighbours'. */
+void kf_rw_order_placed(kf_rw_order *o, const kf_graph *g, kf_nid n);
+/* a comes before b in the same block. */
+bool kf_rw_order_before(const kf_rw_order *o, const kf_graph *g, kf_nid a, kf_nid b);
+/* v may be read at node at: a block argument of at's block, or defined
+ * before it in that block (regions read only their own values). */
+bool kf_rw_order_available(const kf_rw_order *o, const kf_graph *g, kf_vid v, kf_nid at);
+void kf_rw_order_free(kf_rw_order *o);
+
 struct kf_rule {
 	const char *name;
 	const char *origin;     /* "file.lua:12", for messages */
@@ -211,7 +233,10 @@ bool kf_rw_ac_fits(const kf_pattern *p, const kf_pnode *root, const int *have, u
 struct kf_rewriter {
 	kf_graph *g;
 	const kf_rule *rule;
-	kf_nid root;            /* new nodes are inserted before it */
+	kf_nid root;            /* new nodes go before it (see kf_rw_create) */
+	kf_rw_order *ord;       /* the node order, when kept (the driver's); NULL: none */
+	kf_nid at;              /* an explicit place for the next kf_rw_create (KF_NONE: none): */
+	bool at_after;          /* ... just after node `at` rather than just before it */
 	const kf_match *m;      /* the match (NULL for transforms) */
 	const int64_t *tval;    /* type variables' values for templates (NULL: none) */
 	kf_vid out[KF_PAT_MAXOUT];
@@ -240,10 +265,13 @@ void kf_rw_rollback(kf_rewriter *rw);
 int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, kf_dtype fallback,
 		      const kf_vid *like);
 
-/* Creates a node before rw->root with result types from kf_infer (or from
- * types[] when given: ops without a shape function).  nres 0: the op's
- * count (split: the length of `sizes`).  Returns result 0, or KF_NONE with
- * the reason in rw->err (the node is not left behind). */
+/* Creates a node with result types from kf_infer (or from types[] when
+ * given: ops without a shape function).  nres 0: the op's count (split: the
+ * length of `sizes`).  It goes where rw->at says (then reset), else before
+ * rw->root; with an order kept, after its last operand when that is at or
+ * after rw->root.  Constants this rewrite made move up before their first
+ * user.  Returns result 0, or KF_NONE with the reason in rw->err (the node
+ * is not left behind; an operand defined after an explicit place is one). */
 kf_vid kf_rw_create(kf_rewriter *rw, int op, const kf_vid *in, uint32_t nin,
 		    const kf_attr *attr, uint32_t nattr, const kf_tid *types, uint32_t nres);
 /* A scalar constant `const v : dt[]`. */

@@ -35,6 +35,59 @@ static uint32_t result_count(const kf_opinfo *oi, const kf_attr *attr, uint32_t 
 	return 1;
 }
 
+/* Moves constant c, made by this rewrite, to just before node p. */
+static void hoist(kf_rewriter *rw, kf_nid c, kf_nid p)
+{
+	kf_node_move(rw->g, c, kf_N(rw->g, p)->blk, p);
+	kf_rw_order_placed(rw->ord, rw->g, c);
+}
+
+/* The node a new node with operands in[] goes before (see kf_rw_create),
+ * or KF_NONE with the reason in rw->err. */
+static kf_nid place(kf_rewriter *rw, const kf_vid *in, uint32_t nin)
+{
+	kf_graph *g = rw->g;
+	kf_nid at = rw->at;
+	bool after = rw->at_after;
+	rw->at = KF_NONE; /* for this node only */
+	if (!rw->ord)
+		return rw->root;
+	kf_nid p = rw->root;
+	if (at != KF_NONE) {
+		p = after ? kf_N(g, at)->next : at;
+		if (p == KF_NONE || (kf_op(g->ctx, kf_N(g, at)->op)->flags & KF_OPF_TERMINATOR && after)) {
+			snprintf(rw->err, sizeof rw->err, "nothing can be placed after the block's last node");
+			return KF_NONE;
+		}
+	} else {
+		/* after the last operand, when that is not before the root */
+		kf_nid last = KF_NONE;
+		for (uint32_t i = 0; i < nin; i++) {
+			kf_nid d = kf_def(g, in[i]);
+			if (d == KF_NONE || kf_N(g, d)->blk != kf_N(g, p)->blk || kf_rw_order_before(rw->ord, g, d, p))
+				continue;
+			if (d >= rw->mark && kf_N(g, d)->op == KF_OP_CONST)
+				continue; /* a constant of ours follows its user */
+			if (last == KF_NONE || kf_rw_order_before(rw->ord, g, last, d))
+				last = d;
+		}
+		if (last != KF_NONE)
+			p = kf_N(g, last)->next;
+	}
+	for (uint32_t i = 0; i < nin; i++) {
+		kf_nid d = kf_def(g, in[i]);
+		if (d != KF_NONE && d >= rw->mark && kf_N(g, d)->op == KF_OP_CONST && d != p &&
+		    !kf_rw_order_available(rw->ord, g, in[i], p))
+			hoist(rw, d, p);
+		if (!kf_rw_order_available(rw->ord, g, in[i], p)) {
+			snprintf(rw->err, sizeof rw->err, "operand %u is not defined before the place given (%s)",
+				 i + 1, d == KF_NONE ? "an argument of another block" : "it comes later");
+			return KF_NONE;
+		}
+	}
+	return p;
+}
+
 kf_vid kf_rw_create(kf_rewriter *rw, int op, const kf_vid *in, uint32_t nin,
 		    const kf_attr *attr, uint32_t nattr, const kf_tid *types, uint32_t nres)
 {
@@ -60,13 +113,18 @@ kf_vid kf_rw_create(kf_rewriter *rw, int op, const kf_vid *in, uint32_t nin,
 				 oi->name);
 			return KF_NONE;
 		}
+	kf_nid before = place(rw, in, nin);
+	if (before == KF_NONE)
+		return KF_NONE;
 	/* placeholder types until inference has run on the node itself */
 	kf_tid tmp[KF_PAT_MAXOUT];
 	kf_tid any = nin ? kf_V(g, in[0])->type : kf_type_intern(c, &(kf_type){KF_F32, 0, {0}});
 	for (uint32_t i = 0; i < nres; i++)
 		tmp[i] = types ? types[i] : any;
-	kf_nid n = kf_node_new(g, kf_N(g, rw->root)->blk, rw->root, op, in, nin, tmp, nres);
+	kf_nid n = kf_node_new(g, kf_N(g, before)->blk, before, op, in, nin, tmp, nres);
 	kf_N(g, n)->loc = kf_N(g, rw->root)->loc;
+	if (rw->ord)
+		kf_rw_order_placed(rw->ord, g, n);
 	if (nattr)
 		kf_node_set_attrs(g, n, attr, nattr);
 	journal_created(rw, n);
@@ -93,6 +151,8 @@ kf_vid kf_rw_const_dense(kf_rewriter *rw, const kf_type *t, const double *v, uin
 	kf_graph *g = rw->g;
 	kf_tid tid = kf_type_intern(g->ctx, t);
 	kf_nid nid = kf_node_new(g, kf_N(g, rw->root)->blk, rw->root, KF_OP_CONST, NULL, 0, &tid, 1);
+	if (rw->ord)
+		kf_rw_order_placed(rw->ord, g, nid);
 	kf_node *nd = kf_N(g, nid);
 	nd->loc = kf_N(g, rw->root)->loc;
 	kf_const *k = kf_alloc(&g->arena, sizeof *k);
@@ -181,6 +241,7 @@ void kf_rw_begin(kf_rewriter *rw, kf_graph *g, kf_nid root)
 	memset(rw, 0, sizeof *rw);
 	rw->g = g;
 	rw->root = root;
+	rw->at = KF_NONE;
 	rw->mark = g->nnode;
 }
 

@@ -8,9 +8,9 @@
  * pattern's depth, are pushed again, so one sweep reaches a fixed point and
  * a second one (with nothing to do) proves it.  Iterations (sweeps) and
  * rewrites are capped.  Each rewrite hashes the region it replaced and the
- * region it built (structure down to values it did not create); equal
- * hashes mean a rule that changed nothing, and a built region equal to one
- * an earlier rewrite started from means two rules undo each other.
+ * region it built (rewrite_hash.c); equal hashes mean a rule that changed
+ * nothing, and a built region equal to one an earlier rewrite started from
+ * means two rules undo each other.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +19,6 @@
 #include "rewrite.h"
 #include "rewrite_int.h"
 
-/* A rewrite's built region (key h) and the region it started from. */
-typedef struct seen_ent {
-	uint64_t h, from;
-	uint32_t rule; /* +1; 0: empty */
-} seen_ent;
 
 typedef struct driver {
 	kf_graph *g;
@@ -39,11 +34,12 @@ typedef struct driver {
 	int depth;         /* deepest pattern */
 	kf_nid *wl; uint32_t nwl, capwl;
 	uint8_t *inwl; uint32_t capin;
-	seen_ent *seen; uint32_t capseen, nseen;
+	kf_rw_seen seen;   /* the regions rewrites built, and what from */
 	uint32_t recent[64]; uint32_t nrecent;
 	uint64_t max_rewrites;
 	bool changed;
 	uint8_t *warned;   /* per rule: its replacement's type was reported */
+	kf_rw_order ord;   /* node positions: builders place after operands, transforms are checked */
 } driver;
 
 /* ---- worklist -------------------------------------------------------------- */
@@ -83,6 +79,7 @@ static void push_users(driver *d, kf_vid v, int depth)
 static void seed(driver *d)
 {
 	kf_graph *g = d->g;
+	kf_rw_order_graph(&d->ord, g);
 	for (kf_bid b = g->nblk; b-- > 0;) {
 		if (b && (g->blk[b].parent == KF_NONE || (kf_N(g, g->blk[b].parent)->flags & KF_NODE_DEAD)))
 			continue;
@@ -147,124 +144,6 @@ static int build_index(driver *d)
 		l[k] = i;
 	}
 	return 0;
-}
-
-/* ---- region hashes ------------------------------------------------------------- */
-
-#define MIX(h, x) ((h) = ((h) ^ (uint64_t)(x)) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL)
-
-typedef struct hctx {
-	const kf_graph *g;
-	const kf_match *m;  /* before: values of matched nodes are inside */
-	kf_nid mark;        /* after: nodes >= mark are inside */
-	int budget;
-} hctx;
-
-static bool inside(const hctx *h, kf_nid n)
-{
-	if (n == KF_NONE)
-		return false;
-	if (!h->m)
-		return n >= h->mark;
-	for (uint32_t i = 0; i < h->m->nnode; i++)
-		if (h->m->node[i] == n)
-			return true;
-	return false;
-}
-
-static uint64_t vhash(hctx *h, kf_vid v)
-{
-	const kf_graph *g = h->g;
-	kf_nid n = kf_def(g, v);
-	uint64_t x = 0xcbf29ce484222325ULL;
-	bool cst = n != KF_NONE && kf_N(g, n)->op == KF_OP_CONST;
-	if (--h->budget < 0 || (!cst && !inside(h, n))) {
-		MIX(x, 1);
-		MIX(x, v);
-		return x;
-	}
-	const kf_node *nd = kf_N(g, n);
-	MIX(x, nd->op);
-	MIX(x, g->val[v].type);
-	MIX(x, g->val[v].idx);
-	for (uint32_t i = 0; i < nd->nattr; i++) {
-		MIX(x, nd->attr[i].key);
-		MIX(x, kf_attrval_hash(&nd->attr[i].v));
-	}
-	if (cst && nd->cst) {
-		const kf_const *k = nd->cst;
-		MIX(x, k->kind);
-		MIX(x, k->n);
-		for (uint64_t i = 0; i < k->n && i < 16; i++) {
-			uint64_t bits = 0;
-			if (k->f)
-				memcpy(&bits, &k->f[i], sizeof bits);
-			else if (k->i)
-				bits = (uint64_t)k->i[i];
-			MIX(x, bits);
-		}
-		MIX(x, k->path);
-	}
-	uint64_t ch[2] = {0, 0};
-	for (uint32_t i = 0; i < nd->nin; i++) {
-		uint64_t c = vhash(h, kf_in(g, n, i));
-		if (nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE)) {
-			ch[i] = c;
-			continue;
-		}
-		MIX(x, c);
-	}
-	if (nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE)) {
-		/* operand order does not matter to a commutative op */
-		MIX(x, ch[0] < ch[1] ? ch[0] : ch[1]);
-		MIX(x, ch[0] < ch[1] ? ch[1] : ch[0]);
-	}
-	return x;
-}
-
-static uint64_t region_hash(const kf_graph *g, const kf_match *m, kf_nid mark, const kf_vid *out,
-			    uint32_t nout)
-{
-	hctx h = {g, m, mark, 4096};
-	uint64_t x = 0x84222325cbf29ce4ULL;
-	for (uint32_t k = 0; k < nout; k++)
-		MIX(x, vhash(&h, out[k]));
-	return x;
-}
-
-/* The earlier rewrite that built region h, or NULL. */
-static const seen_ent *seen_find(const driver *d, uint64_t h)
-{
-	if (!d->capseen)
-		return NULL;
-	for (uint32_t i = (uint32_t)h & (d->capseen - 1);; i = (i + 1) & (d->capseen - 1)) {
-		if (!d->seen[i].rule)
-			return NULL;
-		if (d->seen[i].h == h)
-			return &d->seen[i];
-	}
-}
-
-static void seen_add(driver *d, uint64_t h, uint64_t from, uint32_t rule)
-{
-	if ((d->nseen + 1) * 2 > d->capseen) {
-		uint32_t cap = d->capseen ? d->capseen * 2 : 256;
-		seen_ent *old = d->seen;
-		uint32_t oldcap = d->capseen;
-		d->seen = calloc(cap, sizeof *d->seen);
-		d->capseen = cap;
-		d->nseen = 0;
-		for (uint32_t i = 0; i < oldcap; i++)
-			if (old[i].rule)
-				seen_add(d, old[i].h, old[i].from, old[i].rule - 1);
-		free(old);
-	}
-	uint32_t i = (uint32_t)h & (d->capseen - 1);
-	while (d->seen[i].rule && d->seen[i].h != h)
-		i = (i + 1) & (d->capseen - 1);
-	if (!d->seen[i].rule)
-		d->nseen++;
-	d->seen[i] = (seen_ent){h, from, rule + 1};
 }
 
 /* ---- rollback and commit ------------------------------------------------------------ */
@@ -463,18 +342,23 @@ static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_n
 	return 1;
 }
 
-static int report_loop(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
+/* A rule whose every match gives back what it matched: an error (it would
+ * claim success forever). */
+static int report_noop(driver *d, const kf_rule *r, kf_nid n)
+{
+	kf_error(d->g->ctx, kf_N(d->g, n)->loc, "rule '%s' (%s) claims success but leaves the graph unchanged",
+		 r->name, r->origin ? r->origin : "C");
+	return -1;
+}
+
+/* Rewrite rw (from region hb to ha) gives back a graph an earlier rewrite
+ * started from: -1 with the error (rolled back), else 0. */
+static int report_undo(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
 {
 	kf_graph *g = d->g;
 	const kf_rule *r = rw->rule;
 	const char *org = r->origin ? r->origin : "C";
-	if (ha == hb) {
-		kf_rw_rollback(rw);
-		kf_error(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s) claims success but leaves the graph unchanged",
-			 r->name, org);
-		return -1;
-	}
-	const seen_ent *e = seen_find(d, hb);
+	const kf_rw_seen_ent *e = kf_rw_seen_find(&d->seen, hb);
 	if (e && e->from == ha) {
 		const kf_rule *a = d->rs->rule[e->rule - 1];
 		kf_rw_rollback(rw);
@@ -497,7 +381,8 @@ typedef struct attempt {
 	kf_rewriter *rw;
 	kf_nid n;
 	bool begun;        /* rw is started (on the first complete match) */
-	uint32_t where_no, declined;
+	uint32_t where_no, declined, noop;
+	uint64_t hb, ha;   /* the accepted rewrite's regions: matched, built */
 	char why[256];
 } attempt;
 
@@ -512,6 +397,7 @@ static int accept_match(void *ud, kf_match *m)
 	if (!a->begun) {
 		kf_rw_begin(rw, d->g, a->n);
 		rw->rule = r;
+		rw->ord = &d->ord;
 		a->begun = true;
 	}
 	d->st->matched++;
@@ -549,6 +435,16 @@ static int accept_match(void *ud, kf_match *m)
 		m->declined = a->why;
 		return 0;
 	}
+	a->hb = kf_rw_region_hash(d->g, m, 0, m->out, m->nout);
+	a->ha = kf_rw_region_hash(d->g, NULL, rw->mark, rw->out, rw->nout);
+	if (a->ha == a->hb) {
+		/* another binding (an AC chain's other order) may change
+		 * something; if none does, the rule is reported */
+		kf_rw_rollback(rw);
+		a->noop++;
+		m->declined = "the replacement is the graph it matched";
+		return 0;
+	}
 	return 1;
 }
 
@@ -562,8 +458,10 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 	kf_rw_rulestat *rs = rstat(d, r);
 	rs->attempted++;
 	attempt a;
-	a.d = d, a.r = r, a.rw = &rw, a.n = n, a.begun = false, a.where_no = a.declined = 0;
+	a.d = d, a.r = r, a.rw = &rw, a.n = n, a.begun = false, a.where_no = a.declined = a.noop = 0;
 	int k = kf_rw_match(g, r, n, &m, accept_match, &a);
+	if (k == 0 && a.noop)
+		k = report_noop(d, r, n);
 	if (k <= 0) {
 		rs->matched += a.where_no || a.declined;
 		rs->where_no += a.where_no && !a.declined;
@@ -575,13 +473,11 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 		return k;
 	}
 	rs->matched++;
-	uint64_t hb = region_hash(g, &m, 0, m.out, m.nout);
-	uint64_t ha = region_hash(g, NULL, rw.mark, rw.out, rw.nout);
-	if (report_loop(d, &rw, n, hb, ha) < 0) {
+	if (report_undo(d, &rw, n, a.hb, a.ha) < 0) {
 		kf_rw_end(&rw);
 		return -1;
 	}
-	seen_add(d, ha, hb, r->index);
+	kf_rw_seen_add(&d->seen, a.ha, a.hb, r->index);
 	trace_rewrite(d, r, n, &m, &rw);
 	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
 		kf_rwt_candidate(d->o->log, g, r, n, &m, "rewritten");
@@ -633,12 +529,81 @@ static int commit_erasures(driver *d, kf_rewriter *rw, kf_nid n)
 	return 0;
 }
 
+/* The name of value v and its node, for messages: "%q (matmul at f.kf:3:3)". */
+static void value_str(kf_buf *b, const kf_graph *g, kf_vid v)
+{
+	kf_sid name = kf_V(g, v)->name;
+	kf_nid d = kf_def(g, v);
+	if (name)
+		kf_buf_printf(b, "%%%s ", kf_str(g->ctx, name));
+	if (d == KF_NONE) {
+		kf_buf_puts(b, "(an argument)");
+		return;
+	}
+	kf_buf_printf(b, "(%s at ", kf_op(g->ctx, kf_N(g, d)->op)->name);
+	kf_rw_locstr(b, g->ctx, kf_N(g, d)->loc);
+	kf_buf_putc(b, ')');
+}
+
+/* What a transform left must be a valid graph before it is committed:
+ * every use it moved reads a value defined before the user, and every node
+ * whose attributes it set still has the types it had.  0, or -1 with an
+ * error naming the transform (and the rewrite rolled back). */
+static int check_transform(driver *d, kf_rewriter *rw, kf_nid n)
+{
+	kf_graph *g = d->g;
+	const kf_rule *r = rw->rule;
+	kf_buf why = {0};
+	for (uint32_t i = 0; i < rw->nmoved && !why.n; i++) {
+		kf_nid user = rw->moved[i].user;
+		if (kf_rw_erased(rw, user))
+			continue;
+		kf_vid v = kf_in(g, user, rw->moved[i].slot);
+		if (kf_rw_order_available(&d->ord, g, v, user))
+			continue;
+		kf_buf_puts(&why, "it made ");
+		if (kf_N(g, user)->nres) {
+			value_str(&why, g, kf_res(g, user, 0));
+		} else {
+			kf_buf_printf(&why, "'%s' at ", kf_op(g->ctx, kf_N(g, user)->op)->name);
+			kf_rw_locstr(&why, g->ctx, kf_N(g, user)->loc);
+		}
+		kf_buf_puts(&why, " read ");
+		value_str(&why, g, v);
+		kf_buf_puts(&why, ", which is defined after it");
+	}
+	for (uint32_t i = 0; i < rw->nattrs && !why.n; i++) {
+		kf_nid x = rw->attrs[i].n;
+		const kf_node *nd = kf_N(g, x);
+		if (kf_rw_erased(rw, x) || nd->nres > KF_PAT_MAXOUT)
+			continue;
+		kf_type t[KF_PAT_MAXOUT];
+		char err[200];
+		int k = kf_infer(g, x, t, KF_PAT_MAXOUT, err, sizeof err);
+		bool same = k == (int)kf_N(g, x)->nres;
+		for (int j = 0; same && j < k; j++)
+			same = kf_type_intern(g->ctx, &t[j]) == kf_V(g, kf_res(g, x, (uint32_t)j))->type;
+		if (same)
+			continue;
+		kf_buf_puts(&why, "its set_attr changed the result types of ");
+		value_str(&why, g, kf_res(g, x, 0));
+		kf_buf_printf(&why, " (%s)", k < 0 ? err : "its users expect the old ones");
+	}
+	if (!why.n)
+		return 0;
+	kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) would leave the graph invalid: %s; it was rolled back",
+		 r->name, r->origin ? r->origin : "C", why.p);
+	kf_buf_free(&why);
+	return fail_rule(d, rw, n, "applying");
+}
+
 static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 {
 	kf_graph *g = d->g;
 	kf_rewriter rw;
 	kf_rw_begin(&rw, g, n);
 	rw.rule = r;
+	rw.ord = &d->ord;
 	d->st->tried++;
 	d->st->callbacks++;
 	rstat(d, r)->attempted++;
@@ -659,6 +624,10 @@ static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
 	if (rw.nmut == 0) {
 		kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) claims success but leaves the graph unchanged",
 			 r->name, r->origin ? r->origin : "C");
+		kf_rw_end(&rw);
+		return -1;
+	}
+	if (check_transform(d, &rw, n) < 0) {
 		kf_rw_end(&rw);
 		return -1;
 	}
@@ -825,8 +794,9 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 	free(d.maxleaf);
 	free(d.wl);
 	free(d.inwl);
-	free(d.seen);
+	free(d.seen.ent);
 	free(d.warned);
+	kf_rw_order_free(&d.ord);
 	return rc;
 }
 
