@@ -402,7 +402,7 @@ static char *dup_field(lua_State *L, int idx, const char *key, const char *what)
 	return s;
 }
 
-/* arity (a count or {min, max}), nres, commutative.  [-0, +0, e] */
+/* arity (a count or {min, max}), nres, commutative, associative.  [-0, +0, e] */
 static void read_shape(lua_State *L, kf_opinfo *info, const char *what)
 {
 	info->min_in = info->max_in = 1;
@@ -425,7 +425,10 @@ static void read_shape(lua_State *L, kf_opinfo *info, const char *what)
 	lua_getfield(L, 1, "commutative");
 	if (lua_toboolean(L, -1))
 		info->flags |= KF_OPF_COMMUTATIVE;
-	lua_pop(L, 2);
+	lua_getfield(L, 1, "associative");
+	if (lua_toboolean(L, -1))
+		info->flags |= KF_OPF_ASSOCIATIVE; /* with commutative: rules match any grouping */
+	lua_pop(L, 3);
 }
 
 /* attrs = {"a", "b"} as "a b".  [-0, +0, m] */
@@ -445,7 +448,7 @@ static char *read_attrs(lua_State *L)
 	return r;
 }
 
-/* op { name, trait, arity?, nres?, attrs?, commutative?, infer?, cpu?, cuda?, doc? }
+/* op { name, trait, arity?, nres?, attrs?, commutative?, associative?, infer?, cpu?, cuda?, doc? }
  * [-1, +0, e] */
 int kf_lop_declare(lua_State *L)
 {
