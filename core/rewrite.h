@@ -195,7 +195,11 @@ typedef struct kf_match {
 	uint32_t why_depth;       /* pattern nodes matched on the way there */
 	char why_text[160];       /* a reason with details (why then points here) */
 	const char *declined;     /* set by an accept callback that declines: why */
+	uint32_t steps;           /* the search's steps (for the driver's budget) */
 } kf_match;
+
+/* A match attempt gives up after this many search steps. */
+#define KF_MATCH_STEPS 200000
 
 #define KF_PAT_MAXNODE 64
 
@@ -293,6 +297,7 @@ bool kf_rw_erased(const kf_rewriter *rw, kf_nid n);
 typedef struct kf_rw_opts {
 	int max_iter;            /* sweeps over the graph; 0: 10 */
 	uint64_t max_rewrites;   /* 0: 100000 + 8 * nodes */
+	uint64_t max_steps;      /* matcher search steps; 0: 50M + 200 * nodes */
 	int trace;               /* 1: a line per rewrite; 2: also failed matches */
 	const char *trace_rule;  /* a line per candidate root of the rules so named
 	                          * ("name", or "prefix*"): how far the match got */
@@ -315,6 +320,7 @@ typedef struct kf_rw_stats {
 	uint64_t rewrites;
 	uint64_t rejected;       /* matches a where, a type or a replace declined */
 	uint64_t dead;           /* dead nodes removed */
+	uint64_t steps;          /* matcher search steps */
 	uint32_t iterations;
 	bool converged;
 	kf_rw_rulestat *rule;    /* per rule of the set */

@@ -37,8 +37,11 @@ typedef struct driver {
 	kf_rw_seen seen;   /* the regions rewrites built, and what from */
 	uint32_t recent[64]; uint32_t nrecent;
 	uint64_t max_rewrites;
+	uint64_t max_steps;
+	const kf_rule *hungriest; /* the rule whose match took the most steps */
+	uint32_t most_steps;
 	bool changed;
-	uint8_t *warned;   /* per rule: its replacement's type was reported */
+	uint8_t *warned;   /* per rule: reported its replacement's type (1), a search that gave up (2) */
 	kf_rw_order ord;   /* node positions: builders place after operands, transforms are checked */
 } driver;
 
@@ -291,10 +294,10 @@ static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_n
 			kf_rw_type_str(&a, g->ctx, kf_V(g, rw->out[k])->type);
 			kf_rw_type_str(&b, g->ctx, kf_V(g, m->out[k])->type);
 			snprintf(rw->err, sizeof rw->err, "the replacement has type %s, not %s", a.p, b.p);
-			if (!d->warned[r->index]) {
+			if (!(d->warned[r->index] & 1)) {
 				/* once per rule and graph: a rule that builds the wrong
 				 * type is a bug that would otherwise never show */
-				d->warned[r->index] = 1;
+				d->warned[r->index] |= 1;
 				kf_warning(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s): its replacement has type %s where "
 					   "it replaces %s; the match is declined (--trace-rule '%s' shows each)",
 					   r->name, r->origin ? r->origin : "C", a.p, b.p, r->name);
@@ -460,6 +463,30 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 	attempt a;
 	a.d = d, a.r = r, a.rw = &rw, a.n = n, a.begun = false, a.where_no = a.declined = a.noop = 0;
 	int k = kf_rw_match(g, r, n, &m, accept_match, &a);
+	d->st->steps += m.steps;
+	if (m.steps > d->most_steps) {
+		d->most_steps = m.steps;
+		d->hungriest = r;
+	}
+	if (k >= 0 && d->st->steps > d->max_steps) {
+		/* a pattern whose search grows with the graph (many symmetric
+		 * operands) must not hang the pass */
+		if (k > 0)
+			kf_rw_rollback(&rw);
+		kf_error(g->ctx, kf_N(g, n)->loc, "rules: the matcher's search took over %llu steps (max-steps=%llu); "
+			 "rule '%s' (%s) took the most in one match (%u)", (unsigned long long)d->st->steps,
+			 (unsigned long long)d->max_steps, d->hungriest->name,
+			 d->hungriest->origin ? d->hungriest->origin : "C", d->most_steps);
+		k = -1;
+	}
+	if (k == 0 && m.steps > KF_MATCH_STEPS && !(d->warned[r->index] & 2)) {
+		/* a miss that is not the pattern's answer but the search's
+		 * limit: say so (once per rule and graph) */
+		d->warned[r->index] |= 2;
+		kf_warning(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s): the match here gave up after %d search steps "
+			   "(a chain of many operands that the rest of the pattern rejects in every order?)",
+			   r->name, r->origin ? r->origin : "C", KF_MATCH_STEPS);
+	}
 	if (k == 0 && a.noop)
 		k = report_noop(d, r, n);
 	if (k <= 0) {
@@ -763,6 +790,7 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 	if (rc < 0)
 		kf_error(g->ctx, g->loc, "out of memory building the rule index");
 	d.max_rewrites = d.o->max_rewrites ? d.o->max_rewrites : 100000 + 8 * (uint64_t)g->nnode;
+	d.max_steps = d.o->max_steps ? d.o->max_steps : 50000000 + 200 * (uint64_t)g->nnode;
 	int max_iter = d.o->max_iter > 0 ? d.o->max_iter : 10;
 	st->converged = false;
 	uint64_t before = st->rewrites;

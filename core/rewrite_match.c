@@ -29,7 +29,7 @@
 /* Bounds on one match attempt: solver steps, and complete matches offered
  * to accept (each may enter Lua).  A pattern that needs more gives up with
  * a reason rather than running away. */
-#define MATCH_STEPS 200000
+#define MATCH_STEPS KF_MATCH_STEPS
 #define MATCH_LEAVES 64
 
 /* ---- attributes ---------------------------------------------------------------- */
@@ -483,9 +483,12 @@ static kf_nid opens(const kf_graph *g, int op, kf_vid v, bool keep_interior)
 }
 
 /* Assigns the pattern's leaves li.. to unused pieces, most constrained
- * leaf first, then solves. */
+ * leaf first, then solves.  asg[i] is the piece leaf i took: a variable
+ * that occurs twice in the chain takes equal pieces, and one leaf that
+ * occurs twice (a shared subpattern) takes them in order, so neither is
+ * tried in every permutation. */
 static bool ac_assign(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *piece, uint32_t li,
-		      uint32_t used)
+		      uint32_t used, uint8_t *asg)
 {
 	if (li == pn->nleaf) {
 		/* solved most constrained first (the stack pops the last
@@ -509,7 +512,15 @@ static bool ac_assign(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *
 	const kf_pnode *leaf = &s->p->node[KF_PV_NODE(lv)];
 	int want = want_op(s->p, lv);
 	kf_vid bound = leaf->kind == KF_PN_VAR ? s->m->bind[leaf->var] : KF_NONE;
-	for (uint32_t j = 0; j < pn->nleaf; j++) {
+	uint32_t from = 0;
+	for (uint32_t k = 0; k < li; k++)
+		if (pn->leaf[k] == lv) {
+			if (leaf->kind == KF_PN_VAR)
+				bound = piece[asg[k]];
+			else
+				from = asg[k] + 1u;
+		}
+	for (uint32_t j = from; j < pn->nleaf; j++) {
 		if (used & (1u << j))
 			continue;
 		bool dup = false; /* equal pieces are one choice */
@@ -519,7 +530,8 @@ static bool ac_assign(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *
 			continue;
 		if (!push_goal(s, lv, piece[j], head))
 			return false;
-		if (ac_assign(s, pn, head, piece, li + 1, used | (1u << j)))
+		asg[li] = (uint8_t)j;
+		if (ac_assign(s, pn, head, piece, li + 1, used | (1u << j), asg))
 			return true;
 		s->ngoal--;
 	}
@@ -531,8 +543,10 @@ static bool ac_assign(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *
 static bool ac_cut(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *piece, uint32_t np,
 		   uint32_t pos)
 {
-	if (np == pn->nleaf)
-		return ac_assign(s, pn, head, piece, 0, 0);
+	if (np == pn->nleaf) {
+		uint8_t asg[KF_AC_MAXLEAF];
+		return ac_assign(s, pn, head, piece, 0, 0, asg);
+	}
 	for (; pos < np; pos++) {
 		kf_nid d = opens(s->g, pn->op, piece[pos], s->r->keep_interior);
 		if (d == KF_NONE)
@@ -769,12 +783,14 @@ int kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m, kf_rw_acce
 		m->bind[i] = KF_NONE;
 	for (uint32_t i = 0; i < p->nnode; i++)
 		s.pmap[i] = KF_NONE;
+	m->steps = 0;
 	if (KF_PV_RES(root) >= kf_N(g, n)->nres) {
 		fail(&s, KF_PV_NODE(root), KF_NONE, "a node with fewer results");
 		return 0;
 	}
 	push_goal(&s, root, kf_res(g, n, KF_PV_RES(root)), KF_NONE);
 	solve(&s);
+	m->steps = s.steps;
 	if (s.status == 2)
 		m->why = s.gave_up; /* the cause, however far the search got */
 	return s.status == 1 ? 1 : s.status < 0 ? -1 : 0;

@@ -91,12 +91,13 @@ void kf_rwt_candidate(kf_buf *b, const kf_graph *g, const kf_rule *r, kf_nid n, 
 static void counters(kf_buf *out, const kf_rw_stats *st)
 {
 	kf_buf_printf(out, "rules: %llu rewrites, %u iterations, %s; %llu nodes visited, %llu match attempts, "
-		      "%llu structural matches, %llu script entries, %llu declined, %llu dead nodes removed\n",
+		      "%llu structural matches, %llu script entries, %llu declined, %llu dead nodes removed, "
+		      "%llu search steps\n",
 		      (unsigned long long)st->rewrites, st->iterations,
 		      st->converged ? "converged" : "not converged", (unsigned long long)st->visited,
 		      (unsigned long long)st->tried, (unsigned long long)st->matched,
 		      (unsigned long long)st->callbacks, (unsigned long long)st->rejected,
-		      (unsigned long long)st->dead);
+		      (unsigned long long)st->dead, (unsigned long long)st->steps);
 }
 
 void kf_rw_summary(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st)

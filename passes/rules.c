@@ -5,7 +5,9 @@
  * nodes its rewrites leave dead (and any other dead node it visits).
  *
  * Options: path=FILE|DIR (required), max-iter=N (sweeps, default 10),
- * max-rewrites=N, trace=0|1|2 (1: a line per rewrite and a summary of the
+ * max-rewrites=N, max-steps=N (the matcher's search steps, default 50M +
+ * 200 per node: a pattern whose search explodes stops with an error),
+ * trace=0|1|2 (1: a line per rewrite and a summary of the
  * rules that fired; 2: also why candidate matches failed; --trace-rewrites
  * sets 1), trace-rule=NAME (every candidate of rule NAME, or of the rules
  * NAME* names, and how far its match got; kfuse-opt --trace-rule sets it),
@@ -38,9 +40,11 @@ static int rules_begin(kf_ctx *c, kf_passopts *o)
 	}
 	int64_t iter = kf_passopt_int(c, o, "max-iter", 10);
 	int64_t cap = kf_passopt_int(c, o, "max-rewrites", 0);
+	int64_t steps = kf_passopt_int(c, o, "max-steps", 0);
 	int64_t trace = kf_passopt_int(c, o, "trace", (o->flags & KF_PASSF_TRACE) ? 1 : 0);
-	if (iter < 1 || cap < 0 || trace < 0 || trace > 2) {
-		kf_error(c, o->loc, "rules: max-iter must be at least 1, max-rewrites at least 0, trace 0 to 2");
+	if (iter < 1 || cap < 0 || steps < 0 || trace < 0 || trace > 2) {
+		kf_error(c, o->loc, "rules: max-iter must be at least 1, max-rewrites and max-steps at least 0, "
+			 "trace 0 to 2");
 		return -1;
 	}
 	kf_lrules *r = kf_lua_rules_load(c, path);
@@ -59,6 +63,7 @@ static int rules_begin(kf_ctx *c, kf_passopts *o)
 	s->path = path;
 	s->opts.max_iter = (int)iter;
 	s->opts.max_rewrites = (uint64_t)cap;
+	s->opts.max_steps = (uint64_t)steps;
 	s->opts.trace = (int)trace;
 	s->opts.trace_rule = trace_rule && *trace_rule ? trace_rule : NULL;
 	const kf_ruleset *rs = kf_lua_rules_set(r);
@@ -101,7 +106,7 @@ static void rules_end(kf_ctx *c, kf_passopts *o)
 	o->state = NULL;
 }
 
-static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "trace", "trace-rule", "stats", NULL};
+static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "max-steps", "trace", "trace-rule", "stats", NULL};
 
 const kf_pass kf_pass_rules = {
 	.name = "rules",
