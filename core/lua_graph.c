@@ -315,8 +315,16 @@ static int build(lua_State *L, int op, int first)
 	if (last >= first && lua_type(L, last) == LUA_TTABLE) {
 		attrs = last--;
 	}
-	int nin = last - first + 1;
-	if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in) || nin > KF_PAT_MAXNODE) {
+	int nin = last - first + 1, nseq = 0;
+	for (int i = first; i <= last; i++) {
+		struct kf_lsym *s = kf_ltosym(L, i);
+		nseq += s && s->p == h->trace && s->p->node[KF_PV_NODE(s->pv)].seq;
+	}
+	if (nseq > 1)
+		return luaL_error(L, "'%s': '...' twice among the operands", oi->name);
+	/* `...` may stand for none or many: only the fixed operands count */
+	if ((nseq ? nin - 1 > oi->max_in && oi->max_in >= 0
+		  : nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in)) || nin > KF_PAT_MAXNODE) {
 		if (oi->min_in == oi->max_in)
 			return luaL_error(L, "'%s' takes %d operand%s, not %d", oi->name, oi->min_in,
 					  oi->min_in == 1 ? "" : "s", nin);
@@ -331,6 +339,9 @@ static int build(lua_State *L, int op, int first)
 		struct kf_lsym *s = kf_ltosym(L, i);
 		if (s && s->p != h->trace)
 			return luaL_error(L, "'%s': a traced value from another pattern", oi->name);
+		if (s && s->p->node[KF_PV_NODE(s->pv)].seq && oi->max_in >= 0 && oi->max_in == oi->min_in)
+			return luaL_error(L, "'%s': '...' stands for any number of operands, and '%s' takes %d",
+					  oi->name, oi->name, oi->min_in);
 		traced |= s != NULL;
 		real |= kf_ltoval(L, i) != NULL;
 		if (!s && !kf_ltoval(L, i) && lua_type(L, i) != LUA_TNUMBER)

@@ -84,12 +84,14 @@ static char *caller_origin(lua_State *L, kf_lhost *h, kf_loc *loc)
 	return strdup("?");
 }
 
-/* The parameter names of the function at idx.  [-0, +0, -] */
-static int param_names(lua_State *L, int idx, const char **names, int max)
+/* The parameter names of the function at idx; *vararg: it ends in `...`.
+ * [-0, +0, -] */
+static int param_names(lua_State *L, int idx, const char **names, int max, bool *vararg)
 {
 	lua_Debug ar;
 	lua_pushvalue(L, idx);
 	lua_getinfo(L, ">u", &ar);
+	*vararg = ar.isvararg;
 	int n = ar.nparams < max ? ar.nparams : max;
 	lua_pushvalue(L, idx);
 	for (int i = 0; i < n; i++)
@@ -112,9 +114,10 @@ static int trace_call(kf_lhost *h, int fidx, kf_pattern *t, kf_lmode mode)
 	for (uint32_t i = 0; i < t->nvar; i++)
 		kf_lpush_sym(L, t, KF_PV(i, 0)); /* variables are the first nodes */
 	int nargs = (int)t->nvar;
-	if (mode == KF_LM_REPLACE) {
-		/* the match, as replace's last argument: reading it makes the
-		 * replacement per-match, as reading a variable's facts does */
+	if (mode == KF_LM_REPLACE && t->seqvar < 0) {
+		/* the match, as replace's last argument (not after `...`, which
+		 * would take it in): reading it makes the replacement per-match,
+		 * as reading a variable's facts does */
 		kf_lpush_sym(L, t, KF_PV(0, 0));
 		nargs++;
 	}
@@ -164,11 +167,14 @@ static void read_types(lua_State *L, kf_lrule *lr, kf_pattern *p, int tbl)
 static int trace_pattern(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx, int tbl)
 {
 	const char *names[KF_PAT_MAXNODE];
-	int np = param_names(L, fidx, names, KF_PAT_MAXNODE);
+	bool vararg;
+	int np = param_names(L, fidx, names, KF_PAT_MAXNODE - 1, &vararg);
 	kf_pattern *p = kf_pat_new(h->ctx);
 	lr->r.pat = p;
 	for (int i = 0; i < np; i++)
 		kf_pat_var(p, names[i]);
+	if (vararg)
+		kf_pat_seqvar(p); /* `...`: any number of operands of one node */
 	read_types(L, lr, p, tbl);
 	if (lua_getfield(L, tbl, "assoc") != LUA_TNIL && !lua_toboolean(L, -1))
 		p->no_assoc = true; /* assoc = false: AC chains match as written */
@@ -201,7 +207,10 @@ static int trace_replace(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
 {
 	kf_pattern *t = kf_pat_new(h->ctx);
 	for (uint32_t i = 0; i < lr->r.pat->nvar; i++)
-		kf_pat_var(t, lr->r.pat->varname[i]);
+		if ((int)i == lr->r.pat->seqvar)
+			kf_pat_seqvar(t);
+		else
+			kf_pat_var(t, lr->r.pat->varname[i]);
 	kf_pat_copy_tvars(t, lr->r.pat);
 	int base = lua_gettop(L);
 	h->dynamic = false;
@@ -421,7 +430,16 @@ static void push_match(lua_State *L, job *j)
 	kf_lpush_node(h, j->rw->g, j->rw->root);
 	lua_setfield(L, -2, "root");
 	for (uint32_t i = 0; i < p->nvar; i++) {
-		kf_lpush_value(h, j->rw->g, m->bind[i]);
+		if ((int)i == p->seqvar) {
+			/* m["..."]: the values `...` stands for */
+			lua_createtable(L, (int)m->nseq, 0);
+			for (uint32_t k = 0; k < m->nseq; k++) {
+				kf_lpush_value(h, j->rw->g, m->seq[k]);
+				lua_rawseti(L, -2, (int)k + 1);
+			}
+		} else {
+			kf_lpush_value(h, j->rw->g, m->bind[i]);
+		}
 		lua_setfield(L, -2, p->varname[i]);
 	}
 	for (uint32_t i = 0; i < p->ntvar && i < m->ntval; i++) {
@@ -461,10 +479,23 @@ static int replace_body(lua_State *L)
 	const kf_pattern *p = j->lr->r.pat;
 	int base = lua_gettop(L);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, j->lr->replace_ref);
-	for (uint32_t i = 0; i < p->nvar; i++)
+	int nargs = 0;
+	for (uint32_t i = 0; i < p->nvar; i++, nargs++) {
+		if ((int)i == p->seqvar) {
+			/* `...`: its values, as the vararg; no match after them */
+			luaL_checkstack(L, (int)rw->m->nseq + 2, "replace");
+			for (uint32_t k = 0; k < rw->m->nseq; k++)
+				kf_lpush_value(h, rw->g, rw->m->seq[k]);
+			nargs += (int)rw->m->nseq - 1;
+			continue;
+		}
 		kf_lpush_value(h, rw->g, rw->m->bind[i]);
-	push_match(L, j);
-	lua_call(L, (int)p->nvar + 1, LUA_MULTRET);              /* job, results... */
+	}
+	if (p->seqvar < 0) {
+		push_match(L, j);
+		nargs++;
+	}
+	lua_call(L, nargs, LUA_MULTRET);                         /* job, results... */
 	int n = lua_gettop(L) - base;
 	if (n == 0 || lua_isnil(L, base + 1) || (lua_isboolean(L, base + 1) && !lua_toboolean(L, base + 1))) {
 		snprintf(rw->err, sizeof rw->err, "replace returned nil");

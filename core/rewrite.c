@@ -17,6 +17,7 @@ kf_pattern *kf_pat_new(kf_ctx *c)
 	kf_pattern *p = kf_xrealloc(NULL, sizeof *p);
 	memset(p, 0, sizeof *p);
 	p->ctx = c;
+	p->seqvar = -1;
 	return p;
 }
 
@@ -51,6 +52,14 @@ kf_pv kf_pat_var(kf_pattern *p, const char *name)
 	p->vtype[p->nvar] = NULL;
 	p->node[i].var = p->nvar++;
 	return KF_PV(i, 0);
+}
+
+kf_pv kf_pat_seqvar(kf_pattern *p)
+{
+	kf_pv pv = kf_pat_var(p, "...");
+	p->node[KF_PV_NODE(pv)].seq = true;
+	p->seqvar = (int)p->node[KF_PV_NODE(pv)].var;
+	return pv;
 }
 
 kf_pv kf_pat_const(kf_pattern *p, double v, int dtype)
@@ -382,6 +391,17 @@ int kf_pat_set_outputs(kf_pattern *p, const kf_pv *out, uint32_t n, char *err, s
 		if (!seen[pn] || p->node[pn].kind != KF_PN_OP) {
 			snprintf(err, errlen, "pattern output %u is not computed on the way to output 1 "
 				 "(the root): every output must be an op inside the first one's pattern", k + 1);
+			return -1;
+		}
+	}
+	if (p->seqvar >= 0) {
+		/* the matcher binds it at one node: its operands there */
+		uint32_t uses = 0;
+		for (uint32_t i = 0; i < p->nnode; i++)
+			for (uint32_t k = 0; seen[i] && k < p->node[i].nin; k++)
+				uses += p->node[KF_PV_NODE(p->node[i].in[k])].seq;
+		if (uses > 1) {
+			snprintf(err, errlen, "'...' stands for the operands of one node of the pattern, not of %u", uses);
 			return -1;
 		}
 	}

@@ -42,6 +42,7 @@ typedef struct kf_pnode {
 	uint32_t nattr;
 	kf_attr *attr;    /* OP: attributes that must match; unnamed ones match anything */
 	uint32_t var;     /* VAR: variable index */
+	bool seq;         /* VAR: the sequence variable (`...`): any number of operands */
 	double cval;      /* CONST: value */
 	int cdtype;       /* CONST: kf_dtype; -1: any (matching) / from the context (replacing);
 	                   * <= -2: the dtype of type variable -2 - cdtype */
@@ -80,6 +81,7 @@ typedef struct kf_pattern {
 	kf_sid tvname[KF_PAT_MAXTVAR];
 	uint8_t tvkind[KF_PAT_MAXTVAR]; /* kf_tvkind */
 	bool no_assoc;         /* match AC chains only as written (rule field assoc = false) */
+	int seqvar;            /* the sequence variable's index, or -1 */
 } kf_pattern;
 
 kf_pattern *kf_pat_new(kf_ctx *c);
@@ -87,6 +89,10 @@ void kf_pat_free(kf_pattern *p);
 /* Adds pattern variable `name` (copied); variables are numbered in order. */
 kf_pv kf_pat_var(kf_pattern *p, const char *name);
 kf_pv kf_pat_const(kf_pattern *p, double v, int dtype);
+/* The sequence variable `...` (one per pattern; added after the others): an
+ * operand of a node of an op of variable arity, it stands for any number of
+ * its operands there (none too); in a replacement, for those values. */
+kf_pv kf_pat_seqvar(kf_pattern *p);
 /* An op node with nres results (nres 0: the op's declared count, or 1);
  * attributes are deep-copied.  Returns its result 0. */
 kf_pv kf_pat_op(kf_pattern *p, int op, const kf_pv *in, uint32_t nin,
@@ -182,6 +188,9 @@ void kf_ruleset_free(kf_ruleset *s);
 typedef struct kf_match {
 	kf_vid bind[64];          /* pattern variables, by index */
 	uint32_t nbind;
+	kf_vid seq[64];           /* the sequence variable's values */
+	uint32_t nseq;
+	bool seqbound;
 	kf_vid out[KF_PAT_MAXOUT]; /* the graph values of the pattern outputs */
 	uint32_t nout;
 	kf_nid node[64];          /* matched op nodes, AC chains' inner nodes too (not constants) */
@@ -243,6 +252,8 @@ struct kf_rewriter {
 	bool at_after;          /* ... just after node `at` rather than just before it */
 	const kf_match *m;      /* the match (NULL for transforms) */
 	const int64_t *tval;    /* type variables' values for templates (NULL: none) */
+	const kf_vid *seq;      /* the sequence variable's values for templates */
+	uint32_t nseq;
 	kf_vid out[KF_PAT_MAXOUT];
 	uint32_t nout;
 	uint32_t nmut;          /* mutations so far */

@@ -339,16 +339,27 @@ int kf_rw_instantiate(kf_rewriter *rw, const kf_pattern *t, const kf_vid *bind, 
 		}
 		if (pn->kind != KF_PN_OP)
 			continue;
-		kf_vid in[KF_PAT_MAXNODE];
-		for (uint32_t k = 0; k < pn->nin && k < KF_PAT_MAXNODE; k++) {
+		kf_vid in[2 * KF_PAT_MAXNODE];
+		uint32_t nin = 0;
+		for (uint32_t k = 0; k < pn->nin; k++) {
 			const kf_pnode *c = &t->node[KF_PV_NODE(pn->in[k])];
+			if (c->kind == KF_PN_VAR && c->seq) {
+				/* `...`: the values it stands for, in place */
+				for (uint32_t j = 0; j < rw->nseq && nin < 2 * KF_PAT_MAXNODE; j++)
+					in[nin++] = rw->seq[j];
+				continue;
+			}
+			if (nin == 2 * KF_PAT_MAXNODE) {
+				snprintf(rw->err, sizeof rw->err, "too many operands");
+				return 0;
+			}
 			if (c->kind == KF_PN_CONST)
-				in[k] = kf_rw_const(rw, c->cval, tmpl_const_dtype(rw, c, pn, val, t, fallback));
+				in[nin++] = kf_rw_const(rw, c->cval, tmpl_const_dtype(rw, c, pn, val, t, fallback));
 			else
-				in[k] = val[KF_PV_NODE(pn->in[k])] + KF_PV_RES(pn->in[k]);
+				in[nin++] = val[KF_PV_NODE(pn->in[k])] + KF_PV_RES(pn->in[k]);
 		}
 		kf_attr *tmp = kf_xrealloc(NULL, (pn->nattr ? pn->nattr : 1) * sizeof *tmp);
-		val[i] = kf_rw_create(rw, pn->op, in, pn->nin, tmpl_attrs(rw, t, pn, tmp), pn->nattr, NULL, pn->nres);
+		val[i] = kf_rw_create(rw, pn->op, in, nin, tmpl_attrs(rw, t, pn, tmp), pn->nattr, NULL, pn->nres);
 		free(tmp);
 		if (val[i] == KF_NONE)
 			return 0;

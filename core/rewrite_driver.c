@@ -406,6 +406,8 @@ static int accept_match(void *ud, kf_match *m)
 	d->st->matched++;
 	rw->m = m;
 	rw->tval = m->tval;
+	rw->seq = m->seq;
+	rw->nseq = m->nseq;
 	rw->err[0] = 0;
 	if (r->where) {
 		d->st->callbacks++;

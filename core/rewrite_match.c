@@ -402,6 +402,7 @@ static uint64_t binding_hash(const kf_match *m)
 	uint64_t h = KF_HASH_SEED;
 	h = kf_hash_bytes(m->bind, m->nbind * sizeof *m->bind, h);
 	h = kf_hash_bytes(m->tval, m->ntval * sizeof *m->tval, h);
+	h = kf_hash_bytes(m->seq, m->nseq * sizeof *m->seq, h);
 	return kf_hash_bytes(m->node, m->nnode * sizeof *m->node, h);
 }
 
@@ -571,6 +572,8 @@ static bool ac_cut(solver *s, const kf_pnode *pn, kf_nid head, const kf_vid *pie
 
 /* ---- goals ---- */
 
+static bool try_seq(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn, kf_nid n, uint32_t si);
+
 static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 {
 	const kf_graph *g = s->g;
@@ -579,10 +582,16 @@ static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return fail(s, pi, gl->v, "an argument of the graph, not an op");
 	/* copies: accept may create nodes, and the node array may move */
 	uint32_t op = kf_N(g, n)->op, nin = kf_N(g, n)->nin;
+	int si = -1; /* the position of `...` among the pattern's operands */
+	for (uint32_t i = 0; s->p->seqvar >= 0 && i < pn->nin; i++)
+		if (s->p->node[KF_PV_NODE(pn->in[i])].seq)
+			si = (int)i;
 	if (op != pn->op)
 		return fail(s, pi, gl->v, "a different op");
-	if (kf_V(g, gl->v)->idx != KF_PV_RES(gl->pv) || nin != pn->nin)
+	if (kf_V(g, gl->v)->idx != KF_PV_RES(gl->pv) || (si < 0 ? nin != pn->nin : nin + 1 < pn->nin))
 		return fail(s, pi, gl->v, "a different result or operand count");
+	if (si >= 0)
+		return try_seq(s, gl, pi, pn, n, (uint32_t)si);
 	if (s->pmap[pi] != KF_NONE)
 		return s->pmap[pi] == n ? solve(s) : fail(s, pi, gl->v, "one pattern node, two graph nodes");
 	uint32_t newly = 0;
@@ -617,6 +626,44 @@ static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 	s->ninner = ninner;
 	s->depth -= pn->weight;
 	s->pmap[pi] = KF_NONE;
+	unbind_tv(&s->tv, newly);
+	return false;
+}
+
+/* A node whose pattern has `...` at operand si: the operands before and
+ * after it match in place, and it takes the ones between (no commutative
+ * orders: the operands of a variadic op have their places). */
+static bool try_seq(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn, kf_nid n, uint32_t si)
+{
+	const kf_graph *g = s->g;
+	kf_match *m = s->m;
+	uint32_t nin = kf_N(g, n)->nin, nrest = nin + 1 - pn->nin;
+	if (s->pmap[pi] != KF_NONE)
+		return s->pmap[pi] == n ? solve(s) : fail(s, pi, gl->v, "one pattern node, two graph nodes");
+	if (nrest > sizeof m->seq / sizeof m->seq[0])
+		return fail(s, pi, gl->v, "more operands than '...' holds (64)");
+	uint32_t newly = 0;
+	if (!attrs_ok(s, pn, n, &newly)) {
+		unbind_tv(&s->tv, newly);
+		return fail(s, pi, gl->v, "attributes differ");
+	}
+	for (uint32_t i = 0; i < nrest; i++)
+		m->seq[i] = kf_in(g, n, si + i);
+	m->nseq = nrest;
+	m->seqbound = true;
+	s->pmap[pi] = n;
+	s->depth += 2; /* the node and `...` */
+	uint32_t base = s->ngoal;
+	bool ok = true;
+	for (uint32_t i = pn->nin; ok && i-- > 0;)
+		if (i != si)
+			ok = push_goal(s, pn->in[i], kf_in(g, n, i < si ? i : i + nrest - 1), n);
+	if (ok && solve(s))
+		return true;
+	s->ngoal = base;
+	s->depth -= 2;
+	s->pmap[pi] = KF_NONE;
+	m->seqbound = false;
 	unbind_tv(&s->tv, newly);
 	return false;
 }
@@ -737,8 +784,13 @@ bool kf_rw_may_match(const kf_graph *g, const kf_rule *r, kf_nid n)
 	const kf_pattern *p = r->pat;
 	const kf_pnode *root = &p->node[KF_PV_NODE(p->out[0])];
 	const kf_node *nd = kf_N(g, n);
-	if (nd->op != root->op || nd->nin != root->nin)
+	bool seq = false;
+	for (uint32_t i = 0; p->seqvar >= 0 && i < root->nin; i++)
+		seq |= p->node[KF_PV_NODE(root->in[i])].seq;
+	if (nd->op != root->op || (seq ? nd->nin + 1 < root->nin : nd->nin != root->nin))
 		return false;
+	if (seq)
+		return true;
 	if (root->nleaf) {
 		int have[KF_AC_MAXPIECES];
 		uint32_t most, nh = kf_rw_ac_pieces(g, n, root->nleaf, have, &most);
@@ -765,6 +817,8 @@ int kf_rw_match(kf_graph *g, const kf_rule *r, kf_nid n, kf_match *m, kf_rw_acce
 	m->why_depth = 0;
 	m->declined = NULL;
 	m->nbind = p->nvar;
+	m->nseq = 0;
+	m->seqbound = false;
 	m->nout = p->nout;
 	m->nnode = 0;
 	m->ntval = p->ntvar;

@@ -69,9 +69,19 @@ kf_graph *kfv_pattern_graph(kf_ctx *c, const kf_rule *r, const kf_pattern *p, co
 	kf_vid bind[KF_PAT_MAXNODE];
 	kf_type types[KF_PAT_MAXNODE];
 	uint64_t rng = cseed;
+	kf_vid seq[2];
 	for (uint32_t i = 0; i < p->nvar; i++) {
 		types[i] = vs[i].t;
-		if (vs[i].konst) {
+		if ((int)i == p->seqvar) {
+			/* `...` stands for two inputs of its type */
+			kf_tid t = kf_type_intern(c, &vs[i].t);
+			for (int k = 0; k < 2; k++) {
+				char name[16];
+				snprintf(name, sizeof name, "rest%d", k + 1);
+				seq[k] = kf_block_add_arg(g, 0, t, kf_intern_cstr(c, name));
+			}
+			bind[i] = KF_NONE;
+		} else if (vs[i].konst) {
 			bind[i] = make_const(g, &vs[i].t, vs[i].value, &rng);
 		} else {
 			kf_tid t = kf_type_intern(c, &vs[i].t);
@@ -94,6 +104,8 @@ kf_graph *kfv_pattern_graph(kf_ctx *c, const kf_rule *r, const kf_pattern *p, co
 	kf_rewriter rw;
 	kf_rw_begin(&rw, g, ret);
 	rw.tval = tval;
+	rw.seq = seq;
+	rw.nseq = p->seqvar >= 0 ? 2 : 0;
 	int ok = kf_rw_instantiate(&rw, p, bind, p->nvar ? (kf_dtype)vs[0].t.dtype : KF_F32, NULL);
 	snprintf(why, whylen, "%s", rw.err);
 	kf_vid out[KF_PAT_MAXOUT];

@@ -156,7 +156,10 @@ static kf_pattern *build(const kf_pattern *p, const digit *d, uint32_t nd, uint6
 		x /= d[k].radix;
 	}
 	for (uint32_t i = 0; i < p->nvar; i++)
-		kf_pat_var(v.q, p->varname[i]);
+		if ((int)i == p->seqvar)
+			kf_pat_seqvar(v.q);
+		else
+			kf_pat_var(v.q, p->varname[i]);
 	kf_pat_copy_tvars(v.q, p);
 	kf_pv out[KF_PAT_MAXOUT];
 	for (uint32_t k = 0; k < p->nout; k++)
