@@ -43,6 +43,7 @@ typedef struct driver {
 	bool changed;
 	uint8_t *warned;   /* per rule: reported its replacement's type (1), a search that gave up (2) */
 	kf_rw_order ord;   /* node positions: builders place after operands, transforms are checked */
+	bool ordered;      /* ord is kept: the set has transforms (a rule's nodes go before its root) */
 } driver;
 
 /* ---- worklist -------------------------------------------------------------- */
@@ -82,7 +83,8 @@ static void push_users(driver *d, kf_vid v, int depth)
 static void seed(driver *d)
 {
 	kf_graph *g = d->g;
-	kf_rw_order_graph(&d->ord, g);
+	if (d->ordered)
+		kf_rw_order_graph(&d->ord, g);
 	for (kf_bid b = g->nblk; b-- > 0;) {
 		if (b && (g->blk[b].parent == KF_NONE || (kf_N(g, g->blk[b].parent)->flags & KF_NODE_DEAD)))
 			continue;
@@ -400,7 +402,7 @@ static int accept_match(void *ud, kf_match *m)
 	if (!a->begun) {
 		kf_rw_begin(rw, d->g, a->n);
 		rw->rule = r;
-		rw->ord = &d->ord;
+		rw->ord = d->ordered ? &d->ord : NULL;
 		a->begun = true;
 	}
 	d->st->matched++;
@@ -788,6 +790,8 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 		st->nrule = rs->n;
 	}
 	d.warned = kf_xcalloc(rs->n ? rs->n : 1, 1);
+	for (uint32_t i = 0; i < rs->n; i++)
+		d.ordered |= !rs->rule[i]->pat;
 	int rc = build_index(&d);
 	if (rc < 0)
 		kf_error(g->ctx, g->loc, "out of memory building the rule index");
