@@ -123,6 +123,10 @@ void kf_lpush_attrval(lua_State *L, const kf_ctx *c, const kf_attrval *v);
 void kf_lpush_type(lua_State *L, const kf_ctx *c, const kf_type *t);
 /* A type from "f32[4,N]" or a {dtype=, shape=} table.  [-0, +0, v] */
 kf_type kf_ltotype(lua_State *L, kf_ctx *c, int idx);
+/* A constant built by rw from the Lua value at vidx (a number, or a nested
+ * list of numbers) typed by tidx ("f32", "f32[2,3]", {dtype=, shape=}, or
+ * none: f32); see g:const in docs/rules.md.  [-0, +0, v] */
+kf_vid kf_ltodense(lua_State *L, kf_lhost *h, kf_rewriter *rw, int vidx, int tidx);
 /* Parses "f32[4,N]"; false on a malformed text. */
 bool kf_parse_type_str(kf_ctx *c, const char *s, kf_type *t);
 

@@ -19,36 +19,9 @@
 #include "rewrite.h"
 #include "rewrite_int.h"
 
-
-typedef struct driver {
-	kf_graph *g;
-	const kf_ruleset *rs;
-	const kf_rw_opts *o;
-	kf_rw_stats *st;
-	uint32_t **byop;   /* per op: rule indices by benefit */
-	uint32_t *nbyop;
-	int16_t (*want)[2]; /* per rule: ops its root's two operands need, -1 any, -2 no check */
-	uint8_t *acleaf;   /* per rule: the leaves of its root's AC chain, 0 when none */
-	uint8_t *maxleaf;  /* per op: the most leaves of an AC root on it */
-	int nop;
-	int depth;         /* deepest pattern */
-	kf_nid *wl; uint32_t nwl, capwl;
-	uint8_t *inwl; uint32_t capin;
-	kf_rw_seen seen;   /* the regions rewrites built, and what from */
-	uint32_t recent[64]; uint32_t nrecent;
-	uint64_t max_rewrites;
-	uint64_t max_steps;
-	const kf_rule *hungriest; /* the rule whose match took the most steps */
-	uint32_t most_steps;
-	bool changed;
-	uint8_t *warned;   /* per rule: reported its replacement's type (1), a search that gave up (2) */
-	kf_rw_order ord;   /* node positions: builders place after operands, transforms are checked */
-	bool ordered;      /* ord is kept: the set has transforms (a rule's nodes go before its root) */
-} driver;
-
 /* ---- worklist -------------------------------------------------------------- */
 
-static void wl_push(driver *d, kf_nid n)
+void kf_rwd_wl_push(kf_rw_driver *d, kf_nid n)
 {
 	if (n == KF_NONE || (kf_N(d->g, n)->flags & KF_NODE_DEAD))
 		return;
@@ -67,20 +40,20 @@ static void wl_push(driver *d, kf_nid n)
 
 /* Users of v, and their users, up to depth levels: a pattern rooted there
  * may now match through the new value. */
-static void push_users(driver *d, kf_vid v, int depth)
+void kf_rwd_push_users(kf_rw_driver *d, kf_vid v, int depth)
 {
 	if (depth <= 0)
 		return;
 	kf_foreach_use(d->g, v, u) {
 		kf_nid user = d->g->use[u].user;
-		wl_push(d, user);
+		kf_rwd_wl_push(d, user);
 		const kf_node *nd = kf_N(d->g, user);
 		for (uint32_t r = 0; r < nd->nres && depth > 1; r++)
-			push_users(d, nd->res0 + r, depth - 1);
+			kf_rwd_push_users(d, nd->res0 + r, depth - 1);
 	}
 }
 
-static void seed(driver *d)
+static void seed(kf_rw_driver *d)
 {
 	kf_graph *g = d->g;
 	if (d->ordered)
@@ -90,13 +63,13 @@ static void seed(driver *d)
 			continue;
 		/* pushed last to first, so that popping goes top-down */
 		for (kf_nid n = g->blk[b].last; n != KF_NONE; n = g->node[n].prev)
-			wl_push(d, n);
+			kf_rwd_wl_push(d, n);
 	}
 }
 
 /* ---- the rule index ------------------------------------------------------------ */
 
-static int build_index(driver *d)
+static int build_index(kf_rw_driver *d)
 {
 	const kf_ruleset *rs = d->rs;
 	d->nop = kf_op_count(d->g->ctx);
@@ -153,7 +126,7 @@ static int build_index(driver *d)
 
 /* ---- rollback and commit ------------------------------------------------------------ */
 
-static bool node_unused(const kf_graph *g, kf_nid n)
+bool kf_rwd_node_unused(const kf_graph *g, kf_nid n)
 {
 	const kf_node *nd = kf_N(g, n);
 	for (uint32_t r = 0; r < nd->nres; r++)
@@ -168,7 +141,7 @@ static bool pinned(const kf_graph *g, kf_nid n)
 }
 
 /* Erases n and pushes its operands' producers (they may be dead now). */
-static void erase_node(driver *d, kf_nid n)
+void kf_rwd_erase_node(kf_rw_driver *d, kf_nid n)
 {
 	kf_graph *g = d->g;
 	const kf_node *nd = kf_N(g, n);
@@ -178,21 +151,21 @@ static void erase_node(driver *d, kf_nid n)
 		in[i] = kf_in(g, n, i);
 	kf_node_erase(g, n);
 	for (uint32_t i = 0; i < nin && i < 16; i++) {
-		wl_push(d, kf_def(g, in[i]));
-		push_users(d, in[i], d->depth);
+		kf_rwd_wl_push(d, kf_def(g, in[i]));
+		kf_rwd_push_users(d, in[i], d->depth);
 	}
 }
 
 /* Erases the nodes in list that nothing reads any more, repeatedly. */
-static void erase_dead(driver *d, const kf_nid *list, uint32_t n)
+static void erase_dead(kf_rw_driver *d, const kf_nid *list, uint32_t n)
 {
 	bool again = true;
 	while (again) {
 		again = false;
 		for (uint32_t i = 0; i < n; i++) {
 			kf_nid x = list[i];
-			if (!(kf_N(d->g, x)->flags & KF_NODE_DEAD) && !pinned(d->g, x) && node_unused(d->g, x)) {
-				erase_node(d, x);
+			if (!(kf_N(d->g, x)->flags & KF_NODE_DEAD) && !pinned(d->g, x) && kf_rwd_node_unused(d->g, x)) {
+				kf_rwd_erase_node(d, x);
 				again = true;
 			}
 		}
@@ -201,7 +174,7 @@ static void erase_dead(driver *d, const kf_nid *list, uint32_t n)
 
 /* ---- tracing ------------------------------------------------------------------- */
 
-static void trace_rewrite(driver *d, const kf_rule *r, kf_nid root, const kf_match *m,
+void kf_rwd_trace_rewrite(kf_rw_driver *d, const kf_rule *r, kf_nid root, const kf_match *m,
 			  const kf_rewriter *rw)
 {
 	if (d->o->log && d->o->trace >= 1)
@@ -210,7 +183,7 @@ static void trace_rewrite(driver *d, const kf_rule *r, kf_nid root, const kf_mat
 
 /* A candidate root of rule r came to `outcome` (trace=2: failures; and
  * every candidate of the rules --trace-rule names). */
-static void trace_candidate(driver *d, const kf_rule *r, kf_nid n, const kf_match *m, const char *outcome,
+void kf_rwd_trace_candidate(kf_rw_driver *d, const kf_rule *r, kf_nid n, const kf_match *m, const char *outcome,
 			    bool failed)
 {
 	if (!d->o->log)
@@ -222,7 +195,7 @@ static void trace_candidate(driver *d, const kf_rule *r, kf_nid n, const kf_matc
 }
 
 /* "'a' (40), 'b' (24)": the rules among the last rewrites. */
-static void recent_rules(driver *d, kf_buf *out)
+static void recent_rules(kf_rw_driver *d, kf_buf *out)
 {
 	uint32_t n = d->nrecent < 64 ? d->nrecent : 64;
 	uint32_t cnt[64] = {0}, idx[64], k = 0;
@@ -239,22 +212,22 @@ static void recent_rules(driver *d, kf_buf *out)
 }
 
 /* (kf_rw_run sized st->rule for the set) */
-static kf_rw_rulestat *rstat(driver *d, const kf_rule *r)
+kf_rw_rulestat *kf_rwd_rstat(kf_rw_driver *d, const kf_rule *r)
 {
 	return &d->st->rule[r->index];
 }
 
-static void note_fired(driver *d, const kf_rule *r)
+void kf_rwd_note_fired(kf_rw_driver *d, const kf_rule *r)
 {
 	d->st->rewrites++;
-	rstat(d, r)->rewritten++;
+	kf_rwd_rstat(d, r)->rewritten++;
 	d->recent[d->nrecent++ % 64] = r->index;
 	d->changed = true;
 }
 
 /* The value a rewrite made in place of `from` takes its name (a result the
  * user named %y stays %y, and kfuse-run --expect y= still finds it). */
-static void keep_name(kf_graph *g, kf_vid from, kf_vid to, kf_nid mark)
+void kf_rwd_keep_name(kf_graph *g, kf_vid from, kf_vid to, kf_nid mark)
 {
 	kf_nid d = kf_def(g, to);
 	if (from == to || !g->val[from].name || g->val[to].name || d == KF_NONE || d < mark ||
@@ -266,7 +239,7 @@ static void keep_name(kf_graph *g, kf_vid from, kf_vid to, kf_nid mark)
 
 /* ---- applying one rule ------------------------------------------------------------ */
 
-static int fail_rule(driver *d, kf_rewriter *rw, kf_nid n, const char *what)
+int kf_rwd_fail_rule(kf_rw_driver *d, kf_rewriter *rw, kf_nid n, const char *what)
 {
 	kf_rw_rollback(rw);
 	kf_note(d->g->ctx, kf_N(d->g, n)->loc, "while %s rule '%s' (%s) here", what, rw->rule->name,
@@ -276,7 +249,7 @@ static int fail_rule(driver *d, kf_rewriter *rw, kf_nid n, const char *what)
 
 /* Checks the replacement of a match before it is swapped in: 1 fine, 0 to
  * decline (reason in rw->err), -1 on a broken rule (error in the context). */
-static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_nid n)
+static int check_replacement(kf_rw_driver *d, kf_rewriter *rw, const kf_match *m, kf_nid n)
 {
 	kf_graph *g = d->g;
 	const kf_rule *r = rw->rule;
@@ -349,7 +322,7 @@ static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_n
 
 /* A rule whose every match gives back what it matched: an error (it would
  * claim success forever). */
-static int report_noop(driver *d, const kf_rule *r, kf_nid n)
+static int report_noop(kf_rw_driver *d, const kf_rule *r, kf_nid n)
 {
 	kf_error(d->g->ctx, kf_N(d->g, n)->loc, "rule '%s' (%s) claims success but leaves the graph unchanged",
 		 r->name, r->origin ? r->origin : "C");
@@ -358,7 +331,7 @@ static int report_noop(driver *d, const kf_rule *r, kf_nid n)
 
 /* Rewrite rw (from region hb to ha) gives back a graph an earlier rewrite
  * started from: -1 with the error (rolled back), else 0. */
-static int report_undo(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
+static int report_undo(kf_rw_driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
 {
 	kf_graph *g = d->g;
 	const kf_rule *r = rw->rule;
@@ -381,7 +354,7 @@ static int report_undo(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64
 
 /* One candidate root of a rule: the match, and what accept made of it. */
 typedef struct attempt {
-	driver *d;
+	kf_rw_driver *d;
 	const kf_rule *r;
 	kf_rewriter *rw;
 	kf_nid n;
@@ -396,7 +369,7 @@ typedef struct attempt {
 static int accept_match(void *ud, kf_match *m)
 {
 	attempt *a = ud;
-	driver *d = a->d;
+	kf_rw_driver *d = a->d;
 	const kf_rule *r = a->r;
 	kf_rewriter *rw = a->rw;
 	if (!a->begun) {
@@ -415,7 +388,7 @@ static int accept_match(void *ud, kf_match *m)
 		d->st->callbacks++;
 		int k = r->where(rw);
 		if (k < 0)
-			return fail_rule(d, rw, a->n, "checking");
+			return kf_rwd_fail_rule(d, rw, a->n, "checking");
 		if (k == 0) {
 			d->st->rejected++;
 			a->where_no++;
@@ -433,7 +406,7 @@ static int accept_match(void *ud, kf_match *m)
 	if (k > 0)
 		k = check_replacement(d, rw, m, a->n);
 	if (k < 0)
-		return fail_rule(d, rw, a->n, "applying");
+		return kf_rwd_fail_rule(d, rw, a->n, "applying");
 	if (k == 0) {
 		kf_rw_rollback(rw);
 		d->st->rejected++;
@@ -456,13 +429,13 @@ static int accept_match(void *ud, kf_match *m)
 }
 
 /* 1 rewritten, 0 no match (or declined), -1 error. */
-static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
+static int apply_rule(kf_rw_driver *d, const kf_rule *r, kf_nid n)
 {
 	kf_graph *g = d->g;
 	kf_match m;
 	kf_rewriter rw;
 	d->st->tried++;
-	kf_rw_rulestat *rs = rstat(d, r);
+	kf_rw_rulestat *rs = kf_rwd_rstat(d, r);
 	rs->attempted++;
 	attempt a;
 	a.d = d, a.r = r, a.rw = &rw, a.n = n, a.begun = false, a.where_no = a.declined = a.noop = 0;
@@ -498,7 +471,7 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 		rs->where_no += a.where_no && !a.declined;
 		rs->declined += a.declined > 0;
 		if (k == 0)
-			trace_candidate(d, r, n, &m, NULL, true);
+			kf_rwd_trace_candidate(d, r, n, &m, NULL, true);
 		if (a.begun)
 			kf_rw_end(&rw);
 		return k;
@@ -509,193 +482,26 @@ static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
 		return -1;
 	}
 	kf_rw_seen_add(&d->seen, a.ha, a.hb, r->index);
-	trace_rewrite(d, r, n, &m, &rw);
+	kf_rwd_trace_rewrite(d, r, n, &m, &rw);
 	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
 		kf_rwt_candidate(d->o->log, g, r, n, &m, "rewritten");
 	for (uint32_t i = 0; i < m.nout; i++) {
 		kf_replace_all_uses(g, m.out[i], rw.out[i]);
-		keep_name(g, m.out[i], rw.out[i], rw.mark);
+		kf_rwd_keep_name(g, m.out[i], rw.out[i], rw.mark);
 	}
-	note_fired(d, r);
+	kf_rwd_note_fired(d, r);
 	for (uint32_t i = 0; i < rw.ncreated; i++)
-		wl_push(d, rw.created[i]);
+		kf_rwd_wl_push(d, rw.created[i]);
 	for (uint32_t i = 0; i < rw.nout; i++)
-		push_users(d, rw.out[i], d->depth);
+		kf_rwd_push_users(d, rw.out[i], d->depth);
 	erase_dead(d, m.node, m.nnode);
-	kf_rw_end(&rw);
-	return 1;
-}
-
-/* Commits a transform's deferred erasures; -1 when one is still used. */
-static int commit_erasures(driver *d, kf_rewriter *rw, kf_nid n)
-{
-	kf_graph *g = d->g;
-	for (uint32_t i = 0; i < rw->nerase; i++) {
-		const kf_node *nd = kf_N(g, rw->erase[i]);
-		for (uint32_t r = 0; r < nd->nres; r++)
-			kf_foreach_use(g, nd->res0 + r, u) {
-				kf_nid user = g->use[u].user;
-				bool gone = false;
-				for (uint32_t j = 0; j < rw->nerase; j++)
-					gone |= rw->erase[j] == user;
-				if (!gone) {
-					kf_error(g->ctx, kf_N(g, rw->erase[i])->loc,
-						 "rule '%s' (%s) erased a node whose result is still used",
-						 rw->rule->name, rw->rule->origin ? rw->rule->origin : "C");
-					return fail_rule(d, rw, n, "applying");
-				}
-			}
-	}
-	/* users first: erase what is unused until the list is done */
-	for (bool again = true; again;) {
-		again = false;
-		for (uint32_t i = 0; i < rw->nerase; i++) {
-			kf_nid x = rw->erase[i];
-			if (!(kf_N(g, x)->flags & KF_NODE_DEAD) && node_unused(g, x)) {
-				erase_node(d, x);
-				again = true;
-			}
-		}
-	}
-	return 0;
-}
-
-/* The name of value v and its node, for messages: "%q (matmul at f.kf:3:3)". */
-static void value_str(kf_buf *b, const kf_graph *g, kf_vid v)
-{
-	kf_sid name = kf_V(g, v)->name;
-	kf_nid d = kf_def(g, v);
-	if (name)
-		kf_buf_printf(b, "%%%s ", kf_str(g->ctx, name));
-	if (d == KF_NONE) {
-		kf_buf_puts(b, "(an argument)");
-		return;
-	}
-	kf_buf_printf(b, "(%s at ", kf_op(g->ctx, kf_N(g, d)->op)->name);
-	kf_rw_locstr(b, g->ctx, kf_N(g, d)->loc);
-	kf_buf_putc(b, ')');
-}
-
-/* What a transform left must be a valid graph before it is committed:
- * every use it moved reads a value defined before the user, and every node
- * whose attributes it set still has the types it had.  0, or -1 with an
- * error naming the transform (and the rewrite rolled back). */
-static int check_transform(driver *d, kf_rewriter *rw, kf_nid n)
-{
-	kf_graph *g = d->g;
-	const kf_rule *r = rw->rule;
-	kf_buf why = {0};
-	for (uint32_t i = 0; i < rw->nmoved && !why.n; i++) {
-		kf_nid user = rw->moved[i].user;
-		if (kf_rw_erased(rw, user))
-			continue;
-		kf_vid v = kf_in(g, user, rw->moved[i].slot);
-		if (kf_rw_order_available(&d->ord, g, v, user))
-			continue;
-		kf_buf_puts(&why, "it made ");
-		if (kf_N(g, user)->nres) {
-			value_str(&why, g, kf_res(g, user, 0));
-		} else {
-			kf_buf_printf(&why, "'%s' at ", kf_op(g->ctx, kf_N(g, user)->op)->name);
-			kf_rw_locstr(&why, g->ctx, kf_N(g, user)->loc);
-		}
-		kf_buf_puts(&why, " read ");
-		value_str(&why, g, v);
-		kf_buf_puts(&why, ", which is defined after it");
-	}
-	for (uint32_t i = 0; i < rw->nattrs && !why.n; i++) {
-		kf_nid x = rw->attrs[i].n;
-		const kf_node *nd = kf_N(g, x);
-		if (kf_rw_erased(rw, x) || nd->nres > KF_PAT_MAXOUT)
-			continue;
-		kf_type t[KF_PAT_MAXOUT];
-		char err[200];
-		int k = kf_infer(g, x, t, KF_PAT_MAXOUT, err, sizeof err);
-		bool same = k == (int)kf_N(g, x)->nres;
-		for (int j = 0; same && j < k; j++)
-			same = kf_type_intern(g->ctx, &t[j]) == kf_V(g, kf_res(g, x, (uint32_t)j))->type;
-		if (same)
-			continue;
-		kf_buf_puts(&why, "its set_attr changed the result types of ");
-		value_str(&why, g, kf_res(g, x, 0));
-		kf_buf_printf(&why, " (%s)", k < 0 ? err : "its users expect the old ones");
-	}
-	if (!why.n)
-		return 0;
-	kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) would leave the graph invalid: %s; it was rolled back",
-		 r->name, r->origin ? r->origin : "C", why.p);
-	kf_buf_free(&why);
-	return fail_rule(d, rw, n, "applying");
-}
-
-static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
-{
-	kf_graph *g = d->g;
-	kf_rewriter rw;
-	kf_rw_begin(&rw, g, n);
-	rw.rule = r;
-	rw.ord = &d->ord;
-	d->st->tried++;
-	d->st->callbacks++;
-	rstat(d, r)->attempted++;
-	int k = r->apply(&rw, n);
-	if (k < 0 || (k == 0 && rw.nmut)) {
-		if (k == 0)
-			kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) changed the graph but returned false",
-				 r->name, r->origin ? r->origin : "C");
-		k = fail_rule(d, &rw, n, "applying");
-		kf_rw_end(&rw);
-		return k;
-	}
-	if (k == 0) {
-		trace_candidate(d, r, n, NULL, "apply returned false", true);
-		kf_rw_end(&rw);
-		return 0;
-	}
-	if (rw.nmut == 0) {
-		kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) claims success but leaves the graph unchanged",
-			 r->name, r->origin ? r->origin : "C");
-		kf_rw_end(&rw);
-		return -1;
-	}
-	if (check_transform(d, &rw, n) < 0) {
-		kf_rw_end(&rw);
-		return -1;
-	}
-	trace_rewrite(d, r, n, NULL, &rw);
-	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
-		kf_rwt_candidate(d->o->log, g, r, n, NULL, "rewritten");
-	if (commit_erasures(d, &rw, n) < 0) {
-		kf_rw_end(&rw);
-		return -1;
-	}
-	for (uint32_t i = 0; i < rw.nmoved; i++)
-		if (!(kf_N(g, rw.moved[i].user)->flags & KF_NODE_DEAD))
-			keep_name(g, rw.moved[i].old, kf_in(g, rw.moved[i].user, rw.moved[i].slot), rw.mark);
-	note_fired(d, r);
-	wl_push(d, n);
-	for (uint32_t i = 0; i < rw.ncreated; i++) {
-		wl_push(d, rw.created[i]);
-		const kf_node *nd = kf_N(g, rw.created[i]);
-		for (uint32_t j = 0; j < nd->nres; j++)
-			push_users(d, nd->res0 + j, d->depth);
-	}
-	for (uint32_t i = 0; i < rw.nmoved; i++)
-		wl_push(d, rw.moved[i].user);
-	for (uint32_t i = 0; i < rw.nattrs; i++) {
-		/* a changed attribute may let a pattern rooted above it match */
-		const kf_node *nd = kf_N(g, rw.attrs[i].n);
-		wl_push(d, rw.attrs[i].n);
-		for (uint32_t j = 0; j < nd->nres; j++)
-			push_users(d, nd->res0 + j, d->depth);
-	}
 	kf_rw_end(&rw);
 	return 1;
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-static int cap_hit(driver *d)
+static int cap_hit(kf_rw_driver *d)
 {
 	kf_buf b = {0};
 	recent_rules(d, &b);
@@ -706,7 +512,7 @@ static int cap_hit(driver *d)
 	return -1;
 }
 
-static int process(driver *d)
+static int process(kf_rw_driver *d)
 {
 	kf_graph *g = d->g;
 	while (d->nwl) {
@@ -716,8 +522,8 @@ static int process(driver *d)
 		if (nd->flags & KF_NODE_DEAD)
 			continue;
 		d->st->visited++;
-		if (nd->nres && !pinned(g, n) && node_unused(g, n)) {
-			erase_node(d, n);
+		if (nd->nres && !pinned(g, n) && kf_rwd_node_unused(g, n)) {
+			kf_rwd_erase_node(d, n);
 			d->st->dead++;
 			d->changed = true;
 			continue;
@@ -756,12 +562,12 @@ static int process(driver *d)
 			}
 			if (!may) {
 				d->st->tried++;
-				rstat(d, r)->attempted++;
+				kf_rwd_rstat(d, r)->attempted++;
 				if (d->o->log && d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
 					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the ops around the root cannot match");
 				continue;
 			}
-			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);
+			int k = r->pat ? apply_rule(d, r, n) : kf_rwd_apply_transform(d, r, n);
 			if (k < 0)
 				return -1;
 			if (k > 0) {
@@ -777,7 +583,7 @@ static int process(driver *d)
 int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stats *st)
 {
 	static const kf_rw_opts dflt = {0};
-	driver d;
+	kf_rw_driver d;
 	memset(&d, 0, sizeof d);
 	d.g = g;
 	d.rs = rs;

@@ -19,12 +19,11 @@
  * reason reported is the one at the deepest point the search reached (the
  * most pattern nodes matched), not the last one tried.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kf_int.h"
-#include "rewrite.h"
+#include "rewrite_int.h"
 
 /* Bounds on one match attempt: solver steps, and complete matches offered
  * to accept (each may enter Lua).  A pattern that needs more gives up with
@@ -32,146 +31,7 @@
 #define MATCH_STEPS KF_MATCH_STEPS
 #define MATCH_LEAVES 64
 
-/* ---- attributes ---------------------------------------------------------------- */
-
-/* The value an op uses when the attribute is absent (docs/ops.md), so that a
- * pattern that spells out a default matches a node that leaves it out. */
-static bool attr_default(const kf_ctx *c, int op, const char *key, kf_attrval *v)
-{
-	memset(v, 0, sizeof *v);
-	if (!strcmp(key, "keepdims")) {
-		v->kind = KF_ATTR_BOOL, v->b = true;
-	} else if (!strcmp(key, "axis")) {
-		v->kind = KF_ATTR_INT;
-		v->i = op == KF_OP_SPLIT ? 0 : -1;
-		if (op != KF_OP_SPLIT && op != KF_OP_SOFTMAX && op != KF_OP_LOG_SOFTMAX && op != KF_OP_LAYER_NORM)
-			return false;
-	} else if (!strcmp(key, "approximate")) {
-		v->kind = KF_ATTR_STR, v->s = kf_lookup_str(c, "none", 4);
-		return v->s != KF_NONE;
-	} else if (!strcmp(key, "epsilon")) {
-		v->kind = KF_ATTR_FLOAT, v->f = 1e-5;
-	} else if (!strcmp(key, "alpha") || !strcmp(key, "beta")) {
-		v->kind = KF_ATTR_FLOAT, v->f = 1.0;
-	} else if (!strcmp(key, "trans_a") || !strcmp(key, "trans_b")) {
-		v->kind = KF_ATTR_INT, v->i = 0;
-	} else {
-		return false;
-	}
-	return true;
-}
-
-static bool num_of(const kf_attrval *v, double *x)
-{
-	switch (v->kind) {
-	case KF_ATTR_INT: *x = (double)v->i; return true;
-	case KF_ATTR_FLOAT: *x = v->f; return true;
-	case KF_ATTR_BOOL: *x = v->b; return true;
-	default: return false;
-	}
-}
-
-static bool close_to(double a, double b, double rtol)
-{
-	if (a == b)
-		return true;
-	return fabs(a - b) <= rtol * fmax(fabs(a), fabs(b));
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* An axis list as a sorted set with negative axes counted from the end. */
-static int axes_of(const kf_attrval *v, int rank, int64_t *out)
-{
-	int n = 0;
-	if (v->kind == KF_ATTR_INT)
-		out[n++] = v->i;
-	else if (v->kind == KF_ATTR_LIST && v->n <= KF_MAX_RANK)
-		for (uint32_t i = 0; i < v->n; i++) {
-			if (v->list[i].kind != KF_ATTR_INT)
-				return -1;
-			out[n++] = v->list[i].i;
-		}
-	else
-		return -1;
-	for (int i = 0; i < n; i++)
-		if (out[i] < 0)
-			out[i] += rank;
-	qsort(out, (size_t)n, sizeof *out, cmp_i64);
-	return n;
-}
-
-/* Loose equality: numbers by value (1 == 1.0 == true) within rtol, axes as
- * normalised sets, lists element-wise. */
-static bool attr_match(const kf_attrval *pa, const kf_attrval *na, bool axes, int rank, double rtol)
-{
-	if (axes) {
-		int64_t x[KF_MAX_RANK], y[KF_MAX_RANK];
-		int nx = axes_of(pa, rank, x), ny = axes_of(na, rank, y);
-		return nx >= 0 && nx == ny && !memcmp(x, y, (size_t)nx * sizeof *x);
-	}
-	double a, b;
-	if (num_of(pa, &a) && num_of(na, &b))
-		return close_to(a, b, rtol);
-	if (pa->kind != na->kind)
-		return false;
-	if (pa->kind == KF_ATTR_LIST) {
-		if (pa->n != na->n)
-			return false;
-		for (uint32_t i = 0; i < pa->n; i++)
-			if (!attr_match(&pa->list[i], &na->list[i], false, rank, rtol))
-				return false;
-		return true;
-	}
-	return kf_attrval_eq(pa, na);
-}
-
-/* ---- constants ------------------------------------------------------------------- */
-
-/* The one value of a constant whose elements are all equal (a scalar, a splat
- * or a small dense literal of one repeated value). */
-static bool const_scalar(const kf_graph *g, kf_nid n, double *v)
-{
-	const kf_node *nd = kf_N(g, n);
-	const kf_const *k = nd->cst;
-	if (!k || k->kind == KF_CONST_FILE || k->n == 0 || k->n > 4096)
-		return false;
-	bool fl = kf_dtype_is_float(kf_vtype(g, nd->res0)->dtype);
-	if (fl ? !k->f : !k->i)
-		return false;
-	double x = fl ? k->f[0] : (double)k->i[0];
-	for (uint64_t i = 1; i < k->n; i++)
-		if ((fl ? k->f[i] : (double)k->i[i]) != x)
-			return false;
-	*v = x;
-	return true;
-}
-
-/* A constant standing for a scalar must not widen its user's result: its
- * shape broadcasts into the user's result shape. */
-static bool broadcasts_into(const kf_type *c, const kf_type *r)
-{
-	if (c->rank > r->rank)
-		return false;
-	for (int i = 1; i <= c->rank; i++) {
-		int64_t cd = c->dim[c->rank - i], rd = r->dim[r->rank - i];
-		if (cd != 1 && cd != rd)
-			return false;
-	}
-	return true;
-}
-
 /* ---- the solver ---------------------------------------------------------------------- */
-
-/* Type variables' values and which are bound (bit i: variable i). */
-typedef struct tvars {
-	int64_t val[KF_PAT_MAXTVAR];
-	uint32_t bound;
-} tvars;
 
 typedef struct goal {
 	kf_pv pv;
@@ -193,7 +53,7 @@ typedef struct solver {
 	kf_nid inner[KF_PAT_MAXNODE];   /* AC chains' inner graph nodes on this path */
 	uint32_t ninner;
 	uint32_t depth;                 /* pattern nodes matched on this path */
-	tvars tv;                       /* type variables bound on this path */
+	kf_rw_tvars tv;                       /* type variables bound on this path */
 	uint32_t steps, leaves;
 	int status;                     /* 0 searching, 1 accepted, -1 error, 2 gave up */
 	const char *gave_up;            /* why, when it gave up */
@@ -243,97 +103,12 @@ static bool in_set(const kf_nid *set, uint32_t n, kf_nid x)
 	return false;
 }
 
-/* ---- type variables ---- */
-
-/* Binds type variable tv to x, or checks it is x. */
-static bool bind_tv(tvars *tv, int i, int64_t x, uint32_t *newly)
-{
-	uint32_t bit = 1u << i;
-	if (tv->bound & bit)
-		return tv->val[i] == x;
-	tv->bound |= bit;
-	tv->val[i] = x;
-	*newly |= bit;
-	return true;
-}
-
-static void unbind_tv(tvars *tv, uint32_t newly)
-{
-	tv->bound &= ~newly;
-}
-
-/* "T[N, D]": the constraint as written, for messages. */
-static void ptype_str(kf_buf *b, const kf_pattern *p, const kf_ptype *t)
-{
-	if (t->dtype >= 0)
-		kf_buf_puts(b, kf_dtype_name((kf_dtype)t->dtype));
-	else if (t->dtype == -1)
-		kf_buf_putc(b, '?');
-	else
-		kf_buf_puts(b, kf_str(p->ctx, p->tvname[-2 - t->dtype]));
-	if (t->rank < 0)
-		return;
-	kf_buf_putc(b, '[');
-	if (t->ellipsis)
-		kf_buf_puts(b, t->rank ? "..., " : "...");
-	for (int i = 0; i < t->rank; i++) {
-		if (i)
-			kf_buf_puts(b, ", ");
-		if (t->dvar[i] == -1)
-			kf_buf_printf(b, "%lld", (long long)t->dim[i]);
-		else if (t->dvar[i] == -2)
-			kf_buf_putc(b, '?');
-		else
-			kf_buf_puts(b, kf_str(p->ctx, p->tvname[t->dvar[i]]));
-	}
-	kf_buf_putc(b, ']');
-}
-
-/* Whether type t satisfies constraint pt, binding type variables (the new
- * bindings in *newly, undone on failure). */
-static bool type_ok(tvars *tv, const kf_ptype *pt, const kf_type *t, uint32_t *newly)
-{
-	uint32_t mine = 0;
-	bool ok = true;
-	if (pt->dtype >= 0)
-		ok = t->dtype == pt->dtype;
-	else if (pt->dtype <= -2)
-		ok = bind_tv(tv, -2 - pt->dtype, t->dtype, &mine);
-	if (ok && pt->rank >= 0) {
-		ok = pt->ellipsis ? t->rank >= pt->rank : t->rank == pt->rank;
-		for (int i = 0; ok && i < pt->rank; i++) {
-			int64_t d = t->dim[t->rank - pt->rank + i];
-			if (pt->dvar[i] == -1)
-				ok = d == pt->dim[i];
-			else if (pt->dvar[i] >= 0)
-				ok = bind_tv(tv, pt->dvar[i], d, &mine);
-		}
-	}
-	if (!ok)
-		unbind_tv(tv, mine);
-	else
-		*newly |= mine;
-	return ok;
-}
-
-bool kf_pat_bind_types(const kf_pattern *p, const kf_type *types, int64_t *tval, uint32_t *bound)
-{
-	tvars tv = {{0}, 0};
-	uint32_t newly = 0;
-	for (uint32_t v = 0; v < p->nvar; v++)
-		if (p->vtype && p->vtype[v] && !type_ok(&tv, p->vtype[v], &types[v], &newly))
-			return false;
-	memcpy(tval, tv.val, sizeof tv.val);
-	*bound = tv.bound;
-	return true;
-}
-
 static bool type_fail(solver *s, uint32_t pi, kf_vid v, const kf_ptype *pt)
 {
 	if (s->m->why && s->depth <= s->m->why_depth)
 		return false;
 	kf_buf b = {0}, t = {0};
-	ptype_str(&b, s->p, pt);
+	kf_rwa_ptype_str(&b, s->p, pt);
 	kf_rw_type_str(&t, s->g->ctx, kf_V(s->g, v)->type);
 	char text[160];
 	snprintf(text, sizeof text, "a value of type %s, not %s%s", t.p, b.p,
@@ -359,19 +134,19 @@ static bool attrs_ok(solver *s, const kf_pnode *pn, kf_nid n, uint32_t *newly)
 			if (nd->attr[k].key == pn->attr[i].key)
 				na = &nd->attr[k].v;
 		if (!na) {
-			if (!attr_default(g->ctx, nd->op, key, &dflt))
+			if (!kf_rwa_attr_default(g->ctx, nd->op, key, &dflt))
 				return false;
 			na = &dflt;
 		}
 		int tv = pa->kind == KF_ATTR_STR && s->p->ntvar ? kf_pat_tvar_find(s->p, pa->s) : -1;
 		if (tv >= 0 && s->p->tvkind[tv] == KF_TV_DTYPE) {
 			int dt = na->kind == KF_ATTR_STR ? kf_dtype_parse(kf_str(g->ctx, na->s), kf_strlen(g->ctx, na->s)) : -1;
-			if (dt < 0 || !bind_tv(&s->tv, tv, dt, newly))
+			if (dt < 0 || !kf_rwa_bind_tv(&s->tv, tv, dt, newly))
 				return false;
 			continue;
 		}
 		bool axes = !strcmp(key, "axes") || (!strcmp(key, "axis") && nd->op != KF_OP_CONCAT);
-		if (!attr_match(pa, na, axes, rank, s->rtol))
+		if (!kf_rwa_attr_match(pa, na, axes, rank, s->rtol))
 			return false;
 	}
 	return true;
@@ -596,7 +371,7 @@ static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return s->pmap[pi] == n ? solve(s) : fail(s, pi, gl->v, "one pattern node, two graph nodes");
 	uint32_t newly = 0;
 	if (!attrs_ok(s, pn, n, &newly)) {
-		unbind_tv(&s->tv, newly);
+		kf_rwa_unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "attributes differ");
 	}
 	s->pmap[pi] = n;
@@ -626,7 +401,7 @@ static bool try_op(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 	s->ninner = ninner;
 	s->depth -= pn->weight;
 	s->pmap[pi] = KF_NONE;
-	unbind_tv(&s->tv, newly);
+	kf_rwa_unbind_tv(&s->tv, newly);
 	return false;
 }
 
@@ -644,7 +419,7 @@ static bool try_seq(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn, 
 		return fail(s, pi, gl->v, "more operands than '...' holds (64)");
 	uint32_t newly = 0;
 	if (!attrs_ok(s, pn, n, &newly)) {
-		unbind_tv(&s->tv, newly);
+		kf_rwa_unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "attributes differ");
 	}
 	for (uint32_t i = 0; i < nrest; i++)
@@ -664,7 +439,7 @@ static bool try_seq(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn, 
 	s->depth -= 2;
 	s->pmap[pi] = KF_NONE;
 	m->seqbound = false;
-	unbind_tv(&s->tv, newly);
+	kf_rwa_unbind_tv(&s->tv, newly);
 	return false;
 }
 
@@ -673,26 +448,26 @@ static bool try_const(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn
 	const kf_graph *g = s->g;
 	kf_nid n = kf_def(g, gl->v);
 	double x;
-	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_CONST || !const_scalar(g, n, &x))
+	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_CONST || !kf_rwa_const_scalar(g, n, &x))
 		return fail(s, pi, gl->v, "not a constant with one value");
 	const kf_type *t = kf_vtype(g, gl->v);
 	uint32_t newly = 0;
 	if (pn->cdtype >= 0 ? t->dtype != pn->cdtype
-			    : pn->cdtype <= -2 && !bind_tv(&s->tv, -2 - pn->cdtype, t->dtype, &newly))
+			    : pn->cdtype <= -2 && !kf_rwa_bind_tv(&s->tv, -2 - pn->cdtype, t->dtype, &newly))
 		return fail(s, pi, gl->v, "a constant of another dtype");
-	if (!close_to(x, pn->cval, s->rtol)) {
-		unbind_tv(&s->tv, newly);
+	if (!kf_rwa_close_to(x, pn->cval, s->rtol)) {
+		kf_rwa_unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "a constant of another value");
 	}
-	if (gl->parent != KF_NONE && !broadcasts_into(t, kf_vtype(g, kf_N(g, gl->parent)->res0))) {
-		unbind_tv(&s->tv, newly);
+	if (gl->parent != KF_NONE && !kf_rwa_broadcasts_into(t, kf_vtype(g, kf_N(g, gl->parent)->res0))) {
+		kf_rwa_unbind_tv(&s->tv, newly);
 		return fail(s, pi, gl->v, "a constant that widens its user's shape");
 	}
 	s->depth++;
 	if (solve(s))
 		return true;
 	s->depth--;
-	unbind_tv(&s->tv, newly);
+	kf_rwa_unbind_tv(&s->tv, newly);
 	return false;
 }
 
@@ -703,7 +478,7 @@ static bool try_var(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return *b == gl->v ? solve(s) : fail(s, pi, gl->v, "a variable bound to two values");
 	const kf_ptype *pt = s->p->vtype ? s->p->vtype[pn->var] : NULL;
 	uint32_t newly = 0;
-	if (pt && !type_ok(&s->tv, pt, kf_vtype(s->g, gl->v), &newly))
+	if (pt && !kf_rwa_type_ok(&s->tv, pt, kf_vtype(s->g, gl->v), &newly))
 		return type_fail(s, pi, gl->v, pt);
 	*b = gl->v;
 	s->depth++;
@@ -711,7 +486,7 @@ static bool try_var(solver *s, const goal *gl, uint32_t pi, const kf_pnode *pn)
 		return true;
 	s->depth--;
 	*b = KF_NONE;
-	unbind_tv(&s->tv, newly);
+	kf_rwa_unbind_tv(&s->tv, newly);
 	return false;
 }
 

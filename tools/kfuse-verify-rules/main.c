@@ -372,33 +372,41 @@ static int covers(kf_ctx *c, const char *old, kf_lrules **now, int nnow, const o
 	return k;
 }
 
-int main(int argc, char **argv)
+/* The options into o, the paths into paths[64] (*old: --covers): the path
+ * count, or -1 on a usage error. */
+static int parse_args(int argc, char **argv, opts *o, const char **paths, const char **old)
 {
-	opts o = {12345, 3, true, true, true, false};
-	const char *paths[64], *old = NULL;
 	int npath = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--seed") && i + 1 < argc)
-			o.seed = strtoull(argv[++i], NULL, 10);
+			o->seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(a, "--trials") && i + 1 < argc)
-			o.trials = atoi(argv[++i]);
+			o->trials = atoi(argv[++i]);
 		else if (!strcmp(a, "--covers") && i + 1 < argc)
-			old = argv[++i];
+			*old = argv[++i];
 		else if (!strcmp(a, "--no-examples"))
-			o.examples = false;
+			o->examples = false;
 		else if (!strcmp(a, "--only-examples"))
-			o.rules = false;
+			o->rules = false;
 		else if (!strcmp(a, "--no-orders"))
-			o.orders = false;
+			o->orders = false;
 		else if (!strcmp(a, "-v"))
-			o.verbose = true;
+			o->verbose = true;
 		else if (a[0] == '-' || npath == 64)
-			return usage();
+			return -1;
 		else
 			paths[npath++] = a;
 	}
-	if (!npath || o.trials < 1)
+	return npath && o->trials >= 1 ? npath : -1;
+}
+
+int main(int argc, char **argv)
+{
+	opts o = {12345, 3, true, true, true, false};
+	const char *paths[64], *old = NULL;
+	int npath = parse_args(argc, argv, &o, paths, &old);
+	if (npath < 0)
 		return usage();
 	kf_ctx *c = kf_ctx_new();
 	kf_rt_register(c);
