@@ -1,7 +1,7 @@
 /* kfuse-verify-rules: checks Lua rule files.
  *
- *   kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] [--only-examples]
- *                      [--no-orders] [--covers OLD] [-v]
+ *   kfuse-verify-rules [PATH...] [--seed N] [--trials N] [--no-examples] [--only-examples]
+ *                      [--no-orders] [--covers OLD] [-v]   (--help has the details)
  *
  * For every rule: builds its pattern as a graph for each set of input types
  * (the rule's `verify = {...}`, else every variable f32[16], f32[4,8] and
@@ -16,11 +16,13 @@
  * examples check them.  Exit 0 when all is well, 1 when a rule or an
  * example is wrong or a file does not load.
  */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "equiv.h"
 #include "interp.h"
 #include "plugin.h"
@@ -346,17 +348,75 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out, 
 	return rc < 0 ? -1 : bad;
 }
 
-static int usage(void)
+static const char usage[] =
+	"usage: kfuse-verify-rules [PATH...] [options]\n"
+	"Checks Lua rule files or directories of them (default: the standard rules; a\n"
+	"PATH not found here is looked up among them): every rule's replacement\n"
+	"computes what its pattern computes, on random inputs of each type set; every\n"
+	"rule rewrites its pattern in every operand order and grouping; and every\n"
+	"embedded example gives its expected output.\n"
+	"  --seed N          seed of the random inputs (default 12345)\n"
+	"  --trials N        random input sets per type set (default 3)\n"
+	"  --no-examples     skip the embedded examples\n"
+	"  --only-examples   run the examples only\n"
+	"  --no-orders       skip the operand orders\n"
+	"  --covers OLD      also: every graph a rule of OLD rewrites, the rules of the\n"
+	"                    PATHs rewrite to the same graph\n"
+	"  -v, --verbose     a line for every rule verified\n"
+	"  -h, --help, --version\n"
+	"Transforms and verify = false rules are counted apart (their examples check\n"
+	"them).  Exit status: 0 all verified, 1 a rule or an example is wrong or a\n"
+	"file does not load, 2 a usage error.\n";
+
+enum { O_SEED = 256, O_TRIALS, O_NO_EXAMPLES, O_ONLY_EXAMPLES, O_NO_ORDERS, O_COVERS, O_VERSION };
+
+/* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
+static int parse_args(int argc, char **argv, opts *o, const char **paths, int *npath, const char **old)
 {
-	fprintf(stderr, "usage: kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] "
-			"[--only-examples] [--no-orders] [--covers OLD] [-v]\n");
-	return 2;
+	static const struct option longs[] = {
+		{"seed", required_argument, 0, O_SEED}, {"trials", required_argument, 0, O_TRIALS},
+		{"no-examples", no_argument, 0, O_NO_EXAMPLES},
+		{"only-examples", no_argument, 0, O_ONLY_EXAMPLES}, {"no-orders", no_argument, 0, O_NO_ORDERS},
+		{"covers", required_argument, 0, O_COVERS}, {"verbose", no_argument, 0, 'v'},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
+	int ch;
+	long long n;
+	while ((ch = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'h': fputs(usage, stdout); return 1;
+		case O_VERSION: kf_cli_version_rules(); return 1;
+		case O_SEED:
+			if (!kf_cli_u64("--seed", optarg, &o->seed))
+				return kf_cli_status() + 1;
+			break;
+		case O_TRIALS:
+			if (!kf_cli_int("--trials", optarg, 1, 1000, &n))
+				return kf_cli_status() + 1;
+			o->trials = (int)n;
+			break;
+		case O_NO_EXAMPLES: o->examples = false; break;
+		case O_ONLY_EXAMPLES: o->rules = false; break;
+		case O_NO_ORDERS: o->orders = false; break;
+		case O_COVERS: *old = optarg; break;
+		case 'v': o->verbose = true; break;
+		default: return kf_cli_bad_option(ch, argv) + 1;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (*npath == 64)
+			return kf_cli_usage("at most 64 paths") + 1;
+		paths[(*npath)++] = argv[i];
+	}
+	return 0;
 }
 
 /* --covers OLD: the rules of every PATH (together) against those of OLD. */
 static int covers(kf_ctx *c, const char *old, kf_lrules **now, int nnow, const opts *o, kf_buf *out)
 {
-	kf_lrules *r = kf_lua_rules_load(c, old);
+	kf_buf path = {0};
+	kf_lrules *r = kf_rules_find(c, old, &path) == 0 ? kf_lua_rules_load(c, path.p) : NULL;
+	kf_buf_free(&path);
 	if (!r)
 		return -1;
 	kf_ruleset all = {0};
@@ -372,58 +432,26 @@ static int covers(kf_ctx *c, const char *old, kf_lrules **now, int nnow, const o
 	return k;
 }
 
-/* The options into o, the paths into paths[64] (*old: --covers): the path
- * count, or -1 on a usage error. */
-static int parse_args(int argc, char **argv, opts *o, const char **paths, const char **old)
+/* Loads and checks the rules of each path (the standard rules when there
+ * are none): 0 all well, 1 not. */
+static int verify_paths(kf_ctx *c, const char **paths, int npath, const opts *o, const char *old, kf_buf *out)
 {
-	int npath = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--seed") && i + 1 < argc)
-			o->seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(a, "--trials") && i + 1 < argc)
-			o->trials = atoi(argv[++i]);
-		else if (!strcmp(a, "--covers") && i + 1 < argc)
-			*old = argv[++i];
-		else if (!strcmp(a, "--no-examples"))
-			o->examples = false;
-		else if (!strcmp(a, "--only-examples"))
-			o->rules = false;
-		else if (!strcmp(a, "--no-orders"))
-			o->orders = false;
-		else if (!strcmp(a, "-v"))
-			o->verbose = true;
-		else if (a[0] == '-' || npath == 64)
-			return -1;
-		else
-			paths[npath++] = a;
-	}
-	return npath && o->trials >= 1 ? npath : -1;
-}
-
-int main(int argc, char **argv)
-{
-	opts o = {12345, 3, true, true, true, false};
-	const char *paths[64], *old = NULL;
-	int npath = parse_args(argc, argv, &o, paths, &old);
-	if (npath < 0)
-		return usage();
-	kf_ctx *c = kf_ctx_new();
-	kf_rt_register(c);
-	int bad = 0;
+	int bad = 0, nload = 0;
 	tally t = {0};
 	uint32_t nex = 0;
-	kf_buf out = {0};
 	kf_lrules *loaded[64];
-	for (int p = 0; p < npath; p++) {
-		kf_lrules *r = loaded[p] = kf_lua_rules_load(c, paths[p]);
+	for (int p = 0; p < (npath ? npath : 1); p++) {
+		kf_buf path = {0};
+		kf_lrules *r = kf_rules_find(c, npath ? paths[p] : NULL, &path) == 0 ? kf_lua_rules_load(c, path.p) : NULL;
+		kf_buf_free(&path);
 		if (!r) {
 			bad = 1;
 			break;
 		}
+		loaded[nload++] = r;
 		const kf_ruleset *rs = kf_lua_rules_set(r);
-		for (uint32_t i = 0; o.rules && i < rs->n; i++) {
-			int k = verify_rule(c, rs->rule[i], &o, &out, &t);
+		for (uint32_t i = 0; o->rules && i < rs->n; i++) {
+			int k = verify_rule(c, rs->rule[i], o, out, &t);
 			if (k < 0) {
 				kf_note(c, KF_NOLOC, "while verifying rule '%s' (%s)", rs->rule[i]->name,
 					rs->rule[i]->origin);
@@ -432,31 +460,45 @@ int main(int argc, char **argv)
 			}
 			bad |= k;
 		}
-		if (o.examples && !kf_nerrors(c)) {
+		if (o->examples && !kf_nerrors(c)) {
 			uint32_t n;
-			int f = kf_rules_run_examples(r, &out, &n);
+			int f = kf_rules_run_examples(r, out, &n);
 			nex += n;
 			bad |= f != 0;
 		}
 		if (kf_nerrors(c))
 			break;
 	}
-	if (old && !bad && !kf_nerrors(c)) {
-		int k = covers(c, old, loaded, npath, &o, &out);
-		bad |= k != 0;
+	if (old && !bad && !kf_nerrors(c))
+		bad |= covers(c, old, loaded, nload, o, out) != 0;
+	if (!bad) {
+		kf_buf_printf(out, "ok: %d rules verified", t.verified);
+		if (o->orders && o->rules)
+			kf_buf_printf(out, " (%llu operand orders matched)", (unsigned long long)t.orders);
+		if (t.transforms || t.off)
+			kf_buf_printf(out, "; not verified, their examples check them: %d transforms, %d verify = false "
+				      "rules", t.transforms, t.off);
+		kf_buf_printf(out, "; %u examples passed\n", nex);
 	}
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	opts o = {12345, 3, true, true, true, false};
+	const char *paths[64], *old = NULL;
+	int npath = 0;
+	kf_cli_init("kfuse-verify-rules", 2);
+	int st = parse_args(argc, argv, &o, paths, &npath, &old);
+	if (st)
+		return st - 1;
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_buf out = {0};
+	int bad = verify_paths(c, paths, npath, &o, old, &out);
 	fwrite(out.p ? out.p : "", 1, out.n, stdout);
 	kf_buf_free(&out);
 	kf_diag_flush(c, stderr);
-	if (!bad) {
-		printf("ok: %d rules verified", t.verified);
-		if (o.orders)
-			printf(" (%llu operand orders matched)", (unsigned long long)t.orders);
-		if (t.transforms || t.off)
-			printf("; not verified, their examples check them: %d transforms, %d verify = false rules",
-			       t.transforms, t.off);
-		printf("; %u examples passed\n", nex);
-	}
 	kf_plugin_release(c);
 	kf_ctx_free(c);
 	return bad;
