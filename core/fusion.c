@@ -127,6 +127,8 @@ kf_fuse_kind kf_fuse_kind_of(const kf_graph *g, kf_nid n)
 		return KF_FK_LOOP;
 	case KF_TRAIT_REDUCE: {
 		int a;
+		if (x->op >= KF_NBUILTIN)
+			return KF_FK_NONE; /* a plugin's reduction (a Lua op{}): no kernel template */
 		int64_t R, C;
 		return kf_fuse_row_split(g, n, &a, &R, &C) ? KF_FK_ROW : KF_FK_REDUCE;
 	}

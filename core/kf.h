@@ -345,6 +345,8 @@ enum {
 	KF_OPF_REGION = 1 << 2,     /* carries a body block (fusion) */
 	KF_OPF_EFFECT = 1 << 3,     /* never removed as dead */
 	KF_OPF_SYMBOL = 1 << 4,     /* takes `@name` after the op name */
+	KF_OPF_ASSOCIATIVE = 1 << 5, /* (a op b) op c == a op (b op c): with COMMUTATIVE, rules match
+	                                any grouping and order of a chain (docs/rules.md) */
 };
 
 /* The built-in ops, in registry order.  Plugins append after KF_NBUILTIN. */

@@ -93,6 +93,9 @@ void kf_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 
 void kf_diag_free_all(kf_ctx *c);
 
+/* Whether key is in an op's space-separated attribute list (kf_opinfo.attrs). */
+bool kf_op_attr_allowed(const char *allowed, const char *key);
+
 /* The single value of a constant (a scalar or a splat) when v is one. */
 bool kf_const_scalar(const kf_graph *g, kf_vid v, double *x);
 /* Cuts op loose from the plugin or Lua state that defined it, before that

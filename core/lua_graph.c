@@ -118,6 +118,8 @@ static kf_dtype number_dtype(lua_State *L, int first, int last)
 	return pick >= 0 ? (kf_dtype)pick : KF_F32;
 }
 
+/* A dtype argument: a name, or while tracing a type variable of the rule
+ * (-2 - its index).  -1 when absent.  [-0, +0, v] */
 static int const_dtype_arg(lua_State *L, kf_lhost *h, int idx)
 {
 	if (lua_isnoneornil(L, idx))
@@ -125,23 +127,62 @@ static int const_dtype_arg(lua_State *L, kf_lhost *h, int idx)
 	size_t n;
 	const char *s = luaL_checklstring(L, idx, &n);
 	int dt = kf_dtype_parse(s, n);
-	if (dt < 0)
-		luaL_error(L, "unknown dtype '%s'", s);
-	(void)h;
-	return dt;
+	if (dt >= 0)
+		return dt;
+	if ((h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE) && h->trace) {
+		kf_sid sid = kf_lookup_str(h->ctx, s, n);
+		int tv = sid == KF_NONE ? -1 : kf_pat_tvar_find(h->trace, sid);
+		if (tv >= 0 && h->trace->tvkind[tv] == KF_TV_DTYPE)
+			return -2 - tv;
+	}
+	return luaL_error(L, "unknown dtype '%s'", s);
 }
 
-/* const(v [, dtype]): a scalar constant.  [-(1|2), +1, v] */
+/* Attribute names op does not take are refused when the rule is traced (a
+ * misspelt one would make a pattern that never matches), and a dtype
+ * attribute must name a dtype or one of the rule's type variables.
+ * [-0, +0, v] */
+static void check_attrs(lua_State *L, kf_lhost *h, const kf_opinfo *oi, const kf_attr *a, uint32_t na)
+{
+	for (uint32_t i = 0; i < na; i++) {
+		const char *key = kf_str(h->ctx, a[i].key);
+		if (oi->attrs && !kf_op_attr_allowed(oi->attrs, key))
+			luaL_error(L, "'%s' has no attribute '%s' (%s%s)", oi->name, key,
+				   *oi->attrs ? "its attributes: " : "it takes none", oi->attrs);
+		if (strcmp(key, "to") || a[i].v.kind != KF_ATTR_STR)
+			continue;
+		const char *s = kf_str(h->ctx, a[i].v.s);
+		bool tv = (h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE) && h->trace &&
+			  kf_pat_tvar_find(h->trace, a[i].v.s) >= 0;
+		if (kf_dtype_parse(s, strlen(s)) < 0 && !tv)
+			luaL_error(L, "'%s': '%s' is not a dtype%s", oi->name, s,
+				   h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE
+					   ? " nor a type variable of the rule (types = {x = \"T[...]\"})" : "");
+	}
+}
+
+/* const(v [, type]): a constant; while tracing a scalar (type: a dtype or a
+ * type variable).  [-(1|2), +1, v] */
 static int build_const(lua_State *L, kf_lhost *h)
 {
-	double v = luaL_checknumber(L, 1);
-	int dt = const_dtype_arg(L, h, 2);
 	if (h->mode == KF_LM_PATTERN || h->mode == KF_LM_REPLACE) {
+		if (lua_istable(L, 1) || (lua_type(L, 2) == LUA_TSTRING && strchr(lua_tostring(L, 2), '['))) {
+			if (h->mode == KF_LM_REPLACE) {
+				/* a tensor is built per match, as replacements that
+				 * read facts of the match are */
+				h->dynamic = true;
+				return luaL_error(L, "(replacement builds a tensor constant: it runs per match)");
+			}
+			return luaL_error(L, "a pattern matches scalar constants; match a tensor with a variable and "
+					  "test it in where(m)");
+		}
+		double v = luaL_checknumber(L, 1);
+		int dt = const_dtype_arg(L, h, 2);
 		kf_lpush_sym(h, kf_pat_const(h->trace, v, dt));
 		return 1;
 	}
 	kf_rewriter *rw = builder(L);
-	kf_lpush_value(h, rw->g, kf_rw_const(rw, v, dt >= 0 ? (kf_dtype)dt : KF_F32));
+	kf_lpush_value(h, rw->g, kf_ltodense(L, h, rw, 1, 2));
 	return 1;
 }
 
@@ -183,8 +224,16 @@ static int build(lua_State *L, int op, int first)
 	if (last >= first && lua_type(L, last) == LUA_TTABLE) {
 		attrs = last--;
 	}
-	int nin = last - first + 1;
-	if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in) || nin > KF_PAT_MAXNODE) {
+	int nin = last - first + 1, nseq = 0;
+	for (int i = first; i <= last; i++) {
+		struct kf_lsym *s = kf_ltosym(L, i);
+		nseq += s && h->trace_gen && s->gen == h->trace_gen && h->trace->node[KF_PV_NODE(s->pv)].seq;
+	}
+	if (nseq > 1)
+		return luaL_error(L, "'%s': '...' twice among the operands", oi->name);
+	/* `...` may stand for none or many: only the fixed operands count */
+	if ((nseq ? nin - 1 > oi->max_in && oi->max_in >= 0
+		  : nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in)) || nin > KF_PAT_MAXNODE) {
 		if (oi->min_in == oi->max_in)
 			return luaL_error(L, "'%s' takes %d operand%s, not %d", oi->name, oi->min_in,
 					  oi->min_in == 1 ? "" : "s", nin);
@@ -192,12 +241,16 @@ static int build(lua_State *L, int op, int first)
 	}
 	kf_attr *a = NULL;
 	uint32_t na = attrs ? kf_ltoattrs(h, attrs, &a, "nres") : 0;
+	check_attrs(L, h, oi, a, na);
 	uint32_t nres = result_count(L, h, op, attrs);
 	bool traced = false, real = false;
 	for (int i = first; i <= last; i++) {
 		struct kf_lsym *s = kf_ltosym(L, i);
 		if (s && (s->gen != h->trace_gen || !h->trace_gen))
 			return luaL_error(L, "'%s': a traced value from another pattern", oi->name);
+		if (s && h->trace->node[KF_PV_NODE(s->pv)].seq && oi->max_in >= 0 && oi->max_in == oi->min_in)
+			return luaL_error(L, "'%s': '...' stands for any number of operands, and '%s' takes %d",
+					  oi->name, oi->name, oi->min_in);
 		traced |= s != NULL;
 		real |= kf_ltoval(L, i) != NULL;
 		if (!s && !kf_ltoval(L, i) && lua_type(L, i) != LUA_TNUMBER)
@@ -403,7 +456,12 @@ static void push_values(kf_lhost *h, kf_graph *g, kf_nid n, bool outputs)
 static int l_node_attr(lua_State *L)
 {
 	struct kf_lnode *n = check_node(L, 1);
-	const kf_attrval *a = kf_attr_get(n->g, n->n, luaL_checkstring(L, 2));
+	const char *key = luaL_checkstring(L, 2);
+	const kf_opinfo *oi = kf_op(n->g->ctx, kf_N(n->g, n->n)->op);
+	if (oi->attrs && !kf_op_attr_allowed(oi->attrs, key))
+		return luaL_error(L, "a '%s' node has no attribute '%s' (%s%s)", oi->name, key,
+				  *oi->attrs ? "its attributes: " : "it takes none", oi->attrs);
+	const kf_attrval *a = kf_attr_get(n->g, n->n, key);
 	if (a)
 		kf_lpush_attrval(L, n->g->ctx, a);
 	else
@@ -502,12 +560,35 @@ static int l_node_tostring(lua_State *L)
 
 /* ---- the graph API of transforms ------------------------------------------------------- */
 
-/* g:create(op, inputs, attrs?, types?) -> node.  [-(3|4|5), +1, v] */
+/* g:create(op, inputs, attrs?, types?) -> node, or g:create{op = , inputs
+ * = , attrs = , types = , before = node | after = node}.  The node goes
+ * where it is told, else where its operands are (see kf_rw_create).
+ * [-(2|3|4|5), +1, v] */
 static int l_g_create(lua_State *L)
 {
 	kf_lhost *h = kf_lhost_of(L);
 	check_graph(L, 1);
 	kf_rewriter *rw = builder(L);
+	kf_nid at = KF_NONE;
+	bool after = false;
+	if (lua_istable(L, 2)) {
+		/* the table form: unpack it into the positional one */
+		lua_settop(L, 2);
+		kf_lcheck_fields(L, 2, "create", "op inputs attrs types before after");
+		lua_getfield(L, 2, "op");
+		lua_getfield(L, 2, "inputs");
+		lua_getfield(L, 2, "attrs");
+		lua_getfield(L, 2, "types");
+		int b = lua_getfield(L, 2, "before"), a = lua_getfield(L, 2, "after");
+		if (b != LUA_TNIL && a != LUA_TNIL)
+			return luaL_error(L, "create: before or after, not both");
+		if (b != LUA_TNIL || a != LUA_TNIL) {
+			at = check_node(L, b != LUA_TNIL ? -2 : -1)->n;
+			after = a != LUA_TNIL;
+		}
+		lua_settop(L, 6);          /* g, tbl, op, inputs, attrs, types */
+		lua_remove(L, 2);          /* g, op, inputs, attrs, types */
+	}
 	size_t n;
 	const char *name = luaL_checklstring(L, 2, &n);
 	int op = kf_op_lookup(h->ctx, name, n);
@@ -539,22 +620,49 @@ static int l_g_create(lua_State *L)
 			lua_pop(L, 1);
 		}
 	}
+	rw->at = at;
+	rw->at_after = after;
 	kf_vid r = kf_rw_create(rw, op, in, nin, a, na, nt ? types : NULL, nt);
 	if (r == KF_NONE)
-		return luaL_error(L, "%s", rw->err);
+		return luaL_error(L, "create '%s': %s", name, rw->err);
 	kf_lpush_node(h, rw->g, kf_def(rw->g, r));
 	return 1;
 }
 
-/* g:const(v, dtype?) -> value.  [-(2|3), +1, v] */
+/* g:dominates(value, node): the value may be read at the node (defined
+ * before it, or an argument of its block).  [-3, +1, v] */
+static int l_g_dominates(lua_State *L)
+{
+	check_graph(L, 1);
+	kf_rewriter *rw = builder(L);
+	struct kf_lval *v = check_val(L, 2);
+	struct kf_lnode *n = check_node(L, 3);
+	if (!rw->ord)
+		return luaL_error(L, "dominates: the node order is kept only while the rules pass runs");
+	lua_pushboolean(L, kf_rw_order_available(rw->ord, rw->g, v->v, n->n));
+	return 1;
+}
+
+/* g:before(a, b): node a comes before node b in one block.  [-3, +1, v] */
+static int l_g_before(lua_State *L)
+{
+	check_graph(L, 1);
+	kf_rewriter *rw = builder(L);
+	struct kf_lnode *a = check_node(L, 2), *b = check_node(L, 3);
+	if (!rw->ord)
+		return luaL_error(L, "before: the node order is kept only while the rules pass runs");
+	lua_pushboolean(L, kf_rw_order_before(rw->ord, rw->g, a->n, b->n));
+	return 1;
+}
+
+/* g:const(v, type?) -> value: a number (a scalar, or a splat of a shaped
+ * type), or a nested list of numbers.  [-(2|3), +1, v] */
 static int l_g_const(lua_State *L)
 {
 	kf_lhost *h = kf_lhost_of(L);
 	check_graph(L, 1);
 	kf_rewriter *rw = builder(L);
-	double v = luaL_checknumber(L, 2);
-	int dt = const_dtype_arg(L, h, 3);
-	kf_lpush_value(h, rw->g, kf_rw_const(rw, v, dt >= 0 ? (kf_dtype)dt : KF_F32));
+	kf_lpush_value(h, rw->g, kf_ltodense(L, h, rw, 2, 3));
 	return 1;
 }
 
@@ -604,7 +712,9 @@ static int l_g_set_attr(lua_State *L)
 	luaL_checkany(L, 4);
 	kf_arena_free(&h->scratch);
 	kf_attrval v = kf_ltoattrval(h, L, 4, 0);
-	kf_rw_set_attr(rw, n->n, kf_intern_cstr(h->ctx, k), v);
+	kf_attr a = {kf_intern_cstr(h->ctx, k), v};
+	check_attrs(L, h, kf_op(h->ctx, kf_N(n->g, n->n)->op), &a, 1);
+	kf_rw_set_attr(rw, n->n, a.key, v);
 	return 0;
 }
 
@@ -616,7 +726,8 @@ static int l_g_index(lua_State *L)
 	const char *k = luaL_checkstring(L, 2);
 	static const luaL_Reg methods[] = {
 		{"create", l_g_create}, {"const", l_g_const}, {"replace_all_uses", l_g_replace},
-		{"erase", l_g_erase}, {"set_attr", l_g_set_attr}, {NULL, NULL}};
+		{"erase", l_g_erase}, {"set_attr", l_g_set_attr}, {"dominates", l_g_dominates},
+		{"before", l_g_before}, {NULL, NULL}};
 	for (const luaL_Reg *m = methods; m->name; m++)
 		if (!strcmp(k, m->name)) {
 			lua_pushcfunction(L, m->func);
@@ -633,7 +744,7 @@ static int l_g_index(lua_State *L)
 		}
 	} else {
 		return luaL_error(L, "a graph has no field '%s' (name inputs create const replace_all_uses "
-				  "erase set_attr)", k);
+				  "erase set_attr dominates before)", k);
 	}
 	return 1;
 }

@@ -46,6 +46,7 @@ typedef struct kf_lop {
 	int op;
 	char *name, *cuda, *attrs, *doc;
 	int infer_ref, cpu_ref;
+	bool reduce;            /* trait reduce: cpu takes the values reduced into one element */
 	kf_loc loc;
 } kf_lop;
 
@@ -138,6 +139,10 @@ void kf_lpush_attrval(lua_State *L, const kf_ctx *c, const kf_attrval *v);
 void kf_lpush_type(lua_State *L, const kf_ctx *c, const kf_type *t);
 /* A type from "f32[4,N]" or a {dtype=, shape=} table.  [-0, +0, v] */
 kf_type kf_ltotype(lua_State *L, kf_ctx *c, int idx);
+/* A constant built by rw from the Lua value at vidx (a number, or a nested
+ * list of numbers) typed by tidx ("f32", "f32[2,3]", {dtype=, shape=}, or
+ * none: f32); see g:const in docs/rules.md.  [-0, +0, v] */
+kf_vid kf_ltodense(lua_State *L, kf_lhost *h, kf_rewriter *rw, int vidx, int tidx);
 /* Parses "f32[4,N]"; false on a malformed text. */
 bool kf_parse_type_str(kf_ctx *c, const char *s, kf_type *t);
 
@@ -145,6 +150,9 @@ bool kf_parse_type_str(kf_ctx *c, const char *s, kf_type *t);
 bool kf_lrules_file_at(const kf_lrules *r, uint32_t i, kf_ruleset *out, const char **path);
 
 /* ---- lua_rules.c / lua_ops.c: the declarations ---- */
+/* Raises an error naming any key of the table at idx not in `allowed`
+ * (space-separated): a misspelt field must not be ignored.  [-0, +0, v] */
+void kf_lcheck_fields(lua_State *L, int idx, const char *what, const char *allowed);
 void kf_lrules_open(lua_State *L);            /* rule, transform, op */
 int kf_lop_declare(lua_State *L);             /* op { ... } */
 void kf_lop_detach(kf_lhost *h);              /* neuters Lua ops before the state goes */

@@ -10,15 +10,19 @@
  * infer gets the operand types ({dtype=, shape=, rank=} tables) and the
  * attributes, and returns a type (table or "f32[4,N]") or a list of them;
  * without it element-wise ops take their first operand's type and broadcast
- * ops the broadcast of their operands.  cpu is a scalar function applied
- * element by element (element-wise and broadcast ops only): the reference
- * the interpreter and kfuse-verify-rules run.
+ * ops the broadcast of their operands.  cpu is the reference the
+ * interpreter and kfuse-verify-rules run: for element-wise and broadcast
+ * ops a scalar function applied element by element; for a reduce op a
+ * function of the list of values reduced into one output element
+ * (`cpu = function(values, attrs) ... end`), over `axes` (all when absent)
+ * with `keepdims` (default true), the built-in reductions' shape rule.
  */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer.h"
 #include "kf_int.h"
 #include "lua_int.h"
 
@@ -279,6 +283,88 @@ static int cpu_body(lua_State *L)
 	return 0;
 }
 
+/* The axes a reduce op reduces (its `axes`, all when absent or empty). */
+static void reduced_axes(lua_State *L, kf_graph *g, kf_nid n, int rank, bool *red)
+{
+	int64_t ax[KF_MAX_RANK];
+	int k = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
+	if (k < 0) {
+		const kf_attrval *a = kf_attr_get(g, n, "axes");
+		if (a && a->kind == KF_ATTR_INT)
+			ax[0] = a->i, k = 1;
+	}
+	for (int d = 0; d < rank; d++)
+		red[d] = k <= 0;
+	for (int i = 0; i < k; i++) {
+		int64_t a = ax[i] < 0 ? ax[i] + rank : ax[i];
+		if (a < 0 || a >= rank)
+			luaL_error(L, "axis %d is out of range for rank %d", (int)ax[i], rank);
+		red[a] = true;
+	}
+}
+
+/* cpu({values...}, attrs) for every output element of a reduce op: the
+ * values of the input that reduce into it, in C order.  [-1, +0, e] */
+static int cpu_reduce_body(lua_State *L)
+{
+	cjob *j = lua_touserdata(L, 1);
+	const kf_tensor *x = &j->in[0];
+	int rank = x->rank;
+	bool red[KF_MAX_RANK];
+	reduced_axes(L, j->g, j->n, rank, red);
+	int64_t stride[KF_MAX_RANK], s = 1, per = 1;
+	for (int d = rank - 1; d >= 0; d--) {
+		stride[d] = s;
+		s *= x->dim[d];
+		per *= red[d] ? x->dim[d] : 1;
+	}
+	if (per > (1 << 24))
+		return luaL_error(L, "%lld values reduce into one element: too many for a Lua reduction",
+				  (long long)per);
+	push_attrs(L, j->g, j->n);                                 /* job, attrs */
+	int attrs = lua_gettop(L);
+	lua_createtable(L, (int)per, 0);                            /* job, attrs, values */
+	int vals = lua_gettop(L);
+	int64_t total = 1, keep[KF_MAX_RANK] = {0};
+	for (int d = 0; d < j->out->rank; d++)
+		total *= j->out->dim[d];
+	for (int64_t e = 0; e < total; e++) {
+		int64_t base = 0, idx[KF_MAX_RANK] = {0};
+		for (int d = 0; d < rank; d++)
+			base += keep[d] * stride[d];
+		for (int64_t i = 0; i < per; i++) {
+			int64_t off = base;
+			for (int d = 0; d < rank; d++)
+				off += idx[d] * stride[d];
+			lua_pushnumber(L, get_elem(x, off));
+			lua_rawseti(L, vals, (lua_Integer)i + 1);
+			for (int d = rank - 1; d >= 0; d--) {
+				if (!red[d])
+					continue;
+				if (++idx[d] < x->dim[d])
+					break;
+				idx[d] = 0;
+			}
+		}
+		lua_rawgeti(L, LUA_REGISTRYINDEX, j->lop->cpu_ref);   /* job, attrs, values, cpu */
+		lua_pushvalue(L, vals);
+		lua_pushvalue(L, attrs);
+		lua_call(L, 2, 1);                                    /* job, attrs, values, r */
+		if (!lua_isnumber(L, -1))
+			return luaL_error(L, "cpu must return a number, not %s", luaL_typename(L, -1));
+		set_elem(j->out, e, lua_tonumber(L, -1));
+		lua_pop(L, 1);
+		for (int d = rank - 1; d >= 0; d--) {
+			if (red[d])
+				continue;
+			if (++keep[d] < x->dim[d])
+				break;
+			keep[d] = 0;
+		}
+	}
+	return 0;
+}
+
 static int cpu_lua(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_tensor *out, int nout, char *err,
 		   size_t errlen)
 {
@@ -295,7 +381,7 @@ static int cpu_lua(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_tenso
 	kf_lmode saved = h->mode;
 	h->mode = KF_LM_OP;
 	snprintf(h->what, sizeof h->what, "op '%s'", lop->name);
-	lua_pushcfunction(h->L, cpu_body);
+	lua_pushcfunction(h->L, lop->reduce ? cpu_reduce_body : cpu_body);
 	lua_pushlightuserdata(h->L, &j);
 	int rc = kf_lcall(h, 1, 0, lop->loc, err, errlen);
 	h->mode = saved;
@@ -319,7 +405,7 @@ static char *dup_field(lua_State *L, int idx, const char *key, const char *what)
 	return s;
 }
 
-/* arity (a count or {min, max}), nres, commutative.  [-0, +0, e] */
+/* arity (a count or {min, max}), nres, commutative, associative.  [-0, +0, e] */
 static void read_shape(lua_State *L, kf_opinfo *info, const char *what)
 {
 	info->min_in = info->max_in = 1;
@@ -342,7 +428,10 @@ static void read_shape(lua_State *L, kf_opinfo *info, const char *what)
 	lua_getfield(L, 1, "commutative");
 	if (lua_toboolean(L, -1))
 		info->flags |= KF_OPF_COMMUTATIVE;
-	lua_pop(L, 2);
+	lua_getfield(L, 1, "associative");
+	if (lua_toboolean(L, -1))
+		info->flags |= KF_OPF_ASSOCIATIVE; /* with commutative: rules match any grouping */
+	lua_pop(L, 3);
 }
 
 /* attrs = {"a", "b"} as "a b".  [-0, +0, m] */
@@ -374,7 +463,7 @@ static bool same_origin(kf_ctx *c, int op, lua_State *L)
 	return realpath(origin, a) && realpath(ar.source + 1, b) && !strcmp(a, b);
 }
 
-/* op { name, trait, arity?, nres?, attrs?, commutative?, infer?, cpu?, cuda?, doc? }
+/* op { name, trait, arity?, nres?, attrs?, commutative?, associative?, infer?, cpu?, cuda?, doc? }
  * [-1, +0, e] */
 int kf_lop_declare(lua_State *L)
 {
@@ -404,10 +493,14 @@ int kf_lop_declare(lua_State *L)
 	bool has_infer = lua_getfield(L, 1, "infer") == LUA_TFUNCTION;
 	bool has_cpu = lua_getfield(L, 1, "cpu") == LUA_TFUNCTION;
 	lua_pop(L, 2);
-	if (!has_infer && trait != KF_TRAIT_ELEMENTWISE && trait != KF_TRAIT_BROADCAST)
+	bool reduce = trait == KF_TRAIT_REDUCE;
+	if (!has_infer && trait != KF_TRAIT_ELEMENTWISE && trait != KF_TRAIT_BROADCAST && !reduce)
 		return luaL_error(L, "%s: a %s op needs infer", what, traits[trait]);
-	if (has_cpu && trait != KF_TRAIT_ELEMENTWISE && trait != KF_TRAIT_BROADCAST)
-		return luaL_error(L, "%s: cpu is a scalar function, for elementwise and broadcast ops", what);
+	if (has_cpu && trait != KF_TRAIT_ELEMENTWISE && trait != KF_TRAIT_BROADCAST && !reduce)
+		return luaL_error(L, "%s: cpu is a function of one element (elementwise and broadcast ops) or of "
+				  "the values reduced into one (reduce ops)", what);
+	if (reduce && (info.min_in != 1 || info.max_in != 1 || info.nres != 1))
+		return luaL_error(L, "%s: a reduce op takes one operand and has one result", what);
 	kf_lop *lop = calloc(1, sizeof *lop);
 	if (!lop)
 		return luaL_error(L, "out of memory");
@@ -420,6 +513,9 @@ int kf_lop_declare(lua_State *L)
 	lop->cuda = dup_field(L, 1, "cuda", what);
 	lop->doc = dup_field(L, 1, "doc", what);
 	lop->attrs = read_attrs(L);
+	lop->reduce = reduce;
+	if (reduce && !lop->attrs)
+		lop->attrs = strdup("axes keepdims"); /* the built-in reductions' */
 	lua_Debug ar;
 	if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.source[0] == '@')
 		lop->loc = kf_lloc(h, ar.source + 1, ar.currentline);
@@ -432,7 +528,7 @@ int kf_lop_declare(lua_State *L)
 		lop->cpu_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	}
 	info.name = lop->name;
-	info.infer = has_infer ? infer_lua : infer_broadcast;
+	info.infer = has_infer ? infer_lua : reduce ? kf_infer_reduce : infer_broadcast;
 	info.cpu = has_cpu ? cpu_lua : NULL;
 	info.cuda = lop->cuda;
 	info.attrs = lop->attrs;

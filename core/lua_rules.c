@@ -21,10 +21,10 @@
 /* ---- declarations ---------------------------------------------------------------- */
 
 static const char *const rule_fields =
-	"name pattern replace where benefit rtol keep_interior examples verify tolerance";
+	"name pattern replace where benefit rtol keep_interior examples verify tolerance types assoc";
 
 /* Rejects fields not in `allowed`, naming them: a typo must not be ignored. */
-static void check_fields(lua_State *L, int idx, const char *what, const char *allowed)
+void kf_lcheck_fields(lua_State *L, int idx, const char *what, const char *allowed)
 {
 	lua_pushnil(L);
 	while (lua_next(L, idx)) {            /* key, value */
@@ -84,12 +84,14 @@ static char *caller_origin(lua_State *L, kf_lhost *h, kf_loc *loc)
 	return strdup("?");
 }
 
-/* The parameter names of the function at idx.  [-0, +0, -] */
-static int param_names(lua_State *L, int idx, const char **names, int max)
+/* The parameter names of the function at idx; *vararg: it ends in `...`.
+ * [-0, +0, -] */
+static int param_names(lua_State *L, int idx, const char **names, int max, bool *vararg)
 {
 	lua_Debug ar;
 	lua_pushvalue(L, idx);
 	lua_getinfo(L, ">u", &ar);
+	*vararg = ar.isvararg;
 	int n = ar.nparams < max ? ar.nparams : max;
 	lua_pushvalue(L, idx);
 	for (int i = 0; i < n; i++)
@@ -115,9 +117,10 @@ static int trace_call(kf_lhost *h, int fidx, kf_pattern *t, kf_lmode mode, uint6
 	for (uint32_t i = 0; i < t->nvar; i++)
 		kf_lpush_sym(h, KF_PV(i, 0)); /* variables are the first nodes */
 	int nargs = (int)t->nvar;
-	if (mode == KF_LM_REPLACE) {
-		/* the match, as replace's last argument: reading it makes the
-		 * replacement per-match, as reading a variable's facts does */
+	if (mode == KF_LM_REPLACE && t->seqvar < 0) {
+		/* the match, as replace's last argument (not after `...`, which
+		 * would take it in): reading it makes the replacement per-match,
+		 * as reading a variable's facts does */
 		kf_lpush_sym(h, KF_PV(0, 0));
 		nargs++;
 	}
@@ -128,14 +131,58 @@ static int trace_call(kf_lhost *h, int fidx, kf_pattern *t, kf_lmode mode, uint6
 	return rc;
 }
 
-static int trace_pattern(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
+/* types = {x = "T[..., D]", w = "T[D]"}: constraints on the pattern's
+ * variables, read before tracing (so that `{to = "T"}` and const(v, "T")
+ * may name the type variables).  [-0, +0, e] */
+static void read_types(lua_State *L, kf_lrule *lr, kf_pattern *p, int tbl)
+{
+	if (lua_getfield(L, tbl, "types") == LUA_TNIL) {
+		lua_pop(L, 1);
+		return;
+	}
+	if (!lua_istable(L, -1))
+		luaL_error(L, "rule '%s': 'types' is a table of type constraints, {x = \"T[N, D]\"}", lr->r.name);
+	lua_pushnil(L);
+	while (lua_next(L, -2)) {                            /* types, key, value */
+		const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		uint32_t v = 0;
+		while (k && v < p->nvar && strcmp(p->varname[v], k))
+			v++;
+		if (!k || v == p->nvar)
+			luaL_error(L, "rule '%s': types: '%s' is not a parameter of the pattern", lr->r.name,
+				   k ? k : luaL_typename(L, -2));
+		if (lua_type(L, -1) != LUA_TSTRING)
+			luaL_error(L, "rule '%s': types.%s is a string like \"T[N, D]\"", lr->r.name, k);
+		kf_ptype t;
+		char err[200];
+		if (kf_pat_parse_type(p, lua_tostring(L, -1), &t, err, sizeof err) < 0)
+			luaL_error(L, "rule '%s': types.%s: %s", lr->r.name, k, err);
+		kf_pat_set_vtype(p, v, &t);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	for (uint32_t i = 0; i < p->ntvar; i++)
+		for (uint32_t v = 0; v < p->nvar; v++)
+			if (!strcmp(p->varname[v], kf_str(p->ctx, p->tvname[i])))
+				luaL_error(L, "rule '%s': '%s' names both a parameter and a type variable", lr->r.name,
+					   p->varname[v]);
+}
+
+static int trace_pattern(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx, int tbl)
 {
 	const char *names[KF_PAT_MAXNODE];
-	int np = param_names(L, fidx, names, KF_PAT_MAXNODE);
+	bool vararg;
+	int np = param_names(L, fidx, names, KF_PAT_MAXNODE - 1, &vararg);
 	kf_pattern *p = kf_pat_new(h->ctx);
 	lr->r.pat = p;
 	for (int i = 0; i < np; i++)
 		kf_pat_var(p, names[i]);
+	if (vararg)
+		kf_pat_seqvar(p); /* `...`: any number of operands of one node */
+	read_types(L, lr, p, tbl);
+	if (lua_getfield(L, tbl, "assoc") != LUA_TNIL && !lua_toboolean(L, -1))
+		p->no_assoc = true; /* assoc = false: AC chains match as written */
+	lua_pop(L, 1);
 	int base = lua_gettop(L);
 	uint64_t gen;
 	if (trace_call(h, fidx, p, KF_LM_PATTERN, &gen) != LUA_OK)
@@ -165,7 +212,11 @@ static int trace_replace(lua_State *L, kf_lhost *h, kf_lrule *lr, int fidx)
 {
 	kf_pattern *t = kf_pat_new(h->ctx);
 	for (uint32_t i = 0; i < lr->r.pat->nvar; i++)
-		kf_pat_var(t, lr->r.pat->varname[i]);
+		if ((int)i == lr->r.pat->seqvar)
+			kf_pat_seqvar(t);
+		else
+			kf_pat_var(t, lr->r.pat->varname[i]);
+	kf_pat_copy_tvars(t, lr->r.pat);
 	int base = lua_gettop(L);
 	h->dynamic = false;
 	uint64_t gen;
@@ -241,7 +292,7 @@ static int l_rule(lua_State *L)
 		return luaL_error(L, "rule: 'name' is required");
 	char what[200];
 	snprintf(what, sizeof what, "rule '%s'", name);
-	check_fields(L, 1, what, rule_fields);
+	kf_lcheck_fields(L, 1, what, rule_fields);
 	if (lua_getfield(L, 1, "pattern") != LUA_TFUNCTION)      /* tbl, pattern */
 		return luaL_error(L, "%s: 'pattern' must be a function", what);
 	if (lua_getfield(L, 1, "replace") != LUA_TFUNCTION)      /* tbl, pattern, replace */
@@ -265,7 +316,7 @@ static int l_rule(lua_State *L)
 	lua_settop(L, 3);
 	if (!(lr->r.rtol > 0 && lr->r.rtol < 1))
 		return luaL_error(L, "%s: rtol must be between 0 and 1", what);
-	trace_pattern(L, h, lr, 2);
+	trace_pattern(L, h, lr, 2, 1);
 	trace_replace(L, h, lr, 3);
 	lr->where_ref = opt_ref(L, 1, "where", LUA_TFUNCTION, what, false);
 	lr->examples_ref = opt_ref(L, 1, "examples", LUA_TTABLE, what, false);
@@ -297,7 +348,7 @@ static int l_transform(lua_State *L)
 		return luaL_error(L, "transform: 'name' is required");
 	char what[200];
 	snprintf(what, sizeof what, "transform '%s'", name);
-	check_fields(L, 1, what, "name on apply benefit");
+	kf_lcheck_fields(L, 1, what, "name on apply benefit");
 	const char *on = opt_string(L, 1, "on", what);
 	if (!on)
 		return luaL_error(L, "%s: 'on' names the op it runs on", what);
@@ -373,17 +424,38 @@ static int run_job(kf_rewriter *rw, lua_CFunction body, kf_lmode mode, kf_nid n)
 	return rc < 0 ? -1 : j.result;
 }
 
-/* The match table: {root = node, x = value, ...}.  [-0, +1, m] */
+/* The match table: {root = node, x = value, ..., T = "f32", N = 8, ...}
+ * (type variables: a dtype's name, a dim's size or symbol).  [-0, +1, m] */
 static void push_match(lua_State *L, job *j)
 {
 	kf_lhost *h = j->lr->h;
 	const kf_pattern *p = j->lr->r.pat;
-	lua_createtable(L, 0, (int)p->nvar + 1);
+	const kf_match *m = j->rw->m;
+	lua_createtable(L, 0, (int)(p->nvar + p->ntvar) + 1);
 	kf_lpush_node(h, j->rw->g, j->rw->root);
 	lua_setfield(L, -2, "root");
 	for (uint32_t i = 0; i < p->nvar; i++) {
-		kf_lpush_value(h, j->rw->g, j->rw->m->bind[i]);
+		if ((int)i == p->seqvar) {
+			/* m["..."]: the values `...` stands for */
+			lua_createtable(L, (int)m->nseq, 0);
+			for (uint32_t k = 0; k < m->nseq; k++) {
+				kf_lpush_value(h, j->rw->g, m->seq[k]);
+				lua_rawseti(L, -2, (int)k + 1);
+			}
+		} else {
+			kf_lpush_value(h, j->rw->g, m->bind[i]);
+		}
 		lua_setfield(L, -2, p->varname[i]);
+	}
+	for (uint32_t i = 0; i < p->ntvar && i < m->ntval; i++) {
+		int64_t x = m->tval[i];
+		if (p->tvkind[i] == KF_TV_DTYPE)
+			lua_pushstring(L, kf_dtype_name((kf_dtype)x));
+		else if (KF_IS_SYM(x))
+			lua_pushstring(L, kf_str(h->ctx, KF_SYM_SID(x)));
+		else
+			lua_pushinteger(L, (lua_Integer)x);
+		lua_setfield(L, -2, kf_str(h->ctx, p->tvname[i]));
 	}
 }
 
@@ -412,10 +484,23 @@ static int replace_body(lua_State *L)
 	const kf_pattern *p = j->lr->r.pat;
 	int base = lua_gettop(L);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, j->lr->replace_ref);
-	for (uint32_t i = 0; i < p->nvar; i++)
+	int nargs = 0;
+	for (uint32_t i = 0; i < p->nvar; i++, nargs++) {
+		if ((int)i == p->seqvar) {
+			/* `...`: its values, as the vararg; no match after them */
+			luaL_checkstack(L, (int)rw->m->nseq + 2, "replace");
+			for (uint32_t k = 0; k < rw->m->nseq; k++)
+				kf_lpush_value(h, rw->g, rw->m->seq[k]);
+			nargs += (int)rw->m->nseq - 1;
+			continue;
+		}
 		kf_lpush_value(h, rw->g, rw->m->bind[i]);
-	push_match(L, j);
-	lua_call(L, (int)p->nvar + 1, LUA_MULTRET);              /* job, results... */
+	}
+	if (p->seqvar < 0) {
+		push_match(L, j);
+		nargs++;
+	}
+	lua_call(L, nargs, LUA_MULTRET);                         /* job, results... */
 	int n = lua_gettop(L) - base;
 	if (n == 0 || lua_isnil(L, base + 1) || (lua_isboolean(L, base + 1) && !lua_toboolean(L, base + 1))) {
 		snprintf(rw->err, sizeof rw->err, "replace returned nil");

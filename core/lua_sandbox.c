@@ -124,7 +124,9 @@ kf_lhost *kf_lhost_of(lua_State *L)
 static int l_print(lua_State *L)
 {
 	kf_lhost *h = kf_lhost_of(L);
-	int n = lua_gettop(L); /* before buffinit, which may push a box */
+	/* counted before luaL_buffinit, which may push a placeholder that is
+	 * not an argument (it printed as a stray "userdata: 0x...") */
+	int n = lua_gettop(L);
 	luaL_Buffer b;
 	luaL_buffinit(L, &b);
 	for (int i = 1; i <= n; i++) {

@@ -1,4 +1,5 @@
-/* lua_types.c: converting types and attributes between Lua and kfuse. */
+/* lua_types.c: converting types, attributes and constant values between Lua and
+ * kfuse. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,4 +213,97 @@ void kf_lpush_attrval(lua_State *L, const kf_ctx *c, const kf_attrval *v)
 			lua_rawseti(L, -2, i + 1);
 		}
 	}
+}
+
+/* ---- tensor constants ---------------------------------------------------------------- */
+
+/* The shape of the nested list at idx, from its first entries.
+ * [-0, +0, v] */
+static int nested_shape(lua_State *L, int idx, int64_t *shape)
+{
+	int rank = 0;
+	lua_pushvalue(L, idx);
+	while (lua_istable(L, -1)) {
+		if (rank == KF_MAX_RANK)
+			luaL_error(L, "const: nested deeper than %d", KF_MAX_RANK);
+		shape[rank++] = (int64_t)lua_rawlen(L, -1);
+		lua_rawgeti(L, -1, 1);
+		lua_remove(L, -2);
+	}
+	lua_pop(L, 1);
+	return rank;
+}
+
+/* Flattens the nested list at idx (depth d of rank) into buf from *n,
+ * checking it is rectangular.  [-0, +0, v] */
+static void flatten(lua_State *L, int idx, int d, const int64_t *shape, int rank, double *buf, uint64_t cap,
+		    uint64_t *n)
+{
+	if ((int64_t)lua_rawlen(L, idx) != shape[d])
+		luaL_error(L, "const: the nested lists are not rectangular (%d entries where the first list at "
+			   "depth %d has %d)", (int)lua_rawlen(L, idx), d + 1, (int)shape[d]);
+	for (int64_t i = 1; i <= shape[d]; i++) {
+		int t = lua_rawgeti(L, idx, i);
+		if (d + 1 < rank) {
+			if (t != LUA_TTABLE)
+				luaL_error(L, "const: a %s where a list was expected (depth %d)", luaL_typename(L, -1),
+					   d + 2);
+			flatten(L, lua_gettop(L), d + 1, shape, rank, buf, cap, n);
+		} else {
+			if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+				luaL_error(L, "const: a %s among the values", luaL_typename(L, -1));
+			if (*n == cap)
+				luaL_error(L, "const: more than %llu values", (unsigned long long)cap);
+			buf[(*n)++] = t == LUA_TBOOLEAN ? lua_toboolean(L, -1) : lua_tonumber(L, -1);
+		}
+		lua_pop(L, 1);
+	}
+}
+
+/* A constant of a number or a (nested) list of numbers vidx, typed by tidx:
+ * "f32", "f32[2,3]", {dtype=, shape=}, or nothing (f32).  A number with a
+ * shape is a splat; a list takes its shape from its nesting, or from the
+ * type (then a flat list of as many values will do).  [-0, +0, v] */
+kf_vid kf_ltodense(lua_State *L, kf_lhost *h, kf_rewriter *rw, int vidx, int tidx)
+{
+	kf_type t = kf_type_make(KF_F32, 0, NULL);
+	bool shaped = false;
+	if (!lua_isnoneornil(L, tidx)) {
+		size_t n;
+		const char *s = lua_type(L, tidx) == LUA_TSTRING ? lua_tolstring(L, tidx, &n) : NULL;
+		if (s && kf_dtype_parse(s, n) >= 0) {
+			t.dtype = (uint8_t)kf_dtype_parse(s, n);
+		} else {
+			t = kf_ltotype(L, h->ctx, tidx);
+			shaped = true;
+		}
+	}
+	if (shaped && kf_type_numel(&t) < 0)
+		luaL_error(L, "const: the type must have a static shape");
+	if (!lua_istable(L, vidx)) {
+		double v = luaL_checknumber(L, vidx);
+		return kf_rw_const_dense(rw, &t, &v, 1);
+	}
+	const uint64_t cap = 1u << 24;
+	int64_t shape[KF_MAX_RANK];
+	int rank = nested_shape(L, vidx, shape);
+	uint64_t count = 1;
+	for (int d = 0; d < rank; d++)
+		count = shape[d] > 0 && count <= cap ? count * (uint64_t)shape[d] : 0;
+	if (count == 0)
+		luaL_error(L, "const: an empty list");
+	if (count > cap)
+		luaL_error(L, "const: more than %llu values", (unsigned long long)cap);
+	if (shaped && count != (uint64_t)kf_type_numel(&t))
+		luaL_error(L, "const: %llu values for a type of %lld elements", (unsigned long long)count,
+			   (long long)kf_type_numel(&t));
+	/* a userdata buffer: freed by the collector if an error unwinds */
+	double *buf = lua_newuserdatauv(L, count * sizeof *buf, 0);
+	uint64_t n = 0;
+	flatten(L, vidx, 0, shape, rank, buf, count, &n);
+	if (!shaped)
+		t = kf_type_make((kf_dtype)t.dtype, rank, shape);
+	kf_vid r = kf_rw_const_dense(rw, &t, buf, n);
+	lua_pop(L, 1);
+	return r;
 }

@@ -343,18 +343,19 @@ static int inf_none(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 #define EW KF_TRAIT_ELEMENTWISE
 #define BC KF_TRAIT_BROADCAST
 #define COMM KF_OPF_COMMUTATIVE
+#define AC (KF_OPF_COMMUTATIVE | KF_OPF_ASSOCIATIVE)
 
 /* name, min_in, max_in, nres, trait, flags, infer, cpu, cuda, attrs, doc */
 static const kf_opinfo builtin[KF_NBUILTIN] = {
 	[KF_OP_CONST] = {"const", 0, 0, 1, KF_TRAIT_OPAQUE, 0, kf_infer_const, NULL, NULL, "",
 			 "a constant: scalar splat, dense literal or file(\"x.npy\")"},
-	[KF_OP_ADD] = {"add", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a + b)", "", "a + b, broadcast"},
+	[KF_OP_ADD] = {"add", 2, 2, 1, BC, AC, inf_arith, NULL, "(a + b)", "", "a + b, broadcast"},
 	[KF_OP_SUB] = {"sub", 2, 2, 1, BC, 0, inf_arith, NULL, "(a - b)", "", "a - b, broadcast"},
-	[KF_OP_MUL] = {"mul", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a * b)", "", "a * b, broadcast"},
+	[KF_OP_MUL] = {"mul", 2, 2, 1, BC, AC, inf_arith, NULL, "(a * b)", "", "a * b, broadcast"},
 	[KF_OP_DIV] = {"div", 2, 2, 1, BC, 0, inf_arith, NULL, "(a / b)", "", "a / b, broadcast"},
 	[KF_OP_POW] = {"pow", 2, 2, 1, BC, 0, inf_arith, NULL, "powf(a, b)", "", "a ^ b, broadcast"},
-	[KF_OP_MAX] = {"max", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a > b || a != a ? a : b)", "", "larger of a and b (NaN if either is), broadcast"},
-	[KF_OP_MIN] = {"min", 2, 2, 1, BC, COMM, inf_arith, NULL, "(a < b || a != a ? a : b)", "", "smaller of a and b (NaN if either is), broadcast"},
+	[KF_OP_MAX] = {"max", 2, 2, 1, BC, AC, inf_arith, NULL, "(a > b || a != a ? a : b)", "", "larger of a and b (NaN if either is), broadcast"},
+	[KF_OP_MIN] = {"min", 2, 2, 1, BC, AC, inf_arith, NULL, "(a < b || a != a ? a : b)", "", "smaller of a and b (NaN if either is), broadcast"},
 	[KF_OP_NEG] = {"neg", 1, 1, 1, EW, 0, inf_num1, NULL, "(-a)", "", "-a"},
 	[KF_OP_ABS] = {"abs", 1, 1, 1, EW, 0, inf_num1, NULL, "fabsf(a)", "", "|a|"},
 	[KF_OP_EXP] = {"exp", 1, 1, 1, EW, 0, inf_float1, NULL, "expf(a)", "", "e^a"},
@@ -380,9 +381,9 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 	[KF_OP_LE] = {"le", 2, 2, 1, BC, 0, inf_cmp, NULL, "(float)(a <= b)", "", "a <= b, i1, broadcast"},
 	[KF_OP_GT] = {"gt", 2, 2, 1, BC, 0, inf_cmp, NULL, "(float)(a > b)", "", "a > b, i1, broadcast"},
 	[KF_OP_GE] = {"ge", 2, 2, 1, BC, 0, inf_cmp, NULL, "(float)(a >= b)", "", "a >= b, i1, broadcast"},
-	[KF_OP_AND] = {"and", 2, 2, 1, BC, COMM, inf_logic, NULL, "(float)(a != 0.f && b != 0.f)", "",
+	[KF_OP_AND] = {"and", 2, 2, 1, BC, AC, inf_logic, NULL, "(float)(a != 0.f && b != 0.f)", "",
 		       "logical and of i1, broadcast"},
-	[KF_OP_OR] = {"or", 2, 2, 1, BC, COMM, inf_logic, NULL, "(float)(a != 0.f || b != 0.f)", "",
+	[KF_OP_OR] = {"or", 2, 2, 1, BC, AC, inf_logic, NULL, "(float)(a != 0.f || b != 0.f)", "",
 		      "logical or of i1, broadcast"},
 	[KF_OP_NOT] = {"not", 1, 1, 1, EW, 0, inf_not, NULL, "(float)(a == 0.f)", "", "logical not of i1"},
 	[KF_OP_REDUCE_SUM] = {"reduce_sum", 1, 1, 1, KF_TRAIT_REDUCE, 0, kf_infer_reduce, NULL, NULL,
@@ -465,7 +466,7 @@ int kf_node_impl_op(const kf_graph *g, kf_nid n)
 
 /* ---- kf_infer: generic checks, then the op's own function ---------------- */
 
-static bool attr_allowed(const char *allowed, const char *key)
+bool kf_op_attr_allowed(const char *allowed, const char *key)
 {
 	size_t k = strlen(key);
 	for (const char *p = allowed; *p;) {
@@ -507,7 +508,7 @@ int kf_infer(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t 
 	}
 	for (uint32_t i = 0; op->attrs && i < nd->nattr; i++) {
 		const char *key = kf_str(g->ctx, nd->attr[i].key);
-		if (!attr_allowed(op->attrs, key))
+		if (!kf_op_attr_allowed(op->attrs, key))
 			return kf_ic_fail(&ic, "unknown attribute '%s' for '%s' (%s%s)", key, op->name,
 					  *op->attrs ? "allowed: " : "it takes no attributes",
 					  op->attrs);

@@ -469,6 +469,7 @@ int kf_pipeline_run(kf_pipeline *p, kf_module *m, const kf_runopts *ro)
 	for (uint32_t i = 0; i < p->n; i++) {
 		kf_pipeitem *it = &p->item[i];
 		it->o.flags = ro->flags;
+		it->o.trace_rule = ro->trace_rule;
 		it->o.log = ro->log;
 		it->o.progress = ro->progress;
 		it->o.progress_ud = ro->progress_ud;

@@ -45,6 +45,7 @@ typedef struct kf_passopts {
 	uint32_t n;
 	const kf_passopt *kv;  /* options as written, in order */
 	uint32_t flags;        /* KF_PASSF_* */
+	const char *trace_rule; /* --trace-rule NAME: the rules pass traces these rules' candidates */
 	kf_buf *log;           /* text for the user; NULL when nobody listens */
 	void *state;           /* set by pass->begin, freed by pass->end */
 	kf_loc loc;            /* the pass's position in the pipeline text */
@@ -150,6 +151,7 @@ typedef struct kf_runopts {
 	bool after_all, after_change;
 	const char *before, *after;
 	uint32_t flags;       /* KF_PASSF_*, handed to every pass */
+	const char *trace_rule; /* handed to every pass (kf_passopts.trace_rule) */
 	kf_buf *log;          /* pass logs; may be NULL */
 	kf_timing *timing;    /* one row per pass when non-NULL */
 	/* Called to print the module (the tool prints); NULL: no dumps. */

@@ -8,43 +8,20 @@
  * pattern's depth, are pushed again, so one sweep reaches a fixed point and
  * a second one (with nothing to do) proves it.  Iterations (sweeps) and
  * rewrites are capped.  Each rewrite hashes the region it replaced and the
- * region it built (structure down to values it did not create); equal
- * hashes mean a rule that changed nothing, and a built region equal to one
- * an earlier rewrite started from means two rules undo each other.
+ * region it built (rewrite_hash.c); equal hashes mean a rule that changed
+ * nothing, and a built region equal to one an earlier rewrite started from
+ * means two rules undo each other.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kf_int.h"
 #include "rewrite.h"
-
-/* A rewrite's built region (key h) and the region it started from. */
-typedef struct seen_ent {
-	uint64_t h, from;
-	uint32_t rule; /* +1; 0: empty */
-} seen_ent;
-
-typedef struct driver {
-	kf_graph *g;
-	const kf_ruleset *rs;
-	const kf_rw_opts *o;
-	kf_rw_stats *st;
-	uint32_t **byop;   /* per op: rule indices by benefit */
-	uint32_t *nbyop;
-	int16_t (*want)[2]; /* per rule: ops its root's two operands need, -1 any, -2 no check */
-	int nop;
-	int depth;         /* deepest pattern */
-	kf_nid *wl; uint32_t nwl, capwl;
-	uint8_t *inwl; uint32_t capin;
-	seen_ent *seen; uint32_t capseen, nseen;
-	uint32_t recent[64]; uint32_t nrecent;
-	uint64_t max_rewrites;
-	bool changed;
-} driver;
+#include "rewrite_int.h"
 
 /* ---- worklist -------------------------------------------------------------- */
 
-static void wl_push(driver *d, kf_nid n)
+void kf_rwd_wl_push(kf_rw_driver *d, kf_nid n)
 {
 	if (n == KF_NONE || (kf_N(d->g, n)->flags & KF_NODE_DEAD))
 		return;
@@ -63,34 +40,36 @@ static void wl_push(driver *d, kf_nid n)
 
 /* Users of v, and their users, up to depth levels: a pattern rooted there
  * may now match through the new value. */
-static void push_users(driver *d, kf_vid v, int depth)
+void kf_rwd_push_users(kf_rw_driver *d, kf_vid v, int depth)
 {
 	if (depth <= 0)
 		return;
 	kf_foreach_use(d->g, v, u) {
 		kf_nid user = d->g->use[u].user;
-		wl_push(d, user);
+		kf_rwd_wl_push(d, user);
 		const kf_node *nd = kf_N(d->g, user);
 		for (uint32_t r = 0; r < nd->nres && depth > 1; r++)
-			push_users(d, nd->res0 + r, depth - 1);
+			kf_rwd_push_users(d, nd->res0 + r, depth - 1);
 	}
 }
 
-static void seed(driver *d)
+static void seed(kf_rw_driver *d)
 {
 	kf_graph *g = d->g;
+	if (d->ordered)
+		kf_rw_order_graph(&d->ord, g);
 	for (kf_bid b = g->nblk; b-- > 0;) {
 		if (b && (g->blk[b].parent == KF_NONE || (kf_N(g, g->blk[b].parent)->flags & KF_NODE_DEAD)))
 			continue;
 		/* pushed last to first, so that popping goes top-down */
 		for (kf_nid n = g->blk[b].last; n != KF_NONE; n = g->node[n].prev)
-			wl_push(d, n);
+			kf_rwd_wl_push(d, n);
 	}
 }
 
 /* ---- the rule index ------------------------------------------------------------ */
 
-static int build_index(driver *d)
+static int build_index(kf_rw_driver *d)
 {
 	const kf_ruleset *rs = d->rs;
 	d->nop = kf_op_count(d->g->ctx);
@@ -100,7 +79,9 @@ static int build_index(driver *d)
 		return -1;
 	d->depth = 1;
 	d->want = malloc((rs->n ? rs->n : 1) * sizeof *d->want);
-	if (!d->want)
+	d->acleaf = calloc(rs->n ? rs->n : 1, 1);
+	d->maxleaf = calloc((size_t)d->nop, 1);
+	if (!d->want || !d->acleaf || !d->maxleaf)
 		return -1;
 	for (uint32_t i = 0; i < rs->n; i++) {
 		kf_rule *r = rs->rule[i];
@@ -108,7 +89,11 @@ static int build_index(driver *d)
 		d->want[i][0] = d->want[i][1] = -2;
 		if (r->pat) {
 			const kf_pnode *root = &r->pat->node[KF_PV_NODE(r->pat->out[0])];
-			for (uint32_t k = 0; k < 2 && root->nin == 2; k++) {
+			/* an AC chain's operands may sit deeper: kf_rw_may_match knows */
+			d->acleaf[i] = root->nleaf;
+			if (r->on_op >= 0 && r->on_op < d->nop && root->nleaf > d->maxleaf[r->on_op])
+				d->maxleaf[r->on_op] = root->nleaf;
+			for (uint32_t k = 0; k < 2 && root->nin == 2 && !root->nleaf; k++) {
 				const kf_pnode *c = &r->pat->node[KF_PV_NODE(root->in[k])];
 				d->want[i][k] = c->kind == KF_PN_OP ? (int16_t)c->op
 					      : c->kind == KF_PN_CONST ? KF_OP_CONST : -1;
@@ -139,127 +124,9 @@ static int build_index(driver *d)
 	return 0;
 }
 
-/* ---- region hashes ------------------------------------------------------------- */
-
-#define MIX(h, x) ((h) = ((h) ^ (uint64_t)(x)) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL)
-
-typedef struct hctx {
-	const kf_graph *g;
-	const kf_match *m;  /* before: values of matched nodes are inside */
-	kf_nid mark;        /* after: nodes >= mark are inside */
-	int budget;
-} hctx;
-
-static bool inside(const hctx *h, kf_nid n)
-{
-	if (n == KF_NONE)
-		return false;
-	if (!h->m)
-		return n >= h->mark;
-	for (uint32_t i = 0; i < h->m->nnode; i++)
-		if (h->m->node[i] == n)
-			return true;
-	return false;
-}
-
-static uint64_t vhash(hctx *h, kf_vid v)
-{
-	const kf_graph *g = h->g;
-	kf_nid n = kf_def(g, v);
-	uint64_t x = 0xcbf29ce484222325ULL;
-	bool cst = n != KF_NONE && kf_N(g, n)->op == KF_OP_CONST;
-	if (--h->budget < 0 || (!cst && !inside(h, n))) {
-		MIX(x, 1);
-		MIX(x, v);
-		return x;
-	}
-	const kf_node *nd = kf_N(g, n);
-	MIX(x, nd->op);
-	MIX(x, g->val[v].type);
-	MIX(x, g->val[v].idx);
-	for (uint32_t i = 0; i < nd->nattr; i++) {
-		MIX(x, nd->attr[i].key);
-		MIX(x, kf_attrval_hash(&nd->attr[i].v));
-	}
-	if (cst && nd->cst) {
-		const kf_const *k = nd->cst;
-		MIX(x, k->kind);
-		MIX(x, k->n);
-		for (uint64_t i = 0; i < k->n && i < 16; i++) {
-			uint64_t bits = 0;
-			if (k->f)
-				memcpy(&bits, &k->f[i], sizeof bits);
-			else if (k->i)
-				bits = (uint64_t)k->i[i];
-			MIX(x, bits);
-		}
-		MIX(x, k->path);
-	}
-	uint64_t ch[2] = {0, 0};
-	for (uint32_t i = 0; i < nd->nin; i++) {
-		uint64_t c = vhash(h, kf_in(g, n, i));
-		if (nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE)) {
-			ch[i] = c;
-			continue;
-		}
-		MIX(x, c);
-	}
-	if (nd->nin == 2 && (kf_op(g->ctx, nd->op)->flags & KF_OPF_COMMUTATIVE)) {
-		/* operand order does not matter to a commutative op */
-		MIX(x, ch[0] < ch[1] ? ch[0] : ch[1]);
-		MIX(x, ch[0] < ch[1] ? ch[1] : ch[0]);
-	}
-	return x;
-}
-
-static uint64_t region_hash(const kf_graph *g, const kf_match *m, kf_nid mark, const kf_vid *out,
-			    uint32_t nout)
-{
-	hctx h = {g, m, mark, 4096};
-	uint64_t x = 0x84222325cbf29ce4ULL;
-	for (uint32_t k = 0; k < nout; k++)
-		MIX(x, vhash(&h, out[k]));
-	return x;
-}
-
-/* The earlier rewrite that built region h, or NULL. */
-static const seen_ent *seen_find(const driver *d, uint64_t h)
-{
-	if (!d->capseen)
-		return NULL;
-	for (uint32_t i = (uint32_t)h & (d->capseen - 1);; i = (i + 1) & (d->capseen - 1)) {
-		if (!d->seen[i].rule)
-			return NULL;
-		if (d->seen[i].h == h)
-			return &d->seen[i];
-	}
-}
-
-static void seen_add(driver *d, uint64_t h, uint64_t from, uint32_t rule)
-{
-	if ((d->nseen + 1) * 2 > d->capseen) {
-		uint32_t cap = d->capseen ? d->capseen * 2 : 256;
-		seen_ent *old = d->seen;
-		uint32_t oldcap = d->capseen;
-		d->seen = calloc(cap, sizeof *d->seen);
-		d->capseen = cap;
-		d->nseen = 0;
-		for (uint32_t i = 0; i < oldcap; i++)
-			if (old[i].rule)
-				seen_add(d, old[i].h, old[i].from, old[i].rule - 1);
-		free(old);
-	}
-	uint32_t i = (uint32_t)h & (d->capseen - 1);
-	while (d->seen[i].rule && d->seen[i].h != h)
-		i = (i + 1) & (d->capseen - 1);
-	if (!d->seen[i].rule)
-		d->nseen++;
-	d->seen[i] = (seen_ent){h, from, rule + 1};
-}
-
 /* ---- rollback and commit ------------------------------------------------------------ */
 
-static bool node_unused(const kf_graph *g, kf_nid n)
+bool kf_rwd_node_unused(const kf_graph *g, kf_nid n)
 {
 	const kf_node *nd = kf_N(g, n);
 	for (uint32_t r = 0; r < nd->nres; r++)
@@ -274,7 +141,7 @@ static bool pinned(const kf_graph *g, kf_nid n)
 }
 
 /* Erases n and pushes its operands' producers (they may be dead now). */
-static void erase_node(driver *d, kf_nid n)
+void kf_rwd_erase_node(kf_rw_driver *d, kf_nid n)
 {
 	kf_graph *g = d->g;
 	const kf_node *nd = kf_N(g, n);
@@ -284,21 +151,21 @@ static void erase_node(driver *d, kf_nid n)
 		in[i] = kf_in(g, n, i);
 	kf_node_erase(g, n);
 	for (uint32_t i = 0; i < nin && i < 16; i++) {
-		wl_push(d, kf_def(g, in[i]));
-		push_users(d, in[i], d->depth);
+		kf_rwd_wl_push(d, kf_def(g, in[i]));
+		kf_rwd_push_users(d, in[i], d->depth);
 	}
 }
 
 /* Erases the nodes in list that nothing reads any more, repeatedly. */
-static void erase_dead(driver *d, const kf_nid *list, uint32_t n)
+static void erase_dead(kf_rw_driver *d, const kf_nid *list, uint32_t n)
 {
 	bool again = true;
 	while (again) {
 		again = false;
 		for (uint32_t i = 0; i < n; i++) {
 			kf_nid x = list[i];
-			if (!(kf_N(d->g, x)->flags & KF_NODE_DEAD) && !pinned(d->g, x) && node_unused(d->g, x)) {
-				erase_node(d, x);
+			if (!(kf_N(d->g, x)->flags & KF_NODE_DEAD) && !pinned(d->g, x) && kf_rwd_node_unused(d->g, x)) {
+				kf_rwd_erase_node(d, x);
 				again = true;
 			}
 		}
@@ -307,45 +174,28 @@ static void erase_dead(driver *d, const kf_nid *list, uint32_t n)
 
 /* ---- tracing ------------------------------------------------------------------- */
 
-static void trace_rewrite(driver *d, const kf_rule *r, kf_nid root, const kf_match *m,
+void kf_rwd_trace_rewrite(kf_rw_driver *d, const kf_rule *r, kf_nid root, const kf_match *m,
 			  const kf_rewriter *rw)
 {
-	kf_buf *b = d->o->log;
-	if (!b || d->o->trace < 1)
-		return;
-	kf_buf_printf(b, "rewrite '%s' at ", r->name);
-	kf_rw_locstr(b, d->g->ctx, kf_N(d->g, root)->loc);
-	kf_buf_puts(b, ":");
-	if (m)
-		for (uint32_t i = 0; i < m->nnode; i++)
-			kf_buf_printf(b, " %s", kf_op(d->g->ctx, kf_N(d->g, m->node[i])->op)->name);
-	else
-		kf_buf_printf(b, " %s", kf_op(d->g->ctx, kf_N(d->g, root)->op)->name);
-	kf_buf_puts(b, " ->");
-	uint32_t shown = 0;
-	for (uint32_t i = 0; i < rw->ncreated; i++) {
-		const kf_node *nd = kf_N(d->g, rw->created[i]);
-		if (nd->op != KF_OP_CONST && !(nd->flags & KF_NODE_DEAD)) {
-			kf_buf_printf(b, " %s", kf_op(d->g->ctx, nd->op)->name);
-			shown++;
-		}
-	}
-	if (!shown)
-		kf_buf_puts(b, rw->ncreated ? " const" : " (existing values)");
-	kf_buf_putc(b, '\n');
+	if (d->o->log && d->o->trace >= 1)
+		kf_rwt_rewrite(d->o->log, d->g, r, root, m, rw);
 }
 
-static void trace_reject(driver *d, const kf_rule *r, kf_nid n, const char *why)
+/* A candidate root of rule r came to `outcome` (trace=2: failures; and
+ * every candidate of the rules --trace-rule names). */
+void kf_rwd_trace_candidate(kf_rw_driver *d, const kf_rule *r, kf_nid n, const kf_match *m, const char *outcome,
+			    bool failed)
 {
-	if (!d->o->log || d->o->trace < 2)
+	if (!d->o->log)
 		return;
-	kf_buf_printf(d->o->log, "  '%s' at ", r->name);
-	kf_rw_locstr(d->o->log, d->g->ctx, kf_N(d->g, n)->loc);
-	kf_buf_printf(d->o->log, ": %s\n", why);
+	if (d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
+		kf_rwt_candidate(d->o->log, d->g, r, n, m, outcome);
+	else if (failed && d->o->trace >= 2)
+		kf_rwt_reject(d->o->log, d->g, r, n, m ? m->why : outcome);
 }
 
 /* "'a' (40), 'b' (24)": the rules among the last rewrites. */
-static void recent_rules(driver *d, kf_buf *out)
+static void recent_rules(kf_rw_driver *d, kf_buf *out)
 {
 	uint32_t n = d->nrecent < 64 ? d->nrecent : 64;
 	uint32_t cnt[64] = {0}, idx[64], k = 0;
@@ -361,18 +211,35 @@ static void recent_rules(driver *d, kf_buf *out)
 		kf_buf_printf(out, "%s'%s' (%u)", j ? ", " : "", d->rs->rule[idx[j]]->name, cnt[j]);
 }
 
-static void note_fired(driver *d, const kf_rule *r)
+/* (kf_rw_run sized st->rule for the set) */
+kf_rw_rulestat *kf_rwd_rstat(kf_rw_driver *d, const kf_rule *r)
+{
+	return &d->st->rule[r->index];
+}
+
+void kf_rwd_note_fired(kf_rw_driver *d, const kf_rule *r)
 {
 	d->st->rewrites++;
-	if (d->st->fired && r->index < d->st->nfired)
-		d->st->fired[r->index]++;
+	kf_rwd_rstat(d, r)->rewritten++;
 	d->recent[d->nrecent++ % 64] = r->index;
 	d->changed = true;
 }
 
+/* The value a rewrite made in place of `from` takes its name (a result the
+ * user named %y stays %y, and kfuse-run --expect y= still finds it). */
+void kf_rwd_keep_name(kf_graph *g, kf_vid from, kf_vid to, kf_nid mark)
+{
+	kf_nid d = kf_def(g, to);
+	if (from == to || !g->val[from].name || g->val[to].name || d == KF_NONE || d < mark ||
+	    kf_N(g, d)->nres != 1)
+		return;
+	g->val[to].name = g->val[from].name;
+	g->val[from].name = 0;
+}
+
 /* ---- applying one rule ------------------------------------------------------------ */
 
-static int fail_rule(driver *d, kf_rewriter *rw, kf_nid n, const char *what)
+int kf_rwd_fail_rule(kf_rw_driver *d, kf_rewriter *rw, kf_nid n, const char *what)
 {
 	kf_rw_rollback(rw);
 	kf_note(d->g->ctx, kf_N(d->g, n)->loc, "while %s rule '%s' (%s) here", what, rw->rule->name,
@@ -382,7 +249,7 @@ static int fail_rule(driver *d, kf_rewriter *rw, kf_nid n, const char *what)
 
 /* Checks the replacement of a match before it is swapped in: 1 fine, 0 to
  * decline (reason in rw->err), -1 on a broken rule (error in the context). */
-static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_nid n)
+static int check_replacement(kf_rw_driver *d, kf_rewriter *rw, const kf_match *m, kf_nid n)
 {
 	kf_graph *g = d->g;
 	const kf_rule *r = rw->rule;
@@ -402,6 +269,14 @@ static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_n
 			kf_rw_type_str(&a, g->ctx, kf_V(g, rw->out[k])->type);
 			kf_rw_type_str(&b, g->ctx, kf_V(g, m->out[k])->type);
 			snprintf(rw->err, sizeof rw->err, "the replacement has type %s, not %s", a.p, b.p);
+			if (!(d->warned[r->index] & 1)) {
+				/* once per rule and graph: a rule that builds the wrong
+				 * type is a bug that would otherwise never show */
+				d->warned[r->index] |= 1;
+				kf_warning(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s): its replacement has type %s where "
+					   "it replaces %s; the match is declined (--trace-rule '%s' shows each)",
+					   r->name, r->origin ? r->origin : "C", a.p, b.p, r->name);
+			}
 			kf_buf_free(&a);
 			kf_buf_free(&b);
 			return 0;
@@ -445,18 +320,23 @@ static int check_replacement(driver *d, kf_rewriter *rw, const kf_match *m, kf_n
 	return 1;
 }
 
-static int report_loop(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
+/* A rule whose every match gives back what it matched: an error (it would
+ * claim success forever). */
+static int report_noop(kf_rw_driver *d, const kf_rule *r, kf_nid n)
+{
+	kf_error(d->g->ctx, kf_N(d->g, n)->loc, "rule '%s' (%s) claims success but leaves the graph unchanged",
+		 r->name, r->origin ? r->origin : "C");
+	return -1;
+}
+
+/* Rewrite rw (from region hb to ha) gives back a graph an earlier rewrite
+ * started from: -1 with the error (rolled back), else 0. */
+static int report_undo(kf_rw_driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64_t ha)
 {
 	kf_graph *g = d->g;
 	const kf_rule *r = rw->rule;
 	const char *org = r->origin ? r->origin : "C";
-	if (ha == hb) {
-		kf_rw_rollback(rw);
-		kf_error(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s) claims success but leaves the graph unchanged",
-			 r->name, org);
-		return -1;
-	}
-	const seen_ent *e = seen_find(d, hb);
+	const kf_rw_seen_ent *e = kf_rw_seen_find(&d->seen, hb);
 	if (e && e->from == ha) {
 		const kf_rule *a = d->rs->rule[e->rule - 1];
 		kf_rw_rollback(rw);
@@ -472,166 +352,156 @@ static int report_loop(driver *d, kf_rewriter *rw, kf_nid n, uint64_t hb, uint64
 	return 0;
 }
 
-/* 1 rewritten, 0 no match (or declined), -1 error. */
-static int apply_rule(driver *d, const kf_rule *r, kf_nid n)
+/* One candidate root of a rule: the match, and what accept made of it. */
+typedef struct attempt {
+	kf_rw_driver *d;
+	const kf_rule *r;
+	kf_rewriter *rw;
+	kf_nid n;
+	bool begun;        /* rw is started (on the first complete match) */
+	uint32_t where_no, declined, noop;
+	uint64_t hb, ha;   /* the accepted rewrite's regions: matched, built */
+	char why[256];
+} attempt;
+
+/* The driver's accept (kf_rw_match): where(), then the replacement built
+ * and checked; a declined one is rolled back and the matcher goes on. */
+static int accept_match(void *ud, kf_match *m)
 {
-	kf_graph *g = d->g;
-	kf_match m;
-	d->st->tried++;
-	if (!kf_rw_match(g, r, n, &m)) {
-		if (d->o->trace >= 2 && m.why)
-			trace_reject(d, r, n, m.why);
-		return 0;
+	attempt *a = ud;
+	kf_rw_driver *d = a->d;
+	const kf_rule *r = a->r;
+	kf_rewriter *rw = a->rw;
+	if (!a->begun) {
+		kf_rw_begin(rw, d->g, a->n);
+		rw->rule = r;
+		rw->ord = d->ordered ? &d->ord : NULL;
+		a->begun = true;
 	}
 	d->st->matched++;
-	kf_rewriter rw;
-	kf_rw_begin(&rw, g, n);
-	rw.rule = r;
-	rw.m = &m;
-	int k = 1;
+	rw->m = m;
+	rw->tval = m->tval;
+	rw->seq = m->seq;
+	rw->nseq = m->nseq;
+	rw->err[0] = 0;
 	if (r->where) {
 		d->st->callbacks++;
-		k = r->where(&rw);
-		if (k <= 0) {
-			if (k == 0) {
-				d->st->rejected++;
-				trace_reject(d, r, n, "where() said no");
-			}
-			k = k < 0 ? fail_rule(d, &rw, n, "checking") : 0;
-			kf_rw_end(&rw);
-			return k;
+		int k = r->where(rw);
+		if (k < 0)
+			return kf_rwd_fail_rule(d, rw, a->n, "checking");
+		if (k == 0) {
+			d->st->rejected++;
+			a->where_no++;
+			m->declined = "where() said no";
+			return 0;
 		}
 	}
+	int k;
 	if (r->tmpl) {
-		k = kf_rw_instantiate(&rw, r->tmpl, m.bind, (kf_dtype)kf_vtype(g, m.out[0])->dtype, m.out);
+		k = kf_rw_instantiate(rw, r->tmpl, m->bind, (kf_dtype)kf_vtype(d->g, m->out[0])->dtype, m->out);
 	} else {
 		d->st->callbacks++;
-		k = r->replace(&rw);
+		k = r->replace(rw);
 	}
 	if (k > 0)
-		k = check_replacement(d, &rw, &m, n);
-	if (k <= 0) {
-		if (k < 0) {
-			fail_rule(d, &rw, n, "applying");
-			kf_rw_end(&rw);
-			return -1;
-		}
-		kf_rw_rollback(&rw);
+		k = check_replacement(d, rw, m, a->n);
+	if (k < 0)
+		return kf_rwd_fail_rule(d, rw, a->n, "applying");
+	if (k == 0) {
+		kf_rw_rollback(rw);
 		d->st->rejected++;
-		trace_reject(d, r, n, rw.err[0] ? rw.err : "replace declined");
-		kf_rw_end(&rw);
+		a->declined++;
+		snprintf(a->why, sizeof a->why, "%s", rw->err[0] ? rw->err : "replace declined");
+		m->declined = a->why;
 		return 0;
 	}
-	uint64_t hb = region_hash(g, &m, 0, m.out, m.nout);
-	uint64_t ha = region_hash(g, NULL, rw.mark, rw.out, rw.nout);
-	if (report_loop(d, &rw, n, hb, ha) < 0) {
-		kf_rw_end(&rw);
-		return -1;
+	a->hb = kf_rw_region_hash(d->g, m, 0, m->out, m->nout);
+	a->ha = kf_rw_region_hash(d->g, NULL, rw->mark, rw->out, rw->nout);
+	if (a->ha == a->hb) {
+		/* another binding (an AC chain's other order) may change
+		 * something; if none does, the rule is reported */
+		kf_rw_rollback(rw);
+		a->noop++;
+		m->declined = "the replacement is the graph it matched";
+		return 0;
 	}
-	seen_add(d, ha, hb, r->index);
-	trace_rewrite(d, r, n, &m, &rw);
-	for (uint32_t i = 0; i < m.nout; i++)
-		kf_replace_all_uses(g, m.out[i], rw.out[i]);
-	note_fired(d, r);
-	for (uint32_t i = 0; i < rw.ncreated; i++)
-		wl_push(d, rw.created[i]);
-	for (uint32_t i = 0; i < rw.nout; i++)
-		push_users(d, rw.out[i], d->depth);
-	erase_dead(d, m.node, m.nnode);
-	kf_rw_end(&rw);
 	return 1;
 }
 
-/* Commits a transform's deferred erasures; -1 when one is still used. */
-static int commit_erasures(driver *d, kf_rewriter *rw, kf_nid n)
+/* 1 rewritten, 0 no match (or declined), -1 error. */
+static int apply_rule(kf_rw_driver *d, const kf_rule *r, kf_nid n)
 {
 	kf_graph *g = d->g;
-	for (uint32_t i = 0; i < rw->nerase; i++) {
-		const kf_node *nd = kf_N(g, rw->erase[i]);
-		for (uint32_t r = 0; r < nd->nres; r++)
-			kf_foreach_use(g, nd->res0 + r, u) {
-				kf_nid user = g->use[u].user;
-				bool gone = false;
-				for (uint32_t j = 0; j < rw->nerase; j++)
-					gone |= rw->erase[j] == user;
-				if (!gone) {
-					kf_error(g->ctx, kf_N(g, rw->erase[i])->loc,
-						 "rule '%s' (%s) erased a node whose result is still used",
-						 rw->rule->name, rw->rule->origin ? rw->rule->origin : "C");
-					return fail_rule(d, rw, n, "applying");
-				}
-			}
-	}
-	/* users first: erase what is unused until the list is done */
-	for (bool again = true; again;) {
-		again = false;
-		for (uint32_t i = 0; i < rw->nerase; i++) {
-			kf_nid x = rw->erase[i];
-			if (!(kf_N(g, x)->flags & KF_NODE_DEAD) && node_unused(g, x)) {
-				erase_node(d, x);
-				again = true;
-			}
-		}
-	}
-	return 0;
-}
-
-static int apply_transform(driver *d, const kf_rule *r, kf_nid n)
-{
-	kf_graph *g = d->g;
+	kf_match m;
 	kf_rewriter rw;
-	kf_rw_begin(&rw, g, n);
-	rw.rule = r;
 	d->st->tried++;
-	d->st->callbacks++;
-	int k = r->apply(&rw, n);
-	if (k < 0 || (k == 0 && rw.nmut)) {
+	kf_rw_rulestat *rs = kf_rwd_rstat(d, r);
+	rs->attempted++;
+	attempt a;
+	a.d = d, a.r = r, a.rw = &rw, a.n = n, a.begun = false, a.where_no = a.declined = a.noop = 0;
+	int k = kf_rw_match(g, r, n, &m, accept_match, &a);
+	d->st->steps += m.steps;
+	if (m.steps > d->most_steps) {
+		d->most_steps = m.steps;
+		d->hungriest = r;
+	}
+	if (k >= 0 && d->st->steps > d->max_steps) {
+		/* a pattern whose search grows with the graph (many symmetric
+		 * operands) must not hang the pass */
+		if (k > 0)
+			kf_rw_rollback(&rw);
+		kf_error(g->ctx, kf_N(g, n)->loc, "rules: the matcher's search took over %llu steps (max-steps=%llu); "
+			 "rule '%s' (%s) took the most in one match (%u)", (unsigned long long)d->st->steps,
+			 (unsigned long long)d->max_steps, d->hungriest->name,
+			 d->hungriest->origin ? d->hungriest->origin : "C", d->most_steps);
+		k = -1;
+	}
+	if (k == 0 && m.steps > KF_MATCH_STEPS && !(d->warned[r->index] & 2)) {
+		/* a miss that is not the pattern's answer but the search's
+		 * limit: say so (once per rule and graph) */
+		d->warned[r->index] |= 2;
+		kf_warning(g->ctx, kf_N(g, n)->loc, "rule '%s' (%s): the match here gave up after %d search steps "
+			   "(a chain of many operands that the rest of the pattern rejects in every order?)",
+			   r->name, r->origin ? r->origin : "C", KF_MATCH_STEPS);
+	}
+	if (k == 0 && a.noop)
+		k = report_noop(d, r, n);
+	if (k <= 0) {
+		rs->matched += a.where_no || a.declined;
+		rs->where_no += a.where_no && !a.declined;
+		rs->declined += a.declined > 0;
 		if (k == 0)
-			kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) changed the graph but returned false",
-				 r->name, r->origin ? r->origin : "C");
-		k = fail_rule(d, &rw, n, "applying");
-		kf_rw_end(&rw);
+			kf_rwd_trace_candidate(d, r, n, &m, NULL, true);
+		if (a.begun)
+			kf_rw_end(&rw);
 		return k;
 	}
-	if (k == 0) {
-		kf_rw_end(&rw);
-		return 0;
-	}
-	if (rw.nmut == 0) {
-		kf_error(g->ctx, kf_N(g, n)->loc, "transform '%s' (%s) claims success but leaves the graph unchanged",
-			 r->name, r->origin ? r->origin : "C");
+	rs->matched++;
+	if (report_undo(d, &rw, n, a.hb, a.ha) < 0) {
 		kf_rw_end(&rw);
 		return -1;
 	}
-	trace_rewrite(d, r, n, NULL, &rw);
-	if (commit_erasures(d, &rw, n) < 0) {
-		kf_rw_end(&rw);
-		return -1;
+	kf_rw_seen_add(&d->seen, a.ha, a.hb, r->index);
+	kf_rwd_trace_rewrite(d, r, n, &m, &rw);
+	if (d->o->trace_rule && d->o->log && kf_rw_selects(d->o->trace_rule, r->name))
+		kf_rwt_candidate(d->o->log, g, r, n, &m, "rewritten");
+	for (uint32_t i = 0; i < m.nout; i++) {
+		kf_replace_all_uses(g, m.out[i], rw.out[i]);
+		kf_rwd_keep_name(g, m.out[i], rw.out[i], rw.mark);
 	}
-	note_fired(d, r);
-	wl_push(d, n);
-	for (uint32_t i = 0; i < rw.ncreated; i++) {
-		wl_push(d, rw.created[i]);
-		const kf_node *nd = kf_N(g, rw.created[i]);
-		for (uint32_t j = 0; j < nd->nres; j++)
-			push_users(d, nd->res0 + j, d->depth);
-	}
-	for (uint32_t i = 0; i < rw.nmoved; i++)
-		wl_push(d, rw.moved[i].user);
-	for (uint32_t i = 0; i < rw.nattrs; i++) {
-		/* a changed attribute may let a pattern rooted above it match */
-		const kf_node *nd = kf_N(g, rw.attrs[i].n);
-		wl_push(d, rw.attrs[i].n);
-		for (uint32_t j = 0; j < nd->nres; j++)
-			push_users(d, nd->res0 + j, d->depth);
-	}
+	kf_rwd_note_fired(d, r);
+	for (uint32_t i = 0; i < rw.ncreated; i++)
+		kf_rwd_wl_push(d, rw.created[i]);
+	for (uint32_t i = 0; i < rw.nout; i++)
+		kf_rwd_push_users(d, rw.out[i], d->depth);
+	erase_dead(d, m.node, m.nnode);
 	kf_rw_end(&rw);
 	return 1;
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-static int cap_hit(driver *d)
+static int cap_hit(kf_rw_driver *d)
 {
 	kf_buf b = {0};
 	recent_rules(d, &b);
@@ -642,7 +512,7 @@ static int cap_hit(driver *d)
 	return -1;
 }
 
-static int process(driver *d)
+static int process(kf_rw_driver *d)
 {
 	kf_graph *g = d->g;
 	while (d->nwl) {
@@ -652,8 +522,8 @@ static int process(driver *d)
 		if (nd->flags & KF_NODE_DEAD)
 			continue;
 		d->st->visited++;
-		if (nd->nres && !pinned(g, n) && node_unused(g, n)) {
-			erase_node(d, n);
+		if (nd->nres && !pinned(g, n) && kf_rwd_node_unused(g, n)) {
+			kf_rwd_erase_node(d, n);
 			d->st->dead++;
 			d->changed = true;
 			continue;
@@ -669,17 +539,35 @@ static int process(driver *d)
 			have1 = b == KF_NONE ? -3 : kf_N(g, b)->op;
 		}
 		bool comm = (kf_op(g->ctx, op)->flags & KF_OPF_COMMUTATIVE) != 0;
+		int have[KF_AC_MAXPIECES];
+		int nhave = -1; /* the pieces of an AC chain at n, found once for all its rules */
+		uint32_t most = 0;
 		for (uint32_t i = 0; op < d->nop && i < d->nbyop[op]; i++) {
 			uint32_t ri = d->byop[op][i];
 			const kf_rule *r = d->rs->rule[ri];
 			int w0 = d->want[ri][0], w1 = d->want[ri][1];
-			if (nd->nin == 2 && w0 != -2 &&
-			    !((w0 < 0 || w0 == have0) && (w1 < 0 || w1 == have1)) &&
-			    !(comm && (w0 < 0 || w0 == have1) && (w1 < 0 || w1 == have0))) {
+			bool may;
+			if (!r->pat) {
+				may = true;
+			} else if (d->acleaf[ri]) {
+				if (nhave < 0)
+					nhave = (int)kf_rw_ac_pieces(g, n, d->maxleaf[op], have, &most);
+				may = kf_rw_ac_fits(r->pat, &r->pat->node[KF_PV_NODE(r->pat->out[0])], have,
+						    (uint32_t)nhave, most);
+			} else if (nd->nin == 2 && w0 != -2) {
+				may = ((w0 < 0 || w0 == have0) && (w1 < 0 || w1 == have1)) ||
+				      (comm && (w0 < 0 || w0 == have1) && (w1 < 0 || w1 == have0));
+			} else {
+				may = kf_rw_may_match(g, r, n);
+			}
+			if (!may) {
 				d->st->tried++;
+				kf_rwd_rstat(d, r)->attempted++;
+				if (d->o->log && d->o->trace_rule && kf_rw_selects(d->o->trace_rule, r->name))
+					kf_rwt_candidate(d->o->log, g, r, n, NULL, "the ops around the root cannot match");
 				continue;
 			}
-			int k = r->pat ? apply_rule(d, r, n) : apply_transform(d, r, n);
+			int k = r->pat ? apply_rule(d, r, n) : kf_rwd_apply_transform(d, r, n);
 			if (k < 0)
 				return -1;
 			if (k > 0) {
@@ -695,16 +583,26 @@ static int process(driver *d)
 int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stats *st)
 {
 	static const kf_rw_opts dflt = {0};
-	driver d;
+	kf_rw_driver d;
 	memset(&d, 0, sizeof d);
 	d.g = g;
 	d.rs = rs;
 	d.o = o ? o : &dflt;
 	d.st = st;
+	if (st->nrule < rs->n) {
+		/* a rule set that grew since kf_rw_stats_init */
+		st->rule = kf_xrealloc(st->rule, rs->n * sizeof *st->rule);
+		memset(st->rule + st->nrule, 0, (rs->n - st->nrule) * sizeof *st->rule);
+		st->nrule = rs->n;
+	}
+	d.warned = kf_xcalloc(rs->n ? rs->n : 1, 1);
+	for (uint32_t i = 0; i < rs->n; i++)
+		d.ordered |= !rs->rule[i]->pat;
 	int rc = build_index(&d);
 	if (rc < 0)
 		kf_error(g->ctx, g->loc, "out of memory building the rule index");
 	d.max_rewrites = d.o->max_rewrites ? d.o->max_rewrites : 100000 + 8 * (uint64_t)g->nnode;
+	d.max_steps = d.o->max_steps ? d.o->max_steps : 50000000 + 200 * (uint64_t)g->nnode;
 	int max_iter = d.o->max_iter > 0 ? d.o->max_iter : 10;
 	st->converged = false;
 	uint64_t before = st->rewrites;
@@ -732,35 +630,25 @@ int kf_rw_run(kf_graph *g, const kf_ruleset *rs, const kf_rw_opts *o, kf_rw_stat
 	free(d.byop);
 	free(d.nbyop);
 	free(d.want);
+	free(d.acleaf);
+	free(d.maxleaf);
 	free(d.wl);
 	free(d.inwl);
-	free(d.seen);
+	free(d.seen.ent);
+	free(d.warned);
+	kf_rw_order_free(&d.ord);
 	return rc;
 }
 
 void kf_rw_stats_init(kf_rw_stats *st, const kf_ruleset *rs)
 {
 	memset(st, 0, sizeof *st);
-	st->nfired = rs->n;
-	st->fired = calloc(rs->n ? rs->n : 1, sizeof *st->fired);
+	st->nrule = rs->n;
+	st->rule = kf_xcalloc(rs->n ? rs->n : 1, sizeof *st->rule);
 }
 
 void kf_rw_stats_free(kf_rw_stats *st)
 {
-	free(st->fired);
+	free(st->rule);
 	memset(st, 0, sizeof *st);
-}
-
-void kf_rw_summary(kf_buf *out, const kf_ruleset *rs, const kf_rw_stats *st)
-{
-	kf_buf_printf(out, "rules: %llu rewrites, %u iterations, %s; %llu nodes visited, %llu match attempts, "
-		      "%llu structural matches, %llu script entries, %llu declined, %llu dead nodes removed\n",
-		      (unsigned long long)st->rewrites, st->iterations,
-		      st->converged ? "converged" : "not converged", (unsigned long long)st->visited,
-		      (unsigned long long)st->tried, (unsigned long long)st->matched,
-		      (unsigned long long)st->callbacks, (unsigned long long)st->rejected,
-		      (unsigned long long)st->dead);
-	for (uint32_t i = 0; i < rs->n && i < st->nfired; i++)
-		if (st->fired[i])
-			kf_buf_printf(out, "  %6llu  %s\n", (unsigned long long)st->fired[i], rs->rule[i]->name);
 }

@@ -1,7 +1,9 @@
 /* emit_elementwise.c: loop kernels (kind = "elementwise", and every
  * element-wise, broadcast or injective op run alone).
  *
- * One iteration space: the element count N of the outputs.  Each thread
+ * One iteration space per element count of the outputs (one when they are
+ * all as large; a split of unequal sizes has several, written as loops one
+ * after the other over one grid, each computing its own outputs).  Each thread
  * handles U vectors of V consecutive elements (16 bytes of the widest
  * output) per trip, a block a tile of block * U vectors; one block per tile,
  * or a grid-stride loop over the tiles (KFUSE_EW_*: kx_tune).  Inputs read
@@ -192,15 +194,14 @@ static int64_t vec_stride(const kx *k) { return (int64_t)k->k->block * k->V; }
 
 static bool tile_guard(const kx *k)
 {
-	int64_t nv = kx_numel(k, k->out[0]) / k->V;
+	int64_t nv = k->n / k->V;
 	return nv % ((int64_t)k->k->block * k->U) != 0;
 }
 
 static void guard(kf_buf *b, const kx *k)
 {
 	if (tile_guard(k))
-		kf_buf_printf(b, "if (b + j * %lld < %lld) ", (long long)vec_stride(k),
-			      (long long)(kx_numel(k, k->out[0]) / k->V * k->V));
+		kf_buf_printf(b, "if (b + j * %lld < %lld) ", (long long)vec_stride(k), (long long)(k->n / k->V * k->V));
 }
 
 static int load_param(kx *k, kf_vid v, int p, int ix)
@@ -731,10 +732,13 @@ static void reset_region(kx *k)
 	k->nix = 1;
 }
 
-/* The lanes' body: every output at i0. */
-static int lanes(kx *k, bool vec)
+/* The lanes' body: every output the loop writes (sel[j], or all when sel
+ * is NULL) at i0. */
+static int lanes(kx *k, bool vec, const bool *sel)
 {
 	for (uint32_t j = 0; j < k->nout; j++) {
+		if (sel && !sel[j])
+			continue;
 		int t = value_at(k, k->out[j], 0);
 		if (t < 0)
 			return -1;
@@ -755,13 +759,13 @@ static int lanes(kx *k, bool vec)
  * thread), then the lanes, then the stores.  One tile of block * U
  * vectors per block: the grid covers the tiles once (no loop) or loops
  * over them (a grid-stride loop; the backend picks the grid). */
-static int vector_part(kx *k, int64_t nv)
+static int vector_part(kx *k, int64_t nv, const bool *sel)
 {
 	const char *it = kx_it(k);
 	int V = k->V, U = k->U;
 	int64_t S = vec_stride(k), tile = (int64_t)k->k->block * U;
 	reset_region(k);
-	if (lanes(k, true) != 0)
+	if (lanes(k, true, sel) != 0)
 		return -1;
 	kf_buf *b = &k->b;
 	if (k->k->per_sm < 0)
@@ -772,7 +776,8 @@ static int vector_part(kx *k, int64_t nv)
 			      it, it, (long long)tile, V, (long long)(nv * V), it, (long long)(tile * V));
 	kf_buf_put(b, k->pre.p ? k->pre.p : "", k->pre.n);
 	for (uint32_t j = 0; j < k->nout; j++)
-		kf_buf_printf(b, "    __align__(16) %s r%u[%d];\n", kx_st(kx_dt(k, k->out[j])), j, U * V);
+		if (!sel || sel[j])
+			kf_buf_printf(b, "    __align__(16) %s r%u[%d];\n", kx_st(kx_dt(k, k->out[j])), j, U * V);
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) ", U);
 	guard(b, k);
 	kf_buf_printf(b, "{\n#pragma unroll\n      for (int l = 0; l < %d; l++) {\n        const %s i0 = b + j * %lld + l;\n",
@@ -787,6 +792,8 @@ static int vector_part(kx *k, int64_t nv)
 	}
 	kf_buf_puts(b, "      }\n    }\n");
 	for (uint32_t j = 0; j < k->nout; j++) {
+		if (sel && !sel[j])
+			continue;
 		kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) ", U);
 		guard(b, k);
 		kf_buf_printf(b, "%s<%s, %d>(o%u + b + j * %lld, r%u + j * %d);\n", kx_vst_stream(k),
@@ -796,39 +803,24 @@ static int vector_part(kx *k, int64_t nv)
 	return 0;
 }
 
-int kx_emit_loop(kx *k)
+/* The loop over the N elements of the outputs sel selects (NULL: all),
+ * V lanes wide (one, for few elements), with a scalar tail. */
+static int loop(kx *k, int64_t N, int V, const bool *sel)
 {
-	int64_t N = kx_numel(k, k->out[0]);
-	for (uint32_t j = 1; j < k->nout; j++)
-		if (kx_numel(k, k->out[j]) != N)
-			return kx_fail(k, "an element-wise kernel's outputs differ in size");
-	size_t maxsz = 1;
-	for (uint32_t j = 0; j < k->nout; j++)
-		if (kf_dtype_size(kx_dt(k, k->out[j])) > maxsz)
-			maxsz = kf_dtype_size(kx_dt(k, k->out[j]));
-	int V = (int)(16 / maxsz);
-	if (V > 8)
-		V = 8;
+	const char *it = kx_it(k);
+	k->n = N;
 	if (N < 4 * V)
 		V = 1;
-	const char *it = kx_it(k);
 	int64_t nv = N / V;
-	int B = k->tune.ew_block;
-	k->k->block = B;
-	k->U = k->tune.ew_vec;
-	/* a grid of one block per tile must fit gridDim.x; else it loops */
-	int grid = k->tune.ew_grid;
-	int64_t units = V > 1 ? (nv + (int64_t)B * k->U - 1) / ((int64_t)B * k->U) : (N + B - 1) / B;
-	kx_grid(k, grid == 0 && units > 0x7fffffff ? -1 : grid, units);
 	if (V > 1) {
 		k->V = V;
-		if (vector_part(k, nv) != 0)
+		if (vector_part(k, nv, sel) != 0)
 			return -1;
 	}
 	if (N % V != 0 || V == 1) {
 		k->V = 1;
 		reset_region(k);
-		if (lanes(k, false) != 0)
+		if (lanes(k, false, sel) != 0)
 			return -1;
 		kf_buf_printf(&k->b, "  for (%s i0 = %lld + blockIdx.x * (%s)blockDim.x + threadIdx.x; i0 < %lld; i0 += (%s)gridDim.x * blockDim.x) {\n",
 			      it, (long long)(nv * V) * (V > 1), it, (long long)N, it);
@@ -836,4 +828,49 @@ int kx_emit_loop(kx *k)
 		kf_buf_puts(&k->b, "  }\n");
 	}
 	return 0;
+}
+
+int kx_emit_loop(kx *k)
+{
+	/* the largest output sizes the grid; outputs of other sizes (a split
+	 * of unequal parts) get loops of their own over the same grid */
+	int64_t N = 0;
+	bool uneven = false;
+	for (uint32_t j = 0; j < k->nout; j++) {
+		int64_t n = kx_numel(k, k->out[j]);
+		uneven |= j && n != kx_numel(k, k->out[0]);
+		N = n > N ? n : N;
+	}
+	size_t maxsz = 1;
+	for (uint32_t j = 0; j < k->nout; j++)
+		if (kf_dtype_size(kx_dt(k, k->out[j])) > maxsz)
+			maxsz = kf_dtype_size(kx_dt(k, k->out[j]));
+	int V = (int)(16 / maxsz);
+	if (V > 8)
+		V = 8;
+	int Vmax = N < 4 * V ? 1 : V;
+	int64_t nv = N / Vmax;
+	int B = k->tune.ew_block;
+	k->k->block = B;
+	k->U = k->tune.ew_vec;
+	/* a grid of one block per tile must fit gridDim.x; else it loops, as
+	 * it must when loops of several sizes share it */
+	int grid = k->tune.ew_grid;
+	int64_t units = Vmax > 1 ? (nv + (int64_t)B * k->U - 1) / ((int64_t)B * k->U) : (N + B - 1) / B;
+	kx_grid(k, grid == 0 && (units > 0x7fffffff || uneven) ? -1 : grid, units);
+	if (!uneven)
+		return loop(k, N, V, NULL);
+	bool *sel = calloc(k->nout, sizeof *sel), *done = calloc(k->nout, sizeof *done);
+	int rc = sel && done ? 0 : kx_fail(k, "out of memory");
+	for (uint32_t j = 0; rc == 0 && j < k->nout; j++) {
+		if (done[j])
+			continue;
+		int64_t n = kx_numel(k, k->out[j]);
+		for (uint32_t i = 0; i < k->nout; i++)
+			done[i] |= sel[i] = kx_numel(k, k->out[i]) == n;
+		rc = loop(k, n, V, sel);
+	}
+	free(sel);
+	free(done);
+	return rc;
 }

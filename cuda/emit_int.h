@@ -60,6 +60,7 @@ typedef struct kx {
 	uint32_t nix, capix;
 	bool wide;     /* 64-bit indices */
 	int V;         /* loop kernels: lanes per thread */
+	int64_t n;     /* loop kernels: the element count of the loop being written */
 	int U;         /* loop kernels: vectors per thread and trip */
 	kx_tune tune;
 	int wg;        /* kf_emit_target.wgmma */

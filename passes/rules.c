@@ -7,10 +7,15 @@
  * Options: path=FILE|DIR (default: the standard rules; a relative path not
  * found from the current directory is looked up among the standard rules:
  * kf_rules_find), max-iter=N (sweeps, default 10), max-rewrites=N,
+ * max-steps=N (the matcher's search steps, default 50M + 200 per node: a
+ * pattern whose search explodes stops with an error),
  * trace=0|1|2 (a bare `trace` is 1: a line per rewrite and a summary of the
  * rules that fired; 2: also why candidate matches failed; --trace-rewrites
- * sets 1), stats (the summary alone).  The rules are loaded once per context and kept (Lua-defined
- * ops must outlive the pass).
+ * sets 1), trace-rule=NAME (every candidate of rule NAME, or of the rules
+ * NAME* names, and how far its match got; kfuse-opt --trace-rule sets it),
+ * stats (the coverage table: every rule's attempts, matches, rejections
+ * and rewrites, those at 0 too).  The rules are loaded once per context
+ * and kept (Lua-defined ops must outlive the pass).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +29,8 @@ typedef struct rules_state {
 	kf_rw_opts opts;
 	kf_rw_stats st;
 	const char *path;
-	bool stats;             /* print the summary at the end */
+	bool stats;             /* print the coverage table at the end */
+	bool summary;           /* print the summary (trace) */
 } rules_state;
 
 static int rules_begin(kf_ctx *c, kf_passopts *o)
@@ -39,9 +45,11 @@ static int rules_begin(kf_ctx *c, kf_passopts *o)
 	kf_buf_free(&found);
 	int64_t iter = kf_passopt_int(c, o, "max-iter", 10);
 	int64_t cap = kf_passopt_int(c, o, "max-rewrites", 0);
+	int64_t steps = kf_passopt_int(c, o, "max-steps", 0);
 	int64_t trace = kf_passopt_level(c, o, "trace", (o->flags & KF_PASSF_TRACE) ? 1 : 0);
-	if (iter < 1 || cap < 0 || trace < 0 || trace > 2) {
-		kf_error(c, o->loc, "rules: max-iter must be at least 1, max-rewrites at least 0, trace 0 to 2");
+	if (iter < 1 || cap < 0 || steps < 0 || trace < 0 || trace > 2) {
+		kf_error(c, o->loc, "rules: max-iter must be at least 1, max-rewrites and max-steps at least 0, "
+			 "trace 0 to 2");
 		return -1;
 	}
 	kf_lrules *r = kf_lua_rules_load(c, path);
@@ -50,16 +58,31 @@ static int rules_begin(kf_ctx *c, kf_passopts *o)
 		return -1;
 	}
 	bool stats = kf_passopt_bool(c, o, "stats", false);
+	const char *trace_rule = kf_passopt_str(o, "trace-rule", o->trace_rule);
 	rules_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return -1;
-	s->stats = stats || trace;
+	s->stats = stats;
+	s->summary = trace && !stats;
 	s->rules = r;
 	s->path = path;
 	s->opts.max_iter = (int)iter;
 	s->opts.max_rewrites = (uint64_t)cap;
+	s->opts.max_steps = (uint64_t)steps;
 	s->opts.trace = (int)trace;
-	s->opts.log = trace ? o->log : NULL;
+	s->opts.trace_rule = trace_rule && *trace_rule ? trace_rule : NULL;
+	const kf_ruleset *rs = kf_lua_rules_set(r);
+	uint32_t sel = 0;
+	for (uint32_t i = 0; s->opts.trace_rule && i < rs->n; i++)
+		sel += kf_rw_selects(s->opts.trace_rule, rs->rule[i]->name);
+	if (s->opts.trace_rule && !sel) {
+		/* a misspelt name would otherwise trace nothing, silently */
+		kf_error(c, o->loc, "rules: no rule in '%s' is named '%s' (trace-rule; NAME* selects a prefix)",
+			 path, s->opts.trace_rule);
+		free(s);
+		return -1;
+	}
+	s->opts.log = trace || s->opts.trace_rule ? o->log : NULL;
 	kf_rw_stats_init(&s->st, kf_lua_rules_set(r));
 	o->state = s;
 	return 0;
@@ -80,13 +103,15 @@ static void rules_end(kf_ctx *c, kf_passopts *o)
 	if (!s)
 		return;
 	if (s->stats && o->log)
+		kf_rw_coverage(o->log, kf_lua_rules_set(s->rules), &s->st);
+	else if (s->summary && o->log)
 		kf_rw_summary(o->log, kf_lua_rules_set(s->rules), &s->st);
 	kf_rw_stats_free(&s->st);
 	free(s);
 	o->state = NULL;
 }
 
-static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "trace", "stats", NULL};
+static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "max-steps", "trace", "trace-rule", "stats", NULL};
 
 const kf_pass kf_pass_rules = {
 	.name = "rules",

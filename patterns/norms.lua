@@ -44,8 +44,9 @@ for sname, sq in forms.sorted(squares) do
 end
 
 -- layer_norm(x) * scale + bias: the affine part, when scale and bias are
--- per-feature vectors of the normalised axis.  The epsilon comes from the
--- matched layer_norm node (add and mul operands may come in either order).
+-- per-feature vectors of the normalised axis (the type constraints say so:
+-- D is x's last dim).  The epsilon comes from the matched layer_norm node
+-- (add and mul operands may come in either order).
 local function matched_layer_norm(root)
   for _, v in ipairs(root.inputs) do
     local mul = v.def
@@ -59,11 +60,8 @@ end
 
 rule {
   name = "layer-norm-affine", benefit = 4,
+  types = {x = "T[..., D]", w = "T[D]", b = "T[D]"},
   pattern = function(x, w, b) return layer_norm(x, {axis = -1}) * w + b end,
-  where = function(m)
-    local n = m.x.shape[m.x.rank]
-    return m.w.rank == 1 and m.b.rank == 1 and m.w.shape[1] == n and m.b.shape[1] == n
-  end,
   replace = function(x, w, b, m)
     local eps = matched_layer_norm(m.root):attr("epsilon") or 1e-5
     return layer_norm(x, w, b, {axis = -1, epsilon = eps})

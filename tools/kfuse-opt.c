@@ -30,6 +30,8 @@ static const char usage[] =
 	"  --no-verify-each          do not\n"
 	"  --timing                  print wall time per phase and pass to stderr\n"
 	"  --trace-rewrites          passes log each rewrite to stderr\n"
+	"  --trace-rule NAME         the rules pass logs every candidate root of rule NAME (or of\n"
+	"                            the rules NAME* names): how far its match got, and why it stopped\n"
 	"  --explain-fusion          the fuse pass says why edges did not fuse\n"
 	"  --list-passes             list the passes and their options\n"
 	"  --check-equivalence       run input and result on random inputs and compare\n"
@@ -48,6 +50,7 @@ typedef struct opt {
 	const char *before, *after;
 	bool after_all, after_change, verify_each, timing, list, equiv, quiet;
 	uint32_t flags;
+	const char *trace_rule;
 	double rtol, atol, l2;
 	bool tol_given;  /* --rtol, --atol or --l2: no default by precision */
 	uint64_t seed;
@@ -69,9 +72,8 @@ static char *join(const char *a, const char *b)
 
 enum {
 	O_EMIT = 256, O_BEFORE, O_AFTER, O_AFTER_ALL, O_AFTER_CHANGE, O_VERIFY, O_NO_VERIFY, O_TIMING,
-	O_TRACE, O_EXPLAIN, O_LIST, O_EQUIV, O_RTOL, O_ATOL, O_L2, O_SEED, O_TRIALS, O_PLUGIN, O_VERSION,
-	O_QUIET,
-	O_DATA_ROOT, O_MAXMEM,
+	O_TRACE, O_TRACE_RULE, O_EXPLAIN, O_LIST, O_EQUIV, O_RTOL, O_ATOL, O_L2, O_SEED, O_TRIALS, O_PLUGIN, O_VERSION,
+	O_QUIET, O_DATA_ROOT, O_MAXMEM,
 };
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
@@ -86,6 +88,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"print-ir-after-change", no_argument, 0, O_AFTER_CHANGE},
 		{"verify-each", no_argument, 0, O_VERIFY}, {"no-verify-each", no_argument, 0, O_NO_VERIFY},
 		{"timing", no_argument, 0, O_TIMING}, {"trace-rewrites", no_argument, 0, O_TRACE},
+		{"trace-rule", required_argument, 0, O_TRACE_RULE},
 		{"explain-fusion", no_argument, 0, O_EXPLAIN}, {"list-passes", no_argument, 0, O_LIST},
 		{"check-equivalence", no_argument, 0, O_EQUIV}, {"rtol", required_argument, 0, O_RTOL},
 		{"atol", required_argument, 0, O_ATOL}, {"l2", required_argument, 0, O_L2},
@@ -113,6 +116,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		case O_NO_VERIFY: o->verify_each = false; break;
 		case O_TIMING: o->timing = true; break;
 		case O_TRACE: o->flags |= KF_PASSF_TRACE; break;
+		case O_TRACE_RULE: o->trace_rule = optarg; break;
 		case O_EXPLAIN: o->flags |= KF_PASSF_EXPLAIN; break;
 		case O_LIST: o->list = true; break;
 		case O_EQUIV: o->equiv = true; break;
@@ -354,7 +358,7 @@ static int run(kfuse_ctx *k, kf_passreg *reg, opt *o, kf_timing *tm)
 		goto done;
 	kf_runopts ro = {
 		.verify_each = o->verify_each, .after_all = o->after_all, .after_change = o->after_change,
-		.before = o->before, .after = o->after, .flags = o->flags, .log = &log, .timing = tm,
+		.before = o->before, .after = o->after, .flags = o->flags, .trace_rule = o->trace_rule, .log = &log, .timing = tm,
 		.dump = dump,
 	};
 	const char *after = getenv("KFUSE_PROGRESS_AFTER");

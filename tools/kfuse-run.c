@@ -25,7 +25,8 @@ static const char usage[] =
 	"  --graph NAME            the graph to run (default: the first)\n"
 	"  --plugin FILE           load an op plugin (FILE.so, or FILE.lua with op{} declarations)\n"
 	"                          before parsing, so graphs may use its ops; repeatable\n"
-	"  --input NAME=FILE.npy   an input, by parameter name (without %) or index; repeatable\n"
+	"  --input NAME=FILE.npy   an input, by index (a number) or parameter name (%NAME or NAME);\n"
+	"                          repeatable\n"
 	"  --random-inputs         inputs not given are random (normal floats, small ints)\n"
 	"  --seed N                seed for --random-inputs (default 0)\n"
 	"  --dim SYM=SIZE          size of a symbolic dim no input fixes (default 4); repeatable\n"
@@ -33,7 +34,8 @@ static const char usage[] =
 	"  --output-dir DIR        write output i as DIR/out<i>.npy\n"
 	"  --backend=cpu|cuda|auto the backend (default cpu; auto: cuda when a GPU and its driver are there)\n"
 	"  --compare=cpu           also run the CPU interpreter and compare (see --rtol/--atol)\n"
-	"  --expect OUT=FILE.npy   compare output OUT (index or returned name) with a file\n"
+	"  --expect OUT=FILE.npy   compare output OUT with a file: an index (a number; %0 names the\n"
+	"                          value %0) or the name of a returned value\n"
 	"  --rtol R --atol A       tolerances for --compare and --expect (default 1e-4, 1e-5)\n"
 	"  --l2 E                  judge --compare and --expect by each output's relative L2\n"
 	"                          error instead (at most E; NaN and infinities must agree)\n"
@@ -168,19 +170,29 @@ static int parse_args(int argc, char **argv, opt *o)
 }
 
 /* Index of the graph input called name (with or without '%', or a number). */
-static int input_index(kf_graph *g, const char *name, size_t len)
+/* The position named by NAME in --input NAME=... and --expect NAME=...: a
+ * bare number is a position, %NAME (or any other text) a value name.  A
+ * number is never read as a name first: rewrites name values %0, %1, ...
+ * in their own order, so "0" as a name can be another output than output 0. */
+static int slot_index(kf_graph *g, const kf_vid *vals, uint32_t n, const char *name, size_t len)
 {
-	const kf_block *b0 = &g->blk[0];
+	char *end;
+	long k = len && name[0] >= '0' && name[0] <= '9' ? strtol(name, &end, 10) : -1;
+	if (k >= 0 && end == name + len)
+		return (uint32_t)k < n ? (int)k : -1;
 	if (len && name[0] == '%')
 		name++, len--;
-	for (uint32_t i = 0; i < b0->narg; i++) {
-		const char *s = kf_str(g->ctx, kf_V(g, b0->arg[i])->name);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *s = kf_str(g->ctx, kf_V(g, vals[i])->name);
 		if (strlen(s) == len && !memcmp(s, name, len))
 			return (int)i;
 	}
-	char *end;
-	long k = strtol(name, &end, 10);
-	return end == name + len && len && k >= 0 && (uint32_t)k < b0->narg ? (int)k : -1;
+	return -1;
+}
+
+static int input_index(kf_graph *g, const char *name, size_t len)
+{
+	return slot_index(g, g->blk[0].arg, g->blk[0].narg, name, len);
 }
 
 static int load_inputs(kf_graph *g, const opt *o, kf_tensor *in, bool *given)
@@ -364,16 +376,17 @@ static int compare_cpu(kf_graph *g, const kf_tensor *in, uint32_t nin, const kf_
 static int output_index(kf_graph *g, const char *name, size_t len)
 {
 	kf_nid ret = kf_block_terminator(g, 0);
-	if (len && name[0] == '%')
-		name++, len--;
-	for (uint32_t i = 0; ret != KF_NONE && i < g->nres; i++) {
-		const char *s = kf_str(g->ctx, kf_V(g, kf_in(g, ret, i))->name);
-		if (strlen(s) == len && !memcmp(s, name, len))
-			return (int)i;
-	}
-	char *end;
-	long k = strtol(name, &end, 10);
-	return end == name + len && len && k >= 0 && (uint32_t)k < g->nres ? (int)k : -1;
+	if (ret == KF_NONE)
+		return -1;
+	uint32_t n = kf_N(g, ret)->nin;
+	kf_vid *v = malloc((n ? n : 1) * sizeof *v);
+	if (!v)
+		return -1;
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = kf_in(g, ret, i);
+	int k = slot_index(g, v, n, name, len);
+	free(v);
+	return k;
 }
 
 /* --expect: each named output against a .npy file. */

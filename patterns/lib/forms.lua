@@ -1,26 +1,10 @@
 -- lib/forms.lua: helpers shared by the standard rules (require "lib.forms").
 --
--- Exporters write one formula in several shapes.  Commutative operands are
--- matched in either order by the engine, but association is not: (a*b)*c
--- and a*(b*c) are different graphs.  These helpers list the variants, and
--- the rule files declare one rule per variant.
+-- Exporters write one formula in several shapes.  The matcher takes care of
+-- operand order and of the grouping of sums and products (docs/rules.md,
+-- "Matching"); what is left are different ops for one value (x^2 and x*x,
+-- / sqrt and * rsqrt), which the rule files list as variants.
 local M = {}
-
--- The three ways a product of three factors is grouped.  Each entry is a
--- function of the three factors (called while tracing, so the factors may be
--- traced values or numbers).
-M.products3 = {
-  function(a, b, c) return (a * b) * c end,
-  function(a, b, c) return a * (b * c) end,
-  function(a, b, c) return (a * c) * b end,
-}
-
--- x cubed, as pow or as products.
-M.cubes = {
-  pow = function(x) return x ^ 3 end,
-  mul_left = function(x) return (x * x) * x end,
-  mul_right = function(x) return x * (x * x) end,
-}
 
 -- Sorted iteration, so that rules are declared in a stable order.
 function M.sorted(t)

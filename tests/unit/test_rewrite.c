@@ -532,6 +532,126 @@ static void test_graph_same(void **st)
 	kf_module_free(mc);
 }
 
+
+/* The node order the driver keeps: insertions at one place use up the gap
+ * between two keys (about 50 halvings of a double) and renumber the block;
+ * the keys must follow the block's order throughout. */
+static void test_order(void **st)
+{
+	fx *f = *st;
+	kf_graph *g = parse(f, "graph @g(%x: f32[4]) -> (f32[4]) {\n"
+			       "  %a = tanh(%x) : f32[4]\n"
+			       "  %b = exp(%a) : f32[4]\n"
+			       "  return %b\n}\n");
+	kf_rw_order o = {0};
+	kf_rw_order_graph(&o, g);
+	kf_nid b = kf_def(g, kf_in(g, kf_block_terminator(g, 0), 0));
+	kf_rewriter rw;
+	kf_rw_begin(&rw, g, b);
+	rw.ord = &o;
+	kf_vid x = g->blk[0].arg[0];
+	for (int i = 0; i < 300; i++) {
+		/* each before the previous one: always the same gap */
+		kf_vid v = kf_rw_create(&rw, KF_OP_NEG, &x, 1, NULL, 0, NULL, 0);
+		assert_int_not_equal(v, KF_NONE);
+		rw.root = kf_def(g, v);
+	}
+	kf_nid prev = KF_NONE;
+	uint32_t n = 0;
+	kf_foreach_node(g, 0, m) {
+		if (prev != KF_NONE) {
+			assert_true(kf_rw_order_before(&o, g, prev, m));
+			assert_false(kf_rw_order_before(&o, g, m, prev));
+		}
+		prev = m;
+		n++;
+	}
+	assert_int_equal(n, 303);
+	assert_true(kf_rw_order_available(&o, g, x, b));
+	assert_false(kf_rw_order_available(&o, g, kf_res(g, b, 0), rw.root));
+	kf_rw_end(&rw);
+	kf_rw_order_free(&o);
+}
+
+/* An AC pattern over long chains that never match costs a bounded number
+ * of search steps per candidate: the work grows linearly with the graph. */
+static uint64_t chain_steps(fx *f, int len)
+{
+	kf_buf t = {0};
+	kf_buf_puts(&t, "graph @g(%x: f32[4], %y: f32[4]) -> (f32[4]) {\n  %c = const 3.0 : f32[]\n"
+		    "  %s0 = add(%x, %y) : f32[4]\n");
+	for (int i = 1; i < len; i++)
+		kf_buf_printf(&t, "  %%s%d = add(%%s%d, %s) : f32[4]\n", i, i - 1, i % 3 ? i % 3 == 1 ? "%x" : "%y" : "%c");
+	kf_buf_printf(&t, "  return %%s%d\n}\n", len - 1);
+	kf_buf_putc(&t, 0);
+	kf_graph *g = parse(f, t.p);
+	kf_buf_free(&t);
+	/* a + b + c + d + 2.0: the chains hold a constant, 3.0, so the quick
+	 * check lets every root through and the search must find out */
+	kf_pattern *p = pat(f);
+	kf_pv v[4] = {kf_pat_var(p, "a"), kf_pat_var(p, "b"), kf_pat_var(p, "c"), kf_pat_var(p, "d")};
+	kf_pv acc = v[0];
+	for (int i = 1; i < 4; i++) {
+		kf_pv in[2] = {acc, v[i]};
+		acc = kf_pat_op(p, KF_OP_ADD, in, 2, NULL, 0, 0);
+	}
+	kf_pv in[2] = {acc, kf_pat_const(p, 2.0, -1)};
+	outputs(p, kf_pat_op(p, KF_OP_ADD, in, 2, NULL, 0, 0));
+	assert_int_equal(p->node[KF_PV_NODE(p->out[0])].nleaf, 5);
+	kf_rule r, *rp = &r;
+	set_rule(&r, "chain", p, NULL);
+	r.replace = NULL;
+	kf_rw_stats s;
+	assert_int_equal(run(g, &rp, 1, 0, &s), 0);
+	assert_int_equal(s.rewrites, 0);
+	uint64_t steps = s.steps;
+	kf_rw_stats_free(&s);
+	return steps;
+}
+
+static void test_ac_linear(void **st)
+{
+	fx *f = *st;
+	uint64_t a = chain_steps(f, 1000), b = chain_steps(f, 8000);
+	/* the same steps per candidate root, a small number of them */
+	assert_true(a > 1000);
+	assert_true(b <= 8 * a + 8 * 64);
+	assert_true(b < 8000 * 200);
+}
+
+/* accept is part of the search: declining the first binding of a
+ * commutative root gives the other order. */
+static int decline_first(void *ud, kf_match *m)
+{
+	int *calls = ud;
+	if ((*calls)++ == 0) {
+		m->declined = "first";
+		return 0;
+	}
+	return 1;
+}
+
+static void test_accept_search(void **st)
+{
+	fx *f = *st;
+	kf_graph *g = parse(f, "graph @g(%x: f32[4], %y: f32[4]) -> (f32[4]) {\n"
+			       "  %a = add(%x, %y) : f32[4]\n"
+			       "  return %a\n}\n");
+	kf_pattern *p = pat(f);
+	kf_pv in[2] = {kf_pat_var(p, "u"), kf_pat_var(p, "v")};
+	outputs(p, kf_pat_op(p, KF_OP_ADD, in, 2, NULL, 0, 0));
+	kf_rule r;
+	set_rule(&r, "add", p, NULL);
+	kf_match m;
+	int calls = 0;
+	kf_nid n = kf_def(g, kf_in(g, kf_block_terminator(g, 0), 0));
+	assert_int_equal(kf_rw_match(g, &r, n, &m, decline_first, &calls), 1);
+	assert_int_equal(calls, 2);
+	kf_vid x = g->blk[0].arg[0], y = g->blk[0].arg[1];
+	assert_int_equal(m.bind[0], y); /* the second order: u = %y, v = %x */
+	assert_int_equal(m.bind[1], x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -547,6 +667,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lua_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lua_bad_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_graph_same, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ac_linear, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_search, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,15 +1,20 @@
 /* kfuse-verify-rules: checks Lua rule files.
  *
- *   kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] [--only-examples] [-v]
- *   (--help has the details)
+ *   kfuse-verify-rules [PATH...] [--seed N] [--trials N] [--no-examples] [--only-examples]
+ *                      [--no-orders] [--covers OLD] [-v]   (--help has the details)
  *
  * For every rule: builds its pattern as a graph for each set of input types
  * (the rule's `verify = {...}`, else every variable f32[16], f32[4,8] and
- * f64[2,3,5] in turn), applies the rule to a copy, and runs both on the CPU
- * interpreter with the same random inputs; a rule whose replacement
- * computes something else is reported with the inputs that show it.  Then
- * runs each file's embedded examples.  Exit 0 when all is well, 1 when a
- * rule or an example is wrong or a file does not load.
+ * f64[2,3,5] in turn, shaped to its `types`), applies the rule to a copy,
+ * and runs both on the CPU interpreter with the same random inputs; a rule
+ * whose replacement computes something else is reported with the inputs
+ * that show it.  Then builds the pattern in every operand order and
+ * grouping (orders.c) and checks the rule rewrites each.  Then runs each
+ * file's embedded examples.  --covers OLD also checks that every graph a
+ * rule of OLD rewrites, the rules of PATH rewrite the same way (covers.c).
+ * Transforms and `verify = false` rules are counted apart: only their
+ * examples check them.  Exit 0 when all is well, 1 when a rule or an
+ * example is wrong or a file does not load.
  */
 #include <getopt.h>
 #include <math.h>
@@ -20,25 +25,12 @@
 #include "cli.h"
 #include "equiv.h"
 #include "interp.h"
-#include "kf.h"
-#include "lua_rules.h"
 #include "plugin.h"
 #include "rules.h"
 #include "tensor.h"
+#include "verify.h"
 
-typedef struct opts {
-	uint64_t seed;
-	int trials;
-	bool examples, rules, verbose;
-} opts;
-
-/* A variable typed "const f32[8]" in a verify entry becomes a random dense
- * constant (for rules whose where wants constants); others are inputs. */
-typedef struct vspec {
-	kf_type t;
-	bool konst;
-	double value; /* NaN: random */
-} vspec;
+typedef vopts opts;
 
 static kf_vid make_const(kf_graph *g, const kf_type *t, double value, uint64_t *rng)
 {
@@ -72,26 +64,50 @@ static kf_vid make_const(kf_graph *g, const kf_type *t, double value, uint64_t *
 	return kf_res(g, n, 0);
 }
 
-/* The rule's pattern as a graph with the given variable types; NULL (and
- * why) when the pattern does not type-check with them. */
-static kf_graph *pattern_graph(kf_ctx *c, const kf_rule *r, const vspec *vs, uint64_t cseed, char *why,
-			       size_t whylen)
+kf_graph *kfv_pattern_graph(kf_ctx *c, const kf_rule *r, const kf_pattern *p, const vspec *vs, uint64_t cseed,
+			    char *why, size_t whylen)
 {
-	const kf_pattern *p = r->pat;
 	kf_graph *g = kf_graph_new(c, r->name);
 	kf_vid bind[KF_PAT_MAXNODE];
+	kf_type types[KF_PAT_MAXNODE];
 	uint64_t rng = cseed;
+	kf_vid seq[2];
 	for (uint32_t i = 0; i < p->nvar; i++) {
-		if (vs[i].konst) {
+		types[i] = vs[i].t;
+		if ((int)i == p->seqvar) {
+			/* `...` stands for two inputs of its type */
+			kf_tid t = kf_type_intern(c, &vs[i].t);
+			for (int k = 0; k < 2; k++) {
+				char name[16];
+				snprintf(name, sizeof name, "rest%d", k + 1);
+				seq[k] = kf_block_add_arg(g, 0, t, kf_intern_cstr(c, name));
+			}
+			bind[i] = KF_NONE;
+		} else if (vs[i].konst) {
 			bind[i] = make_const(g, &vs[i].t, vs[i].value, &rng);
 		} else {
 			kf_tid t = kf_type_intern(c, &vs[i].t);
 			bind[i] = kf_block_add_arg(g, 0, t, kf_intern_cstr(c, p->varname[i]));
 		}
 	}
+	/* type variables (`cast(x, {to = "T"})`) take the values the
+	 * variables' types give them, as a match would */
+	int64_t tval[KF_PAT_MAXTVAR];
+	uint32_t bound;
+	if (!kf_pat_bind_types(r->pat, types, tval, &bound)) {
+		snprintf(why, whylen, "the types do not satisfy the rule's type constraints");
+		kf_graph_free(g);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < r->pat->ntvar; i++)
+		if (!(bound & (1u << i)))
+			tval[i] = r->pat->tvkind[i] == KF_TV_DTYPE && p->nvar ? vs[0].t.dtype : 1;
 	kf_nid ret = kf_node_new(g, 0, KF_NONE, KF_OP_RETURN, NULL, 0, NULL, 0);
 	kf_rewriter rw;
 	kf_rw_begin(&rw, g, ret);
+	rw.tval = tval;
+	rw.seq = seq;
+	rw.nseq = p->seqvar >= 0 ? 2 : 0;
 	int ok = kf_rw_instantiate(&rw, p, bind, p->nvar ? (kf_dtype)vs[0].t.dtype : KF_F32, NULL);
 	snprintf(why, whylen, "%s", rw.err);
 	kf_vid out[KF_PAT_MAXOUT];
@@ -111,7 +127,7 @@ static kf_graph *pattern_graph(kf_ctx *c, const kf_rule *r, const vspec *vs, uin
 	return g;
 }
 
-static void describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspec *vs)
+void kfv_describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspec *vs)
 {
 	for (uint32_t i = 0; i < p->nvar; i++) {
 		kf_tid t = kf_type_intern((kf_ctx *)c, &vs[i].t);
@@ -124,7 +140,7 @@ static void describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspe
 
 /* Runs a and b on the same random inputs; 0 same, 1 different (reported),
  * -1 on an error. */
-static int compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, kf_buf *rep)
+int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, kf_buf *rep)
 {
 	double rtol, atol;
 	kf_lua_rule_tolerance(r, &rtol, &atol);
@@ -173,9 +189,33 @@ static int compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64
 	return rc;
 }
 
-/* The i-th set of variable types: the rule's own, else the defaults.
- * 1, 0 past the end, -1 on a malformed verify entry. */
-static int config(const kf_rule *r, uint32_t i, vspec *vs)
+/* Default type i of variable v under its constraint (or none): dtype
+ * variables take the default's dtype, dim variables a size of their own,
+ * free dims 3, a leading "..." i dims. */
+static kf_type default_type(const kf_pattern *p, uint32_t v, const kf_type *dflt, uint32_t i)
+{
+	const kf_ptype *pt = p->vtype ? p->vtype[v] : NULL;
+	if (!pt)
+		return *dflt;
+	static const int64_t sizes[] = {4, 8, 6, 5, 7, 3, 9, 2};
+	kf_type t = *dflt;
+	if (pt->dtype >= 0)
+		t.dtype = (uint8_t)pt->dtype;
+	if (pt->rank < 0)
+		return t;
+	int lead = pt->ellipsis ? (int)i : 0;
+	if (lead + pt->rank > KF_MAX_RANK)
+		lead = KF_MAX_RANK - pt->rank;
+	memset(t.dim, 0, sizeof t.dim);
+	t.rank = (uint8_t)(lead + pt->rank);
+	for (int k = 0; k < lead; k++)
+		t.dim[k] = 2 + k;
+	for (int k = 0; k < pt->rank; k++)
+		t.dim[lead + k] = pt->dvar[k] == -1 ? pt->dim[k] : pt->dvar[k] == -2 ? 3 : sizes[pt->dvar[k] % 8];
+	return t;
+}
+
+int kfv_config(const kf_rule *r, uint32_t i, vspec *vs)
 {
 	kf_type t[KF_PAT_MAXNODE];
 	bool kc[KF_PAT_MAXNODE];
@@ -195,8 +235,18 @@ static int config(const kf_rule *r, uint32_t i, vspec *vs)
 	if (i >= sizeof dflt / sizeof dflt[0])
 		return 0;
 	for (uint32_t v = 0; v < r->pat->nvar; v++)
-		vs[v] = (vspec){dflt[i], false, NAN};
+		vs[v] = (vspec){default_type(r->pat, v, &dflt[i], i), false, NAN};
 	return 1;
+}
+
+int kfv_apply(const kf_ruleset *rs, kf_graph *g)
+{
+	kf_rw_stats st;
+	kf_rw_stats_init(&st, rs);
+	int rc = kf_rw_run(g, rs, NULL, &st);
+	int n = (int)st.rewrites;
+	kf_rw_stats_free(&st);
+	return rc < 0 || kf_verify(g) ? -1 : n;
 }
 
 /* Applies r to b (a copy of a); the number of rewrites, or -1. */
@@ -204,13 +254,9 @@ static int apply_once(const kf_rule *r, kf_graph *b)
 {
 	kf_ruleset rs = {0};
 	kf_ruleset_add(&rs, (kf_rule *)r);
-	kf_rw_stats st;
-	kf_rw_stats_init(&st, &rs);
-	int rc = kf_rw_run(b, &rs, NULL, &st);
-	int n = (int)st.rewrites;
-	kf_rw_stats_free(&st);
+	int n = kfv_apply(&rs, b);
 	kf_ruleset_free(&rs);
-	return rc < 0 || kf_verify(b) ? -1 : n;
+	return n;
 }
 
 /* One set of input types: 1 the rule fired and agrees, 0 it did not fire
@@ -219,23 +265,23 @@ static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec 
 			kf_buf *skipped, kf_buf *out)
 {
 	char why[256];
-	kf_graph *a = pattern_graph(c, r, vs, cseed, why, sizeof why);
+	kf_graph *a = kfv_pattern_graph(c, r, r->pat, vs, cseed, why, sizeof why);
 	if (!a) {
 		kf_buf_puts(skipped, "  (");
-		describe(skipped, c, r->pat, vs);
+		kfv_describe(skipped, c, r->pat, vs);
 		kf_buf_printf(skipped, ": %s)\n", why);
 		kf_diag_clear(c);
 		return 0;
 	}
-	kf_graph *b = pattern_graph(c, r, vs, cseed, why, sizeof why);
+	kf_graph *b = kfv_pattern_graph(c, r, r->pat, vs, cseed, why, sizeof why);
 	int n = apply_once(r, b), rc = n < 0 ? -1 : n > 0;
 	for (int t = 0; rc == 1 && t < o->trials; t++) {
 		kf_buf rep = {0};
-		int d = compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
+		int d = kfv_compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
 		if (d > 0) {
 			kf_buf_printf(out, "%s: rule '%s' does not compute what its pattern does, for ", r->origin,
 				      r->name);
-			describe(out, c, r->pat, vs);
+			kfv_describe(out, c, r->pat, vs);
 			kf_buf_printf(out, ":\n%s", rep.p);
 		}
 		rc = d < 0 ? -1 : d > 0 ? 2 : 1;
@@ -248,12 +294,24 @@ static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec 
 	return rc;
 }
 
-/* Verifies one rule: 0 fine, 1 wrong (reported), -1 could not check. */
-static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
+/* What became of a rule. */
+typedef struct tally {
+	int verified, transforms, off, wrong;
+	uint64_t orders;
+} tally;
+
+/* Verifies one rule (counted in t): 0 fine or not verifiable, 1 wrong
+ * (reported), -1 could not check. */
+static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out, tally *t)
 {
-	const char *off = !r->pat ? "transform '%s': checked by its file's examples only"
-		        : kf_lua_rule_verify_off(r) ? "rule '%s': verify = false, checked by the examples" : NULL;
+	const char *off = !r->pat ? "transform '%s': not verified, its file's examples check it"
+		        : kf_lua_rule_verify_off(r) ? "rule '%s': verify = false, its examples check it" : NULL;
 	if (off) {
+		/* counted apart: nothing here checked what it computes */
+		if (r->pat)
+			t->off++;
+		else
+			t->transforms++;
 		if (o->verbose) {
 			kf_buf_printf(out, "%s: ", r->origin);
 			kf_buf_printf(out, off, r->name);
@@ -265,7 +323,7 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 	kf_buf skipped = {0};
 	for (uint32_t i = 0; !bad && rc >= 0; i++) {
 		vspec vs[KF_PAT_MAXNODE];
-		int k = config(r, i, vs);
+		int k = kfv_config(r, i, vs);
 		if (k <= 0) {
 			rc = k;
 			break;
@@ -284,6 +342,14 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 			      fired == 1 ? "" : "s");
 	}
 	kf_buf_free(&skipped);
+	if (rc >= 0 && !bad && o->orders) {
+		uint64_t n = 0;
+		rc = kfv_orders(c, r, o, out, &n);
+		bad = rc > 0;
+		t->orders += n;
+	}
+	t->verified += rc >= 0 && !bad;
+	t->wrong += rc >= 0 && bad;
 	return rc < 0 ? -1 : bad;
 }
 
@@ -291,26 +357,32 @@ static const char usage[] =
 	"usage: kfuse-verify-rules [PATH...] [options]\n"
 	"Checks Lua rule files or directories of them (default: the standard rules; a\n"
 	"PATH not found here is looked up among them): every rule's replacement\n"
-	"computes what its pattern computes, on random inputs of each type set, and\n"
-	"every embedded example gives its expected output.\n"
+	"computes what its pattern computes, on random inputs of each type set; every\n"
+	"rule rewrites its pattern in every operand order and grouping; and every\n"
+	"embedded example gives its expected output.\n"
 	"  --seed N          seed of the random inputs (default 12345)\n"
 	"  --trials N        random input sets per type set (default 3)\n"
 	"  --no-examples     skip the embedded examples\n"
 	"  --only-examples   run the examples only\n"
+	"  --no-orders       skip the operand orders\n"
+	"  --covers OLD      also: every graph a rule of OLD rewrites, the rules of the\n"
+	"                    PATHs rewrite to the same graph\n"
 	"  -v, --verbose     a line for every rule verified\n"
 	"  -h, --help, --version\n"
-	"Exit status: 0 all verified, 1 a rule or an example is wrong or a file does\n"
-	"not load, 2 a usage error.\n";
+	"Transforms and verify = false rules are counted apart (their examples check\n"
+	"them).  Exit status: 0 all verified, 1 a rule or an example is wrong or a\n"
+	"file does not load, 2 a usage error.\n";
 
-enum { O_SEED = 256, O_TRIALS, O_NO_EXAMPLES, O_ONLY_EXAMPLES, O_VERSION };
+enum { O_SEED = 256, O_TRIALS, O_NO_EXAMPLES, O_ONLY_EXAMPLES, O_NO_ORDERS, O_COVERS, O_VERSION };
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
-static int parse_args(int argc, char **argv, opts *o, const char **paths, int *npath)
+static int parse_args(int argc, char **argv, opts *o, const char **paths, int *npath, const char **old)
 {
 	static const struct option longs[] = {
 		{"seed", required_argument, 0, O_SEED}, {"trials", required_argument, 0, O_TRIALS},
 		{"no-examples", no_argument, 0, O_NO_EXAMPLES},
-		{"only-examples", no_argument, 0, O_ONLY_EXAMPLES}, {"verbose", no_argument, 0, 'v'},
+		{"only-examples", no_argument, 0, O_ONLY_EXAMPLES}, {"no-orders", no_argument, 0, O_NO_ORDERS},
+		{"covers", required_argument, 0, O_COVERS}, {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 	};
 	int ch;
@@ -330,6 +402,8 @@ static int parse_args(int argc, char **argv, opts *o, const char **paths, int *n
 			break;
 		case O_NO_EXAMPLES: o->examples = false; break;
 		case O_ONLY_EXAMPLES: o->rules = false; break;
+		case O_NO_ORDERS: o->orders = false; break;
+		case O_COVERS: *old = optarg; break;
 		case 'v': o->verbose = true; break;
 		default: return kf_cli_bad_option(ch, argv) + 1;
 		}
@@ -342,20 +416,35 @@ static int parse_args(int argc, char **argv, opts *o, const char **paths, int *n
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* --covers OLD: the rules of every PATH (together) against those of OLD. */
+static int covers(kf_ctx *c, const char *old, kf_lrules **now, int nnow, const opts *o, kf_buf *out)
 {
-	opts o = {12345, 3, true, true, false};
-	const char *paths[64];
-	int npath = 0;
-	kf_cli_init("kfuse-verify-rules", 2);
-	int st = parse_args(argc, argv, &o, paths, &npath);
-	if (st)
-		return st - 1;
-	kf_ctx *c = kf_ctx_new();
-	kf_rt_register(c);
-	int bad = 0, nrules = 0;
+	kf_buf path = {0};
+	kf_lrules *r = kf_rules_find(c, old, &path) == 0 ? kf_lua_rules_load(c, path.p) : NULL;
+	kf_buf_free(&path);
+	if (!r)
+		return -1;
+	kf_ruleset all = {0};
+	for (int p = 0; p < nnow; p++)
+		for (uint32_t i = 0; i < kf_lua_rules_set(now[p])->n; i++)
+			kf_ruleset_add(&all, kf_lua_rules_set(now[p])->rule[i]);
+	uint64_t n = 0;
+	int k = kfv_covers(c, kf_lua_rules_set(r), &all, o, out, &n);
+	kf_ruleset_free(&all);
+	if (k == 0)
+		kf_buf_printf(out, "ok: the rules cover %s: %llu graphs its rules rewrite are rewritten alike\n", old,
+			      (unsigned long long)n);
+	return k;
+}
+
+/* Loads and checks the rules of each path (the standard rules when there
+ * are none): 0 all well, 1 not. */
+static int verify_paths(kf_ctx *c, const char **paths, int npath, const opts *o, const char *old, kf_buf *out)
+{
+	int bad = 0, nload = 0;
+	tally t = {0};
 	uint32_t nex = 0;
-	kf_buf out = {0};
+	kf_lrules *loaded[64];
 	for (int p = 0; p < (npath ? npath : 1); p++) {
 		kf_buf path = {0};
 		kf_lrules *r = kf_rules_find(c, npath ? paths[p] : NULL, &path) == 0 ? kf_lua_rules_load(c, path.p) : NULL;
@@ -364,10 +453,10 @@ int main(int argc, char **argv)
 			bad = 1;
 			break;
 		}
+		loaded[nload++] = r;
 		const kf_ruleset *rs = kf_lua_rules_set(r);
-		for (uint32_t i = 0; o.rules && i < rs->n; i++) {
-			nrules++;
-			int k = verify_rule(c, rs->rule[i], &o, &out);
+		for (uint32_t i = 0; o->rules && i < rs->n; i++) {
+			int k = verify_rule(c, rs->rule[i], o, out, &t);
 			if (k < 0) {
 				kf_note(c, KF_NOLOC, "while verifying rule '%s' (%s)", rs->rule[i]->name,
 					rs->rule[i]->origin);
@@ -376,20 +465,45 @@ int main(int argc, char **argv)
 			}
 			bad |= k;
 		}
-		if (o.examples && !kf_nerrors(c)) {
+		if (o->examples && !kf_nerrors(c)) {
 			uint32_t n;
-			int f = kf_rules_run_examples(r, &out, &n);
+			int f = kf_rules_run_examples(r, out, &n);
 			nex += n;
 			bad |= f != 0;
 		}
 		if (kf_nerrors(c))
 			break;
 	}
+	if (old && !bad && !kf_nerrors(c))
+		bad |= covers(c, old, loaded, nload, o, out) != 0;
+	if (!bad) {
+		kf_buf_printf(out, "ok: %d rules verified", t.verified);
+		if (o->orders && o->rules)
+			kf_buf_printf(out, " (%llu operand orders matched)", (unsigned long long)t.orders);
+		if (t.transforms || t.off)
+			kf_buf_printf(out, "; not verified, their examples check them: %d transforms, %d verify = false "
+				      "rules", t.transforms, t.off);
+		kf_buf_printf(out, "; %u examples passed\n", nex);
+	}
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	opts o = {12345, 3, true, true, true, false};
+	const char *paths[64], *old = NULL;
+	int npath = 0;
+	kf_cli_init("kfuse-verify-rules", 2);
+	int st = parse_args(argc, argv, &o, paths, &npath, &old);
+	if (st)
+		return st - 1;
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_buf out = {0};
+	int bad = verify_paths(c, paths, npath, &o, old, &out);
 	fwrite(out.p ? out.p : "", 1, out.n, stdout);
 	kf_buf_free(&out);
 	kf_diag_flush(c, stderr);
-	if (!bad)
-		printf("ok: %d rules verified, %u examples passed\n", nrules, nex);
 	int e = kf_stdout_flush();
 	if (e) {
 		fprintf(stderr, "<stdout>: error: cannot write: %s\n", kf_file_strerror(e));
