@@ -34,6 +34,10 @@ typedef struct kf_cuda_opts {
 	const char *arch;    /* NULL: the device's ("sm_90"); dry_run: sm_90 */
 	const char *cache_dir; /* NULL: as kcache.h says */
 	int threads;         /* parallel NVRTC programs; 0: one per core, up to 16 */
+	bool allow_tf32;     /* f32 contractions may round their inputs to tf32 for the tensor
+			      * cores (PyTorch's allow_tf32; docs/matmul.md has the accuracy):
+			      * every f32 contraction fusion gets tf32 = true at plan, and
+			      * cuBLAS runs unfused f32 matmuls in tf32 */
 	kf_buf *report;      /* plan notes, profile tables; NULL: none.  The tool prints it. */
 } kf_cuda_opts;
 

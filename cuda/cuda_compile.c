@@ -139,7 +139,7 @@ int kf_cb_compile(kf_cuda_session *s)
 	uint32_t n = 0;
 	step **by = malloc((s->nst + 1) * sizeof *by);
 	for (uint32_t i = 0; i < s->nst; i++)
-		if (s->st[i].prog < 0)
+		if (s->st[i].prog < 0 && !s->st[i].blas)
 			by[n++] = &s->st[i];
 	qsort(by, n, sizeof *by, cmp_name);
 	uint32_t first = s->npr, inprog = PER_PROGRAM;

@@ -66,6 +66,10 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		c->algo = KF_MM_LT;
 		return 0;
 	}
+	if (!strcmp(s, "cublas")) {
+		c->algo = KF_MM_BLAS;
+		return 0;
+	}
 	if (!strcmp(s, "gemv")) {
 		c->algo = KF_MM_GEMV;
 		return 0;
@@ -107,6 +111,9 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		break;
 	case KF_MM_LT:
 		snprintf(out, n, "cublaslt");
+		break;
+	case KF_MM_BLAS:
+		snprintf(out, n, "cublas");
 		break;
 	case KF_MM_WG:
 		if (c->cl)
@@ -214,6 +221,7 @@ static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		       (int64_t)c->bk * (c->bm + c->bn + 2) * 8 <= 48 * 1024;
 	}
 	case KF_MM_LT:
+	case KF_MM_BLAS:
 		return false; /* not a kernel */
 	default:
 		if (c->bulk)
@@ -227,7 +235,7 @@ static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	}
 }
 
-static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
+void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 {
 	if (sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && sh->N >= 32) {
 		/* B [K, N] in column blocks (no K split, no second pass) where
@@ -521,7 +529,7 @@ static int analyse_kx(kx *k, kx_mm *mm)
 	return 0;
 }
 
-static bool chain_raw(kf_graph *g, const kx_mmop *op)
+bool kx_mm_chain_raw(kf_graph *g, const kx_mmop *op)
 {
 	for (int i = 0; i < op->nchain; i++)
 		if (kf_N(g, op->chain[i])->op != KF_OP_TRANSPOSE)
@@ -533,13 +541,12 @@ static void shape_of(kf_graph *g, const kx_mm *mm, bool tf32, kf_mm_shape *sh)
 {
 	*sh = (kf_mm_shape){.in = mm->dt, .out = mm->rt, .batch = mm->nb, .M = mm->M, .N = mm->N, .K = mm->K,
 			    .ta = mm->a.trans, .tb = mm->b.trans, .tf32 = tf32 && mm->dt == KF_F32,
-			    .raw = chain_raw(g, &mm->a) && chain_raw(g, &mm->b) && !mm->a.vec && !mm->b.vec};
+			    .raw = kx_mm_chain_raw(g, &mm->a) && kx_mm_chain_raw(g, &mm->b) && !mm->a.vec && !mm->b.vec};
 }
 
-bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm)
 {
 	const kf_node *x = kf_N(g, n);
-	kx_mm mm;
 	const char *why;
 	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM) {
 		kf_vid in[3];
@@ -547,7 +554,7 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 		for (uint32_t i = 0; i < x->nin; i++)
 			in[nin++] = kf_in(g, n, i);
 		mmview v = {g, &n, 1, in, nin};
-		why = analyse(&v, &mm);
+		why = analyse(&v, mm);
 	} else if (x->op == KF_OP_FUSION && x->body != KF_NONE &&
 		   !strcmp(kf_attr_str(g, n, "kind", ""), "contraction")) {
 		const kf_block *b = &g->blk[x->body];
@@ -560,15 +567,23 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 			if (kf_N(g, m)->op != KF_OP_YIELD)
 				nodes[cnt++] = m;
 		mmview v = {g, nodes, cnt, b->arg, b->narg};
-		why = analyse(&v, &mm);
+		why = analyse(&v, mm);
 		free(nodes);
 	} else {
-		return false;
+		return "not a contraction";
 	}
-	if (why)
+	if (!why)
+		mm->tf32 = x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false);
+	return why;
+}
+
+bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+{
+	kx_mm mm;
+	if (kx_mm_analyse_node(g, n, &mm))
 		return false;
 	if (sh)
-		shape_of(g, &mm, x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false), sh);
+		shape_of(g, &mm, mm.tf32, sh);
 	return true;
 }
 
@@ -585,14 +600,14 @@ static void choose_config(kx *k, kx_mm *mm)
 	for (int i = 0; i < 2; i++)
 		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && config_fits(&mm->cfg, &sh))
 			return;
-	default_config(&sh, &mm->cfg);
+	kf_mm_own_default(&sh, &mm->cfg);
 }
 
 /* ---- operands, epilogue ------------------------------------------------------------ */
 
 bool kx_mm_raw(const kx *k, const kx_mmop *op)
 {
-	return chain_raw(k->g, op);
+	return kx_mm_chain_raw(k->g, op);
 }
 
 const char *kx_mm_acc_type(const kx_mm *mm)
@@ -745,6 +760,8 @@ int kx_emit_matmul(kx *k)
 		return -1;
 	if (mm.nb > 65535)
 		return kx_fail(k, "matmul with more than 65535 batches");
+	if (k->part)
+		return kx_mm_emit_part(k, &mm);
 	choose_config(k, &mm);
 	if (mm.cfg.algo != KF_MM_GEMV && (mm.M + mm.cfg.bm - 1) / mm.cfg.bm > 65535)
 		return kx_fail(k, "matmul with more than 65535 row tiles");

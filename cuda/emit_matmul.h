@@ -17,12 +17,16 @@
 #define KF_EMIT_MATMUL_H
 
 #include "kf.h"
+#include "cublas.h"
 
 /* KF_MM_LT ("cublaslt"): the runtime calls cuBLASLt with the epilogue
  * (cuda/cublas.h); the emitter passes it over (its kernel, the
  * fallback, takes the heuristic's config). */
 /* KF_MM_WG: the Hopper kernel (cuda/emit_wgmma.c), sm_90a only. */
-typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG } kf_mm_algo;
+/* KF_MM_BLAS ("cublas"): the runtime runs the contraction as a cuBLAS
+ * GEMM between the kernels of its prologue and epilogue (the parts below);
+ * the emitter's whole kernel (the fallback) takes the heuristic's config. */
+typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG, KF_MM_BLAS } kf_mm_algo;
 
 typedef struct kf_mm_config {
 	int algo;          /* kf_mm_algo */
@@ -160,5 +164,57 @@ void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t 
 /* The candidate configs for a shape (texts into out[i], each 32 bytes);
  * returns how many (at most max). */
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max);
+
+/* ---- around cuBLAS (cuda/emit_mm_blas.c) ----------------------------------------------- */
+
+/* The kernels of a contraction that runs as a cuBLAS GEMM
+ * (kf_emit_node_part): operand A's or B's prologue, written as stored (the
+ * transposes of the chain stay in the GEMM's trans flags), and the
+ * epilogue, which reads the GEMM's result where the whole kernel read its
+ * accumulator (the same KF_KERNEL_epi helper, so the same numerics up to
+ * the rounding of that result to the matmul's dtype, as the graph says). */
+enum { KF_MM_PART_A = 1, KF_MM_PART_B, KF_MM_PART_EPI };
+
+/* What runs of contraction node n (a matmul or gemm node, or a contraction
+ * fusion) around one cuBLAS GEMM. */
+typedef struct kf_mm_blas {
+	kf_blas_gemm gemm;
+	kf_vid a, b;    /* what the GEMM reads: the operand as stored (a top-level value),
+			 * or the body's operand value that part A / B writes first */
+	bool pro[2];    /* part A / B runs first */
+	kf_vid acc;     /* what the GEMM writes: the result itself, or the body's matmul
+			 * value that the epilogue part then reads */
+	bool epi;       /* part EPI runs after */
+} kf_mm_blas;
+
+/* True when n runs as above: f16, bf16, f32 or f64 operands and result of
+ * one dtype, extents cuBLAS takes; a batch of A folded into M where B has
+ * none (one GEMM of M x batch rows).  An unfused gemm with C does not. */
+bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p);
+
+/* True when fusion n maps to one cublasLtMatmul with its epilogue
+ * (cublas.h: bias [+ relu | gelu-tanh], operands read as stored, one batch
+ * after folding); fills *p. */
+bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p);
+
+/* ---- the default (cuda/mm_cost.c) ------------------------------------------------------- */
+
+/* The emitter's own default config for a shape (GEMV, wgmma, mma.sync or
+ * SIMT tiles by the heuristics of emit_matmul.c). */
+void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c);
+
+/* Which library routes a contraction can take. */
+typedef struct kf_mm_libs {
+	bool blas, lt;
+} kf_mm_libs;
+
+/* The cost model: the config of a contraction that has no tuned one: an
+ * own kernel only in a shape class where it was measured at least as fast
+ * as cuBLAS with the same epilogue, else cuBLASLt (one call with the
+ * epilogue) where the node maps to it, else cuBLAS plus the epilogue
+ * kernel; the own default where neither library route exists.  Writes the
+ * config text to out (32 bytes) and returns the class's name, for reports
+ * and tests; docs/matmul.md has the table and the measurements. */
+const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size_t n);
 
 #endif

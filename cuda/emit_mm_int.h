@@ -34,6 +34,9 @@ typedef struct kx_mm {
 } kx_mm;
 
 /* emit_matmul.c */
+/* Fills mm (config aside) for node n: a matmul or gemm alone, or a
+ * contraction fusion (its body); NULL, or why n is no contraction kernel. */
+const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm);
 /* Text of operand `which` (0: A, 1: B) at stored linear index `ix` (an
  * expression), prologue applied, in the accumulation type. */
 void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *out);
@@ -46,6 +49,7 @@ bool kx_mm_in_chain(const kx_mm *mm, kf_nid n);
 /* True when operand op is read as stored: its prologue, if any, only
  * transposes (which the kernels fold into their indexing). */
 bool kx_mm_raw(const kx *k, const kx_mmop *op);
+bool kx_mm_chain_raw(kf_graph *g, const kx_mmop *op);
 
 /* emit_mm_epi.c */
 /* Declares KF_KERNEL_epi(params..., int z, int row, int col, ACC acc):
@@ -78,6 +82,10 @@ void kx_mm_epis_call(kx *k, kf_buf *b);
 int kx_mm_emit_mma(kx *k, kx_mm *mm);
 /* emit_gemv.c */
 int kx_mm_emit_gemv(kx *k, kx_mm *mm);
+
+/* emit_mm_blas.c: part k->part of the contraction (KF_MM_PART_*); 1 when
+ * it has no such part. */
+int kx_mm_emit_part(kx *k, kx_mm *mm);
 
 /* emit_wgmma.c */
 int kx_mm_emit_wgmma(kx *k, kx_mm *mm);

@@ -62,6 +62,30 @@ void kf_tune_table_free(kf_tune_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+void kf_tune_parse(kf_ctx *c, const char *name, const char *text, kf_tune_table *t)
+{
+	int ln = 0;
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char line[512], key[160], cfg[64], rest[8];
+		double ms = 0;
+		ln++;
+		snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+		p += len + (e != NULL);
+		if (line[0] == '#' || strspn(line, " \t\r") == strlen(line))
+			continue;
+		int n = sscanf(line, "%159s %63s %lf %7s", key, cfg, &ms, rest);
+		kf_mm_config mc;
+		if (len >= sizeof line || n < 2 || n > 3 || strlen(key) >= sizeof t->e->key ||
+		    kf_mm_config_parse(cfg, &mc) != 0) {
+			kf_warning(c, KF_NOLOC, "tune: %s:%d: not 'KEY CONFIG [MS]'; line skipped", name, ln);
+			continue;
+		}
+		kf_tune_set(t, key, cfg, ms);
+	}
+}
+
 int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t)
 {
 	FILE *f = fopen(path, "r");
@@ -71,24 +95,42 @@ int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t)
 		kf_error(c, KF_NOLOC, "tune: cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
-	char line[512];
-	int ln = 0;
-	while (fgets(line, sizeof line, f)) {
-		ln++;
-		char key[160], cfg[64], rest[8];
-		double ms = 0;
-		if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
-			continue;
-		int n = sscanf(line, "%159s %63s %lf %7s", key, cfg, &ms, rest);
-		kf_mm_config mc;
-		if (n < 2 || n > 3 || strlen(key) >= sizeof t->e->key || kf_mm_config_parse(cfg, &mc) != 0) {
-			kf_warning(c, KF_NOLOC, "tune: %s:%d: not 'KEY CONFIG [MS]'; line skipped", path, ln);
-			continue;
-		}
-		kf_tune_set(t, key, cfg, ms);
-	}
+	kf_buf b = {0};
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		kf_buf_put(&b, chunk, n);
+	bool bad = ferror(f);
 	fclose(f);
+	if (bad) {
+		kf_error(c, KF_NOLOC, "tune: cannot read %s", path);
+		kf_buf_free(&b);
+		return -1;
+	}
+	kf_buf_putc(&b, '\0');
+	kf_tune_parse(c, path, b.p, t);
+	kf_buf_free(&b);
 	return 0;
+}
+
+/* cuda/tune_h200.txt, built in (cmake/embed.cmake) */
+extern const char kf_tune_table_h200[];
+
+const char *kf_tune_shipped(const char *device, const char **which)
+{
+	static const struct {
+		const char *device, *file, *text;
+	} tables[] = {{"H200", "cuda/tune_h200.txt", kf_tune_table_h200}};
+	const char *off = getenv("KFUSE_TUNE_SHIPPED");
+	if (!device || (off && !strcmp(off, "0")))
+		return NULL;
+	for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
+		if (strstr(device, tables[i].device)) {
+			if (which)
+				*which = tables[i].file;
+			return tables[i].text;
+		}
+	return NULL;
 }
 
 /* mkdir -p of path's directory */
@@ -138,32 +180,57 @@ static void set_tile(kf_graph *g, kf_nid n, const char *cfg)
 
 int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report)
 {
+	return kf_tune_apply_for(g, arch, NULL, cache_dir, report);
+}
+
+int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report)
+{
 	kf_mm_shape sh;
 	bool any = false;
 	kf_foreach_node(g, 0, n)
 		any |= is_contraction(g, n, &sh) && !kf_attr_get(g, n, "tile");
 	kf_buf path = {0};
-	kf_tune_table t = {0};
+	kf_tune_table t = {0}, ship = {0};
+	const char *which = NULL, *text = any ? kf_tune_shipped(device, &which) : NULL;
 	int set = 0;
-	if (!any || kf_tune_path(cache_dir, &path) != 0 || kf_tune_load(g->ctx, path.p, &t) != 0 || !t.n)
+	if (!any || kf_tune_path(cache_dir, &path) != 0 || kf_tune_load(g->ctx, path.p, &t) != 0)
 		goto done;
+	if (text)
+		kf_tune_parse(g->ctx, which, text, &ship);
 	kf_foreach_node(g, 0, n) {
 		char key[128];
 		if (!is_contraction(g, n, &sh) || kf_attr_get(g, n, "tile"))
 			continue;
 		kf_mm_shape_key(&sh, arch, key, sizeof key);
 		const kf_tune_entry *e = kf_tune_find(&t, key);
+		const char *from = path.p;
+		if (!e && (e = kf_tune_find(&ship, key)))
+			from = which;
 		if (!e)
 			continue;
 		set_tile(g, n, e->cfg);
 		set++;
 		if (report)
 			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s\n", kf_str(g->ctx, g->name),
-				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, path.p);
+				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, from);
 	}
 done:
 	kf_buf_free(&path);
 	kf_tune_table_free(&t);
+	kf_tune_table_free(&ship);
+	return set;
+}
+
+int kf_tune_allow_tf32(kf_graph *g)
+{
+	kf_mm_shape sh;
+	int set = 0;
+	kf_foreach_node(g, 0, n) {
+		if (!is_contraction(g, n, &sh) || sh.in != KF_F32 || kf_attr_bool(g, n, "tf32", false))
+			continue;
+		kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
+		set++;
+	}
 	return set;
 }
 
