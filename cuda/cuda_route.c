@@ -132,7 +132,7 @@ int kf_cb_route(kf_cuda_session *s)
 		step *t = &s->st[i];
 		kf_mm_blas bp;
 		bool blas_ok = false, lt_ok = false;
-		if (t->k.kind == KF_KK_MATMUL && s->cu && kf_mm_node_shape(g, t->k.node, NULL)) {
+		if (t->k.kind == KF_KK_MATMUL && kf_mm_node_shape(g, t->k.node, NULL)) {
 			blas_ok = kf_mm_blas_plan(g, t->k.node, &bp);
 			lt_ok = kf_cublaslt_plan(g, t->k.node, &t->lp);
 		}
@@ -141,13 +141,17 @@ int kf_cb_route(kf_cuda_session *s)
 		if (blas_ok || lt_ok)
 			route_of(s, t, lt_ok, blas_ok, r, sizeof r, &why);
 		const char *sym = node_sym(s, t->k.node);
-		if (!strcmp(r, "cublaslt") && lt_ok) {
+		if (!strcmp(r, "cublaslt") && lt_ok && !s->cu) {
+			if (s->o.report) /* a dry run: no library to prepare; the own kernel compiles */
+				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue (%s; a dry run compiles "
+					      "the own kernel)\n", sym, why);
+		} else if (!strcmp(r, "cublaslt") && lt_ok) {
 			if (s->o.allow_tf32 && t->lp.dt == KF_F32)
 				t->lp.tf32 = true;
 			if (route_lt(s, t) && s->o.report)
 				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue (%s)\n", sym, why);
 		} else if (!strcmp(r, "cublas") && blas_ok) {
-			if (!s->blas && !s->blas_tried) {
+			if (!s->blas && !s->blas_tried && s->cu) {
 				s->blas_tried = true;
 				s->blas = kf_cublas_open(s->c, s->cu);
 				if (!s->blas) { /* the error names what is missing: a note, not a failure */
@@ -159,7 +163,7 @@ int kf_cb_route(kf_cuda_session *s)
 					kf_buf_free(&d);
 				}
 			}
-			if (s->blas) {
+			if (s->blas || !s->cu) { /* a dry run plans the kernels around the GEMM */
 				if (s->o.allow_tf32 && bp.gemm.dt == KF_F32)
 					bp.gemm.tf32 = true;
 				if (route_blas(s, t->k.node, &bp, &v, &nv) != 0) {

@@ -190,7 +190,11 @@ static int emit_prologue(kx *k, const kx_mm *mm, int w, kf_vid v)
 }
 
 /* Part EPI: the epilogue of every result element, its accumulator read
- * from the GEMM's output (the body's matmul value, one more parameter). */
+ * from the GEMM's output (the body's matmul value, one more parameter).
+ * Where every output and the accumulator are 2 bytes wide and rows have
+ * an even length, a thread takes column pairs: one 4-byte load of the
+ * pair, KF_KERNEL_epi2's 4-byte stores (2-byte accesses would halve what
+ * each memory instruction moves). */
 static int emit_epilogue(kx *k, kx_mm *mm, kf_vid acc)
 {
 	kf_kernel *kk = k->k;
@@ -200,19 +204,34 @@ static int emit_epilogue(kx *k, kx_mm *mm, kf_vid acc)
 	kk->in[kk->nin++] = acc;
 	if (kx_mm_epilogue(k, mm) != 0)
 		return -1;
-	const char *it = kx_it(k);
-	int64_t mn = mm->M * mm->N, n = mn * mm->nb;
-	part_grid(k, n);
-	kf_buf ld = {0};
-	kx_load(&ld, mm->rt, "p%u[i]", k->nparam - 1);
-	kf_buf_putc(&ld, '\0');
+	const char *it = kx_it(k), *at = kx_mm_acc_type(mm);
+	bool pair = kf_dtype_size(mm->rt) == 2 && mm->N % 2 == 0;
+	int rc = pair ? kx_mm_epilogue2(k, mm) : 1;
+	if (rc < 0)
+		return -1;
+	pair = rc == 0;
+	int64_t mn = mm->M * mm->N, n = mn * mm->nb, v = pair ? 2 : 1;
+	unsigned ap = k->nparam - 1;
+	part_grid(k, n / v);
 	kf_buf_printf(&k->b, "#pragma unroll\n  for (int j = 0; j < %d; j++) {\n"
-		      "    const %s i = (%s)blockIdx.x * %d + j * %d + threadIdx.x;\n    if (i >= %lld) break;\n",
-		      PART_PER, it, it, PART_BLOCK * PART_PER, PART_BLOCK, (long long)n);
-	kf_buf_printf(&k->b, "    const int z = (int)(i / %lld);\n    const %s r = i - (%s)z * %lld, row = r / %lld, col = r %% %lld;\n    ",
+		      "    const %s i = ((%s)blockIdx.x * %d + j * %d + threadIdx.x) * %lld;\n    if (i >= %lld) break;\n",
+		      PART_PER, it, it, PART_BLOCK * PART_PER, PART_BLOCK, (long long)v, (long long)n);
+	kf_buf_printf(&k->b, "    const int z = (int)(i / %lld);\n    const %s r = i - (%s)z * %lld, row = r / %lld, col = r %% %lld;\n",
 		      (long long)mn, it, it, (long long)mn, (long long)mm->N, (long long)mm->N);
-	kx_mm_epi_call(k, &k->b);
-	kf_buf_printf(&k->b, "z, row, col, (%s)%s);\n  }\n", kx_mm_acc_type(mm), ld.p);
+	kf_buf ld = {0};
+	if (pair) {
+		const char *cv = mm->rt == KF_F16 ? "kf_h2f" : "kf_b2f";
+		kf_buf_printf(&k->b, "    const unsigned a2 = *(const unsigned *)(p%u + i);\n    ", ap);
+		kx_mm_epi2_call(k, &k->b);
+		kf_buf_printf(&k->b, "z, row, col, (%s)%s((unsigned short)a2), (%s)%s((unsigned short)(a2 >> 16)));\n  }\n", at,
+			      cv, at, cv);
+	} else {
+		kx_load(&ld, mm->rt, "p%u[i]", ap);
+		kf_buf_putc(&ld, '\0');
+		kf_buf_puts(&k->b, "    ");
+		kx_mm_epi_call(k, &k->b);
+		kf_buf_printf(&k->b, "z, row, col, (%s)%s);\n  }\n", at, ld.p);
+	}
 	kf_buf_free(&ld);
 	return 0;
 }
