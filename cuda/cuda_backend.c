@@ -85,7 +85,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 		return 0;
 	double t0 = kf_cb_now();
 	for (uint32_t i = 0; i < s->npr; i++)
-		if (!s->pr[i].mod && kf_cuda_module_load(s->cu, s->pr[i].image.p, &s->pr[i].mod) != 0)
+		if (!s->pr[i].mod && kf_cuda_module_load(s->cu, s->pr[i].u.image.p, &s->pr[i].mod) != 0)
 			return -1;
 	for (uint32_t i = 0; i < s->nst; i++) {
 		step *t = &s->st[i];
@@ -394,7 +394,7 @@ static void unplan(kf_cuda_session *s)
 		if (s->cu && s->pr[i].mod)
 			kf_cuda_module_unload(s->cu, s->pr[i].mod);
 		kf_buf_free(&s->pr[i].src);
-		kf_buf_free(&s->pr[i].image);
+		kf_buf_free(&s->pr[i].u.image);
 	}
 	free(s->pr);
 	s->pr = NULL;

@@ -31,11 +31,8 @@ typedef struct step {
 
 typedef struct prog {
 	kf_buf src;
-	kf_buf image;
+	kf_cuda_unit u;      /* its compile: u.src is src's text */
 	kf_cumodule mod;
-	bool sm90a;          /* its kernels need the arch-specific target */
-	bool cached;
-	char err[512];
 } prog;
 
 struct kf_cuda_session {

@@ -316,9 +316,47 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 
 void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n)
 {
-	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c", arch, kf_dtype_name(sh->in),
+	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c%s%s", arch, kf_dtype_name(sh->in),
 		 sh->tf32 ? "+tf32" : "", kf_dtype_name(sh->out), (long long)sh->batch, (long long)sh->M,
-		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n');
+		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n', sh->tag[0] ? ":" : "",
+		 sh->tag);
+}
+
+/* sh->tag of fusion n (see emit_matmul.h): the ops before the contraction
+ * (transposes and constants aside: the shape has them), '.', the ops
+ * after; a tag too long for the key is a hash of it. */
+static void shape_tag(kf_graph *g, kf_nid n, const kx_mm *mm, kf_mm_shape *sh)
+{
+	kf_buf t = {0};
+	bool any = false;
+	const kf_node *x = kf_N(g, n);
+	if (mm->gemm && kf_N(g, mm->c)->nin > 2)
+		any = true;
+	if (x->op == KF_OP_FUSION)
+		kf_foreach_node(g, x->body, m) {
+			int op = kf_N(g, m)->op;
+			if (m == mm->c) {
+				kf_buf_puts(&t, mm->gemm && kf_N(g, mm->c)->nin > 2 ? ".c" : ".");
+				continue;
+			}
+			if (op == KF_OP_CONST || op == KF_OP_YIELD || op == KF_OP_TRANSPOSE)
+				continue;
+			const char *name = kf_op(g->ctx, op)->name;
+			bool tanh = op == KF_OP_GELU && !strcmp(kf_attr_str(g, m, "approximate", "none"), "tanh");
+			kf_buf_printf(&t, "%s%s%s", t.n && t.p[t.n - 1] != '.' ? "+" : "", name, tanh ? "_tanh" : "");
+			any = true;
+		}
+	kf_buf_putc(&t, '\0');
+	sh->tag[0] = 0;
+	if (any && t.n - 1 < sizeof sh->tag)
+		snprintf(sh->tag, sizeof sh->tag, "%s", t.p);
+	else if (any) {
+		uint32_t h = 2166136261u;
+		for (size_t i = 0; t.p[i]; i++)
+			h = (h ^ (unsigned char)t.p[i]) * 16777619u;
+		snprintf(sh->tag, sizeof sh->tag, "h%08x", h);
+	}
+	kf_buf_free(&t);
 }
 
 /* ---- analysis ----------------------------------------------------------------------- */
@@ -582,8 +620,10 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 	kx_mm mm;
 	if (kx_mm_analyse_node(g, n, &mm))
 		return false;
-	if (sh)
+	if (sh) {
 		shape_of(g, &mm, mm.tf32, sh);
+		shape_tag(g, n, &mm, sh);
+	}
 	return true;
 }
 

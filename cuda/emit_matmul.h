@@ -154,12 +154,16 @@ typedef struct kf_mm_shape {
 	bool tf32;         /* f32 operands may use tf32 tensor cores */
 	bool raw;          /* both operands read as stored (prologues only transpose) */
 	int wgmma;         /* kf_emit_target.wgmma: wg tiles are candidates when 1 */
+	char tag[56];      /* the body's other ops, which a config's speed depends on
+			    * (kf_mm_node_shape): the prologue's and the epilogue's op
+			    * names, "cast+mul.add+gelu_tanh" (empty: a bare contraction) */
 } kf_mm_shape;
 
 /* True when top-level node n is a contraction kernel (matmul, gemm, or a
  * fusion of kind "contraction"); fills *sh (may be NULL). */
 bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
-/* The tuner's key of a shape on arch: one token, no spaces. */
+/* The tuner's key of a shape on arch: one token, no spaces; the tag, if
+ * any, last ("sm_90:f16>f16:b1:m64:n512:k512:nn:.add+gelu_tanh"). */
 void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n);
 /* The candidate configs for a shape (texts into out[i], each 32 bytes);
  * returns how many (at most max). */

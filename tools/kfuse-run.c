@@ -40,6 +40,9 @@ static const char usage[] =
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
 	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
 	"                          --tune=force also re-tunes shapes the file has\n"
+	"  --allow-tf32            cuda: f32 contractions may round their inputs to tf32 for the tensor\n"
+	"                          cores (PyTorch's allow_tf32; off by default; about 1e-3 relative\n"
+	"                          error: docs/matmul.md, \"TF32\")\n"
 	"  --help, --version\n";
 
 #define MAXKV 64
@@ -48,7 +51,7 @@ typedef struct opt {
 	const char *file, *graph, *outdir, *savedir, *backend, *compare;
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV];
 	int ninput, ndim, nexpect, nplugin, bench;
-	bool random, profile, no_graph;
+	bool random, profile, no_graph, tf32;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
 	double rtol, atol;
@@ -139,6 +142,8 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->tune = a[6] ? 2 : 1;
 		} else if (!strcmp(a, "--profile")) {
 			o->profile = true;
+		} else if (!strcmp(a, "--allow-tf32")) {
+			o->tf32 = true;
 		} else if (!strcmp(a, "--no-graph")) {
 			o->no_graph = true;
 		} else if ((v = optval(argc, argv, &i, "--bench"))) {
@@ -457,7 +462,7 @@ static int cuda_report(kf_plan *p, kf_buf *report, int n)
 static int run(kf_ctx *c, const opt *o)
 {
 	kf_buf report = {0};
-	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .report = &report};
+	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .allow_tf32 = o->tf32, .report = &report};
 	kf_backend *be = pick_backend(c, o->backend, &co);
 	bool cuda = be && !strcmp(be->name, "cuda");
 	/* plugins first: their ops must be registered for the file to parse,
@@ -493,6 +498,13 @@ static int run(kf_ctx *c, const opt *o)
 		kf_error(c, KF_NOLOC, "--tune needs --backend=cuda");
 		rc = -1;
 	}
+	if (rc == 0 && o->tf32 && !cuda) {
+		kf_error(c, KF_NOLOC, "--allow-tf32 needs --backend=cuda (the interpreter computes f32 exactly)");
+		rc = -1;
+	}
+	/* before tuning: the tuner keys and tries tf32 configs */
+	if (rc == 0 && o->tf32)
+		kf_tune_allow_tf32(g);
 	if (rc == 0 && o->tune) {
 		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
 		rc = kf_tune_graph(g, &to);

@@ -83,7 +83,7 @@ static void test_pass_groups_and_preserves(void **state)
 	assert_true(sh.tb);
 	char key[128];
 	kf_mm_shape_key(&sh, "sm_90", key, sizeof key);
-	assert_string_equal(key, "sm_90:f16>f16:b1:m24:n56:k40:nt");
+	assert_string_equal(key, "sm_90:f16>f16:b1:m24:n56:k40:nt:cast+mul.add+gelu+add+cast");
 	/* and it emits a tensor-core kernel */
 	kf_kernel k;
 	assert_int_equal(kf_emit_node(g, f, &k), 0);

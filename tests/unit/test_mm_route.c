@@ -365,6 +365,67 @@ static void test_parts_compile(void **st)
 	assert_int_equal(parts, 3); /* the two epilogues, then B's prologue */
 }
 
+/* The shipped H200 table: every line parses (no warning), its keys are
+ * what the tuner writes for the bench's graph, and it applies on an H200
+ * only (not on another sm_90 part, not with KFUSE_TUNE_SHIPPED=0), after
+ * the user's cache. */
+static void test_shipped_table(void **st)
+{
+	(void)st;
+	kf_ctx *c = kf_ctx_new();
+	const char *which = NULL, *text = kf_tune_shipped("NVIDIA H200", &which);
+	assert_non_null(text);
+	assert_string_equal(which, "cuda/tune_h200.txt");
+	assert_null(kf_tune_shipped("NVIDIA H100 80GB HBM3", NULL));
+	assert_null(kf_tune_shipped(NULL, NULL));
+	kf_tune_table t = {0};
+	kf_tune_parse(c, which, text, &t);
+	assert_int_equal(kf_nerrors(c), 0);
+	kf_buf d = {0};
+	kf_diag_render(c, &d);
+	assert_int_equal(d.n, 0); /* no warning either */
+	assert_true(t.n >= 2);
+	kf_tune_table_free(&t);
+	kf_module *m = kft_parse_fused(c, "graph @g(%x: f16[4096,4096], %w: f16[4096,4096], %b: f16[4096]) -> (f16[4096,4096]) {\n"
+				       "  %m = matmul(%x, %w) : f16[4096,4096]\n  %a = add(%m, %b) : f16[4096,4096]\n"
+				       "  %y = gelu(%a) {approximate = \"tanh\"} : f16[4096,4096]\n  return %y\n}\n");
+	kf_graph *g = m->graph[0];
+	kf_nid f = first_contraction(g);
+	char dir[] = "/tmp/kf-ship-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H100 80GB HBM3", dir, NULL), 0);
+	setenv("KFUSE_TUNE_SHIPPED", "0", 1);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 0);
+	unsetenv("KFUSE_TUNE_SHIPPED");
+	assert_null(kf_attr_get(g, f, "tile"));
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 1);
+	assert_string_equal(kf_attr_str(g, f, "tile", ""), "cublaslt");
+	kf_module_free(m);
+	/* the user's cache comes first */
+	m = kft_parse_fused(c, "graph @g(%x: f16[4096,4096], %w: f16[4096,4096], %b: f16[4096]) -> (f16[4096,4096]) {\n"
+			       "  %m = matmul(%x, %w) : f16[4096,4096]\n  %a = add(%m, %b) : f16[4096,4096]\n"
+			       "  %y = gelu(%a) {approximate = \"tanh\"} : f16[4096,4096]\n  return %y\n}\n");
+	g = m->graph[0];
+	f = first_contraction(g);
+	kf_mm_shape sh;
+	char key[128];
+	assert_true(kf_mm_node_shape(g, f, &sh));
+	kf_mm_shape_key(&sh, "sm_90", key, sizeof key);
+	assert_string_equal(key, "sm_90:f16>f16:b1:m4096:n4096:k4096:nn:.add+gelu_tanh");
+	kf_buf path = {0};
+	assert_int_equal(kf_tune_path(dir, &path), 0);
+	kf_tune_set(&t, key, "wg128x256x64s4c2pvs", 0.19);
+	assert_int_equal(kf_tune_save(c, path.p, &t), 0);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 1);
+	assert_string_equal(kf_attr_str(g, f, "tile", ""), "wg128x256x64s4c2pvs");
+	kf_tune_table_free(&t);
+	kf_buf_free(&path);
+	kf_buf_free(&d);
+	kf_module_free(m);
+	kft_rmdir(dir);
+	kf_ctx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_lt_imported),
 		cmocka_unit_test(test_dry_plans),
 		cmocka_unit_test(test_parts_compile),
+		cmocka_unit_test(test_shipped_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
