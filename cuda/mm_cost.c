@@ -60,7 +60,7 @@ const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size
 	}
 	if (libs.blas) {
 		snprintf(out, n, "cublas");
-		return "library: cuBLAS + the epilogue kernel";
+		return "library: cuBLAS";
 	}
 	snprintf(out, n, "%s", txt);
 	return "own: no library takes it";
