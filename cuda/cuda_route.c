@@ -178,9 +178,9 @@ int kf_cb_route(kf_cuda_session *s)
 				continue;
 			}
 			route_note(s, t->k.node, "@%s: cuBLAS not used (%s); its own kernel runs", sym, s->blas_why);
-		} else if (r[0] && strcmp(r, "cublas") && strcmp(r, "cublaslt") && s->o.report && strcmp(why, "its tile") &&
-			   strcmp(why, "KFUSE_MATMUL_TILE")) {
-			kf_buf_printf(s->o.report, "cuda: @%s: own kernel %s (cost model: %s)\n", sym, r, why);
+		} else if (r[0] && strcmp(r, "cublas") && strcmp(r, "cublaslt") && s->o.report) {
+			kf_buf_printf(s->o.report, "cuda: @%s: own kernel %s (%s%s)\n", sym, r,
+				      strcmp(why, "its tile") && strcmp(why, "KFUSE_MATMUL_TILE") ? "cost model: " : "", why);
 		}
 		push(&v, &nv, t);
 	}

@@ -13,6 +13,7 @@ FFN of 1376).
 Runs with /usr/bin/python3 here (torch 1.13, CPU: export) and with the
 GPU machine's PyTorch (time).  bench/gpu/llama_block.sh runs both and kfuse.
 """
+import inspect
 import json
 import math
 import sys
@@ -85,7 +86,10 @@ def export(d):
     x = torch.randn(1, T, D)
     with torch.no_grad():
         ref = m(x)
-    torch.onnx.export(m, (x,), f"{d}/llama_block.onnx", input_names=["x"], output_names=["y"], opset_version=17)
+    kw = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kw["dynamo"] = False  # the TorchScript exporter, as torch 1.13's (2.9 made dynamo the default)
+    torch.onnx.export(m, (x,), f"{d}/llama_block.onnx", input_names=["x"], output_names=["y"], opset_version=17, **kw)
     np.save(f"{d}/x.npy", x.numpy())
     np.save(f"{d}/ref.npy", ref.numpy())
 

@@ -56,6 +56,11 @@ static void test_cost_model(void **st)
 		/* attention's batched products */
 		{KF_F16, 12, 128, 128, 64, false, 1, true, false, "cublas"},
 		{KF_F32, 8, 64, 64, 64, false, 1, true, false, "cublas"},
+		/* a measured class's tiles, but M or K far from the measured shapes
+		 * (GPT-2's tied LM head): the library */
+		{KF_F16, 1, 128, 50257, 768, false, 1, true, false, "cublas"},
+		{KF_F16, 1, 256, 8192, 8192, false, 1, true, false, "cublas"},
+		{KF_F16, 1, 2048, 8192, 8192, false, 1, true, false, "wg128x256x64s4c2pvs"},
 		/* no library takes it: the own kernel */
 		{KF_I32, 1, 64, 64, 64, false, 1, false, false, "fma64x64x16t4x4"},
 		{KF_F32, 1, 64, 512, 512, false, 1, false, false, "fma64x64x16t4x4"},
