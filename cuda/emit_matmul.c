@@ -18,12 +18,24 @@
 
 /* ---- configs ---------------------------------------------------------------------- */
 
+/* The split-K suffix "kS" (S from 2 to 64) at s, or nothing: the chars it
+ * took, -1 when it is malformed. */
+static int splitk_suffix(const char *s, kf_mm_config *c)
+{
+	int n = 0;
+	if (!*s)
+		return 0;
+	if (sscanf(s, "k%d%n", &c->sk, &n) != 1 || s[n] || c->sk < 2 || c->sk > 64 || s[1] < '1' || s[1] > '9')
+		return -1;
+	return n;
+}
+
 int kf_mm_config_parse(const char *s, kf_mm_config *c)
 {
 	memset(c, 0, sizeof *c);
 	int n = 0;
 	if (sscanf(s, "mma%dx%dx%dw%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &c->stages, &n) == 6 &&
-	    !s[n]) {
+	    splitk_suffix(s + n, c) >= 0) {
 		c->algo = KF_MM_MMA;
 		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 && c->stages >= 2 &&
 			       c->stages <= 4
@@ -58,7 +70,8 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
-	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 && !s[n]) {
+	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 &&
+	    splitk_suffix(s + n, c) >= 0) {
 		c->algo = KF_MM_FMA;
 		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 ? 0 : -1;
 	}
@@ -104,10 +117,16 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 {
 	switch (c->algo) {
 	case KF_MM_MMA:
-		snprintf(out, n, "mma%dx%dx%dw%dx%ds%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+		if (c->sk > 1)
+			snprintf(out, n, "mma%dx%dx%dw%dx%ds%dk%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, c->sk);
+		else
+			snprintf(out, n, "mma%dx%dx%dw%dx%ds%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
 		break;
 	case KF_MM_FMA:
-		snprintf(out, n, "fma%dx%dx%dt%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
+		if (c->sk > 1)
+			snprintf(out, n, "fma%dx%dx%dt%dx%dk%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->sk);
+		else
+			snprintf(out, n, "fma%dx%dx%dt%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
 		break;
 	case KF_MM_LT:
 		snprintf(out, n, "cublaslt");
@@ -193,9 +212,19 @@ static bool gemvb_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	       kf_gemvb_plan_of(sh->N, sh->K, (int)kf_dtype_size(sh->in), c->stages, &p) == 0;
 }
 
+/* Split-K: every split at least one K tile, the workspace bounded, the
+ * batch and split counts in gridDim.z. */
+static bool splitk_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	return c->sk <= 1 || ((sh->K + c->bk - 1) / c->bk >= c->sk &&
+			      kf_mm_splitk_ws(c, sh->M, sh->N, sh->batch) <= KF_MM_SPLITK_WS && sh->batch * c->sk <= 65535);
+}
+
 /* Whether config c can run shape sh (the kernels' structural limits). */
 static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 {
+	if ((c->algo == KF_MM_FMA || c->algo == KF_MM_MMA) && !splitk_fits(c, sh))
+		return false;
 	switch (c->algo) {
 	case KF_MM_WG:
 		return wg_fits(c, sh);
@@ -297,6 +326,9 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
 		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
 		"gemvk8u8", "gemvc", "gemvcu4", "gemvcu16",
+		/* split-K, for few tiles over a long K (M up to 256) */
+		"fma32x32x16t2x2k4", "fma32x32x16t2x2k8", "fma64x64x16t4x4k4", "fma64x64x16t4x4k8",
+		"mma64x64x32w2x2s4k4", "mma64x64x32w2x2s4k8", "mma32x64x32w1x2s4k4", "mma32x64x32w1x2s4k8",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
@@ -305,7 +337,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		kf_mm_config_parse(all[i], &c);
 		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
 		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
-		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) ||
+		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) || (c.sk > 1 && sh->M > 256) ||
 		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)) ||
 		    (c.bulk && sh->wgmma <= 0))
 			continue;
@@ -760,19 +792,28 @@ static int emit_fma(kx *k, kx_mm *mm)
 	k->k->block = threads;
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
 	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
-	k->k->grid_z = (unsigned)mm->nb;
+	bool split = c->sk > 1;
+	k->k->grid_z = (unsigned)(mm->nb * (split ? c->sk : 1));
 	kf_buf ao = {0}, bo = {0};
 	kx_mm_batch_off(mm, 0, &ao);
 	kx_mm_batch_off(mm, 1, &bo);
 	kf_buf_printf(b, "  __shared__ %s kf_as[%d][%d], kf_bs[%d][%d];\n", acc, c->bk, c->bm + 1, c->bk, c->bn + 1);
-	kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d, z = blockIdx.z;\n", tx, tx);
+	if (split) {
+		kx_mm_splitk_head(k, mm);
+		kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n", tx, tx);
+	} else {
+		kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d, z = blockIdx.z;\n", tx, tx);
+	}
 	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
 	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
 	kf_buf_free(&ao);
 	kf_buf_free(&bo);
 	kf_buf_printf(b, "  %s acc[%d][%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "    for (int j = 0; j < %d; j++) acc[i][j] = 0;\n", acc, c->wm, c->wn, c->wm, c->wn);
-	kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
+	if (split)
+		kf_buf_printf(b, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", it, c->bk);
+	else
+		kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
 	fma_load(k, mm, 0, threads);
 	fma_load(k, mm, 1, threads);
 	kf_buf_printf(b, "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", c->bk);
@@ -782,6 +823,10 @@ static int emit_fma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "        for (int j = 0; j < %d; j++) acc[i][j] += av[i] * bv[j];\n    }\n"
 		      "    __syncthreads();\n  }\n", c->wm, c->wn);
+	if (split) {
+		int ext[2] = {c->wm, c->wn};
+		kx_mm_splitk_reduce(k, mm, threads, 2, ext);
+	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++) {\n",
 		      c->wm, c->wn);
 	kf_buf_printf(b, "    const %s row = bm + ty + i * %d, col = bn + tx + j * %d;\n", it, ty, tx);

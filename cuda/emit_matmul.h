@@ -55,6 +55,10 @@ typedef struct kf_mm_config {
 			    * K in one block of 1024 threads: no K split, no second pass */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
+	int sk;            /* FMA, MMA: K split over sk blocks per output tile (suffix
+			    * "kS", last: "fma32x32x16t2x2k8"), the partial tiles summed
+			    * in split order by the tile's last block, which runs the
+			    * epilogue (cuda/emit_mm_splitk.c); 0 or 1: no split */
 } kf_mm_config;
 
 /* The SMs of an H100 / H200 SXM: the grid of the kernels that put one CTA
@@ -168,6 +172,19 @@ void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t 
 /* The candidate configs for a shape (texts into out[i], each 32 bytes);
  * returns how many (at most max). */
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max);
+
+/* ---- split-K (cuda/emit_mm_splitk.c) --------------------------------------------------- */
+
+/* The K range of split ks of sk over K in tiles of bk: [*k0, *k1), empty
+ * (k0 >= k1) for a split past the end; every split but the last spans
+ * the same whole number of tiles, so a tile never straddles two splits.
+ * The device code is the same arithmetic. */
+void kf_mm_splitk_range(int64_t K, int bk, int sk, int ks, int64_t *k0, int64_t *k1);
+/* Elements of the split-K workspace of config c over M x N x nb: one
+ * accumulator tile per split and tile (the partials are written and read
+ * by thread, in the thread's accumulator order). */
+int64_t kf_mm_splitk_ws(const kf_mm_config *c, int64_t M, int64_t N, int64_t nb);
+#define KF_MM_SPLITK_WS (1 << 23) /* at most 8M accumulators (32 MiB of f32) */
 
 /* ---- around cuBLAS (cuda/emit_mm_blas.c) ----------------------------------------------- */
 

@@ -83,6 +83,15 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm);
 /* emit_gemv.c */
 int kx_mm_emit_gemv(kx *k, kx_mm *mm);
 
+/* emit_mm_splitk.c: split-K of the FMA and MMA kernels (mm->cfg.sk > 1).
+ * head: "const int z = ..., ks = ...; const IT kbeg = ..., kend = ...;"
+ * (z the batch, ks the split, [kbeg, kend) its K range).  reduce: after
+ * the K loop, the accumulators acc[..] (nd dims of extents ext, `threads`
+ * threads) go to the workspace; every block but the tile's last returns;
+ * the last sums the splits in order into acc, for the epilogue. */
+void kx_mm_splitk_head(kx *k, const kx_mm *mm);
+void kx_mm_splitk_reduce(kx *k, const kx_mm *mm, int threads, int nd, const int *ext);
+
 /* emit_mm_blas.c: part k->part of the contraction (KF_MM_PART_*); 1 when
  * it has no such part. */
 int kx_mm_emit_part(kx *k, kx_mm *mm);

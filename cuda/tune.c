@@ -535,10 +535,10 @@ out:
 static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, cand *c, int max, kf_mm_blas *bp,
 		      kf_lt_plan *lp)
 {
-	char cfg[48][32];
+	char cfg[64][32];
 	kf_mm_shape shw = *sh;
 	shw.wgmma = b->tgt.wgmma;
-	int ncfg = kf_mm_candidates(&shw, cfg, 46), nc = 0;
+	int ncfg = kf_mm_candidates(&shw, cfg, 62), nc = 0;
 	if (kf_mm_blas_plan(g, n, bp))
 		snprintf(cfg[ncfg++], 32, "cublas");
 	if (kf_cublaslt_plan(g, n, lp))
@@ -601,7 +601,7 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 		     const kf_tune_opts *o)
 {
 	kf_buf *report = o->report;
-	enum { MAXC = 48 };
+	enum { MAXC = 64 };
 	cand *c = calloc(MAXC, sizeof *c);
 	char best[32] = "";
 	double bms = -1;

@@ -431,6 +431,105 @@ static void test_shipped_table(void **st)
 	kf_ctx_free(c);
 }
 
+/* ---- split-K ------------------------------------------------------------------------------ */
+
+/* The splits of K cover it exactly once, in whole tiles (a tile never
+ * straddles two splits), for every K, tile and split count; the config
+ * text round-trips and bad suffixes are refused. */
+static void test_splitk_model(void **st)
+{
+	(void)st;
+	static const int64_t Ks[] = {1, 7, 16, 64, 100, 512, 1376, 4096, 5632};
+	static const int bks[] = {8, 16, 32, 64};
+	for (size_t a = 0; a < sizeof Ks / sizeof *Ks; a++)
+		for (size_t b = 0; b < sizeof bks / sizeof *bks; b++)
+			for (int sk = 2; sk <= 16; sk++) {
+				int64_t K = Ks[a], next = 0;
+				int bk = bks[b];
+				for (int ks = 0; ks < sk; ks++) {
+					int64_t k0, k1;
+					kf_mm_splitk_range(K, bk, sk, ks, &k0, &k1);
+					if (k0 >= k1)
+						continue; /* a split past the end: no tiles */
+					assert_int_equal(k0, next); /* contiguous, no overlap */
+					assert_int_equal(k0 % bk, 0);
+					assert_true(k1 == K || (k1 - k0) % bk == 0);
+					next = k1;
+				}
+				assert_int_equal(next, K);
+			}
+	static const char *const ok[] = {"fma32x32x16t2x2k8", "mma64x64x32w2x2s4k4", "fma64x64x16t4x4k64"};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		kf_mm_config c;
+		kft_mm_config(ok[i], &c);
+		assert_true(c.sk >= 2);
+	}
+	static const char *const bad[] = {"fma32x32x16t2x2k1", "fma32x32x16t2x2k0", "mma64x64x32w2x2s4k65",
+					  "mma64x64x32w2x2s4k08", "fma32x32x16t2x2k", "fma32x32x16t2x2k4x"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		kf_mm_config c;
+		assert_int_equal(kf_mm_config_parse(bad[i], &c), -1);
+	}
+	/* offered for small M only */
+	kf_mm_shape sm = {.in = KF_F32, .out = KF_F32, .batch = 1, .M = 64, .N = 512, .K = 1376, .raw = true, .wgmma = 1};
+	char cand[64][32];
+	int n = kf_mm_candidates(&sm, cand, 64), splits = 0;
+	for (int i = 0; i < n; i++)
+		splits += strchr(cand[i] + 3, 'k') != NULL;
+	assert_true(splits >= 4);
+	sm.M = 4096;
+	n = kf_mm_candidates(&sm, cand, 64);
+	for (int i = 0; i < n; i++)
+		assert_null(strchr(cand[i] + 3, 'k'));
+}
+
+/* The split-K kernels compile without spills: SIMT f32, mma.sync f16
+ * and tf32, with epilogues (the last block runs them after the sum). */
+static void test_splitk_compile(void **st)
+{
+	(void)st;
+	if (!kft_have_nvrtc())
+		skip();
+	static const struct {
+		const char *text, *tile;
+		int sk;
+	} cs[] = {
+		{"graph @g(%x: f32[1,64,512], %w: f32[512,512], %r: f32[1,64,512]) -> (f32[1,64,512]) {\n"
+		 "  %m = matmul(%x, %w) : f32[1,64,512]\n  %s = add(%r, %m) : f32[1,64,512]\n  return %s\n}\n",
+		 "fma32x32x16t2x2k8", 8},
+		{"graph @g(%x: f16[64,512], %w: f16[512,1376], %r: f16[64,1376]) -> (f16[64,1376]) {\n"
+		 "  %m = matmul(%x, %w) : f16[64,1376]\n  %g = silu(%m) : f16[64,1376]\n  %s = mul(%g, %r) : f16[64,1376]\n"
+		 "  return %s\n}\n",
+		 "mma64x64x32w2x2s4k4", 4},
+		{"graph @g(%x: f64[16,300], %w: f64[300,40]) -> (f64[16,40]) {\n"
+		 "  %m = matmul(%x, %w) : f64[16,40]\n  return %m\n}\n",
+		 "fma32x32x16t2x2k4", 4},
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		kf_kernel k;
+		kft_emit_contraction(cs[i].text, 1, cs[i].tile, &k);
+		assert_int_equal(k.grid_z, (unsigned)cs[i].sk);
+		assert_non_null(strstr(k.src, "atomicInc("));
+		kft_ptxas_checked(&k, "sm_90", 128);
+		kf_kernel_free(&k);
+	}
+	/* tf32: the pass option */
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = kft_parse(c, "graph @g(%x: f32[64,1376], %w: f32[1376,512]) -> (f32[64,512]) {\n"
+				    "  %m = matmul(%x, %w) : f32[64,512]\n  return %m\n}\n");
+	kft_run_pipe(c, m, "fuse-matmul{tf32}");
+	setenv("KFUSE_MATMUL_TILE", "mma64x64x32w2x2s4k8", 1);
+	kf_kernel k;
+	assert_int_equal(kf_emit_node(m->graph[0], kft_first_fusion(m->graph[0]), &k), 0);
+	unsetenv("KFUSE_MATMUL_TILE");
+	assert_int_equal(k.grid_z, 8u);
+	assert_non_null(strstr(k.src, "kf_mma_tf32("));
+	kft_ptxas_checked(&k, "sm_90", 128);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +540,8 @@ int main(void)
 		cmocka_unit_test(test_dry_plans),
 		cmocka_unit_test(test_parts_compile),
 		cmocka_unit_test(test_shipped_table),
+		cmocka_unit_test(test_splitk_model),
+		cmocka_unit_test(test_splitk_compile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
