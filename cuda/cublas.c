@@ -73,13 +73,12 @@ struct kf_cublas {
 	gemm_ptrs_fn gemm_ptrs;
 };
 
-kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu)
+kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 {
-	char loaded[512], why[1024];
+	char loaded[512];
 	kf_cublas *b = calloc(1, sizeof *b);
 	if (blas_load(&b->l, c, cu, "KFUSE_CUBLAS_LIB", "libcublas", "cublasDestroy_v2", loaded, sizeof loaded, why,
-		      sizeof why) != 0) {
-		kf_error(c, KF_NOLOC, "cublas: cannot load cuBLAS: %s", why);
+		      nwhy) != 0) {
 		free(b);
 		return NULL;
 	}
@@ -90,15 +89,14 @@ kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu)
 	b->gemm = (gemm_fn)dlsym(lib, "cublasGemmStridedBatchedEx");
 	b->gemm_ptrs = (gemm_ptrs_fn)dlsym(lib, "cublasGemmBatchedEx");
 	int st = -1;
-	if (!create || !set_ws || !b->l.destroy || !b->set_stream || !b->gemm || !b->gemm_ptrs) {
-		kf_error(c, KF_NOLOC, "cublas: %s lacks the functions kfuse needs", loaded);
-	} else if ((st = create(&b->l.h)) != 0) {
-		kf_error(c, KF_NOLOC, "cublas: cublasCreate failed (status %d)", st);
-	} else if (kf_cuda_malloc(cu, WORKSPACE, &b->l.ws) != 0) {
-		st = -1;
-	} else if ((st = set_ws(b->l.h, (void *)(uintptr_t)b->l.ws, WORKSPACE)) != 0) {
-		kf_error(c, KF_NOLOC, "cublas: cublasSetWorkspace failed (status %d)", st);
-	}
+	if (!create || !set_ws || !b->l.destroy || !b->set_stream || !b->gemm || !b->gemm_ptrs)
+		snprintf(why, nwhy, "%s lacks the cuBLAS functions kfuse needs", loaded);
+	else if ((st = create(&b->l.h)) != 0)
+		snprintf(why, nwhy, "cublasCreate failed (status %d)", st);
+	else if ((st = kf_cuda_malloc(cu, WORKSPACE, &b->l.ws)) != 0)
+		snprintf(why, nwhy, "no device memory for the cuBLAS workspace");
+	else if ((st = set_ws(b->l.h, (void *)(uintptr_t)b->l.ws, WORKSPACE)) != 0)
+		snprintf(why, nwhy, "cublasSetWorkspace failed (status %d)", st);
 	if (st != 0) {
 		kf_cublas_close(b);
 		return NULL;

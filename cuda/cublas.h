@@ -24,8 +24,9 @@
 
 typedef struct kf_cublas kf_cublas;
 
-/* NULL with an error naming what is missing. */
-kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu);
+/* NULL with the reason in why (no error: a caller falls back to a kernel,
+ * or makes it one); later errors go to c. */
+kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy);
 void kf_cublas_close(kf_cublas *b);
 
 /* One GEMM, or a batch of them, in kfuse's row-major terms:

@@ -533,8 +533,13 @@ kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o)
 		if (kf_cuda_stream_new(s->cu, &s->stream) != 0)
 			goto fail;
 		const char *blas = getenv("KFUSE_CUBLAS");
-		if (blas && !strcmp(blas, "1") && !(s->blas = kf_cublas_open(c, s->cu)))
-			goto fail;
+		if (blas && !strcmp(blas, "1")) {
+			s->blas_tried = true;
+			if (!(s->blas = kf_cublas_open(c, s->cu, s->blas_why, sizeof s->blas_why))) {
+				kf_error(c, KF_NOLOC, "cublas: KFUSE_CUBLAS=1 but cuBLAS is not there: %s", s->blas_why);
+				goto fail;
+			}
+		}
 	}
 	snprintf(s->arch, sizeof s->arch, "%s",
 		 o->arch ? o->arch : s->cu ? kf_cuda_get_info(s->cu)->arch : "sm_90");

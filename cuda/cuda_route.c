@@ -78,7 +78,7 @@ static bool route_lt(kf_cuda_session *s, step *t)
 	if (s->lt && !(t->lt = kf_cublaslt_prepare(s->lt, &t->lp, why, sizeof why)) && !why[0])
 		snprintf(why, sizeof why, "cublasLt failed");
 	if (!t->lt)
-		route_note(s, t->k.node, "fusion @%s: cuBLASLt not used (%s); its own kernel runs", node_sym(s, t->k.node),
+		route_note(s, t->k.node, "fusion @%s: cuBLASLt not used (%s)", node_sym(s, t->k.node),
 			   why);
 	return t->lt != NULL;
 }
@@ -122,67 +122,78 @@ static int route_blas(kf_cuda_session *s, kf_nid f, const kf_mm_blas *p, step **
 	return 0;
 }
 
-int kf_cb_route(kf_cuda_session *s)
+/* cuBLAS for the session, opened at the first contraction routed there;
+ * false (why in s->blas_why) when it does not load.  A dry run has no
+ * library but plans as if it had. */
+static bool blas_ready(kf_cuda_session *s)
+{
+	if (!s->cu)
+		return true;
+	if (!s->blas && !s->blas_tried) {
+		s->blas_tried = true;
+		s->blas = kf_cublas_open(s->c, s->cu, s->blas_why, sizeof s->blas_why);
+	}
+	return s->blas != NULL;
+}
+
+/* Routes contraction step t: its steps (the step itself, or the kernels
+ * and GEMM that replace it) appended to v; -1 when a part fails to emit. */
+static int route_step(kf_cuda_session *s, step *t, step **v, uint32_t *nv)
 {
 	kf_graph *g = s->g;
+	kf_mm_blas bp;
+	bool blas_ok = kf_mm_blas_plan(g, t->k.node, &bp), lt_ok = kf_cublaslt_plan(g, t->k.node, &t->lp);
+	char r[64] = "";
+	const char *why = "", *sym = node_sym(s, t->k.node);
+	if (blas_ok || lt_ok)
+		route_of(s, t, lt_ok, blas_ok, r, sizeof r, &why);
+	if (!strcmp(r, "cublaslt") && lt_ok) {
+		if (s->o.allow_tf32 && t->lp.dt == KF_F32)
+			t->lp.tf32 = true;
+		if (!s->cu || route_lt(s, t)) {
+			/* a dry run has no library to prepare: the own kernel compiles */
+			if (s->o.report)
+				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue (%s%s)\n", sym, why,
+					      s->cu ? "" : "; a dry run compiles the own kernel");
+			push(v, nv, t);
+			return 0;
+		}
+		/* cuBLASLt has no algorithm here: cuBLAS is still the floor */
+		snprintf(r, sizeof r, "%s", blas_ok ? "cublas" : "");
+		why = "cuBLASLt failed";
+	}
+	if (!strcmp(r, "cublas") && blas_ok && blas_ready(s)) {
+		if (s->o.allow_tf32 && bp.gemm.dt == KF_F32)
+			bp.gemm.tf32 = true;
+		if (route_blas(s, t->k.node, &bp, v, nv) != 0)
+			return -1;
+		if (s->o.report)
+			kf_buf_printf(s->o.report, "cuda: @%s: cuBLAS%s%s%s (%s)\n", sym, bp.gemm.tf32 ? " (tf32)" : "",
+				      bp.pro[0] || bp.pro[1] ? " after the prologue kernel" : "",
+				      bp.epi ? " + the fused epilogue kernel" : "", why);
+		kf_kernel_free(&t->k); /* the own kernel is not needed */
+		return 0;
+	}
+	if (!strcmp(r, "cublas") && blas_ok)
+		route_note(s, t->k.node, "@%s: cuBLAS not used (%s); its own kernel runs", sym, s->blas_why);
+	else if (r[0] && strcmp(r, "cublas") && strcmp(r, "cublaslt") && s->o.report)
+		kf_buf_printf(s->o.report, "cuda: @%s: own kernel %s (%s%s)\n", sym, r,
+			      strcmp(why, "its tile") && strcmp(why, "KFUSE_MATMUL_TILE") ? "cost model: " : "", why);
+	push(v, nv, t);
+	return 0;
+}
+
+int kf_cb_route(kf_cuda_session *s)
+{
 	step *v = NULL;
 	uint32_t nv = 0;
 	int rc = 0;
-	for (uint32_t i = 0; i < s->nst; i++) {
+	for (uint32_t i = 0; i < s->nst && rc == 0; i++) {
 		step *t = &s->st[i];
-		kf_mm_blas bp;
-		bool blas_ok = false, lt_ok = false;
-		if (t->k.kind == KF_KK_MATMUL && kf_mm_node_shape(g, t->k.node, NULL)) {
-			blas_ok = kf_mm_blas_plan(g, t->k.node, &bp);
-			lt_ok = kf_cublaslt_plan(g, t->k.node, &t->lp);
-		}
-		char r[64] = "";
-		const char *why = "";
-		if (blas_ok || lt_ok)
-			route_of(s, t, lt_ok, blas_ok, r, sizeof r, &why);
-		const char *sym = node_sym(s, t->k.node);
-		if (!strcmp(r, "cublaslt") && lt_ok && !s->cu) {
-			if (s->o.report) /* a dry run: no library to prepare; the own kernel compiles */
-				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue (%s; a dry run compiles "
-					      "the own kernel)\n", sym, why);
-		} else if (!strcmp(r, "cublaslt") && lt_ok) {
-			if (s->o.allow_tf32 && t->lp.dt == KF_F32)
-				t->lp.tf32 = true;
-			if (route_lt(s, t) && s->o.report)
-				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue (%s)\n", sym, why);
-		} else if (!strcmp(r, "cublas") && blas_ok) {
-			if (!s->blas && !s->blas_tried && s->cu) {
-				s->blas_tried = true;
-				s->blas = kf_cublas_open(s->c, s->cu);
-				if (!s->blas) { /* the error names what is missing: a note, not a failure */
-					kf_buf d = {0};
-					kf_diag_render(s->c, &d);
-					kf_diag_clear(s->c);
-					snprintf(s->blas_why, sizeof s->blas_why, "%.*s",
-						 (int)(d.n && d.p[d.n - 1] == '\n' ? d.n - 1 : d.n), d.p ? d.p : "");
-					kf_buf_free(&d);
-				}
-			}
-			if (s->blas || !s->cu) { /* a dry run plans the kernels around the GEMM */
-				if (s->o.allow_tf32 && bp.gemm.dt == KF_F32)
-					bp.gemm.tf32 = true;
-				if (route_blas(s, t->k.node, &bp, &v, &nv) != 0) {
-					rc = -1;
-					break;
-				}
-				if (s->o.report)
-					kf_buf_printf(s->o.report, "cuda: @%s: cuBLAS%s%s%s (%s)\n", sym,
-						      bp.gemm.tf32 ? " (tf32)" : "", bp.pro[0] || bp.pro[1] ? " after the prologue kernel" : "",
-						      bp.epi ? " + the fused epilogue kernel" : "", why);
-				kf_kernel_free(&t->k); /* the own kernel is not needed */
-				continue;
-			}
-			route_note(s, t->k.node, "@%s: cuBLAS not used (%s); its own kernel runs", sym, s->blas_why);
-		} else if (r[0] && strcmp(r, "cublas") && strcmp(r, "cublaslt") && s->o.report) {
-			kf_buf_printf(s->o.report, "cuda: @%s: own kernel %s (%s%s)\n", sym, r,
-				      strcmp(why, "its tile") && strcmp(why, "KFUSE_MATMUL_TILE") ? "cost model: " : "", why);
-		}
-		push(&v, &nv, t);
+		if (t->k.kind == KF_KK_MATMUL && kf_mm_node_shape(s->g, t->k.node, NULL))
+			rc = route_step(s, t, &v, &nv);
+		else
+			push(&v, &nv, t);
 	}
 	if (rc != 0) {
 		for (uint32_t i = 0; i < nv; i++)

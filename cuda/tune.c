@@ -505,9 +505,10 @@ static double time_cand(bench *b, kf_graph *g, bufset *bs, kf_nid n, cand *c, co
 		return ms;
 	}
 	if (!b->blas_tried) {
+		char why[1024] = "";
 		b->blas_tried = true;
-		if (!(b->blas = kf_cublas_open(b->c, b->cu)) && report)
-			kf_buf_puts(report, "tune: cublas is no candidate: the library did not load\n");
+		if (!(b->blas = kf_cublas_open(b->c, b->cu, why, sizeof why)) && report)
+			kf_buf_printf(report, "tune: cublas is no candidate: %s\n", why);
 	}
 	if (!b->blas)
 		return -1;
@@ -581,7 +582,6 @@ static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, ca
 		}
 		nc++;
 	}
-	kf_diag_clear(g->ctx); /* a config that does not emit is no candidate */
 	return nc;
 }
 
