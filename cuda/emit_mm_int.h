@@ -33,6 +33,10 @@ typedef struct kx_mm {
 	kf_mm_config cfg;
 } kx_mm;
 
+/* emit_mm_config.c: whether config c can run shape sh (the kernels'
+ * structural limits). */
+bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh);
+
 /* emit_matmul.c */
 /* Fills mm (config aside) for node n: a matmul or gemm alone, or a
  * contraction fusion (its body); NULL, or why n is no contraction kernel. */

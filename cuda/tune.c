@@ -565,8 +565,10 @@ static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, ca
 			for (int p = 0; p < 3 && ok; p++) {
 				int rc = kf_emit_node_part(g, n, &b->tgt, parts[p], &x->k[x->nk]);
 				ok = rc >= 0;
-				if (rc == 0)
-					x->npre += parts[p] != KF_MM_PART_EPI, x->nk++;
+				if (rc == 0) {
+					x->npre += parts[p] != KF_MM_PART_EPI;
+					x->nk++;
+				}
 			}
 			if (!ok || kf_nerrors(g->ctx) != nerr) {
 				for (int k = 0; k < x->nk; k++)
