@@ -1,9 +1,11 @@
 /* emit_matmul.c: contraction kernels, the common part: the analysis of a
  * matmul/gemm node or a `fusion {kind = "contraction"}` (which body nodes
- * are the prologue of each operand, which the epilogue), tile configs and
- * their choice, and the SIMT kernel (FMA on CUDA cores: f32 by default, f64, integers).  The
- * tensor-core kernel is in emit_mma.c, GEMV in emit_gemv.c, the epilogue
- * helpers every contraction kernel calls in emit_mm_epi.c.
+ * are the prologue of each operand, which the epilogue), the choice of a
+ * tile config, and the SIMT kernel (FMA on CUDA cores: f32 by default,
+ * f64, integers).  The configs themselves are in emit_mm_config.c, the
+ * tensor-core kernel in emit_mma.c, GEMV in emit_gemv.c, split-K in
+ * emit_mm_splitk.c, the kernels around cuBLAS in emit_mm_blas.c, the
+ * epilogue helpers every contraction kernel calls in emit_mm_epi.c.
  *
  * requires: static shapes; keeps the graph unchanged (read only).
  * Numerics: f16/bf16/f32 accumulate in f32, f64 in f64, integers in 64
