@@ -9,7 +9,9 @@
 #   shipped    with the shipped table (cuda/tune_h200.txt) and no tune file
 #   tuned      kfuse-run --tune=force first
 #   tf32       --allow-tf32 (checked at rtol/atol 1e-2), and tf32 tuned
-# A per-kernel profile of the default run follows the table.
+# A per-kernel profile of the default run follows the table.  L2 is
+# flushed before every timed replay (KFUSE_BENCH_FLUSH=1, outside the
+# events), as triton's do_bench does for PyTorch; LLAMA_FLUSH=0: warm.
 . "$(dirname "$0")/setup.sh"
 imp="$build/onnx/kfuse-import-onnx"
 [ -x "$imp" ] || imp="$build/kfuse-import-onnx"
@@ -29,7 +31,7 @@ run() {
 	[ $# -gt 0 ] && shift
 	f="$d/block.$v.txt"
 	# shellcheck disable=SC2086
-	timeout 300 env "$@" "$kfrun" "$d/block.fused.kf" --backend=cuda --input "x=$d/x.npy" \
+	timeout 300 env KFUSE_BENCH_FLUSH="${LLAMA_FLUSH:-1}" "$@" "$kfrun" "$d/block.fused.kf" --backend=cuda --input "x=$d/x.npy" \
 		--expect "0=$d/ref.npy" --rtol "$tol" --atol "$tol" $o --bench "$N" > "$f" 2>&1
 	rc=$?
 	line=$(grep '^bench cuda' "$f" | head -1)

@@ -203,7 +203,8 @@ def table(res, tj):
             return math.nan
         return float(f.get("ms", "nan"))
 
-    print("copy ceiling: %s GB/s (torch, 1 GiB)" % ("%.0f" % copy if copy else "?"))
+    print("copy ceiling: %s GB/s (torch, 1 GiB); kfuse: CUDA-graph replays, torch: do_bench, both after an "
+          "L2 flush unless SHAPES_FLUSH=0" % ("%.0f" % copy if copy else "?"))
     hdr = ("case", "dt", "default us", "route", "TFLOP/s", "GB/s", "tuned us", "tile", "cublas+epi", "lt",
            "torch mm", "eager", "compile", "def/cb", "tun/cb", "def/tc", "check")
     print("%-16s %-4s %10s %-22s %8s %7s %9s %-20s %10s %8s %8s %8s %8s %6s %6s %6s %s" % hdr)

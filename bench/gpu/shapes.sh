@@ -20,6 +20,9 @@
 # the same random inputs (f16: rtol/atol 1e-2; f32: rtol 1e-4, atol 1e-3),
 # computed once per case.  Environment: SHAPES_ONLY=REGEX (case names),
 # SHAPES_DTYPES (default "f16 f32"), SHAPES_TORCH=0, SHAPES_LLAMA=0.
+# L2 is flushed before every timed kfuse replay (KFUSE_BENCH_FLUSH=1,
+# outside the events), as triton's do_bench does for PyTorch's times:
+# SHAPES_FLUSH=0 times back-to-back warm replays instead.
 # The tuned tables are merged into $out/tune_h200.txt, the format of the
 # shipped cuda/tune_h200.txt (copy its lines there to ship them).
 . "$(dirname "$0")/setup.sh"
@@ -41,7 +44,7 @@ run() {
 	[ "$dt" = f32 ] && tol="--rtol 1e-4 --atol 1e-3"
 	f="$out/$c.$dt.txt.$v"
 	# shellcheck disable=SC2086
-	timeout 300 env KFUSE_TUNE_SHIPPED=0 "$@" "$kfrun" "$out/g/$c.$dt.mm.kf" --backend=cuda --random-inputs --seed 1 \
+	timeout 300 env KFUSE_TUNE_SHIPPED=0 KFUSE_BENCH_FLUSH="${SHAPES_FLUSH:-1}" "$@" "$kfrun" "$out/g/$c.$dt.mm.kf" --backend=cuda --random-inputs --seed 1 \
 		--expect "0=$out/ref/$c.$dt/out0.npy" $tol --bench "$N" > "$f" 2>&1
 	rc=$?
 	ok=$(grep -c '\[ok\]' "$f")
