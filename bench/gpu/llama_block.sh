@@ -15,8 +15,10 @@
 . "$(dirname "$0")/setup.sh"
 imp="$build/onnx/kfuse-import-onnx"
 [ -x "$imp" ] || imp="$build/kfuse-import-onnx"
+# the importer links libprotobuf-c: BUILD/lib holds it where the machine lacks it
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 d="$out"
-python3 "$here/llama_block.py" export "$d" > "$d/export.log" 2>&1 || { echo "export failed:"; tail -5 "$d/export.log"; exit 1; }
+${PYTHON:-python3} "$here/llama_block.py" export "$d" > "$d/export.log" 2>&1 || { echo "export failed:"; tail -5 "$d/export.log"; exit 1; }
 "$imp" "$d/llama_block.onnx" -o "$d/block.kf" 2> "$d/import.log" || { echo "import failed:"; cat "$d/import.log"; exit 1; }
 "$opt" "$d/block.kf" -p "canonicalize,cse,rules{path=$root/patterns},fuse-matmul,fuse,dce" -o "$d/block.fused.kf" \
 	2> "$d/opt.log" || { echo "kfuse-opt failed:"; cat "$d/opt.log"; exit 1; }
@@ -45,7 +47,7 @@ run tuned 1e-4 --tune=force -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt
 run tf32 1e-2 --allow-tf32 -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/none.txt"
 run tf32-tuned 1e-2 --allow-tf32 --tune=force -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt"
 echo "torch (median ms, bench/gpu/timing.py):"
-python3 "$here/llama_block.py" time "$N" 2> "$d/torch.err" | sed 's/^/  /' || tail -5 "$d/torch.err"
+${PYTHON:-python3} "$here/llama_block.py" time "$N" 2> "$d/torch.err" | sed 's/^/  /' || tail -5 "$d/torch.err"
 echo "profile of the default run (eager launches):"
 KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/none.txt" "$kfrun" "$d/block.fused.kf" --backend=cuda --input "x=$d/x.npy" \
 	--profile 2>&1 | sed -n '/^profile/,$p' | sed 's/^/  /'
