@@ -39,7 +39,10 @@
 # llamablock), SHAPES_ONLY=REGEX (case names), SHAPES_DTYPES (default
 # "f16 f32"), SHAPES_TORCH=0, SHAPES_LLAMA=0, SHAPES_DEVICE (zoo.py's export
 # device, default cuda), SHAPES_FULL=0 (zoo.py's small CI sizes: the
-# plumbing on a machine without a GPU), PYTHON (default python3).  The tuned tables are merged into
+# plumbing on a machine without a GPU), PYTHON (default python3),
+# SHAPES_ZOO_DIR (the output directory of a bench/models/gpu.sh run: its
+# exports, DTYPE/NAME_bB[_sS]/NAME.onnx, are taken instead of exporting
+# again; the exports are most of the time otherwise).  The tuned tables are merged into
 # $out/tune_h200.txt, the format of the shipped cuda/tune_h200.txt (copy its
 # lines there to ship them).
 . "$(dirname "$0")/setup.sh"
@@ -94,7 +97,10 @@ zoo_cases() {
 		esac
 		d="$out/zoo/$dt/$name${b:+_b$b}${s:+_s$s}"
 		mkdir -p "$d"
-		if [ "$name" = llamablock ]; then
+		z="${SHAPES_ZOO_DIR:-}/$dt/$name${b:+_b$b}${s:+_s$s}/$name.onnx"
+		if [ -n "${SHAPES_ZOO_DIR:-}" ] && [ -f "$z" ]; then
+			ln -sf "$z" "$d/$name.onnx" # bench/models/gpu.sh exported it already
+		elif [ "$name" = llamablock ]; then
 			[ "$dt" = f32 ] || continue # the block of issue 19 is fp32
 			$py "$here/llama_block.py" export "$d" > "$d/export.log" 2>&1 && mv "$d/llama_block.onnx" "$d/$name.onnx"
 		else
