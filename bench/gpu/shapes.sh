@@ -97,9 +97,10 @@ zoo_cases() {
 		esac
 		d="$out/zoo/$dt/$name${b:+_b$b}${s:+_s$s}"
 		mkdir -p "$d"
+		src="$d/$name.onnx"
 		z="${SHAPES_ZOO_DIR:-}/$dt/$name${b:+_b$b}${s:+_s$s}/$name.onnx"
 		if [ -n "${SHAPES_ZOO_DIR:-}" ] && [ -f "$z" ]; then
-			ln -sf "$z" "$d/$name.onnx" # bench/models/gpu.sh exported it already
+			src=$z # bench/models/gpu.sh exported it already (beside its external data, if any)
 		elif [ "$name" = llamablock ]; then
 			[ "$dt" = f32 ] || continue # the block of issue 19 is fp32
 			$py "$here/llama_block.py" export "$d" > "$d/export.log" 2>&1 && mv "$d/llama_block.onnx" "$d/$name.onnx"
@@ -109,11 +110,11 @@ zoo_cases() {
 			$py "$root/bench/models/zoo.py" $full --only "$name" --batch "$b" ${s:+--seq "$s"} --dtype "$dt" \
 				--device "${SHAPES_DEVICE:-cuda}" --out "$d" > "$d/export.log" 2>&1
 		fi
-		if [ ! -f "$d/$name.onnx" ]; then
+		if [ ! -f "$src" ]; then
 			echo "zoo: $name $dt: no export ($(grep -m1 -i 'error\|fail' "$d/export.log" | cut -c1-120))" >&2
 			continue
 		fi
-		"$imp" "$d/$name.onnx" -o "$d/$name.kf" 2> "$d/import.log" &&
+		"$imp" "$src" -o "$d/$name.kf" 2> "$d/import.log" &&
 			"$opt" "$d/$name.kf" -p "$pipeline" -o "$d/$name.fused.kf" 2> "$d/opt.log" ||
 			{ echo "zoo: $name $dt: import or pipeline failed: $(tail -1 "$d/import.log" "$d/opt.log")" >&2; continue; }
 		pairs="$pairs $name${b:+_b$b}${s:+_s$s}=$d/$name.fused.kf"
