@@ -65,6 +65,7 @@ kfuse_compiled *kfuse_compile(kfuse_model *m, const char *graph, const char *bac
 	if (o) {
 		co.device = o->device;
 		co.cache_dir = o->cache_dir;
+		co.allow_tf32 = o->allow_tf32 != 0;
 	}
 	return kf_api_compile(m, graph, kf_api_backend(m->k->c, backend ? backend : "auto", &co, NULL, 0));
 }

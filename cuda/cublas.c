@@ -1,6 +1,8 @@
-/* cublas.c: cuBLAS through dlopen (see cublas.h).  Row-major C = A B is
- * column-major C^T = B^T A^T: cuBLAS gets (m, n, k) = (N, M, K) and the
- * operands swapped, each transposed when it is stored transposed. */
+/* cublas.c: cuBLAS and cuBLASLt through dlopen (see cublas.h): the
+ * libraries' side only; which contraction maps to which call is
+ * cuda/emit_mm_blas.c's.  Row-major C = A B is column-major C^T = B^T A^T:
+ * cuBLAS gets (m, n, k) = (N, M, K) and the operands swapped, each
+ * transposed when it is stored transposed. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,7 @@
 /* the few values of cublas_api.h and library_types.h we use */
 enum { OP_N = 0, OP_T = 1 };
 enum { R_32F = 0, R_64F = 1, R_16F = 2, R_16BF = 14 };
-enum { COMPUTE_32F = 68, COMPUTE_64F = 70 };
+enum { COMPUTE_32F = 68, COMPUTE_64F = 70, COMPUTE_32F_FAST_TF32 = 77 };
 #define GEMM_DEFAULT (-1)
 #define WORKSPACE (32u << 20)
 
@@ -20,6 +22,8 @@ typedef int (*stream_fn)(void *, void *);
 typedef int (*ws_fn)(void *, void *, size_t);
 typedef int (*gemm_fn)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
 		       const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
+typedef int (*gemm_ptrs_fn)(void *, int, int, int, int, int, const void *, const void *const *, int, int,
+			    const void *const *, int, int, const void *, void *const *, int, int, int, int, int);
 
 /* What a cuBLAS and a cuBLASLt handle both hold: the library, its handle
  * (freed by destroy) and the workspace kfuse gives it. */
@@ -66,15 +70,15 @@ struct kf_cublas {
 	blas_lib l;
 	stream_fn set_stream;
 	gemm_fn gemm;
+	gemm_ptrs_fn gemm_ptrs;
 };
 
-kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu)
+kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 {
-	char loaded[512], why[1024];
+	char loaded[512];
 	kf_cublas *b = calloc(1, sizeof *b);
 	if (blas_load(&b->l, c, cu, "KFUSE_CUBLAS_LIB", "libcublas", "cublasDestroy_v2", loaded, sizeof loaded, why,
-		      sizeof why) != 0) {
-		kf_error(c, KF_NOLOC, "cublas: cannot load cuBLAS: %s", why);
+		      nwhy) != 0) {
 		free(b);
 		return NULL;
 	}
@@ -83,16 +87,16 @@ kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu)
 	ws_fn set_ws = (ws_fn)dlsym(lib, "cublasSetWorkspace_v2");
 	b->set_stream = (stream_fn)dlsym(lib, "cublasSetStream_v2");
 	b->gemm = (gemm_fn)dlsym(lib, "cublasGemmStridedBatchedEx");
+	b->gemm_ptrs = (gemm_ptrs_fn)dlsym(lib, "cublasGemmBatchedEx");
 	int st = -1;
-	if (!create || !set_ws || !b->l.destroy || !b->set_stream || !b->gemm) {
-		kf_error(c, KF_NOLOC, "cublas: %s lacks the functions kfuse needs", loaded);
-	} else if ((st = create(&b->l.h)) != 0) {
-		kf_error(c, KF_NOLOC, "cublas: cublasCreate failed (status %d)", st);
-	} else if (kf_cuda_malloc(cu, WORKSPACE, &b->l.ws) != 0) {
-		st = -1;
-	} else if ((st = set_ws(b->l.h, (void *)(uintptr_t)b->l.ws, WORKSPACE)) != 0) {
-		kf_error(c, KF_NOLOC, "cublas: cublasSetWorkspace failed (status %d)", st);
-	}
+	if (!create || !set_ws || !b->l.destroy || !b->set_stream || !b->gemm || !b->gemm_ptrs)
+		snprintf(why, nwhy, "%s lacks the cuBLAS functions kfuse needs", loaded);
+	else if ((st = create(&b->l.h)) != 0)
+		snprintf(why, nwhy, "cublasCreate failed (status %d)", st);
+	else if ((st = kf_cuda_malloc(cu, WORKSPACE, &b->l.ws)) != 0)
+		snprintf(why, nwhy, "no device memory for the cuBLAS workspace");
+	else if ((st = set_ws(b->l.h, (void *)(uintptr_t)b->l.ws, WORKSPACE)) != 0)
+		snprintf(why, nwhy, "cublasSetWorkspace failed (status %d)", st);
 	if (st != 0) {
 		kf_cublas_close(b);
 		return NULL;
@@ -119,73 +123,134 @@ static int dtype_code(int dt)
 	}
 }
 
-typedef struct shape {
-	int64_t M, N, K, batch, sa, sb; /* sa, sb: batch strides (0: broadcast) */
-	bool ta, tb;
-} shape;
-
-static bool shape_of(kf_graph *g, kf_nid n, shape *s)
+/* The compute type: f32 accumulation (f64 for f64); tf32 tensor cores
+ * only when asked (COMPUTE_32F alone never rounds f32 inputs to tf32: the
+ * handle keeps CUBLAS_DEFAULT_MATH). */
+static int compute_code(int dt, bool tf32)
 {
-	const kf_node *x = kf_N(g, n);
-	if ((x->op != KF_OP_MATMUL && x->op != KF_OP_GEMM) || (x->op == KF_OP_GEMM && x->nin > 2))
-		return false;
-	const kf_type *A = kf_vtype(g, kf_in(g, n, 0)), *B = kf_vtype(g, kf_in(g, n, 1)),
-		      *O = kf_vtype(g, kf_res(g, n, 0));
-	if (A->dtype != B->dtype || A->dtype != O->dtype || dtype_code(A->dtype) < 0 || !kf_type_is_static(O) ||
-	    !kf_type_is_static(A) || !kf_type_is_static(B))
-		return false;
-	bool gemm = x->op == KF_OP_GEMM;
-	s->ta = gemm && kf_attr_int(g, n, "trans_a", 0);
-	s->tb = gemm && kf_attr_int(g, n, "trans_b", 0);
-	s->M = A->rank == 1 ? 1 : A->dim[A->rank - 2 + s->ta];
-	s->K = A->dim[A->rank - 1 - (A->rank > 1 && s->ta)];
-	s->N = B->rank == 1 ? 1 : B->dim[B->rank - 1 - s->tb];
-	int ra = A->rank > 2 ? A->rank - 2 : 0, rb = B->rank > 2 ? B->rank - 2 : 0;
-	int64_t na = 1, nb = 1;
-	for (int d = 0; d < ra; d++)
-		na *= A->dim[d];
-	for (int d = 0; d < rb; d++)
-		nb *= B->dim[d];
-	/* batch dims equal, or absent (or all ones) on one side */
-	if (ra && rb && (ra != rb || memcmp(A->dim, B->dim, (size_t)ra * sizeof *A->dim) != 0))
-		return false;
-	s->batch = na > nb ? na : nb;
-	s->sa = na > 1 ? s->M * s->K : 0;
-	s->sb = nb > 1 ? s->K * s->N : 0;
-	return s->M * s->N * s->K > 0 && s->M < (1LL << 31) && s->N < (1LL << 31) && s->K < (1LL << 31) &&
-	       s->batch < (1LL << 31);
+	return dt == KF_F64 ? COMPUTE_64F : dt == KF_F32 && tf32 ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
 }
 
-
-bool kf_cublas_supports(kf_graph *g, kf_nid n)
+int64_t kf_blas_batch(const kf_blas_gemm *g)
 {
-	shape s;
-	return shape_of(g, n, &s);
+	int64_t n = kf_type_numel(&g->ob);
+	return n < 1 ? 1 : n;
 }
 
-int kf_cublas_matmul(kf_cublas *b, kf_graph *g, kf_nid n, kf_cuptr a, kf_cuptr bm, kf_cuptr out, kf_custream st)
+int64_t kf_blas_off(const kf_blas_gemm *g, int which, int64_t z)
 {
-	shape s;
-	if (!shape_of(g, n, &s)) {
-		kf_error(b->l.c, kf_N(g, n)->loc, "cublas: this node does not map to a cuBLAS GEMM");
-		return -1;
+	const kf_type *P = which ? &g->bbt : &g->abt, *O = &g->ob;
+	int64_t mat = which ? g->K * g->N : g->M * g->K, ix = 0, stride = 1;
+	/* out's batch index z, digit by digit from the last dim; P's dims
+	 * right-aligned to out's, a dim of 1 broadcast */
+	for (int d = O->rank - 1, j = P->rank - 1; d >= 0; d--, j--) {
+		int64_t zd = z % O->dim[d];
+		z /= O->dim[d];
+		if (j < 0)
+			continue;
+		ix += (P->dim[j] == 1 ? 0 : zd) * stride;
+		stride *= P->dim[j];
 	}
-	int dt = kf_vtype(g, kf_res(g, n, 0))->dtype, code = dtype_code(dt);
-	double alpha = kf_attr_float(g, n, "alpha", 1.0);
+	return ix * mat;
+}
+
+int64_t kf_blas_stride(const kf_blas_gemm *g, int which)
+{
+	int64_t nb = kf_blas_batch(g), st = nb > 1 ? kf_blas_off(g, which, 1) : 0;
+	for (int64_t z = 2; z < nb; z++)
+		if (kf_blas_off(g, which, z) != z * st)
+			return -1;
+	return st;
+}
+
+/* P's dims broadcast to O's (numpy: right-aligned, each equal or 1) */
+static bool bcasts(const kf_type *P, const kf_type *O)
+{
+	if (P->rank > O->rank)
+		return false;
+	for (int j = P->rank - 1, d = O->rank - 1; j >= 0; j--, d--)
+		if (P->dim[j] != 1 && P->dim[j] != O->dim[d])
+			return false;
+	return true;
+}
+
+bool kf_blas_fits(const kf_blas_gemm *g)
+{
+	const int64_t lim = 1LL << 31;
+	return bcasts(&g->abt, &g->ob) && bcasts(&g->bbt, &g->ob) && dtype_code(g->dt) >= 0 && g->M > 0 && g->N > 0 && g->K > 0 && g->M < lim && g->N < lim && g->K < lim &&
+	       kf_blas_batch(g) < lim && (!g->tf32 || g->dt == KF_F32);
+}
+
+struct kf_blas_op {
+	kf_blas_gemm g;
+	kf_cuptr a, b, out;
+	int64_t sa, sb;   /* batch strides, when strided */
+	kf_cuptr ptrs;    /* else: the A, B and out pointer arrays, one after the other */
+};
+
+kf_blas_op *kf_cublas_prepare(kf_cublas *b, const kf_blas_gemm *g, kf_cuptr a, kf_cuptr bm, kf_cuptr out)
+{
+	if (!kf_blas_fits(g)) {
+		kf_error(b->l.c, KF_NOLOC, "cublas: a GEMM cuBLAS does not take (dtype or extents)");
+		return NULL;
+	}
+	kf_blas_op *o = calloc(1, sizeof *o);
+	*o = (kf_blas_op){.g = *g, .a = a, .b = bm, .out = out, .sa = kf_blas_stride(g, 0), .sb = kf_blas_stride(g, 1)};
+	if (o->sa >= 0 && o->sb >= 0)
+		return o;
+	/* a batch dim broadcast in part: arrays of pointers, made once (the
+	 * buffers stay put for the plan's life) */
+	int64_t nb = kf_blas_batch(g), es = (int64_t)kf_dtype_size((kf_dtype)g->dt);
+	uint64_t *h = malloc((size_t)(3 * nb) * sizeof *h);
+	for (int64_t z = 0; z < nb; z++) {
+		h[z] = a + (uint64_t)(kf_blas_off(g, 0, z) * es);
+		h[nb + z] = bm + (uint64_t)(kf_blas_off(g, 1, z) * es);
+		h[2 * nb + z] = out + (uint64_t)(z * g->M * g->N * es);
+	}
+	int rc = kf_cuda_malloc(b->l.cu, (size_t)(3 * nb) * sizeof *h, &o->ptrs);
+	if (rc == 0)
+		rc = kf_cuda_h2d(b->l.cu, o->ptrs, h, (size_t)(3 * nb) * sizeof *h);
+	free(h);
+	if (rc != 0) {
+		kf_cublas_op_free(b, o);
+		return NULL;
+	}
+	return o;
+}
+
+void kf_cublas_op_free(kf_cublas *b, kf_blas_op *o)
+{
+	if (!o)
+		return;
+	if (o->ptrs)
+		kf_cuda_free(b->l.cu, o->ptrs);
+	free(o);
+}
+
+int kf_cublas_run(kf_cublas *b, const kf_blas_op *o, kf_custream st)
+{
+	const kf_blas_gemm *g = &o->g;
+	int code = dtype_code(g->dt), comp = compute_code(g->dt, g->tf32);
+	double alpha = g->alpha, db = 0.0;
 	float fa = (float)alpha, fb = 0.0f;
-	double db = 0.0;
-	const void *pa = dt == KF_F64 ? (const void *)&alpha : (const void *)&fa;
-	const void *pb = dt == KF_F64 ? (const void *)&db : (const void *)&fb;
+	const void *pa = g->dt == KF_F64 ? (const void *)&alpha : (const void *)&fa;
+	const void *pb = g->dt == KF_F64 ? (const void *)&db : (const void *)&fb;
+	int m = (int)g->N, n = (int)g->M, k = (int)g->K, nb = (int)kf_blas_batch(g);
+	int lda = (int)(g->tb ? g->K : g->N), ldb = (int)(g->ta ? g->M : g->K), ldc = (int)g->N;
 	int rc = b->set_stream(b->l.h, st);
 	/* column-major: C^T[N, M] = op(B^T)[N, K] op(A^T)[K, M] */
-	if (rc == 0)
-		rc = b->gemm(b->l.h, s.tb ? OP_T : OP_N, s.ta ? OP_T : OP_N, (int)s.N, (int)s.M, (int)s.K, pa,
-			     (const void *)(uintptr_t)bm, code, (int)(s.tb ? s.K : s.N), s.sb,
-			     (const void *)(uintptr_t)a, code, (int)(s.ta ? s.M : s.K), s.sa, pb, (void *)(uintptr_t)out,
-			     code, (int)s.N, s.M * s.N, (int)s.batch, dt == KF_F64 ? COMPUTE_64F : COMPUTE_32F,
-			     GEMM_DEFAULT);
+	if (rc == 0 && !o->ptrs)
+		rc = b->gemm(b->l.h, g->tb ? OP_T : OP_N, g->ta ? OP_T : OP_N, m, n, k, pa, (const void *)(uintptr_t)o->b,
+			     code, lda, o->sb, (const void *)(uintptr_t)o->a, code, ldb, o->sa, pb,
+			     (void *)(uintptr_t)o->out, code, ldc, g->M * g->N, nb, comp, GEMM_DEFAULT);
+	else if (rc == 0) {
+		const void *const *pp = (const void *const *)(uintptr_t)o->ptrs;
+		rc = b->gemm_ptrs(b->l.h, g->tb ? OP_T : OP_N, g->ta ? OP_T : OP_N, m, n, k, pa, pp + nb, code, lda, pp, code,
+				  ldb, pb, (void *const *)(pp + 2 * nb), code, ldc, nb, comp, GEMM_DEFAULT);
+	}
 	if (rc != 0) {
-		kf_error(b->l.c, kf_N(g, n)->loc, "cublas: cublasGemmStridedBatchedEx failed (status %d)", rc);
+		kf_error(b->l.c, KF_NOLOC, "cublas: %s failed (status %d)",
+			 o->ptrs ? "cublasGemmBatchedEx" : "cublasGemmStridedBatchedEx", rc);
 		return -1;
 	}
 	return 0;
@@ -282,93 +347,6 @@ void kf_cublaslt_close(kf_cublaslt *b)
 	free(b);
 }
 
-/* A body argument of fusion f: its index, or -1. */
-static int body_arg(kf_graph *g, kf_nid f, kf_vid v)
-{
-	const kf_block *b = &g->blk[kf_N(g, f)->body];
-	for (uint32_t i = 0; i < b->narg; i++)
-		if (b->arg[i] == v)
-			return (int)i;
-	return -1;
-}
-
-/* The fusion input a contraction operand reads: an argument, or the
- * transpose (of the two axes) of one; *tr says which. */
-static kf_vid operand_input(kf_graph *g, kf_nid f, kf_vid v, bool *tr)
-{
-	*tr = false;
-	kf_nid d = kf_def(g, v);
-	if (d != KF_NONE && kf_N(g, d)->op == KF_OP_TRANSPOSE && kf_vtype(g, v)->rank == 2) {
-		*tr = true;
-		v = kf_in(g, d, 0);
-	}
-	int i = body_arg(g, f, v);
-	return i < 0 ? KF_NONE : kf_in(g, f, (uint32_t)i);
-}
-
-bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p)
-{
-	const kf_node *x = kf_N(g, n);
-	if (x->op != KF_OP_FUSION || x->body == KF_NONE || x->nres != 1 ||
-	    strcmp(kf_attr_str(g, n, "kind", ""), "contraction") != 0)
-		return false;
-	memset(p, 0, sizeof *p);
-	/* the body, in order: [transposes], matmul, add(bias), [relu | gelu-tanh], yield */
-	kf_nid mm = KF_NONE, add = KF_NONE, act = KF_NONE, y = KF_NONE;
-	kf_foreach_node(g, x->body, m) {
-		int op = kf_N(g, m)->op;
-		if (op == KF_OP_TRANSPOSE && mm == KF_NONE)
-			continue;
-		if (op == KF_OP_MATMUL && mm == KF_NONE)
-			mm = m;
-		else if (op == KF_OP_ADD && mm != KF_NONE && add == KF_NONE)
-			add = m;
-		else if ((op == KF_OP_RELU || op == KF_OP_GELU) && add != KF_NONE && act == KF_NONE && y == KF_NONE)
-			act = m;
-		else if (op == KF_OP_YIELD && add != KF_NONE && y == KF_NONE)
-			y = m;
-		else
-			return false;
-	}
-	if (y == KF_NONE || kf_N(g, y)->nin != 1)
-		return false;
-	kf_vid mv = kf_res(g, mm, 0), av = kf_res(g, add, 0), last = act != KF_NONE ? kf_res(g, act, 0) : av;
-	if (kf_in(g, y, 0) != last || (act != KF_NONE && kf_in(g, act, 0) != av))
-		return false;
-	/* GELU in cuBLASLt is the tanh approximation */
-	if (act != KF_NONE && kf_N(g, act)->op == KF_OP_GELU && strcmp(kf_attr_str(g, act, "approximate", "none"), "tanh"))
-		return false;
-	const kf_type *A = kf_vtype(g, kf_in(g, mm, 0)), *B = kf_vtype(g, kf_in(g, mm, 1)), *O = kf_vtype(g, mv);
-	if (A->rank != 2 || B->rank != 2 || !kf_type_is_static(A) || !kf_type_is_static(B) || A->dtype != B->dtype ||
-	    A->dtype != O->dtype || kf_vtype(g, last)->dtype != O->dtype ||
-	    (O->dtype != KF_F16 && O->dtype != KF_BF16 && O->dtype != KF_F32))
-		return false;
-	p->dt = O->dtype;
-	p->M = A->dim[0], p->K = A->dim[1], p->N = B->dim[1];
-	p->a = operand_input(g, n, kf_in(g, mm, 0), &p->ta);
-	p->b = operand_input(g, n, kf_in(g, mm, 1), &p->tb);
-	/* add(m, bias) or add(bias, m); bias [N] or [1, N] of the result's dtype */
-	kf_vid bv = kf_in(g, add, 0) == mv ? kf_in(g, add, 1) : kf_in(g, add, 0);
-	const kf_type *BT = kf_vtype(g, bv);
-	int bi = body_arg(g, n, bv);
-	if ((kf_in(g, add, 0) != mv && kf_in(g, add, 1) != mv) || bi < 0 || BT->dtype != O->dtype ||
-	    !kf_type_is_static(BT) || BT->rank < 1 || BT->dim[BT->rank - 1] != p->N || kf_type_numel(BT) != p->N ||
-	    !kf_type_same_shape(kf_vtype(g, av), O))
-		return false;
-	p->bias = kf_in(g, n, (uint32_t)bi);
-	p->out = kf_res(g, n, 0);
-	p->epi = act == KF_NONE ? KF_LT_BIAS : kf_N(g, act)->op == KF_OP_RELU ? KF_LT_RELU_BIAS : KF_LT_GELU_BIAS;
-	return p->a != KF_NONE && p->b != KF_NONE && p->M * p->N * p->K > 0 && p->M < (1LL << 31) &&
-	       p->N < (1LL << 31) && p->K < (1LL << 31);
-}
-
-bool kf_cublaslt_default(const kf_lt_plan *p)
-{
-	/* mma.sync tiles reach about a third of cuBLAS's wgmma kernels at
-	 * these sizes on an H200 (bench/results/2026-11-29-gpu-matmul.txt) */
-	return (p->dt == KF_F16 || p->dt == KF_BF16) && p->M >= 128 && p->M * p->N * p->K >= (1LL << 30);
-}
-
 void kf_cublaslt_op_free(kf_cublaslt *b, kf_lt_op *o)
 {
 	if (!o)
@@ -388,7 +366,7 @@ void kf_cublaslt_describe(const kf_lt_plan *p, kf_lt_desc *d)
 {
 	memset(d, 0, sizeof *d);
 	int code = dtype_code(p->dt);
-	d->compute = COMPUTE_32F;
+	d->compute = compute_code(p->dt, p->tf32);
 	d->scale = R_32F;
 	/* column-major: D^T[N, M] = op(B^T)[N, K] op(A^T)[K, M]; the bias runs
 	 * along the rows of cuBLAS's D, which are our N */
@@ -476,7 +454,7 @@ kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, si
 int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr out,
 		    kf_custream s)
 {
-	float one = 1.0f, zero = 0.0f;
+	float alpha = (float)o->p.alpha, zero = 0.0f;
 	const void *bp = (const void *)(uintptr_t)bias;
 	if ((a | bm | bias | out) % KF_LT_ALIGN) {
 		/* the algorithm was chosen for KF_LT_ALIGN-aligned buffers */
@@ -485,7 +463,7 @@ int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, 
 	}
 	int st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp);
 	if (st == 0)
-		st = b->matmul(b->l.h, o->desc, &one, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,
+		st = b->matmul(b->l.h, o->desc, &alpha, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,
 			       &zero, (void *)(uintptr_t)out, o->ld, (void *)(uintptr_t)out, o->ld, &o->algo,
 			       (void *)(uintptr_t)b->l.ws, o->ws, s);
 	if (st != 0) {

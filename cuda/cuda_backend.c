@@ -85,12 +85,12 @@ static int load(kf_cuda_session *s, bool *spilled)
 		return 0;
 	double t0 = kf_cb_now();
 	for (uint32_t i = 0; i < s->npr; i++)
-		if (!s->pr[i].mod && kf_cuda_module_load(s->cu, s->pr[i].image.p, &s->pr[i].mod) != 0)
+		if (!s->pr[i].mod && kf_cuda_module_load(s->cu, s->pr[i].u.image.p, &s->pr[i].mod) != 0)
 			return -1;
 	for (uint32_t i = 0; i < s->nst; i++) {
 		step *t = &s->st[i];
 		spilled[i] = false;
-		if (t->f)
+		if (t->f || t->blas) /* a cuBLAS GEMM has no kernel of ours */
 			continue;
 		if (kf_cuda_function(s->cu, s->pr[t->prog].mod, t->k.name, &t->f) != 0)
 			return -1;
@@ -99,7 +99,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 			return -1;
 		/* a stack kernel (emit_stack.c) bounded to two blocks an SM may
 		 * spill a few bytes: still far better than a kernel per layer */
-		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION && !t->lt &&
+		spilled[i] = fa.local_bytes > 0 && kf_N(s->g, t->k.node)->op == KF_OP_FUSION && !t->lt && !t->part &&
 			     t->k.layers == 0;
 		/* a persistent kernel needs a cooperative launch; without one its
 		 * body runs op by op (the split below), which computes the same.
@@ -336,6 +336,10 @@ static int bind_args(kf_cuda_session *s)
 			t->ptr[j] = s->vptr[kf_cb_root(s, v)];
 			t->args[j] = &t->ptr[j];
 		}
+		if (t->blas && s->cu && !(t->bop = kf_cublas_prepare(s->blas, &t->bg, t->ptr[0], t->ptr[1], t->ptr[2]))) {
+			kf_note(s->c, kf_N(s->g, t->k.node)->loc, "cuda: the cuBLAS GEMM of this node");
+			return -1;
+		}
 		if (!t->k.ntmap || !s->cu || t->blas || t->lt)
 			continue;
 		t->tm = aligned_alloc(64, (size_t)t->k.ntmap * sizeof *t->tm);
@@ -377,6 +381,7 @@ static void unplan(kf_cuda_session *s)
 {
 	for (uint32_t i = 0; i < s->nst; i++) {
 		kf_cublaslt_op_free(s->lt, s->st[i].lt);
+		kf_cublas_op_free(s->blas, s->st[i].bop);
 		kf_kernel_free(&s->st[i].k);
 		free(s->st[i].ptr);
 		free(s->st[i].args);
@@ -389,7 +394,7 @@ static void unplan(kf_cuda_session *s)
 		if (s->cu && s->pr[i].mod)
 			kf_cuda_module_unload(s->cu, s->pr[i].mod);
 		kf_buf_free(&s->pr[i].src);
-		kf_buf_free(&s->pr[i].image);
+		kf_buf_free(&s->pr[i].u.image);
 	}
 	free(s->pr);
 	s->pr = NULL;
@@ -428,41 +433,6 @@ static void plan_report(kf_cuda_session *s)
 		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
 }
 
-/* A contraction fusion runs through cuBLASLt with its fused epilogue when
- * its tile says `cublaslt` (the tuner found it fastest), or when it has no
- * tile, $KFUSE_MATMUL_TILE is unset and kf_cublaslt_default holds.  Its
- * kernel is still emitted, compiled and kept as the fallback: used when the
- * library cannot be loaded or has no algorithm (a note in the report). */
-static void plan_lt(kf_cuda_session *s, step *t)
-{
-	kf_graph *g = s->g;
-	const char *tile = kf_attr_str(g, t->k.node, "tile", NULL), *env = getenv("KFUSE_MATMUL_TILE");
-	if (t->k.kind != KF_KK_MATMUL || !kf_cublaslt_plan(g, t->k.node, &t->lp))
-		return;
-	/* by default the wgmma kernel, where the emitter chose it, runs */
-	bool want = tile ? !strcmp(tile, "cublaslt")
-			 : env && *env ? !strcmp(env, "cublaslt") : kf_cublaslt_default(&t->lp) && !t->k.sm90a;
-	if (!want)
-		return;
-	char why[1024] = "";
-	if (!s->lt_tried) {
-		s->lt_tried = true;
-		s->lt = kf_cublaslt_open(s->c, s->cu, why, sizeof why);
-	}
-	if (!s->lt && !why[0])
-		snprintf(why, sizeof why, "the library did not load; see the first such note");
-	if (s->lt && !(t->lt = kf_cublaslt_prepare(s->lt, &t->lp, why, sizeof why)) && !why[0])
-		snprintf(why, sizeof why, "cublasLt failed");
-	const char *sym = kf_str(s->c, kf_N(g, t->k.node)->sym);
-	/* a failure is never fatal: the fusion's own kernel runs; one line says so */
-	if (s->o.report && t->lt)
-		kf_buf_printf(s->o.report, "cuda: fusion @%s: cuBLASLt with the fused epilogue (tile cublaslt)\n", sym);
-	else if (s->o.report && why[0])
-		kf_buf_printf(s->o.report, "cuda: fusion @%s: cuBLASLt not used (%s); its own kernel runs\n", sym, why);
-	else if (why[0])
-		kf_warning(s->c, kf_N(g, t->k.node)->loc, "cuBLASLt not used (%s); its own kernel runs", why);
-}
-
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 {
 	if (s->g == g && s->gnodes == g->nnode)
@@ -475,14 +445,14 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	s->vptr = calloc(g->nval + 1, sizeof *s->vptr);
 	for (uint32_t v = 0; v < g->nval; v++)
 		s->alias[v] = KF_NONE;
+	if (s->o.allow_tf32)
+		kf_tune_allow_tf32(g);
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
-	kf_tune_apply(g, s->arch, s->o.cache_dir, s->o.report);
+	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report);
 	int rc = emit_block(s, 0);
-	/* KFUSE_CUBLAS=1: matmuls no contraction kernel fused run through cuBLAS */
-	for (uint32_t i = 0; rc == 0 && s->blas && i < s->nst; i++)
-		s->st[i].blas = kf_cublas_supports(g, s->st[i].k.node);
-	for (uint32_t i = 0; rc == 0 && s->cu && i < s->nst; i++)
-		plan_lt(s, &s->st[i]);
+	/* contractions through cuBLASLt or cuBLAS (cuda_route.c) */
+	if (rc == 0)
+		rc = kf_cb_route(s);
 	for (uint32_t i = 0; rc == 0 && s->o.report && i < s->nst; i++)
 		if (s->st[i].k.sm90a && !s->st[i].lt)
 			kf_buf_printf(s->o.report, "cuda: fusion @%s: wgmma kernel (sm_90a, %d threads, %d bytes of shared memory)\n",
@@ -563,8 +533,13 @@ kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o)
 		if (kf_cuda_stream_new(s->cu, &s->stream) != 0)
 			goto fail;
 		const char *blas = getenv("KFUSE_CUBLAS");
-		if (blas && !strcmp(blas, "1") && !(s->blas = kf_cublas_open(c, s->cu)))
-			goto fail;
+		if (blas && !strcmp(blas, "1")) {
+			s->blas_tried = true;
+			if (!(s->blas = kf_cublas_open(c, s->cu, s->blas_why, sizeof s->blas_why))) {
+				kf_error(c, KF_NOLOC, "cublas: KFUSE_CUBLAS=1 but cuBLAS is not there: %s", s->blas_why);
+				goto fail;
+			}
+		}
 	}
 	snprintf(s->arch, sizeof s->arch, "%s",
 		 o->arch ? o->arch : s->cu ? kf_cuda_get_info(s->cu)->arch : "sm_90");

@@ -34,6 +34,10 @@ typedef struct kf_cuda_opts {
 	const char *arch;    /* NULL: the device's ("sm_90"); dry_run: sm_90 */
 	const char *cache_dir; /* NULL: as kcache.h says */
 	int threads;         /* parallel NVRTC programs; 0: one per core, up to 16 */
+	bool allow_tf32;     /* f32 contractions may round their inputs to tf32 for the tensor
+			      * cores (PyTorch's allow_tf32; docs/matmul.md has the accuracy):
+			      * every f32 contraction fusion gets tf32 = true at plan, and
+			      * cuBLAS runs unfused f32 matmuls in tf32 */
 	kf_buf *report;      /* plan notes, profile tables; NULL: none.  The tool prints it. */
 } kf_cuda_opts;
 
@@ -80,6 +84,23 @@ int kf_cuda_session_bench(kf_cuda_session *s, int n, double *median_ms, double *
  * libnvrtc (nvrtc_path as kf_nvrtc_path gives it; may be NULL), then
  * /usr/local/cuda/include.  0, or -1 when none has it. */
 int kf_cuda_include_dir(const char *nvrtc_path, char *out, size_t n);
+
+/* One NVRTC program (of a plan, or of the tuner's candidates): its source
+ * (the prelude and kernels, NUL-terminated) and whether its kernels need
+ * sm_90a; compiled, an image (cubin) or an error. */
+typedef struct kf_cuda_unit {
+	const char *src;
+	bool sm90a;
+	kf_buf image;
+	bool cached;         /* the image came from the kernel cache */
+	char err[512];       /* empty: compiled */
+} kf_cuda_unit;
+/* Compiles units *u[0..n) for arch in up to `threads` threads at once (0:
+ * one per core, at most 16), each through the kernel cache of cache_dir
+ * (NULL: as kcache.h says; no_cache: around it).  Each unit gets its image
+ * or its err; nothing else fails. */
+void kf_cuda_compile_units(kf_cuda_unit **u, uint32_t n, const char *arch, const char *cache_dir, bool no_cache,
+			   int threads);
 
 /* The tensor maps of kernel k (k->ntmap of them) for its parameter
  * values ptr (inputs, then outputs).  0, or -1 with an error. */

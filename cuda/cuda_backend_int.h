@@ -21,18 +21,18 @@ typedef struct step {
 	void **args;
 	unsigned grid;
 	float ms;            /* profile */
-	bool blas;           /* a matmul/gemm run by cuBLAS (KFUSE_CUBLAS=1) */
+	bool blas;           /* a contraction's cuBLAS GEMM (cuda_route.c): no kernel */
+	kf_blas_gemm bg;
+	kf_blas_op *bop;     /* bound to its buffers by bind_args */
+	bool part;           /* a kernel around the GEMM (a prologue, the epilogue) */
 	kf_lt_op *lt;        /* a contraction fusion run by cuBLASLt with its epilogue */
 	kf_lt_plan lp;
 } step;
 
 typedef struct prog {
 	kf_buf src;
-	kf_buf image;
+	kf_cuda_unit u;      /* its compile: u.src is src's text */
 	kf_cumodule mod;
-	bool sm90a;          /* its kernels need the arch-specific target */
-	bool cached;
-	char err[512];
 } prog;
 
 struct kf_cuda_session {
@@ -57,7 +57,10 @@ struct kf_cuda_session {
 	kf_cugraph graph;
 	bool ran;
 	kf_cuda_stats stats;
-	kf_cublas *blas;       /* KFUSE_CUBLAS=1: unfused matmuls through cuBLAS */
+	kf_cublas *blas;       /* contractions routed to cuBLAS (opened at the first; at once
+				* with KFUSE_CUBLAS=1) */
+	bool blas_tried;
+	char blas_why[512];    /* why it did not open */
 	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
 	bool lt_tried;
 };
@@ -79,5 +82,9 @@ static inline kf_vid kf_cb_root(const kf_cuda_session *s, kf_vid v)
 
 /* Compiles the programs s->pr not yet compiled (cuda_compile.c). */
 int kf_cb_compile(kf_cuda_session *s);
+/* Routes the contraction steps through cuBLASLt or cuBLAS where their
+ * config says so (cuda_route.c): the GEMM and the kernels around it
+ * replace the step.  0, or -1 with an error. */
+int kf_cb_route(kf_cuda_session *s);
 
 #endif

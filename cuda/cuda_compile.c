@@ -13,12 +13,6 @@
 #define PER_PROGRAM 8
 #define PER_PROGRAM_OPS 48
 
-typedef struct job {
-	kf_cuda_session *s;
-	uint32_t next;
-	pthread_mutex_t mu;
-} job;
-
 static bool is_file(const char *dir, const char *name)
 {
 	char path[600];
@@ -78,29 +72,38 @@ static int include_opts(kf_nvrtc *nv, const char *src, char opt[2][600])
 	return n;
 }
 
-static void compile_one(kf_cuda_session *s, prog *p)
+typedef struct job {
+	kf_cuda_unit **u;
+	uint32_t n, next;
+	const char *arch, *cache_dir;
+	bool no_cache;
+	pthread_mutex_t mu;
+} job;
+
+static void compile_one(const job *j, kf_cuda_unit *u)
 {
 	kf_ctx *c = kf_ctx_new(); /* errors of this thread; the context is not shared */
 	kf_nvrtc *nv = kf_nvrtc_open(c);
 	kf_kcache kc;
-	kf_kcache_init(&kc, c, s->o.cache_dir);
+	kf_kcache_init(&kc, c, j->cache_dir);
 	char inc[2][600];
 	const char *opts[3] = {"-std=c++17"};
 	int rc = -1, nopt = 1;
 	if (nv) {
-		int ni = include_opts(nv, p->src.p, inc);
+		int ni = include_opts(nv, u->src, inc);
 		for (int i = 0; i < ni; i++)
 			opts[nopt++] = inc[i];
 		char arch[24];
-		kf_cuda_kernel_arch(s->arch, p->sm90a, arch, sizeof arch);
-		rc = kf_kcache_compile(s->o.no_cache ? NULL : &kc, nv, p->src.p, "kfuse.cu", arch, opts, nopt, 1,
-				       &p->image, NULL);
-		p->cached = rc == 0 && kc.hits > 0;
+		kf_cuda_kernel_arch(j->arch, u->sm90a, arch, sizeof arch);
+		rc = kf_kcache_compile(j->no_cache ? NULL : &kc, nv, u->src, "kfuse.cu", arch, opts, nopt, 1, &u->image,
+				       NULL);
+		u->cached = rc == 0 && kc.hits > 0;
 	}
+	u->err[0] = 0;
 	if (rc != 0) {
 		kf_buf d = {0};
 		kf_diag_render(c, &d);
-		snprintf(p->err, sizeof p->err, "%.*s", (int)(d.n < 500 ? d.n : 500), d.p ? d.p : "compile failed");
+		snprintf(u->err, sizeof u->err, "%.*s", (int)(d.n < 500 ? d.n : 500), d.p ? d.p : "compile failed");
 		kf_buf_free(&d);
 	}
 	kf_kcache_fini(&kc);
@@ -116,10 +119,33 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&j->mu);
 		uint32_t i = j->next++;
 		pthread_mutex_unlock(&j->mu);
-		if (i >= j->s->npr)
+		if (i >= j->n)
 			return NULL;
-		compile_one(j->s, &j->s->pr[i]);
+		compile_one(j, j->u[i]);
 	}
+}
+
+void kf_cuda_compile_units(kf_cuda_unit **u, uint32_t n, const char *arch, const char *cache_dir, bool no_cache,
+			   int threads)
+{
+	int nt = threads;
+	if (nt <= 0) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		nt = nc > 16 ? 16 : nc < 1 ? 1 : (int)nc;
+	}
+	if (nt > (int)n)
+		nt = (int)n;
+	job j = {.u = u, .n = n, .arch = arch, .cache_dir = cache_dir, .no_cache = no_cache};
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_t th[16];
+	int started = 0;
+	for (int i = 1; i < nt; i++)
+		if (pthread_create(&th[started], NULL, worker, &j) == 0)
+			started++;
+	worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&j.mu);
 }
 
 /* sm_90a kernels apart (their programs compile for sm_90a), then by name */
@@ -139,7 +165,7 @@ int kf_cb_compile(kf_cuda_session *s)
 	uint32_t n = 0;
 	step **by = malloc((s->nst + 1) * sizeof *by);
 	for (uint32_t i = 0; i < s->nst; i++)
-		if (s->st[i].prog < 0)
+		if (s->st[i].prog < 0 && !s->st[i].blas)
 			by[n++] = &s->st[i];
 	qsort(by, n, sizeof *by, cmp_name);
 	uint32_t first = s->npr, inprog = PER_PROGRAM;
@@ -153,12 +179,12 @@ int kf_cb_compile(kf_cuda_session *s)
 		/* a program holds up to PER_PROGRAM kernels or PER_PROGRAM_OPS ops,
 		 * so that big kernels compile in parallel */
 		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS ||
-		    (s->npr > first && s->pr[s->npr - 1].sm90a != by[i]->k.sm90a)) {
+		    (s->npr > first && s->pr[s->npr - 1].u.sm90a != by[i]->k.sm90a)) {
 			ops = 0;
 			s->pr = realloc(s->pr, (s->npr + 1) * sizeof *s->pr);
 			memset(&s->pr[s->npr], 0, sizeof *s->pr);
 			kf_buf_puts(&s->pr[s->npr].src, kf_emit_prelude());
-			s->pr[s->npr].sm90a = by[i]->k.sm90a;
+			s->pr[s->npr].u.sm90a = by[i]->k.sm90a;
 			s->npr++;
 			inprog = 0;
 		}
@@ -168,35 +194,24 @@ int kf_cb_compile(kf_cuda_session *s)
 		kf_buf_puts(&s->pr[s->npr - 1].src, by[i]->k.src);
 	}
 	free(by);
-	for (uint32_t i = first; i < s->npr; i++)
+	for (uint32_t i = first; i < s->npr; i++) {
 		kf_buf_putc(&s->pr[i].src, '\0');
-	int nt = s->o.threads;
-	if (nt <= 0) {
-		long nc = sysconf(_SC_NPROCESSORS_ONLN);
-		nt = nc > 16 ? 16 : nc < 1 ? 1 : (int)nc;
+		s->pr[i].u.src = s->pr[i].src.p;
 	}
-	if (nt > (int)(s->npr - first))
-		nt = (int)(s->npr - first);
 	double t0 = kf_cb_now();
-	job j = {.s = s, .next = first};
-	pthread_mutex_init(&j.mu, NULL);
-	pthread_t th[16];
-	int started = 0;
-	for (int i = 1; i < nt; i++)
-		if (pthread_create(&th[started], NULL, worker, &j) == 0)
-			started++;
-	worker(&j);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&j.mu);
+	kf_cuda_unit **us = malloc((s->npr - first + 1) * sizeof *us);
+	for (uint32_t i = first; i < s->npr; i++)
+		us[i - first] = &s->pr[i].u;
+	kf_cuda_compile_units(us, s->npr - first, s->arch, s->o.cache_dir, s->o.no_cache, s->o.threads);
+	free(us);
 	s->stats.compile_s += kf_cb_now() - t0;
 	int rc = 0;
 	for (uint32_t i = first; i < s->npr; i++) {
 		s->stats.programs++;
-		if (s->pr[i].err[0]) {
-			kf_error(s->c, s->g->loc, "cuda: compiling kernels failed: %s", s->pr[i].err);
+		if (s->pr[i].u.err[0]) {
+			kf_error(s->c, s->g->loc, "cuda: compiling kernels failed: %s", s->pr[i].u.err);
 			rc = -1;
-		} else if (s->pr[i].cached) {
+		} else if (s->pr[i].u.cached) {
 			s->stats.cached++;
 		} else {
 			s->stats.compiled++;

@@ -19,7 +19,7 @@ static int launch_all(kf_cuda_session *s, bool timed)
 		if (timed)
 			rc = kf_cuda_event_record(s->cu, e0, s->stream);
 		if (rc == 0 && t->blas)
-			rc = kf_cublas_matmul(s->blas, s->g, t->k.node, t->ptr[0], t->ptr[1], t->ptr[t->k.nin], s->stream);
+			rc = kf_cublas_run(s->blas, t->bop, s->stream);
 		else if (rc == 0 && t->lt)
 			rc = kf_cublaslt_run(s->lt, t->lt, s->vptr[kf_cb_root(s, t->lp.a)], s->vptr[kf_cb_root(s, t->lp.b)],
 					     s->vptr[kf_cb_root(s, t->lp.bias)], s->vptr[kf_cb_root(s, t->lp.out)], s->stream);

@@ -637,6 +637,11 @@ int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 
 int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *out)
 {
+	return kf_emit_node_part(g, n, t, 0, out);
+}
+
+int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, kf_kernel *out)
+{
 	const kf_node *x = kf_N(g, n);
 	memset(out, 0, sizeof *out);
 	/* a fusion without results (a group of dead ops) computes nothing
@@ -644,7 +649,7 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 	if (x->op == KF_OP_CONST || x->op == KF_OP_RESHAPE || x->op == KF_OP_RETURN ||
 	    x->op == KF_OP_YIELD || (x->op == KF_OP_FUSION && x->nres == 0))
 		return 1;
-	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0};
+	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0, .part = part};
 	out->node = n;
 	out->grid_y = out->grid_z = 1;
 	spec(&k, n);
@@ -657,6 +662,10 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 	if (kx_tuning(&k, &k.tune) != 0)
 		goto done;
 	int kind = kernel_kind(&k, n);
+	if (part && kind != KF_KK_MATMUL) {
+		rc = kx_fail(&k, "only contraction kernels have parts");
+		goto done;
+	}
 	out->kind = kind;
 	out->nops = (int)k.nnode;
 	int64_t big = 0;

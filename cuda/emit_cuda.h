@@ -92,6 +92,11 @@ const char *kf_emit_prelude(void);
 int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *k);
 /* The same for a target (NULL: unknown). */
 int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *k);
+/* One part of node n's kernel: 0 the whole (kf_emit_node_for); a
+ * contraction's kernels around a cuBLAS GEMM are parts KF_MM_PART_A, _B
+ * (an operand's prologue) and _EPI (the epilogue): cuda/emit_matmul.h.
+ * 1 when n has no such part (an operand read as stored, no epilogue). */
+int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, kf_kernel *k);
 void kf_kernel_free(kf_kernel *k);
 
 /* Every kernel of g's top level, in program order. */

@@ -64,6 +64,7 @@ typedef struct kx {
 	int U;         /* loop kernels: vectors per thread and trip */
 	kx_tune tune;
 	int wg;        /* kf_emit_target.wgmma */
+	int part;      /* a contraction's kernel around cuBLAS (KF_MM_PART_*, emit_matmul.h); 0: the whole */
 	kf_kernel *k;
 } kx;
 

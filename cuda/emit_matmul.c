@@ -1,9 +1,11 @@
 /* emit_matmul.c: contraction kernels, the common part: the analysis of a
  * matmul/gemm node or a `fusion {kind = "contraction"}` (which body nodes
- * are the prologue of each operand, which the epilogue), tile configs and
- * their choice, and the SIMT kernel (FMA on CUDA cores: f32 by default, f64, integers).  The
- * tensor-core kernel is in emit_mma.c, GEMV in emit_gemv.c, the epilogue
- * helpers every contraction kernel calls in emit_mm_epi.c.
+ * are the prologue of each operand, which the epilogue), the choice of a
+ * tile config, and the SIMT kernel (FMA on CUDA cores: f32 by default,
+ * f64, integers).  The configs themselves are in emit_mm_config.c, the
+ * tensor-core kernel in emit_mma.c, GEMV in emit_gemv.c, split-K in
+ * emit_mm_splitk.c, the kernels around cuBLAS in emit_mm_blas.c, the
+ * epilogue helpers every contraction kernel calls in emit_mm_epi.c.
  *
  * requires: static shapes; keeps the graph unchanged (read only).
  * Numerics: f16/bf16/f32 accumulate in f32, f64 in f64, integers in 64
@@ -15,303 +17,6 @@
 #include <string.h>
 #include "emit_mm_int.h"
 #include "fusion.h"
-
-/* ---- configs ---------------------------------------------------------------------- */
-
-int kf_mm_config_parse(const char *s, kf_mm_config *c)
-{
-	memset(c, 0, sizeof *c);
-	int n = 0;
-	if (sscanf(s, "mma%dx%dx%dw%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &c->stages, &n) == 6 &&
-	    !s[n]) {
-		c->algo = KF_MM_MMA;
-		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 && c->stages >= 2 &&
-			       c->stages <= 4
-			       ? 0
-			       : -1;
-	}
-	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
-		c->algo = KF_MM_WG;
-		int m = 0;
-		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
-			return -1;
-		n += m;
-		c->ps = s[n] == 'p';
-		n += c->ps;
-		c->pp = c->ps && s[n] == 'p';
-		n += c->pp;
-		if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
-			return -1;
-		c->vs = s[n] == 'v';
-		n += c->vs;
-		c->ss = s[n] == 's';
-		n += c->ss;
-		c->ew = c->ss && s[n] == 'e';
-		n += c->ew;
-		if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
-			return -1;
-		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
-			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
-			       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
-			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
-			       kf_wg_stage_cols(c) >= 0 && (!c->ew || kf_wg_stage_cols(c) == c->bn)
-			       ? 0
-			       : -1;
-	}
-	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 && !s[n]) {
-		c->algo = KF_MM_FMA;
-		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 ? 0 : -1;
-	}
-	if (!strcmp(s, "cublaslt")) {
-		c->algo = KF_MM_LT;
-		return 0;
-	}
-	if (!strcmp(s, "gemv")) {
-		c->algo = KF_MM_GEMV;
-		return 0;
-	}
-	if (!strncmp(s, "gemvb", 5)) {
-		c->algo = KF_MM_GEMV;
-		c->bulk = 1;
-		if (!s[5])
-			return 0;
-		return sscanf(s + 5, "%d%n", &c->stages, &n) == 1 && !s[5 + n] && s[5] >= '1' && s[5] <= '9' &&
-			       c->stages >= 1 && c->stages <= KF_GEMVB_MAXSLOT
-			       ? 0
-			       : -1;
-	}
-	if (!strcmp(s, "gemvc") || (sscanf(s, "gemvcu%d%n", &c->un, &n) == 1 && !s[n])) {
-		c->algo = KF_MM_GEMV;
-		c->colb = 1;
-		return c->un >= 0 && c->un <= 16 && (s[5] == 0 || s[6] != '0') ? 0 : -1;
-	}
-	if (sscanf(s, "gemvk%d%n", &c->ks, &n) == 1 && !s[n]) {
-		c->algo = KF_MM_GEMV;
-		return c->ks >= 1 && c->ks <= 1024 ? 0 : -1;
-	}
-	if (sscanf(s, "gemvk%du%d%n", &c->ks, &c->un, &n) == 2 && !s[n]) {
-		c->algo = KF_MM_GEMV;
-		return c->ks >= 1 && c->ks <= 1024 && c->un >= 1 && c->un <= 16 ? 0 : -1;
-	}
-	return -1;
-}
-
-void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
-{
-	switch (c->algo) {
-	case KF_MM_MMA:
-		snprintf(out, n, "mma%dx%dx%dw%dx%ds%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
-		break;
-	case KF_MM_FMA:
-		snprintf(out, n, "fma%dx%dx%dt%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
-		break;
-	case KF_MM_LT:
-		snprintf(out, n, "cublaslt");
-		break;
-	case KF_MM_WG:
-		if (c->cl)
-			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
-				 c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
-		else
-			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s%s", c->bm, c->bn, c->bk, c->stages,
-				 c->pp ? "pp" : c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "", c->ew ? "e" : "");
-		break;
-	default:
-		if (c->bulk && c->stages)
-			snprintf(out, n, "gemvb%d", c->stages);
-		else if (c->bulk)
-			snprintf(out, n, "gemvb");
-		else if (c->colb && c->un)
-			snprintf(out, n, "gemvcu%d", c->un);
-		else if (c->colb)
-			snprintf(out, n, "gemvc");
-		else if (c->ks && c->un)
-			snprintf(out, n, "gemvk%du%d", c->ks, c->un);
-		else if (c->ks)
-			snprintf(out, n, "gemvk%d", c->ks);
-		else
-			snprintf(out, n, "gemv");
-	}
-}
-
-int kf_wg_stage_cols(const kf_mm_config *c)
-{
-	if (!c->ss)
-		return 0;
-	/* + 1024 to align the ring, + 1024 of static shared memory */
-	int64_t ring = (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048;
-	for (int sc = c->bn; sc >= 64; sc /= 2)
-		if (c->bn % sc == 0 && ring + (int64_t)kf_wg_consumers(c) * 64 * sc * 2 <= 227 * 1024)
-			return sc;
-	return -1;
-}
-
-int kf_wg_smem(const kf_mm_config *c)
-{
-	int sc = kf_wg_stage_cols(c);
-	return c->stages * (c->bm + c->bn) * 128 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0) + 1024;
-}
-
-int kf_wg_consumers(const kf_mm_config *c) { return c->pp ? 2 : c->bm / 64; }
-
-static bool mma_dtype(const kf_mm_shape *sh)
-{
-	return sh->in == KF_F16 || sh->in == KF_BF16 || (sh->in == KF_F32 && sh->tf32);
-}
-
-/* The wgmma kernel's limits: f16/bf16 read as stored (TMA copies bytes),
- * one batch, A [M, K], row lengths multiples of 16 bytes (TMA strides),
- * coordinates in 32 bits, the ring in 227 KiB; a device that has it. */
-static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
-{
-	if ((sh->in != KF_F16 && sh->in != KF_BF16) || !sh->raw || sh->batch != 1 || sh->ta || sh->wgmma < 0)
-		return false;
-	if (sh->K % 8 || (!sh->tb && sh->N % 8) || sh->M >= (1LL << 31) || sh->N >= (1LL << 31) ||
-	    sh->K >= (1LL << 31))
-		return false;
-	int bi, bo;
-	if (c->cl > 1 && kf_wg_bpieces(c->bn, sh->tb, c->cl, 0, &bi, &bo, NULL) < 0)
-		return false;
-	/* + 1024 of static shared memory (the barriers) */
-	return kf_wg_stage_cols(c) >= 0 && kf_wg_smem(c) + 1024 <= 227 * 1024;
-}
-
-/* The bulk-copy GEMV: B [N, K] of f32/f16/bf16 read as stored (bulk
- * copies move bytes), one batch, an sm_90 device (or unknown: --emit). */
-static bool gemvb_fits(const kf_mm_config *c, const kf_mm_shape *sh)
-{
-	kf_gemvb_plan p;
-	return sh->M == 1 && sh->batch == 1 && sh->tb && sh->raw && sh->wgmma >= 0 &&
-	       (sh->in == KF_F32 || sh->in == KF_F16 || sh->in == KF_BF16) &&
-	       kf_gemvb_plan_of(sh->N, sh->K, (int)kf_dtype_size(sh->in), c->stages, &p) == 0;
-}
-
-/* Whether config c can run shape sh (the kernels' structural limits). */
-static bool config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
-{
-	switch (c->algo) {
-	case KF_MM_WG:
-		return wg_fits(c, sh);
-	case KF_MM_MMA: {
-		if (!mma_dtype(sh))
-			return false;
-		int e = sh->in == KF_F32 ? 4 : 2, kstep = e == 4 ? 8 : 16;
-		int wtm = c->bm / c->wm, wtn = c->bn / c->wn, thr = 32 * c->wm * c->wn;
-		if (c->bm % c->wm || c->bn % c->wn || wtm % 16 || wtn % 16 || c->bk % kstep || c->bk % 8 || thr > 1024)
-			return false;
-		/* the accumulators: MI x NI x 4 floats per thread */
-		if ((wtm / 16) * (wtn / 8) * 4 > 192)
-			return false;
-		int pad = 16 / e;
-		int64_t a = (int64_t)c->bm * (c->bk + pad), b = (int64_t)c->bk * (c->bn + pad);
-		int64_t at = (int64_t)c->bk * (c->bm + pad), bt = (int64_t)c->bn * (c->bk + pad);
-		int64_t sm = (int64_t)c->stages * ((a > at ? a : at) + (b > bt ? b : bt)) * e;
-		return sm <= 227 * 1024;
-	}
-	case KF_MM_FMA: {
-		int thr = (c->bm / c->wm) * (c->bn / c->wn);
-		return c->bm % c->wm == 0 && c->bn % c->wn == 0 && thr >= 32 && thr <= 1024 && c->wm * c->wn <= 64 &&
-		       (int64_t)c->bk * (c->bm + c->bn + 2) * 8 <= 48 * 1024;
-	}
-	case KF_MM_LT:
-		return false; /* not a kernel */
-	default:
-		if (c->bulk)
-			return gemvb_fits(c, sh);
-		if (c->colb) /* 16-byte loads along N of B read as stored */
-			return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && !sh->tb && sh->raw &&
-			       sh->N % (16 / (int64_t)kf_dtype_size(sh->in)) == 0;
-		/* B [N, K]: 1, 2, 4 or 8 warps per output */
-		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) &&
-		       (!sh->tb || (c->ks <= 8 && !(c->ks & (c->ks - 1))));
-	}
-}
-
-static void default_config(const kf_mm_shape *sh, kf_mm_config *c)
-{
-	if (sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && sh->N >= 32) {
-		/* B [K, N] in column blocks (no K split, no second pass) where
-		 * those blocks fill most of 132 SMs: 87% of the copy ceiling
-		 * against 67% for the split at 1 x 1024 x 4096 f32, warm
-		 * (bench/results/2026-11-29-s3-gpu-gemv-tiles2.txt) */
-		kf_mm_config cc;
-		kf_mm_config_parse("gemvc", &cc);
-		int64_t cw = 128 / (int64_t)kf_dtype_size(sh->in);
-		kf_mm_config_parse(config_fits(&cc, sh) && (sh->N + cw - 1) / cw >= 100 ? "gemvc" : "gemv", c);
-		return;
-	}
-	kf_mm_config wg;
-	kf_mm_config_parse("wg128x256x64s4", &wg);
-	if (sh->wgmma > 0 && wg_fits(&wg, sh)) {
-		/* 128 x 256 where they fill most of the 132 SMs of an H200 (one
-		 * block per SM: the ring takes 193 KiB), else 128 x 128, else 64 x
-		 * 128; persistent (p), the epilogue staged in shared memory and
-		 * stored 16 bytes at a time (s): 5-8% faster than pv, which was
-		 * 7-11% faster than neither; at 128 x 256 a cluster of 2 walking
-		 * the tiles in step with B multicast (c2p) and 4 stages, half
-		 * the tile staged at a time: 3% faster than s3pvs without, where
-		 * c2 with 3 stages gained nothing and c4 runs a second wave
-		 * (bench/results/2026-11-29-s3-gpu-wgmma-c2p.txt); at M = 512 c2
-		 * is 17% slower */
-		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
-		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
-		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4c2pvs" : t128 >= 100 ? "wg128x128x64s4pvs" : "wg64x128x64s8v",
-				   c);
-		return;
-	}
-	if (mma_dtype(sh) && sh->K >= 16) {
-		int64_t b128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128) * sh->batch;
-		int64_t b64 = ((sh->M + 63) / 64) * ((sh->N + 127) / 128) * sh->batch;
-		/* big tiles where they fill the 132 SMs of an H100/H200; smaller
-		 * ones for small outputs so that every SM has a block */
-		if (b128 >= 120)
-			kf_mm_config_parse("mma128x128x32w2x4s3", c);
-		else if (b64 >= 100)
-			kf_mm_config_parse("mma64x128x32w2x2s4", c);
-		else
-			kf_mm_config_parse("mma64x64x32w2x2s4", c);
-		return;
-	}
-	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", c);
-}
-
-int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
-{
-	static const char *const all[] = {
-		/* "s" (staged epilogue) beside the default, untimed on a device yet */
-		"wg128x256x64s4c2pvs", "wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
-		"wg128x128x64s4pvs", "wg128x128x64s4pv", "wg128x256x64s3pvse", "wg128x128x64s4pvse", "wg128x128x64s6ppvs",
-		"wg64x256x64s4ppvs",
-		"wg128x128x64s4v", "wg128x128x64s6v",
-		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
-		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
-		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
-		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
-		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
-		"gemvk8u8", "gemvc", "gemvcu4", "gemvcu16",
-	};
-	int n = 0;
-	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
-	for (size_t i = 0; i < sizeof all / sizeof *all && n < max; i++) {
-		kf_mm_config c;
-		kf_mm_config_parse(all[i], &c);
-		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
-		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
-		if (!config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) ||
-		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)) ||
-		    (c.bulk && sh->wgmma <= 0))
-			continue;
-		snprintf(out[n++], 32, "%s", all[i]);
-	}
-	return n;
-}
-
-void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n)
-{
-	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c", arch, kf_dtype_name(sh->in),
-		 sh->tf32 ? "+tf32" : "", kf_dtype_name(sh->out), (long long)sh->batch, (long long)sh->M,
-		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n');
-}
 
 /* ---- analysis ----------------------------------------------------------------------- */
 
@@ -521,7 +226,7 @@ static int analyse_kx(kx *k, kx_mm *mm)
 	return 0;
 }
 
-static bool chain_raw(kf_graph *g, const kx_mmop *op)
+bool kx_mm_chain_raw(kf_graph *g, const kx_mmop *op)
 {
 	for (int i = 0; i < op->nchain; i++)
 		if (kf_N(g, op->chain[i])->op != KF_OP_TRANSPOSE)
@@ -533,13 +238,12 @@ static void shape_of(kf_graph *g, const kx_mm *mm, bool tf32, kf_mm_shape *sh)
 {
 	*sh = (kf_mm_shape){.in = mm->dt, .out = mm->rt, .batch = mm->nb, .M = mm->M, .N = mm->N, .K = mm->K,
 			    .ta = mm->a.trans, .tb = mm->b.trans, .tf32 = tf32 && mm->dt == KF_F32,
-			    .raw = chain_raw(g, &mm->a) && chain_raw(g, &mm->b) && !mm->a.vec && !mm->b.vec};
+			    .raw = kx_mm_chain_raw(g, &mm->a) && kx_mm_chain_raw(g, &mm->b) && !mm->a.vec && !mm->b.vec};
 }
 
-bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm)
 {
 	const kf_node *x = kf_N(g, n);
-	kx_mm mm;
 	const char *why;
 	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM) {
 		kf_vid in[3];
@@ -547,7 +251,7 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 		for (uint32_t i = 0; i < x->nin; i++)
 			in[nin++] = kf_in(g, n, i);
 		mmview v = {g, &n, 1, in, nin};
-		why = analyse(&v, &mm);
+		why = analyse(&v, mm);
 	} else if (x->op == KF_OP_FUSION && x->body != KF_NONE &&
 		   !strcmp(kf_attr_str(g, n, "kind", ""), "contraction")) {
 		const kf_block *b = &g->blk[x->body];
@@ -560,15 +264,62 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 			if (kf_N(g, m)->op != KF_OP_YIELD)
 				nodes[cnt++] = m;
 		mmview v = {g, nodes, cnt, b->arg, b->narg};
-		why = analyse(&v, &mm);
+		why = analyse(&v, mm);
 		free(nodes);
 	} else {
-		return false;
+		return "not a contraction";
 	}
-	if (why)
+	if (!why)
+		mm->tf32 = x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false);
+	return why;
+}
+
+/* sh->tag of fusion n (see emit_matmul.h): the ops before the contraction
+ * (transposes and constants aside: the shape has them), '.', the ops
+ * after; a tag too long for the key is a hash of it. */
+static void shape_tag(kf_graph *g, kf_nid n, const kx_mm *mm, kf_mm_shape *sh)
+{
+	kf_buf t = {0};
+	bool any = false;
+	const kf_node *x = kf_N(g, n);
+	if (mm->gemm && kf_N(g, mm->c)->nin > 2)
+		any = true;
+	if (x->op == KF_OP_FUSION)
+		kf_foreach_node(g, x->body, m) {
+			int op = kf_N(g, m)->op;
+			if (m == mm->c) {
+				kf_buf_puts(&t, mm->gemm && kf_N(g, mm->c)->nin > 2 ? ".c" : ".");
+				continue;
+			}
+			if (op == KF_OP_CONST || op == KF_OP_YIELD || op == KF_OP_TRANSPOSE)
+				continue;
+			const char *name = kf_op(g->ctx, op)->name;
+			bool tanh = op == KF_OP_GELU && !strcmp(kf_attr_str(g, m, "approximate", "none"), "tanh");
+			kf_buf_printf(&t, "%s%s%s", t.n && t.p[t.n - 1] != '.' ? "+" : "", name, tanh ? "_tanh" : "");
+			any = true;
+		}
+	kf_buf_putc(&t, '\0');
+	sh->tag[0] = 0;
+	if (any && t.n - 1 < sizeof sh->tag)
+		snprintf(sh->tag, sizeof sh->tag, "%s", t.p);
+	else if (any) {
+		uint32_t h = 2166136261u;
+		for (size_t i = 0; t.p[i]; i++)
+			h = (h ^ (unsigned char)t.p[i]) * 16777619u;
+		snprintf(sh->tag, sizeof sh->tag, "h%08x", h);
+	}
+	kf_buf_free(&t);
+}
+
+bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+{
+	kx_mm mm;
+	if (kx_mm_analyse_node(g, n, &mm))
 		return false;
-	if (sh)
-		shape_of(g, &mm, x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false), sh);
+	if (sh) {
+		shape_of(g, &mm, mm.tf32, sh);
+		shape_tag(g, n, &mm, sh);
+	}
 	return true;
 }
 
@@ -583,16 +334,16 @@ static void choose_config(kx *k, kx_mm *mm)
 	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
 		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
 	for (int i = 0; i < 2; i++)
-		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && config_fits(&mm->cfg, &sh))
+		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && kx_mm_config_fits(&mm->cfg, &sh))
 			return;
-	default_config(&sh, &mm->cfg);
+	kf_mm_own_default(&sh, &mm->cfg);
 }
 
 /* ---- operands, epilogue ------------------------------------------------------------ */
 
 bool kx_mm_raw(const kx *k, const kx_mmop *op)
 {
-	return chain_raw(k->g, op);
+	return kx_mm_chain_raw(k->g, op);
 }
 
 const char *kx_mm_acc_type(const kx_mm *mm)
@@ -705,19 +456,28 @@ static int emit_fma(kx *k, kx_mm *mm)
 	k->k->block = threads;
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
 	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
-	k->k->grid_z = (unsigned)mm->nb;
+	bool split = c->sk > 1;
+	k->k->grid_z = (unsigned)(mm->nb * (split ? c->sk : 1));
 	kf_buf ao = {0}, bo = {0};
 	kx_mm_batch_off(mm, 0, &ao);
 	kx_mm_batch_off(mm, 1, &bo);
 	kf_buf_printf(b, "  __shared__ %s kf_as[%d][%d], kf_bs[%d][%d];\n", acc, c->bk, c->bm + 1, c->bk, c->bn + 1);
-	kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d, z = blockIdx.z;\n", tx, tx);
+	if (split) {
+		kx_mm_splitk_head(k, mm);
+		kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n", tx, tx);
+	} else {
+		kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d, z = blockIdx.z;\n", tx, tx);
+	}
 	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
 	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
 	kf_buf_free(&ao);
 	kf_buf_free(&bo);
 	kf_buf_printf(b, "  %s acc[%d][%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "    for (int j = 0; j < %d; j++) acc[i][j] = 0;\n", acc, c->wm, c->wn, c->wm, c->wn);
-	kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
+	if (split)
+		kf_buf_printf(b, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", it, c->bk);
+	else
+		kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
 	fma_load(k, mm, 0, threads);
 	fma_load(k, mm, 1, threads);
 	kf_buf_printf(b, "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", c->bk);
@@ -727,6 +487,10 @@ static int emit_fma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "        for (int j = 0; j < %d; j++) acc[i][j] += av[i] * bv[j];\n    }\n"
 		      "    __syncthreads();\n  }\n", c->wm, c->wn);
+	if (split) {
+		int ext[2] = {c->wm, c->wn};
+		kx_mm_splitk_reduce(k, mm, threads, 2, ext);
+	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++) {\n",
 		      c->wm, c->wn);
 	kf_buf_printf(b, "    const %s row = bm + ty + i * %d, col = bn + tx + j * %d;\n", it, ty, tx);
@@ -745,6 +509,8 @@ int kx_emit_matmul(kx *k)
 		return -1;
 	if (mm.nb > 65535)
 		return kx_fail(k, "matmul with more than 65535 batches");
+	if (k->part)
+		return kx_mm_emit_part(k, &mm);
 	choose_config(k, &mm);
 	if (mm.cfg.algo != KF_MM_GEMV && (mm.M + mm.cfg.bm - 1) / mm.cfg.bm > 65535)
 		return kx_fail(k, "matmul with more than 65535 row tiles");

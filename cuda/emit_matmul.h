@@ -17,12 +17,16 @@
 #define KF_EMIT_MATMUL_H
 
 #include "kf.h"
+#include "cublas.h"
 
 /* KF_MM_LT ("cublaslt"): the runtime calls cuBLASLt with the epilogue
  * (cuda/cublas.h); the emitter passes it over (its kernel, the
  * fallback, takes the heuristic's config). */
 /* KF_MM_WG: the Hopper kernel (cuda/emit_wgmma.c), sm_90a only. */
-typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG } kf_mm_algo;
+/* KF_MM_BLAS ("cublas"): the runtime runs the contraction as a cuBLAS
+ * GEMM between the kernels of its prologue and epilogue (the parts below);
+ * the emitter's whole kernel (the fallback) takes the heuristic's config. */
+typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG, KF_MM_BLAS } kf_mm_algo;
 
 typedef struct kf_mm_config {
 	int algo;          /* kf_mm_algo */
@@ -51,6 +55,10 @@ typedef struct kf_mm_config {
 			    * K in one block of 1024 threads: no K split, no second pass */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
+	int sk;            /* FMA, MMA: K split over sk blocks per output tile (suffix
+			    * "kS", last: "fma32x32x16t2x2k8"), the partial tiles summed
+			    * in split order by the tile's last block, which runs the
+			    * epilogue (cuda/emit_mm_splitk.c); 0 or 1: no split */
 } kf_mm_config;
 
 /* The SMs of an H100 / H200 SXM: the grid of the kernels that put one CTA
@@ -150,15 +158,84 @@ typedef struct kf_mm_shape {
 	bool tf32;         /* f32 operands may use tf32 tensor cores */
 	bool raw;          /* both operands read as stored (prologues only transpose) */
 	int wgmma;         /* kf_emit_target.wgmma: wg tiles are candidates when 1 */
+	char tag[56];      /* the body's other ops, which a config's speed depends on
+			    * (kf_mm_node_shape): the prologue's and the epilogue's op
+			    * names, "cast+mul.add+gelu_tanh" (empty: a bare contraction) */
 } kf_mm_shape;
 
 /* True when top-level node n is a contraction kernel (matmul, gemm, or a
  * fusion of kind "contraction"); fills *sh (may be NULL). */
 bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
-/* The tuner's key of a shape on arch: one token, no spaces. */
+/* The tuner's key of a shape on arch: one token, no spaces; the tag, if
+ * any, last ("sm_90:f16>f16:b1:m64:n512:k512:nn:.add+gelu_tanh"). */
 void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n);
 /* The candidate configs for a shape (texts into out[i], each 32 bytes);
  * returns how many (at most max). */
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max);
+
+/* ---- split-K (cuda/emit_mm_splitk.c) --------------------------------------------------- */
+
+/* The K range of split ks of sk over K in tiles of bk: [*k0, *k1), empty
+ * (k0 >= k1) for a split past the end; every split but the last spans
+ * the same whole number of tiles, so a tile never straddles two splits.
+ * The device code is the same arithmetic. */
+void kf_mm_splitk_range(int64_t K, int bk, int sk, int ks, int64_t *k0, int64_t *k1);
+/* Elements of the split-K workspace of config c over M x N x nb: one
+ * accumulator tile per split and tile (the partials are written and read
+ * by thread, in the thread's accumulator order). */
+int64_t kf_mm_splitk_ws(const kf_mm_config *c, int64_t M, int64_t N, int64_t nb);
+#define KF_MM_SPLITK_WS (1 << 23) /* at most 8M accumulators (32 MiB of f32) */
+
+/* ---- around cuBLAS (cuda/emit_mm_blas.c) ----------------------------------------------- */
+
+/* The kernels of a contraction that runs as a cuBLAS GEMM
+ * (kf_emit_node_part): operand A's or B's prologue, written as stored (the
+ * transposes of the chain stay in the GEMM's trans flags), and the
+ * epilogue, which reads the GEMM's result where the whole kernel read its
+ * accumulator (the same KF_KERNEL_epi helper, so the same numerics up to
+ * the rounding of that result to the matmul's dtype, as the graph says). */
+enum { KF_MM_PART_A = 1, KF_MM_PART_B, KF_MM_PART_EPI };
+
+/* What runs of contraction node n (a matmul or gemm node, or a contraction
+ * fusion) around one cuBLAS GEMM. */
+typedef struct kf_mm_blas {
+	kf_blas_gemm gemm;
+	kf_vid a, b;    /* what the GEMM reads: the operand as stored (a top-level value),
+			 * or the body's operand value that part A / B writes first */
+	bool pro[2];    /* part A / B runs first */
+	kf_vid acc;     /* what the GEMM writes: the result itself, or the body's matmul
+			 * value that the epilogue part then reads */
+	bool epi;       /* part EPI runs after */
+} kf_mm_blas;
+
+/* True when n runs as above: f16, bf16, f32 or f64 operands and result of
+ * one dtype, extents cuBLAS takes; a batch of A folded into M where B has
+ * none (one GEMM of M x batch rows).  An unfused gemm with C does not. */
+bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p);
+
+/* True when fusion n maps to one cublasLtMatmul with its epilogue
+ * (cublas.h: bias [+ relu | gelu-tanh], operands read as stored, one batch
+ * after folding); fills *p. */
+bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p);
+
+/* ---- the default (cuda/mm_cost.c) ------------------------------------------------------- */
+
+/* The emitter's own default config for a shape (GEMV, wgmma, mma.sync or
+ * SIMT tiles by the heuristics of emit_matmul.c). */
+void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c);
+
+/* Which library routes a contraction can take. */
+typedef struct kf_mm_libs {
+	bool blas, lt;
+} kf_mm_libs;
+
+/* The cost model: the config of a contraction that has no tuned one: an
+ * own kernel only in a shape class where it was measured at least as fast
+ * as cuBLAS with the same epilogue, else cuBLASLt (one call with the
+ * epilogue) where the node maps to it, else cuBLAS plus the epilogue
+ * kernel; the own default where neither library route exists.  Writes the
+ * config text to out (32 bytes) and returns the class's name, for reports
+ * and tests; docs/matmul.md has the table and the measurements. */
+const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size_t n);
 
 #endif

@@ -33,7 +33,14 @@ typedef struct kx_mm {
 	kf_mm_config cfg;
 } kx_mm;
 
+/* emit_mm_config.c: whether config c can run shape sh (the kernels'
+ * structural limits). */
+bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh);
+
 /* emit_matmul.c */
+/* Fills mm (config aside) for node n: a matmul or gemm alone, or a
+ * contraction fusion (its body); NULL, or why n is no contraction kernel. */
+const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm);
 /* Text of operand `which` (0: A, 1: B) at stored linear index `ix` (an
  * expression), prologue applied, in the accumulation type. */
 void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *out);
@@ -46,6 +53,7 @@ bool kx_mm_in_chain(const kx_mm *mm, kf_nid n);
 /* True when operand op is read as stored: its prologue, if any, only
  * transposes (which the kernels fold into their indexing). */
 bool kx_mm_raw(const kx *k, const kx_mmop *op);
+bool kx_mm_chain_raw(kf_graph *g, const kx_mmop *op);
 
 /* emit_mm_epi.c */
 /* Declares KF_KERNEL_epi(params..., int z, int row, int col, ACC acc):
@@ -78,6 +86,19 @@ void kx_mm_epis_call(kx *k, kf_buf *b);
 int kx_mm_emit_mma(kx *k, kx_mm *mm);
 /* emit_gemv.c */
 int kx_mm_emit_gemv(kx *k, kx_mm *mm);
+
+/* emit_mm_splitk.c: split-K of the FMA and MMA kernels (mm->cfg.sk > 1).
+ * head: "const int z = ..., ks = ...; const IT kbeg = ..., kend = ...;"
+ * (z the batch, ks the split, [kbeg, kend) its K range).  reduce: after
+ * the K loop, the accumulators acc[..] (nd dims of extents ext, `threads`
+ * threads) go to the workspace; every block but the tile's last returns;
+ * the last sums the splits in order into acc, for the epilogue. */
+void kx_mm_splitk_head(kx *k, const kx_mm *mm);
+void kx_mm_splitk_reduce(kx *k, const kx_mm *mm, int threads, int nd, const int *ext);
+
+/* emit_mm_blas.c: part k->part of the contraction (KF_MM_PART_*); 1 when
+ * it has no such part. */
+int kx_mm_emit_part(kx *k, kx_mm *mm);
 
 /* emit_wgmma.c */
 int kx_mm_emit_wgmma(kx *k, kx_mm *mm);

@@ -164,7 +164,8 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	k->k->block = threads;
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
 	k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm);
-	k->k->grid_z = (unsigned)mm->nb;
+	bool split = c->sk > 1;
+	k->k->grid_z = (unsigned)(mm->nb * (split ? c->sk : 1));
 	k->k->smem = S * (asz + bsz) * e;
 	kf_buf ao = {0}, bo = {0};
 	kx_mm_batch_off(mm, 0, &ao);
@@ -172,7 +173,14 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n");
 	kf_buf_printf(b, "  %s *const kf_sa = (%s *)kf_smem, *const kf_sb = kf_sa + %d;\n", st, st, S * asz);
 	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;\n");
-	kf_buf_printf(b, "  const int wm = warp / %d, wn = warp %% %d, z = blockIdx.z;\n", c->wn, c->wn);
+	if (split) { /* this block's K tiles: [kt0, kt0 + nkt) */
+		kx_mm_splitk_head(k, mm);
+		kf_buf_printf(b, "  const int wm = warp / %d, wn = warp %% %d;\n", c->wn, c->wn);
+		kf_buf_printf(b, "  const int kt0 = (int)(kbeg / %d), nkt = kend > kbeg ? (int)((kend - kbeg + %d) / %d) : 0;\n",
+			      c->bk, c->bk - 1, c->bk);
+	} else {
+		kf_buf_printf(b, "  const int wm = warp / %d, wn = warp %% %d, z = blockIdx.z;\n", c->wn, c->wn);
+	}
 	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
 	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
 	kf_buf_free(&ao);
@@ -186,20 +194,32 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	mma_load(k, mm, 0, e, threads);
 	mma_load(k, mm, 1, e, threads);
 	kf_buf_puts(b, "  };\n");
-	kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < %lld) load(s, s);\n    kf_cp_commit();\n  }\n",
-		      S - 1, (long long)kt);
-	kf_buf_printf(b, "  for (int kt = 0; kt < %lld; kt++) {\n    kf_cp_wait<%d>();\n    __syncthreads();\n", (long long)kt,
-		      S - 2);
-	/* the stage refilled now was read in the previous iteration, which
-	 * every warp has finished: they all passed the barrier above */
-	kf_buf_printf(b, "    if (kt + %d < %lld) load((kt + %d) %% %d, kt + %d);\n    kf_cp_commit();\n", S - 1,
-		      (long long)kt, S - 1, S, S - 1);
+	if (split) { /* the same pipeline over the split's tiles */
+		kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < nkt) load(s, kt0 + s);\n"
+			      "    kf_cp_commit();\n  }\n", S - 1);
+		kf_buf_printf(b, "  for (int kt = 0; kt < nkt; kt++) {\n    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
+		kf_buf_printf(b, "    if (kt + %d < nkt) load((kt + %d) %% %d, kt0 + kt + %d);\n    kf_cp_commit();\n", S - 1,
+			      S - 1, S, S - 1);
+	} else {
+		kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < %lld) load(s, s);\n    kf_cp_commit();\n  }\n",
+			      S - 1, (long long)kt);
+		kf_buf_printf(b, "  for (int kt = 0; kt < %lld; kt++) {\n    kf_cp_wait<%d>();\n    __syncthreads();\n", (long long)kt,
+			      S - 2);
+		/* the stage refilled now was read in the previous iteration, which
+		 * every warp has finished: they all passed the barrier above */
+		kf_buf_printf(b, "    if (kt + %d < %lld) load((kt + %d) %% %d, kt + %d);\n    kf_cp_commit();\n", S - 1,
+			      (long long)kt, S - 1, S, S - 1);
+	}
 	kf_buf_printf(b, "    const %s *const sa = kf_sa + (kt %% %d) * %d, *const sb = kf_sb + (kt %% %d) * %d;\n", st, S,
 		      asz, S, bsz);
 	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk += %d) {\n", c->bk, kstep);
 	mma_frags(k, mm, e, mi, ni, wtm, wtn);
 	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "        for (int j = 0; j < %d; j++) %s(acc[i][j], af[i], bf[j]);\n    }\n  }\n", mi, ni, mma);
+	if (split) {
+		int ext[3] = {mi, ni, 4};
+		kx_mm_splitk_reduce(k, mm, threads, 3, ext);
+	}
 	/* accumulator fragment: c0, c1 at (g, 2q + {0,1}); c2, c3 at row g + 8 */
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++)\n"
 		      "#pragma unroll\n  for (int h = 0; h < 4; h++) {\n", mi, ni);

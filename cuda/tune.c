@@ -62,6 +62,30 @@ void kf_tune_table_free(kf_tune_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+void kf_tune_parse(kf_ctx *c, const char *name, const char *text, kf_tune_table *t)
+{
+	int ln = 0;
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char line[512], key[160], cfg[64], rest[8];
+		double ms = 0;
+		ln++;
+		snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+		p += len + (e != NULL);
+		if (line[0] == '#' || strspn(line, " \t\r") == strlen(line))
+			continue;
+		int n = sscanf(line, "%159s %63s %lf %7s", key, cfg, &ms, rest);
+		kf_mm_config mc;
+		if (len >= sizeof line || n < 2 || n > 3 || strlen(key) >= sizeof t->e->key ||
+		    kf_mm_config_parse(cfg, &mc) != 0) {
+			kf_warning(c, KF_NOLOC, "tune: %s:%d: not 'KEY CONFIG [MS]'; line skipped", name, ln);
+			continue;
+		}
+		kf_tune_set(t, key, cfg, ms);
+	}
+}
+
 int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t)
 {
 	FILE *f = fopen(path, "r");
@@ -71,24 +95,42 @@ int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t)
 		kf_error(c, KF_NOLOC, "tune: cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
-	char line[512];
-	int ln = 0;
-	while (fgets(line, sizeof line, f)) {
-		ln++;
-		char key[160], cfg[64], rest[8];
-		double ms = 0;
-		if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
-			continue;
-		int n = sscanf(line, "%159s %63s %lf %7s", key, cfg, &ms, rest);
-		kf_mm_config mc;
-		if (n < 2 || n > 3 || strlen(key) >= sizeof t->e->key || kf_mm_config_parse(cfg, &mc) != 0) {
-			kf_warning(c, KF_NOLOC, "tune: %s:%d: not 'KEY CONFIG [MS]'; line skipped", path, ln);
-			continue;
-		}
-		kf_tune_set(t, key, cfg, ms);
-	}
+	kf_buf b = {0};
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		kf_buf_put(&b, chunk, n);
+	bool bad = ferror(f);
 	fclose(f);
+	if (bad) {
+		kf_error(c, KF_NOLOC, "tune: cannot read %s", path);
+		kf_buf_free(&b);
+		return -1;
+	}
+	kf_buf_putc(&b, '\0');
+	kf_tune_parse(c, path, b.p, t);
+	kf_buf_free(&b);
 	return 0;
+}
+
+/* cuda/tune_h200.txt, built in (cmake/embed.cmake) */
+extern const char kf_tune_table_h200[];
+
+const char *kf_tune_shipped(const char *device, const char **which)
+{
+	static const struct {
+		const char *device, *file, *text;
+	} tables[] = {{"H200", "cuda/tune_h200.txt", kf_tune_table_h200}};
+	const char *off = getenv("KFUSE_TUNE_SHIPPED");
+	if (!device || (off && !strcmp(off, "0")))
+		return NULL;
+	for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
+		if (strstr(device, tables[i].device)) {
+			if (which)
+				*which = tables[i].file;
+			return tables[i].text;
+		}
+	return NULL;
 }
 
 /* mkdir -p of path's directory */
@@ -135,32 +177,57 @@ static void set_tile(kf_graph *g, kf_nid n, const char *cfg)
 
 int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report)
 {
+	return kf_tune_apply_for(g, arch, NULL, cache_dir, report);
+}
+
+int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report)
+{
 	kf_mm_shape sh;
 	bool any = false;
 	kf_foreach_node(g, 0, n)
 		any |= is_contraction(g, n, &sh) && !kf_attr_get(g, n, "tile");
 	kf_buf path = {0};
-	kf_tune_table t = {0};
+	kf_tune_table t = {0}, ship = {0};
+	const char *which = NULL, *text = any ? kf_tune_shipped(device, &which) : NULL;
 	int set = 0;
-	if (!any || kf_tune_path(cache_dir, &path) != 0 || kf_tune_load(g->ctx, path.p, &t) != 0 || !t.n)
+	if (!any || kf_tune_path(cache_dir, &path) != 0 || kf_tune_load(g->ctx, path.p, &t) != 0)
 		goto done;
+	if (text)
+		kf_tune_parse(g->ctx, which, text, &ship);
 	kf_foreach_node(g, 0, n) {
 		char key[128];
 		if (!is_contraction(g, n, &sh) || kf_attr_get(g, n, "tile"))
 			continue;
 		kf_mm_shape_key(&sh, arch, key, sizeof key);
 		const kf_tune_entry *e = kf_tune_find(&t, key);
+		const char *from = path.p;
+		if (!e && (e = kf_tune_find(&ship, key)))
+			from = which;
 		if (!e)
 			continue;
 		set_tile(g, n, e->cfg);
 		set++;
 		if (report)
 			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s\n", kf_str(g->ctx, g->name),
-				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, path.p);
+				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, from);
 	}
 done:
 	kf_buf_free(&path);
 	kf_tune_table_free(&t);
+	kf_tune_table_free(&ship);
+	return set;
+}
+
+int kf_tune_allow_tf32(kf_graph *g)
+{
+	kf_mm_shape sh;
+	int set = 0;
+	kf_foreach_node(g, 0, n) {
+		if (!is_contraction(g, n, &sh) || sh.in != KF_F32 || kf_attr_bool(g, n, "tf32", false))
+			continue;
+		kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
+		set++;
+	}
 	return set;
 }
 
@@ -170,12 +237,13 @@ typedef struct bench {
 	kf_ctx *c;      /* errors of the device and NVRTC: a failing candidate is skipped */
 	kf_cuda *cu;
 	kf_nvrtc *nv;
-	kf_kcache kc;
 	const char *arch;
 	kf_emit_target tgt;
 	int reps;
 	kf_cublaslt *lt; /* opened at the first contraction cuBLASLt can run */
 	bool lt_tried;
+	kf_cublas *blas; /* opened at the first cublas candidate */
+	bool blas_tried;
 } bench;
 
 static int cmp_f(const void *a, const void *b)
@@ -283,11 +351,16 @@ out:
 	return ms;
 }
 
+/* A kernel ready to launch on the node's buffers: its module loaded from
+ * the compiled image, its arguments bound (tensor maps encoded). */
 typedef struct kernel_call {
 	bench *b;
+	kf_cumodule mod;
 	kf_cufunc f;
 	unsigned grid[3], block[3], smem;
+	kf_cuptr *ptr;
 	void **args;
+	kf_cuda_tmap *tm;
 } kernel_call;
 
 static int kernel_launch(void *arg)
@@ -296,52 +369,44 @@ static int kernel_launch(void *arg)
 	return kf_cuda_launch(l->b->cu, l->f, l->grid, l->block, l->smem, NULL, l->args);
 }
 
-/* Median ms of one kernel (time_launches); a negative value when it
- * cannot run. */
-static double time_kernel(bench *b, kf_graph *g, bufset *bs, const kf_kernel *k)
+static void kernel_unbind(kernel_call *l)
 {
-	kf_buf src = {0}, img = {0};
-	kf_buf_puts(&src, kf_emit_prelude());
-	kf_buf_puts(&src, k->src);
-	kf_buf_putc(&src, '\0');
-	const char *opts[] = {"-std=c++17"};
-	double ms = -1;
-	kf_cumodule mod = NULL;
+	if (l->mod)
+		kf_cuda_module_unload(l->b->cu, l->mod);
+	free(l->ptr);
+	free(l->args);
+	free(l->tm);
+	memset(l, 0, sizeof *l);
+}
+
+/* Loads kernel k from its image and binds it to the node's buffers as the
+ * plan would (grid fitted by kf_cuda_fit_walk); 0, or -1 (unbound). */
+static int kernel_bind(bench *b, kf_graph *g, bufset *bs, const kf_kernel *k, const kf_buf *img, kernel_call *l)
+{
 	uint32_t np = k->nin + k->nout;
-	kf_cuptr *ptr = calloc(np + 1, sizeof *ptr);
-	void **args = calloc(np + 3, sizeof *args);
-	kf_cuda_tmap *tm = aligned_alloc(64, 2 * sizeof *tm);
-	kernel_call l = {.b = b, .grid = {(unsigned)k->units, k->grid_y, k->grid_z}, .block = {(unsigned)k->block, 1, 1},
-			 .smem = (unsigned)k->smem, .args = args};
-	char arch[24];
-	kf_cuda_kernel_arch(b->arch, k->sm90a, arch, sizeof arch);
-	if (kf_kcache_compile(&b->kc, b->nv, src.p, "tune.cu", arch, opts, 1, 1, &img, NULL) != 0 ||
-	    kf_cuda_module_load(b->cu, img.p, &mod) != 0 || kf_cuda_function(b->cu, mod, k->name, &l.f) != 0 ||
-	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l.f, k->smem) != 0))
-		goto out;
+	*l = (kernel_call){.b = b, .grid = {(unsigned)k->units, k->grid_y, k->grid_z}, .block = {(unsigned)k->block, 1, 1},
+			   .smem = (unsigned)k->smem, .ptr = calloc(np + 1, sizeof *l->ptr),
+			   .args = calloc(np + 3, sizeof *l->args), .tm = aligned_alloc(64, 2 * sizeof *l->tm)};
+	if (kf_cuda_module_load(b->cu, img->p, &l->mod) != 0 || kf_cuda_function(b->cu, l->mod, k->name, &l->f) != 0 ||
+	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l->f, k->smem) != 0))
+		goto fail;
 	int bps = 0; /* the grid the plan will launch (kf_cuda_fit_walk) */
-	if (kf_cuda_occupancy(b->cu, l.f, k->block, (size_t)k->smem, &bps) != 0 || bps < 1)
+	if (kf_cuda_occupancy(b->cu, l->f, k->block, (size_t)k->smem, &bps) != 0 || bps < 1)
 		bps = 1;
-	kf_cuda_fit_walk(k, kf_cuda_get_info(b->cu)->sm_count, bps, l.grid);
+	kf_cuda_fit_walk(k, kf_cuda_get_info(b->cu)->sm_count, bps, l->grid);
 	for (uint32_t i = 0; i < np; i++)
-		if (bufset_get(b, g, bs, i < k->nin ? k->in[i] : k->out[i - k->nin], &ptr[i]) != 0)
-			goto out;
-	if (kf_cuda_kernel_tmaps(b->cu, k, ptr, tm) != 0)
-		goto out;
+		if (bufset_get(b, g, bs, i < k->nin ? k->in[i] : k->out[i - k->nin], &l->ptr[i]) != 0)
+			goto fail;
+	if (kf_cuda_kernel_tmaps(b->cu, k, l->ptr, l->tm) != 0)
+		goto fail;
 	for (uint32_t i = 0; i < np; i++)
-		args[i] = &ptr[i];
+		l->args[i] = &l->ptr[i];
 	for (int i = 0; i < k->ntmap; i++) /* tensor maps by value after the pointers */
-		args[np + (uint32_t)i] = &tm[i];
-	ms = time_launches(b, kernel_launch, &l);
-out:
-	if (mod)
-		kf_cuda_module_unload(b->cu, mod);
-	free(ptr);
-	free(args);
-	free(tm);
-	kf_buf_free(&src);
-	kf_buf_free(&img);
-	return ms;
+		l->args[np + (uint32_t)i] = &l->tm[i];
+	return 0;
+fail:
+	kernel_unbind(l);
+	return -1;
 }
 
 typedef struct lt_call {
@@ -384,45 +449,179 @@ static double time_lt(bench *b, kf_graph *g, bufset *bs, kf_nid n, const kf_lt_p
 	return ms;
 }
 
-/* Times each candidate of node n; sets the winner; -1 when none ran. */
-static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, const char *key, kf_tune_table *t,
-		     kf_buf *report)
+/* One candidate config of a node: an own kernel, or a library route
+ * (cublas: the kernels around the GEMM, cublaslt: none), with its compiled
+ * programs. */
+enum { C_OWN, C_BLAS, C_LT };
+typedef struct cand {
+	char cfg[32];
+	int kind;
+	kf_kernel k[3];      /* own: k[0]; cublas: the parts, the prologues first (npre) */
+	int nk, npre;
+	kf_cuda_unit u[3];
+	kf_buf src[3];
+} cand;
+
+/* cublas: the parts, the GEMM between them */
+typedef struct blas_call {
+	bench *b;
+	kernel_call part[3];
+	int nk, npre;
+	kf_blas_op *op;
+} blas_call;
+
+static int blas_launch(void *arg)
 {
-	char cand[33][32], best[32] = "";
-	double bms = -1;
+	blas_call *l = arg;
+	int rc = 0;
+	for (int i = 0; i < l->npre && rc == 0; i++)
+		rc = kernel_launch(&l->part[i]);
+	if (rc == 0)
+		rc = kf_cublas_run(l->b->blas, l->op, NULL);
+	for (int i = l->npre; i < l->nk && rc == 0; i++)
+		rc = kernel_launch(&l->part[i]);
+	return rc;
+}
+
+/* Median ms of candidate c (its programs compiled); negative when it
+ * cannot run. */
+static double time_cand(bench *b, kf_graph *g, bufset *bs, kf_nid n, cand *c, const kf_mm_blas *bp,
+			const kf_lt_plan *lp, kf_buf *report)
+{
+	for (int i = 0; i < c->nk; i++)
+		if (c->u[i].err[0])
+			return -1;
+	if (c->kind == C_LT)
+		return time_lt(b, g, bs, n, lp, report);
+	if (c->kind == C_OWN) {
+		kernel_call l;
+		if (kernel_bind(b, g, bs, &c->k[0], &c->u[0].image, &l) != 0)
+			return -1;
+		double ms = time_launches(b, kernel_launch, &l);
+		kernel_unbind(&l);
+		return ms;
+	}
+	if (!b->blas_tried) {
+		char why[1024] = "";
+		b->blas_tried = true;
+		if (!(b->blas = kf_cublas_open(b->c, b->cu, why, sizeof why)) && report)
+			kf_buf_printf(report, "tune: cublas is no candidate: %s\n", why);
+	}
+	if (!b->blas)
+		return -1;
+	blas_call l = {.b = b, .nk = c->nk, .npre = c->npre};
+	double ms = -1;
+	kf_cuptr pa, pb, pc;
+	int bound = 0;
+	for (; bound < c->nk; bound++)
+		if (kernel_bind(b, g, bs, &c->k[bound], &c->u[bound].image, &l.part[bound]) != 0)
+			goto out;
+	if (bufset_get(b, g, bs, bp->a, &pa) == 0 && bufset_get(b, g, bs, bp->b, &pb) == 0 &&
+	    bufset_get(b, g, bs, bp->acc, &pc) == 0 && (l.op = kf_cublas_prepare(b->blas, &bp->gemm, pa, pb, pc)))
+		ms = time_launches(b, blas_launch, &l);
+out:
+	for (int i = 0; i < bound; i++)
+		kernel_unbind(&l.part[i]);
+	kf_cublas_op_free(b->blas, l.op);
+	return ms;
+}
+
+/* The candidates of node n into c (at most max): every own config that
+ * emits as asked (a wg tile the node cannot take falls back to another
+ * kernel, a candidate already), then cublas and cublaslt where the node
+ * takes them. */
+static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, cand *c, int max, kf_mm_blas *bp,
+		      kf_lt_plan *lp)
+{
+	char cfg[64][32];
 	kf_mm_shape shw = *sh;
 	shw.wgmma = b->tgt.wgmma;
-	int nc = kf_mm_candidates(&shw, cand, 32);
-	kf_lt_plan lp;
-	/* cuBLASLt with the fused epilogue, where the fusion maps to it */
-	if (kf_cublaslt_plan(g, n, &lp))
-		snprintf(cand[nc++], 32, "cublaslt");
+	int ncfg = kf_mm_candidates(&shw, cfg, 62), nc = 0;
+	if (kf_mm_blas_plan(g, n, bp))
+		snprintf(cfg[ncfg++], 32, "cublas");
+	if (kf_cublaslt_plan(g, n, lp))
+		snprintf(cfg[ncfg++], 32, "cublaslt");
+	for (int i = 0; i < ncfg && nc < max; i++) {
+		cand *x = &c[nc];
+		memset(x, 0, sizeof *x);
+		snprintf(x->cfg, sizeof x->cfg, "%s", cfg[i]);
+		x->kind = !strcmp(cfg[i], "cublas") ? C_BLAS : !strcmp(cfg[i], "cublaslt") ? C_LT : C_OWN;
+		int nerr = kf_nerrors(g->ctx);
+		if (x->kind == C_OWN) {
+			set_tile(g, n, cfg[i]);
+			if (kf_emit_node_for(g, n, &b->tgt, &x->k[0]) != 0 || kf_nerrors(g->ctx) != nerr)
+				continue;
+			if (x->k[0].sm90a != !strncmp(cfg[i], "wg", 2)) {
+				kf_kernel_free(&x->k[0]);
+				continue;
+			}
+			x->nk = 1;
+		} else if (x->kind == C_BLAS) {
+			static const int parts[3] = {KF_MM_PART_A, KF_MM_PART_B, KF_MM_PART_EPI};
+			bool ok = true;
+			for (int p = 0; p < 3 && ok; p++) {
+				int rc = kf_emit_node_part(g, n, &b->tgt, parts[p], &x->k[x->nk]);
+				ok = rc >= 0;
+				if (rc == 0) {
+					x->npre += parts[p] != KF_MM_PART_EPI;
+					x->nk++;
+				}
+			}
+			if (!ok || kf_nerrors(g->ctx) != nerr) {
+				for (int k = 0; k < x->nk; k++)
+					kf_kernel_free(&x->k[k]);
+				continue;
+			}
+		}
+		for (int k = 0; k < x->nk; k++) {
+			kf_buf_puts(&x->src[k], kf_emit_prelude());
+			kf_buf_puts(&x->src[k], x->k[k].src);
+			kf_buf_putc(&x->src[k], '\0');
+			x->u[k] = (kf_cuda_unit){.src = x->src[k].p, .sm90a = x->k[k].sm90a};
+		}
+		nc++;
+	}
+	return nc;
+}
+
+static void cand_free(cand *c)
+{
+	for (int k = 0; k < c->nk; k++) {
+		kf_kernel_free(&c->k[k]);
+		kf_buf_free(&c->src[k]);
+		kf_buf_free(&c->u[k].image);
+	}
+}
+
+/* Times each candidate of node n; sets the winner; -1 when none ran.  The
+ * candidates' programs compile first, all at once in threads (through the
+ * kernel cache), then run one after the other. */
+static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, const char *key, kf_tune_table *t,
+		     const kf_tune_opts *o)
+{
+	kf_buf *report = o->report;
+	enum { MAXC = 64 };
+	cand *c = calloc(MAXC, sizeof *c);
+	char best[32] = "";
+	double bms = -1;
 	const kf_attrval *old = kf_attr_get(g, n, "tile");
 	char keep[64] = "";
 	if (old && old->kind == KF_ATTR_STR)
 		snprintf(keep, sizeof keep, "%s", kf_str(g->ctx, old->s));
+	kf_mm_blas bp;
+	kf_lt_plan lp;
+	int nc = make_cands(b, g, n, sh, c, MAXC, &bp, &lp);
+	kf_cuda_unit *us[3 * MAXC];
+	uint32_t nu = 0;
+	for (int i = 0; i < nc; i++)
+		for (int k = 0; k < c[i].nk; k++)
+			us[nu++] = &c[i].u[k];
+	kf_cuda_compile_units(us, nu, b->arch, o->cache_dir, false, 0);
 	bufset bs = {0};
 	for (int i = 0; i < nc; i++) {
-		set_tile(g, n, cand[i]);
-		kf_kernel k;
-		int nerr = kf_nerrors(g->ctx);
-		double ms;
-		if (!strcmp(cand[i], "cublaslt")) {
-			ms = time_lt(b, g, &bs, n, &lp, report);
-		} else {
-			if (kf_emit_node_for(g, n, &b->tgt, &k) != 0 || kf_nerrors(g->ctx) != nerr)
-				continue;
-			/* a wg tile the node cannot take falls back to another
-			 * kernel, timed under its own name already */
-			if (k.sm90a != !strncmp(cand[i], "wg", 2)) {
-				kf_kernel_free(&k);
-				continue;
-			}
-			ms = time_kernel(b, g, &bs, &k);
-			kf_kernel_free(&k);
-		}
+		double ms = time_cand(b, g, &bs, n, &c[i], &bp, &lp, report);
 		if (report) {
-			kf_buf_printf(report, "tune: %s %-22s ", key, cand[i]);
+			kf_buf_printf(report, "tune: %s %-22s ", key, c[i].cfg);
 			if (ms >= 0)
 				kf_buf_printf(report, "%9.4f ms\n", ms);
 			else
@@ -431,13 +630,26 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 		kf_diag_clear(b->c); /* a candidate that fails to build or launch is skipped */
 		if (ms >= 0 && (bms < 0 || ms < bms)) {
 			bms = ms;
-			memcpy(best, cand[i], sizeof best);
+			memcpy(best, c[i].cfg, sizeof best);
 		}
 	}
 	bufset_free(b, &bs);
+	for (int i = 0; i < nc; i++)
+		cand_free(&c[i]);
+	free(c);
 	if (bms < 0) {
-		if (keep[0])
+		if (keep[0]) {
 			set_tile(g, n, keep);
+		} else { /* as it was: no tile (the candidates set one each) */
+			const kf_node *x = kf_N(g, n);
+			kf_attr a[KF_MAX_ATTRS];
+			uint32_t na = 0;
+			kf_sid tile = kf_intern_cstr(g->ctx, "tile");
+			for (uint32_t i = 0; i < x->nattr; i++)
+				if (x->attr[i].key != tile)
+					a[na++] = x->attr[i];
+			kf_node_set_attrs(g, n, a, na);
+		}
 		return -1;
 	}
 	set_tile(g, n, best);
@@ -466,13 +678,12 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 	}
 	b.arch = o->arch ? o->arch : kf_cuda_get_info(b.cu)->arch;
 	kf_cuda_emit_target(b.cu, b.arch, &b.tgt);
-	kf_kcache_init(&b.kc, b.c, o->cache_dir);
 	if (kf_tune_path(o->cache_dir, &path) != 0) {
 		kf_error(c, KF_NOLOC, "tune: no cache directory (set KFUSE_CACHE_DIR or KFUSE_TUNE_FILE)");
-		goto done_kc;
+		goto done_libs;
 	}
 	if (kf_tune_load(c, path.p, &t) != 0)
-		goto done_kc;
+		goto done_libs;
 	kf_foreach_node(g, 0, n) {
 		kf_mm_shape sh;
 		char key[128];
@@ -486,7 +697,7 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 				kf_buf_printf(o->report, "tune: %s -> %s (cached)\n", key, e->cfg);
 			continue;
 		}
-		if (tune_node(&b, g, n, &sh, key, &t, o->report) == 0)
+		if (tune_node(&b, g, n, &sh, key, &t, o) == 0)
 			tuned++;
 		else
 			kf_warning(c, kf_N(g, n)->loc, "tune: no candidate of %s ran; the default config stays", key);
@@ -497,9 +708,9 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 		kf_buf_printf(o->report, "tune: @%s: %d contraction%s tuned, cache %s\n", kf_str(c, g->name), tuned,
 			      tuned == 1 ? "" : "s", path.p);
 	rc = 0;
-done_kc:
-	kf_kcache_fini(&b.kc);
+done_libs:
 	kf_cublaslt_close(b.lt);
+	kf_cublas_close(b.blas);
 done:
 	if (b.nv)
 		kf_nvrtc_close(b.nv);

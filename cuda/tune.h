@@ -20,6 +20,13 @@
  * the file with a model; a line that does not parse is skipped with a
  * warning naming file and line.  Writes are atomic (temporary file and
  * rename); the last line of a key wins.
+ *
+ * Shipped tables: kfuse carries tables of the same format for the devices
+ * it was tuned on (cuda/tune_h200.txt, built into the binary; each line
+ * measured there by kfuse-run --tune: bench/gpu/shapes.sh writes it).  A
+ * key the cache file lacks is looked up in the table of the device whose
+ * name contains the table's device name; KFUSE_TUNE_SHIPPED=0 turns them
+ * off (then the cost model, cuda/mm_cost.c, decides untuned shapes).
  */
 #ifndef KF_TUNE_H
 #define KF_TUNE_H
@@ -41,6 +48,11 @@ typedef struct kf_tune_table {
 int kf_tune_path(const char *cache_dir, kf_buf *out);
 /* A missing file is an empty table (0); unreadable: -1 with an error. */
 int kf_tune_load(kf_ctx *c, const char *path, kf_tune_table *t);
+/* The lines of text (a file's contents, named name in warnings) into t. */
+void kf_tune_parse(kf_ctx *c, const char *name, const char *text, kf_tune_table *t);
+/* The shipped table for a device name (kf_cuda_info.name), as text; NULL
+ * when kfuse has none, or KFUSE_TUNE_SHIPPED=0.  *which: its file name. */
+const char *kf_tune_shipped(const char *device, const char **which);
 int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t);
 const kf_tune_entry *kf_tune_find(const kf_tune_table *t, const char *key);
 void kf_tune_set(kf_tune_table *t, const char *key, const char *cfg, double ms);
@@ -49,6 +61,14 @@ void kf_tune_table_free(kf_tune_table *t);
 /* Sets `tile` from the cache on each top-level contraction fusion of g
  * without one.  Returns how many it set (a note per node into report). */
 int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report);
+/* The same, then from the shipped table of device (NULL: none) for keys
+ * the cache lacks. */
+int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report);
+
+/* PyTorch's allow_tf32 for g: sets tf32 = true on every top-level
+ * contraction fusion of f32 operands (the kernels and cuBLAS may then round
+ * its inputs to tf32; docs/matmul.md has the accuracy).  Returns how many. */
+int kf_tune_allow_tf32(kf_graph *g);
 
 typedef struct kf_tune_opts {
 	int device;

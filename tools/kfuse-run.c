@@ -52,6 +52,9 @@ static const char usage[] =
 	"                          models from elsewhere\n"
 	"  --max-memory SIZE       memory budget of all tensors (e.g. 8G, 512M; default 3/4 of\n"
 	"                          physical memory)\n"
+	"  --allow-tf32            cuda: f32 contractions may round their inputs to tf32 for the tensor\n"
+	"                          cores (PyTorch's allow_tf32; off by default; about 3e-4 relative\n"
+	"                          error: docs/matmul.md, \"TF32\")\n"
 	"  -h, --help, --version\n"
 	"Exit status: 0 done (and every check passed), 1 an error or a failed check, 2 a usage error.\n";
 
@@ -61,7 +64,7 @@ typedef struct opt {
 	const char *file, *graph, *outdir, *savedir, *backend, *compare, *data_root;
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV];
 	int ninput, ndim, nexpect, nplugin, bench;
-	bool random, profile, no_graph;
+	bool random, profile, no_graph, tf32;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
 	double rtol, atol, l2;
@@ -70,7 +73,7 @@ typedef struct opt {
 enum {
 	O_GRAPH = 256, O_PLUGIN, O_INPUT, O_RANDOM, O_SEED, O_DIM, O_SAVE, O_OUTDIR, O_BACKEND, O_COMPARE,
 	O_EXPECT, O_RTOL, O_ATOL, O_L2, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
-	O_DATA_ROOT, O_MAXMEM,
+	O_DATA_ROOT, O_MAXMEM, O_TF32,
 };
 
 /* Appends v to list (at most MAXKV) when it has an '='; else a usage error. */
@@ -97,7 +100,8 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"atol", required_argument, 0, O_ATOL}, {"bench", required_argument, 0, O_BENCH},
 		{"l2", required_argument, 0, O_L2},
 		{"profile", no_argument, 0, O_PROFILE}, {"no-graph", no_argument, 0, O_NO_GRAPH},
-		{"tune", optional_argument, 0, O_TUNE}, {"help", no_argument, 0, 'h'},
+		{"tune", optional_argument, 0, O_TUNE}, {"allow-tf32", no_argument, 0, O_TF32},
+		{"help", no_argument, 0, 'h'},
 		{"version", no_argument, 0, O_VERSION}, {"data-root", required_argument, 0, O_DATA_ROOT},
 		{"max-memory", required_argument, 0, O_MAXMEM}, {0, 0, 0, 0},
 	};
@@ -149,6 +153,7 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->tune = optarg ? 2 : 1;
 			break;
 		case O_PROFILE: o->profile = true; break;
+		case O_TF32: o->tf32 = true; break;
 		case O_NO_GRAPH: o->no_graph = true; break;
 		case O_BENCH:
 			ok = kf_cli_int("--bench", optarg, 1, 1000000, &n);
@@ -456,7 +461,7 @@ static int run(kfuse_ctx *k, const opt *o)
 {
 	kf_ctx *c = k->c;
 	kf_buf report = {0};
-	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .report = &report};
+	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .allow_tf32 = o->tf32, .report = &report};
 	char why[512] = "";
 	kf_backend *be = kf_api_backend(c, o->backend, &co, why, sizeof why);
 	if (be && why[0])
@@ -494,6 +499,13 @@ static int run(kfuse_ctx *k, const opt *o)
 		kf_error(c, KF_NOLOC, "--tune needs --backend=cuda");
 		rc = -1;
 	}
+	if (rc == 0 && o->tf32 && !cuda) {
+		kf_error(c, KF_NOLOC, "--allow-tf32 needs --backend=cuda (the interpreter computes f32 exactly)");
+		rc = -1;
+	}
+	/* before tuning: the tuner keys and tries tf32 configs */
+	if (rc == 0 && o->tf32)
+		kf_tune_allow_tf32(g);
 	if (rc == 0 && o->tune) {
 		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
 		rc = kf_tune_graph(g, &to);

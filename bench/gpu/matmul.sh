@@ -17,7 +17,8 @@
 # Variants:
 #   tuned      kfuse-opt -p fuse-matmul,fuse, then kfuse-run --tune (every
 #              candidate tile timed; the winner kept in $KFUSE_CACHE_DIR/tune.txt)
-#   default    the same graph with the heuristic's tile (an empty tune file;
+#   default    the same graph with the cost model's choice (an empty tune file, no
+#              shipped table: KFUSE_TUNE_SHIPPED=0;
 #              on an H200 the wgmma kernel, wg128x256x64s4 / wg128x128x64s6)
 #   wgmma      the wgmma + TMA kernel forced (KFUSE_MATMUL_TILE=$WG, default
 #              wg128x256x64s4 at 4096, wg128x128x64s6 at 512), checked at 512
@@ -119,7 +120,7 @@ for c in mm_bias_gelu_4096 mm_bias_gelu_512 gemv_kn gemv_nk gemv_kn_k1024 gemv_n
 	[ $c = mm_bias_gelu_4096 ] && big=no
 	run $c tuned "$out/$c.mm.kf" yes
 	grep '^tune: .* ms$' "$out/$c.tuned.txt" | sed "s/^/  /" >> "$out/tune-table.txt"
-	run $c default "$out/$c.mm.kf" $big KFUSE_TUNE_FILE="$out/none.txt"
+	run $c default "$out/$c.mm.kf" $big KFUSE_TUNE_FILE="$out/none.txt" KFUSE_TUNE_SHIPPED=0
 	case $c in
 	mm_bias_gelu_4096) run $c wgmma "$out/$c.mm.kf" no KFUSE_TUNE_FILE="$out/none.txt" KFUSE_MATMUL_TILE="${WG4096:-wg128x256x64s4}" ;;
 	mm_bias_gelu_512)

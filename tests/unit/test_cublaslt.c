@@ -15,6 +15,7 @@
 #include "kf_test.h"
 
 #include "cublas.h"
+#include "emit_matmul.h"
 #include "kf.h"
 #include "pass.h"
 #include "passes.h"
@@ -166,7 +167,6 @@ static void test_plan(void **st)
 			assert_int_equal(p.K, 1024);
 			assert_int_equal(p.epi, KF_LT_GELU_BIAS);
 			assert_int_equal(kf_type_numel(kf_vtype(g, p.bias)), p.N);
-			assert_true(kf_cublaslt_default(&p)); /* 2^31 flops: the default path */
 		}
 		kf_module_free(m);
 		kf_ctx_free(c);

@@ -83,7 +83,7 @@ static void test_pass_groups_and_preserves(void **state)
 	assert_true(sh.tb);
 	char key[128];
 	kf_mm_shape_key(&sh, "sm_90", key, sizeof key);
-	assert_string_equal(key, "sm_90:f16>f16:b1:m24:n56:k40:nt");
+	assert_string_equal(key, "sm_90:f16>f16:b1:m24:n56:k40:nt:cast+mul.add+gelu+add+cast");
 	/* and it emits a tensor-core kernel */
 	kf_kernel k;
 	assert_int_equal(kf_emit_node(g, f, &k), 0);
@@ -285,9 +285,10 @@ static void test_cublas_supports(void **state)
 	kf_graph *g = m->graph[0];
 	bool want[] = {true, true, false, false};
 	int i = 0;
+	kf_mm_blas bp;
 	kf_foreach_node(g, 0, n)
 		if (kf_N(g, n)->op == KF_OP_MATMUL || kf_N(g, n)->op == KF_OP_GEMM)
-			assert_int_equal(kf_cublas_supports(g, n), want[i++]);
+			assert_int_equal(kf_mm_blas_plan(g, n, &bp), want[i++]);
 	assert_int_equal(i, 4);
 	kf_module_free(m);
 	kf_ctx_free(c);

@@ -757,11 +757,12 @@ static void test_compile(void **state)
 	kf_buf_free(&both);
 	kf_kernel_free(&k1);
 	kf_kernel_free(&k2);
-	/* a dry-run plan for sm_90 takes the wgmma kernel and compiles its
+	/* a dry-run plan for sm_90 takes the wgmma kernel (a shape where the
+	 * cost model keeps it: 128 tiles of 128 x 128) and compiles its
 	 * program for sm_90a; the element-wise kernel beside it for sm_90 */
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = kft_parse_fused(c, "graph @g(%x: f16[256,128], %w: f16[128,256], %v: f32[64]) -> (f16[256,256], f32[64]) {\n"
-				      "  %m = matmul(%x, %w) : f16[256,256]\n  %e = exp(%v) : f32[64]\n  return %m, %e\n}\n");
+	kf_module *m = kft_parse_fused(c, "graph @g(%x: f16[512,4096], %w: f16[4096,4096], %v: f32[64]) -> (f16[512,4096], f32[64]) {\n"
+				      "  %m = matmul(%x, %w) : f16[512,4096]\n  %e = exp(%v) : f32[64]\n  return %m, %e\n}\n");
 	char dir[] = "/tmp/kf-wgmma-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	kf_buf rep = {0};

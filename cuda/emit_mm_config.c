@@ -1,0 +1,350 @@
+/* emit_mm_config.c: the contraction kernels' tile configs: their text
+ * (kf_mm_config_parse, kf_mm_config_text), which shapes each kernel can
+ * run (kx_mm_config_fits), the emitter's own default for a shape, the
+ * tuner's candidates, and the tuner's key of a shape.  Split from
+ * emit_matmul.c, which analyses and emits.
+ *
+ * requires: nothing (pure functions of configs and shapes).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_mm_int.h"
+
+/* ---- configs ---------------------------------------------------------------------- */
+
+/* The split-K suffix "kS" (S from 2 to 64) at s, or nothing: the chars it
+ * took, -1 when it is malformed. */
+static int splitk_suffix(const char *s, kf_mm_config *c)
+{
+	int n = 0;
+	if (!*s)
+		return 0;
+	if (sscanf(s, "k%d%n", &c->sk, &n) != 1 || s[n] || c->sk < 2 || c->sk > 64 || s[1] < '1' || s[1] > '9')
+		return -1;
+	return n;
+}
+
+int kf_mm_config_parse(const char *s, kf_mm_config *c)
+{
+	memset(c, 0, sizeof *c);
+	int n = 0;
+	if (sscanf(s, "mma%dx%dx%dw%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &c->stages, &n) == 6 &&
+	    splitk_suffix(s + n, c) >= 0) {
+		c->algo = KF_MM_MMA;
+		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 && c->stages >= 2 &&
+			       c->stages <= 4
+			       ? 0
+			       : -1;
+	}
+	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
+		c->algo = KF_MM_WG;
+		int m = 0;
+		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
+			return -1;
+		n += m;
+		c->ps = s[n] == 'p';
+		n += c->ps;
+		c->pp = c->ps && s[n] == 'p';
+		n += c->pp;
+		if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
+			return -1;
+		c->vs = s[n] == 'v';
+		n += c->vs;
+		c->ss = s[n] == 's';
+		n += c->ss;
+		c->ew = c->ss && s[n] == 'e';
+		n += c->ew;
+		if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
+			return -1;
+		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
+			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
+			       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
+			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
+			       kf_wg_stage_cols(c) >= 0 && (!c->ew || kf_wg_stage_cols(c) == c->bn)
+			       ? 0
+			       : -1;
+	}
+	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 &&
+	    splitk_suffix(s + n, c) >= 0) {
+		c->algo = KF_MM_FMA;
+		return c->bm > 0 && c->bn > 0 && c->bk > 0 && c->wm > 0 && c->wn > 0 ? 0 : -1;
+	}
+	if (!strcmp(s, "cublaslt")) {
+		c->algo = KF_MM_LT;
+		return 0;
+	}
+	if (!strcmp(s, "cublas")) {
+		c->algo = KF_MM_BLAS;
+		return 0;
+	}
+	if (!strcmp(s, "gemv")) {
+		c->algo = KF_MM_GEMV;
+		return 0;
+	}
+	if (!strncmp(s, "gemvb", 5)) {
+		c->algo = KF_MM_GEMV;
+		c->bulk = 1;
+		if (!s[5])
+			return 0;
+		return sscanf(s + 5, "%d%n", &c->stages, &n) == 1 && !s[5 + n] && s[5] >= '1' && s[5] <= '9' &&
+			       c->stages >= 1 && c->stages <= KF_GEMVB_MAXSLOT
+			       ? 0
+			       : -1;
+	}
+	if (!strcmp(s, "gemvc") || (sscanf(s, "gemvcu%d%n", &c->un, &n) == 1 && !s[n])) {
+		c->algo = KF_MM_GEMV;
+		c->colb = 1;
+		return c->un >= 0 && c->un <= 16 && (s[5] == 0 || s[6] != '0') ? 0 : -1;
+	}
+	if (sscanf(s, "gemvk%d%n", &c->ks, &n) == 1 && !s[n]) {
+		c->algo = KF_MM_GEMV;
+		return c->ks >= 1 && c->ks <= 1024 ? 0 : -1;
+	}
+	if (sscanf(s, "gemvk%du%d%n", &c->ks, &c->un, &n) == 2 && !s[n]) {
+		c->algo = KF_MM_GEMV;
+		return c->ks >= 1 && c->ks <= 1024 && c->un >= 1 && c->un <= 16 ? 0 : -1;
+	}
+	return -1;
+}
+
+void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
+{
+	switch (c->algo) {
+	case KF_MM_MMA:
+		if (c->sk > 1)
+			snprintf(out, n, "mma%dx%dx%dw%dx%ds%dk%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages, c->sk);
+		else
+			snprintf(out, n, "mma%dx%dx%dw%dx%ds%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->stages);
+		break;
+	case KF_MM_FMA:
+		if (c->sk > 1)
+			snprintf(out, n, "fma%dx%dx%dt%dx%dk%d", c->bm, c->bn, c->bk, c->wm, c->wn, c->sk);
+		else
+			snprintf(out, n, "fma%dx%dx%dt%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
+		break;
+	case KF_MM_LT:
+		snprintf(out, n, "cublaslt");
+		break;
+	case KF_MM_BLAS:
+		snprintf(out, n, "cublas");
+		break;
+	case KF_MM_WG:
+		if (c->cl)
+			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
+				 c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
+		else
+			snprintf(out, n, "wg%dx%dx%ds%d%s%s%s%s", c->bm, c->bn, c->bk, c->stages,
+				 c->pp ? "pp" : c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "", c->ew ? "e" : "");
+		break;
+	default:
+		if (c->bulk && c->stages)
+			snprintf(out, n, "gemvb%d", c->stages);
+		else if (c->bulk)
+			snprintf(out, n, "gemvb");
+		else if (c->colb && c->un)
+			snprintf(out, n, "gemvcu%d", c->un);
+		else if (c->colb)
+			snprintf(out, n, "gemvc");
+		else if (c->ks && c->un)
+			snprintf(out, n, "gemvk%du%d", c->ks, c->un);
+		else if (c->ks)
+			snprintf(out, n, "gemvk%d", c->ks);
+		else
+			snprintf(out, n, "gemv");
+	}
+}
+
+int kf_wg_stage_cols(const kf_mm_config *c)
+{
+	if (!c->ss)
+		return 0;
+	/* + 1024 to align the ring, + 1024 of static shared memory */
+	int64_t ring = (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048;
+	for (int sc = c->bn; sc >= 64; sc /= 2)
+		if (c->bn % sc == 0 && ring + (int64_t)kf_wg_consumers(c) * 64 * sc * 2 <= 227 * 1024)
+			return sc;
+	return -1;
+}
+
+int kf_wg_smem(const kf_mm_config *c)
+{
+	int sc = kf_wg_stage_cols(c);
+	return c->stages * (c->bm + c->bn) * 128 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0) + 1024;
+}
+
+int kf_wg_consumers(const kf_mm_config *c) { return c->pp ? 2 : c->bm / 64; }
+
+static bool mma_dtype(const kf_mm_shape *sh)
+{
+	return sh->in == KF_F16 || sh->in == KF_BF16 || (sh->in == KF_F32 && sh->tf32);
+}
+
+/* The wgmma kernel's limits: f16/bf16 read as stored (TMA copies bytes),
+ * one batch, A [M, K], row lengths multiples of 16 bytes (TMA strides),
+ * coordinates in 32 bits, the ring in 227 KiB; a device that has it. */
+static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	if ((sh->in != KF_F16 && sh->in != KF_BF16) || !sh->raw || sh->batch != 1 || sh->ta || sh->wgmma < 0)
+		return false;
+	if (sh->K % 8 || (!sh->tb && sh->N % 8) || sh->M >= (1LL << 31) || sh->N >= (1LL << 31) ||
+	    sh->K >= (1LL << 31))
+		return false;
+	int bi, bo;
+	if (c->cl > 1 && kf_wg_bpieces(c->bn, sh->tb, c->cl, 0, &bi, &bo, NULL) < 0)
+		return false;
+	/* + 1024 of static shared memory (the barriers) */
+	return kf_wg_stage_cols(c) >= 0 && kf_wg_smem(c) + 1024 <= 227 * 1024;
+}
+
+/* The bulk-copy GEMV: B [N, K] of f32/f16/bf16 read as stored (bulk
+ * copies move bytes), one batch, an sm_90 device (or unknown: --emit). */
+static bool gemvb_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	kf_gemvb_plan p;
+	return sh->M == 1 && sh->batch == 1 && sh->tb && sh->raw && sh->wgmma >= 0 &&
+	       (sh->in == KF_F32 || sh->in == KF_F16 || sh->in == KF_BF16) &&
+	       kf_gemvb_plan_of(sh->N, sh->K, (int)kf_dtype_size(sh->in), c->stages, &p) == 0;
+}
+
+/* Split-K: every split at least one K tile, the workspace bounded, the
+ * batch and split counts in gridDim.z. */
+static bool splitk_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	return c->sk <= 1 || ((sh->K + c->bk - 1) / c->bk >= c->sk &&
+			      kf_mm_splitk_ws(c, sh->M, sh->N, sh->batch) <= KF_MM_SPLITK_WS && sh->batch * c->sk <= 65535);
+}
+
+/* Whether config c can run shape sh (the kernels' structural limits). */
+bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	if ((c->algo == KF_MM_FMA || c->algo == KF_MM_MMA) && !splitk_fits(c, sh))
+		return false;
+	switch (c->algo) {
+	case KF_MM_WG:
+		return wg_fits(c, sh);
+	case KF_MM_MMA: {
+		if (!mma_dtype(sh))
+			return false;
+		int e = sh->in == KF_F32 ? 4 : 2, kstep = e == 4 ? 8 : 16;
+		int wtm = c->bm / c->wm, wtn = c->bn / c->wn, thr = 32 * c->wm * c->wn;
+		if (c->bm % c->wm || c->bn % c->wn || wtm % 16 || wtn % 16 || c->bk % kstep || c->bk % 8 || thr > 1024)
+			return false;
+		/* the accumulators: MI x NI x 4 floats per thread */
+		if ((wtm / 16) * (wtn / 8) * 4 > 192)
+			return false;
+		int pad = 16 / e;
+		int64_t a = (int64_t)c->bm * (c->bk + pad), b = (int64_t)c->bk * (c->bn + pad);
+		int64_t at = (int64_t)c->bk * (c->bm + pad), bt = (int64_t)c->bn * (c->bk + pad);
+		int64_t sm = (int64_t)c->stages * ((a > at ? a : at) + (b > bt ? b : bt)) * e;
+		return sm <= 227 * 1024;
+	}
+	case KF_MM_FMA: {
+		int thr = (c->bm / c->wm) * (c->bn / c->wn);
+		return c->bm % c->wm == 0 && c->bn % c->wn == 0 && thr >= 32 && thr <= 1024 && c->wm * c->wn <= 64 &&
+		       (int64_t)c->bk * (c->bm + c->bn + 2) * 8 <= 48 * 1024;
+	}
+	case KF_MM_LT:
+	case KF_MM_BLAS:
+		return false; /* not a kernel */
+	default:
+		if (c->bulk)
+			return gemvb_fits(c, sh);
+		if (c->colb) /* 16-byte loads along N of B read as stored */
+			return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && !sh->tb && sh->raw &&
+			       sh->N % (16 / (int64_t)kf_dtype_size(sh->in)) == 0;
+		/* B [N, K]: 1, 2, 4 or 8 warps per output */
+		return sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) &&
+		       (!sh->tb || (c->ks <= 8 && !(c->ks & (c->ks - 1))));
+	}
+}
+
+void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c)
+{
+	if (sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && sh->N >= 32) {
+		/* B [K, N] in column blocks (no K split, no second pass) where
+		 * those blocks fill most of 132 SMs: 87% of the copy ceiling
+		 * against 67% for the split at 1 x 1024 x 4096 f32, warm
+		 * (bench/results/2026-11-29-s3-gpu-gemv-tiles2.txt) */
+		kf_mm_config cc;
+		kf_mm_config_parse("gemvc", &cc);
+		int64_t cw = 128 / (int64_t)kf_dtype_size(sh->in);
+		kf_mm_config_parse(kx_mm_config_fits(&cc, sh) && (sh->N + cw - 1) / cw >= 100 ? "gemvc" : "gemv", c);
+		return;
+	}
+	kf_mm_config wg;
+	kf_mm_config_parse("wg128x256x64s4", &wg);
+	if (sh->wgmma > 0 && wg_fits(&wg, sh)) {
+		/* 128 x 256 where they fill most of the 132 SMs of an H200 (one
+		 * block per SM: the ring takes 193 KiB), else 128 x 128, else 64 x
+		 * 128; persistent (p), the epilogue staged in shared memory and
+		 * stored 16 bytes at a time (s): 5-8% faster than pv, which was
+		 * 7-11% faster than neither; at 128 x 256 a cluster of 2 walking
+		 * the tiles in step with B multicast (c2p) and 4 stages, half
+		 * the tile staged at a time: 3% faster than s3pvs without, where
+		 * c2 with 3 stages gained nothing and c4 runs a second wave
+		 * (bench/results/2026-11-29-s3-gpu-wgmma-c2p.txt); at M = 512 c2
+		 * is 17% slower */
+		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
+		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
+		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4c2pvs" : t128 >= 100 ? "wg128x128x64s4pvs" : "wg64x128x64s8v",
+				   c);
+		return;
+	}
+	if (mma_dtype(sh) && sh->K >= 16) {
+		int64_t b128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128) * sh->batch;
+		int64_t b64 = ((sh->M + 63) / 64) * ((sh->N + 127) / 128) * sh->batch;
+		/* big tiles where they fill the 132 SMs of an H100/H200; smaller
+		 * ones for small outputs so that every SM has a block */
+		if (b128 >= 120)
+			kf_mm_config_parse("mma128x128x32w2x4s3", c);
+		else if (b64 >= 100)
+			kf_mm_config_parse("mma64x128x32w2x2s4", c);
+		else
+			kf_mm_config_parse("mma64x64x32w2x2s4", c);
+		return;
+	}
+	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", c);
+}
+
+int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
+{
+	static const char *const all[] = {
+		/* "s" (staged epilogue) beside the default, untimed on a device yet */
+		"wg128x256x64s4c2pvs", "wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
+		"wg128x128x64s4pvs", "wg128x128x64s4pv", "wg128x256x64s3pvse", "wg128x128x64s4pvse", "wg128x128x64s6ppvs",
+		"wg64x256x64s4ppvs",
+		"wg128x128x64s4v", "wg128x128x64s6v",
+		"wg128x128x64s4", "wg64x256x64s6v", "wg64x128x64s8v", "mma128x128x32w2x4s3", "mma128x128x32w2x4s4", "mma128x256x32w2x4s3", "mma256x128x32w4x2s3",
+		"mma128x128x64w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
+		"mma64x256x32w1x4s3", "mma128x128x16w2x4s4", "fma64x64x16t4x4", "fma128x128x8t8x8",
+		"fma128x64x16t8x4", "fma32x32x16t2x2", "gemv", "gemvk1", "gemvk2", "gemvk4", "gemvk8", "gemvk16",
+		"gemvk32", "gemvk64", "gemvk16u8", "gemvk32u8", "gemvk64u8", "gemvk128u4", "gemvk2u8", "gemvk4u8",
+		"gemvk8u8", "gemvc", "gemvcu4", "gemvcu16",
+		/* split-K, for few tiles over a long K (M up to 256) */
+		"fma32x32x16t2x2k4", "fma32x32x16t2x2k8", "fma64x64x16t4x4k4", "fma64x64x16t4x4k8",
+		"mma64x64x32w2x2s4k4", "mma64x64x32w2x2s4k8", "mma32x64x32w1x2s4k4", "mma32x64x32w1x2s4k8",
+	};
+	int n = 0;
+	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);
+	for (size_t i = 0; i < sizeof all / sizeof *all && n < max; i++) {
+		kf_mm_config c;
+		kf_mm_config_parse(all[i], &c);
+		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
+		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
+		if (!kx_mm_config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) || (c.sk > 1 && sh->M > 256) ||
+		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)) ||
+		    (c.bulk && sh->wgmma <= 0))
+			continue;
+		snprintf(out[n++], 32, "%s", all[i]);
+	}
+	return n;
+}
+
+void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n)
+{
+	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c%s%s", arch, kf_dtype_name(sh->in),
+		 sh->tf32 ? "+tf32" : "", kf_dtype_name(sh->out), (long long)sh->batch, (long long)sh->M,
+		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n', sh->tag[0] ? ":" : "",
+		 sh->tag);
+}

@@ -1,0 +1,70 @@
+/* mm_cost.c: the cost model: which config a contraction runs when no
+ * tuned one applies (no `tile`, no $KFUSE_MATMUL_TILE, no line of the tune
+ * cache or of the shipped table: cuda/tune.h).
+ *
+ * The rule is a floor, not a guess: an own kernel only in a shape class
+ * where it was measured on the H200 at least as fast as cuBLAS with the
+ * same epilogue; everywhere else a library route (cuBLASLt with its fused
+ * epilogue where the body is bias [+ relu | gelu-tanh], else a cuBLAS GEMM
+ * and the fused epilogue kernel), which is that bar by construction.  A
+ * class enters the own list only with a measurement, written in
+ * docs/matmul.md ("The default") beside the results file it comes from.
+ *
+ * requires: nothing (pure); tests/unit/test_mm_cost.c checks the table.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "emit_matmul.h"
+
+/* A class where the own default kernel is measured at least as fast as
+ * cuBLAS + epilogue: the own config the heuristic gives (emit_matmul.c)
+ * starts with `own` and the shape matches. */
+typedef struct own_class {
+	const char *name;     /* shown in reports */
+	const char *own;      /* the own default config ("gemv": any GEMV) */
+	int64_t min_m, min_n, min_k; /* the extents around the measured shapes */
+} own_class;
+
+static const own_class owns[] = {
+	/* M = 1, one batch: the weight read once at 87-94% of the copy ceiling
+	 * (warm), 4.2-4.6 us at 1 x 1024 x 4096 f32 against 10-12 us for
+	 * torch's cuBLAS GEMV (s3-gpu-gemv-tiles2, s2-gpu-gemv-ncu2) */
+	{"gemv", "gemv", 1, 1, 1},
+	/* f16/bf16 with wgmma, 128 x 256 tiles >= 120: 4096^3 + bias + gelu
+	 * 0.1882 ms against 0.1919-0.1949 for cuBLAS + epilogue (1.02x;
+	 * s3-gpu-matmul-final, -final2) */
+	{"wgmma 128x256, M N K >= 512 2048 2048", "wg128x256x64s4c2pvs", 512, 2048, 2048},
+	/* 128 x 128 tiles >= 100: 512 x 4096 x 4096 0.0280 ms against 0.0288-
+	 * 0.0291 (1.03x; s3-gpu-matmul).  Smaller M or K (a row of tiles, a
+	 * short K loop: GPT-2's LM head at M = 128) was not measured. */
+	{"wgmma 128x128, M N K >= 512 2048 2048", "wg128x128x64s4pvs", 512, 2048, 2048},
+};
+
+const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size_t n)
+{
+	kf_mm_config own;
+	char txt[32];
+	kf_mm_own_default(sh, &own);
+	kf_mm_config_text(&own, txt, sizeof txt);
+	for (size_t i = 0; i < sizeof owns / sizeof *owns; i++)
+		if ((!strcmp(txt, owns[i].own) || (!strcmp(owns[i].own, "gemv") && own.algo == KF_MM_GEMV)) &&
+		    sh->M >= owns[i].min_m && sh->N >= owns[i].min_n && sh->K >= owns[i].min_k) {
+			snprintf(out, n, "%s", txt);
+			return owns[i].name;
+		}
+	/* not measured as fast as cuBLAS (the f32 SIMT kernel: 1 TFLOP/s on
+	 * the Llama block's 64 x 512 x 512, 42 us tuned; mma.sync: a third of
+	 * cuBLAS at 4096^3 f16), or not measured at all */
+	if (libs.lt) {
+		/* one call with the epilogue fused: 0.1812 ms at 4096^3 against
+		 * 0.1919 for cuBLAS + epilogue, 0.0273 at M = 512 against 0.0288 */
+		snprintf(out, n, "cublaslt");
+		return "library: cuBLASLt with its epilogue";
+	}
+	if (libs.blas) {
+		snprintf(out, n, "cublas");
+		return "library: cuBLAS";
+	}
+	snprintf(out, n, "%s", txt);
+	return "own: no library takes it";
+}
