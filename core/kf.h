@@ -241,6 +241,7 @@ enum {
 	X(SOFTMAX, "softmax") X(LOG_SOFTMAX, "log_softmax") X(LAYER_NORM, "layer_norm") \
 	X(MATMUL, "matmul") X(GEMM, "gemm") \
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
+	X(IOTA, "iota") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 

@@ -333,6 +333,28 @@ static int inf_cast(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 	return 1;
 }
 
+/* iota: the declared type is the result (like const's); it must be static
+ * and numeric, and axis one of its dims. */
+static int inf_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
+{
+	kf_ic ic = kf_ic_make(g, n, err, errlen);
+	const kf_type *t = kf_vtype(g, kf_res(g, n, 0));
+	kf_tstr ts;
+	int64_t axis;
+	if (!kf_type_is_static(t))
+		return kf_ic_fail(&ic, "'iota' needs a static type, got %s", kf_ops_tstr(g->ctx, t, &ts));
+	if (t->dtype == KF_I1)
+		return kf_ic_fail(&ic, "'iota' makes numbers, not i1");
+	if (!kf_ic_need(&ic, "axis") || !kf_ic_int(&ic, "axis", 0, &axis))
+		return -1;
+	/* not kf_ic_axis: its message names operand 0, which iota has not */
+	if (axis < -t->rank || axis >= t->rank)
+		return kf_ic_fail(&ic, "'iota' axis %lld is out of range for %s (rank %d)", (long long)axis,
+				  kf_ops_tstr(g->ctx, t, &ts), t->rank);
+	out[0] = *t;
+	return 1;
+}
+
 static int inf_none(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
 {
 	return 0;
@@ -409,6 +431,8 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 			   "same elements, new {shape} (0 copies a dim, one -1 inferred)"},
 	[KF_OP_BROADCAST_TO] = {"broadcast_to", 1, 1, 1, BC, 0, kf_infer_broadcast_to, NULL, NULL, "shape",
 				"numpy broadcast_to {shape}"},
+	[KF_OP_IOTA] = {"iota", 0, 0, 1, KF_TRAIT_INJECTIVE, 0, inf_iota, NULL, NULL, "axis",
+			"each element's index along {axis}; the declared (static) type is the result"},
 	[KF_OP_CONCAT] = {"concat", 1, -1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_concat, NULL, NULL, "axis",
 			  "joins operands along {axis}"},
 	[KF_OP_SLICE] = {"slice", 1, 1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_slice, NULL, NULL,

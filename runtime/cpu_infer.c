@@ -247,7 +247,7 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 		char *err, size_t errlen)
 {
 	int op = kf_N(g, n)->op;
-	if (op >= KF_NBUILTIN || op == KF_OP_CONST || op == KF_OP_FUSION)
+	if (op >= KF_NBUILTIN || op == KF_OP_CONST || op == KF_OP_IOTA || op == KF_OP_FUSION)
 		return 0;
 	const kf_opinfo *info = kf_op(g->ctx, op);
 	if (nin < info->min_in || nout < 1)

@@ -125,6 +125,7 @@ int kf_cpu_const(KF_RT_CPU_ARGS);   /* cpu_shape.c */
 int kf_cpu_transpose(KF_RT_CPU_ARGS);
 int kf_cpu_reshape(KF_RT_CPU_ARGS);
 int kf_cpu_broadcast_to(KF_RT_CPU_ARGS);
+int kf_cpu_iota(KF_RT_CPU_ARGS);
 int kf_cpu_concat(KF_RT_CPU_ARGS);
 int kf_cpu_slice(KF_RT_CPU_ARGS);
 int kf_cpu_split(KF_RT_CPU_ARGS);

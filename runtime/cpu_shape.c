@@ -125,6 +125,24 @@ int kf_cpu_broadcast_to(KF_RT_CPU_ARGS)
 	return 0;
 }
 
+int kf_cpu_iota(KF_RT_CPU_ARGS)
+{
+	kf_tensor *y = &out[0];
+	int axis = kf_rt_axis(kf_attr_int(g, n, "axis", 0), y->rank);
+	if (axis < 0)
+		return kf_rt_fail(err, errlen, "axis out of range for rank %d", y->rank);
+	int64_t numel = kf_tensor_numel(y), inner = kf_rt_numel(y->rank - axis - 1, y->dim + axis + 1);
+	int64_t buf[256];
+	/* in chunks, through the one store that converts to every dtype */
+	for (int64_t i = 0; i < numel; i += 256) {
+		int64_t m = numel - i < 256 ? numel - i : 256;
+		for (int64_t j = 0; j < m; j++)
+			buf[j] = (i + j) / inner % y->dim[axis];
+		kf_rt_store(y->dtype, (char *)y->data + i * kf_dtype_size(y->dtype), RT_I64, buf, m);
+	}
+	return 0;
+}
+
 int kf_cpu_concat(KF_RT_CPU_ARGS)
 {
 	kf_tensor *y = &out[0];
