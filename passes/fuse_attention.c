@@ -76,6 +76,7 @@ typedef struct att {
 	chain pro[3]; /* q, k, v: nearest to the matmul first */
 	chain out;    /* after mm2, in order */
 	const char *why;
+	bool strong;  /* why names the likeliest cause: keep it */
 	char buf[160];
 } att;
 
@@ -125,7 +126,8 @@ static bool score_up(att *a, kf_vid v, const kf_type *S, int depth)
 	kf_graph *g = a->g;
 	kf_nid d = kf_def(g, v);
 	if (d == KF_NONE) {
-		a->why = "the scores are a graph input, not a matmul's result";
+		if (!a->strong)
+			a->why = "the scores are a graph input, not a matmul's result";
 		return false;
 	}
 	if (kf_N(g, d)->op == KF_OP_MATMUL && kf_N(g, d)->blk == 0) {
@@ -133,19 +135,28 @@ static bool score_up(att *a, kf_vid v, const kf_type *S, int depth)
 		return true;
 	}
 	if (depth >= CHAIN - 1 || !ew(g, d)) {
-		snprintf(a->buf, sizeof a->buf, "the scores come from '%s', not from a matmul through element-wise ops",
-			 opname(g, d));
-		a->why = a->buf;
+		if (!a->strong) {
+			snprintf(a->buf, sizeof a->buf,
+				 "the scores come from '%s', not from a matmul through element-wise ops", opname(g, d));
+			a->why = a->buf;
+		}
 		return false;
 	}
 	const kf_node *x = kf_N(g, d);
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_vid u = kf_in(g, d, i);
-		kf_nid only;
+		kf_nid only, ud = kf_def(g, u);
 		const kf_type *t = kf_vtype(g, u);
-		if (!kf_type_same_shape(t, S) || !kf_dtype_is_float((kf_dtype)t->dtype) ||
-		    !single_user(g, u, &only))
+		if (!kf_type_same_shape(t, S) || !kf_dtype_is_float((kf_dtype)t->dtype))
 			continue;
+		if (!single_user(g, u, &only)) {
+			/* the likeliest cause, said over what other operands lead to */
+			if (ud != KF_NONE && kf_N(g, ud)->op == KF_OP_MATMUL) {
+				a->why = "the matmul's scores are read by other ops too";
+				a->strong = true;
+			}
+			continue;
+		}
 		int keep = a->score.nn;
 		if (score_up(a, u, S, depth + 1)) {
 			push(&a->score, d, 0);
@@ -365,6 +376,7 @@ static bool recognise(att *a, kf_nid sm)
 	a->sm = sm;
 	a->mm1 = a->mm2 = KF_NONE;
 	a->why = NULL;
+	a->strong = false;
 	const kf_type *S = kf_vtype(g, kf_in(g, sm, 0));
 	if (!kf_fuse_node_static(g, sm)) {
 		a->why = "symbolic shapes";
