@@ -1,0 +1,32 @@
+#!/bin/sh
+# run.sh BUILD_DIR MODELS_DIR NAME N [RTOL]: one attention test model (gen.py
+# wrote it: NAME.onnx, NAME.in<i>.npy, NAME.out.npy) through the importer and
+# the standard pipeline with fuse-attention; N attention kernels must come
+# out (and no softmax outside them), and the interpreter must match
+# PyTorch's output within RTOL (default 1e-4; atol 1e-5).
+set -e
+b=$1 m=$2 name=$3 want=$4 rtol=${5:-1e-4}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+t=${TMPDIR:-/tmp}/kf-attn-$name.$$
+trap 'rm -rf "$t"' EXIT
+mkdir -p "$t"
+"$b/onnx/kfuse-import-onnx" "$m/$name.onnx" -o "$t/$name.kf"
+"$b/kfuse-opt" "$t/$name.kf" -p "canonicalize,cse,rules{path=$root/patterns},fuse-attention,fuse-matmul,fuse,dce" \
+  --explain-fusion -o "$t/$name.fused.kf" 2> "$t/log"
+got=$(grep -c 'kind = "attention"' "$t/$name.fused.kf" || true)
+if [ "$got" != "$want" ]; then
+  cat "$t/log" >&2
+  echo "$name: $got attention kernels, expected $want" >&2
+  exit 1
+fi
+if grep -q '^  %[^ ]* = softmax(' "$t/$name.fused.kf"; then
+  cat "$t/log" >&2
+  echo "$name: a softmax is left outside the attention kernels" >&2
+  exit 1
+fi
+ins=""
+for f in "$m/$name".in*.npy; do
+  i=${f##*.in}; i=${i%.npy}
+  ins="$ins --input $i=$f"
+done
+"$b/kfuse-run" "$t/$name.fused.kf" $ins --expect "0=$m/$name.out.npy" --rtol "$rtol" --atol 1e-5
