@@ -8,6 +8,7 @@
  * max/min propagate NaN; integer division by 0 gives 0.
  */
 #include <stdarg.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
@@ -195,16 +196,20 @@ void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
 			kf_buf_printf(b, "%lldLL", (long long)i);
 		return;
 	}
+	/* f16 and bf16 compute in f32 (their values are exact there); the
+	 * literal is the value as the computing type holds it, so a double too
+	 * large for f32 is an infinity and one too small a zero or a denormal,
+	 * never a literal out of the type's range */
 	bool dbl = t == KF_F64;
-	if (f != f) {
+	double r = dbl ? f : (double)(float)f;
+	if (isnan(r)) {
 		kf_buf_puts(b, dbl ? "KF_DNAN" : "KF_NAN");
-	} else if (f > 1e308 * 10 || f < -1e308 * 10) {
-		kf_buf_puts(b, f < 0 ? "-" : "");
+	} else if (isinf(r)) {
+		kf_buf_puts(b, r < 0 ? "-" : "");
 		kf_buf_puts(b, dbl ? "KF_DINF" : "KF_INF");
 	} else {
-		/* the shortest text that reads back to the value in its dtype;
-		 * float literals round to the same f32 */
-		kf_buf_float(b, f, dbl ? KF_F64 : KF_F32);
+		/* the shortest text that reads back to the value in its dtype */
+		kf_buf_float(b, r, dbl ? KF_F64 : KF_F32);
 		if (!dbl)
 			kf_buf_putc(b, 'f');
 	}
@@ -618,8 +623,10 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 {
 	const kf_node *x = kf_N(g, n);
 	memset(out, 0, sizeof *out);
+	/* a fusion without results (a group of dead ops) computes nothing
+	 * anyone reads */
 	if (x->op == KF_OP_CONST || x->op == KF_OP_RESHAPE || x->op == KF_OP_RETURN ||
-	    x->op == KF_OP_YIELD)
+	    x->op == KF_OP_YIELD || (x->op == KF_OP_FUSION && x->nres == 0))
 		return 1;
 	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0};
 	out->node = n;

@@ -73,6 +73,11 @@ const char *kx_it(const kx *k); /* index type: int or long long */
 kf_dtype kx_dt(const kx *k, kf_vid v);
 void kx_load(kf_buf *b, kf_dtype t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void kx_store(kf_buf *b, kf_dtype t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The one writer of a constant's CUDA literal: integers (INT64_MIN as an
+ * expression), i1 as true/false, floats as the shortest decimal that reads
+ * back to the value as the computing type holds it (f32 for f16/bf16, f64),
+ * infinities and NaN as the prelude's KF_INF/KF_NAN (KF_DINF/KF_DNAN),
+ * denormals as written, never a literal out of range. */
 void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i);
 int kx_param(const kx *k, kf_vid v);
 bool kx_computed(const kx *k, kf_vid v);
