@@ -119,8 +119,8 @@ const char *kf_emit_prelude(void) { return prelude; }
 
 const char *kf_kernel_kind_name(int kind)
 {
-	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce"};
-	return kind >= 0 && kind < 6 ? n[kind] : "?";
+	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce", "attention"};
+	return kind >= 0 && kind < 7 ? n[kind] : "?";
 }
 
 /* ---- dtypes ----------------------------------------------------------------- */
@@ -593,6 +593,8 @@ static int kernel_kind(kx *k, kf_nid n)
 			return KF_KK_COLREDUCE;
 		if (strcmp(kind, "contraction") == 0) /* cuda/emit_matmul.c */
 			return KF_KK_MATMUL;
+		if (strcmp(kind, "attention") == 0) /* cuda/emit_attention.c */
+			return KF_KK_ATTENTION;
 		return strcmp(kind, "reduce") == 0 ? KF_KK_ROW : KF_KK_LOOP;
 	}
 	switch (kf_fuse_kind_of(k->g, n)) {
@@ -661,6 +663,7 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 	case KF_KK_MATMUL: rc = kx_emit_matmul(&k); break;
 	case KF_KK_PERSISTENT: rc = kx_emit_persistent(&k); break;
 	case KF_KK_COLREDUCE: rc = kx_emit_colreduce(&k); break;
+	case KF_KK_ATTENTION: rc = kx_emit_attention(&k); break;
 	default:
 		rc = kx_fail(&k, "op '%s' has no CUDA implementation", kf_op(g->ctx, x->op)->name);
 	}

@@ -191,6 +191,81 @@ static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 	}
 }
 
+/* ---- masks computed from indices ------------------------------------------------- */
+
+#define FREE_MAX 16
+
+/* The nodes of v's producer tree when it reads no tensor: iotas,
+ * constants and element-wise ops of those, at least one iota (a mask built
+ * from indices: causal, banded, sliding windows); false otherwise. */
+static bool index_tree(const kf_graph *g, kf_vid v, kf_nid *t, int *nt, bool *iota, int depth)
+{
+	kf_nid d = kf_def(g, v);
+	if (d == KF_NONE || depth > 8)
+		return false;
+	const kf_node *x = kf_N(g, d);
+	if (x->op == KF_OP_CONST)
+		return true;
+	for (int i = 0; i < *nt; i++)
+		if (t[i] == d)
+			return true;
+	int tr = kf_op(g->ctx, x->op)->trait;
+	if (x->op != KF_OP_IOTA && ((tr != KF_TRAIT_ELEMENTWISE && tr != KF_TRAIT_BROADCAST) || x->op == KF_OP_BROADCAST_TO ||
+				    x->nres != 1))
+		return false;
+	*iota = *iota || x->op == KF_OP_IOTA;
+	for (uint32_t i = 0; i < x->nin; i++)
+		if (!index_tree(g, kf_in(g, d, i), t, nt, iota, depth + 1))
+			return false;
+	if (*nt == FREE_MAX)
+		return false;
+	t[(*nt)++] = d; /* after its operands */
+	return true;
+}
+
+/* A mask the score chain reads that is computed from indices alone is
+ * copied into the group (its nodes cloned before the reader; the
+ * originals stay for other readers, dce removes them if none): the kernel
+ * computes it from the element's position and reads no memory for it, and
+ * a causal mask in the form below is recognised there. */
+static void clone_index_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
+{
+	kf_graph *g = a->g;
+	for (int i = 0; i < a->score.nn; i++) {
+		kf_nid n = a->score.n[i];
+		kf_vid chainv = i ? kf_res(g, a->score.n[i - 1], 0) : kf_res(g, a->mm1, 0);
+		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
+			kf_vid m = kf_in(g, n, j);
+			kf_nid t[FREE_MAX];
+			int nt = 0;
+			bool iota = false;
+			if (m == chainv || !index_tree(g, m, t, &nt, &iota, 0) || !iota || *nextra + nt > KF_ATT_CHAIN)
+				continue;
+			kf_vid from[FREE_MAX], to[FREE_MAX];
+			for (int k = 0; k < nt; k++) {
+				const kf_node *x = kf_N(g, t[k]);
+				kf_vid in[3];
+				for (uint32_t o = 0; o < x->nin && o < 3; o++) {
+					in[o] = kf_in(g, t[k], o);
+					for (int q = 0; q < k; q++)
+						if (from[q] == in[o])
+							in[o] = to[q];
+				}
+				kf_nid c = new_node(g, n, x->op, in, x->nin, kf_vtype(g, kf_res(g, t[k], 0)));
+				x = kf_N(g, t[k]);
+				kf_node_set_attrs(g, c, x->attr, x->nattr);
+				kf_N(g, c)->loc = x->loc;
+				kf_V(g, kf_res(g, c, 0))->name = kf_V(g, kf_res(g, t[k], 0))->name;
+				from[k] = kf_res(g, t[k], 0);
+				to[k] = kf_res(g, c, 0);
+				reader[*nextra] = n;
+				extra[(*nextra)++] = c;
+			}
+			kf_set_operand(g, n, j, to[nt - 1]);
+		}
+	}
+}
+
 /* ---- the pass ---------------------------------------------------------------------- */
 
 static void explain(kf_buf *log, const kf_graph *g, kf_nid n, const char *why)
@@ -243,6 +318,7 @@ static void build(kf_att *a, int index, int64_t **pos, uint32_t *npos)
 	int nm = 0, ne = 0;
 	for (int i = 0; i < KF_ATT_CHAIN; i++)
 		reader[i] = KF_NONE;
+	clone_index_masks(a, extra, reader, &ne);
 	causal_masks(a, extra, reader, &ne);
 	/* node ids of new nodes lie past the positions computed at the start:
 	 * each takes its reader's position, less one, which keeps them before
