@@ -22,8 +22,11 @@ static void add_step(kf_cuda_session *s, const kf_kernel *k)
 	s->st[s->nst++].k = *k;
 }
 
+static int body_steps(kf_cuda_session *s, kf_nid f);
+
 /* Emits the kernels of block b's nodes (the top level, or a split fusion's
- * body) as steps; reshape becomes an alias. */
+ * body) as steps; reshape becomes an alias; a fusion whose kernel cannot
+ * run its body (kf_emit_node_for's 2) runs the body op by op. */
 static int emit_block(kf_cuda_session *s, kf_bid b)
 {
 	kf_graph *g = s->g;
@@ -37,6 +40,19 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 		int rc = kf_emit_node_for(g, n, &s->tgt, &k);
 		if (rc < 0)
 			return -1;
+		if (rc == 2) {
+			int br = body_steps(s, n);
+			if (br < 0)
+				return -1;
+			if (br > 0) {
+				kf_error(g->ctx, x->loc, "cuda: %s; and its body cannot run op by op (it yields a view)", k.why);
+				return -1;
+			}
+			if (s->o.report)
+				kf_buf_printf(s->o.report, "cuda: @%s: fusion @%s runs op by op: %s\n", kf_str(g->ctx, g->name),
+					      kf_str(g->ctx, x->sym), k.why);
+			continue;
+		}
 		if (rc == 0)
 			add_step(s, &k);
 	}
@@ -146,9 +162,34 @@ static int load(kf_cuda_session *s, bool *spilled)
 	return 0;
 }
 
-/* A fusion whose kernel spills runs its body op by op: the body's
- * arguments alias the fusion's operands and the yielded values its
- * results.  Returns the number of steps split. */
+/* Fusion f's body as steps (appended): its arguments alias the fusion's
+ * operands and the yielded values its results.  1 (nothing done) when a
+ * yielded value is an argument, a constant, a reshape (an alias itself) or
+ * yielded twice: those would need a copy. */
+static int body_steps(kf_cuda_session *s, kf_nid f)
+{
+	kf_graph *g = s->g;
+	const kf_node *x = kf_N(g, f);
+	kf_nid y = kf_block_terminator(g, x->body);
+	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++) {
+		kf_vid v = kf_in(g, y, j);
+		if (kf_def(g, v) == KF_NONE || kf_N(g, kf_def(g, v))->op == KF_OP_CONST ||
+		    kf_N(g, kf_def(g, v))->op == KF_OP_RESHAPE)
+			return 1;
+		for (uint32_t k = 0; k < j; k++)
+			if (kf_in(g, y, k) == v)
+				return 1;
+	}
+	for (uint32_t j = 0; j < x->nin; j++)
+		s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
+	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
+		s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
+	return emit_block(s, x->body);
+}
+
+/* A fusion whose kernel spills runs its body op by op (body_steps); the
+ * spilling kernel stays when the body cannot.  Returns the number of
+ * steps split. */
 static int split(kf_cuda_session *s, const bool *spilled, uint32_t nst)
 
 {
@@ -159,26 +200,12 @@ static int split(kf_cuda_session *s, const bool *spilled, uint32_t nst)
 			continue;
 		kf_nid f = s->st[i].k.node;
 		const kf_node *x = kf_N(g, f);
-		kf_nid y = kf_block_terminator(g, x->body);
-		bool ok = true;
-		/* a yielded argument or a value yielded twice needs a copy: keep
-		 * the spilling kernel then */
-		for (uint32_t j = 0; j < kf_N(g, y)->nin && ok; j++) {
-			kf_vid v = kf_in(g, y, j);
-			ok = kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op != KF_OP_CONST &&
-			     kf_N(g, kf_def(g, v))->op != KF_OP_RESHAPE;
-			for (uint32_t k = 0; k < j; k++)
-				ok = ok && kf_in(g, y, k) != v;
-		}
-		if (!ok)
-			continue;
-		for (uint32_t j = 0; j < x->nin; j++)
-			s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
-		for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
-			s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
 		uint32_t before = s->nst;
-		if (emit_block(s, x->body) != 0)
+		int rc = body_steps(s, f);
+		if (rc < 0)
 			return -1;
+		if (rc > 0)
+			continue;
 		/* the body's steps (appended) take the fusion's place */
 		uint32_t nb = s->nst - before;
 		step *ns = malloc((s->nst + 1) * sizeof *ns);

@@ -39,7 +39,9 @@ typedef struct kx_att {
 	bool tf32;             /* f32 may use tf32 tensor cores (the fusion's tf32) */
 } kx_att;
 
-/* emit_attention.c */
+/* emit_attention.c; kx_emit_attention (emit_int.h) returns 2 with
+ * k->k->why for a body the kernels do not take (the body then runs op by
+ * op). */
 /* The offset text of batch z (a linear index over B, a name) in view v,
  * base offset included. */
 void kx_att_boff(const kx_att *at, const kf_view *v, const char *z, kf_buf *o);

@@ -23,9 +23,12 @@
 #include <string.h>
 #include "emit_att_int.h"
 
+/* A body the kernels do not take: why, for the caller, which then runs
+ * the body op by op (kf_emit_node_for's 2); not an error. */
 static int fail(kx *k, const char *why)
 {
-	return kx_fail(k, "attention kernel: %s", why);
+	snprintf(k->k->why, sizeof k->k->why, "attention kernel: %s", why);
+	return -1;
 }
 
 /* ---- analysis ------------------------------------------------------------------ */
@@ -197,8 +200,9 @@ static int analyse(kx *k, kx_att *at)
 		return fail(k, "the body holds no softmax");
 	kf_att *a = &at->a;
 	if (!kf_att_recognise(g, sm, a)) {
-		kx_fail(k, "attention kernel: not attention: %s", a->why);
-		return -1;
+		char buf[140];
+		snprintf(buf, sizeof buf, "not attention: %s", a->why);
+		return fail(k, buf);
 	}
 	if (k->nout != 1 || k->out[0] != kf_att_result(a))
 		return fail(k, "the body yields something other than the attention's result");
@@ -529,13 +533,16 @@ int kx_att_out_helper(kx *k, const kx_att *at)
 int kx_emit_attention(kx *k)
 {
 	kx_att at;
-	if (analyse(k, &at) != 0)
-		return -1;
-	if (kx_att_score_helper(k, &at) != 0 || kx_att_out_helper(k, &at) != 0 ||
-	    (at.q.npro && kx_att_qpro_helper(k, &at) != 0))
-		return -1;
-	int rc = kx_emit_attention_mma(k, &at);
-	if (rc == 1)
-		rc = kx_emit_attention_simt(k, &at);
-	return rc;
+	k->k->why[0] = '\0';
+	int rc = analyse(k, &at);
+	if (rc == 0 && (kx_att_score_helper(k, &at) != 0 || kx_att_out_helper(k, &at) != 0 ||
+			(at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
+		rc = -1;
+	if (rc == 0) {
+		rc = kx_emit_attention_mma(k, &at);
+		if (rc == 1)
+			rc = kx_emit_attention_simt(k, &at);
+	}
+	/* a body the kernels do not take runs op by op (no error was made) */
+	return rc != 0 && k->k->why[0] ? 2 : rc;
 }

@@ -685,8 +685,13 @@ int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *
 	}
 done:
 	kx_free(&k);
-	if (rc != 0)
+	if (rc != 0) {
+		char why[sizeof out->why];
+		memcpy(why, out->why, sizeof why);
 		kf_kernel_free(out);
+		if (rc == 2)
+			memcpy(out->why, why, sizeof why);
+	}
 	return rc;
 }
 
@@ -698,12 +703,16 @@ void kf_kernels_free(kf_kernels *ks)
 	memset(ks, 0, sizeof *ks);
 }
 
-int kf_emit_graph(kf_graph *g, kf_kernels *out)
+/* Appends the kernels of block b's nodes to out; a fusion whose kernel
+ * cannot run its body (2) has its body's. */
+static int emit_block(kf_graph *g, kf_bid b, kf_kernels *out)
 {
-	kf_foreach_node(g, 0, n) {
+	kf_foreach_node(g, b, n) {
 		kf_kernel k;
 		int rc = kf_emit_node(g, n, &k);
 		if (rc < 0)
+			return -1;
+		if (rc == 2 && emit_block(g, kf_N(g, n)->body, out) != 0)
 			return -1;
 		if (rc > 0)
 			continue;
@@ -714,6 +723,11 @@ int kf_emit_graph(kf_graph *g, kf_kernels *out)
 		out->k[out->n++] = k;
 	}
 	return 0;
+}
+
+int kf_emit_graph(kf_graph *g, kf_kernels *out)
+{
+	return emit_block(g, 0, out);
 }
 
 /* ---- module-level emission ------------------------------------------------------ */

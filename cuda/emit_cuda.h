@@ -67,6 +67,7 @@ typedef struct kf_kernel {
 	bool walk;          /* it walks its units by gridDim (the persistent wgmma): the
 			       runtime may launch fewer blocks than emitted, and launches
 			       at most what is resident at once (kf_cuda_fit_walk) */
+	char why[160];      /* kf_emit_node_for returned 2: why the fusion's kernel cannot run it */
 } kf_kernel;
 
 /* What the emitter may assume of the device.  wgmma: 1 when it is an
@@ -89,7 +90,10 @@ const char *kf_emit_prelude(void);
 /* Emits the kernel of node n (top-level or in a fusion body): a fusion node
  * runs its body; another op is wrapped as a one-node kernel.  Returns 0; 1
  * when n needs no kernel (const: the runtime uploads it; reshape: an alias
- * of its operand; return); -1 with an error at the node. */
+ * of its operand; return); 2 when n is a fusion whose kind's kernel cannot
+ * run this body (an attention fusion written by hand in another form): the
+ * caller runs the body op by op, k->why says why (k holds nothing else);
+ * -1 with an error at the node. */
 int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *k);
 /* The same for a target (NULL: unknown). */
 int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *k);

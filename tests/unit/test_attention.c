@@ -21,6 +21,7 @@
 #include "kf_test.h"
 #include "kf_test_nvrtc.h"
 #include "kf_emu.h"
+#include "cuda_backend.h"
 #include "equiv.h"
 
 /* A case: graph text; the kernel kind expected in its text ("fa", "simt")
@@ -279,10 +280,59 @@ static void test_emu_catches(void **s)
 	assert_true(emulate(&decode, "s++) O += __ldcg", "s += 2) O += __ldcg") > 0);
 }
 
+/* Plans g (dry run: NVRTC, no GPU) and returns its kernels. */
+static int plan_kernels(kf_ctx *c, kf_graph *g, kf_buf *report)
+{
+	char dir[] = "/tmp/kf-attn-planXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .report = report};
+	kf_cuda_stats st;
+	kf_cuda_session *s = kf_cuda_session_new(c, &co);
+	assert_non_null(s);
+	if (kf_cuda_session_plan(s, g) != 0)
+		kft_fail_diags(c, "plan");
+	kf_cuda_session_stats(s, &st);
+	kf_cuda_session_free(s);
+	kft_rmdir(dir);
+	return (int)st.kernels;
+}
+
+/* The backend plans an attention fusion as one kernel; a fusion of kind
+ * attention whose body the kernels do not take (a softmax written as
+ * primitive ops) runs op by op, and the plan says why. */
+static void test_plan(void **state)
+{
+	(void)state;
+	if (!kft_have_nvrtc()) {
+		skip();
+		return;
+	}
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, plain.text);
+	kft_run_pipe(c, m, "fuse-attention,fuse-matmul,fuse");
+	kf_buf r = {0};
+	assert_int_equal(plan_kernels(c, m->graph[0], &r), 1);
+	kf_module_free(m);
+	m = kft_parse(c, "graph @w(%q: f32[2,16,8], %kt: f32[2,8,16], %v: f32[2,16,8]) -> (f32[2,16,8]) {\n"
+			 "  %o = fusion @a0(%q, %kt, %v) {kind = \"attention\"} : f32[2,16,8] {\n"
+			 "  ^(%0: f32[2,16,8], %1: f32[2,8,16], %2: f32[2,16,8]):\n"
+			 "    %s = matmul(%0, %1) : f32[2,16,16]\n    %e = exp(%s) : f32[2,16,16]\n"
+			 "    %z = reduce_sum(%e) {axes = [-1]} : f32[2,16,1]\n    %p = div(%e, %z) : f32[2,16,16]\n"
+			 "    %o = matmul(%p, %2) : f32[2,16,8]\n    yield %o\n  }\n  return %o\n}\n");
+	assert_int_equal(plan_kernels(c, m->graph[0], &r), 5);
+	kf_buf_putc(&r, 0);
+	assert_non_null(strstr(r.p, "fusion @a0 runs op by op: attention kernel: the body holds no softmax"));
+	kf_buf_free(&r);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ptxas),
+		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_emu_plain),
 		cmocka_unit_test(test_emu_causal),
 		cmocka_unit_test(test_emu_gqa),
