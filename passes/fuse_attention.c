@@ -262,6 +262,10 @@ static void clone_index_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nex
 				extra[(*nextra)++] = c;
 			}
 			kf_set_operand(g, n, j, to[nt - 1]);
+			/* the originals nobody else reads go (users before operands) */
+			for (int k = nt; k-- > 0;)
+				if (!kf_has_uses(g, kf_res(g, t[k], 0)))
+					kf_node_erase(g, t[k]);
 		}
 	}
 }

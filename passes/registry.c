@@ -10,6 +10,7 @@
 	X(shape_infer) \
 	X(rules) \
 	X(persistent) \
+	X(merge_matmul) \
 	X(fuse_attention) \
 	X(fuse_matmul) \
 	X(fuse)
