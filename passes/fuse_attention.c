@@ -191,31 +191,30 @@ static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 	}
 }
 
-/* ---- masks computed from indices ------------------------------------------------- */
+/* ---- masks computed in the kernel ------------------------------------------------ */
 
 #define FREE_MAX 16
 
-/* The nodes of v's producer tree when it reads no tensor: iotas,
- * constants and element-wise ops of those, at least one iota (a mask built
- * from indices: causal, banded, sliding windows); false otherwise. */
-static bool index_tree(const kf_graph *g, kf_vid v, kf_nid *t, int *nt, bool *iota, int depth)
+/* The nodes of v's producer tree, leaves excluded: cheap element-wise ops
+ * (no transcendental, no division) and iotas, at most FREE_MAX, whose
+ * leaves are constants or values from elsewhere; false when v has none or
+ * an op of another kind. */
+static bool mask_tree(const kf_graph *g, kf_vid v, kf_nid *t, int *nt, int depth)
 {
 	kf_nid d = kf_def(g, v);
 	if (d == KF_NONE || depth > 8)
-		return false;
+		return depth > 0;
 	const kf_node *x = kf_N(g, d);
-	if (x->op == KF_OP_CONST)
-		return true;
+	int tr = kf_op(g->ctx, x->op)->trait;
+	bool ew = (tr == KF_TRAIT_ELEMENTWISE || tr == KF_TRAIT_BROADCAST) && x->op != KF_OP_BROADCAST_TO &&
+		  x->nres == 1 && !kf_fuse_op_expensive(x->op);
+	if (x->op == KF_OP_CONST || (!ew && x->op != KF_OP_IOTA))
+		return depth > 0; /* a leaf, read as it is */
 	for (int i = 0; i < *nt; i++)
 		if (t[i] == d)
 			return true;
-	int tr = kf_op(g->ctx, x->op)->trait;
-	if (x->op != KF_OP_IOTA && ((tr != KF_TRAIT_ELEMENTWISE && tr != KF_TRAIT_BROADCAST) || x->op == KF_OP_BROADCAST_TO ||
-				    x->nres != 1))
-		return false;
-	*iota = *iota || x->op == KF_OP_IOTA;
 	for (uint32_t i = 0; i < x->nin; i++)
-		if (!index_tree(g, kf_in(g, d, i), t, nt, iota, depth + 1))
+		if (!mask_tree(g, kf_in(g, d, i), t, nt, depth + 1))
 			return false;
 	if (*nt == FREE_MAX)
 		return false;
@@ -223,12 +222,14 @@ static bool index_tree(const kf_graph *g, kf_vid v, kf_nid *t, int *nt, bool *io
 	return true;
 }
 
-/* A mask the score chain reads that is computed from indices alone is
- * copied into the group (its nodes cloned before the reader; the
- * originals stay for other readers, dce removes them if none): the kernel
- * computes it from the element's position and reads no memory for it, and
- * a causal mask in the form below is recognised there. */
-static void clone_index_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
+/* A mask the score chain reads that cheap element-wise ops compute (from
+ * iotas: causal, banded, sliding windows; from a padding mask input: BERT's
+ * (1 - m) * -10000) is copied into the group: its nodes are cloned before
+ * the reader, the originals stay for other readers (and go when none is
+ * left).  The kernel computes the mask where it needs it instead of a
+ * kernel writing it for every attention to read, and a causal mask in the
+ * form below is recognised there. */
+static void clone_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 {
 	kf_graph *g = a->g;
 	for (int i = 0; i < a->score.nn; i++) {
@@ -238,8 +239,7 @@ static void clone_index_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nex
 			kf_vid m = kf_in(g, n, j);
 			kf_nid t[FREE_MAX];
 			int nt = 0;
-			bool iota = false;
-			if (m == chainv || !index_tree(g, m, t, &nt, &iota, 0) || !iota || *nextra + nt > KF_ATT_CHAIN)
+			if (m == chainv || !mask_tree(g, m, t, &nt, 0) || !nt || *nextra + nt > KF_ATT_CHAIN)
 				continue;
 			kf_vid from[FREE_MAX], to[FREE_MAX];
 			for (int k = 0; k < nt; k++) {
@@ -322,7 +322,7 @@ static void build(kf_att *a, int index, int64_t **pos, uint32_t *npos)
 	int nm = 0, ne = 0;
 	for (int i = 0; i < KF_ATT_CHAIN; i++)
 		reader[i] = KF_NONE;
-	clone_index_masks(a, extra, reader, &ne);
+	clone_masks(a, extra, reader, &ne);
 	causal_masks(a, extra, reader, &ne);
 	/* node ids of new nodes lie past the positions computed at the start:
 	 * each takes its reader's position, less one, which keeps them before

@@ -7,7 +7,9 @@
  *
  * The q, k and v projections of attention (and the gate and up
  * projections of a gated MLP) then run as one contraction, which fills the
- * GPU where each alone would not, and x is read once.  The concatenation
+ * GPU where each alone would not, and x is read once.  Where each adds a
+ * constant bias of its N (nn.Linear), the biases are concatenated and added
+ * once, so that the add is the merged contraction's epilogue.  The concatenation
  * is a function of constants: canonicalize folds it when the weights are
  * inline, and the CUDA backend computes it once at plan time otherwise
  * (cuda_backend.c, mark_folds).  The parts are slices (not one split):
@@ -42,6 +44,28 @@ static kf_vid weight_of(const kf_graph *g, kf_nid u, kf_vid x)
 	    wt->dim[0] != xt->dim[xt->rank - 1])
 		return KF_NONE;
 	return w;
+}
+
+/* The bias of matmul u: its result's only reader adds a constant vector of
+ * its N elements (nn.Linear's bias); KF_NONE otherwise. */
+static kf_vid bias_of(const kf_graph *g, kf_nid u, kf_nid *add)
+{
+	kf_vid r = kf_res(g, u, 0);
+	*add = KF_NONE;
+	kf_uid f = kf_V(g, r)->first_use;
+	if (f == KF_NONE || g->use[f].next != KF_NONE)
+		return KF_NONE;
+	kf_nid a = g->use[f].user;
+	if (kf_N(g, a)->op != KF_OP_ADD || kf_N(g, a)->blk != 0)
+		return KF_NONE;
+	kf_vid b = kf_in(g, a, kf_in(g, a, 0) == r);
+	kf_nid d = kf_def(g, b);
+	const kf_type *bt = kf_vtype(g, b), *rt = kf_vtype(g, r);
+	if (b == r || d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST || bt->rank != 1 || bt->dtype != rt->dtype ||
+	    bt->dim[0] != rt->dim[rt->rank - 1] || !kf_type_same_shape(kf_vtype(g, kf_res(g, a, 0)), rt))
+		return KF_NONE;
+	*add = a;
+	return b;
 }
 
 static int run(kf_graph *g, const kf_passopts *po, bool *changed)
@@ -113,12 +137,30 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 		kf_node_set_attr(g, cat, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = 1});
 		kf_vid in[2] = {x, kf_res(g, cat, 0)};
 		kf_nid y = kf_node_new(g, 0, first, KF_OP_MATMUL, in, 2, &ytid, 1);
+		/* biases that every part adds are added once, concatenated too (the
+		 * merged contraction's epilogue); the parts then replace the adds */
+		kf_vid bias[MAXM];
+		kf_nid adds[MAXM];
+		bool biased = true;
+		for (int j = 0; j < m && biased; j++)
+			biased = (bias[j] = bias_of(g, mm[j], &adds[j])) != KF_NONE &&
+				 pos[kf_def(g, bias[j])] < pos[first];
+		kf_nid whole = y;
+		if (biased) {
+			kf_type bt = kf_type_make((kf_dtype)yt.dtype, 1, &N);
+			kf_tid btid = kf_type_intern(c, &bt);
+			kf_nid bc = kf_node_new(g, 0, first, KF_OP_CONCAT, bias, (uint32_t)m, &btid, 1);
+			kf_node_set_attr(g, bc, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = 0});
+			kf_vid ain[2] = {kf_res(g, y, 0), kf_res(g, bc, 0)};
+			whole = kf_node_new(g, 0, first, KF_OP_ADD, ain, 2, &ytid, 1);
+			kf_N(g, bc)->loc = kf_N(g, whole)->loc = kf_N(g, first)->loc;
+		}
 		/* the parts as slices: each a view its own reader takes in (a split
 		 * read by several kernels would be a kernel of its own) */
-		kf_vid yv = kf_res(g, y, 0);
+		kf_vid yv = kf_res(g, whole, 0);
 		int64_t at = 0;
 		for (int j = 0; j < m; j++) {
-			kf_vid old = kf_res(g, mm[j], 0);
+			kf_vid old = biased ? kf_res(g, adds[j], 0) : kf_res(g, mm[j], 0);
 			kf_tid rt = kf_V(g, old)->type;
 			kf_nid sl = kf_node_new(g, 0, first, KF_OP_SLICE, &yv, 1, &rt, 1);
 			kf_attrval st = {.kind = KF_ATTR_INT, .i = at}, en = {.kind = KF_ATTR_INT, .i = at + sizes[j]};
@@ -133,8 +175,11 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 			kf_V(g, kf_res(g, sl, 0))->name = kf_V(g, old)->name;
 			kf_replace_all_uses(g, old, kf_res(g, sl, 0));
 		}
-		for (int j = 0; j < m; j++) /* after the slices went in before the first */
+		for (int j = 0; j < m; j++) { /* after the slices went in before the first */
+			if (biased)
+				kf_node_erase(g, adds[j]);
 			kf_node_erase(g, mm[j]);
+		}
 		kf_N(g, cat)->loc = kf_N(g, y)->loc = kf_N(g, first)->loc;
 		merged++;
 		mms += m;
