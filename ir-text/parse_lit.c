@@ -387,20 +387,16 @@ static void store_lit(kf_parser *p, const kf_lit *l, kf_dtype dt, kf_const *cst,
 {
 	const char *dn = kf_dtype_name(dt);
 	if (kf_dtype_is_float(dt)) {
-		static const double maxf[] = {[KF_F16] = 65504.0, [KF_BF16] = 3.3895313892515355e38,
-					      [KF_F32] = FLT_MAX, [KF_F64] = DBL_MAX};
-		/* the largest finite value plus half its ulp: what lies below
-		 * rounds to that value (the printer writes FLT_MAX as the
-		 * shortest text that does, 3.4028235e+38, a little above it) */
-		static const double round_to_max[] = {[KF_F16] = 65520.0, [KF_BF16] = 3.3961775292304957e38,
-						      [KF_F32] = 3.4028235677973366e38, [KF_F64] = DBL_MAX};
 		double v = l->kind == KF_LIT_FLOAT ? l->f : (double)l->i;
+		/* out of range: a finite literal that would round to infinity
+		 * (one that rounds to the largest finite value is fine: the
+		 * printer may write the largest value so) */
 		if (l->kind == KF_LIT_BOOL)
 			kf_parse_err(p, l->off, "boolean literal for float type %s", dn);
-		else if (isfinite(v) && fabs(v) >= round_to_max[dt] && dt != KF_F64)
+		else if (isfinite(v) && fabs(v) >= kf_dtype_overflow(dt))
 			kf_parse_err(p, l->off, "float literal out of range for %s", dn);
-		else if (isfinite(v) && fabs(v) > maxf[dt])
-			v = copysign(maxf[dt], v);
+		/* the payload is the literal; its value is the type's rounding
+		 * of it, which the printer prints (kf_buf_float) */
 		if (cst)
 			cst->f[k] = v;
 		return;

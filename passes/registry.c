@@ -9,6 +9,7 @@
 	X(dce) \
 	X(shape_infer) \
 	X(rules) \
+	X(amp) \
 	X(persistent) \
 	X(merge_matmul) \
 	X(fuse_attention) \
