@@ -10,12 +10,14 @@ OUT_DIR/NAME.q.npy, .k.npy, .v.npy with the reference output NAME.ref.npy
 memory-efficient one; scale 1/sqrt(D); causal aligned bottom-right for a
 decode), then times scaled_dot_product_attention with each backend that
 runs (flash, cuDNN, memory-efficient) and torch.compile of the attention
-written as matmuls and softmax (Inductor may match it to SDPA; at long
-sequences the unfused form does not fit and reports why).  One JSON object
+written as matmuls and softmax (Inductor may match it to SDPA), at the
+sequence lengths in $COMPILE_T only (each shape compiles for tens of
+seconds).  One JSON object
 per line: {"name", "variant", "ms"} (ms NaN and "why" when it did not run).
 """
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -70,6 +72,10 @@ def sdpa(q, k, v, causal):
 
 def main(out, cases):
     bks = backends()
+    # one compilation per shape: allow them all (the default limit of 8
+    # would fall back to eager silently), at the lengths in $COMPILE_T
+    torch._dynamo.config.cache_size_limit = 64
+    compile_t = {int(t) for t in os.environ.get("COMPILE_T", "2048").split()}
     compiled = torch.compile(manual)
     for c in cases:
         name, B, H, TQ, TK, D, causal = c.split(":")
@@ -102,6 +108,11 @@ def main(out, cases):
                     emit(name, v_, do_bench(fn, return_mode="median"))
             except Exception as e:  # a backend that does not take the shape
                 emit(name, v_, math.nan, why=str(e).splitlines()[0][:120] if str(e) else type(e).__name__)
+        if TQ not in compile_t:
+            emit(name, "compile", math.nan, why="not compiled at this length ($COMPILE_T)")
+            del q, k, v, ref
+            torch.cuda.empty_cache()
+            continue
         try:
             fn = lambda: compiled(q, k, v, causal)
             fn()
