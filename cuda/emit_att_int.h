@@ -57,9 +57,11 @@ int kx_att_qpro_helper(kx *k, const kx_att *at);
 void kx_att_qpro_call(const kx *k, kf_buf *b);
 /* Declares KF_KERNEL_out(params..., outs..., int z, int row, int col,
  * float x): one element of o = matmul(p, v) through the output chain's
- * casts (each rounding as the graph does) and view. */
-int kx_att_out_helper(kx *k, const kx_att *at);
-void kx_att_out_call(const kx *k, kf_buf *b);
+ * casts (each rounding as the graph does) and view; pair: KF_KERNEL_out2
+ * (..., float x, float y): columns col and col + 1 (col even), one 4-byte
+ * store for 2-byte elements at even offsets. */
+int kx_att_out_helper(kx *k, const kx_att *at, bool pair);
+void kx_att_out_call(const kx *k, kf_buf *b, bool pair);
 
 /* emit_attention_mma.c: the flash kernel on mma.sync; 1 when the shape
  * does not suit it (then the SIMT kernel runs).  kx_att_helpers: exp2,

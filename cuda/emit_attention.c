@@ -295,7 +295,7 @@ static void helper_call(const kx *k, kf_buf *b, const char *name, bool outs)
 }
 
 void kx_att_score_call(const kx *k, kf_buf *b) { helper_call(k, b, "score", false); }
-void kx_att_out_call(const kx *k, kf_buf *b) { helper_call(k, b, "out", true); }
+void kx_att_out_call(const kx *k, kf_buf *b, bool pair) { helper_call(k, b, pair ? "out2" : "out", true); }
 void kx_att_qpro_call(const kx *k, kf_buf *b) { helper_call(k, b, "qpro", false); }
 
 /* The score helper's working state: value -> name of its text. */
@@ -491,40 +491,65 @@ static void round_to(kf_buf *o, kf_dtype t, const char *x)
 		kf_buf_puts(o, x);
 }
 
-int kx_att_out_helper(kx *k, const kx_att *at)
+/* The statements that make v, the stored value of output element x (the
+ * second matmul's value in f32): rounded to the matmul's dtype, then
+ * through each cast of the output chain; -1 on an op without a form. */
+static int out_value(kx *k, const kx_att *at, const char *v, const char *x, kf_buf *h)
 {
 	kf_graph *g = k->g;
 	const kf_att *a = &at->a;
-	kf_buf h = {0}, r = {0}, off = {0};
-	helper_head(k, &h, "void", "out", true);
-	kf_buf_puts(&h, "int z, int row, int col, float x)\n{\n");
-	/* o is the second matmul's value: rounded to its dtype, then each cast */
-	round_to(&r, kx_dt(k, kf_res(g, a->mm2, 0)), "x");
-	kf_buf_printf(&h, "  float v = %.*s;\n", (int)r.n, r.p);
+	kf_buf r = {0};
+	round_to(&r, kx_dt(k, kf_res(g, a->mm2, 0)), x);
+	kf_buf_printf(h, "  float %s = %.*s;\n", v, (int)r.n, r.p);
+	kf_buf_free(&r);
 	for (int i = 0; i < a->out.nn; i++) {
 		kf_nid n = a->out.n[i];
 		if (kf_N(g, n)->op != KF_OP_CAST)
 			continue;
 		kf_buf e = {0};
-		const char *arg[1] = {"v"};
-		if (kx_op_expr(k, n, arg, &e) != 0) {
-			kf_buf_free(&e);
-			kf_buf_free(&h);
-			kf_buf_free(&r);
-			return -1;
-		}
-		kf_buf_printf(&h, "  v = (float)(%.*s);\n", (int)e.n, e.p);
+		const char *arg[1] = {v};
+		int rc = kx_op_expr(k, n, arg, &e);
+		if (rc == 0)
+			kf_buf_printf(h, "  %s = (float)(%.*s);\n", v, (int)e.n, e.p);
 		kf_buf_free(&e);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
+{
+	kf_buf h = {0}, off = {0};
+	helper_head(k, &h, "void", pair ? "out2" : "out", true);
+	kf_buf_printf(&h, "int z, int row, int col, float x%s)\n{\n", pair ? ", float y" : "");
+	if (out_value(k, at, "v", "x", &h) != 0 || (pair && out_value(k, at, "w", "y", &h) != 0)) {
+		kf_buf_free(&h);
+		return -1;
 	}
 	kx_att_boff(at, &at->o, "z", &off);
-	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * %lldLL + col;\n  o0[i] = ", (int)off.n, off.p,
+	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * %lldLL + col;\n", (int)off.n, off.p,
 		      (long long)at->ors);
-	kx_store(&h, at->odt, "v");
-	kf_buf_puts(&h, ";\n}\n");
+	kf_buf_free(&off);
+	/* a pair of 2-byte elements at an even index: one 4-byte store */
+	bool packed = pair && kf_dtype_size(at->odt) == 2 && at->ors % 2 == 0 && aligned(&at->o, 2, at->o.rank - 1);
+	if (packed) {
+		kf_buf_puts(&h, "  *(unsigned *)(o0 + i) = (unsigned)");
+		kx_store(&h, at->odt, "v");
+		kf_buf_puts(&h, " | (unsigned)");
+		kx_store(&h, at->odt, "w");
+		kf_buf_puts(&h, " << 16;\n}\n");
+	} else {
+		kf_buf_puts(&h, "  o0[i] = ");
+		kx_store(&h, at->odt, "v");
+		if (pair) {
+			kf_buf_puts(&h, ";\n  o0[i + 1] = ");
+			kx_store(&h, at->odt, "w");
+		}
+		kf_buf_puts(&h, ";\n}\n");
+	}
 	kf_buf_put(&k->decl, h.p, h.n);
 	kf_buf_free(&h);
-	kf_buf_free(&r);
-	kf_buf_free(&off);
 	return 0;
 }
 
@@ -535,8 +560,7 @@ int kx_emit_attention(kx *k)
 	kx_att at;
 	k->k->why[0] = '\0';
 	int rc = analyse(k, &at);
-	if (rc == 0 && (kx_att_score_helper(k, &at) != 0 || kx_att_out_helper(k, &at) != 0 ||
-			(at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
+	if (rc == 0 && (kx_att_score_helper(k, &at) != 0 || (at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
 		rc = -1;
 	if (rc == 0) {
 		rc = kx_emit_attention_mma(k, &at);

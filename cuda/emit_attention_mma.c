@@ -299,15 +299,13 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 	kf_buf_puts(b, "  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);\n  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);\n"
 		       "  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);\n  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);\n"
 		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
+	if (kx_att_out_helper(k, at, true) != 0)
+		return -1;
 	kf_buf_printf(b, "#pragma unroll\n  for (int n = 0; n < %d; n++) {\n    const int col = n * 8 + 2 * q4;\n", DV / 8);
 	for (int h = 0; h < 2; h++) {
-		kf_buf_printf(b, "    if (r%d < %lld) {\n", h, (long long)at->Tq);
-		for (int e = 0; e < 2; e++) {
-			kf_buf_puts(b, "      ");
-			kx_att_out_call(k, b);
-			kf_buf_printf(b, "z, r%d, col%s, oacc[n][%d] * i%d);\n", h, e ? " + 1" : "", 2 * h + e, h);
-		}
-		kf_buf_puts(b, "    }\n");
+		kf_buf_printf(b, "    if (r%d < %lld) ", h, (long long)at->Tq);
+		kx_att_out_call(k, b, true);
+		kf_buf_printf(b, "z, r%d, col, oacc[n][%d] * i%d, oacc[n][%d] * i%d);\n", h, 2 * h, h, 2 * h + 1, h);
 	}
 	kf_buf_puts(b, "  }\n");
 	return 0;

@@ -92,6 +92,8 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	int r = at->q.view.rank;
 	bool qv = vec_ok(&at->q, V, at->D, at->q.cs, r - 1), kv = vec_ok(&at->k, V, at->D, at->k.rs, r - 2);
 	bool vv = vec_ok(&at->v, VV, at->DV, at->v.cs, r - 1);
+	if (kx_att_out_helper(k, at, false) != 0)
+		return -1;
 	k->k->block = nt;
 	k->k->units = rows * ns;
 	k->k->per_sm = -1;
@@ -171,7 +173,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	if (ns == 1) {
 		kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
 		kf_buf_printf(b, "    for (int w = 0; w < %d; w++) O += co[w * %lld + d] * f[w];\n    ", SIMT_WARPS, (long long)at->DV);
-		kx_att_out_call(k, b);
+		kx_att_out_call(k, b, false);
 		kf_buf_puts(b, "z, i, d, O / L);\n  }\n");
 		return 0;
 	}
@@ -196,7 +198,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
 	kf_buf_printf(b, "    for (int s = 0; s < %lld; s++) O += __ldcg(wr + s * %lld + 2 + d) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n    ",
 		      (long long)ns, W, W);
-	kx_att_out_call(k, b);
+	kx_att_out_call(k, b, false);
 	kf_buf_puts(b, "z, i, d, O / LL);\n  }\n  if (threadIdx.x == 0)\n    KF_KERNEL_cnt[rowg] = 0u;\n");
 	return 0;
 }
