@@ -483,7 +483,7 @@ int kf_cuda_kernel_tmaps(kf_cuda *cu, const kf_kernel *k, const kf_cuptr *ptr, k
 {
 	for (int j = 0; j < k->ntmap; j++) {
 		const kf_tmap_spec *m = &k->tmap[j];
-		if (kf_cuda_tmap_2d(cu, ptr[m->param], m->elem, (uint64_t)m->inner, (uint64_t)m->outer,
+		if (kf_cuda_tmap_encode(cu, ptr[m->param], m->elem, (uint64_t)m->inner, (uint64_t)m->mid, (uint64_t)m->outer,
 				    (unsigned)m->box_inner, (unsigned)m->box_outer, &out[j]) != 0)
 			return -1;
 	}

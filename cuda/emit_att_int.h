@@ -68,6 +68,10 @@ void kx_att_out_call(const kx *k, kf_buf *b, bool pair);
  * packing two floats to f16x2 / bf16x2 (guarded, for the declarations). */
 const char *kx_att_helpers(void);
 int kx_emit_attention_mma(kx *k, kx_att *at);
+/* emit_attention_wgmma.c: the flash kernel on wgmma with TMA and a
+ * producer warpgroup (sm_90a), where the device has wgmma (or a wga tile
+ * asks for it) and q, k, v fit its tensor maps; 1 otherwise. */
+int kx_emit_attention_wgmma(kx *k, kx_att *at);
 /* emit_attention_simt.c: one warp per slice of keys, split across blocks
  * with a combining step when rows are few (decoding). */
 int kx_emit_attention_simt(kx *k, kx_att *at);

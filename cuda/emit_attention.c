@@ -563,7 +563,9 @@ int kx_emit_attention(kx *k)
 	if (rc == 0 && (kx_att_score_helper(k, &at) != 0 || (at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
 		rc = -1;
 	if (rc == 0) {
-		rc = kx_emit_attention_mma(k, &at);
+		rc = kx_emit_attention_wgmma(k, &at);
+		if (rc == 1)
+			rc = kx_emit_attention_mma(k, &at);
 		if (rc == 1)
 			rc = kx_emit_attention_simt(k, &at);
 	}

@@ -134,6 +134,8 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 	const char *tile = kf_attr_str(k->g, k->at, "tile", NULL);
 	if (!tile || !*tile)
 		tile = getenv("KFUSE_ATTN_TILE");
+	if (tile && !strncmp(tile, "wga", 3)) /* the wgmma kernel's, which did not fit: the default here */
+		tile = NULL;
 	if (tile && *tile && !cfg_parse(tile, &c))
 		return kx_fail(k, "attention tile '%s' is not fa<64|128>x<32|64|128>s<2..4>", tile);
 	if (!tile || !*tile)

@@ -27,13 +27,15 @@ typedef enum {
 const char *kf_kernel_kind_name(int kind);
 
 /* A TMA tensor map the kernel takes by value (after its pointers, as
- * `const __grid_constant__ KfTmap tmI`): 2-D, the buffer of input `param`
- * seen as `outer` rows of `inner` elements of `elem` bytes (dense), copied
- * in boxes of box_inner x box_outer with 128-byte swizzle.  The runtime
- * encodes it from the buffer's address (cuTensorMapEncodeTiled). */
+ * `const __grid_constant__ KfTmap tmI`): the buffer of input `param` seen
+ * as `outer` rows of `inner` elements of `elem` bytes (dense), or, with
+ * mid > 0, as outer x mid x inner (dense: copies stay inside one `mid`
+ * run, rows past it are zeros), copied in boxes of box_inner x box_outer
+ * (x 1) with 128-byte swizzle.  The runtime encodes it from the buffer's
+ * address (cuTensorMapEncodeTiled). */
 typedef struct kf_tmap_spec {
 	int param, elem;
-	int64_t inner, outer;
+	int64_t inner, outer, mid;
 	int box_inner, box_outer;
 } kf_tmap_spec;
 
@@ -60,7 +62,7 @@ typedef struct kf_kernel {
 	int cluster;        /* CTAs per thread-block cluster along y, compiled in
 			       (__cluster_dims__; grid_y is a multiple); 0: none */
 	int ntmap;          /* tensor maps after the pointer parameters */
-	kf_tmap_spec tmap[2];
+	kf_tmap_spec tmap[3];
 	int layers;         /* a persistent stack (cuda/emit_stack.c): its layers, whose
 			       groups (`units`) must all be resident at once; 0 otherwise */
 	int min_blocks;     /* __launch_bounds__'s blocks per SM to fit (0: not given) */

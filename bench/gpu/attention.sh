@@ -11,14 +11,17 @@
 # 2048 / D).  A decode case: one query over 8192 keys (no mask: the last
 # query sees them all), batch 8 x 32 heads, head dim 128, timed in GB/s of
 # q, k, v and o moved (the device copy beside it).
-# Tiles: the default, and at T 4096 the alternatives in $TILES.
+# Tiles: the default (the mma.sync kernel), the Hopper kernel (wgmma, TMA,
+# a producer warpgroup: $WGA, default wga128x128s2) at every shape, and at
+# T 4096 the alternatives in $TILES.
 # torch.compile recompiles for every shape (tens of seconds each): it runs
 # at the sequence lengths in $COMPILE_T (default 2048).
 # Each kfuse output is checked against PyTorch's (attention_check.py)
 # before its time counts; a failing case says why and the script goes on.
 # TFLOP/s: 4 B H Tq Tk D flops, half of it under a causal mask.
 . "$(dirname "$0")/setup.sh"
-TILES=${TILES:-"fa128x128s2 fa64x64s2 fa128x64s3"}
+TILES=${TILES:-"fa128x128s2 fa64x64s2 fa128x64s3 wga128x64s2 wga64x128s2"}
+WGA=${WGA:-wga128x128s2}
 py=${PYTHON:-python3}
 
 cases=""
@@ -96,6 +99,7 @@ for c in $cases; do
 		continue
 	fi
 	kfuse "$n" default
+	[ "$n" = decode ] || kfuse "$n" "$WGA" KFUSE_ATTN_TILE="$WGA"
 	case $n in t4096_*)
 		for t in $TILES; do kfuse "$n" "$t" KFUSE_ATTN_TILE="$t"; done ;;
 	esac

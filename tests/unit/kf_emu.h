@@ -159,8 +159,8 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 	}
 	for (int j = 0; j < k->ntmap; j++) {
 		const kf_tmap_spec *m = &k->tmap[j];
-		kf_buf_printf(&src, "  kf_tm[%d] = {kf_p[%d], %d, %lldLL, %lldLL, %d, %d};\n", j, m->param, m->elem,
-			      (long long)m->inner, (long long)m->outer, m->box_inner, m->box_outer);
+		kf_buf_printf(&src, "  kf_tm[%d] = {kf_p[%d], %d, %lldLL, %lldLL, %lldLL, %d, %d};\n", j, m->param, m->elem,
+			      (long long)m->inner, (long long)m->outer, (long long)m->mid, m->box_inner, m->box_outer);
 	}
 	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
 		      k->grid_y ? k->grid_y : 1, k->block);

@@ -32,11 +32,13 @@ typedef struct acase {
 	int maxreg;
 } acase;
 
+static const acase plain;
+
 /* Parses text, runs fuse-attention and emits the attention fusion. */
 static kf_module *emit_case(kf_ctx *c, const acase *a, kf_kernel *k, kf_nid *fn)
 {
 	kf_rt_register(c);
-	kf_module *m = kft_parse(c, a->text);
+	kf_module *m = kft_parse(c, a->text ? a->text : plain.text);
 	kft_run_pipe(c, m, "fuse-attention");
 	*fn = kft_first_fusion(m->graph[0]);
 	assert_string_equal(kf_attr_str(m->graph[0], *fn, "kind", ""), "attention");
@@ -222,9 +224,48 @@ static const acase f32c = {
 	"simt: 4 warps a row", NULL, 1e-4, 1e-5, 128,
 };
 
+/* The Hopper kernel (wgmma, TMA, a producer warpgroup), asked for by tile:
+ * the plain case with 2 consumer warpgroups and 128-key tiles */
+static const acase wga_plain = {
+	"wga_plain", NULL, "wga128x128s2: q, k, v by TMA */", "wga128x128s2", 2e-2, 4e-3, 232,
+};
+
+/* bf16, head dim 128, causal over 192 rows (a partial 128-row tile and
+ * 64-key tiles), 3 stages */
+static const acase wga_causal = {
+	"wga_causal", "graph @g(%q: bf16[2,192,128], %k: bf16[2,192,128], %v: bf16[2,192,128]) -> (bf16[2,192,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 1]} : bf16[2,128,192]\n"
+	"  %s = matmul(%q, %kt) : bf16[2,192,192]\n  %c = const 0.088388 : bf16[]\n"
+	"  %t = mul(%s, %c) : bf16[2,192,192]\n  %ninf = const -inf : bf16[]\n"
+	"  %r = iota() {axis = 0} : i64[192,192]\n  %cc = iota() {axis = 1} : i64[192,192]\n"
+	"  %keep = le(%cc, %r) : i1[192,192]\n  %w = where(%keep, %t, %ninf) : bf16[2,192,192]\n"
+	"  %p = softmax(%w) {axis = -1} : bf16[2,192,192]\n"
+	"  %o = matmul(%p, %v) : bf16[2,192,128]\n  return %o\n}\n",
+	"wga128x64s3: q, k, v by TMA, causal */", "wga128x64s3", 5e-2, 3e-2, 232,
+};
+
+/* GPT-2's layout: q, k, v split from one [B, T, 3 x H x D] projection,
+ * heads side by side within a row (the tensor maps' column offsets), 80
+ * rows (partial tiles; TMA zero-fills past the sequence), one consumer */
+static const acase wga_split = {
+	"wga_split", "graph @g(%x: f16[2,80,384]) -> (f16[2,80,128]) {\n"
+	"  %h:3 = split(%x) {axis = 2, sizes = [128, 128, 128]} : f16[2,80,128], f16[2,80,128], f16[2,80,128]\n"
+	"  %q = reshape(%h#0) {shape = [2, 80, 2, 64]} : f16[2,80,2,64]\n"
+	"  %k = reshape(%h#1) {shape = [2, 80, 2, 64]} : f16[2,80,2,64]\n"
+	"  %v = reshape(%h#2) {shape = [2, 80, 2, 64]} : f16[2,80,2,64]\n"
+	"  %qt = transpose(%q) {perm = [0, 2, 1, 3]} : f16[2,2,80,64]\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 3, 1]} : f16[2,2,64,80]\n"
+	"  %vt = transpose(%v) {perm = [0, 2, 1, 3]} : f16[2,2,80,64]\n"
+	"  %s = matmul(%qt, %kt) : f16[2,2,80,80]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,2,80,80]\n  %p = softmax(%t) {axis = -1} : f16[2,2,80,80]\n"
+	"  %o = matmul(%p, %vt) : f16[2,2,80,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f16[2,80,2,64]\n"
+	"  %y = reshape(%ot) {shape = [2, 80, 128]} : f16[2,80,128]\n  return %y\n}\n",
+	"wga64x64s2: q, k, v by TMA */", "wga64x64s2", 2e-2, 4e-3, 240,
+};
+
 /* ---- the tests ------------------------------------------------------------------- */
 
-static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c};
+static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c, &wga_plain, &wga_causal, &wga_split};
 
 static void test_ptxas(void **state)
 {
@@ -238,7 +279,7 @@ static void test_ptxas(void **state)
 		kf_kernel k;
 		kf_nid f;
 		kf_module *m = emit_case(c, all[i], &k, &f);
-		int regs = kft_ptxas_checked(&k, "sm_90", all[i]->maxreg);
+		int regs = kft_ptxas_checked(&k, k.sm90a ? "sm_90a" : "sm_90", all[i]->maxreg);
 		fprintf(stderr, "ptxas %s: %d registers, %d threads, %d bytes of shared memory, no spills\n", all[i]->name,
 			regs, k.block, k.smem);
 		kf_kernel_free(&k);
@@ -264,6 +305,9 @@ static void test_emu_kcols(void **s) { (void)s; emu_case(&kcols); }
 static void test_emu_registers(void **s) { (void)s; emu_case(&regs); }
 static void test_emu_decode(void **s) { (void)s; emu_case(&decode); }
 static void test_emu_f32(void **s) { (void)s; emu_case(&f32c); }
+static void test_emu_wga_plain(void **s) { (void)s; emu_case(&wga_plain); }
+static void test_emu_wga_causal(void **s) { (void)s; emu_case(&wga_causal); }
+static void test_emu_wga_split(void **s) { (void)s; emu_case(&wga_split); }
 
 /* The comparison can fail: a kernel that forgets to rescale its output
  * when a row's maximum grows, or whose split-K combination drops a slice,
@@ -358,6 +402,9 @@ int main(void)
 		cmocka_unit_test(test_emu_registers),
 		cmocka_unit_test(test_emu_decode),
 		cmocka_unit_test(test_emu_f32),
+		cmocka_unit_test(test_emu_wga_plain),
+		cmocka_unit_test(test_emu_wga_causal),
+		cmocka_unit_test(test_emu_wga_split),
 		cmocka_unit_test(test_emu_catches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -264,28 +264,31 @@ static void kf_mbar_wait(unsigned b, unsigned parity)
 		kf_yield(KF_SPIN);
 }
 
-// A tensor map: the 2-D view the runtime encodes (kf_tmap_spec)
+// A tensor map: the view the runtime encodes (kf_tmap_spec): outer rows
+// of inner elements, or (mid > 0) outer x mid rows
 struct KfTmap {
 	const unsigned char *base;
 	int elem;
-	long long inner, outer;
+	long long inner, outer, mid;
 	int bi, bo;
 };
-// cp.async.bulk.tensor.2d with the 128-byte swizzle: the box at (inner
-// c0, outer c1) into rows of bi elements at dst, out-of-range elements 0;
-// its bytes complete on bar (at once: the data is in place when the
-// phase completes, as a reader that waits sees it)
-static void kf_tma2d(unsigned dst, const KfTmap *m, int c0, int c1, unsigned bar)
+// cp.async.bulk.tensor with the 128-byte swizzle: the box at (inner c0,
+// row c1, and c2 of a 3-D map) into rows of bi elements at dst,
+// out-of-range elements 0; its bytes complete on bar (at once: the data is
+// in place when the phase completes, as a reader that waits sees it)
+static void kf_tma(unsigned dst, const KfTmap *m, int c0, int c1, int c2, unsigned bar)
 {
 	unsigned rowb = (unsigned)(m->bi * m->elem);
+	long long rows = m->mid ? m->mid : m->outer, deep = m->mid ? m->outer : 1;
 	for (int r = 0; r < m->bo; r++)
 		for (int c = 0; c < m->bi; c++) {
 			long long gi = (long long)c0 + c, go = (long long)c1 + r;
 			unsigned a = kf_swz(dst + (unsigned)r * rowb + (unsigned)(c * m->elem));
 			if (a + (unsigned)m->elem > sizeof kf_smem)
 				kf_die("a TMA box past shared memory");
-			if (gi >= 0 && gi < m->inner && go >= 0 && go < m->outer)
-				memcpy(kf_smem + a, m->base + (go * m->inner + gi) * m->elem, (size_t)m->elem);
+			if (gi >= 0 && gi < m->inner && go >= 0 && go < rows && c2 >= 0 && c2 < deep)
+				memcpy(kf_smem + a, m->base + (((long long)c2 * rows + go) * m->inner + gi) * m->elem,
+				       (size_t)m->elem);
 			else
 				memset(kf_smem + a, 0, (size_t)m->elem);
 		}
@@ -293,6 +296,8 @@ static void kf_tma2d(unsigned dst, const KfTmap *m, int c0, int c1, unsigned bar
 	mb.tx -= (long long)m->bo * rowb;
 	kf_mbar_step(mb);
 }
+static void kf_tma2d(unsigned dst, const KfTmap *m, int c0, int c1, unsigned bar) { kf_tma(dst, m, c0, c1, 0, bar); }
+static void kf_tma3d(unsigned dst, const KfTmap *m, int c0, int c1, int c2, unsigned bar) { kf_tma(dst, m, c0, c1, c2, bar); }
 static void kf_tma2d_mc(unsigned, const KfTmap *, int, int, unsigned, unsigned short) { kf_die("TMA multicast is not emulated"); }
 static void kf_mbar_arrive_cl(unsigned, unsigned) { kf_die("clusters are not emulated"); }
 static unsigned kf_cl_rank() { return 0; }

@@ -34,6 +34,11 @@
 #define KF_WGMMA_bf16_N128_T1
 #define KF_WGMMA_bf16_N256_T0
 #define KF_WGMMA_bf16_N256_T1
+#define KF_WGA_HELPERS
+#define KF_WGMMA_RS_f16_N64_T1
+#define KF_WGMMA_RS_f16_N128_T1
+#define KF_WGMMA_RS_bf16_N64_T1
+#define KF_WGMMA_RS_bf16_N128_T1
 // statements of inline assembly in a kernel's body (kf_emu.h rewrites
 // `asm volatile(` to this): empty ones, fences and register hints mean
 // nothing here; anything else stops the run
