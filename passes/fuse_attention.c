@@ -35,13 +35,15 @@
  *        casts
  *
  * Every value inside except y must be read only inside (dropout is absent
- * in an eval export; the attention weights as an output stop it).  A
- * causal mask arrives as a constant (the importer folds triu, tril and
- * comparisons of ranges): a constant mask of the scores' last two dims
- * that keeps column j of row i exactly when j <= i + off, for one off >= 0,
- * is rewritten as comparisons of two iotas (op iota), equal element for
- * element, so the kernel reads no mask and skips the tiles above the
- * diagonal.
+ * in an eval export; the attention weights as an output stop it).  The
+ * anatomy is core/attention.h's.  Masks: one computed by cheap element-wise
+ * ops (from iotas, constants, a padding input) is copied into each
+ * attention that reads it; a causal mask that arrives as a constant (the
+ * importer folds triu, tril and comparisons of ranges) -- a mask of the
+ * scores' last two dims that keeps column j of row i exactly when
+ * j <= i + off, for one off >= 0 -- is rewritten as comparisons of two
+ * iotas (op iota), equal element for element, so the kernel reads no mask
+ * and skips the tiles above the diagonal.
  *
  * Cost: each softmax looks at the chains around it (bounded lengths), so
  * the pass is linear in the graph.  With KF_PASSF_EXPLAIN it says, at each
