@@ -333,25 +333,32 @@ static int inf_cast(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 	return 1;
 }
 
-/* iota: the declared type is the result (like const's); it must be static
- * and numeric, and axis one of its dims. */
+/* iota {dtype = "i64", shape, axis = 0} (XLA's): its type from the
+ * attributes: a numeric dtype, a static shape of rank >= 1, an axis in it. */
 static int inf_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
 {
 	kf_ic ic = kf_ic_make(g, n, err, errlen);
-	const kf_type *t = kf_vtype(g, kf_res(g, n, 0));
-	kf_tstr ts;
-	int64_t axis;
-	if (!kf_type_is_static(t))
-		return kf_ic_fail(&ic, "'iota' needs a static type, got %s", kf_ops_tstr(g->ctx, t, &ts));
-	if (t->dtype == KF_I1)
-		return kf_ic_fail(&ic, "'iota' makes numbers, not i1");
-	if (!kf_ic_need(&ic, "axis") || !kf_ic_int(&ic, "axis", 0, &axis))
+	const char *dt;
+	int64_t axis, dim[KF_MAX_RANK];
+	if (!kf_ic_str(&ic, "dtype", "i64", &dt) || !kf_ic_int(&ic, "axis", 0, &axis) || !kf_ic_need(&ic, "shape"))
 		return -1;
-	/* not kf_ic_axis: its message names operand 0, which iota has not */
-	if (axis < -t->rank || axis >= t->rank)
-		return kf_ic_fail(&ic, "'iota' axis %lld is out of range for %s (rank %d)", (long long)axis,
-				  kf_ops_tstr(g->ctx, t, &ts), t->rank);
-	out[0] = *t;
+	int d = kf_dtype_parse(dt, strlen(dt));
+	if (d < 0 || d == KF_I1)
+		return kf_ic_fail(&ic, "'iota' dtype must be a numeric dtype, got \"%s\"", dt);
+	const kf_attrval *sh = kf_attr_get(g, n, "shape");
+	if (sh->kind == KF_ATTR_LIST && sh->n > KF_MAX_RANK)
+		return kf_ic_fail(&ic, "'iota' shape has %u dims, at most %d", sh->n, KF_MAX_RANK);
+	int r = kf_attr_ints(g, n, "shape", dim, KF_MAX_RANK);
+	if (r < 0)
+		return kf_ic_fail(&ic, "attribute 'shape' of 'iota' must be a list of ints");
+	for (int i = 0; i < r; i++)
+		if (dim[i] < 0)
+			return kf_ic_fail(&ic, "'iota' shape[%d] = %lld is negative", i, (long long)dim[i]);
+	if (r == 0)
+		return kf_ic_fail(&ic, "'iota' needs a shape of rank >= 1");
+	if (axis < -r || axis >= r)
+		return kf_ic_fail(&ic, "'iota' axis %lld is out of range for rank %d", (long long)axis, r);
+	out[0] = kf_type_make((kf_dtype)d, r, dim);
 	return 1;
 }
 
@@ -431,8 +438,8 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 			   "same elements, new {shape} (0 copies a dim, one -1 inferred)"},
 	[KF_OP_BROADCAST_TO] = {"broadcast_to", 1, 1, 1, BC, 0, kf_infer_broadcast_to, NULL, NULL, "shape",
 				"numpy broadcast_to {shape}"},
-	[KF_OP_IOTA] = {"iota", 0, 0, 1, KF_TRAIT_INJECTIVE, 0, inf_iota, NULL, NULL, "axis",
-			"each element's index along {axis}; the declared (static) type is the result"},
+	[KF_OP_IOTA] = {"iota", 0, 0, 1, KF_TRAIT_INJECTIVE, 0, inf_iota, NULL, NULL, "dtype shape axis",
+			"{dtype = \"i64\"}[{shape}]: each element its index along {axis = 0}"},
 	[KF_OP_CONCAT] = {"concat", 1, -1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_concat, NULL, NULL, "axis",
 			  "joins operands along {axis}"},
 	[KF_OP_SLICE] = {"slice", 1, 1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_slice, NULL, NULL,

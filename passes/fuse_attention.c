@@ -122,6 +122,22 @@ static kf_nid new_node(kf_graph *g, kf_nid before, int op, const kf_vid *in, uin
 	return n;
 }
 
+/* An iota of type t (i64) along axis, before node `before`. */
+static kf_nid new_iota(kf_graph *g, kf_nid before, const kf_type *t, int axis)
+{
+	kf_ctx *c = g->ctx;
+	kf_nid n = new_node(g, before, KF_OP_IOTA, NULL, 0, t);
+	kf_attrval dims[KF_MAX_RANK];
+	for (int i = 0; i < t->rank; i++)
+		dims[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = t->dim[i]};
+	kf_attrval list = {.kind = KF_ATTR_LIST, .n = t->rank, .list = dims};
+	kf_node_set_attr(g, n, kf_intern_cstr(c, "shape"), kf_attrval_copy(g, &list));
+	kf_node_set_attr(g, n, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = axis});
+	kf_node_set_attr(g, n, kf_intern_cstr(c, "dtype"),
+			 (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(c, kf_dtype_name((kf_dtype)t->dtype))});
+	return n;
+}
+
 /* Replaces each constant causal mask the score chain reads by comparisons
  * of two iotas placed before its reader; the new nodes are added to *extra
  * and their reader to *reader (they join the group).  Equal element for element, so nothing changes
@@ -155,9 +171,7 @@ static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 				continue;
 			kf_type it = *mt;
 			it.dtype = KF_I64;
-			kf_nid row = new_node(g, n, KF_OP_IOTA, NULL, 0, &it), col = new_node(g, n, KF_OP_IOTA, NULL, 0, &it);
-			kf_node_set_attr(g, row, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = it.rank - 2});
-			kf_node_set_attr(g, col, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = it.rank - 1});
+			kf_nid row = new_iota(g, n, &it, it.rank - 2), col = new_iota(g, n, &it, it.rank - 1);
 			extra[(*nextra)++] = row;
 			extra[(*nextra)++] = col;
 			kf_vid rv = kf_res(g, row, 0);

@@ -52,8 +52,8 @@ graph() {
 		echo "  %t = mul(%s, %c) : f16[$B,$H,$TQ,$TK]"
 		p=t
 		if [ "$C" = 1 ]; then
-			echo "  %r = iota() {axis = 0} : i64[$TQ,$TK]"
-			echo "  %cc = iota() {axis = 1} : i64[$TQ,$TK]"
+			echo "  %r = iota() {axis = 0, dtype = "i64", shape = [$TQ, $TK]} : i64[$TQ,$TK]"
+			echo "  %cc = iota() {axis = 1, dtype = "i64", shape = [$TQ, $TK]} : i64[$TQ,$TK]"
 			echo "  %off = const $((TK - TQ)) : i64[]"
 			echo "  %ro = add(%r, %off) : i64[$TQ,$TK]"
 			echo "  %keep = le(%cc, %ro) : i1[$TQ,$TK]"
