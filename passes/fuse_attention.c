@@ -148,15 +148,16 @@ static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 	kf_ctx *c = g->ctx;
 	for (int i = 0; i < a->score.nn; i++) {
 		kf_nid n = a->score.n[i];
-		const kf_node *x = kf_N(g, n);
+		/* node and type pointers move as nodes and types are made: ids */
+		int op = kf_N(g, n)->op;
 		kf_vid chainv = i ? kf_res(g, a->score.n[i - 1], 0) : kf_res(g, a->mm1, 0);
-		for (uint32_t j = 0; j < x->nin; j++) {
+		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
 			kf_vid m = kf_in(g, n, j);
 			kf_nid d = kf_def(g, m);
-			bool additive = x->op == KF_OP_ADD, cond = x->op == KF_OP_WHERE && j == 0;
+			bool additive = op == KF_OP_ADD, cond = op == KF_OP_WHERE && j == 0;
 			if (m == chainv || d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST || (!additive && !cond))
 				continue;
-			const kf_type *mt = kf_vtype(g, m);
+			const kf_type mtv = *kf_vtype(g, m), *mt = &mtv;
 			if (additive != kf_dtype_is_float((kf_dtype)mt->dtype) || !kf_type_is_static(mt))
 				continue;
 			kf_tensor t;

@@ -73,7 +73,8 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 	kf_ctx *c = g->ctx;
 	uint32_t npos = g->nnode;
 	int64_t *pos = malloc((npos + 1) * sizeof *pos);
-	kf_vid *xs = malloc((npos + 1) * sizeof *xs);
+	/* the values to look at: every top-level result and argument */
+	kf_vid *xs = malloc((g->nval + 1) * sizeof *xs);
 	uint32_t nx = 0;
 	int64_t p = 0;
 	kf_foreach_node(g, 0, n) {
@@ -143,7 +144,7 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 		kf_nid adds[MAXM];
 		bool biased = true;
 		for (int j = 0; j < m && biased; j++)
-			biased = (bias[j] = bias_of(g, mm[j], &adds[j])) != KF_NONE &&
+			biased = (bias[j] = bias_of(g, mm[j], &adds[j])) != KF_NONE && kf_def(g, bias[j]) < npos &&
 				 pos[kf_def(g, bias[j])] < pos[first];
 		kf_nid whole = y;
 		if (biased) {
