@@ -68,6 +68,16 @@ void kx_att_out_call(const kx *k, kf_buf *b, bool pair);
  * packing two floats to f16x2 / bf16x2 (guarded, for the declarations). */
 const char *kx_att_helpers(void);
 int kx_emit_attention_mma(kx *k, kx_att *at);
+/* The flash kernels' tile loop, emitted alike for both (emit_attention.c):
+ * in scope: z, jt, r0, r1 (rows of the thread), q4, sc[bn / 2] (the
+ * scores, accumulator layout), oacc[dv / 2], m0, m1, l0, l1.  Scores
+ * through the score chain and the edge masks (rowmin: the tile's first
+ * row, text); the online softmax, which leaves pf[bn / 16][4] (P as A
+ * fragments); the end: the division and the stores. */
+void kx_att_tile_scores(kx *k, const kx_att *at, int bn, bool qpart, const char *rowmin);
+void kx_att_tile_softmax(kx *k, const kx_att *at, int bn, int dv);
+int kx_att_finish(kx *k, const kx_att *at, int dv);
+
 /* emit_attention_wgmma.c: the flash kernel on wgmma with TMA and a
  * producer warpgroup (sm_90a), where the device has wgmma (or a wga tile
  * asks for it) and q, k, v fit its tensor maps; 1 otherwise. */

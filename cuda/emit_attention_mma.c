@@ -125,6 +125,93 @@ static void default_cfg(const kx_att *at, fa_cfg *c)
 	c->s = 2;
 }
 
+/* q's tile, once: 16-byte cp.async where it is read as stored, else
+ * element by element through registers (its prologue applied, rounded to
+ * the tensor cores' type). */
+static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, int nt)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D;
+	if (qraw) {
+		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * (D / 8), nt);
+		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * 8, i = q0 + r;\n    const bool ok = i < %lld;\n",
+			      D / 8, D / 8, (long long)at->Tq);
+		kf_buf_printf(b, "    kf_cp16(sq + r * %d + f, p%d + (ok ? qo + (long long)i * %lldLL + f : 0), ok);\n  }\n", lq,
+			      at->q.param, (long long)at->q.rs);
+		return;
+	}
+	kf_buf_printf(b, "  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * D, nt);
+	kf_buf_printf(b, "    const int r = c / %d, f = c %% %d, i = q0 + r;\n    float x = 0.0f;\n", D, D);
+	kf_buf_printf(b, "    if (i < %lld) {\n      const long long e = qo + (long long)i * %lldLL + (long long)f * %lldLL;\n",
+		      (long long)at->Tq, (long long)at->q.rs, (long long)at->q.cs);
+	kf_buf_puts(b, "      x = ");
+	kf_buf lv = {0};
+	kx_load(&lv, at->q.st, "p%d[e]", at->q.param);
+	if (at->q.npro) {
+		kf_buf call = {0};
+		kx_att_qpro_call(k, &call);
+		kf_buf_printf(b, "%.*s%.*s);\n", (int)call.n, call.p, (int)lv.n, lv.p);
+		kf_buf_free(&call);
+	} else {
+		kf_buf_printf(b, "%.*s;\n", (int)lv.n, lv.p);
+	}
+	kf_buf_free(&lv);
+	kf_buf_printf(b, "    }\n    sq[r * %d + f] = %s(x);\n  }\n", lq, at->mdt == KF_F16 ? "kf_f2h" : "kf_f2b");
+}
+
+/* The block's indices: its batch index z and first query row q0 (the
+ * heaviest query tiles, the last under a causal mask, first), the
+ * operands' offsets, and nt, the key tiles it walks. */
+static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
+{
+	kf_buf *b = &k->b;
+	int64_t nqt = (at->Tq + c->bm - 1) / c->bm, NT = (at->Tk + c->bn - 1) / c->bn;
+	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
+		      (long long)(nqt - 1), (long long)at->NB, c->bm);
+	kf_buf q = {0}, kk = {0}, vv = {0};
+	kx_att_boff(at, &at->q.view, "z", &q);
+	kx_att_boff(at, &at->k.view, "z", &kk);
+	kx_att_boff(at, &at->v.view, "z", &vv);
+	kf_buf_printf(b, "  const long long qo = %.*s, ko = %.*s, vo = %.*s;\n", (int)q.n, q.p, (int)kk.n, kk.p, (int)vv.n,
+		      vv.p);
+	kf_buf_free(&q);
+	kf_buf_free(&kk);
+	kf_buf_free(&vv);
+	if (at->causal)
+		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1);\n", (long long)NT,
+			      (long long)(c->bm - 1 + at->off), c->bn);
+	else
+		kf_buf_printf(b, "  const int nt = %lld;\n", (long long)NT);
+}
+
+/* The key-tile loop: the ring's wait and refill, S = Q K^T on the tensor
+ * cores, the scores and the softmax (emit_attention.c), O += P V. */
+static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, const tl *tv, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
+	const char *mma = at->mdt == KF_F16 ? "kf_mma_f16" : "kf_mma_bf16";
+	kf_buf_puts(b, "  for (int jt = 0; jt < nt; jt++) {\n");
+	kf_buf_printf(b, "    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
+	/* the stage refilled now was read in the previous iteration, which every
+	 * warp has finished: they all passed the barrier above */
+	kf_buf_printf(b, "    if (jt + %d < nt) load((jt + %d) %% %d, jt + %d);\n    kf_cp_commit();\n", S - 1, S - 1, S, S - 1);
+	kf_buf_printf(b, "    const unsigned short *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", S, ksz,
+		      S, vsz);
+	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", BN / 2, BN / 2);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int j = 0; j < %d; j += 2) {\n"
+		      "        unsigned t[4];\n        ", D / 16, BN / 8);
+	frag_b(b, tk, tk->keycols, "ks", "j * 8", "kk * 16");
+	kf_buf_printf(b, "\n        %s(sc + 4 * j, qf[kk], t);\n        %s(sc + 4 * (j + 1), qf[kk], t + 2);\n      }\n", mma, mma);
+	kx_att_tile_scores(k, at, BN, at->Tq % c->bm != 0, "q0");
+	kx_att_tile_softmax(k, at, BN, DV);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int n = 0; n < %d; n += 2) {\n"
+		      "        unsigned t[4];\n        ", BN / 16, DV / 8);
+	frag_b(b, tv, !tv->keycols, "vs", "n * 8", "kk * 16");
+	kf_buf_printf(b, "\n        %s(oacc + 4 * n, pf[kk], t);\n        %s(oacc + 4 * (n + 1), pf[kk], t + 2);\n      }\n  }\n",
+		      mma, mma);
+}
+
 int kx_emit_attention_mma(kx *k, kx_att *at)
 {
 	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || at->D % 16 || at->DV % 16 || at->D > 128 || at->DV > 128 ||
@@ -140,80 +227,35 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 		return kx_fail(k, "attention tile '%s' is not fa<64|128>x<32|64|128>s<2..4>", tile);
 	if (!tile || !*tile)
 		default_cfg(at, &c);
-	int nw = c.bm / 16, nt = 32 * nw, D = (int)at->D, DV = (int)at->DV, BN = c.bn, S = c.s;
-	const char *st = "unsigned short", *mma = at->mdt == KF_F16 ? "kf_mma_f16" : "kf_mma_bf16";
-	const char *pack = at->mdt == KF_F16 ? "kf_pack_h2" : "kf_pack_b2", *cv = at->mdt == KF_F16 ? "kf_f2h" : "kf_f2b";
+	int nt = 32 * (c.bm / 16), D = (int)at->D, DV = (int)at->DV, S = c.s;
 	tl tk = tile_of(at, &at->k, D, &c, true), tv = tile_of(at, &at->v, DV, &c, false);
 	int lq = D + 8, qsz = c.bm * lq, ksz = tk.rows * tk.ld, vsz = tv.rows * tv.ld;
 	int smem = (qsz + S * (ksz + vsz)) * 2;
 	if (smem > 227 * 1024)
 		return kx_fail(k, "attention tile %s needs %d bytes of shared memory", tile ? tile : "(default)", smem);
-	int64_t nqt = (at->Tq + c.bm - 1) / c.bm, NT = (at->Tk + BN - 1) / BN;
 	bool qraw = at->q.raw && at->q.cs == 1 && D % 8 == 0;
 	kf_buf *b = &k->b;
 	kf_buf_puts(&k->decl, kx_mm_helpers());
 	kf_buf_puts(&k->decl, att_helpers);
 	k->k->block = nt;
-	k->k->units = nqt * at->NB;
+	k->k->units = (at->Tq + c.bm - 1) / c.bm * at->NB;
 	k->k->per_sm = -1;
 	k->k->smem = smem;
-	char cfgtxt[32];
-	snprintf(cfgtxt, sizeof cfgtxt, "fa%dx%ds%d", c.bm, BN, S);
-	kf_buf_printf(b, "  /* %s: q %s%s, k %s, v %s%s */\n", cfgtxt, qraw ? "cp.async" : "registers",
+	kf_buf_printf(b, "  /* fa%dx%ds%d: q %s%s, k %s, v %s%s */\n", c.bm, c.bn, S, qraw ? "cp.async" : "registers",
 		      at->q.npro ? " + prologue" : "", tk.raw ? (tk.keycols ? "cp.async, keys as columns" : "cp.async")
 							       : "registers",
 		      tv.raw ? (tv.keycols ? "cp.async, keys as columns" : "cp.async") : "registers",
 		      at->causal ? ", causal" : "");
 	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n");
-	kf_buf_printf(b, "  %s *const sq = (%s *)kf_smem, *const sk = sq + %d, *const sv = sk + %d;\n", st, st, qsz, S * ksz);
+	kf_buf_printf(b, "  unsigned short *const sq = (unsigned short *)kf_smem, *const sk = sq + %d, *const sv = sk + %d;\n",
+		      qsz, S * ksz);
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q4 = lane & 3;\n");
-	/* heaviest query tiles (the last, under a causal mask) first */
-	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
-		      (long long)(nqt - 1), (long long)at->NB, c.bm);
-	kf_buf q = {0}, kk = {0}, vv = {0};
-	kx_att_boff(at, &at->q.view, "z", &q);
-	kx_att_boff(at, &at->k.view, "z", &kk);
-	kx_att_boff(at, &at->v.view, "z", &vv);
-	kf_buf_printf(b, "  const long long qo = %.*s, ko = %.*s, vo = %.*s;\n", (int)q.n, q.p, (int)kk.n, kk.p, (int)vv.n,
-		      vv.p);
-	kf_buf_free(&q);
-	kf_buf_free(&kk);
-	kf_buf_free(&vv);
-	if (at->causal)
-		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1);\n", (long long)NT,
-			      (long long)(c.bm - 1 + at->off), BN);
-	else
-		kf_buf_printf(b, "  const int nt = %lld;\n", (long long)NT);
-	/* q: once */
-	if (qraw) {
-		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c.bm * (D / 8), nt);
-		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * 8, i = q0 + r;\n    const bool ok = i < %lld;\n",
-			      D / 8, D / 8, (long long)at->Tq);
-		kf_buf_printf(b, "    kf_cp16(sq + r * %d + f, p%d + (ok ? qo + (long long)i * %lldLL + f : 0), ok);\n  }\n", lq,
-			      at->q.param, (long long)at->q.rs);
-	} else {
-		kf_buf_printf(b, "  for (int c = threadIdx.x; c < %d; c += %d) {\n", c.bm * D, nt);
-		kf_buf_printf(b, "    const int r = c / %d, f = c %% %d, i = q0 + r;\n    float x = 0.0f;\n", D, D);
-		kf_buf_printf(b, "    if (i < %lld) {\n      const long long e = qo + (long long)i * %lldLL + (long long)f * %lldLL;\n",
-			      (long long)at->Tq, (long long)at->q.rs, (long long)at->q.cs);
-		kf_buf_puts(b, "      x = ");
-		kf_buf lv = {0};
-		kx_load(&lv, at->q.st, "p%d[e]", at->q.param);
-		if (at->q.npro) {
-			kf_buf call = {0};
-			kx_att_qpro_call(k, &call);
-			kf_buf_printf(b, "%.*s%.*s);\n", (int)call.n, call.p, (int)lv.n, lv.p);
-			kf_buf_free(&call);
-		} else {
-			kf_buf_printf(b, "%.*s;\n", (int)lv.n, lv.p);
-		}
-		kf_buf_free(&lv);
-		kf_buf_printf(b, "    }\n    sq[r * %d + f] = %s(x);\n  }\n", lq, cv);
-	}
+	block_head(k, at, &c);
+	load_q(k, at, &c, qraw, lq, nt);
 	kf_buf_puts(b, "  kf_cp_commit();\n");
 	/* k and v tiles: the ring */
-	kf_buf_printf(b, "  auto load = [&](int stage, int jt) {\n    %s *const ks = sk + stage * %d, *const vs = sv + stage * %d;\n"
-		      "    const int j0 = jt * %d;\n", st, ksz, vsz, BN);
+	kf_buf_printf(b, "  auto load = [&](int stage, int jt) {\n    unsigned short *const ks = sk + stage * %d, *const vs = sv + stage * %d;\n"
+		      "    const int j0 = jt * %d;\n", ksz, vsz, c.bn);
 	load_kv(k, at, &at->k, &tk, true, "ks", "ko", nt);
 	load_kv(k, at, &at->v, &tv, false, "vs", "vo", nt);
 	kf_buf_puts(b, "  };\n");
@@ -223,92 +265,9 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 	kf_buf_printf(b, "  unsigned qf[%d][4];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++)\n"
 		      "    kf_ldsm4(qf[kk], sq + (warp * 16 + (lane & 15)) * %d + kk * 16 + (lane >> 4) * 8);\n",
 		      D / 16, D / 16, lq);
-	kf_buf_printf(b, "  float oacc[%d][4];\n#pragma unroll\n  for (int n = 0; n < %d; n++) oacc[n][0] = oacc[n][1] = oacc[n][2] = "
-		      "oacc[n][3] = 0.0f;\n", DV / 8, DV / 8);
+	kf_buf_printf(b, "  float oacc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2, DV / 2);
 	kf_buf_puts(b, "  float m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n"
 		       "  const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;\n");
-	kf_buf_puts(b, "  for (int jt = 0; jt < nt; jt++) {\n");
-	kf_buf_printf(b, "    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
-	/* the stage refilled now was read in the previous iteration, which every
-	 * warp has finished: they all passed the barrier above */
-	kf_buf_printf(b, "    if (jt + %d < nt) load((jt + %d) %% %d, jt + %d);\n    kf_cp_commit();\n", S - 1, S - 1, S, S - 1);
-	kf_buf_printf(b, "    const %s *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", st, S, ksz, S, vsz);
-	/* S = Q K^T */
-	kf_buf_printf(b, "    float sc[%d][4];\n#pragma unroll\n    for (int j = 0; j < %d; j++) sc[j][0] = sc[j][1] = sc[j][2] = "
-		      "sc[j][3] = 0.0f;\n", BN / 8, BN / 8);
-	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int j = 0; j < %d; j += 2) {\n"
-		      "        unsigned t[4];\n        ", D / 16, BN / 8);
-	frag_b(b, &tk, tk.keycols, "ks", "j * 8", "kk * 16");
-	kf_buf_printf(b, "\n        %s(sc[j], qf[kk], t);\n        %s(sc[j + 1], qf[kk], t + 2);\n      }\n", mma, mma);
-	/* the score chain, and the masks of edge tiles */
-	bool qpart = at->Tq % c.bm != 0, kpart = at->Tk % BN != 0;
-	kf_buf_puts(b, "    const int c0 = jt * ");
-	kf_buf_printf(b, "%d;\n", BN);
-	kf_buf edge = {0};
-	if (at->causal)
-		kf_buf_printf(&edge, "c0 + %d > q0 + %lld", BN - 1, (long long)at->off);
-	if (kpart)
-		kf_buf_printf(&edge, "%sc0 + %d > %lld", edge.n ? " || " : "", BN, (long long)at->Tk);
-	if (edge.n)
-		kf_buf_printf(b, "    const bool edge = %.*s;\n", (int)edge.n, edge.p);
-	kf_buf_free(&edge);
-	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++)\n#pragma unroll\n      for (int r = 0; r < 4; r++) {\n", BN / 8);
-	kf_buf_puts(b, "        const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n        float x = ");
-	kx_att_score_call(k, b);
-	/* rows and columns past the edges are computed, masked or never
-	 * written, but read the masks in range */
-	char rtxt[48], ctxt[48];
-	snprintf(rtxt, sizeof rtxt, qpart ? "min(row, %lld)" : "row", (long long)(at->Tq - 1));
-	snprintf(ctxt, sizeof ctxt, kpart ? "min(col, %lld)" : "col", (long long)(at->Tk - 1));
-	kf_buf_printf(b, "z, %s, %s, sc[j][r]);\n", rtxt, ctxt);
-	if (at->causal || kpart) {
-		kf_buf_puts(b, "        if (edge && (");
-		if (kpart)
-			kf_buf_printf(b, "col >= %lld", (long long)at->Tk);
-		if (at->causal)
-			kf_buf_printf(b, "%scol > row + %lld", kpart ? " || " : "", (long long)at->off);
-		kf_buf_puts(b, ")) x = -KF_INF;\n");
-	}
-	kf_buf_puts(b, "        sc[j][r] = x;\n      }\n");
-	/* the online softmax: the rows' new maximum over the quad */
-	kf_buf_puts(b, "    float mx0 = m0, mx1 = m1;\n");
-	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      mx0 = fmaxf(mx0, fmaxf(sc[j][0], sc[j][1]));\n"
-		      "      mx1 = fmaxf(mx1, fmaxf(sc[j][2], sc[j][3]));\n    }\n", BN / 8);
-	kf_buf_puts(b, "    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));\n"
-		       "    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));\n"
-		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));\n"
-		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));\n");
-	/* exp(x - m) = 2^(x log2(e) - m log2(e)); a row with nothing but -inf so
-	 * far keeps 0 as its offset, so that no -inf - -inf appears */
-	kf_buf_puts(b, "    const float b0 = mx0 == -KF_INF ? 0.0f : mx0 * 1.44269504f, b1 = mx1 == -KF_INF ? 0.0f : mx1 * 1.44269504f;\n"
-		       "    const float a0 = kf_ex2(m0 * 1.44269504f - b0), a1 = kf_ex2(m1 * 1.44269504f - b1);\n"
-		       "    m0 = mx0;\n    m1 = mx1;\n    l0 *= a0;\n    l1 *= a1;\n");
-	kf_buf_printf(b, "#pragma unroll\n    for (int n = 0; n < %d; n++) {\n      oacc[n][0] *= a0;\n      oacc[n][1] *= a0;\n"
-		      "      oacc[n][2] *= a1;\n      oacc[n][3] *= a1;\n    }\n", DV / 8);
-	/* P: the accumulators of n-tiles 2i and 2i + 1 are the A fragment of k-step i */
-	kf_buf_printf(b, "    unsigned pf[%d][4];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n", BN / 16, BN / 8);
-	kf_buf_puts(b, "      const float e0 = kf_ex2(sc[j][0] * 1.44269504f - b0), e1 = kf_ex2(sc[j][1] * 1.44269504f - b0);\n"
-		       "      const float e2 = kf_ex2(sc[j][2] * 1.44269504f - b1), e3 = kf_ex2(sc[j][3] * 1.44269504f - b1);\n"
-		       "      l0 += e0 + e1;\n      l1 += e2 + e3;\n");
-	kf_buf_printf(b, "      pf[j >> 1][(j & 1) * 2] = %s(e0, e1);\n      pf[j >> 1][(j & 1) * 2 + 1] = %s(e2, e3);\n    }\n",
-		      pack, pack);
-	/* O += P V */
-	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int n = 0; n < %d; n += 2) {\n"
-		      "        unsigned t[4];\n        ", BN / 16, DV / 8);
-	frag_b(b, &tv, !tv.keycols, "vs", "n * 8", "kk * 16");
-	kf_buf_printf(b, "\n        %s(oacc[n], pf[kk], t);\n        %s(oacc[n + 1], pf[kk], t + 2);\n      }\n  }\n", mma, mma);
-	/* the rows' sums over the quad; the output */
-	kf_buf_puts(b, "  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);\n  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);\n"
-		       "  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);\n  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);\n"
-		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
-	if (kx_att_out_helper(k, at, true) != 0)
-		return -1;
-	kf_buf_printf(b, "#pragma unroll\n  for (int n = 0; n < %d; n++) {\n    const int col = n * 8 + 2 * q4;\n", DV / 8);
-	for (int h = 0; h < 2; h++) {
-		kf_buf_printf(b, "    if (r%d < %lld) ", h, (long long)at->Tq);
-		kx_att_out_call(k, b, true);
-		kf_buf_printf(b, "z, r%d, col, oacc[n][%d] * i%d, oacc[n][%d] * i%d);\n", h, 2 * h, h, 2 * h + 1, h);
-	}
-	kf_buf_puts(b, "  }\n");
-	return 0;
+	tile_loop(k, at, &c, &tk, &tv, ksz, vsz);
+	return kx_att_finish(k, at, DV);
 }

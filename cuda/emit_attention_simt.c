@@ -74,6 +74,69 @@ static bool vec_ok(const kx_attop *op, int n, int64_t dim, int64_t stride, int s
 	return true;
 }
 
+/* Split-K: this block's partial (M, L, the unnormalised output) to the
+ * workspace, fenced, then counted in; the last block of the row combines
+ * every slice's and writes the row, and resets the counter for the next
+ * launch. */
+static void split_combine(kx *k, const kx_att *at, int64_t ns, int nt)
+{
+	kf_buf *b = &k->b;
+	/* split-K: this block's partial to the workspace, the last block of
+	 * the row combines */
+	long long W = (long long)(at->DV + 2);
+	kf_buf_printf(b, "  float *const wp = KF_KERNEL_ws + (rowg * %lld + sp) * %lld;\n", (long long)ns, W);
+	kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
+	kf_buf_printf(b, "    for (int w = 0; w < %d; w++) O += co[w * %lld + d] * f[w];\n    wp[2 + d] = O;\n  }\n", SIMT_WARPS,
+		      (long long)at->DV);
+	kf_buf_puts(b, "  int *const last = (int *)(cm + 8);\n  if (threadIdx.x == 0) {\n    wp[0] = M;\n    wp[1] = L;\n  }\n"
+		       "  __threadfence();\n  __syncthreads();\n"
+		       "  if (threadIdx.x == 0)\n");
+	kf_buf_printf(b, "    *last = atomicAdd(&KF_KERNEL_cnt[rowg], 1u) == %lldu;\n", (long long)(ns - 1));
+	kf_buf_puts(b, "  __syncthreads();\n  if (!*last)\n    return;\n  __threadfence();\n");
+	kf_buf_printf(b, "  const float *const wr = KF_KERNEL_ws + rowg * %lld * %lld;\n", (long long)ns, W);
+	kf_buf_printf(b, "  float MM = -KF_INF;\n  for (int s = 0; s < %lld; s++) MM = fmaxf(MM, __ldcg(wr + s * %lld));\n",
+		      (long long)ns, W);
+	kf_buf_puts(b, "  const float bs = MM == -KF_INF ? 0.0f : MM * 1.44269504f;\n  float LL = 0.0f;\n");
+	kf_buf_printf(b, "  for (int s = 0; s < %lld; s++) LL += __ldcg(wr + s * %lld + 1) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n",
+		      (long long)ns, W, W);
+	kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
+	kf_buf_printf(b, "    for (int s = 0; s < %lld; s++) O += __ldcg(wr + s * %lld + 2 + d) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n    ",
+		      (long long)ns, W, W);
+	kx_att_out_call(k, b, false);
+	kf_buf_puts(b, "z, i, d, O / LL);\n  }\n  if (threadIdx.x == 0)\n    KF_KERNEL_cnt[rowg] = 0u;\n");
+}
+
+/* Each warp's keys, U at a time: their k and v rows loaded together, the
+ * dot products reduced over the warp, the score chain, the online softmax
+ * into the warp's m, l and ov[VV]. */
+static void key_loop(kx *k, const kx_att *at, int V, int VV, bool kv, bool vv)
+{
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  float ov[%d];\n  for (int e = 0; e < %d; e++) ov[e] = 0.0f;\n  float m = -KF_INF, l = 0.0f;\n", VV, VV);
+	kf_buf_printf(b, "  for (int j0 = kb + warp * %d; j0 < ke; j0 += %d) {\n", SIMT_U, SIMT_U * SIMT_WARPS);
+	kf_buf_printf(b, "    float kx[%d][%d], vx[%d][%d];\n#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", SIMT_U, V, SIMT_U, VV,
+		      SIMT_U);
+	kf_buf_puts(b, "      const int j = j0 + u;\n      if (j < ke) {\n");
+	kf_buf_printf(b, "        const long long kj = ko + (long long)j * %lldLL, vj = vo + (long long)j * %lldLL;\n",
+		      (long long)at->k.cs, (long long)at->v.rs);
+	load_run(b, &at->k, V, at->k.rs, at->D, "kj", "kx[u]", kv);
+	load_run(b, &at->v, VV, at->v.cs, at->DV, "vj", "vx[u]", vv);
+	kf_buf_printf(b, "      } else {\n        for (int e = 0; e < %d; e++) kx[u][e] = 0.0f;\n        for (int e = 0; e < %d; e++) "
+		      "vx[u][e] = 0.0f;\n      }\n    }\n", V, VV);
+	kf_buf_printf(b, "    float s[%d];\n#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      float d = 0.0f;\n", SIMT_U, SIMT_U);
+	kf_buf_printf(b, "#pragma unroll\n      for (int e = 0; e < %d; e++) d += qv[e] * kx[u][e];\n", V);
+	kf_buf_puts(b, "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
+		       "      s[u] = j0 + u < ke ? ");
+	kx_att_score_call(k, b);
+	kf_buf_puts(b, "z, i, j0 + u, d) : -KF_INF;\n    }\n");
+	kf_buf_printf(b, "    float mx = m;\n#pragma unroll\n    for (int u = 0; u < %d; u++) mx = fmaxf(mx, s[u]);\n", SIMT_U);
+	kf_buf_puts(b, "    const float bb = mx == -KF_INF ? 0.0f : mx * 1.44269504f, a = kf_ex2(m * 1.44269504f - bb);\n"
+		       "    m = mx;\n    l *= a;\n");
+	kf_buf_printf(b, "#pragma unroll\n    for (int e = 0; e < %d; e++) ov[e] *= a;\n", VV);
+	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const float p = kf_ex2(s[u] * 1.44269504f - bb);\n"
+		      "      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", SIMT_U, VV);
+}
+
 int kx_emit_attention_simt(kx *k, kx_att *at)
 {
 	kf_buf *b = &k->b;
@@ -139,29 +202,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 		kf_buf_printf(b, "    for (int e = 0; e < %d; e++) qv[e] = %s(%s(qv[e]));\n", V,
 			      at->mdt == KF_F16 ? "kf_h2f" : "kf_b2f", at->mdt == KF_F16 ? "kf_f2h" : "kf_f2b");
 	kf_buf_puts(b, "  }\n");
-	kf_buf_printf(b, "  float ov[%d];\n  for (int e = 0; e < %d; e++) ov[e] = 0.0f;\n  float m = -KF_INF, l = 0.0f;\n", VV, VV);
-	kf_buf_printf(b, "  for (int j0 = kb + warp * %d; j0 < ke; j0 += %d) {\n", SIMT_U, SIMT_U * SIMT_WARPS);
-	kf_buf_printf(b, "    float kx[%d][%d], vx[%d][%d];\n#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", SIMT_U, V, SIMT_U, VV,
-		      SIMT_U);
-	kf_buf_puts(b, "      const int j = j0 + u;\n      if (j < ke) {\n");
-	kf_buf_printf(b, "        const long long kj = ko + (long long)j * %lldLL, vj = vo + (long long)j * %lldLL;\n",
-		      (long long)at->k.cs, (long long)at->v.rs);
-	load_run(b, &at->k, V, at->k.rs, at->D, "kj", "kx[u]", kv);
-	load_run(b, &at->v, VV, at->v.cs, at->DV, "vj", "vx[u]", vv);
-	kf_buf_printf(b, "      } else {\n        for (int e = 0; e < %d; e++) kx[u][e] = 0.0f;\n        for (int e = 0; e < %d; e++) "
-		      "vx[u][e] = 0.0f;\n      }\n    }\n", V, VV);
-	kf_buf_printf(b, "    float s[%d];\n#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      float d = 0.0f;\n", SIMT_U, SIMT_U);
-	kf_buf_printf(b, "#pragma unroll\n      for (int e = 0; e < %d; e++) d += qv[e] * kx[u][e];\n", V);
-	kf_buf_puts(b, "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
-		       "      s[u] = j0 + u < ke ? ");
-	kx_att_score_call(k, b);
-	kf_buf_puts(b, "z, i, j0 + u, d) : -KF_INF;\n    }\n");
-	kf_buf_printf(b, "    float mx = m;\n#pragma unroll\n    for (int u = 0; u < %d; u++) mx = fmaxf(mx, s[u]);\n", SIMT_U);
-	kf_buf_puts(b, "    const float bb = mx == -KF_INF ? 0.0f : mx * 1.44269504f, a = kf_ex2(m * 1.44269504f - bb);\n"
-		       "    m = mx;\n    l *= a;\n");
-	kf_buf_printf(b, "#pragma unroll\n    for (int e = 0; e < %d; e++) ov[e] *= a;\n", VV);
-	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const float p = kf_ex2(s[u] * 1.44269504f - bb);\n"
-		      "      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", SIMT_U, VV);
+	key_loop(k, at, V, VV, kv, vv);
 	/* the warps' partials, combined by the block's threads, one head dim each */
 	kf_buf_printf(b, "  if (lane == 0) {\n    cm[warp] = m;\n    cl[warp] = l;\n  }\n"
 		      "  for (int e = 0; e < %d; e++)\n    if (lane * %d + e < %lld) co[warp * %lld + lane * %d + e] = ov[e];\n"
@@ -177,28 +218,6 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 		kf_buf_puts(b, "z, i, d, O / L);\n  }\n");
 		return 0;
 	}
-	/* split-K: this block's partial to the workspace, the last block of
-	 * the row combines */
-	long long W = (long long)(at->DV + 2);
-	kf_buf_printf(b, "  float *const wp = KF_KERNEL_ws + (rowg * %lld + sp) * %lld;\n", (long long)ns, W);
-	kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
-	kf_buf_printf(b, "    for (int w = 0; w < %d; w++) O += co[w * %lld + d] * f[w];\n    wp[2 + d] = O;\n  }\n", SIMT_WARPS,
-		      (long long)at->DV);
-	kf_buf_puts(b, "  int *const last = (int *)(cm + 8);\n  if (threadIdx.x == 0) {\n    wp[0] = M;\n    wp[1] = L;\n  }\n"
-		       "  __threadfence();\n  __syncthreads();\n"
-		       "  if (threadIdx.x == 0)\n");
-	kf_buf_printf(b, "    *last = atomicAdd(&KF_KERNEL_cnt[rowg], 1u) == %lldu;\n", (long long)(ns - 1));
-	kf_buf_puts(b, "  __syncthreads();\n  if (!*last)\n    return;\n  __threadfence();\n");
-	kf_buf_printf(b, "  const float *const wr = KF_KERNEL_ws + rowg * %lld * %lld;\n", (long long)ns, W);
-	kf_buf_printf(b, "  float MM = -KF_INF;\n  for (int s = 0; s < %lld; s++) MM = fmaxf(MM, __ldcg(wr + s * %lld));\n",
-		      (long long)ns, W);
-	kf_buf_puts(b, "  const float bs = MM == -KF_INF ? 0.0f : MM * 1.44269504f;\n  float LL = 0.0f;\n");
-	kf_buf_printf(b, "  for (int s = 0; s < %lld; s++) LL += __ldcg(wr + s * %lld + 1) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n",
-		      (long long)ns, W, W);
-	kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
-	kf_buf_printf(b, "    for (int s = 0; s < %lld; s++) O += __ldcg(wr + s * %lld + 2 + d) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n    ",
-		      (long long)ns, W, W);
-	kx_att_out_call(k, b, false);
-	kf_buf_puts(b, "z, i, d, O / LL);\n  }\n  if (threadIdx.x == 0)\n    KF_KERNEL_cnt[rowg] = 0u;\n");
+	split_combine(k, at, ns, nt);
 	return 0;
 }

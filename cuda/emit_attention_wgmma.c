@@ -165,7 +165,7 @@ static void consumer(kx *k, const kx_att *at, const wga_cfg *c, int nc, int ksz,
 {
 	kf_buf *b = &k->b;
 	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
-	const char *ty = at->mdt == KF_BF16 ? "bf16" : "f16", *pack = at->mdt == KF_F16 ? "kf_pack_h2" : "kf_pack_b2";
+	const char *ty = at->mdt == KF_BF16 ? "bf16" : "f16";
 	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", nc == 2 ? 232 : 240);
 	kf_buf_printf(b, "  const int cw = wg - 1, g = lane >> 2, q4 = lane & 3;\n"
 		      "  const int r0 = q0 + cw * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;\n");
@@ -182,69 +182,14 @@ static void consumer(kx *k, const kx_att *at, const wga_cfg *c, int nc, int ksz,
 		      ty, BN, D / 64, BN * 128);
 	kf_buf_puts(b, "    kf_wg_commit();\n    kf_wg_wait<0>();\n");
 	/* the scores: sc[i] at row r0 + 8 ((i >> 1) & 1), column 8 (i >> 2) + 2 q4 + (i & 1) */
-	bool qpart = at->Tq % 64 != 0, kpart = at->Tk % BN != 0;
-	kf_buf_printf(b, "    const int c0 = jt * %d;\n", BN);
-	kf_buf edge = {0};
-	if (at->causal)
-		kf_buf_printf(&edge, "c0 + %d > q0 + cw * 64 + %lld", BN - 1, (long long)at->off);
-	if (kpart)
-		kf_buf_printf(&edge, "%sc0 + %d > %lld", edge.n ? " || " : "", BN, (long long)at->Tk);
-	if (edge.n)
-		kf_buf_printf(b, "    const bool edge = %.*s;\n", (int)edge.n, edge.p);
-	kf_buf_free(&edge);
-	char rtxt[48], ctxt[48];
-	snprintf(rtxt, sizeof rtxt, qpart ? "min(row, %lld)" : "row", (long long)(at->Tq - 1));
-	snprintf(ctxt, sizeof ctxt, kpart ? "min(col, %lld)" : "col", (long long)(at->Tk - 1));
-	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i++) {\n", BN / 2);
-	kf_buf_puts(b, "      const int row = (i & 2) ? r1 : r0, col = c0 + (i >> 2) * 8 + 2 * q4 + (i & 1);\n      float x = ");
-	kx_att_score_call(k, b);
-	kf_buf_printf(b, "z, %s, %s, sc[i]);\n", rtxt, ctxt);
-	if (at->causal || kpart) {
-		kf_buf_puts(b, "      if (edge && (");
-		if (kpart)
-			kf_buf_printf(b, "col >= %lld", (long long)at->Tk);
-		if (at->causal)
-			kf_buf_printf(b, "%scol > row + %lld", kpart ? " || " : "", (long long)at->off);
-		kf_buf_puts(b, ")) x = -KF_INF;\n");
-	}
-	kf_buf_puts(b, "      sc[i] = x;\n    }\n");
-	/* the online softmax (as emit_attention_mma.c's) */
-	kf_buf_printf(b, "    float mx0 = m0, mx1 = m1;\n#pragma unroll\n    for (int i = 0; i < %d; i += 4) {\n"
-		      "      mx0 = fmaxf(mx0, fmaxf(sc[i], sc[i + 1]));\n      mx1 = fmaxf(mx1, fmaxf(sc[i + 2], sc[i + 3]));\n    }\n",
-		      BN / 2);
-	kf_buf_puts(b, "    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));\n"
-		       "    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));\n"
-		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));\n"
-		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));\n"
-		       "    const float b0 = mx0 == -KF_INF ? 0.0f : mx0 * 1.44269504f, b1 = mx1 == -KF_INF ? 0.0f : mx1 * 1.44269504f;\n"
-		       "    const float a0 = kf_ex2(m0 * 1.44269504f - b0), a1 = kf_ex2(m1 * 1.44269504f - b1);\n"
-		       "    m0 = mx0;\n    m1 = mx1;\n    l0 *= a0;\n    l1 *= a1;\n");
-	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i += 4) {\n      oacc[i] *= a0;\n      oacc[i + 1] *= a0;\n"
-		      "      oacc[i + 2] *= a1;\n      oacc[i + 3] *= a1;\n    }\n", DV / 2);
-	/* P: the accumulators of n-tiles 2j and 2j + 1 are the A fragment of k-step j */
-	kf_buf_printf(b, "    unsigned pf[%d][4];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n", BN / 16, BN / 8);
-	kf_buf_puts(b, "      const float e0 = kf_ex2(sc[4 * j] * 1.44269504f - b0), e1 = kf_ex2(sc[4 * j + 1] * 1.44269504f - b0);\n"
-		       "      const float e2 = kf_ex2(sc[4 * j + 2] * 1.44269504f - b1), e3 = kf_ex2(sc[4 * j + 3] * 1.44269504f - b1);\n"
-		       "      l0 += e0 + e1;\n      l1 += e2 + e3;\n");
-	kf_buf_printf(b, "      pf[j >> 1][(j & 1) * 2] = %s(e0, e1);\n      pf[j >> 1][(j & 1) * 2 + 1] = %s(e2, e3);\n    }\n",
-		      pack, pack);
+	kx_att_tile_scores(k, at, BN, at->Tq % c->bm != 0, "(q0 + cw * 64)");
+	kx_att_tile_softmax(k, at, BN, DV);
 	/* O += P V: k-step kk of 16 keys, in key box kk / 4 at + 2048 bytes;
 	 * head-dim boxes of 64 are 8 KiB apart (LBO) */
 	kf_buf_printf(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n", BN / 16);
 	kf_buf_printf(b, "      kf_wgmma_rs_%s_n%d_t1(oacc, pf[kk], kf_wg_desc(vs + (kk / 4) * %d + (kk %% 4) * 2048, 8192, 1024));\n",
 		      ty, DV, (DV / 64) * 8192);
 	kf_buf_puts(b, "    kf_wg_commit();\n    kf_wg_wait<0>();\n    if (lane == 0) kf_mbar_arrive(bar_empty + s * 8);\n  }\n");
-	/* the rows' sums over the quad; the output, pairs of columns */
-	kf_buf_puts(b, "  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);\n  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);\n"
-		       "  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);\n  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);\n"
-		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
-	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 4) {\n    const int col = (i >> 2) * 8 + 2 * q4;\n", DV / 2);
-	for (int h = 0; h < 2; h++) {
-		kf_buf_printf(b, "    if (r%d < %lld) ", h, (long long)at->Tq);
-		kx_att_out_call(k, b, true);
-		kf_buf_printf(b, "z, r%d, col, oacc[i + %d] * i%d, oacc[i + %d] * i%d);\n", h, 2 * h, h, 2 * h + 1, h);
-	}
-	kf_buf_puts(b, "  }\n");
 }
 
 int kx_emit_attention_wgmma(kx *k, kx_att *at)
@@ -291,11 +236,6 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	kf_buf_puts(&k->decl, kx_att_helpers());
 	kx_wg_mma_fn(&k->decl, ty, BN, 0);
 	rs_fn(&k->decl, ty, DV);
-	if (kx_att_out_helper(k, at, true) != 0) {
-		for (int i = 0; i < 3; i++)
-			tmv_free(&m[i]);
-		return -1;
-	}
 	int64_t nqt = (at->Tq + c.bm - 1) / c.bm, NT = (at->Tk + BN - 1) / BN;
 	kf_kernel *kk = k->k;
 	kk->sm90a = true;
@@ -335,5 +275,5 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	consumer(k, at, &c, nc, ksz, vsz);
 	for (int i = 0; i < 3; i++)
 		tmv_free(&m[i]);
-	return 0;
+	return kx_att_finish(k, at, DV);
 }

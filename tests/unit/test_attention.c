@@ -315,7 +315,7 @@ static void test_emu_wga_split(void **s) { (void)s; emu_case(&wga_split); }
 static void test_emu_catches(void **s)
 {
 	(void)s;
-	int64_t bad = emulate(&plain, "oacc[n][0] *= a0;", "oacc[n][0] *= 1.0f;");
+	int64_t bad = emulate(&plain, "oacc[i] *= a0;", "oacc[i] *= 1.0f;");
 	if (bad < 0) {
 		skip();
 		return;
