@@ -197,6 +197,6 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 
 const kf_pass kf_pass_merge_matmul = {
 	.name = "merge-matmul",
-	.doc = "matmuls of one input by constant weights (q, k, v projections) become one matmul and a split",
+	.doc = "matmuls of one input by constant weights (q, k, v projections) become one matmul and slices of it",
 	.run = run,
 };
