@@ -333,35 +333,6 @@ static int inf_cast(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 	return 1;
 }
 
-/* iota {dtype = "i64", shape, axis = 0} (XLA's): its type from the
- * attributes: a numeric dtype, a static shape of rank >= 1, an axis in it. */
-static int inf_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
-{
-	kf_ic ic = kf_ic_make(g, n, err, errlen);
-	const char *dt;
-	int64_t axis, dim[KF_MAX_RANK];
-	if (!kf_ic_str(&ic, "dtype", "i64", &dt) || !kf_ic_int(&ic, "axis", 0, &axis) || !kf_ic_need(&ic, "shape"))
-		return -1;
-	int d = kf_dtype_parse(dt, strlen(dt));
-	if (d < 0 || d == KF_I1)
-		return kf_ic_fail(&ic, "'iota' dtype must be a numeric dtype, got \"%s\"", dt);
-	const kf_attrval *sh = kf_attr_get(g, n, "shape");
-	if (sh->kind == KF_ATTR_LIST && sh->n > KF_MAX_RANK)
-		return kf_ic_fail(&ic, "'iota' shape has %u dims, at most %d", sh->n, KF_MAX_RANK);
-	int r = kf_attr_ints(g, n, "shape", dim, KF_MAX_RANK);
-	if (r < 0)
-		return kf_ic_fail(&ic, "attribute 'shape' of 'iota' must be a list of ints");
-	for (int i = 0; i < r; i++)
-		if (dim[i] < 0)
-			return kf_ic_fail(&ic, "'iota' shape[%d] = %lld is negative", i, (long long)dim[i]);
-	if (r == 0)
-		return kf_ic_fail(&ic, "'iota' needs a shape of rank >= 1");
-	if (axis < -r || axis >= r)
-		return kf_ic_fail(&ic, "'iota' axis %lld is out of range for rank %d", (long long)axis, r);
-	out[0] = kf_type_make((kf_dtype)d, r, dim);
-	return 1;
-}
-
 static int inf_none(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
 {
 	return 0;
@@ -438,14 +409,30 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 			   "same elements, new {shape} (0 copies a dim, one -1 inferred)"},
 	[KF_OP_BROADCAST_TO] = {"broadcast_to", 1, 1, 1, BC, 0, kf_infer_broadcast_to, NULL, NULL, "shape",
 				"numpy broadcast_to {shape}"},
-	[KF_OP_IOTA] = {"iota", 0, 0, 1, KF_TRAIT_INJECTIVE, 0, inf_iota, NULL, NULL, "dtype shape axis",
-			"{dtype = \"i64\"}[{shape}]: each element its index along {axis = 0}"},
 	[KF_OP_CONCAT] = {"concat", 1, -1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_concat, NULL, NULL, "axis",
 			  "joins operands along {axis}"},
 	[KF_OP_SLICE] = {"slice", 1, 1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_slice, NULL, NULL,
 			 "starts ends axes steps", "ONNX Slice with attributes"},
 	[KF_OP_SPLIT] = {"split", 1, 1, -1, KF_TRAIT_INJECTIVE, 0, kf_infer_split, NULL, NULL, "axis sizes",
 			 "splits along {axis = 0} into {sizes} or equal parts"},
+	[KF_OP_GATHER] = {"gather", 2, 2, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_gather, NULL, NULL, "axis",
+			  "ONNX Gather: data's dim {axis = 0} replaced by the dims of indices (i32/i64, negative from the end)"},
+	[KF_OP_PAD] = {"pad", 1, 1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_pad, NULL, NULL, "pads mode value",
+		       "ONNX Pad: {pads} begins then ends, {mode = \"constant\"|reflect|edge|wrap, value = 0.0}"},
+	[KF_OP_RESIZE] = {"resize", 1, 1, 1, KF_TRAIT_OPAQUE, 0, kf_infer_resize, NULL, NULL,
+			  "mode coordinate_transformation_mode nearest_mode scales sizes",
+			  "ONNX Resize, nearest or linear: {scales} per dim, {sizes} when given"},
+	[KF_OP_IOTA] = {"iota", 0, 0, 1, KF_TRAIT_OPAQUE, 0, kf_infer_iota, NULL, NULL, "dtype shape axis",
+			"{dtype = \"i64\"}[{shape}]: each element its index along {axis = 0}"},
+	[KF_OP_SHAPE] = {"shape", 1, 1, 1, KF_TRAIT_OPAQUE, 0, kf_infer_shape_of, NULL, NULL, "start end",
+			 "the dims of x as i64, ONNX Shape {start, end}"},
+	[KF_OP_SIN] = {"sin", 1, 1, 1, EW, 0, inf_float1, NULL, "sinf(a)", "", "sine"},
+	[KF_OP_COS] = {"cos", 1, 1, 1, EW, 0, inf_float1, NULL, "cosf(a)", "", "cosine"},
+	/* the importer's stand-in for an ONNX op kfuse lacks: @name is the op,
+	 * the node's types and attributes are the model's (trusted, no
+	 * inference); a plugin op of that name runs it */
+	[KF_OP_OPAQUE] = {"opaque", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_SYMBOL, kf_infer_opaque, NULL, NULL, NULL,
+			  "an op kfuse does not have, @name, kept with its attributes; a plugin op @name runs it"},
 	[KF_OP_FUSION] = {"fusion", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_REGION | KF_OPF_SYMBOL, kf_infer_fusion,
 			  NULL, NULL, "kind cell steps hidden layers tile tf32", "a fused kernel: its body region computes its results"},
 	[KF_OP_RETURN] = {"return", 0, -1, 0, KF_TRAIT_OPAQUE, KF_OPF_TERMINATOR | KF_OPF_EFFECT, inf_none,
@@ -464,6 +451,16 @@ void kf_ops_builtin_init(kf_ctx *c)
 			kf_error(c, KF_NOLOC, "internal: built-in op '%s' registered as id %d, not %d",
 				 builtin[i].name, id, i);
 	}
+}
+
+int kf_node_impl_op(const kf_graph *g, kf_nid n)
+{
+	const kf_node *nd = kf_N(g, n);
+	if (nd->op != KF_OP_OPAQUE)
+		return nd->op;
+	const char *name = nd->sym ? kf_str(g->ctx, nd->sym) : "";
+	int op = kf_op_lookup(g->ctx, name, strlen(name));
+	return op == KF_OP_OPAQUE ? -1 : op;
 }
 
 /* ---- kf_infer: generic checks, then the op's own function ---------------- */

@@ -39,6 +39,10 @@ static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
  * be small (the fusion passes' are at most a few hundred nodes). */
 kf_nid kf_pass_outline(kf_graph *g, const kf_nid *mem, uint32_t n, kf_vid out, const char *kind, kf_sid sym);
 
+/* Removes the dead nodes of g (dce.c, what the dce pass runs); returns how
+ * many.  The importer runs it on what it built. */
+uint32_t kf_dce_graph(kf_graph *g);
+
 /* ---- the persistent pass (recurrence*.c) ---- */
 
 /* The `persistent` pass's last step (passes/recurrence_stack.c): chains

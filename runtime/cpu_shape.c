@@ -125,24 +125,6 @@ int kf_cpu_broadcast_to(KF_RT_CPU_ARGS)
 	return 0;
 }
 
-int kf_cpu_iota(KF_RT_CPU_ARGS)
-{
-	kf_tensor *y = &out[0];
-	int axis = kf_rt_axis(kf_attr_int(g, n, "axis", 0), y->rank);
-	if (axis < 0)
-		return kf_rt_fail(err, errlen, "axis out of range for rank %d", y->rank);
-	int64_t numel = kf_tensor_numel(y), inner = kf_rt_numel(y->rank - axis - 1, y->dim + axis + 1);
-	int64_t buf[256];
-	/* in chunks, through the one store that converts to every dtype */
-	for (int64_t i = 0; i < numel; i += 256) {
-		int64_t m = numel - i < 256 ? numel - i : 256;
-		for (int64_t j = 0; j < m; j++)
-			buf[j] = (i + j) / inner % y->dim[axis];
-		kf_rt_store(y->dtype, (char *)y->data + i * kf_dtype_size(y->dtype), RT_I64, buf, m);
-	}
-	return 0;
-}
-
 int kf_cpu_concat(KF_RT_CPU_ARGS)
 {
 	kf_tensor *y = &out[0];
@@ -166,7 +148,8 @@ int kf_cpu_slice(KF_RT_CPU_ARGS)
 {
 	const kf_tensor *x = &in[0];
 	int64_t start[KF_MAX_RANK], step[KF_MAX_RANK], len[KF_MAX_RANK], xs[KF_MAX_RANK], st[KF_MAX_RANK];
-	if (kf_rt_slice_geom(g, n, x, start, step, len, err, errlen) != 0)
+	kf_type res = kf_tensor_type(&out[0]);
+	if (kf_rt_slice_geom(g, n, x, &res, start, step, len, err, errlen) != 0)
 		return -1;
 	row_strides(x, xs);
 	int64_t base = 0;
