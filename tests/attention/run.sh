@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh BUILD_DIR MODELS_DIR NAME N K [RTOL]: one attention test model
-# (gen.py wrote it: NAME.onnx, NAME.in<i>.npy, NAME.out.npy) through the
+# (gen.py wrote it: NAME.onnx, NAME.in<i>.npy, NAME.out.npy; or one of the
+# model zoo's, tests/models, with NAME.out<i>.npy) through the
 # importer and the transformer pipeline (merge-matmul, fuse-attention,
 # fuse-matmul, fuse); N attention kernels must come out, no softmax outside
 # them, at most K kernels in all (top-level ops but constants, reshapes,
@@ -39,4 +40,10 @@ for f in "$m/$name".in*.npy; do
   i=${f##*.in}; i=${i%.npy}
   ins="$ins --input $i=$f"
 done
-"$b/kfuse-run" "$t/$name.fused.kf" $ins --expect "0=$m/$name.out.npy" --rtol "$rtol" --atol 1e-5
+# gen.py's one output is NAME.out.npy; the zoo's (tests/models) NAME.out<i>.npy
+outs=""
+for f in "$m/$name".out*.npy; do
+  i=${f##*.out}; i=${i%.npy}
+  outs="$outs --expect ${i:-0}=$f"
+done
+"$b/kfuse-run" "$t/$name.fused.kf" $ins $outs --rtol "$rtol" --atol 1e-5
