@@ -340,8 +340,8 @@ int kf_cuda_func_set_max_dyn_smem(kf_cuda *cu, kf_cufunc f, int bytes)
 	return 0;
 }
 
-int kf_cuda_tmap_2d(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64_t outer, unsigned box_inner,
-		    unsigned box_outer, kf_cuda_tmap *out)
+int kf_cuda_tmap_encode(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64_t mid, uint64_t outer, unsigned box_inner,
+			unsigned box_outer, kf_cuda_tmap *out)
 {
 	if (!cu->TensorMapEncodeTiled) {
 		kf_error(cu->ctx, KF_NOLOC, "the CUDA driver %s lacks cuTensorMapEncodeTiled (CUDA 12 or newer)",
@@ -351,11 +351,14 @@ int kf_cuda_tmap_2d(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64
 	/* CU_TENSOR_MAP_DATA_TYPE_UINT8 (0), UINT16 (1), UINT32 (2): a copy
 	 * moves bytes, and zero bits fill out-of-range elements of any type */
 	int dtype = elem == 1 ? 0 : elem == 2 ? 1 : 2;
-	uint64_t dim[2] = {inner, outer}, stride[1] = {inner * (uint64_t)elem};
-	unsigned box[2] = {box_inner, box_outer}, estride[2] = {1, 1};
+	/* 2-D: [outer][inner]; 3-D: [outer][mid][inner], the box one deep */
+	uint64_t dim2[2] = {inner, outer}, st2[1] = {inner * (uint64_t)elem};
+	uint64_t dim3[3] = {inner, mid, outer}, st3[2] = {inner * (uint64_t)elem, inner * mid * (uint64_t)elem};
+	unsigned box[3] = {box_inner, box_outer, 1}, estride[3] = {1, 1, 1};
 	memset(out, 0, sizeof *out);
 	/* interleave none (0), swizzle 128B (3), L2 promotion 256B (3), OOB fill zeros (0) */
-	CK(cu->TensorMapEncodeTiled(out->b, dtype, 2, (void *)(uintptr_t)base, dim, stride, box, estride, 0, 3, 3, 0),
+	CK(cu->TensorMapEncodeTiled(out->b, dtype, mid ? 3 : 2, (void *)(uintptr_t)base, mid ? dim3 : dim2,
+				    mid ? st3 : st2, box, estride, 0, 3, 3, 0),
 	   "cuTensorMapEncodeTiled");
 	return 0;
 }

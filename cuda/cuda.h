@@ -95,13 +95,15 @@ int kf_cuda_func_set_max_dyn_smem(kf_cuda *cu, kf_cufunc f, int bytes);
 typedef struct kf_cuda_tmap {
 	_Alignas(64) unsigned char b[128];
 } kf_cuda_tmap;
-/* Encodes a 2-D map of the dense row-major buffer at base: outer rows of
+/* Encodes a map of the dense row-major buffer at base: outer rows of
  * inner elements of elem bytes (1, 2 or 4; the row length in bytes a
- * multiple of 16), boxes of box_inner x box_outer, 128-byte swizzle,
- * out-of-range elements read as zeros.  -1 with an error when the driver
- * lacks cuTensorMapEncodeTiled (kf_cuda_info.tmap) or refuses the map. */
-int kf_cuda_tmap_2d(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64_t outer, unsigned box_inner,
-		    unsigned box_outer, kf_cuda_tmap *out);
+ * multiple of 16), or with mid > 0 outer x mid rows (a 3-D map: a box
+ * stays inside one run of mid rows, rows past it read as zeros), boxes of
+ * box_inner x box_outer, 128-byte swizzle, out-of-range elements read as
+ * zeros.  -1 with an error when the driver lacks cuTensorMapEncodeTiled
+ * (kf_cuda_info.tmap) or refuses the map. */
+int kf_cuda_tmap_encode(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, uint64_t mid, uint64_t outer, unsigned box_inner,
+			unsigned box_outer, kf_cuda_tmap *out);
 int kf_cuda_occupancy(kf_cuda *cu, kf_cufunc f, int block_threads, size_t dyn_smem, int *blocks_per_sm);
 
 int kf_cuda_malloc(kf_cuda *cu, size_t n, kf_cuptr *out);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_backend_int.h"
+#include "fusion.h"
 #include "tune.h"
 #include "tensor.h"
 #include "interp.h"
@@ -22,8 +23,11 @@ static void add_step(kf_cuda_session *s, const kf_kernel *k)
 	s->st[s->nst++].k = *k;
 }
 
+static int body_steps(kf_cuda_session *s, kf_nid f);
+
 /* Emits the kernels of block b's nodes (the top level, or a split fusion's
- * body) as steps; reshape becomes an alias. */
+ * body) as steps; reshape becomes an alias; a fusion whose kernel cannot
+ * run its body (kf_emit_node_for's 2) runs the body op by op. */
 static int emit_block(kf_cuda_session *s, kf_bid b)
 {
 	kf_graph *g = s->g;
@@ -33,10 +37,25 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 			s->alias[kf_res(g, n, 0)] = kf_in(g, n, 0);
 			continue;
 		}
+		if (b == 0 && s->fold[n])
+			continue;
 		kf_kernel k;
 		int rc = kf_emit_node_for(g, n, &s->tgt, &k);
 		if (rc < 0)
 			return -1;
+		if (rc == 2) {
+			int br = body_steps(s, n);
+			if (br < 0)
+				return -1;
+			if (br > 0) {
+				kf_error(g->ctx, x->loc, "cuda: %s; and its body cannot run op by op (it yields a view)", k.why);
+				return -1;
+			}
+			if (s->o.report)
+				kf_buf_printf(s->o.report, "cuda: @%s: fusion @%s runs op by op: %s\n", kf_str(g->ctx, g->name),
+					      kf_str(g->ctx, x->sym), k.why);
+			continue;
+		}
 		if (rc == 0)
 			add_step(s, &k);
 	}
@@ -146,9 +165,34 @@ static int load(kf_cuda_session *s, bool *spilled)
 	return 0;
 }
 
-/* A fusion whose kernel spills runs its body op by op: the body's
- * arguments alias the fusion's operands and the yielded values its
- * results.  Returns the number of steps split. */
+/* Fusion f's body as steps (appended): its arguments alias the fusion's
+ * operands and the yielded values its results.  1 (nothing done) when a
+ * yielded value is an argument, a constant, a reshape (an alias itself) or
+ * yielded twice: those would need a copy. */
+static int body_steps(kf_cuda_session *s, kf_nid f)
+{
+	kf_graph *g = s->g;
+	const kf_node *x = kf_N(g, f);
+	kf_nid y = kf_block_terminator(g, x->body);
+	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++) {
+		kf_vid v = kf_in(g, y, j);
+		if (kf_def(g, v) == KF_NONE || kf_N(g, kf_def(g, v))->op == KF_OP_CONST ||
+		    kf_N(g, kf_def(g, v))->op == KF_OP_RESHAPE)
+			return 1;
+		for (uint32_t k = 0; k < j; k++)
+			if (kf_in(g, y, k) == v)
+				return 1;
+	}
+	for (uint32_t j = 0; j < x->nin; j++)
+		s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
+	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
+		s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
+	return emit_block(s, x->body);
+}
+
+/* A fusion whose kernel spills runs its body op by op (body_steps); the
+ * spilling kernel stays when the body cannot.  Returns the number of
+ * steps split. */
 static int split(kf_cuda_session *s, const bool *spilled, uint32_t nst)
 
 {
@@ -159,26 +203,12 @@ static int split(kf_cuda_session *s, const bool *spilled, uint32_t nst)
 			continue;
 		kf_nid f = s->st[i].k.node;
 		const kf_node *x = kf_N(g, f);
-		kf_nid y = kf_block_terminator(g, x->body);
-		bool ok = true;
-		/* a yielded argument or a value yielded twice needs a copy: keep
-		 * the spilling kernel then */
-		for (uint32_t j = 0; j < kf_N(g, y)->nin && ok; j++) {
-			kf_vid v = kf_in(g, y, j);
-			ok = kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op != KF_OP_CONST &&
-			     kf_N(g, kf_def(g, v))->op != KF_OP_RESHAPE;
-			for (uint32_t k = 0; k < j; k++)
-				ok = ok && kf_in(g, y, k) != v;
-		}
-		if (!ok)
-			continue;
-		for (uint32_t j = 0; j < x->nin; j++)
-			s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
-		for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
-			s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
 		uint32_t before = s->nst;
-		if (emit_block(s, x->body) != 0)
+		int rc = body_steps(s, f);
+		if (rc < 0)
 			return -1;
+		if (rc > 0)
+			continue;
 		/* the body's steps (appended) take the fusion's place */
 		uint32_t nb = s->nst - before;
 		step *ns = malloc((s->nst + 1) * sizeof *ns);
@@ -245,6 +275,106 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 		rc = kf_cuda_h2d(s->cu, s->vptr[v], t.data, t.nbytes);
 	kf_tensor_free(&t);
 	return rc;
+}
+
+/* ---- planning: constants computed once ---------------------------------------------- */
+
+/* v is a constant: a const node's, a reshape's of one, or a folded node's. */
+static bool const_value(const kf_cuda_session *s, kf_vid v)
+{
+	const kf_graph *g = s->g;
+	for (kf_nid d = kf_def(g, v); d != KF_NONE; d = kf_def(g, kf_in(g, d, 0))) {
+		const kf_node *x = kf_N(g, d);
+		if (x->op == KF_OP_CONST || s->fold[d])
+			return true;
+		if (x->op != KF_OP_RESHAPE)
+			return false;
+	}
+	return false;
+}
+
+/* Marks the top-level nodes that move or convert the elements of constants
+ * (injective ops but reshape, which is an alias anyway; casts): the plan
+ * computes them once on the host with the interpreter's kernels and uploads
+ * the result like a constant, instead of a kernel on every run (weights
+ * concatenated by merge-matmul, transposed, cast to another precision). */
+static void mark_folds(kf_cuda_session *s)
+{
+	kf_graph *g = s->g;
+	kf_foreach_node(g, 0, n) {
+		const kf_node *x = kf_N(g, n);
+		const kf_opinfo *oi = kf_op(s->c, x->op);
+		if (x->op == KF_OP_RESHAPE || x->nin == 0 || !oi->cpu || (oi->flags & (KF_OPF_EFFECT | KF_OPF_REGION)) ||
+		    (oi->trait != KF_TRAIT_INJECTIVE && x->op != KF_OP_CAST && x->op != KF_OP_BROADCAST_TO) ||
+		    !kf_fuse_node_static(g, n))
+			continue;
+		bool ok = true;
+		for (uint32_t i = 0; i < x->nin && ok; i++)
+			ok = const_value(s, kf_in(g, n, i));
+		s->fold[n] = ok;
+	}
+}
+
+/* The host value of constant v (memoised in memo[]): the const kernel, a
+ * reshape's bytes, or a folded node's kernel on its operands. */
+static kf_tensor *fold_value(kf_cuda_session *s, kf_vid v, kf_tensor **memo)
+{
+	kf_graph *g = s->g;
+	if (memo[v])
+		return memo[v];
+	kf_nid d = kf_def(g, v);
+	const kf_node *x = kf_N(g, d);
+	char err[256] = "";
+	kf_tensor in[16];
+	uint32_t nin = x->op == KF_OP_CONST ? 0 : x->nin, nres = x->nres;
+	if (nin > 16) {
+		kf_error(s->c, x->loc, "cuda: a constant node of %u operands", nin);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < nin; i++) {
+		kf_tensor *t = fold_value(s, kf_in(g, d, i), memo);
+		if (!t)
+			return NULL;
+		in[i] = *t;
+	}
+	kf_tensor *out = calloc(nres, sizeof *out);
+	int rc = 0;
+	for (uint32_t r = 0; r < nres && rc == 0; r++)
+		rc = kf_tensor_alloc_type(&out[r], kf_vtype(g, kf_res(g, d, r)));
+	if (rc == 0 && x->op == KF_OP_RESHAPE)
+		memcpy(out[0].data, in[0].data, out[0].nbytes);
+	else if (rc == 0)
+		rc = kf_op(s->c, x->op)->cpu(g, d, in, (int)nin, out, (int)nres, err, sizeof err);
+	if (rc != 0) {
+		kf_error(s->c, x->loc, "cuda: cannot compute the constant: %s", err[0] ? err : "out of memory");
+		for (uint32_t r = 0; r < nres; r++)
+			kf_tensor_free(&out[r]);
+		free(out);
+		return NULL;
+	}
+	/* each result owns its own tensor struct (freed one by one) */
+	for (uint32_t r = 0; r < nres; r++) {
+		kf_tensor *t = malloc(sizeof *t);
+		*t = out[r];
+		memo[kf_res(g, d, r)] = t;
+	}
+	free(out);
+	return memo[v];
+}
+
+/* Uploads folded node n's results that steps read. */
+static int upload_fold(kf_cuda_session *s, kf_nid n, kf_tensor **memo)
+{
+	kf_graph *g = s->g;
+	for (uint32_t r = 0; r < kf_N(g, n)->nres; r++) {
+		kf_vid v = kf_res(g, n, r);
+		kf_tensor *t = fold_value(s, v, memo);
+		if (!t || own_buffer(s, v, vbytes(g, v)) != 0)
+			return -1;
+		if (s->cu && t->nbytes && kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* Places every kernel-written buffer in one arena: a buffer may reuse the
@@ -357,7 +487,7 @@ int kf_cuda_kernel_tmaps(kf_cuda *cu, const kf_kernel *k, const kf_cuptr *ptr, k
 {
 	for (int j = 0; j < k->ntmap; j++) {
 		const kf_tmap_spec *m = &k->tmap[j];
-		if (kf_cuda_tmap_2d(cu, ptr[m->param], m->elem, (uint64_t)m->inner, (uint64_t)m->outer,
+		if (kf_cuda_tmap_encode(cu, ptr[m->param], m->elem, (uint64_t)m->inner, (uint64_t)m->mid, (uint64_t)m->outer,
 				    (unsigned)m->box_inner, (unsigned)m->box_outer, &out[j]) != 0)
 			return -1;
 	}
@@ -412,8 +542,10 @@ static void unplan(kf_cuda_session *s)
 	s->graph = NULL;
 	free(s->alias);
 	free(s->vptr);
+	free(s->fold);
 	s->alias = NULL;
 	s->vptr = NULL;
+	s->fold = NULL;
 	s->g = NULL;
 	s->ran = false;
 	memset(&s->stats, 0, sizeof s->stats);
@@ -447,6 +579,8 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		s->alias[v] = KF_NONE;
 	if (s->o.allow_tf32)
 		kf_tune_allow_tf32(g);
+	s->fold = calloc(g->nnode + 1, sizeof *s->fold);
+	mark_folds(s);
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
 	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report);
 	int rc = emit_block(s, 0);
@@ -491,6 +625,29 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			if (read)
 				rc = upload_const(s, n);
 		}
+	/* constants computed once (mark_folds) that some step or the return reads */
+	kf_tensor **memo = calloc(g->nval + 1, sizeof *memo);
+	kf_foreach_node(g, 0, n) {
+		if (rc != 0 || !s->fold[n])
+			continue;
+		bool read = false;
+		for (uint32_t r = 0; r < kf_N(g, n)->nres && !read; r++) {
+			kf_vid v = kf_res(g, n, r);
+			for (uint32_t i = 0; i < s->nst && !read; i++)
+				for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
+					read = kf_cb_root(s, s->st[i].k.in[j]) == v;
+			for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
+				read = kf_cb_root(s, kf_in(g, ret, j)) == v;
+		}
+		if (read)
+			rc = upload_fold(s, n, memo);
+	}
+	for (uint32_t v = 0; v < g->nval; v++)
+		if (memo[v]) {
+			kf_tensor_free(memo[v]);
+			free(memo[v]);
+		}
+	free(memo);
 	if (rc == 0)
 		rc = plan_memory(s);
 	if (rc == 0)

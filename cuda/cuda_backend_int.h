@@ -49,6 +49,7 @@ struct kf_cuda_session {
 	prog *pr;
 	uint32_t npr;
 	kf_vid *alias;         /* value -> value whose buffer it uses (KF_NONE: itself) */
+	bool *fold;            /* node -> computed from constants once, at plan time (fold_consts) */
 	kf_cuptr *vptr;        /* value -> device address */
 	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
 	uint32_t nown;

@@ -17,13 +17,19 @@
 
 static const char prelude[] =
 	"/* kfuse prelude */\n"
-	/* constant expressions: they also initialise embedded constant arrays,
-	 * where a call (__int_as_float) is a dynamic initialisation NVRTC
-	 * refuses, and NVRTC has no __builtin_huge_valf */
-	"#define KF_INF (1.0f / 0.0f)\n"
-	"#define KF_NAN (0.0f / 0.0f)\n"
-	"#define KF_DINF (1.0 / 0.0)\n"
-	"#define KF_DNAN (0.0 / 0.0)\n"
+	/* infinities and NaN: bit patterns in code (ptxas kept 1.0f / 0.0f as
+	 * a division in the attention kernel and spilled for it), constant
+	 * expressions (the _C forms) in embedded constant arrays, whose
+	 * initialiser may not call __int_as_float; NVRTC has no
+	 * __builtin_huge_valf */
+	"#define KF_INF __int_as_float(0x7f800000)\n"
+	"#define KF_NAN __int_as_float(0x7fc00000)\n"
+	"#define KF_DINF __longlong_as_double(0x7ff0000000000000LL)\n"
+	"#define KF_DNAN __longlong_as_double(0x7ff8000000000000LL)\n"
+	"#define KF_INF_C (1.0f / 0.0f)\n"
+	"#define KF_NAN_C (0.0f / 0.0f)\n"
+	"#define KF_DINF_C (1.0 / 0.0)\n"
+	"#define KF_DNAN_C (0.0 / 0.0)\n"
 	"__device__ __forceinline__ float kf_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
 	"__device__ __forceinline__ unsigned short kf_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
 	"__device__ __forceinline__ unsigned short kf_d2h(double f) { unsigned short h; asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(f)); return h; }\n"
@@ -122,8 +128,8 @@ const char *kf_emit_prelude(void) { return prelude; }
 
 const char *kf_kernel_kind_name(int kind)
 {
-	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce"};
-	return kind >= 0 && kind < 6 ? n[kind] : "?";
+	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce", "attention"};
+	return kind >= 0 && kind < 7 ? n[kind] : "?";
 }
 
 /* ---- dtypes ----------------------------------------------------------------- */
@@ -188,7 +194,8 @@ void kx_store(kf_buf *b, kf_dtype t, const char *fmt, ...)
 	}
 }
 
-void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
+/* init: the literal initialises a constant array (constant expressions only) */
+static void literal(kf_buf *b, kf_dtype t, double f, int64_t i, bool init)
 {
 	if (!kf_dtype_is_float(t)) {
 		if (t == KF_I1)
@@ -207,9 +214,11 @@ void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
 	double r = dbl ? f : (double)(float)f;
 	if (isnan(r)) {
 		kf_buf_puts(b, dbl ? "KF_DNAN" : "KF_NAN");
+		kf_buf_puts(b, init ? "_C" : "");
 	} else if (isinf(r)) {
 		kf_buf_puts(b, r < 0 ? "-" : "");
 		kf_buf_puts(b, dbl ? "KF_DINF" : "KF_INF");
+		kf_buf_puts(b, init ? "_C" : "");
 	} else {
 		/* the shortest text that reads back to the value in its dtype
 		 * (from the value as given: the text stays what it was for every
@@ -218,6 +227,11 @@ void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
 		if (!dbl)
 			kf_buf_putc(b, 'f');
 	}
+}
+
+void kx_literal(kf_buf *b, kf_dtype t, double f, int64_t i)
+{
+	literal(b, t, f, i, false);
 }
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -454,7 +468,7 @@ void kx_const_elem(kx *k, kf_nid n, const char *ix, kf_buf *o)
 	for (uint64_t i = 0; i < c->n; i++) {
 		if (i)
 			kf_buf_puts(&k->decl, ", ");
-		kx_literal(&k->decl, t, fl ? c->f[i] : 0, fl ? 0 : c->i[i]);
+		literal(&k->decl, t, fl ? c->f[i] : 0, fl ? 0 : c->i[i], true);
 	}
 	kf_buf_puts(&k->decl, "};\n");
 	kf_buf_printf(o, "KF_KERNEL_c%d[%s]", id, ix);
@@ -604,6 +618,8 @@ static int kernel_kind(kx *k, kf_nid n)
 			return KF_KK_COLREDUCE;
 		if (strcmp(kind, "contraction") == 0) /* cuda/emit_matmul.c */
 			return KF_KK_MATMUL;
+		if (strcmp(kind, "attention") == 0) /* cuda/emit_attention.c */
+			return KF_KK_ATTENTION;
 		return strcmp(kind, "reduce") == 0 ? KF_KK_ROW : KF_KK_LOOP;
 	}
 	switch (kf_fuse_kind_of(k->g, n)) {
@@ -686,6 +702,7 @@ int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, 
 	case KF_KK_MATMUL: rc = kx_emit_matmul(&k); break;
 	case KF_KK_PERSISTENT: rc = kx_emit_persistent(&k); break;
 	case KF_KK_COLREDUCE: rc = kx_emit_colreduce(&k); break;
+	case KF_KK_ATTENTION: rc = kx_emit_attention(&k); break;
 	default:
 		rc = kx_fail(&k, "op '%s' has no CUDA implementation", kf_op(g->ctx, x->op)->name);
 	}
@@ -707,8 +724,13 @@ int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, 
 	}
 done:
 	kx_free(&k);
-	if (rc != 0)
+	if (rc != 0) {
+		char why[sizeof out->why];
+		memcpy(why, out->why, sizeof why);
 		kf_kernel_free(out);
+		if (rc == 2)
+			memcpy(out->why, why, sizeof why);
+	}
 	return rc;
 }
 
@@ -720,12 +742,16 @@ void kf_kernels_free(kf_kernels *ks)
 	memset(ks, 0, sizeof *ks);
 }
 
-int kf_emit_graph(kf_graph *g, kf_kernels *out)
+/* Appends the kernels of block b's nodes to out; a fusion whose kernel
+ * cannot run its body (2) has its body's. */
+static int emit_block(kf_graph *g, kf_bid b, kf_kernels *out)
 {
-	kf_foreach_node(g, 0, n) {
+	kf_foreach_node(g, b, n) {
 		kf_kernel k;
 		int rc = kf_emit_node(g, n, &k);
 		if (rc < 0)
+			return -1;
+		if (rc == 2 && emit_block(g, kf_N(g, n)->body, out) != 0)
 			return -1;
 		if (rc > 0)
 			continue;
@@ -736,6 +762,11 @@ int kf_emit_graph(kf_graph *g, kf_kernels *out)
 		out->k[out->n++] = k;
 	}
 	return 0;
+}
+
+int kf_emit_graph(kf_graph *g, kf_kernels *out)
+{
+	return emit_block(g, 0, out);
 }
 
 /* ---- module-level emission ------------------------------------------------------ */

@@ -21,18 +21,21 @@ typedef enum {
 	KF_KK_MATMUL,  /* tiled matmul / gemm */
 	KF_KK_PERSISTENT, /* a whole recurrence, cooperative launch (emit_persistent.c) */
 	KF_KK_COLREDUCE, /* reductions over other axes: a thread per column (emit_colreduce.c) */
+	KF_KK_ATTENTION, /* scaled dot-product attention, one kernel (emit_attention.c) */
 } kf_kernel_kind;
 
 const char *kf_kernel_kind_name(int kind);
 
 /* A TMA tensor map the kernel takes by value (after its pointers, as
- * `const __grid_constant__ KfTmap tmI`): 2-D, the buffer of input `param`
- * seen as `outer` rows of `inner` elements of `elem` bytes (dense), copied
- * in boxes of box_inner x box_outer with 128-byte swizzle.  The runtime
- * encodes it from the buffer's address (cuTensorMapEncodeTiled). */
+ * `const __grid_constant__ KfTmap tmI`): the buffer of input `param` seen
+ * as `outer` rows of `inner` elements of `elem` bytes (dense), or, with
+ * mid > 0, as outer x mid x inner (dense: copies stay inside one `mid`
+ * run, rows past it are zeros), copied in boxes of box_inner x box_outer
+ * (x 1) with 128-byte swizzle.  The runtime encodes it from the buffer's
+ * address (cuTensorMapEncodeTiled). */
 typedef struct kf_tmap_spec {
 	int param, elem;
-	int64_t inner, outer;
+	int64_t inner, outer, mid;
 	int box_inner, box_outer;
 } kf_tmap_spec;
 
@@ -59,13 +62,14 @@ typedef struct kf_kernel {
 	int cluster;        /* CTAs per thread-block cluster along y, compiled in
 			       (__cluster_dims__; grid_y is a multiple); 0: none */
 	int ntmap;          /* tensor maps after the pointer parameters */
-	kf_tmap_spec tmap[2];
+	kf_tmap_spec tmap[3];
 	int layers;         /* a persistent stack (cuda/emit_stack.c): its layers, whose
 			       groups (`units`) must all be resident at once; 0 otherwise */
 	int min_blocks;     /* __launch_bounds__'s blocks per SM to fit (0: not given) */
 	bool walk;          /* it walks its units by gridDim (the persistent wgmma): the
 			       runtime may launch fewer blocks than emitted, and launches
 			       at most what is resident at once (kf_cuda_fit_walk) */
+	char why[160];      /* kf_emit_node_for returned 2: why the fusion's kernel cannot run it */
 } kf_kernel;
 
 /* What the emitter may assume of the device.  wgmma: 1 when it is an
@@ -88,7 +92,10 @@ const char *kf_emit_prelude(void);
 /* Emits the kernel of node n (top-level or in a fusion body): a fusion node
  * runs its body; another op is wrapped as a one-node kernel.  Returns 0; 1
  * when n needs no kernel (const: the runtime uploads it; reshape: an alias
- * of its operand; return); -1 with an error at the node. */
+ * of its operand; return); 2 when n is a fusion whose kind's kernel cannot
+ * run this body (an attention fusion written by hand in another form): the
+ * caller runs the body op by op, k->why says why (k holds nothing else);
+ * -1 with an error at the node. */
 int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *k);
 /* The same for a target (NULL: unknown). */
 int kf_emit_node_for(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_kernel *k);

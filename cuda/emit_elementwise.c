@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
+#include "view.h"
 
 /* ---- index arithmetic ------------------------------------------------------- */
 
@@ -246,36 +247,6 @@ static int load_param(kx *k, kf_vid v, int p, int ix)
 		kx_load(&e, dt, "p%d[%s]", p, x);
 	}
 	return tmp(k, v, ix, kx_ct(dt), &e);
-}
-
-/* ONNX slice bounds of node n: start and step per dim of its operand. */
-static void slice_bounds(kx *k, kf_nid n, const kf_type *in, int64_t *start, int64_t *step)
-{
-	int64_t st[KF_MAX_RANK], en[KF_MAX_RANK], ax[KF_MAX_RANK], sp[KF_MAX_RANK];
-	int ns = kf_attr_ints(k->g, n, "starts", st, KF_MAX_RANK);
-	kf_attr_ints(k->g, n, "ends", en, KF_MAX_RANK);
-	int na = kf_attr_ints(k->g, n, "axes", ax, KF_MAX_RANK);
-	int nsp = kf_attr_ints(k->g, n, "steps", sp, KF_MAX_RANK);
-	for (int d = 0; d < in->rank; d++) {
-		start[d] = 0;
-		step[d] = 1;
-	}
-	for (int i = 0; i < ns && i < KF_MAX_RANK; i++) {
-		int64_t a = na > i ? ax[i] : i;
-		if (a < 0)
-			a += in->rank;
-		if (a < 0 || a >= in->rank)
-			continue;
-		int64_t D = in->dim[a], s = st[i], p = nsp > i ? sp[i] : 1;
-		if (s < 0)
-			s += D;
-		if (p > 0)
-			s = s < 0 ? 0 : s > D ? D : s;
-		else
-			s = s < 0 ? 0 : s > D - 1 ? D - 1 : s;
-		start[a] = s;
-		step[a] = p;
-	}
 }
 
 /* The index into operand type `in` of a value read at coordinates
@@ -656,7 +627,7 @@ static int value_at(kx *k, kf_vid v, int ix)
 	case KF_OP_SLICE: {
 		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
 		int64_t start[KF_MAX_RANK], step[KF_MAX_RANK];
-		slice_bounds(k, n, &in, start, step);
+		kf_slice_geom(g, n, start, step);
 		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, step));
 	}
 	case KF_OP_SPLIT: {

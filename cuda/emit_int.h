@@ -110,6 +110,7 @@ int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
 int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */
+int kx_emit_attention(kx *k);  /* emit_attention.c */
 
 /* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
  * the linear index into a value of type `to` that numpy broadcasting reads
@@ -117,5 +118,14 @@ int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */
  * and returns its form (IXF_*; IXF_ROOT when it is x itself, *arg = the
  * modulus or divisor); returns -2 for the constant 0. */
 int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf *out, int64_t *arg);
+
+/* (emit_mma.c) The tensor-core helpers (cp.async, ldmatrix, mma.sync),
+ * for a kernel's declarations; guarded, so a program holds them once. */
+const char *kx_mm_helpers(void);
+
+/* (emit_mm_epi.c) The linear index into a value of type P broadcast
+ * (numpy) into a result of batch dims OB, then rows (hasM) and columns
+ * (hasN), of the element at the names z (batch, linear), row and col. */
+void kx_bidx(const kf_type *OB, bool hasM, bool hasN, const kf_type *P, kf_buf *o);
 
 #endif

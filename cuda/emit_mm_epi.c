@@ -8,13 +8,9 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
-/* The index into a value of type P (broadcast to the result's shape O) of
- * the element at (z, row, col). */
-static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
+void kx_bidx(const kf_type *OB, bool hasM, bool hasN, const kf_type *P, kf_buf *o)
 {
-	const kf_type *O = &mm->O;
-	bool hasN = !mm->b.vec, hasM = !mm->a.vec;
-	int r = O->rank;
+	int r = OB->rank + hasM + hasN;
 	int64_t stride = 1;
 	bool any = false;
 	kf_buf_putc(o, '(');
@@ -28,9 +24,9 @@ static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
 				kf_buf_puts(o, "row");
 			} else {
 				int64_t after = 1;
-				for (int e = d + 1; e < mm->OB.rank; e++)
-					after *= mm->OB.dim[e];
-				kf_buf_printf(o, "((z / %lld) %% %lld)", (long long)after, (long long)mm->OB.dim[d]);
+				for (int e = d + 1; e < OB->rank; e++)
+					after *= OB->dim[e];
+				kf_buf_printf(o, "((z / %lld) %% %lld)", (long long)after, (long long)OB->dim[d]);
 			}
 			kf_buf_printf(o, " * %lld", (long long)stride);
 			any = true;
@@ -38,6 +34,13 @@ static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
 		stride *= P->dim[j];
 	}
 	kf_buf_puts(o, any ? ")" : "0)");
+}
+
+/* The index into a value of type P (broadcast to the result's shape) of
+ * the element at (z, row, col). */
+static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
+{
+	kx_bidx(&mm->OB, !mm->a.vec, !mm->b.vec, P, o);
 }
 
 /* Text of value v inside the epilogue helper. */

@@ -102,5 +102,10 @@ int kx_mm_emit_part(kx *k, kx_mm *mm);
 
 /* emit_wgmma.c */
 int kx_mm_emit_wgmma(kx *k, kx_mm *mm);
+/* Its helpers (TMA, mbarriers, descriptors, wgmma fences; guarded), and
+ * the definition of kf_wgmma_<ty>_n<bn>_t<tb>(d, da, db): one
+ * wgmma.m64n<bn>k16, both operands by descriptor (guarded). */
+const char *kx_wg_helpers(void);
+void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb);
 
 #endif

@@ -47,6 +47,8 @@ static const char helpers[] =
 	"__device__ __forceinline__ unsigned kf_tf32(float f) { unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
 	"#endif\n";
 
+const char *kx_mm_helpers(void) { return helpers; }
+
 /* One operand tile's layout: stored as [slow][fast] in global memory (fast
  * contiguous, row length ld), and as [rows][cols + pad] in shared memory. */
 typedef struct tile {

@@ -97,10 +97,12 @@ static const char helpers[] =
 	"  asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
 	"#endif\n";
 
+const char *kx_wg_helpers(void) { return helpers; }
+
 /* kf_wgmma_<ty>_n<BN>_t<tb>(d, da, db): one wgmma.m64nBNk16 with f32
  * accumulators d[BN/2], both operands by descriptor, D += A * B.  Guarded:
  * two kernels of one program (two matmuls of a graph) may both need it. */
-static void wgmma_fn(kf_buf *o, const char *ty, int bn, int tb)
+void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb)
 {
 	int nr = bn / 2;
 	kf_buf_printf(o, "#ifndef KF_WGMMA_%s_N%d_T%d\n#define KF_WGMMA_%s_N%d_T%d\n", ty, bn, tb, ty, bn, tb);
@@ -197,7 +199,7 @@ void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt)
 #define KX_WG_XSTR(...) KX_WG_STR(__VA_ARGS__)
 
 /* "p": the device copy of kf_wg_raster, from the same text (guarded like
- * wgmma_fn). */
+ * kx_wg_mma_fn). */
 static void raster_fn(kf_buf *o)
 {
 	kf_buf_puts(o, "#ifndef KF_WG_RASTER\n#define KF_WG_RASTER\n");
@@ -207,7 +209,7 @@ static void raster_fn(kf_buf *o)
 }
 
 /* "s": the device copies of the staging tile's index math, from the
- * same text as the host's (emit_matmul.h; guarded like wgmma_fn). */
+ * same text as the host's (emit_matmul.h; guarded like kx_wg_mma_fn). */
 static void staging_fn(kf_buf *o)
 {
 	kf_buf_puts(o, "#ifndef KF_WG_STG\n#define KF_WG_STG\n");
@@ -611,7 +613,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
 	kf_buf *b = &k->b;
 	kf_buf_puts(&k->decl, helpers);
-	wgmma_fn(&k->decl, ty, c->bn, !mm->b.trans);
+	kx_wg_mma_fn(&k->decl, ty, c->bn, !mm->b.trans);
 	if (c->ps)
 		raster_fn(&k->decl);
 	wg_grid(k, mm);

@@ -28,6 +28,17 @@ static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 	return true;
 }
 
+/* Moves the top-level nodes mem[0..n) (in program order; every result of
+ * a member is read only by members, except out, which the last member
+ * computes) into a new `fusion @sym(...) {kind = kind}` node in the
+ * place of the last member: its operands are the outside values the
+ * members read (small constants are copied into the body instead, and
+ * erased outside when nothing else reads them), its body the members with
+ * their names, attributes and locations, its result out's uses.  Returns
+ * the fusion node.  Each lookup is linear in the group, so a group should
+ * be small (the fusion passes' are at most a few hundred nodes). */
+kf_nid kf_pass_outline(kf_graph *g, const kf_nid *mem, uint32_t n, kf_vid out, const char *kind, kf_sid sym);
+
 /* Removes the dead nodes of g (dce.c, what the dce pass runs); returns how
  * many.  The importer runs it on what it built. */
 uint32_t kf_dce_graph(kf_graph *g);

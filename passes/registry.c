@@ -12,6 +12,8 @@
 	X(rules) \
 	X(amp) \
 	X(persistent) \
+	X(merge_matmul) \
+	X(fuse_attention) \
 	X(fuse_matmul) \
 	X(fuse)
 

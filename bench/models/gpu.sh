@@ -19,6 +19,7 @@
 #
 # Environment: KFUSE_MODELS (configurations, name:batch[:seq], space
 # separated; default the anchors), KFUSE_DTYPES (default "f16 f32"),
+# KFUSE_ATTENTION=1 (merge-matmul and fuse-attention in the pipeline),
 # KFUSE_TORCH_MODES (default "eager,compile,reduce-overhead"), KFUSE_DYN=0 to
 # skip the dynamic-axes variants; KFUSE_BACKEND=cpu KFUSE_FULL=0
 # KFUSE_DEVICE=cpu tries the script's plumbing on a machine without a GPU
@@ -43,7 +44,10 @@ if ! "$imp" --version > /dev/null 2>&1; then
 	exit 2
 fi
 zoo="$root/bench/models/zoo.py"
+# KFUSE_ATTENTION=1: the transformer pipeline (q/k/v as one matmul, each
+# attention one flash-attention kernel; docs/attention.md)
 pipeline="canonicalize,cse,rules{path=$root/patterns},fuse-matmul,fuse,dce"
+[ "${KFUSE_ATTENTION:-0}" = 1 ] && pipeline="canonicalize,cse,rules{path=$root/patterns},merge-matmul,fuse-attention,fuse-matmul,fuse,dce"
 py=${PYTHON:-python3}
 hf=""
 $py -c "import transformers" 2>/dev/null && hf=--hf

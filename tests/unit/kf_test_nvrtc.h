@@ -20,8 +20,8 @@ static inline bool kft_have_nvrtc(void)
 
 /* Compiles k (with the prelude) for arch to a cubin; fails the test unless
  * ptxas reports no stack frame, no spills and no warning, and (maxreg > 0)
- * at most maxreg registers a thread. */
-static inline void kft_ptxas_checked(const kf_kernel *k, const char *arch, int maxreg)
+ * at most maxreg registers a thread.  Returns the registers a thread. */
+static inline int kft_ptxas_checked(const kf_kernel *k, const char *arch, int maxreg)
 {
 	kf_ctx *c = kf_ctx_new();
 	kf_nvrtc *nv = kf_nvrtc_open(c);
@@ -41,12 +41,14 @@ static inline void kft_ptxas_checked(const kf_kernel *k, const char *arch, int m
 		fail_msg("ptxas: %s", log.p);
 	const char *u = strstr(log.p, "Used ");
 	assert_non_null(u);
-	if (maxreg > 0 && atoi(u + 5) > maxreg)
-		fail_msg("%d registers (at most %d): %s", atoi(u + 5), maxreg, log.p);
+	int regs = atoi(u + 5);
+	if (maxreg > 0 && regs > maxreg)
+		fail_msg("%d registers (at most %d): %s", regs, maxreg, log.p);
 	kf_buf_free(&src);
 	kf_buf_free(&img);
 	kf_buf_free(&log);
 	kf_nvrtc_close(nv);
 	kf_ctx_free(c);
+	return regs;
 }
 #endif

@@ -1,0 +1,89 @@
+/* emit_att_int.h: the attention emitter's working state, shared by
+ * cuda/emit_attention.c (analysis, helpers, the choice of kernel),
+ * emit_attention_mma.c (the tensor-core flash kernel) and
+ * emit_attention_simt.c (the split-key kernel for decoding and the rest);
+ * not for other modules. */
+#ifndef KF_EMIT_ATT_INT_H
+#define KF_EMIT_ATT_INT_H
+
+#include "attention.h"
+#include "emit_int.h"
+
+/* One operand, q, k or v: a view of a parameter, [B..., rows, cols]. */
+typedef struct kx_attop {
+	int param;             /* parameter index of the base */
+	kf_dtype st;           /* its stored dtype */
+	kf_dtype dt;           /* dtype at the matmul, after the prologue */
+	kf_view view;          /* [B..., rows, cols] over the parameter */
+	int64_t rs, cs;        /* strides of rows and columns (one of them 1) */
+	kf_nid pro[KF_ATT_CHAIN]; /* q: its scales and casts, from the parameter on */
+	int npro;
+	bool raw;              /* read as stored in 16-byte pieces (no prologue op,
+				  st == dt, contiguous dim and every offset 16-byte aligned) */
+} kx_attop;
+
+typedef struct kx_att {
+	kf_att a;
+	int nb;                /* batch rank */
+	int64_t NB, Tq, Tk, D, DV;
+	kx_attop q, k, v;      /* q [B.., Tq, D], k [B.., D, Tk], v [B.., Tk, DV] */
+	kf_view o;             /* the output as [B..., Tq, DV] over out0 */
+	int64_t ors;           /* its row stride (columns are contiguous) */
+	kf_dtype odt;          /* the output's stored dtype */
+	kf_dtype mdt;          /* dtype of the matmuls' operands: the tensor cores' type */
+	/* a causal mask (the pass's form: comparisons of iotas) applied by
+	 * score-chain node cnode: column j of row i is kept when j <= i + off */
+	bool causal;
+	int64_t off;
+	kf_nid cnode;
+	bool tf32;             /* f32 may use tf32 tensor cores (the fusion's tf32) */
+} kx_att;
+
+/* emit_attention.c; kx_emit_attention (emit_int.h) returns 2 with
+ * k->k->why for a body the kernels do not take (the body then runs op by
+ * op). */
+/* The offset text of batch z (a linear index over B, a name) in view v,
+ * base offset included. */
+void kx_att_boff(const kx_att *at, const kf_view *v, const char *z, kf_buf *o);
+/* Declares KF_KERNEL_score(params..., int z, int row, int col, float s):
+ * the score chain at (z, row, col) of the scores s (f32), the causal mask
+ * node passed through (the kernel applies it). */
+int kx_att_score_helper(kx *k, const kx_att *at);
+/* "KF_KERNEL_score(p0, ..., " */
+void kx_att_score_call(const kx *k, kf_buf *b);
+/* Declares KF_KERNEL_qpro(params..., float x): q's prologue ops on one
+ * element (only when q has some). */
+int kx_att_qpro_helper(kx *k, const kx_att *at);
+void kx_att_qpro_call(const kx *k, kf_buf *b);
+/* Declares KF_KERNEL_out(params..., outs..., int z, int row, int col,
+ * float x): one element of o = matmul(p, v) through the output chain's
+ * casts (each rounding as the graph does) and view; pair: KF_KERNEL_out2
+ * (..., float x, float y): columns col and col + 1 (col even), one 4-byte
+ * store for 2-byte elements at even offsets. */
+int kx_att_out_helper(kx *k, const kx_att *at, bool pair);
+void kx_att_out_call(const kx *k, kf_buf *b, bool pair);
+
+/* emit_attention_mma.c: the flash kernel on mma.sync; 1 when the shape
+ * does not suit it (then the SIMT kernel runs).  kx_att_helpers: exp2,
+ * packing two floats to f16x2 / bf16x2 (guarded, for the declarations). */
+const char *kx_att_helpers(void);
+int kx_emit_attention_mma(kx *k, kx_att *at);
+/* The flash kernels' tile loop, emitted alike for both (emit_attention.c):
+ * in scope: z, jt, r0, r1 (rows of the thread), q4, sc[bn / 2] (the
+ * scores, accumulator layout), oacc[dv / 2], m0, m1, l0, l1.  Scores
+ * through the score chain and the edge masks (rowmin: the tile's first
+ * row, text); the online softmax, which leaves pf[bn / 16][4] (P as A
+ * fragments); the end: the division and the stores. */
+void kx_att_tile_scores(kx *k, const kx_att *at, int bn, bool qpart, const char *rowmin);
+void kx_att_tile_softmax(kx *k, const kx_att *at, int bn, int dv);
+int kx_att_finish(kx *k, const kx_att *at, int dv);
+
+/* emit_attention_wgmma.c: the flash kernel on wgmma with TMA and a
+ * producer warpgroup (sm_90a), where the device has wgmma (or a wga tile
+ * asks for it) and q, k, v fit its tensor maps; 1 otherwise. */
+int kx_emit_attention_wgmma(kx *k, kx_att *at);
+/* emit_attention_simt.c: one warp per slice of keys, split across blocks
+ * with a combining step when rows are few (decoding). */
+int kx_emit_attention_simt(kx *k, kx_att *at);
+
+#endif

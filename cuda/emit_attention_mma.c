@@ -1,0 +1,273 @@
+/* emit_attention_mma.c: the flash-attention kernel on tensor cores
+ * (mma.sync m16n8k16, f16 or bf16; the helpers of emit_mma.c).
+ *
+ * A block owns BM query rows of one batch index (BM / 16 warps, 16 rows
+ * each) and walks the key tiles of BN keys: q's tile is loaded once into
+ * shared memory and kept as fragments in registers; k and v tiles go
+ * through a ring of S stages filled with 16-byte cp.async (element by
+ * element through registers where an operand's layout or alignment does
+ * not allow it).  Per tile, each warp computes its 16 x BN scores on the
+ * tensor cores (S = Q K^T: k's rows, or its columns when k is stored
+ * transposed, through ldmatrix), runs the score chain on them (the scale,
+ * the masks: KF_KERNEL_score), updates its rows' running maximum and sum
+ * (the online softmax; a row's values sit in the 4 lanes of a quad, so
+ * two shuffles reduce them) and rescales its output accumulators, packs
+ * the probabilities into the A fragments of the second product (the
+ * accumulator layout of two n8 tiles is the A layout of one k16 step) and
+ * adds P V.  The scores never leave registers.  At the end each row is
+ * divided by its sum and written through the output's view.
+ *
+ * Causal masks (emit_attention.c) limit the key tiles a block walks to
+ * those at or left of its last row's diagonal and mask only the tiles
+ * that cross it; blocks run the heaviest query tiles first.  The tile is
+ * the fusion's `tile` attribute, else $KFUSE_ATTN_TILE, else the default:
+ * "fa<BM>x<BN>s<S>".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_att_int.h"
+
+static const char att_helpers[] =
+	"#ifndef KF_ATT_HELPERS\n"
+	"#define KF_ATT_HELPERS\n"
+	"__device__ __forceinline__ float kf_ex2(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; }\n"
+	"__device__ __forceinline__ unsigned kf_pack_h2(float lo, float hi) {\n"
+	"  unsigned r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
+	"__device__ __forceinline__ unsigned kf_pack_b2(float lo, float hi) {\n"
+	"  unsigned r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n"
+	"#endif\n";
+
+const char *kx_att_helpers(void) { return att_helpers; }
+
+typedef struct fa_cfg {
+	int bm, bn, s;
+} fa_cfg;
+
+/* "fa128x64s2" */
+static bool cfg_parse(const char *t, fa_cfg *c)
+{
+	char end;
+	return t && sscanf(t, "fa%dx%ds%d%c", &c->bm, &c->bn, &c->s, &end) == 3 && (c->bm == 64 || c->bm == 128) &&
+	       (c->bn == 32 || c->bn == 64 || c->bn == 128) && c->s >= 2 && c->s <= 4;
+}
+
+/* The layout of a k or v tile in shared memory: keys as rows (the stored
+ * rows are keys, or the operand goes through registers), or keys as
+ * columns (stored transposed, copied as stored). */
+typedef struct tl {
+	bool keycols;      /* [dim][BN + 8] */
+	bool raw;          /* copied with cp.async */
+	int rows, cols, ld;
+} tl;
+
+static tl tile_of(const kx_att *at, const kx_attop *op, int dim, const fa_cfg *c, bool isk)
+{
+	/* k is [D, Tk]: its keys are the columns; v is [Tk, DV]: the rows */
+	int64_t kstride = isk ? op->cs : op->rs, dstride = isk ? op->rs : op->cs;
+	tl t = {0};
+	if (op->raw && dstride == 1 && dim % 8 == 0)
+		t.raw = true;
+	else if (op->raw && kstride == 1 && at->Tk % 8 == 0)
+		t.raw = t.keycols = true;
+	t.rows = t.keycols ? dim : c->bn;
+	t.cols = t.keycols ? c->bn : dim;
+	t.ld = t.cols + 8;
+	return t;
+}
+
+/* The loads of one k or v tile (inside the load lambda: `s` the stage's
+ * tile, j0 its first key). */
+static void load_kv(kx *k, const kx_att *at, const kx_attop *op, const tl *t, bool isk, const char *s,
+		    const char *off, int nt)
+{
+	kf_buf *b = &k->b;
+	int64_t kstride = isk ? op->cs : op->rs, dstride = isk ? op->rs : op->cs;
+	if (t->raw) {
+		int per = t->cols / 8;
+		kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t->rows * per, nt);
+		kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * 8;\n", per, per);
+		if (!t->keycols)
+			kf_buf_printf(b, "      const int j = j0 + r;\n      const bool ok = j < %lld;\n"
+				      "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + (long long)j * %lldLL + f : 0), ok);\n    }\n",
+				      (long long)at->Tk, s, t->ld, op->param, off, (long long)kstride);
+		else
+			kf_buf_printf(b, "      const int j = j0 + f;\n      const bool ok = j < %lld;\n"
+				      "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + (long long)r * %lldLL + j : 0), ok);\n    }\n",
+				      (long long)at->Tk, s, t->ld, op->param, off, (long long)dstride);
+		return;
+	}
+	/* element by element, keys as rows: any strides */
+	kf_buf_printf(b, "    for (int c = threadIdx.x; c < %d; c += %d) {\n", t->rows * t->cols, nt);
+	kf_buf_printf(b, "      const int r = c / %d, f = c %% %d, j = j0 + r;\n", t->cols, t->cols);
+	kf_buf_printf(b, "      %s[r * %d + f] = j < %lld ? p%d[%s + (long long)j * %lldLL + (long long)f * %lldLL] : 0;\n    }\n",
+		      s, t->ld, (long long)at->Tk, op->param, off, (long long)kstride, (long long)dstride);
+}
+
+/* The B fragments t[0..1] (n-tile n) and t[2..3] (n-tile n + 1) of k-step
+ * kk from tile s of leading dimension ld: the n index walks the columns of
+ * the product (keys of S = Q K^T; head dims of P V). */
+static void frag_b(kf_buf *b, const tl *t, bool ncols, const char *s, const char *n8, const char *k16)
+{
+	/* the product's n dim is the tile's rows when ncols is false */
+	if (!ncols)
+		kf_buf_printf(b, "kf_ldsm4(t, %s + (%s + (lane & 7) + (lane >> 4) * 8) * %d + %s + ((lane >> 3) & 1) * 8);", s,
+			      n8, t->ld, k16);
+	else
+		kf_buf_printf(b, "kf_ldsm4t(t, %s + (%s + (lane & 7) + ((lane >> 3) & 1) * 8) * %d + %s + (lane >> 4) * 8);", s,
+			      k16, t->ld, n8);
+}
+
+static void default_cfg(const kx_att *at, fa_cfg *c)
+{
+	c->bm = at->Tq > 64 ? 128 : 64;
+	c->bn = 64;
+	c->s = 2;
+}
+
+/* q's tile, once: 16-byte cp.async where it is read as stored, else
+ * element by element through registers (its prologue applied, rounded to
+ * the tensor cores' type). */
+static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, int nt)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D;
+	if (qraw) {
+		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * (D / 8), nt);
+		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * 8, i = q0 + r;\n    const bool ok = i < %lld;\n",
+			      D / 8, D / 8, (long long)at->Tq);
+		kf_buf_printf(b, "    kf_cp16(sq + r * %d + f, p%d + (ok ? qo + (long long)i * %lldLL + f : 0), ok);\n  }\n", lq,
+			      at->q.param, (long long)at->q.rs);
+		return;
+	}
+	kf_buf_printf(b, "  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * D, nt);
+	kf_buf_printf(b, "    const int r = c / %d, f = c %% %d, i = q0 + r;\n    float x = 0.0f;\n", D, D);
+	kf_buf_printf(b, "    if (i < %lld) {\n      const long long e = qo + (long long)i * %lldLL + (long long)f * %lldLL;\n",
+		      (long long)at->Tq, (long long)at->q.rs, (long long)at->q.cs);
+	kf_buf_puts(b, "      x = ");
+	kf_buf lv = {0};
+	kx_load(&lv, at->q.st, "p%d[e]", at->q.param);
+	if (at->q.npro) {
+		kf_buf call = {0};
+		kx_att_qpro_call(k, &call);
+		kf_buf_printf(b, "%.*s%.*s);\n", (int)call.n, call.p, (int)lv.n, lv.p);
+		kf_buf_free(&call);
+	} else {
+		kf_buf_printf(b, "%.*s;\n", (int)lv.n, lv.p);
+	}
+	kf_buf_free(&lv);
+	kf_buf_printf(b, "    }\n    sq[r * %d + f] = %s(x);\n  }\n", lq, at->mdt == KF_F16 ? "kf_f2h" : "kf_f2b");
+}
+
+/* The block's indices: its batch index z and first query row q0 (the
+ * heaviest query tiles, the last under a causal mask, first), the
+ * operands' offsets, and nt, the key tiles it walks. */
+static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
+{
+	kf_buf *b = &k->b;
+	int64_t nqt = (at->Tq + c->bm - 1) / c->bm, NT = (at->Tk + c->bn - 1) / c->bn;
+	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
+		      (long long)(nqt - 1), (long long)at->NB, c->bm);
+	kf_buf q = {0}, kk = {0}, vv = {0};
+	kx_att_boff(at, &at->q.view, "z", &q);
+	kx_att_boff(at, &at->k.view, "z", &kk);
+	kx_att_boff(at, &at->v.view, "z", &vv);
+	kf_buf_printf(b, "  const long long qo = %.*s, ko = %.*s, vo = %.*s;\n", (int)q.n, q.p, (int)kk.n, kk.p, (int)vv.n,
+		      vv.p);
+	kf_buf_free(&q);
+	kf_buf_free(&kk);
+	kf_buf_free(&vv);
+	if (at->causal)
+		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1);\n", (long long)NT,
+			      (long long)(c->bm - 1 + at->off), c->bn);
+	else
+		kf_buf_printf(b, "  const int nt = %lld;\n", (long long)NT);
+}
+
+/* The key-tile loop: the ring's wait and refill, S = Q K^T on the tensor
+ * cores, the scores and the softmax (emit_attention.c), O += P V. */
+static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, const tl *tv, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
+	const char *mma = at->mdt == KF_F16 ? "kf_mma_f16" : "kf_mma_bf16";
+	kf_buf_puts(b, "  for (int jt = 0; jt < nt; jt++) {\n");
+	kf_buf_printf(b, "    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
+	/* the stage refilled now was read in the previous iteration, which every
+	 * warp has finished: they all passed the barrier above */
+	kf_buf_printf(b, "    if (jt + %d < nt) load((jt + %d) %% %d, jt + %d);\n    kf_cp_commit();\n", S - 1, S - 1, S, S - 1);
+	kf_buf_printf(b, "    const unsigned short *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", S, ksz,
+		      S, vsz);
+	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", BN / 2, BN / 2);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int j = 0; j < %d; j += 2) {\n"
+		      "        unsigned t[4];\n        ", D / 16, BN / 8);
+	frag_b(b, tk, tk->keycols, "ks", "j * 8", "kk * 16");
+	kf_buf_printf(b, "\n        %s(sc + 4 * j, qf[kk], t);\n        %s(sc + 4 * (j + 1), qf[kk], t + 2);\n      }\n", mma, mma);
+	kx_att_tile_scores(k, at, BN, at->Tq % c->bm != 0, "q0");
+	kx_att_tile_softmax(k, at, BN, DV);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int n = 0; n < %d; n += 2) {\n"
+		      "        unsigned t[4];\n        ", BN / 16, DV / 8);
+	frag_b(b, tv, !tv->keycols, "vs", "n * 8", "kk * 16");
+	kf_buf_printf(b, "\n        %s(oacc + 4 * n, pf[kk], t);\n        %s(oacc + 4 * (n + 1), pf[kk], t + 2);\n      }\n  }\n",
+		      mma, mma);
+}
+
+int kx_emit_attention_mma(kx *k, kx_att *at)
+{
+	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || at->D % 16 || at->DV % 16 || at->D > 128 || at->DV > 128 ||
+	    at->Tq < 16)
+		return 1;
+	fa_cfg c;
+	const char *tile = kf_attr_str(k->g, k->at, "tile", NULL);
+	if (!tile || !*tile)
+		tile = getenv("KFUSE_ATTN_TILE");
+	if (tile && !strncmp(tile, "wga", 3)) /* the wgmma kernel's, which did not fit: the default here */
+		tile = NULL;
+	if (tile && *tile && !cfg_parse(tile, &c))
+		return kx_fail(k, "attention tile '%s' is not fa<64|128>x<32|64|128>s<2..4>", tile);
+	if (!tile || !*tile)
+		default_cfg(at, &c);
+	int nt = 32 * (c.bm / 16), D = (int)at->D, DV = (int)at->DV, S = c.s;
+	tl tk = tile_of(at, &at->k, D, &c, true), tv = tile_of(at, &at->v, DV, &c, false);
+	int lq = D + 8, qsz = c.bm * lq, ksz = tk.rows * tk.ld, vsz = tv.rows * tv.ld;
+	int smem = (qsz + S * (ksz + vsz)) * 2;
+	if (smem > 227 * 1024)
+		return kx_fail(k, "attention tile %s needs %d bytes of shared memory", tile ? tile : "(default)", smem);
+	bool qraw = at->q.raw && at->q.cs == 1 && D % 8 == 0;
+	kf_buf *b = &k->b;
+	kf_buf_puts(&k->decl, kx_mm_helpers());
+	kf_buf_puts(&k->decl, att_helpers);
+	k->k->block = nt;
+	k->k->units = (at->Tq + c.bm - 1) / c.bm * at->NB;
+	k->k->per_sm = -1;
+	k->k->smem = smem;
+	kf_buf_printf(b, "  /* fa%dx%ds%d: q %s%s, k %s, v %s%s */\n", c.bm, c.bn, S, qraw ? "cp.async" : "registers",
+		      at->q.npro ? " + prologue" : "", tk.raw ? (tk.keycols ? "cp.async, keys as columns" : "cp.async")
+							       : "registers",
+		      tv.raw ? (tv.keycols ? "cp.async, keys as columns" : "cp.async") : "registers",
+		      at->causal ? ", causal" : "");
+	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n");
+	kf_buf_printf(b, "  unsigned short *const sq = (unsigned short *)kf_smem, *const sk = sq + %d, *const sv = sk + %d;\n",
+		      qsz, S * ksz);
+	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q4 = lane & 3;\n");
+	block_head(k, at, &c);
+	load_q(k, at, &c, qraw, lq, nt);
+	kf_buf_puts(b, "  kf_cp_commit();\n");
+	/* k and v tiles: the ring */
+	kf_buf_printf(b, "  auto load = [&](int stage, int jt) {\n    unsigned short *const ks = sk + stage * %d, *const vs = sv + stage * %d;\n"
+		      "    const int j0 = jt * %d;\n", ksz, vsz, c.bn);
+	load_kv(k, at, &at->k, &tk, true, "ks", "ko", nt);
+	load_kv(k, at, &at->v, &tv, false, "vs", "vo", nt);
+	kf_buf_puts(b, "  };\n");
+	kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < nt) load(s, s);\n    kf_cp_commit();\n  }\n",
+		      S - 1);
+	kf_buf_printf(b, "  kf_cp_wait<%d>();\n  __syncthreads();\n", S - 1);
+	kf_buf_printf(b, "  unsigned qf[%d][4];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++)\n"
+		      "    kf_ldsm4(qf[kk], sq + (warp * 16 + (lane & 15)) * %d + kk * 16 + (lane >> 4) * 8);\n",
+		      D / 16, D / 16, lq);
+	kf_buf_printf(b, "  float oacc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2, DV / 2);
+	kf_buf_puts(b, "  float m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n"
+		       "  const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;\n");
+	tile_loop(k, at, &c, &tk, &tv, ksz, vsz);
+	return kx_att_finish(k, at, DV);
+}

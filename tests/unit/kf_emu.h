@@ -1,0 +1,202 @@
+/* kf_emu.h: runs an emitted CUDA kernel on the host, for unit tests on a
+ * machine without a GPU (include after cmocka.h).  The kernel's text is
+ * compiled as C++ with the prelude (its inline-assembly helpers replaced)
+ * and a shim that implements the CUDA it uses: a block's threads are fibers
+ * (ucontext) switched at __syncthreads and at the warp's collective
+ * operations, which run when all 32 lanes have arrived (shuffles, ldmatrix,
+ * mma.sync m16n8k16 on f16 and bf16); cp.async copies are deferred to the
+ * cp.async.wait_group that must cover them (so a read before the wait sees
+ * stale data, as it may on a GPU); shared memory is filled with NaN bytes
+ * before each block; blocks run one after the other, __device__ globals
+ * and atomics are plain memory.  A block whose threads all wait for
+ * something that never comes is a deadlock: the run fails with a message.
+ *
+ * Hopper's machinery too: mbarriers (arrivals, transaction bytes, phase
+ * parity), TMA 2-D copies with the 128-byte swizzle (zeros out of range),
+ * wgmma m64nNk16 with operands by descriptor (K-major, or N-major with
+ * trans-b) or A from registers; clusters and multicast are not emulated.
+ * The CUDA it implements is in tests/unit/emu/ (cuda_pre.h before the
+ * prelude, cuda_post.h after it, launch.h after the kernel); the kernel's
+ * text is compiled as written but for three rewrites: `extern __shared__`
+ * loses its qualifier (kf_smem), other `__shared__` arrays become static
+ * (shared by the block's fibers, blocks running in turn), and statements of
+ * inline assembly go to kf_emu_asm (fences and register hints pass; others
+ * stop the run).
+ *
+ * kfe_run(kernel, params) writes the parameters to a temporary directory,
+ * compiles the program with the host's c++, runs it and reads the outputs
+ * back; false when there is no c++ (the test then says so and skips). */
+#ifndef KF_EMU_H
+#define KF_EMU_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "emit_cuda.h"
+#include "kf.h"
+#include "tensor.h"
+
+/* Writes n bytes to dir/name. */
+static inline bool kfe_write(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(p, 1, n, f) == n;
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* The prelude without the chunks that hold inline assembly (the shim has
+ * those functions): a chunk is a line that starts in column 0 and the
+ * indented or continued lines after it. */
+static inline void kfe_prelude(kf_buf *o)
+{
+	const char *p = kf_emit_prelude();
+	while (*p) {
+		const char *e = p, *asmv = NULL;
+		bool cont = false;
+		do {
+			const char *nl = strchr(e, '\n');
+			const char *end = nl ? nl + 1 : e + strlen(e);
+			const char *a = strstr(e, "asm");
+			if (a && a < end)
+				asmv = a;
+			cont = end - e >= 2 && end[-2] == '\\';
+			e = end;
+		} while (*e && (cont || *e == ' ' || *e == '\t'));
+		if (!asmv)
+			kf_buf_put(o, p, (size_t)(e - p));
+		p = e;
+	}
+}
+
+/* src with every `from` replaced by `to`. */
+static inline void kfe_replace(kf_buf *o, const char *src, const char *from, const char *to)
+{
+	const char *p = src, *h;
+	while ((h = strstr(p, from))) {
+		kf_buf_put(o, p, (size_t)(h - p));
+		kf_buf_puts(o, to);
+		p = h + strlen(from);
+	}
+	kf_buf_puts(o, p);
+}
+
+/* The kernel's text, rewritten for the host (see above). */
+static inline void kfe_kernel_text(const kf_kernel *k, kf_buf *o)
+{
+	kf_buf a = {0}, b = {0};
+	kfe_replace(&a, k->src, "extern __shared__", "extern");
+	kf_buf_putc(&a, 0);
+	kfe_replace(&b, a.p, "__shared__", "static");
+	kf_buf_putc(&b, 0);
+	kfe_replace(o, b.p, "asm volatile(", "KF_EMU_ASM(");
+	kf_buf_free(&a);
+	kf_buf_free(&b);
+}
+
+/* The call of kernel k: each parameter from its signature, pointers from
+ * kf_p[], tensor maps from kf_tm[] (built from k->tmap). */
+static inline void kfe_call(const kf_kernel *k, kf_buf *o)
+{
+	const char *sig = strstr(k->src, "extern \"C\"");
+	assert_non_null(sig);
+	sig = strstr(sig, k->name);
+	assert_non_null(sig);
+	sig += strlen(k->name);
+	assert_true(*sig == '(');
+	const char *end = strchr(sig, ')');
+	int np = 0, nt = 0;
+	kf_buf_printf(o, "%s(", k->name);
+	for (const char *p = sig + 1; p < end;) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		const char *e = c ? c : end;
+		/* the type is the text before the last word */
+		const char *w = e;
+		while (w > p && w[-1] != ' ' && w[-1] != '*')
+			w--;
+		while (p < w && *p == ' ')
+			p++;
+		if (np + nt)
+			kf_buf_puts(o, ", ");
+		if (strstr(p, "KfTmap") && strstr(p, "KfTmap") < e)
+			kf_buf_printf(o, "kf_tm[%d]", nt++);
+		else
+			kf_buf_printf(o, "(%.*s)kf_p[%d]", (int)(w - p), p, np++);
+		p = c ? c + 1 : end;
+	}
+	kf_buf_puts(o, ")");
+}
+
+/* Runs kernel k on the host over params in[0..k->nin) (in the kernel's
+ * parameter order, their data as stored), writing out[0..k->nout)
+ * (allocated by the caller with their types).  The grid is k->units x
+ * k->grid_y blocks of k->block threads.  Returns false when there is no
+ * C++ compiler. */
+static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *out)
+{
+	char dir[] = "/tmp/kfuse-emu-XXXXXX", name[64], cmd[512];
+	if (system("c++ --version > /dev/null 2>&1") != 0)
+		return false;
+	assert_non_null(mkdtemp(dir));
+	assert_true(k->grid_z <= 1 && k->cluster <= 1);
+	kf_buf src = {0};
+	kf_buf_puts(&src, "#include \"cuda_pre.h\"\n");
+	kfe_prelude(&src);
+	kf_buf_puts(&src, "#include \"cuda_post.h\"\n");
+	kfe_kernel_text(k, &src);
+	kf_buf_puts(&src, "\n#include \"launch.h\"\n");
+	uint32_t np = k->nin + k->nout;
+	kf_buf_printf(&src, "static unsigned char *kf_p[%u];\nstatic KfTmap kf_tm[4];\nstatic void kf_body(void) { ", np + 1);
+	kfe_call(k, &src);
+	kf_buf_puts(&src, "; }\nint main(int argc, char **argv) {\n  (void)argc;\n");
+	for (uint32_t j = 0; j < np; j++) {
+		const kf_tensor *t = j < k->nin ? &in[j] : &out[j - k->nin];
+		kf_buf_printf(&src, "  kf_p[%u] = kf_load(argv[1], \"p%u.bin\", %zu, %s);\n", j, j, t->nbytes,
+			      j < k->nin ? "true" : "false");
+	}
+	for (int j = 0; j < k->ntmap; j++) {
+		const kf_tmap_spec *m = &k->tmap[j];
+		kf_buf_printf(&src, "  kf_tm[%d] = {kf_p[%d], %d, %lldLL, %lldLL, %lldLL, %d, %d};\n", j, m->param, m->elem,
+			      (long long)m->inner, (long long)m->outer, (long long)m->mid, m->box_inner, m->box_outer);
+	}
+	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
+		      k->grid_y ? k->grid_y : 1, k->block);
+	for (uint32_t j = k->nin; j < np; j++)
+		kf_buf_printf(&src, "  if (kf_save(argv[1], \"p%u.bin\", kf_p[%u], %zu)) return 2;\n", j, j,
+			      out[j - k->nin].nbytes);
+	kf_buf_puts(&src, "  return 0;\n}\n");
+	assert_true(kfe_write(dir, "emu.cc", src.p, src.n));
+	for (uint32_t j = 0; j < k->nin; j++) {
+		snprintf(name, sizeof name, "p%u.bin", j);
+		assert_true(kfe_write(dir, name, in[j].data, in[j].nbytes));
+	}
+	snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -I%s/unit/emu -o %s/emu %s/emu.cc 2> %s/cc.log || (cat %s/cc.log >&2; false)",
+		 KF_TEST_DATA, dir, dir, dir, dir);
+	int rc = system(cmd);
+	if (rc != 0)
+		fprintf(stderr, "emu: the kernel does not compile on the host (kept in %s)\n", dir);
+	assert_int_equal(rc, 0);
+	snprintf(cmd, sizeof cmd, "%s/emu %s", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	for (uint32_t j = 0; j < k->nout; j++) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/p%u.bin", dir, k->nin + j);
+		FILE *f = fopen(path, "rb");
+		assert_non_null(f);
+		assert_int_equal(fread(out[j].data, 1, out[j].nbytes, f), out[j].nbytes);
+		fclose(f);
+	}
+	/* KFE_KEEP=1 keeps the program and its data, for a debugger */
+	if (getenv("KFE_KEEP"))
+		fprintf(stderr, "emu: kept in %s\n", dir);
+	else {
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+	kf_buf_free(&src);
+	return true;
+}
+#endif

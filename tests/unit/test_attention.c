@@ -1,0 +1,411 @@
+/* Unit tests of the attention kernels (cuda/emit_attention*.c): each
+ * variant's text compiles with NVRTC and ptxas for sm_90 without spills
+ * (register counts printed; skipped without NVRTC), and runs on the host
+ * emulation of tests/unit/kf_emu.h against the interpreter: the flash
+ * kernel on tensor cores (f16, bf16; causal and masked; partial tiles;
+ * k and v stored transposed; grouped-query heads; q through registers with
+ * a prologue; the output's transpose) and the SIMT kernel (decoding with
+ * the keys split across blocks and combined by the last block; f32;
+ * odd head dims).  Host models check the index math the kernels rely on:
+ * the fragment layouts against a plain matrix product, the online softmax
+ * and the split combination against the softmax, and the causal tile
+ * bounds against the mask. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "kf_test.h"
+#include "kf_test_nvrtc.h"
+#include "kf_emu.h"
+#include "cuda_backend.h"
+#include "equiv.h"
+
+/* A case: graph text; the kernel kind expected in its text ("fa", "simt")
+ * and an environment tile; tolerances. */
+typedef struct acase {
+	const char *name, *text, *want, *tile;
+	double rtol, atol;
+	int maxreg;
+} acase;
+
+static const acase plain;
+
+/* Parses text, runs fuse-attention and emits the attention fusion. */
+static kf_module *emit_case(kf_ctx *c, const acase *a, kf_kernel *k, kf_nid *fn)
+{
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, a->text ? a->text : plain.text);
+	kft_run_pipe(c, m, "fuse-attention");
+	*fn = kft_first_fusion(m->graph[0]);
+	assert_string_equal(kf_attr_str(m->graph[0], *fn, "kind", ""), "attention");
+	if (a->tile)
+		setenv("KFUSE_ATTN_TILE", a->tile, 1);
+	int rc = kf_emit_node(m->graph[0], *fn, k);
+	unsetenv("KFUSE_ATTN_TILE");
+	if (rc != 0)
+		kft_fail_diags(c, a->name);
+	if (a->want && !strstr(k->src, a->want))
+		fail_msg("%s: the kernel does not say '%s':\n%s", a->name, a->want, k->src);
+	return m;
+}
+
+/* The graph's inputs as random tensors (normal, exactly representable). */
+static void inputs(kf_graph *g, kf_tensor *in, uint64_t seed)
+{
+	uint64_t rng = seed;
+	const kf_block *b = &g->blk[0];
+	for (uint32_t i = 0; i < b->narg; i++) {
+		const kf_type *t = kf_vtype(g, b->arg[i]);
+		assert_int_equal(kf_tensor_random(&in[i], (kf_dtype)t->dtype, t->rank, t->dim, &rng), 0);
+	}
+}
+
+/* Emulates the attention kernel of case a and compares it with the
+ * interpreter; returns the elements out of tolerance. */
+static int64_t emulate(const acase *a, const char *from, const char *to)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_kernel k;
+	kf_nid f;
+	kf_module *m = emit_case(c, a, &k, &f);
+	kf_graph *g = m->graph[0];
+	if (from) { /* a corrupted kernel must fail the comparison */
+		char *p = strstr(k.src, from);
+		assert_non_null(p);
+		kf_buf s = {0};
+		kf_buf_put(&s, k.src, (size_t)(p - k.src));
+		kf_buf_puts(&s, to);
+		kf_buf_puts(&s, p + strlen(from));
+		kf_buf_putc(&s, 0);
+		free(k.src);
+		k.src = s.p;
+	}
+	uint32_t na = g->blk[0].narg;
+	kf_tensor in[16], want, got[1], par[16];
+	assert_true(na <= 16 && k.nin <= 16 && k.nout == 1);
+	inputs(g, in, 42);
+	assert_int_equal(kf_interp_run(g, in, (int)na, &want, 1), 0);
+	/* the kernel's parameters are graph inputs (the tests keep them so) */
+	for (uint32_t j = 0; j < k.nin; j++) {
+		uint32_t i = 0;
+		while (i < na && g->blk[0].arg[i] != k.in[j])
+			i++;
+		assert_true(i < na);
+		par[j] = in[i];
+	}
+	assert_int_equal(kf_tensor_alloc_type(&got[0], kf_vtype(g, k.out[0])), 0);
+	int64_t bad = -1;
+	if (kfe_run(&k, par, got)) {
+		kf_equiv_stat st;
+		kf_equiv_compare(&got[0], &want, a->rtol, a->atol, &st);
+		kf_buf d = {0};
+		kf_equiv_describe(&d, &st);
+		fprintf(stderr, "emu %s%s: %.*s\n", a->name, from ? " (corrupted)" : "", (int)d.n, d.p);
+		kf_buf_free(&d);
+		bad = st.nbad;
+	} else {
+		fprintf(stderr, "emu: no C++ compiler, %s not emulated\n", a->name);
+	}
+	for (uint32_t i = 0; i < na; i++)
+		kf_tensor_free(&in[i]);
+	kf_tensor_free(&want);
+	kf_tensor_free(&got[0]);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	return bad;
+}
+
+/* ---- the cases ------------------------------------------------------------------- */
+
+/* f16, head dim 64, plain: the transposes of k in the graph, the output
+ * transposed back to [B, T, H * D] (written through its view). */
+static const acase plain = {
+	"plain", "graph @g(%q: f16[2,2,128,64], %k: f16[2,2,128,64], %v: f16[2,2,128,64]) -> (f16[2,128,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,2,64,128]\n"
+	"  %s = matmul(%q, %kt) : f16[2,2,128,128]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,2,128,128]\n  %p = softmax(%t) {axis = -1} : f16[2,2,128,128]\n"
+	"  %o = matmul(%p, %v) : f16[2,2,128,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f16[2,128,2,64]\n"
+	"  %y = reshape(%ot) {shape = [2, 128, 128]} : f16[2,128,128]\n  return %y\n}\n",
+	"fa128x64s2: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 168,
+};
+
+/* causal (a tril constant: the pass makes it iotas), rows and keys that do
+ * not fill the tiles (96 of 128, 96 of 2 x 64) */
+static const acase causal = {
+	"causal", "graph @g(%q: f16[3,96,64], %k: f16[3,96,64], %v: f16[3,96,64]) -> (f16[3,96,64]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 1]} : f16[3,64,96]\n"
+	"  %s = matmul(%q, %kt) : f16[3,96,96]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[3,96,96]\n  %ninf = const -inf : f16[]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [96, 96]} : i64[96,96]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [96, 96]} : i64[96,96]\n"
+	"  %keep = le(%cc, %r) : i1[96,96]\n  %w = where(%keep, %t, %ninf) : f16[3,96,96]\n"
+	"  %p = softmax(%w) {axis = -1} : f16[3,96,96]\n"
+	"  %o = matmul(%p, %v) : f16[3,96,64]\n  return %o\n}\n",
+	"causal */", NULL, 2e-2, 4e-3, 168,
+};
+
+/* bf16, head dim 128, 4 query heads over 2 k/v heads (broadcast_to and
+ * reshape), an additive padding mask [B, 1, 1, Tk] the score chain loads,
+ * 64 query rows over 80 keys, a 64-row tile */
+static const acase gqa = {
+	"gqa_bf16", "graph @g(%q: bf16[2,4,64,128], %k: bf16[2,2,80,128], %v: bf16[2,2,80,128], %m: bf16[2,1,1,80]) -> (bf16[2,4,64,128]) {\n"
+	"  %k5 = reshape(%k) {shape = [2, 2, 1, 80, 128]} : bf16[2,2,1,80,128]\n"
+	"  %ke = broadcast_to(%k5) {shape = [2, 2, 2, 80, 128]} : bf16[2,2,2,80,128]\n"
+	"  %kr = reshape(%ke) {shape = [2, 4, 80, 128]} : bf16[2,4,80,128]\n"
+	"  %v5 = reshape(%v) {shape = [2, 2, 1, 80, 128]} : bf16[2,2,1,80,128]\n"
+	"  %ve = broadcast_to(%v5) {shape = [2, 2, 2, 80, 128]} : bf16[2,2,2,80,128]\n"
+	"  %vr = reshape(%ve) {shape = [2, 4, 80, 128]} : bf16[2,4,80,128]\n"
+	"  %kt = transpose(%kr) {perm = [0, 1, 3, 2]} : bf16[2,4,128,80]\n"
+	"  %s = matmul(%q, %kt) : bf16[2,4,64,80]\n  %c = const 0.088388 : bf16[]\n"
+	"  %t = mul(%s, %c) : bf16[2,4,64,80]\n  %a = add(%t, %m) : bf16[2,4,64,80]\n"
+	"  %p = softmax(%a) {axis = -1} : bf16[2,4,64,80]\n"
+	"  %o = matmul(%p, %vr) : bf16[2,4,64,128]\n  return %o\n}\n",
+	"fa64x64s2", NULL, 5e-2, 3e-2, 200,
+};
+
+/* k given transposed ([B, D, Tk], keys contiguous) and v too ([B, Dv, Tk],
+ * transposed in the graph): both tiles keep keys as columns; a bottom-right
+ * causal mask over a cache (48 rows, 112 keys: off 64); 3 stages */
+static const acase kcols = {
+	"kcols", "graph @g(%q: f16[2,48,64], %kt: f16[2,64,112], %vt: f16[2,64,112]) -> (f16[2,48,64]) {\n"
+	"  %s = matmul(%q, %kt) : f16[2,48,112]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,48,112]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %o64 = const 64 : i64[]\n"
+	"  %rr = add(%r, %o64) : i64[48,112]\n  %cut = gt(%cc, %rr) : i1[48,112]\n"
+	"  %z = const 0.0 : f16[]\n  %fm = const -65504.0 : f16[]\n  %mk = where(%cut, %fm, %z) : f16[48,112]\n"
+	"  %a = add(%t, %mk) : f16[2,48,112]\n"
+	"  %p = softmax(%a) {axis = -1} : f16[2,48,112]\n"
+	"  %v = transpose(%vt) {perm = [0, 2, 1]} : f16[2,112,64]\n"
+	"  %o = matmul(%p, %v) : f16[2,48,64]\n  return %o\n}\n",
+	"keys as columns, v cp.async, keys as columns, causal */", "fa64x32s3", 2e-2, 4e-3, 168,
+};
+
+/* q through registers: scaled before the matmul and read from a slice at
+ * an odd offset (not 16-byte aligned: k and v go through registers too);
+ * a boolean mask input through where with finfo.min of f16 */
+static const acase regs = {
+	"registers", "graph @g(%x: f16[2,33,96], %kt: f16[2,32,40], %v: f16[2,40,32], %keep: i1[2,33,40]) -> (f16[2,33,32]) {\n"
+	"  %q = slice(%x) {starts = [1], ends = [33], axes = [2]} : f16[2,33,32]\n"
+	"  %c = const 0.17677 : f16[]\n  %qs = mul(%q, %c) : f16[2,33,32]\n"
+	"  %s = matmul(%qs, %kt) : f16[2,33,40]\n  %fm = const -65504.0 : f16[]\n"
+	"  %w = where(%keep, %s, %fm) : f16[2,33,40]\n"
+	"  %p = softmax(%w) {axis = -1} : f16[2,33,40]\n"
+	"  %o = matmul(%p, %v) : f16[2,33,32]\n  return %o\n}\n",
+	"q registers + prologue", "fa64x32s2", 2e-2, 4e-3, 168,
+};
+
+/* decoding: one query row, 1200 keys split across blocks (the last block
+ * of a row combines), f16, head dim 128, 2 x 4 heads */
+static const acase decode = {
+	"decode", "graph @g(%q: f16[2,4,1,128], %k: f16[2,4,1200,128], %v: f16[2,4,1200,128]) -> (f16[2,4,1,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,4,128,1200]\n"
+	"  %s = matmul(%q, %kt) : f16[2,4,1,1200]\n  %c = const 0.088388 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,4,1,1200]\n  %p = softmax(%t) {axis = -1} : f16[2,4,1,1200]\n"
+	"  %o = matmul(%p, %v) : f16[2,4,1,128]\n  return %o\n}\n",
+	"slices of keys a row */", NULL, 2e-2, 2e-3, 96,
+};
+
+/* f32 (no tensor cores without tf32), head dim 40 (not a multiple of 32:
+ * guarded lanes), a causal mask and a padding mask, 20 rows x 33 keys */
+static const acase f32c = {
+	"f32_causal", "graph @g(%q: f32[3,20,40], %k: f32[3,33,40], %v: f32[3,33,24], %m: f32[3,1,33]) -> (f32[3,20,24]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 1]} : f32[3,40,33]\n"
+	"  %s = matmul(%q, %kt) : f32[3,20,33]\n  %c = const 0.158 : f32[]\n"
+	"  %t = div(%s, %c) : f32[3,20,33]\n  %a = add(%t, %m) : f32[3,20,33]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [20, 33]} : i64[20,33]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [20, 33]} : i64[20,33]\n  %o13 = const 13 : i64[]\n"
+	"  %rr = add(%r, %o13) : i64[20,33]\n  %keep = le(%cc, %rr) : i1[20,33]\n  %ninf = const -inf : f32[]\n"
+	"  %w = where(%keep, %a, %ninf) : f32[3,20,33]\n"
+	"  %p = softmax(%w) {axis = -1} : f32[3,20,33]\n"
+	"  %o = matmul(%p, %v) : f32[3,20,24]\n  return %o\n}\n",
+	"simt: 4 warps a row", NULL, 1e-4, 1e-5, 128,
+};
+
+/* The Hopper kernel (wgmma, TMA, a producer warpgroup), asked for by tile:
+ * the plain case with 2 consumer warpgroups and 128-key tiles */
+static const acase wga_plain = {
+	"wga_plain", NULL, "wga128x128s2: q, k, v by TMA */", "wga128x128s2", 2e-2, 4e-3, 232,
+};
+
+/* bf16, head dim 128, causal over 192 rows (a partial 128-row tile and
+ * 64-key tiles), 3 stages */
+static const acase wga_causal = {
+	"wga_causal", "graph @g(%q: bf16[2,192,128], %k: bf16[2,192,128], %v: bf16[2,192,128]) -> (bf16[2,192,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 1]} : bf16[2,128,192]\n"
+	"  %s = matmul(%q, %kt) : bf16[2,192,192]\n  %c = const 0.088388 : bf16[]\n"
+	"  %t = mul(%s, %c) : bf16[2,192,192]\n  %ninf = const -inf : bf16[]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [192, 192]} : i64[192,192]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [192, 192]} : i64[192,192]\n"
+	"  %keep = le(%cc, %r) : i1[192,192]\n  %w = where(%keep, %t, %ninf) : bf16[2,192,192]\n"
+	"  %p = softmax(%w) {axis = -1} : bf16[2,192,192]\n"
+	"  %o = matmul(%p, %v) : bf16[2,192,128]\n  return %o\n}\n",
+	"wga128x64s3: q, k, v by TMA, causal */", "wga128x64s3", 5e-2, 3e-2, 232,
+};
+
+/* GPT-2's layout: q, k, v split from one [B, T, 3 x H x D] projection,
+ * heads side by side within a row (the tensor maps' column offsets), 80
+ * rows (partial tiles; TMA zero-fills past the sequence), one consumer */
+static const acase wga_split = {
+	"wga_split", "graph @g(%x: f16[2,80,384]) -> (f16[2,80,128]) {\n"
+	"  %h:3 = split(%x) {axis = 2, sizes = [128, 128, 128]} : f16[2,80,128], f16[2,80,128], f16[2,80,128]\n"
+	"  %q = reshape(%h#0) {shape = [2, 80, 2, 64]} : f16[2,80,2,64]\n"
+	"  %k = reshape(%h#1) {shape = [2, 80, 2, 64]} : f16[2,80,2,64]\n"
+	"  %v = reshape(%h#2) {shape = [2, 80, 2, 64]} : f16[2,80,2,64]\n"
+	"  %qt = transpose(%q) {perm = [0, 2, 1, 3]} : f16[2,2,80,64]\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 3, 1]} : f16[2,2,64,80]\n"
+	"  %vt = transpose(%v) {perm = [0, 2, 1, 3]} : f16[2,2,80,64]\n"
+	"  %s = matmul(%qt, %kt) : f16[2,2,80,80]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,2,80,80]\n  %p = softmax(%t) {axis = -1} : f16[2,2,80,80]\n"
+	"  %o = matmul(%p, %vt) : f16[2,2,80,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f16[2,80,2,64]\n"
+	"  %y = reshape(%ot) {shape = [2, 80, 128]} : f16[2,80,128]\n  return %y\n}\n",
+	"wga64x64s2: q, k, v by TMA */", "wga64x64s2", 2e-2, 4e-3, 240,
+};
+
+/* ---- the tests ------------------------------------------------------------------- */
+
+static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c, &wga_plain, &wga_causal, &wga_split};
+
+static void test_ptxas(void **state)
+{
+	(void)state;
+	if (!kft_have_nvrtc()) {
+		skip();
+		return;
+	}
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		kf_ctx *c = kf_ctx_new();
+		kf_kernel k;
+		kf_nid f;
+		kf_module *m = emit_case(c, all[i], &k, &f);
+		int regs = kft_ptxas_checked(&k, k.sm90a ? "sm_90a" : "sm_90", all[i]->maxreg);
+		fprintf(stderr, "ptxas %s: %d registers, %d threads, %d bytes of shared memory, no spills\n", all[i]->name,
+			regs, k.block, k.smem);
+		kf_kernel_free(&k);
+		kf_module_free(m);
+		kf_ctx_free(c);
+	}
+}
+
+static void emu_case(const acase *a)
+{
+	int64_t bad = emulate(a, NULL, NULL);
+	if (bad < 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_emu_plain(void **s) { (void)s; emu_case(&plain); }
+static void test_emu_causal(void **s) { (void)s; emu_case(&causal); }
+static void test_emu_gqa(void **s) { (void)s; emu_case(&gqa); }
+static void test_emu_kcols(void **s) { (void)s; emu_case(&kcols); }
+static void test_emu_registers(void **s) { (void)s; emu_case(&regs); }
+static void test_emu_decode(void **s) { (void)s; emu_case(&decode); }
+static void test_emu_f32(void **s) { (void)s; emu_case(&f32c); }
+static void test_emu_wga_plain(void **s) { (void)s; emu_case(&wga_plain); }
+static void test_emu_wga_causal(void **s) { (void)s; emu_case(&wga_causal); }
+static void test_emu_wga_split(void **s) { (void)s; emu_case(&wga_split); }
+
+/* The comparison can fail: a kernel that forgets to rescale its output
+ * when a row's maximum grows, or whose split-K combination drops a slice,
+ * is caught. */
+static void test_emu_catches(void **s)
+{
+	(void)s;
+	int64_t bad = emulate(&plain, "oacc[i] *= a0;", "oacc[i] *= 1.0f;");
+	if (bad < 0) {
+		skip();
+		return;
+	}
+	assert_true(bad > 0);
+	assert_true(emulate(&decode, "s++) O += __ldcg", "s += 2) O += __ldcg") > 0);
+}
+
+/* A dense f32[32,16] constant's text (more than a kernel embeds). */
+#define W16 "[-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0],[-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0],[1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0],[3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0],[-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0],[0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0],[2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0],[-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0],[-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0],[1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0],[3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0],[-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0],[0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0],[2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0],[-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0],[-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0],[1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0],[3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0],[-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0],[0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0],[2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0],[-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0],[-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0],[1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0],[3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0],[-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0],[0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0],[2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0],[-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0],[-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0],[1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0],[3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0,-2.0,-1.0,0.0,1.0,2.0,3.0,-3.0]"
+
+/* Plans g (dry run: NVRTC, no GPU) and returns its kernels. */
+static int plan_kernels(kf_ctx *c, kf_graph *g, kf_buf *report)
+{
+	char dir[] = "/tmp/kf-attn-planXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .report = report};
+	kf_cuda_stats st;
+	kf_cuda_session *s = kf_cuda_session_new(c, &co);
+	assert_non_null(s);
+	if (kf_cuda_session_plan(s, g) != 0)
+		kft_fail_diags(c, "plan");
+	kf_cuda_session_stats(s, &st);
+	kf_cuda_session_free(s);
+	kft_rmdir(dir);
+	return (int)st.kernels;
+}
+
+/* The backend plans an attention fusion as one kernel; a fusion of kind
+ * attention whose body the kernels do not take (a softmax written as
+ * primitive ops) runs op by op, and the plan says why. */
+static void test_plan(void **state)
+{
+	(void)state;
+	if (!kft_have_nvrtc()) {
+		skip();
+		return;
+	}
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, plain.text);
+	kft_run_pipe(c, m, "fuse-attention,fuse-matmul,fuse");
+	kf_buf r = {0};
+	assert_int_equal(plan_kernels(c, m->graph[0], &r), 1);
+	kf_module_free(m);
+	m = kft_parse(c, "graph @w(%q: f32[2,16,8], %kt: f32[2,8,16], %v: f32[2,16,8]) -> (f32[2,16,8]) {\n"
+			 "  %o = fusion @a0(%q, %kt, %v) {kind = \"attention\"} : f32[2,16,8] {\n"
+			 "  ^(%0: f32[2,16,8], %1: f32[2,8,16], %2: f32[2,16,8]):\n"
+			 "    %s = matmul(%0, %1) : f32[2,16,16]\n    %e = exp(%s) : f32[2,16,16]\n"
+			 "    %z = reduce_sum(%e) {axes = [-1]} : f32[2,16,1]\n    %p = div(%e, %z) : f32[2,16,16]\n"
+			 "    %o = matmul(%p, %2) : f32[2,16,8]\n    yield %o\n  }\n  return %o\n}\n");
+	assert_int_equal(plan_kernels(c, m->graph[0], &r), 5);
+	kf_buf_putc(&r, 0);
+	assert_non_null(strstr(r.p, "fusion @a0 runs op by op: attention kernel: the body holds no softmax"));
+	kf_module_free(m);
+	/* merge-matmul's concatenation of constant weights is computed once at
+	 * plan time (no kernel): the projection and the attention, 2 kernels */
+	m = kft_parse(c, "graph @qkv(%x: f32[16,32]) -> (f32[2,16,16]) {\n"
+			 "  %wq = const 0.01 : f32[32,32]\n  %wk = const dense<[" W16 "]> : f32[32,16]\n"
+			 "  %wv = const dense<[" W16 "]> : f32[32,16]\n"
+			 "  %q = matmul(%x, %wq) : f32[16,32]\n  %k = matmul(%x, %wk) : f32[16,16]\n  %v = matmul(%x, %wv) : f32[16,16]\n"
+			 "  %q3 = reshape(%q) {shape = [16, 2, 16]} : f32[16,2,16]\n  %qh = transpose(%q3) {perm = [1, 0, 2]} : f32[2,16,16]\n"
+			 "  %k3 = reshape(%k) {shape = [16, 1, 16]} : f32[16,1,16]\n  %kh = transpose(%k3) {perm = [1, 2, 0]} : f32[1,16,16]\n"
+			 "  %v3 = reshape(%v) {shape = [16, 1, 16]} : f32[16,1,16]\n  %vh = transpose(%v3) {perm = [1, 0, 2]} : f32[1,16,16]\n"
+			 "  %s = matmul(%qh, %kh) : f32[2,16,16]\n  %p = softmax(%s) {axis = -1} : f32[2,16,16]\n"
+			 "  %o = matmul(%p, %vh) : f32[2,16,16]\n  return %o\n}\n");
+	kft_run_pipe(c, m, "merge-matmul,fuse-attention,fuse-matmul,fuse,dce");
+	r.n = 0;
+	assert_int_equal(plan_kernels(c, m->graph[0], &r), 2);
+	kf_buf_free(&r);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ptxas),
+		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_emu_plain),
+		cmocka_unit_test(test_emu_causal),
+		cmocka_unit_test(test_emu_gqa),
+		cmocka_unit_test(test_emu_kcols),
+		cmocka_unit_test(test_emu_registers),
+		cmocka_unit_test(test_emu_decode),
+		cmocka_unit_test(test_emu_f32),
+		cmocka_unit_test(test_emu_wga_plain),
+		cmocka_unit_test(test_emu_wga_causal),
+		cmocka_unit_test(test_emu_wga_split),
+		cmocka_unit_test(test_emu_catches),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,105 @@
+/* Unit tests of the host emulation of CUDA (tests/unit/kf_emu.h) on
+ * kernels that ran right on an H200 (docs/matmul.md, bench/results): the
+ * mma.sync matmul (ldmatrix, cp.async) and the wgmma matmul (TMA with the
+ * 128-byte swizzle, mbarrier rings, a producer and consumer warpgroups,
+ * wgmma by descriptor, K-major and N-major B) must compute what the
+ * interpreter computes in the emulation, so that the emulation's verdict
+ * on kernels that never ran on a GPU (the attention kernels,
+ * test_attention.c) means something.  Skipped without a C++ compiler. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "kf_test.h"
+#include "kf_emu.h"
+#include "equiv.h"
+
+/* The matmul of text with tile `tile`, emulated against the interpreter;
+ * -1 when it cannot run here, else the elements out of tolerance. */
+static int64_t emulate(const char *text, const char *tile)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_kernel k;
+	kft_emit_contraction(text, 0, tile, &k);
+	assert_non_null(strstr(k.src, strncmp(tile, "wg", 2) ? "kf_mma_" : "kf_wgmma_"));
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, text);
+	kf_graph *g = m->graph[0];
+	uint32_t na = g->blk[0].narg;
+	kf_tensor in[4], want, got;
+	uint64_t rng = 11;
+	for (uint32_t i = 0; i < na; i++) {
+		const kf_type *t = kf_vtype(g, g->blk[0].arg[i]);
+		assert_int_equal(kf_tensor_random(&in[i], (kf_dtype)t->dtype, t->rank, t->dim, &rng), 0);
+	}
+	assert_int_equal(kf_interp_run(g, in, (int)na, &want, 1), 0);
+	assert_true(k.nin == na && k.nout == 1);
+	/* the kernel's parameters in its order (the same text parses to the
+	 * same value ids as in kft_emit_contraction's module) */
+	kf_tensor par[4];
+	for (uint32_t j = 0; j < k.nin; j++) {
+		uint32_t i = 0;
+		while (i < na && g->blk[0].arg[i] != k.in[j])
+			i++;
+		assert_true(i < na);
+		par[j] = in[i];
+	}
+	assert_int_equal(kf_tensor_alloc_type(&got, kf_vtype(g, kf_block_terminator(g, 0) == KF_NONE ? 0 :
+							 kf_in(g, kf_block_terminator(g, 0), 0))), 0);
+	int64_t bad = -1;
+	if (kfe_run(&k, par, &got)) {
+		kf_equiv_stat st;
+		kf_equiv_compare(&got, &want, 1e-2, 1e-2, &st);
+		kf_buf d = {0};
+		kf_equiv_describe(&d, &st);
+		fprintf(stderr, "emu %s: %.*s\n", tile, (int)d.n, d.p);
+		kf_buf_free(&d);
+		bad = st.nbad;
+	} else {
+		fprintf(stderr, "emu: no C++ compiler, %s not emulated\n", tile);
+	}
+	for (uint32_t i = 0; i < na; i++)
+		kf_tensor_free(&in[i]);
+	kf_tensor_free(&want);
+	kf_tensor_free(&got);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	return bad;
+}
+
+static const char mm_kn[] = "graph @g(%a: f16[192,256], %b: f16[256,256]) -> (f16[192,256]) {\n"
+			    "  %y = matmul(%a, %b) : f16[192,256]\n  return %y\n}\n";
+static const char mm_nk[] = "graph @g(%a: f16[128,128], %b: f16[192,128]) -> (f16[128,192]) {\n"
+			    "  %t = transpose(%b) {perm = [1, 0]} : f16[128,192]\n"
+			    "  %y = matmul(%a, %t) : f16[128,192]\n  return %y\n}\n";
+
+static void check(const char *text, const char *tile)
+{
+	int64_t bad = emulate(text, tile);
+	if (bad < 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_mma(void **s) { (void)s; check(mm_kn, "mma64x64x32w2x2s3"); }
+static void test_wgmma_nmajor(void **s) { (void)s; check(mm_kn, "wg128x128x64s4"); }
+static void test_wgmma_kmajor(void **s) { (void)s; check(mm_nk, "wg128x128x64s4"); }
+static void test_wgmma_bn64(void **s) { (void)s; check(mm_nk, "wg128x64x64s3"); }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mma),
+		cmocka_unit_test(test_wgmma_nmajor),
+		cmocka_unit_test(test_wgmma_kmajor),
+		cmocka_unit_test(test_wgmma_bn64),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
