@@ -242,6 +242,7 @@ enum {
 	X(MATMUL, "matmul") X(GEMM, "gemm") \
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
+	X(CONV, "conv") X(CONV_TRANSPOSE, "conv_transpose") X(MAX_POOL, "max_pool") X(AVG_POOL, "avg_pool") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 
 enum {

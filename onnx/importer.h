@@ -29,10 +29,29 @@ kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt);
 kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims);
 kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name);
 int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max);
+/* An ONNX node's attributes and inputs (attr.c): the attribute or NULL;
+ * an int (dflt when absent); an int list into out (its length, or -1 when
+ * absent or longer than max); a string into out (truncated to cap - 1
+ * bytes); input i or KF_NONE when absent or empty. */
+const Onnx__AttributeProto *kf_imp_attr(const Onnx__NodeProto *np, const char *name);
+int64_t kf_imp_attr_int(const Onnx__NodeProto *np, const char *name, int64_t dflt);
+int kf_imp_attr_ints(const Onnx__NodeProto *np, const char *name, int64_t *out, int max);
+void kf_imp_attr_str(const Onnx__NodeProto *np, const char *name, const char *dflt, char *out, size_t cap);
+kf_vid kf_imp_input(kf_imp *I, const Onnx__NodeProto *np, size_t i);
+/* kfuse attributes: an int; an int list whose items[n] must live until the
+ * node copies it (kf_imp_op). */
+kf_attr kf_imp_int_attr(kf_imp *I, const char *key, int64_t v);
+kf_attr kf_imp_ints_attr(kf_imp *I, const char *key, kf_attrval *items, const int64_t *v, int n);
 /* ONNX LSTM and GRU, unrolled into primitive ops (rnn.c); translate.c's
  * table calls them.  Return the number of outputs or -1. */
 int kf_imp_lstm(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 int kf_imp_gru(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+/* Conv, ConvTranspose, MaxPool and AveragePool, GlobalAveragePool and
+ * GlobalMaxPool (op: 1 for max) (conv.c). */
+int kf_imp_conv(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_conv_transpose(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_pool(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_global_pool(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 /* Translates one node; binds its outputs. */
 int kf_imp_translate(kf_imp *I, const Onnx__NodeProto *np);
 /* The declared type of a graph value (input, output or value_info). */
