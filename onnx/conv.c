@@ -218,10 +218,11 @@ int kf_imp_pool(kf_imp *I, NP *np, kf_vid *out, int op)
 	kf_attrval items[5 * MAXSP];
 	a[0] = kf_imp_ints_attr(I, "kernel_shape", items + 4 * MAXSP, w.k, w.nsp);
 	int na = 1 + window_attrs(I, &w, a + 1, items);
+	kf_attr yes = {0, {.kind = KF_ATTR_BOOL, .b = true}};
 	if (kf_imp_attr_int(np, "ceil_mode", 0))
-		a[na++] = kf_imp_int_attr(I, "ceil_mode", 1);
+		a[na] = yes, a[na++].key = kf_intern_cstr(I->c, "ceil_mode");
 	if (op == KF_OP_AVG_POOL && kf_imp_attr_int(np, "count_include_pad", 0))
-		a[na++] = kf_imp_int_attr(I, "count_include_pad", 1);
+		a[na] = yes, a[na++].key = kf_intern_cstr(I->c, "count_include_pad");
 	/* one output: MaxPool's Indices are refused by the caller */
 	return (out[0] = kf_imp_op(I, op, &x, 1, a, na)) != KF_NONE;
 }
