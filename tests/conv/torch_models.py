@@ -98,8 +98,10 @@ def main():
     ap.add_argument('model', choices=MODELS)
     ap.add_argument('build')
     ap.add_argument('work')
-    ap.add_argument('--pipeline', default='canonicalize,cse,rules{path=%s},fuse,dce'
+    ap.add_argument('--pipeline', default='canonicalize,cse,rules{path=%s},canonicalize,cse,fuse,dce'
                     % os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'patterns'))
+    ap.add_argument('--count', action='append', default=[],
+                    help='OP=N: the optimised graph has N nodes of op OP (at the top level)')
     ap.add_argument('--max-seconds', type=float, default=0)
     ap.add_argument('--rtol', default='1e-3')
     ap.add_argument('--atol', default='1e-3')
@@ -139,6 +141,11 @@ def main():
         text = f.read()
     print('after the pipeline: %d conv, %d fusion, %d mul, %d add' % tuple(
         len(re.findall(r'= %s[(@]' % op, text)) for op in ('conv', 'fusion ', 'mul', 'add')))
+    for c in a.count:
+        op, n = c.split('=')
+        got = len(re.findall(r'^  %%[^ ]+ = %s[(@ ]' % re.escape(op), text, re.M))
+        if got != int(n):
+            sys.exit('FAIL: %d %s nodes after the pipeline, expected %s' % (got, op, n))
     ms = re.search(r'median ([0-9.]+) ms', out)
     if a.max_seconds and ms and float(ms.group(1)) > 1000 * a.max_seconds:
         sys.exit('FAIL: the interpreter took %s ms, over the limit of %g s' % (ms.group(1), a.max_seconds))
