@@ -11,6 +11,8 @@
 	X(rules) \
 	X(persistent) \
 	X(fuse_matmul) \
+	X(layout) \
+	X(fuse_conv) \
 	X(fuse)
 
 #define KF_PASS_DECL(id) extern const kf_pass kf_pass_##id;
