@@ -20,6 +20,7 @@
 #define KF_FUSE_H
 
 #include "kf.h"
+#include "fusion.h"
 
 /* Why a producer -> consumer edge did not fuse (--explain-fusion). */
 #define KF_FUSE_REASONS(X) \
@@ -82,63 +83,6 @@ typedef struct kf_fuse_opts {
 void kf_fuse_opts_default(kf_fuse_opts *o);
 /* Runs the fusion on the top level of g.  Returns 0, or -1 with an error. */
 int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed);
-
-/* ---- shared with the emitter ------------------------------------------------ */
-
-/* How node n iterates, as kernels see it. */
-typedef enum {
-	KF_FK_NONE,     /* not fusible: contraction, opaque, fusion, terminator */
-	KF_FK_LOOP,     /* element-wise, broadcast, injective */
-	KF_FK_ROW,      /* reduction over trailing axes: rows of C elements */
-	KF_FK_REDUCE,   /* another reduction (generic kernel, not fused) */
-	KF_FK_CONST,
-} kf_fuse_kind;
-
-kf_fuse_kind kf_fuse_kind_of(const kf_graph *g, kf_nid n);
-
-/* The row split of a reduction-like node: its input 0 has type F (rank r),
- * and it reduces axes a..r-1, so R = prod F[0..a), C = prod F[a..r).
- * Returns false when n is not a reduction over trailing axes. */
-bool kf_fuse_row_split(const kf_graph *g, kf_nid n, int *a, int64_t *R, int64_t *C);
-
-/* How a value of type t is indexed in a row kernel over F split at a:
- * FULL [row, col], COL (broadcast over rows) [col], ROW (one per row) [row],
- * SCALAR.  elem: t is an operand of a per-element op, so it aligns to F
- * from the right as numpy broadcasting does; otherwise (a result, or an
- * operand of a per-row op) F[0..a) without the reduced dims is a ROW too. */
-typedef enum { KF_RC_BAD, KF_RC_FULL, KF_RC_COL, KF_RC_ROW, KF_RC_SCALAR } kf_rowclass;
-kf_rowclass kf_fuse_rowclass(const kf_type *F, int a, const kf_type *t, bool elem);
-
-/* Column kernels (kind = "colreduce", passes/emit_colreduce.c): reductions
- * over any set of axes of one shape F.  S is the mask of reduced dims of F
- * (dims of size 1 left out); one thread owns each of the M "columns" (the
- * kept coordinates, consecutive threads on consecutive columns) and loops
- * over the L reduced ones.  Every value of the kernel is F-aligned: its type,
- * aligned to F from the right as numpy broadcasting does, has each dim equal
- * to F's or 1, so that it is evaluated at the thread's current point of F.
- * Returns false when n is not a float reduce_* whose result is its own
- * column (keepdims, or reduced dims leading). */
-bool kf_fuse_col_split(const kf_graph *g, kf_nid n, unsigned *S, int64_t *M, int64_t *L);
-
-/* How a value of type t sits in a column kernel over F with reduced dims S:
- * ELEM varies along a reduced dim (evaluated inside the loop over them),
- * OUT is constant along them (once per column); BAD is not F-aligned. */
-typedef enum { KF_CC_BAD, KF_CC_ELEM, KF_CC_OUT } kf_colclass;
-kf_colclass kf_fuse_colclass(const kf_type *F, unsigned S, const kf_type *t);
-/* True when a value of type t can be written by a column kernel: an ELEM
- * value of F's dims (each thread writes its column's elements), or an OUT
- * value with F's kept dims (each thread writes its own column). */
-bool kf_fuse_col_writable(const kf_type *F, unsigned S, const kf_type *t);
-
-/* True for ops whose CUDA form is costly (transcendentals, division). */
-bool kf_fuse_op_expensive(int op);
-
-/* Reductions one row kernel holds at most (two layer norms). */
-#define KF_FUSE_MAX_REDUCTIONS 4
-
-/* A const that a kernel embeds in its text instead of reading it. */
-#define KF_FUSE_EMBED_MAX 64
-bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n);
 
 /* ---- contraction kernels: fuse-matmul and fuse-conv (fuse_contraction.c) -- */
 

@@ -1,7 +1,7 @@
 /* fuse_contraction.c: the fuse-matmul pass: each matmul or gemm becomes a
  * `fusion @mN(...) {kind = "contraction"}` holding it, the element-wise
  * prologue of each operand and the element-wise epilogue of its result, so
- * that one kernel (passes/emit_matmul.c) reads the operands once and
+ * that one kernel (cuda/emit_matmul.c) reads the operands once and
  * writes the final value once.
  *
  * requires: a verified graph; runs before `fuse` (which leaves fusion nodes
@@ -75,7 +75,7 @@ static kf_vid prologue_input(const kf_graph *g, kf_nid n)
 		return KF_NONE;
 	const kf_type *rt = kf_vtype(g, kf_res(g, n, 0));
 	if (x->op == KF_OP_TRANSPOSE)
-		return kf_pass_swaps_last_two(g, n) ? kf_in(g, n, 0) : KF_NONE;
+		return kf_fuse_swaps_last_two(g, n) ? kf_in(g, n, 0) : KF_NONE;
 	if (!ew(g, n) || x->op == KF_OP_WHERE)
 		return KF_NONE;
 	if (x->nin == 1)

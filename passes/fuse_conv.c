@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "fuse.h"
-#include "fuse_int.h"
+#include "fusion.h"
 #include "pass.h"
 #include "passes.h"
 

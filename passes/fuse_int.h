@@ -96,8 +96,6 @@ void kf_fuse_detach_views(fz *z);
 kf_fuse_reason kf_fuse_check_col(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, unsigned S);
 kf_fuse_reason kf_fuse_merged_colshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, unsigned *S);
 
-/* True when every operand and result of n has a static shape. */
-bool kf_fuse_node_static(const kf_graph *g, kf_nid n);
 /* One line per unfused producer -> consumer edge, into log. */
 void kf_fuse_explain(fz *z, kf_buf *log);
 /* Re-sorts block 0 so that every value is defined before its uses (stable

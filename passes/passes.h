@@ -18,9 +18,6 @@ void kf_dot_module(kf_buf *out, kf_module *m);
 
 /* A node no pass may remove or merge: a terminator or an op with effects. */
 bool kf_pass_node_pinned(const kf_graph *g, kf_nid n);
-/* True when n is a transpose that swaps the last two axes and keeps the
- * others (a batched matrix transpose, foldable into a matmul's loads). */
-bool kf_pass_swaps_last_two(const kf_graph *g, kf_nid n);
 /* True when no result of n has a use. */
 static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 {
@@ -30,6 +27,15 @@ static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 			return false;
 	return true;
 }
+
+/* ---- the persistent pass (recurrence*.c) ---- */
+
+/* The `persistent` pass's last step (passes/recurrence_stack.c): chains
+ * of persistent nodes (layers = 1) where each reads the sequence of the
+ * one below through its hoisted input projection move, with those
+ * projections, into one node {layers = L}; symbols from @k<next_sym>.
+ * Returns the number of stacks made. */
+int kf_rec_merge_stacks(kf_graph *g, int next_sym, kf_buf *log);
 
 /* ---- constant folding (fold.c, for canonicalize) ---- */
 

@@ -7,8 +7,8 @@
  * keeps: the values the graph computes (the body is what it replaced; the
  * hoisted projection computes the same rows); breaks nothing else, though
  * nodes are re-ordered (topologically, stable) around the new node.
- * The analysis (kf_rec_*, passes/recurrence_scan.c) is shared with
- * passes/emit_persistent.c, which finds the same chain again in the
+ * The analysis (kf_rec_*, core/recurrence.c) is shared with
+ * cuda/emit_persistent.c, which finds the same chain again in the
  * fusion body.  docs/persistent.md. */
 #include <stdlib.h>
 #include <string.h>

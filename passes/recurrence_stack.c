@@ -6,7 +6,7 @@
  * the projections between them, into the body of one
  * `fusion {kind = "persistent", layers = L}` node: the interpreter runs
  * the body as it is (nested persistent nodes), the CUDA emitter
- * (passes/emit_stack.c) turns it into one wavefront kernel that computes
+ * (cuda/emit_stack.c) turns it into one wavefront kernel that computes
  * the projections inside, and the backend, when the grid cannot hold every
  * layer at once, runs the body: one kernel per layer, as before.
  * docs/persistent.md, "Stacked layers". */

@@ -26,21 +26,6 @@ void kf_passes_builtin(kf_passreg *r)
 #undef KF_PASS_ADD
 }
 
-bool kf_pass_swaps_last_two(const kf_graph *g, kf_nid n)
-{
-	const kf_node *x = kf_N(g, n);
-	if (x->op != KF_OP_TRANSPOSE || x->nres != 1)
-		return false;
-	int64_t p[KF_MAX_RANK];
-	int r = kf_attr_ints(g, n, "perm", p, KF_MAX_RANK);
-	if (r < 2 || r != kf_vtype(g, kf_res(g, n, 0))->rank || p[r - 1] != r - 2 || p[r - 2] != r - 1)
-		return false;
-	for (int d = 0; d < r - 2; d++)
-		if (p[d] != d)
-			return false;
-	return true;
-}
-
 bool kf_pass_node_pinned(const kf_graph *g, kf_nid n)
 {
 	const kf_opinfo *oi = kf_op(g->ctx, kf_N(g, n)->op);

@@ -370,18 +370,3 @@ int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int
 	}
 	return 0;
 }
-
-/* ---- the CPU backend --------------------------------------------------------- */
-
-static int cpu_run(const kf_backend *be, kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out,
-		   int nout)
-{
-	(void)be;
-	return kf_interp_run(g, in, nin, out, nout);
-}
-
-const kf_backend *kf_backend_cpu(void)
-{
-	static const kf_backend cpu = {.name = "cpu", .run = cpu_run};
-	return &cpu;
-}

@@ -6,7 +6,8 @@
  * shapes at run time, calls kf_op(c, op)->cpu (built-ins and plugin ops
  * alike) and frees each intermediate after its last use.  Semantics per op
  * are in docs/ops.md; the numeric contract (compute precision, integer
- * division by zero, NaN) is in docs/interpreter.md.
+ * division by zero, NaN) is in docs/interpreter.md.  As a backend
+ * (backend.h) it is kf_backend_cpu_new.
  */
 #ifndef KF_INTERP_H
 #define KF_INTERP_H
@@ -31,21 +32,5 @@ int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int
  * symbols replaced; returns 0 or -1 with a message in err. */
 int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *out, int nout,
 		char *err, size_t errlen);
-
-/* ---- backends -------------------------------------------------------------- */
-
-/* What kfuse-run (and later the CUDA runtime) executes a graph with.  run has
- * kf_interp_run's contract.  available is NULL, or returns false with a
- * reason in why when the backend cannot run here. */
-typedef struct kf_backend {
-	const char *name;
-	int (*run)(const struct kf_backend *be, kf_graph *g, const kf_tensor *in, int nin,
-		   kf_tensor *out, int nout);
-	bool (*available)(const struct kf_backend *be, char *why, size_t whylen);
-	void *state;
-} kf_backend;
-
-/* The CPU interpreter as a backend. */
-const kf_backend *kf_backend_cpu(void);
 
 #endif

@@ -158,15 +158,25 @@ static int parse_args(int argc, char **argv, opt *o)
 	return 0;
 }
 
-/* The backend named by --backend, but cuda: run() makes that one with
- * kf_backend_cuda_new, since it holds a session. */
-static const kf_backend *pick_backend(kf_ctx *c, const char *name)
+/* The backend named by --backend (runtime/backend.h).  auto: cuda when its
+ * driver loads and a device is there, else the interpreter, said plainly. */
+static kf_backend *pick_backend(kf_ctx *c, const char *name, const kf_cuda_opts *co)
 {
-	if (!strcmp(name, "cpu") || !strcmp(name, "auto"))
-		return kf_backend_cpu();
-	if (strcmp(name, "cuda"))
+	if (!strcmp(name, "cpu"))
+		return kf_backend_cpu_new(c);
+	if (!strcmp(name, "cuda"))
+		return kf_backend_cuda_new(c, co);
+	if (strcmp(name, "auto")) {
 		kf_error(c, KF_NOLOC, "--backend: unknown backend '%s' (cpu, cuda, auto)", name);
-	return NULL;
+		return NULL;
+	}
+	kf_backend *be = kf_backend_cuda_new(c, co);
+	char why[512];
+	if (!be || be->available(be, why, sizeof why))
+		return be;
+	kf_backend_free(be);
+	fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s\n", why);
+	return kf_backend_cpu_new(c);
 }
 
 static kf_graph *pick_graph(kf_ctx *c, kf_module *m, const char *name)
@@ -323,21 +333,23 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int bench(const kf_backend *be, kf_graph *g, const kf_tensor *in, uint32_t nin, int n)
+/* Times n runs from the host, for a backend without a device-side bench. */
+static int bench(kf_plan *p, const kf_tensor *in, uint32_t nin, int n)
 {
+	kf_graph *g = p->g;
 	double *ms = calloc(n, sizeof *ms);
 	kf_tensor *out = calloc(g->nres + 1, sizeof *out);
 	int rc = ms && out ? 0 : -1;
 	for (int k = 0; k < n && rc == 0; k++) {
 		double t0 = now_ms();
-		rc = be->run(be, g, in, (int)nin, out, (int)g->nres);
+		rc = p->be->run(p, in, (int)nin, out, (int)g->nres);
 		ms[k] = now_ms() - t0;
 		for (uint32_t i = 0; i < g->nres; i++)
 			kf_tensor_free(&out[i]);
 	}
 	if (rc == 0) {
 		qsort(ms, n, sizeof *ms, cmp_double);
-		printf("bench %s @%s: %d runs, median %.3f ms, min %.3f ms\n", be->name,
+		printf("bench %s @%s: %d runs, median %.3f ms, min %.3f ms\n", p->be->name,
 		       kf_str(g->ctx, g->name), n, ms[n / 2], ms[0]);
 	}
 	free(ms);
@@ -420,15 +432,16 @@ static int check_expected(kf_graph *g, const kf_tensor *out, const opt *o)
 
 /* cuda: the backend's notes and tables (plan, --profile), then the
  * device-side bench of the captured graph. */
-static int cuda_report(kf_backend *cuda, kf_buf *report, kf_graph *g, int n)
+static int cuda_report(kf_plan *p, kf_buf *report, int n)
 {
 	printf("%.*s", (int)report->n, report->p ? report->p : "");
 	report->n = 0;
-	kf_cuda_session *s = kf_backend_cuda_session(cuda);
+	kf_cuda_session *s = kf_cuda_plan_session(p);
+	kf_graph *g = p->g;
 	double med, mn;
 	if (!n || !s)
 		return 0;
-	if (kf_cuda_session_bench(s, n, &med, &mn) != 0)
+	if (p->be->bench(p, n, &med, &mn) != 0)
 		return -1;
 	kf_cuda_stats st;
 	kf_cuda_session_stats(s, &st);
@@ -444,36 +457,19 @@ static int cuda_report(kf_backend *cuda, kf_buf *report, kf_graph *g, int n)
 static int run(kf_ctx *c, const opt *o)
 {
 	kf_buf report = {0};
-	kf_backend *cuda = NULL;
 	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .report = &report};
-	const kf_backend *be = !strcmp(o->backend, "cuda") ? (cuda = kf_backend_cuda_new(c, &co))
-							      : pick_backend(c, o->backend);
-	if (!strcmp(o->backend, "auto")) {
-		/* the GPU when its driver loads and a device is there, else the
-		 * interpreter, said plainly */
-		kf_cuda *probe = kf_cuda_open(c, 0);
-		if (probe) {
-			kf_cuda_close(probe);
-			be = cuda = kf_backend_cuda_new(c, &co);
-		} else {
-			kf_buf why = {0};
-			kf_diag_render(c, &why);
-			kf_diag_clear(c);
-			const char *msg = why.p ? why.p : "no CUDA\n", *e = strstr(msg, "error: ");
-			fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s", e ? e + 7 : msg);
-			kf_buf_free(&why);
-		}
-	}
+	kf_backend *be = pick_backend(c, o->backend, &co);
+	bool cuda = be && !strcmp(be->name, "cuda");
 	/* plugins first: their ops must be registered for the file to parse,
 	 * and they bring their own CPU functions, which kf_rt_register keeps */
-	for (int i = 0; be && i < o->nplugin; i++)
-		if (kf_plugin_load(c, o->plugin[i]) < 0)
-			be = NULL;
-	kf_module *m = be ? kf_parse_file(c, o->file) : NULL;
+	bool ok = be != NULL;
+	for (int i = 0; ok && i < o->nplugin; i++)
+		ok = kf_plugin_load(c, o->plugin[i]) >= 0;
+	kf_module *m = ok ? kf_parse_file(c, o->file) : NULL;
 	kf_graph *g = m ? pick_graph(c, m, o->graph) : NULL;
 	if (!g || kf_verify(g) > 0) {
 		kf_module_free(m);
-		kf_backend_cuda_free(cuda);
+		kf_backend_free(be);
 		return -1;
 	}
 	kf_rt_register(c);
@@ -501,8 +497,11 @@ static int run(kf_ctx *c, const opt *o)
 		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
 		rc = kf_tune_graph(g, &to);
 	}
+	kf_plan *plan = NULL;
+	if (rc == 0 && !(plan = be->compile(be, g)))
+		rc = -1;
 	if (rc == 0)
-		rc = be->run(be, g, in, (int)nin, out, (int)g->nres);
+		rc = be->run(plan, in, (int)nin, out, (int)g->nres);
 	if (rc == 0) {
 		printf("@%s on %s:\n", kf_str(c, g->name), be->name);
 		print_outputs(g, out);
@@ -514,9 +513,9 @@ static int run(kf_ctx *c, const opt *o)
 	if (rc == 0 && o->compare)
 		rc = compare_cpu(g, in, nin, out, o);
 	if (rc == 0 && cuda)
-		rc = cuda_report(cuda, &report, g, o->bench);
+		rc = cuda_report(plan, &report, o->bench);
 	else if (rc == 0 && o->bench)
-		rc = bench(be, g, in, nin, o->bench);
+		rc = bench(plan, in, nin, o->bench);
 	for (uint32_t i = 0; in && i < nin + g->nres; i++)
 		kf_tensor_free(&in[i]);
 	free(in);
@@ -524,7 +523,8 @@ static int run(kf_ctx *c, const opt *o)
 	if (report.n)
 		printf("%.*s", (int)report.n, report.p);
 	kf_buf_free(&report);
-	kf_backend_cuda_free(cuda);
+	kf_plan_free(plan);
+	kf_backend_free(be);
 	kf_module_free(m);
 	return rc;
 }

@@ -15,7 +15,7 @@
 #   per-op:     the graph as written, one kernel per op (only for the
 #               8-layer graph: 80 steps are ~1800 kernels)
 # The 8-layer graph's persistent row is ONE wavefront kernel for all
-# layers (passes/emit_stack.c, 512 groups of 4 units, four blocks an SM);
+# layers (cuda/emit_stack.c, 512 groups of 4 units, four blocks an SM);
 # persistent-layers runs the same .kf with KFUSE_PERSISTENT_STACK=0: a
 # kernel per layer plus the projections between them (the path before the
 # stack kernel); persistent-upb8/-upb16 change the stack's units per block.

@@ -1,4 +1,4 @@
-/* Unit tests of runtime/nvrtc.c, runtime/kcache.c and runtime/cuda.c.
+/* Unit tests of cuda/nvrtc.c, cuda/kcache.c and cuda/cuda.c.
  *
  * NVRTC must compile a kernel to PTX and to a cubin wherever the toolkit is
  * installed (no GPU needed); the tests that need it are skipped, saying so,

@@ -1,4 +1,4 @@
-/* Unit tests of the bulk-copy GEMV ("gemvb[S]", passes/emit_gemv.c) and
+/* Unit tests of the bulk-copy GEMV ("gemvb[S]", cuda/emit_gemv.c) and
  * the column-blocked one ("gemvc", test_cols): its
  * configs, when it is a candidate, a host model of its partition (every
  * weight byte copied exactly once, every bulk copy 16-byte aligned and a

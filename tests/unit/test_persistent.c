@@ -1,5 +1,5 @@
 /* Unit tests of the persistent pass (passes/recurrence.c) and the
- * persistent kernel (passes/emit_persistent.c): the chain is found and
+ * persistent kernel (cuda/emit_persistent.c): the chain is found and
  * replaced by one fusion node that verifies and computes what the steps
  * did (the interpreter is the judge); chains that differ are refused; the
  * emitted kernel compiles with NVRTC to PTX for sm_90 (skipped without
@@ -753,7 +753,7 @@ static void test_emu_wide_stacked(void **st)
 			   .pipe = "persistent{stack=0}"});
 }
 
-/* Stacks as one wavefront kernel (passes/emit_stack.c): a block per group
+/* Stacks as one wavefront kernel (cuda/emit_stack.c): a block per group
  * (few groups: every emulated block is a spinning OS thread);
  * fewer blocks than groups, so that a block's groups lie in different
  * layers (and most read their weights from L2); three layers, a block

@@ -1,4 +1,4 @@
-/* Unit tests of the Hopper wgmma contraction kernel (passes/emit_wgmma.c):
+/* Unit tests of the Hopper wgmma contraction kernel (cuda/emit_wgmma.c):
  * its configs, when it is chosen and when the mma.sync kernel runs instead,
  * the tensor maps it asks for, a host model of its shared-memory layouts
  * (what TMA writes with 128-byte swizzle against what the wgmma matrix

@@ -2,11 +2,13 @@
  * kernels, buffers) and the session's life; cuda_compile.c compiles,
  * cuda_run.c runs, profiles and benches.  See cuda_backend.h for the
  * shape of it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_backend_int.h"
 #include "tune.h"
 #include "tensor.h"
+#include "interp.h"
 
 #define ALIGN 256
 
@@ -473,7 +475,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	s->vptr = calloc(g->nval + 1, sizeof *s->vptr);
 	for (uint32_t v = 0; v < g->nval; v++)
 		s->alias[v] = KF_NONE;
-	/* tuned tile configs of contraction kernels (runtime/tune.h) */
+	/* tuned tile configs of contraction kernels (cuda/tune.h) */
 	kf_tune_apply(g, s->arch, s->o.cache_dir, s->o.report);
 	int rc = emit_block(s, 0);
 	/* KFUSE_CUBLAS=1: matmuls no contraction kernel fused run through cuBLAS */
@@ -600,44 +602,90 @@ int kf_cuda_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int n
 	return rc;
 }
 
-/* ---- the backend seam ------------------------------------------------------------------ */
+/* ---- the backend (runtime/backend.h) ------------------------------------------------------ */
 
-typedef struct cbe {
-	kf_backend be;
-	kf_ctx *c;
-	kf_cuda_opts o;
+/* A plan is a session that planned the graph: one per compile, so plans of
+ * different graphs live side by side. */
+typedef struct cplan {
+	kf_plan p;
 	kf_cuda_session *s;
-} cbe;
+} cplan;
 
-static int be_run(const kf_backend *be, kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout)
+static bool be_available(kf_backend *be, char *why, size_t whylen)
 {
-	cbe *b = be->state;
-	if (!b->s && !(b->s = kf_cuda_session_new(b->c, &b->o)))
-		return -1;
-	return kf_cuda_session_run(b->s, g, in, nin, out, nout);
+	kf_cuda_opts *o = be->state;
+	kf_ctx *c = kf_ctx_new();
+	kf_cuda *cu = kf_cuda_open(c, o->device);
+	if (cu) {
+		kf_cuda_close(cu);
+	} else if (why && whylen) {
+		kf_buf b = {0};
+		kf_diag_render(c, &b);
+		const char *msg = b.p ? b.p : "no CUDA driver or device", *e = strstr(msg, "error: ");
+		snprintf(why, whylen, "%s", e ? e + 7 : msg);
+		size_t n = strlen(why);
+		if (n && why[n - 1] == '\n')
+			why[n - 1] = 0;
+		kf_buf_free(&b);
+	}
+	kf_ctx_free(c);
+	return cu != NULL;
+}
+
+static kf_plan *be_compile(kf_backend *be, kf_graph *g)
+{
+	cplan *p = calloc(1, sizeof *p);
+	if (!p) {
+		kf_error(g->ctx, g->loc, "cuda: out of memory");
+		return NULL;
+	}
+	p->p = (kf_plan){.be = be, .g = g};
+	p->s = kf_cuda_session_new(g->ctx, be->state);
+	if (!p->s || kf_cuda_session_plan(p->s, g) != 0) {
+		kf_cuda_session_free(p->s);
+		free(p);
+		return NULL;
+	}
+	return &p->p;
+}
+
+static int be_run(kf_plan *p, const kf_tensor *in, int nin, kf_tensor *out, int nout)
+{
+	return kf_cuda_session_run(((cplan *)p)->s, p->g, in, nin, out, nout);
+}
+
+static int be_bench(kf_plan *p, int n, double *median_ms, double *min_ms)
+{
+	return kf_cuda_session_bench(((cplan *)p)->s, n, median_ms, min_ms);
+}
+
+static void be_plan_free(kf_plan *p)
+{
+	kf_cuda_session_free(((cplan *)p)->s);
+	free(p);
+}
+
+static void be_free(kf_backend *be)
+{
+	free(be);
 }
 
 kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o)
 {
-	cbe *b = calloc(1, sizeof *b);
-	b->c = c;
-	b->o = *o;
-	b->be.name = "cuda";
-	b->be.run = be_run;
-	b->be.state = b;
-	return &b->be;
+	/* one allocation: the table, then the options it reads */
+	kf_backend *be = calloc(1, sizeof *be + sizeof *o);
+	if (!be) {
+		kf_error(c, KF_NOLOC, "cuda: out of memory");
+		return NULL;
+	}
+	kf_cuda_opts *opts = (kf_cuda_opts *)(be + 1);
+	*opts = *o;
+	*be = (kf_backend){.name = "cuda", .available = be_available, .compile = be_compile, .run = be_run,
+			   .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = opts};
+	return be;
 }
 
-kf_cuda_session *kf_backend_cuda_session(const kf_backend *be)
+kf_cuda_session *kf_cuda_plan_session(const kf_plan *p)
 {
-	return be && be->state ? ((cbe *)be->state)->s : NULL;
-}
-
-void kf_backend_cuda_free(kf_backend *be)
-{
-	if (!be)
-		return;
-	cbe *b = be->state;
-	kf_cuda_session_free(b->s);
-	free(b);
+	return p && p->be->compile == be_compile ? ((const cplan *)p)->s : NULL;
 }

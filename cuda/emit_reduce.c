@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
-#include "fuse.h"
+#include "fusion.h"
 
 typedef struct row {
 	kf_type F;

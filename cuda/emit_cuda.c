@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
-#include "fuse.h"
+#include "fusion.h"
 #include "cuda.h"
 
 static const char prelude[] =
@@ -584,9 +584,9 @@ static int kernel_kind(kx *k, kf_nid n)
 		const char *kind = kf_attr_str(k->g, n, "kind", "elementwise");
 		if (strcmp(kind, "persistent") == 0)
 			return KF_KK_PERSISTENT;
-		if (strcmp(kind, "colreduce") == 0) /* passes/emit_colreduce.c */
+		if (strcmp(kind, "colreduce") == 0) /* cuda/emit_colreduce.c */
 			return KF_KK_COLREDUCE;
-		if (strcmp(kind, "contraction") == 0) /* passes/emit_matmul.c */
+		if (strcmp(kind, "contraction") == 0) /* cuda/emit_matmul.c */
 			return KF_KK_MATMUL;
 		return strcmp(kind, "reduce") == 0 ? KF_KK_ROW : KF_KK_LOOP;
 	}

@@ -1,7 +1,8 @@
 /* recurrence.h: recognising an unrolled recurrence (an RNN's steps written
  * out), shared by the `persistent` pass (passes/recurrence.c), which finds
  * it in the graph body, and the persistent-kernel emitter
- * (passes/emit_persistent.c), which finds it again in the fusion body.
+ * (cuda/emit_persistent.c), which finds it again in the fusion body; so it
+ * sits in core, below both.
  *
  * A recurrence in block b is a chain of T >= 2 steps.  Step k holds the
  * matmul mm[k] = matmul(s, R) of a state value s with the one weight R
@@ -71,12 +72,5 @@ bool kf_rec_same_inv(const kf_graph *g, kf_vid a, kf_vid b);
 int64_t kf_rec_first_int(const kf_graph *g, kf_nid n, const char *key, int64_t dflt);
 /* A slice of one row along axis 0 (step 1): what a per-step input reads. */
 bool kf_rec_row_slice(const kf_graph *g, kf_nid n);
-
-/* The `persistent` pass's last step (passes/recurrence_stack.c): chains
- * of persistent nodes (layers = 1) where each reads the sequence of the
- * one below through its hoisted input projection move, with those
- * projections, into one node {layers = L}; symbols from @k<next_sym>.
- * Returns the number of stacks made. */
-int kf_rec_merge_stacks(kf_graph *g, int next_sym, kf_buf *log);
 
 #endif

@@ -10,7 +10,7 @@
 #include "cuda.h"
 #include "kcache.h"
 #include "cublas.h"
-#include "../passes/emit_cuda.h"
+#include "emit_cuda.h"
 
 typedef struct step {
 	kf_kernel k;

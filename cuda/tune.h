@@ -1,7 +1,7 @@
 /* tune.h: the contraction autotuner and its persistent cache.
  *
  * Each contraction kernel (a `fusion {kind = "contraction"}`) has a tile
- * config (passes/emit_matmul.h).  kf_tune_graph compiles every candidate
+ * config (cuda/emit_matmul.h).  kf_tune_graph compiles every candidate
  * config of each contraction of a graph, times it on the device (CUDA
  * events, median of reps launches after a warm-up), keeps the fastest as
  * the node's `tile` attribute and records it in the cache file.

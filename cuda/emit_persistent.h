@@ -1,6 +1,6 @@
 /* emit_persistent.h: the persistent-kernel emitter's working state, shared
- * by passes/emit_persistent.c (one recurrence: its analysis, its cell's
- * code, a kernel of one layer) and passes/emit_stack.c (a stack of layers
+ * by cuda/emit_persistent.c (one recurrence: its analysis, its cell's
+ * code, a kernel of one layer) and cuda/emit_stack.c (a stack of layers
  * as one wavefront kernel, which generates each layer's cell with the
  * former).  Not for other modules.  docs/persistent.md. */
 #ifndef KF_EMIT_PERSISTENT_H

@@ -1,6 +1,6 @@
-/* emit_matmul.h: the contraction kernels (passes/emit_matmul.c: analysis,
- * configs, epilogue, SIMT FMA kernel; passes/emit_mma.c: tensor-core
- * kernel; passes/emit_gemv.c: GEMV) and what the autotuner (runtime/tune.c) needs of them.
+/* emit_matmul.h: the contraction kernels (cuda/emit_matmul.c: analysis,
+ * configs, epilogue, SIMT FMA kernel; cuda/emit_mma.c: tensor-core
+ * kernel; cuda/emit_gemv.c: GEMV) and what the autotuner (cuda/tune.c) needs of them.
  *
  * A contraction kernel runs a matmul or gemm node alone, or a
  * `fusion {kind = "contraction"}` whose body is one matmul/gemm with an
@@ -19,9 +19,9 @@
 #include "kf.h"
 
 /* KF_MM_LT ("cublaslt"): the runtime calls cuBLASLt with the epilogue
- * (runtime/cublas.h); the emitter passes it over (its kernel, the
+ * (cuda/cublas.h); the emitter passes it over (its kernel, the
  * fallback, takes the heuristic's config). */
-/* KF_MM_WG: the Hopper kernel (passes/emit_wgmma.c), sm_90a only. */
+/* KF_MM_WG: the Hopper kernel (cuda/emit_wgmma.c), sm_90a only. */
 typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG } kf_mm_algo;
 
 typedef struct kf_mm_config {
@@ -58,7 +58,7 @@ typedef struct kf_mm_config {
  * the device, so a part with fewer SMs runs a second, short wave. */
 #define KF_MM_SMS 132
 
-/* The partition of a bulk-copy GEMV ("gemvb", passes/emit_gemv.c) of B
+/* The partition of a bulk-copy GEMV ("gemvb", cuda/emit_gemv.c) of B
  * stored [N, K] with rows of row_bytes: CTA c owns rows [c rows, c rows +
  * rows) (the last fewer), streamed in chunks of crows rows into a ring of
  * slots (slots == nchunk: the whole slice at once). */
@@ -95,7 +95,7 @@ void kf_gemvb_copy(const kf_gemvb_plan *p, int64_t N, int64_t c, int64_t j, int6
 	*nt = r / gs;
 void kf_wg_raster(int t, int ntm, int ntn, int *mt, int *nt);
 
-/* The "s" epilogue's staging tile (passes/emit_wgmma.c): each consumer
+/* The "s" epilogue's staging tile (cuda/emit_wgmma.c): each consumer
  * warpgroup stages its 64 rows x SC columns (SC = kf_wg_stage_cols, BN or
  * a divisor of it, at least 64) of 2-byte results in shared memory, then
  * stores them in 16-byte chunks.  Byte offset of element (row, col) in the
@@ -124,7 +124,7 @@ int kf_wg_consumers(const kf_mm_config *c);
 int kf_wg_smem(const kf_mm_config *c);
 
 /* The wgmma kernel's share of B's tile per stage in a cluster of cl CTAs
- * (passes/emit_wgmma.c): each CTA loads pieces of it and multicasts them
+ * (cuda/emit_wgmma.c): each CTA loads pieces of it and multicasts them
  * to all.  A piece is one TMA box at (n0, k0) of the BN x 64 tile, written
  * at byte offset `off` of the stage's B tile in every CTA. */
 typedef struct kf_wg_piece {

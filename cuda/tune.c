@@ -11,8 +11,8 @@
 #include "cublas.h"
 #include "cuda_backend.h"
 #include "tensor.h"
-#include "../passes/emit_cuda.h"
-#include "../passes/emit_matmul.h"
+#include "emit_cuda.h"
+#include "emit_matmul.h"
 
 /* ---- the table and the file ---------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* emit_mm_int.h: the contraction emitter's working state, shared by
- * passes/emit_matmul.c, emit_mma.c and emit_gemv.c; not for other modules. */
+ * cuda/emit_matmul.c, emit_mma.c and emit_gemv.c; not for other modules. */
 #ifndef KF_EMIT_MM_INT_H
 #define KF_EMIT_MM_INT_H
 

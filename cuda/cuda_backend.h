@@ -1,13 +1,15 @@
-/* cuda_backend.h: running a graph on the GPU.
+/* cuda_backend.h: running a graph on the GPU; the CUDA backend's contract
+ * with the rest of kfuse (it takes a fused graph, it gives a runnable plan:
+ * runtime/backend.h), which the tools include and nothing else above it.
  *
  * A session plans a graph once and runs it many times:
- *   - every top-level node becomes a kernel (passes/emit_cuda.h): a fusion
+ *   - every top-level node becomes a kernel (cuda/emit_cuda.h): a fusion
  *     node runs its body, any other op runs alone (so a graph not fused
  *     runs one kernel per op); const nodes are uploaded once, reshape is an
  *     alias of its operand;
  *   - the distinct kernels are compiled by NVRTC for the device's arch,
  *     a few per program, programs in parallel, each through the disk kernel
- *     cache (runtime/kcache.h): a second run compiles nothing;
+ *     cache (cuda/kcache.h): a second run compiles nothing;
  *   - a fused kernel that spills registers is split: its body's ops run as
  *     one kernel each (reported in the plan notes);
  *   - intermediate buffers share one device arena, placed by liveness so
@@ -19,9 +21,9 @@
 #define KF_CUDA_BACKEND_H
 
 #include "kf.h"
-#include "interp.h"
+#include "backend.h"
 #include "cuda.h"
-#include "../passes/emit_cuda.h"
+#include "emit_cuda.h"
 
 typedef struct kf_cuda_opts {
 	int device;
@@ -92,11 +94,13 @@ void kf_cuda_emit_target(const kf_cuda *cu, const char *arch, kf_emit_target *t)
 int kf_cuda_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout,
 		const kf_cuda_opts *o);
 
-/* kfuse-run's seam: a backend whose state is a session (created on the
- * first run, so that constructing it never fails); free with
- * kf_backend_cuda_free.  available() says whether the driver loads. */
+/* The CUDA backend (runtime/backend.h): each compile plans the graph in a
+ * session of its own, with the options o (copied).  available() says
+ * whether the driver loads and the device is there; without them a
+ * dry_run backend still compiles. */
 kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o);
-void kf_backend_cuda_free(kf_backend *be);
-kf_cuda_session *kf_backend_cuda_session(const kf_backend *be);
+/* The session of a plan that kf_backend_cuda_new's backend made (its
+ * stats, notes and device bench); NULL for another backend's plan. */
+kf_cuda_session *kf_cuda_plan_session(const kf_plan *p);
 
 #endif

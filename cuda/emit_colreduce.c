@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_int.h"
-#include "fuse.h"
+#include "fusion.h"
 
 typedef struct col {
 	kf_type F;

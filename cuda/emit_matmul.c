@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_mm_int.h"
-#include "passes.h"
+#include "fusion.h"
 
 /* ---- configs ---------------------------------------------------------------------- */
 
@@ -371,7 +371,7 @@ static kf_vid chain_input(const mmview *v, kf_nid n, bool *tr)
 		return KF_NONE;
 	const kf_type *rt = kf_vtype(g, kf_res(g, n, 0));
 	if (x->op == KF_OP_TRANSPOSE) {
-		if (!kf_pass_swaps_last_two(g, n))
+		if (!kf_fuse_swaps_last_two(g, n))
 			return KF_NONE;
 		*tr = true;
 		return kf_in(g, n, 0);

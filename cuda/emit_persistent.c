@@ -638,7 +638,7 @@ static void emit_text(pm *p, unsigned T)
 int kx_emit_persistent(kx *k)
 {
 	if (kf_attr_int(k->g, k->at, "layers", 1) > 1)
-		return kx_emit_stack(k); /* passes/emit_stack.c */
+		return kx_emit_stack(k); /* cuda/emit_stack.c */
 	pm *p = calloc(1, sizeof *p);
 	p->k = k;
 	kf_nid f = k->at;

@@ -1,13 +1,12 @@
-/* recurrence_scan.c: finding an unrolled recurrence (the analysis behind
+/* recurrence.c: finding an unrolled recurrence (the analysis behind
  * the `persistent` pass, passes/recurrence.c, and the persistent kernel,
- * passes/emit_persistent.c): the chain of matmuls over one weight, step 0's
+ * cuda/emit_persistent.c): the chain of matmuls over one weight, step 0's
  * cell, and each step as the image of the one before.  recurrence.h says
  * what a recurrence is.  Read only.  Mapping a step to the next follows
  * uses (linear); checking that the matmuls form a chain walks the block
  * once per step, O(steps x nodes): 16 ms for the 80-step LSTM example. */
 #include <stdlib.h>
 #include <string.h>
-#include "passes.h"
 #include "recurrence.h"
 
 /* ---- the analysis -------------------------------------------------------------- */

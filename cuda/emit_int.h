@@ -1,4 +1,4 @@
-/* emit_int.h: the CUDA emitter's working state, shared by passes/emit_*.c;
+/* emit_int.h: the CUDA emitter's working state, shared by cuda/emit_*.c;
  * not for other modules. */
 #ifndef KF_EMIT_INT_H
 #define KF_EMIT_INT_H

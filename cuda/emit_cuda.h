@@ -60,7 +60,7 @@ typedef struct kf_kernel {
 			       (__cluster_dims__; grid_y is a multiple); 0: none */
 	int ntmap;          /* tensor maps after the pointer parameters */
 	kf_tmap_spec tmap[2];
-	int layers;         /* a persistent stack (passes/emit_stack.c): its layers, whose
+	int layers;         /* a persistent stack (cuda/emit_stack.c): its layers, whose
 			       groups (`units`) must all be resident at once; 0 otherwise */
 	int min_blocks;     /* __launch_bounds__'s blocks per SM to fit (0: not given) */
 	bool walk;          /* it walks its units by gridDim (the persistent wgmma): the
