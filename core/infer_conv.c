@@ -11,6 +11,7 @@
  * dilated kernel exactly), since there is no symbol for the arithmetic. */
 #include <string.h>
 
+#include "conv.h"
 #include "infer.h"
 
 #define MAXSP 3
@@ -275,4 +276,51 @@ int kf_infer_pool(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, si
 	}
 	out[0] = kf_type_make(x->dtype, x->rank, dim);
 	return 1;
+}
+
+/* ---- the geometry, for the backends (conv.h) ------------------------------------ */
+
+int kf_win_of(const kf_graph *g, kf_nid n, kf_win *w)
+{
+	int op = kf_N(g, n)->op;
+	if (op != KF_OP_CONV && op != KF_OP_CONV_TRANSPOSE && op != KF_OP_MAX_POOL && op != KF_OP_AVG_POOL)
+		return -1;
+	const kf_type *x = kf_vtype(g, kf_in(g, n, 0)), *y = kf_vtype(g, kf_res(g, n, 0));
+	if (!kf_type_is_static(x) || !kf_type_is_static(y) || x->rank < 3 || x->rank > 2 + MAXSP)
+		return -1;
+	/* the attribute readers report into a message nobody reads: the node
+	 * was verified, so they succeed */
+	char err[8];
+	kf_ic ic = kf_ic_make((kf_graph *)g, n, err, sizeof err);
+	win wn;
+	int64_t ceil, cip, opad[MAXSP];
+	int nsp = x->rank - 2;
+	memset(w, 0, sizeof *w);
+	if (!win_attrs(&ic, nsp, &wn) || !kf_ic_int(&ic, "group", 1, &w->group) || !kf_ic_int(&ic, "ceil_mode", 0, &ceil) ||
+	    !kf_ic_int(&ic, "count_include_pad", 0, &cip) || !win_list(&ic, "output_padding", nsp, 0, 0, opad))
+		return -1;
+	bool pool = op == KF_OP_MAX_POOL || op == KF_OP_AVG_POOL;
+	int64_t ks[MAXSP];
+	if (pool && !win_list(&ic, "kernel_shape", nsp, 1, 1, ks))
+		return -1;
+	const kf_type *wt = pool ? NULL : kf_vtype(g, kf_in(g, n, 1));
+	int xs = wn.cl ? 1 : 2, k0 = wn.cl && op == KF_OP_CONV ? 1 : 2;
+	w->nsp = nsp;
+	w->cl = wn.cl;
+	w->ceil = ceil != 0;
+	w->cip = cip != 0;
+	w->N = x->dim[0];
+	w->C = x->dim[wn.cl ? x->rank - 1 : 1];
+	w->O = y->dim[wn.cl ? y->rank - 1 : 1];
+	for (int i = 0; i < nsp; i++) {
+		w->in[i] = x->dim[xs + i];
+		w->out[i] = y->dim[xs + i];
+		w->k[i] = pool ? ks[i] : wt->dim[k0 + i];
+		w->s[i] = wn.s[i];
+		w->d[i] = wn.d[i];
+		w->pb[i] = wn.pb[i];
+		w->pe[i] = wn.pe[i];
+		w->opad[i] = opad[i];
+	}
+	return 0;
 }

@@ -12,6 +12,10 @@
  * the element at (z, row, col). */
 static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
 {
+	if (mm->conv) { /* rows are output positions (emit_conv.c) */
+		kx_conv_bidx(mm, P, o);
+		return;
+	}
 	const kf_type *O = &mm->O;
 	bool hasN = !mm->b.vec, hasM = !mm->a.vec;
 	int r = O->rank;
@@ -90,6 +94,11 @@ static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 	kf_graph *g = k->g;
 	const char *it = kx_it(k), *rct = kx_ct(mm->rt);
 	kf_buf_printf(h, "  %s tc = (%s)acc;\n", rct, rct);
+	if (mm->conv && mm->cv.bias >= 0) { /* one per output channel, in either layout */
+		kf_buf_printf(h, "  tc = (%s)(tc + ", rct);
+		kx_load(h, kx_dt(k, k->param[mm->cv.bias]), "p%d[col]", mm->cv.bias);
+		kf_buf_puts(h, ");\n");
+	}
 	if (mm->gemm) {
 		kf_dtype lt = mm->rt == KF_F64 ? KF_F64 : KF_F32;
 		double alpha = kf_attr_float(g, mm->c, "alpha", 1.0), beta = kf_attr_float(g, mm->c, "beta", 1.0);
@@ -133,9 +142,14 @@ static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 		if (rc != 0)
 			return -1;
 	}
-	if (!pair)
+	if (!pair && mm->conv && !mm->cv.cl) { /* [N, C, D..]: emit_conv.c */
+		kf_buf_printf(h, "  const %s off = ", it);
+		kx_conv_off(mm, h);
+		kf_buf_puts(h, ";\n");
+	} else if (!pair) {
 		kf_buf_printf(h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
 			      (long long)mm->N);
+	}
 	for (uint32_t i = 0; i < k->nout; i++) {
 		kf_buf v = {0};
 		if (epi_value(k, mm, k->out[i], &v) != 0) {

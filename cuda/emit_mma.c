@@ -77,12 +77,29 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 	int pad = 16 / e, ve = 16 / e;
 	const char *it = kx_it(k), *off = which ? "boff" : "aoff", *sm = which ? "sb" : "sa";
 	kf_buf *b = &k->b;
-	bool raw = kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
+	bool conv = !which && mm->conv; /* A gathered: the im2col element (emit_conv.c) */
+	bool raw = conv ? kx_conv_a_raw(k, mm, e)
+			: kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
 	int v = raw ? ve : 1, per = t.cols / v;
 	kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t.rows * per, threads);
 	kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * %d;\n", per, per, v);
 	kf_buf_printf(b, "      const %s gs = %s + r, gf = %s + f;\n", it, t.sbase, t.fbase);
 	kf_buf_printf(b, "      const bool ok = gs < %lld && gf < %lld;\n", (long long)t.slim, (long long)t.flim);
+	if (conv) {
+		const char *cv = mm->dt == KF_F16 ? "kf_f2h" : mm->dt == KF_BF16 ? "kf_f2b" : "";
+		kf_buf_puts(b, "      long long cix = 0;\n      const bool in = ok && ");
+		kx_conv_gather_call(mm, "gs", "gf", b);
+		kf_buf_puts(b, ";\n");
+		if (raw) {
+			kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (in ? cix : 0), in);\n    }\n", sm, t.cols + pad,
+				      op->param);
+			return;
+		}
+		kf_buf_printf(b, "      %s[r * %d + f] = %s(in ? ", sm, t.cols + pad, cv);
+		kx_load(b, op->st, "p%d[cix]", op->param);
+		kf_buf_puts(b, " : 0.0f);\n    }\n");
+		return;
+	}
 	if (raw) {
 		kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + gs * %lldLL + gf : 0), ok);\n    }\n", sm,
 			      t.cols + pad, op->param, off, (long long)t.ld);
