@@ -29,6 +29,8 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 	kf_graph *g = s->g;
 	kf_foreach_node(g, b, n) {
 		const kf_node *x = kf_N(g, n);
+		if (b == 0 && s->hoisted && s->hoisted[n])
+			continue; /* computed at plan time (cuda_hoist.c) */
 		if (x->op == KF_OP_RESHAPE) {
 			s->alias[kf_res(g, n, 0)] = kf_in(g, n, 0);
 			continue;
@@ -405,6 +407,7 @@ static void unplan(kf_cuda_session *s)
 	if (s->cu && s->graph)
 		kf_cuda_graph_free(s->cu, s->graph);
 	s->graph = NULL;
+	kf_cb_hoist_free(s);
 	free(s->alias);
 	free(s->vptr);
 	s->alias = NULL;
@@ -477,7 +480,9 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		s->alias[v] = KF_NONE;
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
 	kf_tune_apply(g, s->arch, s->o.cache_dir, s->o.report);
-	int rc = emit_block(s, 0);
+	int rc = kf_cb_hoist(s);
+	if (rc == 0)
+		rc = emit_block(s, 0);
 	/* KFUSE_CUBLAS=1: matmuls no contraction kernel fused run through cuBLAS */
 	for (uint32_t i = 0; rc == 0 && s->blas && i < s->nst; i++)
 		s->st[i].blas = kf_cublas_supports(g, s->st[i].k.node);
@@ -521,6 +526,24 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			if (read)
 				rc = upload_const(s, n);
 		}
+	/* hoisted results some step or the return reads */
+	for (uint32_t v = 0; rc == 0 && v < g->nval; v++) {
+		const kf_tensor *t = kf_cb_hoisted_value(s, v);
+		if (!t || kf_cb_root(s, v) != v)
+			continue;
+		bool read = false;
+		for (uint32_t i = 0; i < s->nst && !read; i++)
+			for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
+				read = kf_cb_root(s, s->st[i].k.in[j]) == v;
+		for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
+			read = kf_cb_root(s, kf_in(g, ret, j)) == v;
+		if (!read)
+			continue;
+		rc = own_buffer(s, v, vbytes(g, v));
+		if (rc == 0 && s->cu && t->nbytes)
+			rc = kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes);
+	}
+	kf_cb_hoist_free(s);
 	if (rc == 0)
 		rc = plan_memory(s);
 	if (rc == 0)

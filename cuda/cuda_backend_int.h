@@ -59,6 +59,8 @@ struct kf_cuda_session {
 	kf_cublas *blas;       /* KFUSE_CUBLAS=1: unfused matmuls through cuBLAS */
 	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
 	bool lt_tried;
+	uint8_t *hoisted;      /* per node: computed at plan time (cuda_hoist.c) */
+	struct kf_tensor *hv;  /* per value: the hoisted results and the consts they read */
 };
 
 static inline double kf_cb_now(void)
@@ -78,5 +80,12 @@ static inline kf_vid kf_cb_root(const kf_cuda_session *s, kf_vid v)
 
 /* Compiles the programs s->pr not yet compiled (cuda_compile.c). */
 int kf_cb_compile(kf_cuda_session *s);
+
+/* cuda_hoist.c: computes the top-level nodes that depend on constants
+ * alone (s->hoisted, results in s->hv); 0, or -1 with an error.  The
+ * tensor of a hoisted value, or NULL; and the freeing of them all. */
+int kf_cb_hoist(kf_cuda_session *s);
+const struct kf_tensor *kf_cb_hoisted_value(kf_cuda_session *s, kf_vid v);
+void kf_cb_hoist_free(kf_cuda_session *s);
 
 #endif

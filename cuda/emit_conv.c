@@ -262,6 +262,7 @@ int kx_emit_pool(kx *k)
 	} else {
 		kf_buf_printf(b, "  const %s p = idx %% %lld, nc = idx / %lld;\n", it, (long long)P, (long long)P);
 		split_row(b, &cv, it, "p");
+		kf_buf_puts(b, "  (void)n;\n"); /* (nc holds the image) */
 	}
 	/* avg: the count of the window's taps in the input, or in the padded
 	 * extent with count_include_pad (a ceil_mode window's overhang never

@@ -774,6 +774,8 @@ static int emit_fma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d, z = blockIdx.z;\n", tx, tx);
 	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
 	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
+	if (mm->conv) /* A is gathered (emit_conv.c) */
+		kf_buf_puts(b, "  (void)aoff;\n");
 	kf_buf_free(&ao);
 	kf_buf_free(&bo);
 	kf_buf_printf(b, "  %s acc[%d][%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
