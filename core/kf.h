@@ -117,6 +117,12 @@ int kf_write_all(int fd, const void *p, size_t n);
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */
 void kf_buf_float(kf_buf *b, double v, kf_dtype t);
+/* v rounded to the nearest value of float type t (ties to even; subnormals
+ * kept, past the largest finite value infinity), as a double: the exact
+ * payload of a constant of type t.  Other types: v. */
+double kf_round_to_dtype(double v, kf_dtype t);
+/* The magnitude from which a value of float type t rounds to infinity. */
+double kf_dtype_overflow(kf_dtype t);
 
 /* ---- arena ----------------------------------------------------------------- */
 

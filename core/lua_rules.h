@@ -56,6 +56,13 @@ void kf_rule_example_free(kf_rule_example *ex);
  * (in the context) or when the file defines no such function. */
 int kf_lua_hook_nodes(kf_lrules *r, const char *name, kf_graph *g, kf_nid a, kf_nid b);
 
+/* A policy read from Lua: for each file of r in load order (numbered from
+ * 0), the global table `global` = {key = {"item", ...}, ...} gives one call
+ * fn(ud, file, key, item) per item (keys in no set order).  fn returns NULL,
+ * or why the item is refused (reported at the file).  A file without the
+ * global gives no calls.  0, or -1 with an error in the context. */
+typedef const char *(*kf_lua_list_fn)(void *ud, uint32_t file, const char *key, const char *item);
+int kf_lua_table_lists(kf_lrules *r, const char *global, kf_lua_list_fn fn, void *ud);
 /* Calls from C into Lua since the context's host started. */
 uint64_t kf_lua_entries(kf_ctx *c);
 

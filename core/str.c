@@ -244,9 +244,7 @@ void kf_buf_free(kf_buf *b)
 	memset(b, 0, sizeof *b);
 }
 
-/* Rounds v to the precision of t, so that the shortest text is judged by
- * what the type can hold (0.1 in f16 prints as 0.1, not 0.0999755859375). */
-static double round_to(double v, kf_dtype t)
+double kf_round_to_dtype(double v, kf_dtype t)
 {
 	if (t == KF_F32)
 		return (float)v;
@@ -254,14 +252,31 @@ static double round_to(double v, kf_dtype t)
 		int mant = t == KF_F16 ? 11 : 8;
 		if (v == 0 || !isfinite(v))
 			return v;
+		if (fabs(v) >= kf_dtype_overflow(t))
+			return v < 0 ? -INFINITY : INFINITY;
 		int e;
 		frexp(v, &e);
-		if (t == KF_F16 && e < -13)
-			e = -13; /* subnormal f16: fixed quantum 2^-24 */
+		/* subnormals: a fixed quantum below the smallest normal
+		 * (f16 2^-14: quantum 2^-24; bf16 2^-126, as f32: 2^-133) */
+		int emin = t == KF_F16 ? -13 : -125;
+		if (e < emin)
+			e = emin;
 		double q = ldexp(1.0, e - mant);
 		return nearbyint(v / q) * q;
 	}
 	return v;
+}
+
+double kf_dtype_overflow(kf_dtype t)
+{
+	/* the largest finite value plus half its unit in the last place:
+	 * from there on, round-to-nearest-even gives infinity */
+	switch (t) {
+	case KF_F16: return 65520.0;                      /* 65504 + 16 */
+	case KF_BF16: return ldexp(1.0, 128) - ldexp(1.0, 119);
+	case KF_F32: return ldexp(1.0, 128) - ldexp(1.0, 103);
+	default: return INFINITY;
+	}
 }
 
 void kf_buf_float(kf_buf *b, double v, kf_dtype t)
@@ -275,10 +290,10 @@ void kf_buf_float(kf_buf *b, double v, kf_dtype t)
 		return;
 	}
 	char s[64];
-	double want = round_to(v, t);
+	double want = kf_round_to_dtype(v, t);
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(s, sizeof s, "%.*g", prec, v);
-		if (round_to(strtod(s, NULL), t) == want)
+		if (kf_round_to_dtype(strtod(s, NULL), t) == want)
 			break;
 	}
 	if (!strpbrk(s, ".e"))

@@ -387,13 +387,16 @@ static void store_lit(kf_parser *p, const kf_lit *l, kf_dtype dt, kf_const *cst,
 {
 	const char *dn = kf_dtype_name(dt);
 	if (kf_dtype_is_float(dt)) {
-		static const double maxf[] = {[KF_F16] = 65504.0, [KF_BF16] = 3.3895313892515355e38,
-					      [KF_F32] = FLT_MAX, [KF_F64] = DBL_MAX};
 		double v = l->kind == KF_LIT_FLOAT ? l->f : (double)l->i;
+		/* out of range: a finite literal that would round to infinity
+		 * (one that rounds to the largest finite value is fine: the
+		 * printer may write the largest value so) */
 		if (l->kind == KF_LIT_BOOL)
 			kf_parse_err(p, l->off, "boolean literal for float type %s", dn);
-		else if (isfinite(v) && fabs(v) > maxf[dt])
+		else if (isfinite(v) && fabs(v) >= kf_dtype_overflow(dt))
 			kf_parse_err(p, l->off, "float literal out of range for %s", dn);
+		/* the payload is the literal; its value is the type's rounding
+		 * of it, which the printer prints (kf_buf_float) */
 		if (cst)
 			cst->f[k] = v;
 		return;

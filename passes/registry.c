@@ -9,6 +9,7 @@
 	X(dce) \
 	X(shape_infer) \
 	X(rules) \
+	X(amp) \
 	X(persistent) \
 	X(fuse_matmul) \
 	X(layout) \

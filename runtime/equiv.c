@@ -60,7 +60,10 @@ void kf_equiv_compare(const kf_tensor *got, const kf_tensor *want, double rtol, 
 		bool ok;
 		if (isnan(g) || isnan(w) || isinf(g) || isinf(w)) {
 			ok = (isnan(g) && isnan(w)) || g == w;
+			st->nonfinite_bad += !ok;
 		} else {
+			st->sq_err += (g - w) * (g - w);
+			st->sq_want += w * w;
 			double ad = fabs(g - w), rd = w != 0 ? ad / fabs(w) : (ad != 0 ? INFINITY : 0);
 			if (ad > st->max_abs)
 				st->max_abs = ad;
@@ -80,6 +83,7 @@ void kf_equiv_compare(const kf_tensor *got, const kf_tensor *want, double rtol, 
 			st->nbad++;
 		}
 	}
+	st->rel_l2 = st->sq_want > 0 ? sqrt(st->sq_err / st->sq_want) : st->sq_err > 0 ? INFINITY : 0;
 }
 
 void kf_equiv_describe(kf_buf *out, const kf_equiv_stat *st)
@@ -88,8 +92,8 @@ void kf_equiv_describe(kf_buf *out, const kf_equiv_stat *st)
 		kf_buf_puts(out, "shapes or dtypes differ");
 		return;
 	}
-	kf_buf_printf(out, "max abs %.3g, max rel %.3g, %lld of %lld out of tolerance", st->max_abs,
-		      st->max_rel, (long long)st->nbad, (long long)st->n);
+	kf_buf_printf(out, "max abs %.3g, max rel %.3g, rel L2 %.3g, %lld of %lld out of tolerance",
+		      st->max_abs, st->max_rel, st->rel_l2, (long long)st->nbad, (long long)st->n);
 	if (st->worst >= 0)
 		kf_buf_printf(out, " (worst at [%lld]: %.9g vs %.9g)", (long long)st->worst, st->worst_got,
 			      st->worst_want);
@@ -162,8 +166,16 @@ static void free_all(kf_tensor *t, uint32_t n)
 		kf_tensor_free(&t[i]);
 }
 
-int kf_equiv_check(kf_graph *a, kf_graph *b, uint64_t seed, int trials, double rtol, double atol,
-		   kf_buf *report)
+/* Whether an output's stats (summed over trials) break tol. */
+static bool bad(const kf_equiv_stat *w, const kf_equiv_tol *tol)
+{
+	if (tol->l2 > 0)
+		return w->shape_differs || w->nonfinite_bad > 0 || !(w->rel_l2 <= tol->l2);
+	return w->nbad > 0;
+}
+
+int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, const kf_equiv_tol *tol,
+		       kf_buf *report)
 {
 	if (same_signature(a, b) != 0)
 		return -1;
@@ -186,7 +198,7 @@ int kf_equiv_check(kf_graph *a, kf_graph *b, uint64_t seed, int trials, double r
 		} else {
 			for (uint32_t i = 0; i < nres; i++) {
 				kf_equiv_stat st;
-				kf_equiv_compare(&rb[i], &ra[i], rtol, atol, &st);
+				kf_equiv_compare(&rb[i], &ra[i], tol->rtol, tol->atol, &st);
 				kf_equiv_stat *w = &worst[i];
 				/* sums and maxima over trials; the first bad element as example */
 				w->nbad += st.nbad;
@@ -194,29 +206,66 @@ int kf_equiv_check(kf_graph *a, kf_graph *b, uint64_t seed, int trials, double r
 				w->max_abs = fmax(w->max_abs, st.max_abs);
 				w->max_rel = fmax(w->max_rel, st.max_rel);
 				w->shape_differs |= st.shape_differs;
+				w->sq_err += st.sq_err;
+				w->sq_want += st.sq_want;
+				w->nonfinite_bad += st.nonfinite_bad;
+				w->rel_l2 = w->sq_want > 0 ? sqrt(w->sq_err / w->sq_want) : w->sq_err > 0 ? INFINITY : 0;
 				if (w->worst < 0 && st.worst >= 0) {
 					w->worst = st.worst;
 					w->worst_got = st.worst_got;
 					w->worst_want = st.worst_want;
 				}
-				if (w->nbad)
-					rc = 1;
 			}
 		}
 		free_all(in, nin);
 		free_all(ra, nres);
 		free_all(rb, nres);
 	}
+	/* judged on the sums over all trials */
+	for (uint32_t i = 0; rc == 0 && i < nres; i++)
+		if (bad(&worst[i], tol))
+			rc = 1;
 	for (uint32_t i = 0; rc >= 0 && report && i < nres; i++) {
 		kf_vid v = kf_in(a, kf_block_terminator(a, 0), i);
 		const char *vn = kf_str(a->ctx, kf_V(a, v)->name);
 		kf_buf_printf(report, "@%s result %u%s%s%s: ", kf_str(a->ctx, a->name), i, vn[0] ? " (%" : "",
 			      vn, vn[0] ? ")" : "");
-		kf_equiv_describe(report, &worst[i]);
+		if (tol->l2 > 0)
+			kf_buf_printf(report, "rel L2 %.3g (at most %g), max abs %.3g, %lld non-finite mismatches",
+				      worst[i].rel_l2, tol->l2, worst[i].max_abs, (long long)worst[i].nonfinite_bad);
+		else
+			kf_equiv_describe(report, &worst[i]);
 		kf_buf_printf(report, " over %d trial%s [%s]\n", trials, trials == 1 ? "" : "s",
-			      worst[i].nbad ? "MISMATCH" : "ok");
+			      bad(&worst[i], tol) ? "MISMATCH" : "ok");
 	}
 	free(in);
 	free(worst);
 	return rc;
+}
+
+int kf_equiv_check(kf_graph *a, kf_graph *b, uint64_t seed, int trials, double rtol, double atol,
+		   kf_buf *report)
+{
+	kf_equiv_tol tol = {rtol, atol, 0};
+	return kf_equiv_check_tol(a, b, seed, trials, &tol, report);
+}
+
+kf_dtype kf_equiv_precision(const kf_graph *g)
+{
+	kf_dtype lo = KF_F32;
+	for (uint32_t v = 0; v < g->nval; v++) {
+		kf_dtype dt = (kf_dtype)kf_vtype(g, v)->dtype;
+		if (dt == KF_BF16 || (dt == KF_F16 && lo != KF_BF16))
+			lo = dt;
+	}
+	return lo;
+}
+
+kf_equiv_tol kf_equiv_default_tol(kf_dtype dt)
+{
+	switch (dt) {
+	case KF_BF16: return (kf_equiv_tol){0, 0, 5e-2};
+	case KF_F16: return (kf_equiv_tol){0, 0, 1e-2};
+	default: return (kf_equiv_tol){1e-4, 1e-5, 0};
+	}
 }

@@ -25,6 +25,9 @@ int kf_tensor_random(kf_tensor *t, kf_dtype dt, int rank, const int64_t *dims, u
  * Shapes or dtypes that differ are a mismatch with shape_differs set. */
 typedef struct kf_equiv_stat {
 	double max_abs, max_rel; /* over finite pairs */
+	double rel_l2;           /* ||got - want|| / ||want|| over finite pairs (0 when want is 0) */
+	double sq_err, sq_want;  /* its sums */
+	int64_t nonfinite_bad;   /* NaN or infinity in one and not the other */
 	int64_t nbad, n;         /* elements out of tolerance, of n */
 	int64_t worst;           /* index of the worst element out of tolerance, -1 if none */
 	double worst_got, worst_want;
@@ -44,5 +47,26 @@ void kf_equiv_describe(kf_buf *out, const kf_equiv_stat *st);
  * when one is not, -1 on an error (in the context). */
 int kf_equiv_check(kf_graph *a, kf_graph *b, uint64_t seed, int trials, double rtol, double atol,
 		   kf_buf *report);
+
+/* What "within tolerance" means for one output.  l2 == 0: element by
+ * element, as kf_equiv_compare says (the f32 contract).  l2 > 0: the
+ * output's relative L2 error ||got - want|| / ||want|| is at most l2 and
+ * no NaN or infinity appears in one output and not the other: the
+ * contract of a low-precision graph, whose elementwise errors near zero
+ * say nothing (a sum of K products rounded to bf16 is off by about
+ * sqrt(K) * 2^-9 of its terms' size, not of its own). */
+typedef struct kf_equiv_tol {
+	double rtol, atol, l2;
+} kf_equiv_tol;
+int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, const kf_equiv_tol *tol,
+		       kf_buf *report);
+/* The lowest-precision float type any value of g (bodies included) has:
+ * KF_F32 for an f32 graph, KF_BF16 or KF_F16 after `amp`. */
+kf_dtype kf_equiv_precision(const kf_graph *g);
+/* The default tolerance for a result computed at precision dt: f32 (and
+ * wider) rtol 1e-4, atol 1e-5; f16 relative L2 1e-2; bf16 5e-2.  These are
+ * kfuse-opt --check-equivalence's defaults (docs/amp.md gives the
+ * measurements they rest on). */
+kf_equiv_tol kf_equiv_default_tol(kf_dtype dt);
 
 #endif

@@ -28,7 +28,8 @@ static const char usage[] =
 	"  --explain-fusion          the fuse pass says why edges did not fuse\n"
 	"  --list-passes             list the passes and their options\n"
 	"  --check-equivalence       run input and result on random inputs and compare\n"
-	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3)\n"
+	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3; after amp:\n"
+	"    --l2 E                  relative L2 error 5e-2 for bf16, 1e-2 for f16)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
 	"  --help, --version\n";
 
@@ -37,7 +38,8 @@ typedef struct opt {
 	const char *before, *after;
 	bool after_all, after_change, verify_each, timing, list, equiv;
 	uint32_t flags;
-	double rtol, atol;
+	double rtol, atol, l2;
+	bool tol_given;  /* --rtol, --atol or --l2: no default by precision */
 	uint64_t seed;
 	int trials;
 	const char **plugin;
@@ -130,9 +132,15 @@ static int parse_args(int argc, char **argv, opt *o)
 		} else if ((v = optval(argc, argv, &i, "--rtol"))) {
 			if (!num(v, &o->rtol) || o->rtol < 0)
 				return fail_usage("--rtol needs a number >= 0, not '%s'", v);
+			o->tol_given = true;
 		} else if ((v = optval(argc, argv, &i, "--atol"))) {
 			if (!num(v, &o->atol) || o->atol < 0)
 				return fail_usage("--atol needs a number >= 0, not '%s'", v);
+			o->tol_given = true;
+		} else if ((v = optval(argc, argv, &i, "--l2"))) {
+			if (!num(v, &o->l2) || o->l2 <= 0)
+				return fail_usage("--l2 needs a number > 0, not '%s'", v);
+			o->tol_given = true;
 		} else if ((v = optval(argc, argv, &i, "--seed"))) {
 			if (!num(v, &d) || d < 0 || d != (double)(uint64_t)d)
 				return fail_usage("--seed needs a non-negative integer, not '%s'", v);
@@ -252,22 +260,37 @@ static kf_module *copy_module(kf_ctx *c, kf_module *m, const char *name)
 	return cp;
 }
 
+/* The tolerance of one graph's check: as given (--rtol/--atol element by
+ * element, --l2 by relative L2 error), else by the lowest precision the
+ * result computes in (runtime/equiv.h). */
+static kf_equiv_tol tolerance(kf_graph *after, const opt *o, char *what, size_t n)
+{
+	kf_equiv_tol t = {o->rtol, o->atol, o->l2};
+	if (!o->tol_given)
+		t = kf_equiv_default_tol(kf_equiv_precision(after));
+	if (t.l2 > 0)
+		snprintf(what, n, "a relative L2 error of %g", t.l2);
+	else
+		snprintf(what, n, "rtol=%g atol=%g", t.rtol, t.atol);
+	return t;
+}
+
 static int check_equiv(kf_ctx *c, kf_module *before, kf_module *after, const opt *o)
 {
 	int worst = 0;
 	for (uint32_t i = 0; i < before->ngraph && i < after->ngraph; i++) {
 		kf_buf rep = {0};
-		int rc = kf_equiv_check(before->graph[i], after->graph[i], o->seed, o->trials, o->rtol,
-					o->atol, &rep);
+		char what[80];
+		kf_equiv_tol tol = tolerance(after->graph[i], o, what, sizeof what);
+		int rc = kf_equiv_check_tol(before->graph[i], after->graph[i], o->seed, o->trials, &tol, &rep);
 		if (rep.n)
 			fprintf(stderr, "%.*s%s", (int)rep.n, rep.p, rep.p[rep.n - 1] == '\n' ? "" : "\n");
 		kf_buf_free(&rep);
 		if (rc < 0)
 			return -1;
 		if (rc > 0) {
-			kf_error(c, after->graph[i]->loc,
-				 "@%s: the result differs from the input beyond rtol=%g atol=%g",
-				 kf_str(c, after->graph[i]->name), o->rtol, o->atol);
+			kf_error(c, after->graph[i]->loc, "@%s: the result differs from the input beyond %s",
+				 kf_str(c, after->graph[i]->name), what);
 			worst = 1;
 		}
 	}

@@ -54,12 +54,17 @@ CASES = {
 }
 
 
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
 def main():
-    # --copy: only the copy ceiling (bench/gpu/sweep.sh)
+    # --copy: only the copy ceiling (bench/gpu/sweep.sh); NAME.f16 / NAME.bf16:
+    # the same case in that dtype (the name of bench/gpu/run.sh's variant)
     names = [a for a in sys.argv[1:] if a != "--copy"] or ([] if "--copy" in sys.argv else list(CASES))
     for name in names:
-        fn, shapes = CASES[name]
-        args = [torch.randn(*s, device=dev, dtype=torch.float32) for s in shapes]
+        base, _, dt = name.partition(".")
+        fn, shapes = CASES[base]
+        args = [torch.randn(*s, device=dev, dtype=DTYPES[dt or "f32"]) for s in shapes]
         out = fn(*args)
         nbytes = sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
         eager = do_bench(lambda: fn(*args), return_mode="median")

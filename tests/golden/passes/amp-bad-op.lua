@@ -1,0 +1,1 @@
+amp = { low = {"matmul", "conv3x3"} }
