@@ -183,9 +183,59 @@ static void open_taps(kf_buf *b, const kx_conv *cv)
 	}
 }
 
+/* A depthwise conv channels-last (one input channel per output channel)
+ * whose channels come in whole 16-byte vectors: a thread computes V
+ * consecutive channels of one output position, each tap one vector load
+ * (the taps' re-reads hit L1), the weights ([C, K..]) scalar loads that
+ * L1 keeps; f16/bf16 results stored two at a time.  Memory-bound. */
+static int emit_depthwise(kx *k, kx_mm *mm, int V)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm), *st = kx_st(mm->a.st);
+	int64_t groups = cv->C / V, total = mm->M * groups, block = 256;
+	kf_buf *b = &k->b;
+	k->k->block = (int)block;
+	k->k->units = (total + block - 1) / block;
+	k->k->per_sm = -1;
+	if (k->k->units >= (1LL << 31))
+		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
+	bool pair = kx_mm_epilogue2(k, mm) == 0;
+	kf_buf_printf(b, "  const %s idx = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (idx >= %lldLL) return;\n", it, it,
+		      (long long)block, (long long)total);
+	kf_buf_printf(b, "  const %s col = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)groups, V,
+		      (long long)groups);
+	split_row(b, cv, it, "row");
+	kf_buf_printf(b, "  %s acc[%d];\n#pragma unroll\n  for (int j = 0; j < %d; j++) acc[j] = 0;\n", acc, V, V);
+	open_taps(b, cv);
+	kf_buf_printf(b, "    const %s xb = (((n * %lld + id) * %lld + ih) * %lld + iw) * %lld + col;\n", it,
+		      (long long)cv->in[0], (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
+	kf_buf_printf(b, "    const int tap = (kd * %lld + kh) * %lld + kw;\n", (long long)cv->k[1], (long long)cv->k[2]);
+	kf_buf_printf(b, "    __align__(16) %s xv[%d];\n    *(uint4 *)xv = __ldg((const uint4 *)(p%d + xb));\n", st, V,
+		      mm->a.param);
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++)\n      acc[j] += ", V);
+	kx_load(b, mm->a.st, "xv[j]");
+	kf_buf_puts(b, " * ");
+	kx_load(b, mm->b.st, "p%d[(col + j) * %lld + tap]", mm->b.param, (long long)cv->KK);
+	kf_buf_puts(b, ";\n  }}}\n");
+	if (pair) {
+		kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j += 2)\n    ", V);
+		kx_mm_epi2_call(k, b);
+		kf_buf_puts(b, "0, row, col + j, acc[j], acc[j + 1]);\n");
+	} else {
+		kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j++)\n    ", V);
+		kx_mm_epi_call(k, b);
+		kf_buf_puts(b, "0, row, col + j, acc[j]);\n");
+	}
+	return 0;
+}
+
 int kx_conv_emit_direct(kx *k, kx_mm *mm)
 {
 	const kx_conv *cv = &mm->cv;
+	int V = 16 / (int)kf_dtype_size(mm->a.st);
+	if (cv->cl && cv->Cg == 1 && cv->Og == 1 && cv->C % V == 0 && mm->a.st == mm->b.st && mm->a.nchain == 0 &&
+	    mm->b.nchain == 0 && V <= 8)
+		return emit_depthwise(k, mm, V);
 	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm);
 	int64_t total = mm->M * mm->N, block = 256, P = cv->out[0] * cv->out[1] * cv->out[2];
 	int64_t Pin = cv->in[0] * cv->in[1] * cv->in[2];

@@ -215,6 +215,8 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm)
 		kf_buf_printf(&h, "  unsigned short v%u[2];\n", i);
 	for (int p = 0; p < 2; p++) {
 		kf_buf_printf(&h, "  {\n  const %s col = colp + %d;\n  const %s acc = accp%d;\n", it, p, acc, p);
+		if (mm->conv) /* (an epilogue may not need the column) */
+			kf_buf_puts(&h, "  (void)col;\n");
 		if (epi_body(k, mm, &h, p + 1) != 0) {
 			kf_buf_free(&h);
 			return -1;

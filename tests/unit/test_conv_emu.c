@@ -264,8 +264,12 @@ static void conv_direct(void **st)
 	if (!kft_have_gxx())
 		skip();
 	conv_case cs[] = {
-		/* depthwise, channel multiplier 1 and 2 */
+		/* depthwise, channel multiplier 1 and 2; 16-byte vectors of
+		 * channels (f16 x 8, f32 x 4, bf16) or one at a time (C = 6) */
 		{"f16", true, 2, 2, 16, 16, 16, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL},
+		{"f16", true, 2, 1, 24, 24, 24, {7, 7}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 1, NULL},
+		{"f32", true, 2, 2, 8, 8, 8, {6, 5}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 2, NULL},
+		{"bf16", true, 1, 1, 16, 16, 16, {9}, {3}, {2}, {1}, {1}, {0}, 0, NULL},
 		{"f32", true, 2, 1, 6, 12, 6, {7, 7}, {5, 5}, {1, 1}, {2, 1}, {4, 2}, {4, 2}, 1, NULL},
 		/* grouped */
 		{"f32", true, 2, 2, 8, 12, 4, {6, 5}, {3, 3}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, 2, NULL},
