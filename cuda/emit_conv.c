@@ -283,12 +283,73 @@ int kx_conv_emit_direct(kx *k, kx_mm *mm)
 	return 0;
 }
 
+/* conv_transpose (channels-first, its only form): a thread per output
+ * element gathers the inputs each tap scatters onto it: input position
+ * (o + pad_begin - k dilation) / stride where that divides and lands. */
+static int emit_conv_transpose(kx *k)
+{
+	kf_graph *g = k->g;
+	kf_nid n = k->node[0];
+	kf_win w;
+	kx_conv cv;
+	if (k->nnode != 1 || k->nout != 1 || k->nparam < 2 || kf_win_of(g, n, &w) != 0)
+		return kx_fail(k, "a conv_transpose kernel holds one conv_transpose");
+	pad3(&w, &cv);
+	kf_dtype xt = kx_dt(k, k->param[0]), wt = kx_dt(k, k->param[1]);
+	const char *it = kx_it(k), *acc = xt == KF_F64 ? "double" : "float";
+	int64_t total = kx_numel(k, k->out[0]), block = 256, P = cv.out[0] * cv.out[1] * cv.out[2];
+	int64_t Pin = cv.in[0] * cv.in[1] * cv.in[2];
+	kf_buf *b = &k->b;
+	k->k->block = (int)block;
+	k->k->units = (total + block - 1) / block;
+	k->k->per_sm = -1;
+	if (k->k->units >= (1LL << 31))
+		return kx_fail(k, "a conv_transpose with more than 2^31 blocks of outputs");
+	kf_buf_printf(b, "  const %s idx = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (idx >= %lldLL) return;\n", it, it,
+		      (long long)block, (long long)total);
+	kf_buf_printf(b, "  const %s p = idx %% %lld, o = idx / %lld %% %lld, n = idx / %lld;\n", it, (long long)P,
+		      (long long)P, (long long)cv.O, (long long)(P * cv.O));
+	kf_buf_printf(b, "  const int ow = (int)(p %% %lld), oh = (int)(p / %lld %% %lld), od = (int)(p / %lld);\n",
+		      (long long)cv.out[2], (long long)cv.out[2], (long long)cv.out[1], (long long)(cv.out[2] * cv.out[1]));
+	kf_buf_printf(b, "  const %s g = o / %lld, oo = o %% %lld;\n  %s acc = ", it, (long long)cv.Og, (long long)cv.Og, acc);
+	if (k->nparam > 2)
+		kx_load(b, kx_dt(k, k->param[2]), "p2[o]");
+	else
+		kf_buf_puts(b, "0");
+	kf_buf_puts(b, ";\n");
+	static const char *const kn[3] = {"kd", "kh", "kw"}, *const in[3] = {"id", "ih", "iw"},
+			       *const on[3] = {"od", "oh", "ow"};
+	for (int a = 0; a < 3; a++) {
+		kf_buf_printf(b, "#pragma unroll\n  for (int %s = 0; %s < %lld; %s++) {\n", kn[a], kn[a], (long long)cv.k[a], kn[a]);
+		kf_buf_printf(b, "    const int t%d = %s + %lld - %s * %lld;\n", a, on[a], (long long)cv.pb[a], kn[a],
+			      (long long)cv.d[a]);
+		kf_buf_printf(b, "    if (t%d < 0 || t%d %% %lld) continue;\n    const int %s = t%d / %lld;\n", a, a,
+			      (long long)cv.s[a], in[a], a, (long long)cv.s[a]);
+		kf_buf_printf(b, "    if (%s >= %lld) continue;\n", in[a], (long long)cv.in[a]);
+	}
+	/* x [N, C, D..], w [C, Og, K..] */
+	kf_buf_printf(b, "    const %s xb = (n * %lld + g * %lld) * %lld + (id * %lld + ih) * %lld + iw;\n", it,
+		      (long long)cv.C, (long long)cv.Cg, (long long)Pin, (long long)cv.in[1], (long long)cv.in[2]);
+	kf_buf_printf(b, "    const %s wb = (g * %lld * %lld + oo) * %lld + (kd * %lld + kh) * %lld + kw;\n", it,
+		      (long long)cv.Cg, (long long)cv.Og, (long long)cv.KK, (long long)cv.k[1], (long long)cv.k[2]);
+	kf_buf_printf(b, "    for (int c = 0; c < %lld; c++)\n      acc += ", (long long)cv.Cg);
+	kx_load(b, xt, "p0[xb + c * %lld]", (long long)Pin);
+	kf_buf_puts(b, " * ");
+	kx_load(b, wt, "p1[wb + c * %lld]", (long long)(cv.Og * cv.KK));
+	kf_buf_puts(b, ";\n  }}}\n  o0[idx] = ");
+	kx_store(b, kx_dt(k, k->out[0]), "acc");
+	kf_buf_puts(b, ";\n");
+	return 0;
+}
+
 int kx_emit_pool(kx *k)
 {
 	kf_graph *g = k->g;
 	kf_nid n = k->node[0];
 	kf_win w;
 	kx_conv cv;
+	if (k->nnode == 1 && kf_N(g, n)->op == KF_OP_CONV_TRANSPOSE)
+		return emit_conv_transpose(k);
 	if (k->nnode != 1 || k->nparam != 1 || k->nout != 1 || kf_win_of(g, n, &w) != 0)
 		return kx_fail(k, "a pool kernel holds one max_pool or avg_pool");
 	pad3(&w, &cv);

@@ -604,7 +604,7 @@ static int kernel_kind(kx *k, kf_nid n)
 	}
 	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM || x->op == KF_OP_CONV)
 		return KF_KK_MATMUL;
-	if (x->op == KF_OP_MAX_POOL || x->op == KF_OP_AVG_POOL) /* cuda/emit_conv.c */
+	if (x->op == KF_OP_MAX_POOL || x->op == KF_OP_AVG_POOL || x->op == KF_OP_CONV_TRANSPOSE) /* cuda/emit_conv.c */
 		return KF_KK_WINDOW;
 	if (kf_op(k->c, x->op)->trait == KF_TRAIT_REDUCE)
 		return KF_KK_REDUCE;

@@ -103,7 +103,7 @@ int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
 int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */
-int kx_emit_pool(kx *k);       /* emit_conv.c: max_pool, avg_pool */
+int kx_emit_pool(kx *k);       /* emit_conv.c: max_pool, avg_pool, conv_transpose */
 
 /* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
  * the linear index into a value of type `to` that numpy broadcasting reads

@@ -76,12 +76,14 @@ static const char gemms[] =
 	"  return %y, %sc, %ty\n}\n";
 
 static const char pools[] =
-	"graph @p(%x: f16[2,112,112,64], %y: f32[1,3,9,9], %z: i32[1,2,7,7]) -> (f16[2,56,56,64], f16[2,56,56,64], f32[1,3,5,5], i32[1,2,3,3]) {\n"
+	"graph @p(%x: f16[2,112,112,64], %y: f32[1,3,9,9], %z: i32[1,2,7,7], %tw: f32[3,4,3,3], %tb: f32[4]) ->\n"
+	"    (f16[2,56,56,64], f16[2,56,56,64], f32[1,3,5,5], i32[1,2,3,3], f32[1,4,18,18]) {\n"
 	"  %m = max_pool(%x) {channels_last = true, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f16[2,56,56,64]\n"
 	"  %a = avg_pool(%x) {channels_last = true, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2], count_include_pad = true} : f16[2,56,56,64]\n"
 	"  %b = avg_pool(%y) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2], ceil_mode = true} : f32[1,3,5,5]\n"
 	"  %c = max_pool(%z) {kernel_shape = [2, 2], strides = [2, 2], dilations = [2, 2]} : i32[1,2,3,3]\n"
-	"  return %m, %a, %b, %c\n}\n";
+	"  %t = conv_transpose(%y, %tw, %tb) {strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]} : f32[1,4,18,18]\n"
+	"  return %m, %a, %b, %c, %t\n}\n";
 
 static void ptxas_convs(void **st)
 {

@@ -300,6 +300,13 @@ static void pools(void **st)
 		"graph @p(%x: i32[1,2,7,7]) -> (i32[1,2,3,3]) {\n"
 		"  %y = max_pool(%x) {kernel_shape = [2, 2], strides = [2, 2], dilations = [2, 2]} : i32[1,2,3,3]\n"
 		"  return %y\n}\n",
+		/* conv_transpose: strides, pads, dilations, output padding, groups, bias */
+		"graph @t(%x: f32[2,4,5,4], %w: f32[4,3,3,2], %b: f32[6]) -> (f32[2,6,10,8]) {\n"
+		"  %y = conv_transpose(%x, %w, %b) {strides = [2, 2], pads = [1, 0, 1, 0], output_padding = [1, 0], group = 2} : f32[2,6,10,8]\n"
+		"  return %y\n}\n",
+		"graph @t(%x: f16[1,3,6], %w: f16[3,2,3]) -> (f16[1,2,12]) {\n"
+		"  %y = conv_transpose(%x, %w) {strides = [2], pads = [2, 1], dilations = [2]} : f16[1,2,12]\n"
+		"  return %y\n}\n",
 		"graph @p(%x: f32[1,4,5,6,7]) -> (f32[1,4,3,3,4]) {\n"
 		"  %y = avg_pool(%x) {kernel_shape = [2, 2, 2], pads = [1, 1, 1, 0, 0, 0], strides = [2, 2, 2]} : f32[1,4,3,3,4]\n"
 		"  return %y\n}\n",
