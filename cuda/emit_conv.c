@@ -158,8 +158,6 @@ bool kx_conv_a_raw(const kx *k, const kx_mm *mm, int e)
 	return mm->a.nchain == 0 && kf_dtype_size(mm->a.st) == (size_t)e && mm->cv.G == 1 && mm->cv.Cg % (16 / e) == 0;
 }
 
-/* ---- the direct kernels --------------------------------------------------------------- */
-
 /* Statements splitting output position `row` into n, od, oh, ow. */
 static void split_row(kf_buf *b, const kx_conv *cv, const char *it, const char *row)
 {
@@ -168,6 +166,59 @@ static void split_row(kf_buf *b, const kx_conv *cv, const char *it, const char *
 		      (long long)cv->out[2], (long long)cv->out[1], (long long)cv->out[0]);
 	kf_buf_printf(b, "  const %s n = q1 / %lld;\n", it, (long long)cv->out[0]);
 }
+
+/* ---- the implicit GEMM's A rows, precomputed -------------------------------------------- */
+
+/* In the tensor-core kernel each thread copies the same rows of A's tile
+ * and the same 16-byte column of them in every K step when the thread
+ * count divides the tile's chunks: the output positions of those rows are
+ * split once, before the K loop, and each step splits only its column's
+ * k into (kd, kh, kw, c). */
+bool kx_conv_rows_fixed(int rows, int per, int threads)
+{
+	return threads % per == 0 && (rows * per) % threads == 0;
+}
+
+void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int threads)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k);
+	int R = rows * per / threads;
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  const int kf_cf = (threadIdx.x %% %d) * %d;\n", per, v);
+	kf_buf_printf(b, "  int kf_id0[%d], kf_ih0[%d], kf_iw0[%d];\n  %s kf_xb[%d];\n", R, R, R, it, R);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", R);
+	kf_buf_printf(b, "    const %s m = bm + threadIdx.x / %d + i * %d;\n", it, per, threads / per);
+	split_row(b, cv, it, "m");
+	/* a row past the output lands nowhere: its first depth is far outside */
+	kf_buf_printf(b, "    kf_id0[i] = m < %lld ? od * %lld - %lld : -(1 << 30);\n", (long long)mm->M, (long long)cv->s[0],
+		      (long long)cv->pb[0]);
+	kf_buf_printf(b, "    kf_ih0[i] = oh * %lld - %lld;\n    kf_iw0[i] = ow * %lld - %lld;\n", (long long)cv->s[1],
+		      (long long)cv->pb[1], (long long)cv->s[2], (long long)cv->pb[2]);
+	kf_buf_printf(b, "    kf_xb[i] = n * %lldLL;\n  }\n", (long long)(cv->in[0] * cv->in[1] * cv->in[2] * cv->C));
+}
+
+void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, int lds, int param)
+{
+	const kx_conv *cv = &mm->cv;
+	int R = rows * per / threads;
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "    {\n      const int gf = (int)k0 + kf_cf;\n");
+	kf_buf_printf(b, "      const int c = gf %% %lld, r0 = gf / %lld, kw = r0 %% %lld, r1 = r0 / %lld, kh = r1 %% %lld, "
+		      "kd = r1 / %lld;\n", (long long)cv->C, (long long)cv->C, (long long)cv->k[2], (long long)cv->k[2],
+		      (long long)cv->k[1], (long long)cv->k[1]);
+	kf_buf_printf(b, "      const bool kok = gf < %lld;\n#pragma unroll\n      for (int i = 0; i < %d; i++) {\n",
+		      (long long)mm->K, R);
+	kf_buf_printf(b, "        const int r = threadIdx.x / %d + i * %d;\n", per, threads / per);
+	kf_buf_printf(b, "        const int id = kf_id0[i] + kd * %lld, ih = kf_ih0[i] + kh * %lld, iw = kf_iw0[i] + kw * %lld;\n",
+		      (long long)cv->d[0], (long long)cv->d[1], (long long)cv->d[2]);
+	kf_buf_printf(b, "        const bool in = kok && (unsigned)id < %lldu && (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
+		      (long long)cv->in[0], (long long)cv->in[1], (long long)cv->in[2]);
+	kf_buf_printf(b, "        kf_cp16(sa + r * %d + kf_cf, p%d + (in ? kf_xb[i] + ((id * %lld + ih) * %lld + iw) * %lld + c : 0), in);\n"
+		      "      }\n    }\n", lds, param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
+}
+
+/* ---- the direct kernels --------------------------------------------------------------- */
 
 /* Opens the loops over the taps (kd, kh, kw) that land inside the input,
  * with id, ih, iw in scope; three closing braces end them. */

@@ -103,6 +103,13 @@ void kx_conv_gather_call(const kx_mm *mm, const char *m, const char *kk, kf_buf 
 bool kx_conv_a_raw(const kx *k, const kx_mm *mm, int e);
 /* The output's offset of (row, col) of a channels-first conv, as text. */
 void kx_conv_off(const kx_mm *mm, kf_buf *o);
+/* The tensor-core kernel's A rows (emit_mma.c): whether each thread keeps
+ * its rows and column through the K loop; the per-thread setup before it;
+ * a stage's 16-byte copies inside the load lambda (lds: the tile's row
+ * length in shared memory, param: x's parameter). */
+bool kx_conv_rows_fixed(int rows, int per, int threads);
+void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int threads);
+void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, int lds, int param);
 /* The direct kernel of a grouped, depthwise or channels-first conv. */
 int kx_conv_emit_direct(kx *k, kx_mm *mm);
 

@@ -81,6 +81,10 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 	bool raw = conv ? kx_conv_a_raw(k, mm, e)
 			: kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
 	int v = raw ? ve : 1, per = t.cols / v;
+	if (conv && raw && kx_conv_rows_fixed(t.rows, per, threads)) { /* rows split before the K loop */
+		kx_conv_rows_load(k, mm, t.rows, per, threads, t.cols + pad, op->param);
+		return;
+	}
 	kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t.rows * per, threads);
 	kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * %d;\n", per, per, v);
 	kf_buf_printf(b, "      const %s gs = %s + r, gf = %s + f;\n", it, t.sbase, t.fbase);
@@ -199,6 +203,8 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "  float acc[%d][%d][4];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "    for (int j = 0; j < %d; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;\n",
 		      mi, ni, mi, ni);
+	if (mm->conv && kx_conv_a_raw(k, mm, e) && kx_conv_rows_fixed(ta.rows, ta.cols / (16 / e), threads))
+		kx_conv_rows_setup(k, mm, ta.rows, ta.cols / (16 / e), 16 / e, threads);
 	/* the loads of one stage, as a lambda the pipeline calls */
 	kf_buf_printf(b, "  auto load = [&](int stage, int kt) {\n    %s *const sa = kf_sa + stage * %d, *const sb = kf_sb + stage * %d;\n"
 		      "    const %s k0 = (%s)kt * %d;\n", st, asz, bsz, it, it, c->bk);
