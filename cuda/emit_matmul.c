@@ -593,9 +593,8 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 
 /* A conv's config (the implicit GEMM: mma.sync or the SIMT kernel, whose
  * A loads gather; never wgmma's TMA, GEMV or cuBLASLt, which read A as a
- * dense matrix): the fusion's `tile`, $KFUSE_CONV_TILE, or by the tiles it
- * makes: 128 x 64 or 64 x 64 for up to 64 output channels (a wider tile
- * would compute half zeros), else as a matmul. */
+ * dense matrix): the fusion's `tile`, $KFUSE_CONV_TILE, or by the blocks
+ * its tiles make (below). */
 static void conv_config(kx *k, kx_mm *mm, kf_mm_shape *sh)
 {
 	sh->wgmma = -1;
@@ -608,12 +607,20 @@ static void conv_config(kx *k, kx_mm *mm, kf_mm_shape *sh)
 		    (mm->cfg.algo == KF_MM_MMA || mm->cfg.algo == KF_MM_FMA) && config_fits(&mm->cfg, sh))
 			return;
 	if (mma_dtype(sh) && sh->K >= 16) {
-		int64_t b128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
-		int64_t m128 = (sh->M + 127) / 128;
-		if (sh->N <= 64)
-			kf_mm_config_parse(m128 >= 100 ? "mma128x64x32w2x2s4" : "mma64x64x32w2x2s4", &mm->cfg);
-		else
-			kf_mm_config_parse(b128 >= 120 ? "mma128x128x32w2x4s3" : "mma64x128x32w2x2s4", &mm->cfg);
+		/* the largest tile that still gives most of the 132 SMs of an
+		 * H100/H200 a block (a 7 x 7 map at batch 1 has 49 rows), never
+		 * 128 columns for 64 channels; else the smallest */
+		static const char *const tiles[] = {"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4",
+						    "mma64x64x32w2x2s4", "mma32x64x32w1x2s4", "mma32x32x32w1x1s4"};
+		kf_mm_config c;
+		for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+			kf_mm_config_parse(tiles[i], &c);
+			if (!config_fits(&c, sh) || (sh->N <= 64 && c.bn > 64))
+				continue;
+			mm->cfg = c;
+			if (((sh->M + c.bm - 1) / c.bm) * ((sh->N + c.bn - 1) / c.bn) >= 120)
+				break;
+		}
 		return;
 	}
 	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", &mm->cfg);

@@ -92,7 +92,8 @@ static void ptxas_convs(void **st)
 	compile_all(convs, NULL);
 	/* every tile a conv may take */
 	static const char *const tiles[] = {"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4",
-					    "mma64x64x32w2x2s4", "fma64x64x16t4x4", "fma32x32x16t2x2"};
+					    "mma64x64x32w2x2s4", "mma32x64x32w1x2s4", "mma32x32x32w1x1s4", "fma64x64x16t4x4",
+					    "fma32x32x16t2x2"};
 	for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++)
 		compile_all(gemms, tiles[i]);
 	compile_all(pools, NULL);
