@@ -24,6 +24,7 @@ void kf_ctx_free(kf_ctx *c)
 	free(c->type);
 	free(c->typetab.slot);
 	free(c->op);
+	free(c->op_origin);
 	free(c->optab.slot);
 	kf_arena_free(&c->arena);
 	free(c);
@@ -65,6 +66,26 @@ void kf_op_detach(kf_ctx *c, int op, kf_infer_fn gone, const char *doc)
 	oi->attrs = NULL;
 	oi->doc = doc;
 	oi->user = NULL;
+}
+
+void kf_op_set_origin(kf_ctx *c, int op, const char *path)
+{
+	if (op < 0 || (uint32_t)op >= c->nop)
+		return;
+	if ((uint32_t)op >= c->norigin) {
+		uint32_t n = c->nop + 16;
+		c->op_origin = kf_xrealloc(c->op_origin, n * sizeof *c->op_origin);
+		memset(c->op_origin + c->norigin, 0xff, (n - c->norigin) * sizeof *c->op_origin);
+		c->norigin = n;
+	}
+	c->op_origin[op] = kf_intern_cstr(c, path);
+}
+
+const char *kf_op_origin(const kf_ctx *c, int op)
+{
+	if (op < 0 || (uint32_t)op >= c->norigin || c->op_origin[op] == KF_NONE)
+		return NULL;
+	return kf_str(c, c->op_origin[op]);
 }
 
 int kf_op_lookup(const kf_ctx *c, const char *name, size_t n)

@@ -488,5 +488,6 @@ void kf_module_free(kf_module *m)
 	for (uint32_t i = 0; i < m->ngraph; i++)
 		kf_graph_free(m->graph[i]);
 	free(m->graph);
+	free(m->plugin);
 	free(m);
 }

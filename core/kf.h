@@ -291,6 +291,11 @@ int kf_op_lookup(const kf_ctx *c, const char *name, size_t n); /* -1 if unknown 
 /* Registers a new op (name copied); returns its id, or -1 with an error in
  * the context when the name is taken. */
 int kf_op_register(kf_ctx *c, const kf_opinfo *info);
+/* The file of the plugin (a C library or a Lua script) that registered op:
+ * the path as it was loaded, NULL for a built-in op.  A module written out
+ * names these files (kf_module_locate), so that it reads back. */
+void kf_op_set_origin(kf_ctx *c, int op, const char *path);
+const char *kf_op_origin(const kf_ctx *c, int op);
 
 /* ---- context --------------------------------------------------------------- */
 
@@ -434,6 +439,11 @@ typedef struct kf_module {
 	uint32_t ngraph;
 	kf_graph **graph;
 	kf_srcid src;
+	/* `plugin "FILE"` lines: the plugins the module's ops come from, as the
+	 * text names them (relative to the graphs' dir); kf_module_locate sets
+	 * them from the ops in use. */
+	kf_sid *plugin;
+	uint32_t nplugin;
 } kf_module;
 
 /* Parses text (which need not be NUL-terminated, and may contain NULs) named
@@ -445,6 +455,40 @@ kf_module *kf_parse_file(kf_ctx *c, const char *path);
 void kf_module_free(kf_module *m);
 kf_module *kf_module_new(kf_ctx *c);
 void kf_module_add(kf_module *m, kf_graph *g);
+
+/* The module is about to be written as a file in directory dir (a path
+ * relative to the current directory, or absolute; "." for stdout, which
+ * readers locate in the current directory as they do stdin): each relative
+ * file("...") path is rewritten to name the same file from dir, the plugin
+ * list becomes the files of the plugins whose ops the module uses (relative
+ * to dir, kf_op_origin), and every graph's dir becomes dir.  0, or -1 with
+ * an error when the current directory cannot be read. */
+int kf_module_locate(kf_module *m, const char *dir);
+
+/* ---- file paths (path.c): lexical, "a/./b/../c" folded to "a/c" ---------- */
+
+/* dir/rel; rel alone when it is absolute or dir is empty or ".". */
+void kf_path_join(kf_buf *out, const char *dir, const char *rel);
+/* The directory part of path: "." when it has none, "/" for "/x". */
+void kf_path_dir(kf_buf *out, const char *path);
+/* path as seen from directory dir, each absolute or relative to the
+ * current directory: "../w/x.npy" (relative, even for an absolute path).
+ * 0, or -1 when the current directory cannot be read. */
+int kf_path_rel(kf_buf *out, const char *dir, const char *path);
+
+/* ---- kfuse's own files (install.c) -------------------------------------------- */
+
+/* The directory of the standard rules: $KFUSE_RULES_PATH, else the one
+ * installed beside this program or libkfuse (<prefix>/share/kfuse/patterns),
+ * else the source tree's patterns/ (a tool run from its build tree).  0, or
+ * -1 when there is none. */
+int kf_std_rules(kf_buf *out);
+/* The rule file or directory a rules pass names: the standard rules for
+ * NULL or ""; path itself when it is absolute or exists from the current
+ * directory; else the standard rules' path/ when that exists; else path
+ * (whose loading then says it is missing).  0, or -1 with an error in c
+ * when the standard rules are wanted and not found. */
+int kf_rules_find(kf_ctx *c, const char *path, kf_buf *out);
 
 void kf_print_graph(kf_buf *out, kf_graph *g);
 void kf_print_module(kf_buf *out, kf_module *m);

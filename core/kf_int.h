@@ -44,6 +44,7 @@ struct kf_ctx {
 	char **str; uint32_t nstr, capstr; kf_strtab strtab;
 	kf_type *type; uint32_t ntype, captype; kf_idtab typetab;
 	kf_opinfo *op; uint32_t nop, capop; kf_idtab optab;
+	kf_sid *op_origin; uint32_t norigin; /* the plugin file of op i (KF_NONE: built in) */
 	kf_source *src; uint32_t nsrc, capsrc;
 	kf_diag *diag; uint32_t ndiag, capdiag;
 	int nerrors;

@@ -79,7 +79,12 @@ kf_lrules *kf_lua_rules_load(kf_ctx *c, const char *path)
 	r->first = h->nfile;
 	int bad = 0;
 	for (char **f = files; f && *f; f++) {
+		/* the ops a file declares come from it: a module that uses them
+		 * names the file (kf_op_origin) */
+		uint32_t nop = h->nop;
 		bad |= kf_lrun_file(h, *f) < 0;
+		for (uint32_t i = nop; i < h->nop; i++)
+			kf_op_set_origin(c, h->op[i]->op, *f);
 		free(*f);
 	}
 	free(files);

@@ -14,6 +14,7 @@
  * element by element (element-wise and broadcast ops only): the reference
  * the interpreter and kfuse-verify-rules run.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,18 @@ static char *read_attrs(lua_State *L)
 	return r;
 }
 
+/* Whether op was declared by the file running now (the caller's chunk),
+ * loaded before under this or another name of the same file. */
+static bool same_origin(kf_ctx *c, int op, lua_State *L)
+{
+	const char *origin = kf_op_origin(c, op);
+	lua_Debug ar;
+	if (!origin || !lua_getstack(L, 1, &ar) || !lua_getinfo(L, "S", &ar) || ar.source[0] != '@')
+		return false;
+	char a[PATH_MAX], b[PATH_MAX];
+	return realpath(origin, a) && realpath(ar.source + 1, b) && !strcmp(a, b);
+}
+
 /* op { name, trait, arity?, nres?, attrs?, commutative?, infer?, cpu?, cuda?, doc? }
  * [-1, +0, e] */
 int kf_lop_declare(lua_State *L)
@@ -374,7 +387,10 @@ int kf_lop_declare(lua_State *L)
 	char what[160];
 	snprintf(what, sizeof what, "op '%s'", name);
 	lua_pop(L, 1);
-	if (kf_op_lookup(h->ctx, name, strlen(name)) >= 0)
+	int have = kf_op_lookup(h->ctx, name, strlen(name));
+	if (have >= 0 && same_origin(h->ctx, have, L))
+		return 0; /* this file again (a directory holding a file loaded before) */
+	if (have >= 0)
 		return luaL_error(L, "%s is already registered", what);
 	lua_getfield(L, 1, "trait");
 	int trait = luaL_checkoption(L, -1, "elementwise", traits);

@@ -84,6 +84,16 @@ bool kf_passopt_bool(kf_ctx *c, const kf_passopts *o, const char *key, bool dflt
 	return dflt;
 }
 
+int64_t kf_passopt_level(kf_ctx *c, const kf_passopts *o, const char *key, int64_t dflt)
+{
+	const char *s = kf_passopt_str(o, key, NULL);
+	if (s && (!strcmp(s, "true") || !strcmp(s, "on")))
+		return 1;
+	if (s && (!strcmp(s, "false") || !strcmp(s, "off")))
+		return 0;
+	return kf_passopt_int(c, o, key, dflt);
+}
+
 /* ---- the pass set ------------------------------------------------------------ */
 
 void kf_passreg_add(kf_passreg *r, const kf_pass *p)

@@ -61,6 +61,8 @@ struct kf_pass {
 const char *kf_passopt_str(const kf_passopts *o, const char *key, const char *dflt);
 int64_t kf_passopt_int(kf_ctx *c, const kf_passopts *o, const char *key, int64_t dflt);
 bool kf_passopt_bool(kf_ctx *c, const kf_passopts *o, const char *key, bool dflt);
+/* A level 0, 1, 2, ...: an integer, or true (a bare key) for 1, false for 0. */
+int64_t kf_passopt_level(kf_ctx *c, const kf_passopts *o, const char *key, int64_t dflt);
 double kf_passopt_float(kf_ctx *c, const kf_passopts *o, const char *key, double dflt);
 
 /* ---- the set of known passes ------------------------------------------- */

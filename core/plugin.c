@@ -7,11 +7,12 @@
  * frees it; kf_ctx_free calls it, so tools need not.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kf_int.h"
-#include "kfuse_plugin.h"
+#include "kfuse/kfuse_plugin.h"
 #include "lua_int.h"
 #include "plugin.h"
 
@@ -23,6 +24,7 @@ typedef struct plugin {
 
 typedef struct plughost {
 	kf_lhost *lua;
+	const char *loading;     /* the C plugin whose init runs now: its ops' origin */
 	plugin **pl; uint32_t npl, cappl;
 	const kf_pass **pass; uint32_t npass, cappass;
 	int *ops; uint32_t nops, capops; /* registered by C plugins */
@@ -59,6 +61,8 @@ static int api_register_op(kf_ctx *c, const kf_opinfo *info)
 {
 	plughost *p = host_of(c, true);
 	int op = kf_op_register(c, info);
+	if (op >= 0 && p && p->loading)
+		kf_op_set_origin(c, op, p->loading);
 	if (op >= 0 && p) {
 		kf_grow((void **)&p->ops, &p->capops, p->nops + 1, sizeof *p->ops);
 		p->ops[p->nops++] = op;
@@ -145,7 +149,10 @@ static int load_so(kf_ctx *c, plughost *p, const char *path)
 	kf_grow((void **)&p->pl, &p->cappl, p->npl + 1, sizeof *p->pl);
 	p->pl[p->npl++] = pl;
 	int before = kf_nerrors(c);
-	if (init(&pl->api) != 0) {
+	p->loading = pl->path;
+	int rc = init(&pl->api);
+	p->loading = NULL;
+	if (rc != 0) {
 		if (kf_nerrors(c) == before)
 			kf_error(c, at, "plugin initialisation failed");
 		else
@@ -165,6 +172,38 @@ int kf_plugin_load(kf_ctx *c, const char *path)
 	if (ends_with(path, ".lua"))
 		return kf_lua_rules_load(c, path) ? 0 : -1;
 	return load_so(c, p, path);
+}
+
+bool kf_plugin_loaded(kf_ctx *c, const char *path)
+{
+	plughost *p = host_of(c, false);
+	char a[PATH_MAX], b[PATH_MAX];
+	if (!p || !realpath(path, a))
+		return false;
+	for (uint32_t k = 0; k < p->npl; k++)
+		if (realpath(p->pl[k]->path, b) && !strcmp(a, b))
+			return true;
+	return false;
+}
+
+int kf_plugin_provider(const char *op, kf_buf *out)
+{
+	kf_buf dir = {0};
+	int rc = -1;
+	if (kf_std_rules(&dir) == 0) {
+		/* a context of its own: the caller's keeps its ops and errors */
+		kf_ctx *c = kf_ctx_new();
+		kf_lua_rules_load(c, dir.p);
+		const char *origin = kf_op_origin(c, kf_op_lookup(c, op, strlen(op)));
+		if (origin) {
+			out->n = 0;
+			kf_buf_puts(out, origin);
+			rc = 0;
+		}
+		kf_ctx_free(c);
+	}
+	kf_buf_free(&dir);
+	return rc;
 }
 
 void kf_plugin_passes(kf_ctx *c, kf_passreg *r)

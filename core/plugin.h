@@ -15,6 +15,12 @@
 /* Loads x.so (dlopen, kfuse_plugin_init) or x.lua.  0, or -1 with an error
  * naming the file in the context. */
 int kf_plugin_load(kf_ctx *c, const char *path);
+/* Whether the C plugin at path (the same file, under any name) is loaded. */
+bool kf_plugin_loaded(kf_ctx *c, const char *path);
+/* The standard rule file that declares op (op{} in a file of kf_std_rules),
+ * into out: 0, or -1 when none does.  Loads the standard rules into a
+ * context of its own, so it is for error messages, not for every op. */
+int kf_plugin_provider(const char *op, kf_buf *out);
 /* Adds the passes plugins registered to r (after kf_passes_builtin). */
 void kf_plugin_passes(kf_ctx *c, kf_passreg *r);
 /* Frees the Lua host and closes the plugin libraries of c. */

@@ -71,6 +71,7 @@ typedef struct cu_api {
 	CUresult (*MemFree)(kf_cuptr);
 	CUresult (*MemcpyHtoD)(kf_cuptr, const void *, size_t);
 	CUresult (*MemcpyDtoH)(void *, kf_cuptr, size_t);
+	CUresult (*MemcpyDtoDAsync)(kf_cuptr, kf_cuptr, size_t, kf_custream);
 	CUresult (*MemsetD8)(kf_cuptr, unsigned char, size_t);
 	CUresult (*MemsetD8Async)(kf_cuptr, unsigned char, size_t, kf_custream);
 	launch_fn LaunchKernel;
@@ -81,6 +82,7 @@ typedef struct cu_api {
 	CUresult (*EventCreate)(kf_cuevent *, unsigned);
 	CUresult (*EventDestroy)(kf_cuevent);
 	CUresult (*EventRecord)(kf_cuevent, kf_custream);
+	CUresult (*StreamWaitEvent)(kf_custream, kf_cuevent, unsigned);
 	CUresult (*EventSynchronize)(kf_cuevent);
 	CUresult (*EventElapsedTime)(float *, kf_cuevent, kf_cuevent);
 	CUresult (*StreamBeginCapture)(kf_custream, int);
@@ -119,6 +121,7 @@ static const struct {
 	E(MemFree, "cuMemFree_v2", NULL),
 	E(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL),
 	E(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL),
+	E(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL),
 	E(MemsetD8, "cuMemsetD8_v2", NULL),
 	E(MemsetD8Async, "cuMemsetD8Async", NULL),
 	E(LaunchKernel, "cuLaunchKernel", NULL),
@@ -129,6 +132,7 @@ static const struct {
 	E(EventCreate, "cuEventCreate", NULL),
 	E(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 	E(EventRecord, "cuEventRecord", NULL),
+	E(StreamWaitEvent, "cuStreamWaitEvent", NULL),
 	E(EventSynchronize, "cuEventSynchronize", NULL),
 	E(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 	E(StreamBeginCapture, "cuStreamBeginCapture_v2", NULL),
@@ -396,6 +400,13 @@ int kf_cuda_d2h(kf_cuda *cu, void *dst, kf_cuptr src, size_t n)
 	return 0;
 }
 
+int kf_cuda_d2d_async(kf_cuda *cu, kf_cuptr dst, kf_cuptr src, size_t n, kf_custream s)
+{
+	if (n)
+		CK(cu->api.MemcpyDtoDAsync(dst, src, n, s), "cuMemcpyDtoDAsync");
+	return 0;
+}
+
 int kf_cuda_memset(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n)
 {
 	if (n)
@@ -466,6 +477,12 @@ int kf_cuda_event_free(kf_cuda *cu, kf_cuevent e)
 int kf_cuda_event_record(kf_cuda *cu, kf_cuevent e, kf_custream s)
 {
 	CK(cu->api.EventRecord(e, s), "cuEventRecord");
+	return 0;
+}
+
+int kf_cuda_stream_wait(kf_cuda *cu, kf_custream s, kf_cuevent e)
+{
+	CK(cu->api.StreamWaitEvent(s, e, 0), "cuStreamWaitEvent");
 	return 0;
 }
 

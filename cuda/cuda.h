@@ -108,6 +108,8 @@ int kf_cuda_malloc(kf_cuda *cu, size_t n, kf_cuptr *out);
 int kf_cuda_free(kf_cuda *cu, kf_cuptr p);
 int kf_cuda_h2d(kf_cuda *cu, kf_cuptr dst, const void *src, size_t n);
 int kf_cuda_d2h(kf_cuda *cu, void *dst, kf_cuptr src, size_t n);
+/* Device to device, queued on stream s. */
+int kf_cuda_d2d_async(kf_cuda *cu, kf_cuptr dst, kf_cuptr src, size_t n, kf_custream s);
 int kf_cuda_memset(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n);
 /* Queued on stream s (returns at once). */
 int kf_cuda_memset_async(kf_cuda *cu, kf_cuptr dst, uint8_t byte, size_t n, kf_custream s);
@@ -127,6 +129,8 @@ int kf_cuda_sync(kf_cuda *cu, kf_custream s);
 int kf_cuda_event_new(kf_cuda *cu, kf_cuevent *out);
 int kf_cuda_event_free(kf_cuda *cu, kf_cuevent e);
 int kf_cuda_event_record(kf_cuda *cu, kf_cuevent e, kf_custream s);
+/* Work queued on s after this waits for e (recorded on another stream). */
+int kf_cuda_stream_wait(kf_cuda *cu, kf_custream s, kf_cuevent e);
 /* Waits for end, then gives the time from start to end. */
 int kf_cuda_event_elapsed(kf_cuda *cu, kf_cuevent start, kf_cuevent end, float *ms);
 

@@ -605,6 +605,10 @@ void kf_cuda_session_free(kf_cuda_session *s)
 	unplan(s);
 	kf_cublas_close(s->blas);
 	kf_cublaslt_close(s->lt);
+	if (s->cu && s->ev_in)
+		kf_cuda_event_free(s->cu, s->ev_in);
+	if (s->cu && s->ev_out)
+		kf_cuda_event_free(s->cu, s->ev_out);
 	if (s->cu && s->stream)
 		kf_cuda_stream_free(s->cu, s->stream);
 	if (s->cu)
@@ -677,6 +681,11 @@ static int be_run(kf_plan *p, const kf_tensor *in, int nin, kf_tensor *out, int 
 	return kf_cuda_session_run(((cplan *)p)->s, p->g, in, nin, out, nout);
 }
 
+static int be_run_device(kf_plan *p, const kf_tensor *in, int nin, const kf_tensor *out, int nout, void *stream)
+{
+	return kf_cuda_session_run_device(((cplan *)p)->s, p->g, in, nin, out, nout, (kf_custream)stream);
+}
+
 static int be_bench(kf_plan *p, int n, double *median_ms, double *min_ms)
 {
 	return kf_cuda_session_bench(((cplan *)p)->s, n, median_ms, min_ms);
@@ -704,7 +713,7 @@ kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o)
 	kf_cuda_opts *opts = (kf_cuda_opts *)(be + 1);
 	*opts = *o;
 	*be = (kf_backend){.name = "cuda", .available = be_available, .compile = be_compile, .run = be_run,
-			   .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = opts};
+			   .run_device = be_run_device, .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = opts};
 	return be;
 }
 

@@ -47,6 +47,12 @@ void kf_cuda_session_free(kf_cuda_session *s);
  * allocates and downloads out (kf_interp_run's contract). */
 int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
 			kf_tensor *out, int nout);
+/* As kf_cuda_session_run on device memory: in[i].data and out[i].data hold
+ * device addresses (out[] typed and sized as g's results), queued on
+ * stream (NULL: the default stream) after what it holds, and the stream
+ * waits for the results; no host wait but the first run's. */
+int kf_cuda_session_run_device(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
+			       const kf_tensor *out, int nout, kf_custream stream);
 /* Plans and compiles g without running it. */
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g);
 

@@ -53,6 +53,7 @@ struct kf_cuda_session {
 	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
 	uint32_t nown;
 	kf_custream stream;
+	kf_cuevent ev_in, ev_out; /* run_device: the caller's stream and ours, ordered */
 	kf_cugraph graph;
 	bool ran;
 	kf_cuda_stats stats;

@@ -87,18 +87,11 @@ static int check_inputs(kf_cuda_session *s, const kf_tensor *in, int nin, int no
 	return 0;
 }
 
-int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
-			kf_tensor *out, int nout)
+/* Launches the planned graph on s->stream: the first time launch by
+ * launch, waited for (an error is then this run's) and captured into a
+ * CUDA graph; later times a replay of it, not waited for. */
+static int launch(kf_cuda_session *s)
 {
-	if (!s->cu) {
-		kf_error(s->c, g->loc, "cuda: a dry-run session cannot run graphs");
-		return -1;
-	}
-	if (kf_cuda_session_plan(s, g) != 0 || check_inputs(s, in, nin, nout) != 0)
-		return -1;
-	for (int i = 0; i < nin; i++)
-		if (in[i].nbytes && kf_cuda_h2d(s->cu, s->vptr[g->blk[0].arg[i]], in[i].data, in[i].nbytes) != 0)
-			return -1;
 	int rc;
 	if (!s->ran || s->o.no_graph || s->o.profile) {
 		rc = launch_all(s, s->o.profile);
@@ -117,12 +110,27 @@ int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, in
 		}
 	} else {
 		rc = kf_cuda_graph_launch(s->cu, s->graph, s->stream);
-		if (rc == 0)
-			rc = kf_cuda_sync(s->cu, s->stream);
 	}
-	if (rc != 0)
+	if (rc == 0)
+		s->ran = true;
+	return rc;
+}
+
+int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
+			kf_tensor *out, int nout)
+{
+	if (!s->cu) {
+		kf_error(s->c, g->loc, "cuda: a dry-run session cannot run graphs");
 		return -1;
-	s->ran = true;
+	}
+	if (kf_cuda_session_plan(s, g) != 0 || check_inputs(s, in, nin, nout) != 0)
+		return -1;
+	for (int i = 0; i < nin; i++)
+		if (in[i].nbytes && kf_cuda_h2d(s->cu, s->vptr[g->blk[0].arg[i]], in[i].data, in[i].nbytes) != 0)
+			return -1;
+	if (launch(s) != 0 || kf_cuda_sync(s->cu, s->stream) != 0)
+		return -1;
+	int rc = 0;
 	kf_nid ret = kf_block_terminator(g, 0);
 	for (int i = 0; i < nout; i++) {
 		kf_vid v = kf_cb_root(s, kf_in(g, ret, (uint32_t)i));
@@ -137,6 +145,58 @@ int kf_cuda_session_run(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, in
 		for (int i = 0; i < nout; i++)
 			kf_tensor_free(&out[i]);
 	return rc;
+}
+
+static size_t type_bytes(const kf_type *t)
+{
+	return (size_t)kf_type_numel(t) * kf_dtype_size((kf_dtype)t->dtype);
+}
+
+/* The caller's device memory on the caller's stream: the session's own
+ * stream waits for the caller's, copies the inputs in on the device, runs,
+ * copies the results out, and the caller's stream waits for that.  The
+ * kernels keep the buffers they were planned (and captured) with, so the
+ * copies are what makes any caller memory work; they run at device
+ * bandwidth and no host thread waits (but for the first run's check). */
+int kf_cuda_session_run_device(kf_cuda_session *s, kf_graph *g, const kf_tensor *in, int nin,
+			       const kf_tensor *out, int nout, kf_custream stream)
+{
+	if (!s->cu) {
+		kf_error(s->c, g->loc, "cuda: a dry-run session cannot run graphs");
+		return -1;
+	}
+	if (kf_cuda_session_plan(s, g) != 0 || check_inputs(s, in, nin, nout) != 0)
+		return -1;
+	for (int i = 0; i < nout; i++) {
+		kf_type want = *kf_type_get(s->c, g->res[i]), have = kf_tensor_type(&out[i]);
+		if (memcmp(&want, &have, sizeof want) != 0 || out[i].nbytes < type_bytes(&want)) {
+			kf_buf a = {0};
+			kf_print_type(&a, s->c, g->res[i]);
+			kf_error(s->c, g->loc, "cuda: result %d of @%s is %.*s (%zu bytes)", i, kf_str(s->c, g->name),
+				 (int)a.n, a.p, type_bytes(&want));
+			kf_buf_free(&a);
+			return -1;
+		}
+	}
+	if ((!s->ev_in && (kf_cuda_event_new(s->cu, &s->ev_in) != 0 || kf_cuda_event_new(s->cu, &s->ev_out) != 0)) ||
+	    kf_cuda_event_record(s->cu, s->ev_in, stream) != 0 || kf_cuda_stream_wait(s->cu, s->stream, s->ev_in) != 0)
+		return -1;
+	for (int i = 0; i < nin; i++)
+		if (kf_cuda_d2d_async(s->cu, s->vptr[g->blk[0].arg[i]], (kf_cuptr)(uintptr_t)in[i].data, in[i].nbytes,
+				      s->stream) != 0)
+			return -1;
+	if (launch(s) != 0)
+		return -1;
+	kf_nid ret = kf_block_terminator(g, 0);
+	for (int i = 0; i < nout; i++) {
+		kf_vid v = kf_cb_root(s, kf_in(g, ret, (uint32_t)i));
+		if (kf_cuda_d2d_async(s->cu, (kf_cuptr)(uintptr_t)out[i].data, s->vptr[v],
+				      type_bytes(kf_type_get(s->c, g->res[i])), s->stream) != 0)
+			return -1;
+	}
+	if (kf_cuda_event_record(s->cu, s->ev_out, s->stream) != 0 || kf_cuda_stream_wait(s->cu, stream, s->ev_out) != 0)
+		return -1;
+	return 0;
 }
 
 static int cmp_dbl(const void *a, const void *b)

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include "parse_int.h"
+#include "plugin.h"
 
 /* ---- tokens and errors ---- */
 
@@ -216,13 +217,51 @@ static kf_graph *parse_graph(kf_parser *p)
 	return g;
 }
 
-/* The module: graphs until the end. */
+/* `plugin "FILE"` at the word `plugin`: a Lua op script is loaded (they
+ * run sandboxed, docs/reliability.md), a C plugin must have been loaded
+ * by the command line (native code is never loaded because a data file
+ * names it). */
+static void parse_plugin(kf_parser *p)
+{
+	kf_parse_next(p);
+	uint32_t at = p->tok.off;
+	if (p->tok.kind != KF_T_STRING) {
+		kf_parse_expected(p, "a plugin file name in quotes");
+		return;
+	}
+	int nerr = p->nerr;
+	kf_sid s = kf_parse_string(p); /* and the next token */
+	if (p->nerr > nerr)
+		return;
+	p->plugin = realloc(p->plugin, (p->nplugin + 1) * sizeof *p->plugin);
+	if (!p->plugin)
+		abort();
+	p->plugin[p->nplugin++] = s;
+	const char *name = kf_str(p->c, s);
+	kf_buf path = {0};
+	kf_path_join(&path, p->dir, name);
+	size_t n = path.n;
+	if (n >= 4 && !strcmp(path.p + n - 4, ".lua")) {
+		int before = kf_nerrors(p->c);
+		if (kf_plugin_load(p->c, path.p) < 0)
+			kf_parse_err(p, at, "cannot load plugin '%s'%s", path.p,
+				     kf_nerrors(p->c) > before ? " (above)" : "");
+	} else if (!kf_plugin_loaded(p->c, path.p)) {
+		kf_parse_err(p, at, "this file's ops need the C plugin '%s': load it with --plugin %s "
+			     "(a file never loads native code itself)", path.p, path.p);
+	}
+	kf_buf_free(&path);
+}
+
+/* The module: plugin lines, then graphs until the end. */
 static kf_module *parse_module(kf_parser *p)
 {
 	kf_graph **gs = NULL;
 	uint32_t ng = 0;
 	uint32_t *byname = NULL, capbyname = 0; /* graph name sid -> index + 1 */
 	kf_parse_next(p);
+	while (kf_parse_is_word(p, "plugin") && !p->stop)
+		parse_plugin(p);
 	while (p->tok.kind != KF_T_EOF && !p->stop) {
 		if (!kf_parse_is_word(p, "graph")) {
 			kf_parse_expected(p, "'graph'");
@@ -263,6 +302,9 @@ static kf_module *parse_module(kf_parser *p)
 	if (p->nerr == 0 && !p->stop) {
 		m = kf_module_new(p->c);
 		m->src = p->src;
+		m->plugin = p->plugin;
+		m->nplugin = p->nplugin;
+		p->plugin = NULL;
 		for (uint32_t i = 0; i < ng; i++)
 			kf_module_add(m, gs[i]);
 	} else {
@@ -273,10 +315,10 @@ static kf_module *parse_module(kf_parser *p)
 	return m;
 }
 
-static kf_module *parse_source(kf_ctx *c, kf_srcid src)
+static kf_module *parse_source(kf_ctx *c, kf_srcid src, const char *dir)
 {
 	size_t len;
-	kf_parser p = {.c = c, .src = src, .building = true, .nscope = KF_SCOPE_DEAD};
+	kf_parser p = {.c = c, .src = src, .building = true, .nscope = KF_SCOPE_DEAD, .dir = dir};
 	p.text = kf_source_text(c, src, &len);
 	p.len = len;
 	kf_lex_init(&p.lx, p.text, len);
@@ -284,6 +326,7 @@ static kf_module *parse_source(kf_ctx *c, kf_srcid src)
 	free(p.bind);
 	free(p.undo);
 	free(p.lit);
+	free(p.plugin);
 	kf_buf_free(&p.sbuf);
 	kf_arena_free(&p.tmp);
 	return m;
@@ -303,7 +346,7 @@ kf_module *kf_parse(kf_ctx *c, const char *filename, const char *text, size_t le
 {
 	if (too_large(c, filename, len))
 		return NULL;
-	return parse_source(c, kf_source_add(c, filename, text, len));
+	return parse_source(c, kf_source_add(c, filename, text, len), NULL);
 }
 
 /* The read buffer is mapped, not malloc'd: freeing a malloc'd block of the
@@ -376,11 +419,13 @@ kf_module *kf_parse_file(kf_ctx *c, const char *path)
 	/* the context keeps its own copy; drop ours before the graph grows */
 	kf_srcid src = kf_source_add(c, name, text, len);
 	munmap(text, cap);
-	kf_module *m = parse_source(c, src);
+	kf_buf d = {0};
+	kf_path_dir(&d, in ? "" : path);
+	kf_sid dir = kf_intern_cstr(c, d.p);
+	kf_buf_free(&d);
+	kf_module *m = parse_source(c, src, kf_str(c, dir));
 	if (!m)
 		return NULL;
-	const char *slash = in ? NULL : strrchr(path, '/');
-	kf_sid dir = slash ? kf_intern(c, path, slash == path ? 1 : (size_t)(slash - path)) : kf_intern_cstr(c, ".");
 	for (uint32_t i = 0; i < m->ngraph; i++)
 		m->graph[i]->dir = dir;
 	return m;

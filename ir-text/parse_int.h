@@ -72,6 +72,9 @@ typedef struct kf_parser {
 	kf_arena tmp;  /* attribute lists, until kf_node_set_attrs copies them */
 	kf_buf sbuf;   /* a decoded string */
 	kf_lit *lit; uint32_t nlit, caplit; /* dense literal elements */
+	const char *dir;                    /* the file's directory; NULL: the current one */
+	kf_sid *plugin; uint32_t nplugin;   /* `plugin "FILE"` lines, as written */
+	int nprovider;                      /* unknown ops looked up among the standard rules */
 } kf_parser;
 
 /* parse.c */
@@ -136,6 +139,9 @@ void kf_parse_loc(kf_parser *p, uint32_t off, char *buf, size_t n);
 /* parse_lit.c */
 /* A type `f32[64,N]`; *tid is KF_NONE after a reported non-syntax error. */
 bool kf_parse_type(kf_parser *p, kf_tid *tid);
+/* Decodes the string token at p->tok (escapes; errors reported), interns
+ * it and moves to the next token. */
+kf_sid kf_parse_string(kf_parser *p);
 /* `{k = v, ...}` at '{'; *out in p->tmp. */
 bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *n);
 /* After `const`: the literal, optional attributes, ':' and the type; fills

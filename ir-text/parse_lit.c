@@ -90,7 +90,7 @@ static int hexval(char ch)
 
 /* Decodes the string token at p->tok into p->sbuf (reported errors leave
  * the rest decoded) and interns it. */
-static kf_sid parse_string(kf_parser *p)
+kf_sid kf_parse_string(kf_parser *p)
 {
 	const char *s = p->text + p->tok.off + 1, *end = p->text + p->tok.off + p->tok.len - 1;
 	p->sbuf.n = 0;
@@ -212,7 +212,7 @@ static bool parse_attrval(kf_parser *p, kf_attrval *v, int depth)
 	memset(v, 0, sizeof *v);
 	if (p->tok.kind == KF_T_STRING) {
 		v->kind = KF_ATTR_STR;
-		v->s = parse_string(p);
+		v->s = kf_parse_string(p);
 		return true;
 	}
 	if (p->tok.kind == KF_T_LBRACK) {
@@ -272,7 +272,7 @@ bool kf_parse_attrs(kf_parser *p, kf_attr **out, uint32_t *nout)
 				key = kf_intern(p->c, p->text + k.off, k.len);
 				kf_parse_next(p);
 			} else if (k.kind == KF_T_STRING) {
-				key = parse_string(p);
+				key = kf_parse_string(p);
 			} else {
 				kf_parse_expected(p, "an attribute name");
 				ok = false;
@@ -475,7 +475,7 @@ bool kf_parse_const(kf_parser *p, kf_const **cst, kf_attr **attrs, uint32_t *nat
 			kf_parse_expected(p, "a file name in quotes");
 			return false;
 		}
-		path = parse_string(p);
+		path = kf_parse_string(p);
 		if (!kf_parse_close(p, KF_T_RPAREN, "')'", '(', lp))
 			return false;
 	} else {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "parse_int.h"
+#include "plugin.h"
 
 /* Skips to the first token of a later line than off (or a '}' / EOF). */
 static void resync(kf_parser *p, uint32_t off)
@@ -175,10 +176,20 @@ static void unknown_op(kf_parser *p, const kf_token *t)
 	}
 	char near[48];
 	kf_parse_near(p, t, near, sizeof near);
-	if (best)
+	/* an op of the standard rules' op{} declarations (their output uses
+	 * them): say which file declares it.  That loads the rules, so only
+	 * for the first few unknown ops of a file. */
+	kf_buf prov = {0};
+	char name[64];
+	snprintf(name, sizeof name, "%.*s", (int)t->len, nm);
+	if (p->nprovider++ < 4 && t->len < sizeof name && kf_plugin_provider(name, &prov) == 0)
+		kf_parse_err(p, t->off, "unknown op %s: the standard rule file %s declares it (name it with "
+			     "a line `plugin \"%s\"` before the graphs, or use --plugin)", near, prov.p, prov.p);
+	else if (best)
 		kf_parse_err(p, t->off, "unknown op %s; did you mean '%s'?", near, best);
 	else
 		kf_parse_err(p, t->off, "unknown op %s", near);
+	kf_buf_free(&prov);
 }
 
 static void check_arity(kf_parser *p, const kf_opinfo *op, uint32_t nin, uint32_t off)

@@ -219,6 +219,15 @@ void kf_print_graph(kf_buf *out, kf_graph *g)
 
 static void print_module(printer *pr, kf_module *m)
 {
+	/* `plugin "FILE"` lines first: a reader loads them before the graphs
+	 * that use their ops */
+	for (uint32_t i = 0; i < m->nplugin; i++) {
+		put(pr, "plugin ", 7);
+		kf_print_string(pr->out, kf_str(pr->c, m->plugin[i]), kf_strlen(pr->c, m->plugin[i]));
+		putch(pr, '\n');
+		if (i + 1 == m->nplugin)
+			putch(pr, '\n');
+	}
 	for (uint32_t i = 0; i < m->ngraph; i++) {
 		if (i)
 			putch(pr, '\n');

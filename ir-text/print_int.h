@@ -70,6 +70,8 @@ void kf_print_attrs(printer *pr, const kf_node *x);
 /* The literal of a const node of type tid: a scalar, dense<...> or
  * file("..."); a big one streams through kf_print_flush. */
 void kf_print_const(printer *pr, const kf_const *k, kf_tid tid);
+/* A string literal; what the lexer would not take back is escaped. */
+void kf_print_string(kf_buf *b, const char *s, size_t n);
 
 /* ---- print_names.c ---- */
 

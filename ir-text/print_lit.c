@@ -74,7 +74,7 @@ static int utf8_len(const unsigned char *s, size_t n)
 }
 
 /* A string literal; what the lexer would not take back is escaped. */
-static void put_string(kf_buf *b, const char *s, size_t n)
+void kf_print_string(kf_buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	kf_buf_putc(b, '"');
@@ -201,7 +201,7 @@ static void put_attrval(printer *pr, const kf_attrval *v)
 	switch (v->kind) {
 	case KF_ATTR_INT: put_i64(pr, v->i); break;
 	case KF_ATTR_FLOAT: kf_buf_float(pr->out, v->f, KF_F64); break;
-	case KF_ATTR_STR: put_string(pr->out, kf_str(pr->c, v->s), kf_strlen(pr->c, v->s)); break;
+	case KF_ATTR_STR: kf_print_string(pr->out, kf_str(pr->c, v->s), kf_strlen(pr->c, v->s)); break;
 	case KF_ATTR_BOOL:
 		if (v->b)
 			PUTS(pr, "true");
@@ -231,7 +231,7 @@ void kf_print_attrs(printer *pr, const kf_node *x)
 		if (kf_print_valid_name(k, kn) && !(k[0] >= '0' && k[0] <= '9') && k[0] != '.')
 			put(pr, k, kn);
 		else
-			put_string(pr->out, k, kn);
+			kf_print_string(pr->out, k, kn);
 		PUTS(pr, " = ");
 		put_attrval(pr, &x->attr[i].v);
 	}
@@ -273,7 +273,7 @@ void kf_print_const(printer *pr, const kf_const *k, kf_tid tid)
 	kf_dtype dt = (kf_dtype)t->dtype;
 	if (k->kind == KF_CONST_FILE) {
 		PUTS(pr, "file(");
-		put_string(pr->out, kf_str(pr->c, k->path), kf_strlen(pr->c, k->path));
+		kf_print_string(pr->out, kf_str(pr->c, k->path), kf_strlen(pr->c, k->path));
 		putch(pr, ')');
 		return;
 	}

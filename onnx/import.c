@@ -400,7 +400,7 @@ kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *
 	size_t len;
 	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
 		return NULL;
-	kf_module *m = kf_onnx_import(c, path, buf, len, o);
+	kf_module *m = kf_onnx_import(c, strcmp(path, "-") ? path : "<stdin>", buf, len, o);
 	free(buf);
 	return m;
 }

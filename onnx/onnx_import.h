@@ -21,6 +21,7 @@ typedef struct kf_onnx_opts {
 } kf_onnx_opts;
 
 kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t len, const kf_onnx_opts *o);
+/* path "-" reads stdin. */
 kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *o);
 
 /* Reads a serialized TensorProto (the test data sets' input_0.pb). */

@@ -106,34 +106,48 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 	return 0;
 }
 
+/* The whole file ("-": stdin), at most KF_ONNX_MAX_BYTES. */
 static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	bool in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "rb");
 	if (!f) {
 		kf_error(c, (kf_loc){src, 0}, "cannot open: %s", strerror(errno));
 		return -1;
 	}
 	/* protobuf messages are limited to 2 GiB: refuse larger before reading */
 	struct stat st;
-	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > KF_ONNX_MAX_BYTES) {
+	if (!in && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > KF_ONNX_MAX_BYTES) {
 		fclose(f);
 		kf_error(c, (kf_loc){src, 0}, "file too large (%lld bytes; protobuf's limit is 2 GiB)",
 			 (long long)st.st_size);
 		return -1;
 	}
 	size_t cap = 1 << 16, n = 0;
-	char *p = malloc(cap);
+	char *p = malloc(cap), *q;
 	size_t k;
+	bool big = false;
 	while (p && (k = fread(p + n, 1, cap - n, f)) > 0) {
 		n += k;
-		if (n == cap)
-			p = realloc(p, cap *= 2);
+		/* a pipe has no size to check first: stop at the limit */
+		if (n > (size_t)KF_ONNX_MAX_BYTES) {
+			big = true;
+			break;
+		}
+		if (n == cap) {
+			q = realloc(p, cap *= 2);
+			if (!q)
+				free(p);
+			p = q;
+		}
 	}
 	int bad = ferror(f);
-	fclose(f);
-	if (!p || bad) {
+	if (!in)
+		fclose(f);
+	if (!p || bad || big) {
 		free(p);
-		kf_error(c, (kf_loc){src, 0}, "read error");
+		kf_error(c, (kf_loc){src, 0}, big ? "input too large (protobuf's limit is 2 GiB)"
+						  : !p ? "out of memory reading the model" : "read error");
 		return -1;
 	}
 	*buf = p;
@@ -143,7 +157,7 @@ static int read_whole(kf_ctx *c, const char *path, kf_srcid src, char **buf, siz
 
 int kf_onnx_read_file(kf_ctx *c, const char *path, kf_srcid *src, char **buf, size_t *len)
 {
-	*src = kf_source_add(c, path, NULL, 0);
+	*src = kf_source_add(c, strcmp(path, "-") ? path : "<stdin>", NULL, 0);
 	return read_whole(c, path, *src, buf, len);
 }
 

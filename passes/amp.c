@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "lua_rules.h"
 #include "passes.h"
 
@@ -79,25 +78,6 @@ static const char *policy_item(void *ud, uint32_t file, const char *key, const c
 	return NULL;
 }
 
-/* The standard policy: amp/autocast.lua in $KFUSE_RULES_PATH, else in the
- * patterns/ of the source tree this was built from, else in ./patterns. */
-static const char *standard_policy(char *buf, size_t n)
-{
-	const char *dirs[] = {getenv("KFUSE_RULES_PATH"),
-#ifdef KF_SOURCE_DIR
-			      KF_SOURCE_DIR "/patterns",
-#endif
-			      "patterns"};
-	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		snprintf(buf, n, "%s/amp/autocast.lua", dirs[i]);
-		if (access(buf, R_OK) == 0)
-			return buf;
-	}
-	return buf; /* the last: its load error names it */
-}
-
 static int read_policy(kf_ctx *c, amp_state *s, const char *path, kf_loc at)
 {
 	kf_lrules *r = kf_lua_rules_load(c, path);
@@ -107,6 +87,18 @@ static int read_policy(kf_ctx *c, amp_state *s, const char *path, kf_loc at)
 	}
 	s->file++;
 	return kf_lua_table_lists(r, "amp", policy_item, s);
+}
+
+static void amp_end(kf_ctx *c, kf_passopts *o)
+{
+	(void)c;
+	amp_state *s = o->state;
+	if (!s)
+		return;
+	free(s->cls);
+	free(s->seen);
+	free(s);
+	o->state = NULL;
 }
 
 static int amp_begin(kf_ctx *c, kf_passopts *o)
@@ -126,26 +118,19 @@ static int amp_begin(kf_ctx *c, kf_passopts *o)
 	for (int op = KF_NBUILTIN; op < s->nop; op++)
 		s->cls[op] = AMP_F32;
 	o->state = s;
-	char buf[4096];
 	const char *user = kf_passopt_str(o, "policy", NULL);
 	bool standard = kf_passopt_bool(c, o, "standard", true);
-	if (standard && read_policy(c, s, standard_policy(buf, sizeof buf), o->loc) != 0)
-		return -1;
-	if (user && read_policy(c, s, user, o->loc) != 0)
-		return -1;
-	return 0;
-}
-
-static void amp_end(kf_ctx *c, kf_passopts *o)
-{
-	(void)c;
-	amp_state *s = o->state;
-	if (!s)
-		return;
-	free(s->cls);
-	free(s->seen);
-	free(s);
-	o->state = NULL;
+	/* the standard policy is amp/autocast.lua among the standard rules */
+	kf_buf std = {0};
+	int rc = standard ? kf_rules_find(c, "amp/autocast.lua", &std) : 0;
+	if (rc == 0 && standard)
+		rc = read_policy(c, s, std.p, o->loc);
+	if (rc == 0 && user)
+		rc = read_policy(c, s, user, o->loc);
+	kf_buf_free(&std);
+	if (rc != 0)
+		amp_end(c, o); /* the pass manager calls end only after a begin that succeeded */
+	return rc;
 }
 
 /* ---- the rewrite ------------------------------------------------------------------ */

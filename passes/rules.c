@@ -4,8 +4,10 @@
  * requires exact use lists; keeps them and verified types; removes the
  * nodes its rewrites leave dead (and any other dead node it visits).
  *
- * Options: path=FILE|DIR (required), max-iter=N (sweeps, default 10),
- * max-rewrites=N, trace=0|1|2 (1: a line per rewrite and a summary of the
+ * Options: path=FILE|DIR (default: the standard rules; a relative path not
+ * found from the current directory is looked up among the standard rules:
+ * kf_rules_find), max-iter=N (sweeps, default 10), max-rewrites=N,
+ * trace=0|1|2 (a bare `trace` is 1: a line per rewrite and a summary of the
  * rules that fired; 2: also why candidate matches failed; --trace-rewrites
  * sets 1), stats (the summary alone).  The rules are loaded once per context and kept (Lua-defined
  * ops must outlive the pass).
@@ -27,14 +29,17 @@ typedef struct rules_state {
 
 static int rules_begin(kf_ctx *c, kf_passopts *o)
 {
-	const char *path = kf_passopt_str(o, "path", NULL);
-	if (!path || !*path) {
-		kf_error(c, o->loc, "rules: path= names the rule file or directory (e.g. rules{path=patterns})");
+	kf_buf found = {0};
+	if (kf_rules_find(c, kf_passopt_str(o, "path", NULL), &found) < 0) {
+		kf_note(c, o->loc, "in this rules pass");
 		return -1;
 	}
+	/* interned: the path outlives this pass in messages */
+	const char *path = kf_str(c, kf_intern_cstr(c, found.p));
+	kf_buf_free(&found);
 	int64_t iter = kf_passopt_int(c, o, "max-iter", 10);
 	int64_t cap = kf_passopt_int(c, o, "max-rewrites", 0);
-	int64_t trace = kf_passopt_int(c, o, "trace", (o->flags & KF_PASSF_TRACE) ? 1 : 0);
+	int64_t trace = kf_passopt_level(c, o, "trace", (o->flags & KF_PASSF_TRACE) ? 1 : 0);
 	if (iter < 1 || cap < 0 || trace < 0 || trace > 2) {
 		kf_error(c, o->loc, "rules: max-iter must be at least 1, max-rewrites at least 0, trace 0 to 2");
 		return -1;
@@ -85,7 +90,7 @@ static const char *const rules_opts[] = {"path", "max-iter", "max-rewrites", "tr
 
 const kf_pass kf_pass_rules = {
 	.name = "rules",
-	.doc = "apply the Lua fusion rules of path=FILE|DIR (docs/rules.md)",
+	.doc = "apply the Lua fusion rules of path=FILE|DIR (default: the standard rules; docs/rules.md)",
 	.opts = rules_opts,
 	.run = rules_run,
 	.begin = rules_begin,

@@ -41,6 +41,15 @@ struct kf_backend {
 	 * context: wrong input count, dtype or shape (naming the input), or a
 	 * failure at a node. */
 	int (*run)(kf_plan *p, const kf_tensor *in, int nin, kf_tensor *out, int nout);
+	/* NULL, or runs p on memory of the backend's device: in[i].data and
+	 * out[i].data are device addresses the caller owns (cast to pointers),
+	 * described by the rest of each kf_tensor (out[] typed and sized as the
+	 * graph's results by the caller), with the work ordered on stream (the
+	 * backend's stream type: a CUstream for cuda; NULL its default stream)
+	 * and no host wait.  0, or -1 with an error in the context.  The
+	 * embedding API's kfuse_run_device (include/kfuse/kfuse.h). */
+	int (*run_device)(kf_plan *p, const kf_tensor *in, int nin, const kf_tensor *out, int nout,
+			  void *stream);
 	/* NULL, or times n runs of the last run's inputs on the device itself
 	 * (median and min in ms), where host timing would measure the host. */
 	int (*bench)(kf_plan *p, int n, double *median_ms, double *min_ms);

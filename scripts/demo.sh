@@ -12,7 +12,7 @@ out=build/demo
 mkdir -p $out
 set -x
 ./build/onnx/kfuse-import-onnx examples/onnx/ffn.onnx -o $out/ffn.kf
-./build/kfuse-opt $out/ffn.kf -p 'canonicalize,cse,rules{path=patterns},fuse,dce' \
+./build/kfuse-opt $out/ffn.kf -p 'canonicalize,cse,rules,fuse,dce' \
   --check-equivalence --timing -o $out/ffn.fused.kf
 ./build/kfuse-run $out/ffn.fused.kf --backend=auto --compare=cpu --random-inputs --seed 1 \
   --output-dir $out

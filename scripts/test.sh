@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds kfuse twice, plainly and under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and runs the whole test suite in both builds; then builds the libFuzzer
+# and runs the whole test suite in both builds (and, for the plain build, the
+# Debian package from outside the checkout: scripts/test-install.sh); then builds the libFuzzer
 # targets with clang and runs each for a short smoke time (a finding fails).
 # Exit status 0 only if all pass.
 set -e
@@ -19,6 +20,10 @@ for kind in plain asan; do
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS=use_tls=0:suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
     ctest --test-dir $dir -j "$jobs" --output-on-failure
+  if [ $kind = plain ]; then
+    echo "== the Debian package, installed into a scratch directory (plain build) =="
+    ./scripts/test-install.sh $dir
+  fi
 done
 
 echo "== fuzz smoke (libFuzzer, ${KF_FUZZ_SECONDS:-10} s per target) =="

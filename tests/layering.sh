@@ -1,6 +1,8 @@
 #!/bin/sh
 # layering.sh SOURCE_DIR: the include rules of the layers (CMakeLists.txt):
-#   core, ir-text -> runtime -> passes -> cuda -> onnx -> tools
+#   core, ir-text -> runtime -> passes -> cuda -> onnx -> api -> tools
+# (include/kfuse/ holds the public headers: core implements the plugin
+# API, kfuse_plugin.h; api/ the embedding API, kfuse.h, over every layer)
 # A file may include headers of its own folder and of the folders below it
 # (core and ir-text link each other); so the CUDA backend (cuda/) never
 # includes a pass's header, and no library below the tools includes a CUDA
@@ -20,9 +22,10 @@ allowed() { # allowed FOLDER: the folders whose headers FOLDER may include
 	passes) echo "core ir-text runtime passes" ;;
 	cuda) echo "core ir-text runtime cuda" ;;
 	onnx) echo "core ir-text runtime passes onnx" ;;
+	api) echo "core ir-text runtime passes cuda onnx api" ;;
 	esac
 }
-for dir in core ir-text runtime passes cuda onnx; do
+for dir in core ir-text runtime passes cuda onnx api; do
 	ok=$(allowed $dir)
 	okh=$(headers $ok)
 	for f in $dir/*.c $dir/*.h $dir/*.re; do
@@ -31,6 +34,8 @@ for dir in core ir-text runtime passes cuda onnx; do
 			h=$(echo "$line" | sed 's/.*include[[:space:]]*"\([^"]*\)".*/\1/')
 			case $h in
 			../*|*/../*) echo "$f: $line: relative include"; echo x >> "$bad" ;;
+			kfuse/kfuse_plugin.h) ;;  # the plugin API, which core implements
+			kfuse/kfuse.h) [ "$dir" = api ] || { echo "$f: $line: only api/ implements the embedding API"; echo x >> "$bad"; } ;;
 			*/*) ;;  # a generated or system path (onnx.pb-c.h lives in the build tree)
 			*) if ! echo "$okh" | grep -qx "$h" && [ ! -f "$dir/$h" ]; then
 				 case $h in onnx.pb-c.h) ;; *) echo "$f: $line: $dir/ may include only headers of: $ok"; echo x >> "$bad" ;; esac

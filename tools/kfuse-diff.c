@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "kf.h"
 
 typedef struct side {
@@ -442,7 +443,8 @@ static void usage(FILE *f)
 	      "  --ignore-attrs   compare without attributes\n"
 	      "  --rtol R         constants equal within relative tolerance R\n"
 	      "  --max N          show at most N differences (default 10)\n"
-	      "exit status: 0 equal, 1 different, 2 error\n", f);
+	      "  -h, --help, --version\n"
+	      "Exit status: 0 equal, 1 different, 2 an error (a file or a usage error).\n", f);
 }
 
 int main(int argc, char **argv)
@@ -454,20 +456,27 @@ int main(int argc, char **argv)
 		{"version", no_argument, 0, 'V'},      {0, 0, 0, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	long long n;
+	kf_cli_init("kfuse-diff", 2);
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'i': d.ignore_attrs = true; break;
-		case 'r': d.rtol = atof(optarg); break;
-		case 'm': d.maxshow = atoi(optarg); break;
+		case 'r':
+			if (!kf_cli_double("--rtol", optarg, 0, &d.rtol))
+				return kf_cli_status();
+			break;
+		case 'm':
+			if (!kf_cli_int("--max", optarg, 0, 1000000000, &n))
+				return kf_cli_status();
+			d.maxshow = (int)n;
+			break;
 		case 'h': usage(stdout); return 0;
-		case 'V': puts("kfuse-diff " KF_VERSION); return 0;
-		default: usage(stderr); return 2;
+		case 'V': kf_cli_version(); return 0;
+		default: return kf_cli_bad_option(ch, argv);
 		}
 	}
-	if (argc - optind != 2) {
-		usage(stderr);
-		return 2;
-	}
+	if (argc - optind != 2)
+		return kf_cli_usage("two files to compare, A.kf and B.kf (%d given)", argc - optind);
 	kf_ctx *c = kf_ctx_new();
 	d.c = c;
 	d.a.path = argv[optind];

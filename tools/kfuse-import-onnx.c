@@ -1,92 +1,140 @@
 /* kfuse-import-onnx: ONNX model in, .kf text out. */
+#include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "cli.h"
 #include "onnx_import.h"
 
-static void usage(FILE *f)
+static const char usage[] =
+	"usage: kfuse-import-onnx MODEL.onnx|- [-o OUT.kf|-] [options]\n"
+	"Translates an ONNX model (- reads it from stdin) into kfuse's text IR, written\n"
+	"to OUT.kf (default, or -: stdout).  Initializers of more than N elements are\n"
+	"written as .npy files into a weights directory and named with file(\"...\")\n"
+	"relative to the .kf file (stdout's text is read from the current directory).\n"
+	"  -o OUT.kf               the output (default: stdout)\n"
+	"  --weights-dir D         the weights directory (default: OUT.kf.weights beside\n"
+	"                          OUT.kf; on stdout everything stays inline without it)\n"
+	"  --inline-max N          initializers up to N elements stay inline (default 64)\n"
+	"  --allow-unsupported     keep ops kfuse cannot express as opaque onnx_<Op> nodes\n"
+	"  -h, --help, --version\n";
+
+enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_VERSION };
+
+typedef struct opt {
+	const char *model, *out, *wdir;
+	kf_onnx_opts o;
+} opt;
+
+/* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
+static int parse_args(int argc, char **argv, opt *o)
 {
-	fputs("usage: kfuse-import-onnx MODEL.onnx [-o OUT.kf] [--weights-dir D] [--inline-max N]\n"
-	      "                         [--allow-unsupported]\n"
-	      "Translates an ONNX model into kfuse's text IR.  Initializers of more than N\n"
-	      "elements (default 64) are written as .npy files into D (default: OUT.weights\n"
-	      "beside OUT; without -o everything stays inline) and named with file(\"...\").\n"
-	      "  --allow-unsupported  keep ops kfuse cannot express as opaque onnx_<Op> nodes\n", f);
+	static const struct option longs[] = {
+		{"weights-dir", required_argument, 0, O_WEIGHTS}, {"inline-max", required_argument, 0, O_INLINE_MAX},
+		{"allow-unsupported", no_argument, 0, O_ALLOW}, {"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
+	long long n;
+	int ch;
+	while ((ch = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'o': o->out = strcmp(optarg, "-") ? optarg : NULL; break;
+		case O_WEIGHTS: o->wdir = optarg; break;
+		case O_INLINE_MAX:
+			if (!kf_cli_int("--inline-max", optarg, 0, (long long)(~0ULL >> 1), &n))
+				return kf_cli_status() + 1;
+			o->o.inline_max = n;
+			break;
+		case O_ALLOW: o->o.allow_unsupported = true; break;
+		case 'h': fputs(usage, stdout); return 1;
+		case O_VERSION: kf_cli_version(); return 1;
+		default: return kf_cli_bad_option(ch, argv) + 1;
+		}
+	}
+	if (argc - optind != 1)
+		return kf_cli_usage(argc == optind ? "no model file (use - for stdin)"
+						   : "one model file only ('%s' is a second)",
+				    argv[argc > optind + 1 ? optind + 1 : 0]) + 1;
+	o->model = argv[optind];
+	return 0;
+}
+
+/* Where the weights go and how the text names them: relative to the .kf
+ * file's directory (the current one for stdout). */
+static int weights(kf_ctx *c, opt *o, kf_buf *dir, kf_buf *ref)
+{
+	if (o->wdir)
+		kf_buf_puts(dir, o->wdir);
+	else if (o->out)
+		kf_buf_printf(dir, "%s.weights", o->out);
+	else
+		return 0; /* stdout without --weights-dir: all inline */
+	if (mkdir(dir->p, 0777) != 0 && errno != EEXIST) {
+		kf_error(c, (kf_loc){kf_source_add(c, dir->p, NULL, 0), 0}, "cannot create the weights directory: %s",
+			 strerror(errno));
+		return -1;
+	}
+	kf_buf kfdir = {0};
+	kf_path_dir(&kfdir, o->out ? o->out : "");
+	int rc = kf_path_rel(ref, kfdir.p, dir->p);
+	kf_buf_free(&kfdir);
+	if (rc < 0) {
+		kf_error(c, KF_NOLOC, "cannot read the current directory");
+		return -1;
+	}
+	kf_buf_putc(ref, '/');
+	o->o.weights_dir = dir->p;
+	o->o.weights_ref = ref->p;
+	return 0;
+}
+
+static int write_out(kf_ctx *c, const char *path, kf_module *m)
+{
+	FILE *f = path ? fopen(path, "wb") : stdout;
+	kf_loc at = {kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0};
+	if (!f) {
+		kf_error(c, at, "cannot open for writing: %s", strerror(errno));
+		return -1;
+	}
+	errno = 0;
+	bool ok = kf_print_module_file(f, m) == 0;
+	int e = errno;
+	ok &= (path ? fclose(f) : fflush(f)) == 0;
+	if (!ok) {
+		kf_error(c, at, "write failed: %s", strerror(e ? e : errno));
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"weights-dir", required_argument, 0, 'w'}, {"inline-max", required_argument, 0, 'n'},
-		{"allow-unsupported", no_argument, 0, 'u'}, {"help", no_argument, 0, 'h'},
-		{"version", no_argument, 0, 'V'},           {0, 0, 0, 0},
-	};
-	kf_onnx_opts o = {.inline_max = 64};
-	const char *out = NULL, *wdir = NULL;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o': out = optarg; break;
-		case 'w': wdir = optarg; break;
-		case 'n': o.inline_max = atoll(optarg); break;
-		case 'u': o.allow_unsupported = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': puts("kfuse-import-onnx " KF_VERSION); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (argc - optind != 1) {
-		usage(stderr);
-		return 2;
-	}
-	char defdir[PATH_MAX], ref[PATH_MAX];
-	if (out && !wdir) {
-		snprintf(defdir, sizeof defdir, "%s.weights", out);
-		wdir = defdir;
-	}
-	if (wdir) {
-		/* the text names the weights relative to the .kf file when they sit
-		 * in a folder beside it, else by the path as given */
-		char tmp[PATH_MAX], outdir[PATH_MAX] = ".";
-		snprintf(tmp, sizeof tmp, "%s", out ? out : ".");
-		if (out)
-			snprintf(outdir, sizeof outdir, "%s", dirname(tmp));
-		char wtmp[PATH_MAX];
-		snprintf(wtmp, sizeof wtmp, "%s", wdir);
-		char *wparent = dirname(wtmp);
-		char wtmp2[PATH_MAX];
-		snprintf(wtmp2, sizeof wtmp2, "%s", wdir);
-		if (strcmp(wparent, outdir) == 0)
-			snprintf(ref, sizeof ref, "%s/", basename(wtmp2));
-		else
-			snprintf(ref, sizeof ref, "%s/", wdir);
-		mkdir(wdir, 0777);
-		o.weights_dir = wdir;
-		o.weights_ref = ref;
-	}
+	opt o = {.o = {.inline_max = 64}};
+	kf_cli_init("kfuse-import-onnx", 2);
+	int st = parse_args(argc, argv, &o);
+	if (st)
+		return st - 1;
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = kf_onnx_import_file(c, argv[optind], &o);
+	kf_buf dir = {0}, ref = {0};
+	kf_module *m = weights(c, &o, &dir, &ref) == 0 ? kf_onnx_import_file(c, o.model, &o.o) : NULL;
 	int rc = 1;
 	if (m) {
 		for (uint32_t i = 0; i < m->ngraph; i++)
 			kf_verify(m->graph[i]);
-		if (kf_nerrors(c) == 0) {
-			kf_buf b = {0};
-			kf_print_module(&b, m);
-			FILE *f = out ? fopen(out, "w") : stdout;
-			if (!f) {
-				fprintf(stderr, "%s: error: cannot write\n", out);
-			} else {
-				fwrite(b.p, 1, b.n, f);
-				rc = (out ? fclose(f) : fflush(f)) == 0 ? 0 : 1;
-			}
-			kf_buf_free(&b);
-		}
+		/* the graphs live where the text goes */
+		kf_buf kfdir = {0};
+		kf_path_dir(&kfdir, o.out ? o.out : "");
+		for (uint32_t i = 0; i < m->ngraph; i++)
+			m->graph[i]->dir = kf_intern_cstr(c, kfdir.p);
+		kf_buf_free(&kfdir);
+		if (kf_nerrors(c) == 0 && write_out(c, o.out, m) == 0)
+			rc = 0;
 	}
 	kf_diag_flush(c, stderr);
+	kf_buf_free(&dir);
+	kf_buf_free(&ref);
 	kf_module_free(m);
 	kf_ctx_free(c);
 	return rc;

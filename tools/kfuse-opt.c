@@ -1,5 +1,6 @@
 /* kfuse-opt: parse a .kf file, verify it, run a pass pipeline, print it. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,16 @@
 #include "kf.h"
 #include "pass.h"
 #include "passes.h"
-#include "emit_cuda.h"
-#include "plugin.h"
+#include "kfuse_int.h"
+#include "cli.h"
 
 static const char usage[] =
-	"usage: kfuse-opt FILE|- [options]\n"
-	"  -o OUT                    write the result to OUT (default: stdout)\n"
-	"  -p, --pipeline PIPELINE   passes to run, e.g. 'canonicalize,cse,rules{path=patterns},dce'\n"
+	"usage: kfuse-opt FILE.kf|FILE.onnx|- [options]\n"
+	"Reads a model (- for stdin), verifies it, runs a pass pipeline and writes the result.\n"
+	"  -o OUT                    write the result to OUT (default: stdout); its file(\"...\")\n"
+	"                            paths and plugin lines are rewritten to name the same files\n"
+	"  -p, --pipeline PIPELINE   passes to run, e.g. 'canonicalize,cse,rules,fuse,dce'\n"
+	"                            (repeatable; `rules` alone applies the standard rules)\n"
 	"  --emit=ir|dot|cuda|ptx    output the IR (default), Graphviz text, CUDA kernels or PTX\n"
 	"  --print-ir-after-all      print the IR to stderr after every pass\n"
 	"  --print-ir-after-change   ... after every pass that changed something\n"
@@ -31,7 +35,8 @@ static const char usage[] =
 	"    --rtol R --atol A --seed N --trials T   (defaults 1e-4, 1e-5, 0, 3; after amp:\n"
 	"    --l2 E                  relative L2 error 5e-2 for bf16, 1e-2 for f16)\n"
 	"  --plugin LIB.so|OPS.lua   load an op/pass plugin (repeatable)\n"
-	"  --help, --version\n";
+	"  -h, --help, --version     (--version also names the standard rules' directory)\n"
+	"Exit status: 0 done, 1 an error in the input, a pass or the check, 2 a usage error.\n";
 
 typedef struct opt {
 	const char *input, *output, *pipeline, *emit;
@@ -46,28 +51,6 @@ typedef struct opt {
 	int nplugin;
 } opt;
 
-static int fail_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "kfuse-opt: error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
-	return 1;
-}
-
-/* `--name=value` or `--name value`; advances *i for the second form. */
-static const char *optval(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n))
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
 static char *join(const char *a, const char *b)
 {
 	size_t n = a ? strlen(a) : 0;
@@ -75,99 +58,100 @@ static char *join(const char *a, const char *b)
 	if (!s)
 		abort();
 	sprintf(s, "%s%s%s", a ? a : "", a ? "," : "", b);
+	free((char *)a);
 	return s;
 }
 
-static bool num(const char *s, double *out)
-{
-	char *e;
-	errno = 0;
-	*out = strtod(s, &e);
-	return e != s && !*e && !errno;
-}
+enum {
+	O_EMIT = 256, O_BEFORE, O_AFTER, O_AFTER_ALL, O_AFTER_CHANGE, O_VERIFY, O_NO_VERIFY, O_TIMING,
+	O_TRACE, O_EXPLAIN, O_LIST, O_EQUIV, O_RTOL, O_ATOL, O_L2, O_SEED, O_TRIALS, O_PLUGIN, O_VERSION,
+};
 
+/* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
 static int parse_args(int argc, char **argv, opt *o)
 {
-	const char *v;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		double d;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage, stdout);
-			exit(0);
-		} else if (!strcmp(a, "--version")) {
-			printf("kfuse-opt %s\n", KF_VERSION);
-			exit(0);
-		} else if (!strcmp(a, "-o") && i + 1 < argc) {
-			o->output = argv[++i];
-		} else if (!strncmp(a, "-o", 2) && a[2]) {
-			o->output = a + 2;
-		} else if ((v = optval(argc, argv, &i, "-p")) || (v = optval(argc, argv, &i, "--pipeline")) ||
-			   (v = optval(argc, argv, &i, "--passes"))) {
-			o->pipeline = join(o->pipeline, v);
-		} else if ((v = optval(argc, argv, &i, "--emit"))) {
-			o->emit = v;
-		} else if ((v = optval(argc, argv, &i, "--print-ir-before"))) {
-			o->before = join(o->before, v);
-		} else if ((v = optval(argc, argv, &i, "--print-ir-after"))) {
-			o->after = join(o->after, v);
-		} else if (!strcmp(a, "--print-ir-after-all")) {
-			o->after_all = true;
-		} else if (!strcmp(a, "--print-ir-after-change")) {
-			o->after_change = true;
-		} else if (!strcmp(a, "--verify-each")) {
-			o->verify_each = true;
-		} else if (!strcmp(a, "--no-verify-each")) {
-			o->verify_each = false;
-		} else if (!strcmp(a, "--timing")) {
-			o->timing = true;
-		} else if (!strcmp(a, "--trace-rewrites")) {
-			o->flags |= KF_PASSF_TRACE;
-		} else if (!strcmp(a, "--explain-fusion")) {
-			o->flags |= KF_PASSF_EXPLAIN;
-		} else if (!strcmp(a, "--list-passes")) {
-			o->list = true;
-		} else if (!strcmp(a, "--check-equivalence")) {
-			o->equiv = true;
-		} else if ((v = optval(argc, argv, &i, "--rtol"))) {
-			if (!num(v, &o->rtol) || o->rtol < 0)
-				return fail_usage("--rtol needs a number >= 0, not '%s'", v);
+	static const struct option longs[] = {
+		{"pipeline", required_argument, 0, 'p'}, {"passes", required_argument, 0, 'p'},
+		{"emit", required_argument, 0, O_EMIT},
+		{"print-ir-before", required_argument, 0, O_BEFORE},
+		{"print-ir-after", required_argument, 0, O_AFTER},
+		{"print-ir-after-all", no_argument, 0, O_AFTER_ALL},
+		{"print-ir-after-change", no_argument, 0, O_AFTER_CHANGE},
+		{"verify-each", no_argument, 0, O_VERIFY}, {"no-verify-each", no_argument, 0, O_NO_VERIFY},
+		{"timing", no_argument, 0, O_TIMING}, {"trace-rewrites", no_argument, 0, O_TRACE},
+		{"explain-fusion", no_argument, 0, O_EXPLAIN}, {"list-passes", no_argument, 0, O_LIST},
+		{"check-equivalence", no_argument, 0, O_EQUIV}, {"rtol", required_argument, 0, O_RTOL},
+		{"atol", required_argument, 0, O_ATOL}, {"l2", required_argument, 0, O_L2},
+		{"seed", required_argument, 0, O_SEED},
+		{"trials", required_argument, 0, O_TRIALS}, {"plugin", required_argument, 0, O_PLUGIN},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
+	int ch;
+	long long n;
+	while ((ch = getopt_long(argc, argv, ":o:p:h", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'h': fputs(usage, stdout); return 1;
+		case O_VERSION: kf_cli_version_rules(); return 1;
+		case 'o': o->output = optarg; break;
+		case 'p': o->pipeline = join(o->pipeline, optarg); break;
+		case O_EMIT: o->emit = optarg; break;
+		case O_BEFORE: o->before = join(o->before, optarg); break;
+		case O_AFTER: o->after = join(o->after, optarg); break;
+		case O_AFTER_ALL: o->after_all = true; break;
+		case O_AFTER_CHANGE: o->after_change = true; break;
+		case O_VERIFY: o->verify_each = true; break;
+		case O_NO_VERIFY: o->verify_each = false; break;
+		case O_TIMING: o->timing = true; break;
+		case O_TRACE: o->flags |= KF_PASSF_TRACE; break;
+		case O_EXPLAIN: o->flags |= KF_PASSF_EXPLAIN; break;
+		case O_LIST: o->list = true; break;
+		case O_EQUIV: o->equiv = true; break;
+		case O_RTOL:
+			if (!kf_cli_double("--rtol", optarg, 0, &o->rtol))
+				return kf_cli_status() + 1;
 			o->tol_given = true;
-		} else if ((v = optval(argc, argv, &i, "--atol"))) {
-			if (!num(v, &o->atol) || o->atol < 0)
-				return fail_usage("--atol needs a number >= 0, not '%s'", v);
+			break;
+		case O_ATOL:
+			if (!kf_cli_double("--atol", optarg, 0, &o->atol))
+				return kf_cli_status() + 1;
 			o->tol_given = true;
-		} else if ((v = optval(argc, argv, &i, "--l2"))) {
-			if (!num(v, &o->l2) || o->l2 <= 0)
-				return fail_usage("--l2 needs a number > 0, not '%s'", v);
+			break;
+		case O_L2:
+			if (!kf_cli_double("--l2", optarg, 0, &o->l2))
+				return kf_cli_status() + 1;
+			if (o->l2 <= 0)
+				return kf_cli_usage("--l2 needs a number > 0, not '%s'", optarg) + 1;
 			o->tol_given = true;
-		} else if ((v = optval(argc, argv, &i, "--seed"))) {
-			if (!num(v, &d) || d < 0 || d != (double)(uint64_t)d)
-				return fail_usage("--seed needs a non-negative integer, not '%s'", v);
-			o->seed = (uint64_t)d;
-		} else if ((v = optval(argc, argv, &i, "--trials"))) {
-			if (!num(v, &d) || d < 1 || d > 1000 || d != (int)d)
-				return fail_usage("--trials needs an integer in 1..1000, not '%s'", v);
-			o->trials = (int)d;
-		} else if ((v = optval(argc, argv, &i, "--plugin"))) {
+			break;
+		case O_SEED:
+			if (!kf_cli_u64("--seed", optarg, &o->seed))
+				return kf_cli_status() + 1;
+			break;
+		case O_TRIALS:
+			if (!kf_cli_int("--trials", optarg, 1, 1000, &n))
+				return kf_cli_status() + 1;
+			o->trials = (int)n;
+			break;
+		case O_PLUGIN:
 			o->plugin = realloc(o->plugin, (o->nplugin + 1) * sizeof *o->plugin);
 			if (!o->plugin)
 				abort();
-			o->plugin[o->nplugin++] = v;
-		} else if (a[0] == '-' && a[1]) {
-			return fail_usage("unknown option '%s'", a);
-		} else if (!o->input) {
-			o->input = a;
-		} else {
-			return fail_usage("more than one input file ('%s')", a);
+			o->plugin[o->nplugin++] = optarg;
+			break;
+		default: return kf_cli_bad_option(ch, argv) + 1;
 		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (o->input)
+			return kf_cli_usage("more than one input file ('%s')", argv[i]) + 1;
+		o->input = argv[i];
 	}
 	if (!o->emit)
 		o->emit = "ir";
 	if (strcmp(o->emit, "ir") && strcmp(o->emit, "dot") && strcmp(o->emit, "cuda") && strcmp(o->emit, "ptx"))
-		return fail_usage("unknown --emit kind '%s' (valid: ir dot cuda ptx)", o->emit);
+		return kf_cli_usage("unknown --emit kind '%s' (valid: ir dot cuda ptx)", o->emit) + 1;
 	if (!o->input && !o->list)
-		return fail_usage("%s", "no input file (use - for stdin)");
+		return kf_cli_usage("no input file (use - for stdin)") + 1;
 	return 0;
 }
 
@@ -193,12 +177,6 @@ static void dump(void *ud, kf_module *m, const kf_pass *p, kf_dump_when when)
 	kf_print_module(&b, m);
 	fwrite(b.p, 1, b.n, stderr);
 	kf_buf_free(&b);
-}
-
-static int die(kf_ctx *c)
-{
-	kf_diag_flush(c, stderr);
-	return 1;
 }
 
 /* The output file (stdout for none or "-"), or NULL after an error. */
@@ -227,24 +205,13 @@ static int close_out(kf_ctx *c, const char *path, FILE *f, bool ok)
 	return 0;
 }
 
-static int write_out(kf_ctx *c, const char *path, const kf_buf *b)
+static int write_out(kf_ctx *c, const char *path, const char *text, size_t len)
 {
 	FILE *f = open_out(c, path);
 	if (!f)
 		return -1;
 	errno = 0;
-	return close_out(c, path, f, fwrite(b->p, 1, b->n, f) == b->n);
-}
-
-/* The IR goes to the file as it is printed: a big module's text is never
- * held whole (it was an eighth of the peak memory). */
-static int print_out(kf_ctx *c, const char *path, kf_module *m)
-{
-	FILE *f = open_out(c, path);
-	if (!f)
-		return -1;
-	errno = 0;
-	return close_out(c, path, f, kf_print_module_file(f, m) == 0);
+	return close_out(c, path, f, fwrite(text, 1, len, f) == len);
 }
 
 /* A copy of the input module for --check-equivalence: its printed text,
@@ -252,7 +219,12 @@ static int print_out(kf_ctx *c, const char *path, kf_module *m)
 static kf_module *copy_module(kf_ctx *c, kf_module *m, const char *name)
 {
 	kf_buf b = {0};
+	/* without the plugin lines: those plugins are loaded already, and the
+	 * lines name them from the input's directory, not from here */
+	uint32_t np = m->nplugin;
+	m->nplugin = 0;
 	kf_print_module(&b, m);
+	m->nplugin = np;
 	kf_module *cp = kf_parse(c, name, b.p ? b.p : "", b.n);
 	kf_buf_free(&b);
 	for (uint32_t i = 0; cp && i < cp->ngraph && i < m->ngraph; i++)
@@ -299,12 +271,12 @@ static int check_equiv(kf_ctx *c, kf_module *before, kf_module *after, const opt
 
 /* Plugins load before the pipeline is parsed, so that their ops parse and
  * their passes can be named in -p. */
-static int load_plugins(kf_ctx *c, kf_passreg *reg, const opt *o)
+static int load_plugins(kfuse_ctx *k, kf_passreg *reg, const opt *o)
 {
 	for (int i = 0; i < o->nplugin; i++)
-		if (kf_plugin_load(c, o->plugin[i]) < 0)
+		if (kfuse_load_plugin(k, o->plugin[i]) < 0)
 			return -1;
-	kf_plugin_passes(c, reg);
+	kf_api_passes(k, reg);
 	return 0;
 }
 
@@ -324,83 +296,83 @@ static int check_names(kf_ctx *c, const kf_passreg *reg, const char *flag, const
 	return 0;
 }
 
-static int run(kf_ctx *c, kf_passreg *reg, opt *o, kf_timing *tm)
+/* Through the embedding API (include/kfuse/kfuse.h): load, pipeline, save
+ * or emit; the tool adds dumps, timing and the equivalence check. */
+static int run(kfuse_ctx *k, kf_passreg *reg, opt *o, kf_timing *tm)
 {
+	kf_ctx *c = k->c;
 	if (check_names(c, reg, "--print-ir-before", o->before) < 0 ||
 	    check_names(c, reg, "--print-ir-after", o->after) < 0)
 		return -1;
+	/* the pipeline's text first: a mistake in it is found before a big
+	 * input is read */
 	double t0 = kf_now();
 	kf_pipeline *pl = kf_pipeline_parse(c, reg, o->pipeline ? o->pipeline : "");
 	if (!pl)
 		return -1;
-	kf_module *m = kf_parse_file(c, o->input), *orig = NULL;
-	kf_timing_add(tm, "parse", kf_now() - t0);
+	kf_pipeline_free(pl);
+	kfuse_model *m = kfuse_load(k, o->input);
+	kf_timing_add(tm, "parse and verify", kf_now() - t0);
+	kf_module *orig = NULL;
 	int rc = -1;
-	kf_buf log = {0}, out = {0};
+	kf_buf log = {0};
+	char *text = NULL;
+	size_t len = 0;
 	if (!m)
 		goto done;
-	t0 = kf_now();
-	int nerr = 0;
-	for (uint32_t i = 0; i < m->ngraph; i++)
-		nerr += kf_verify(m->graph[i]);
-	kf_timing_add(tm, "verify", kf_now() - t0);
-	if (nerr)
-		goto done;
-	if (o->equiv && !(orig = copy_module(c, m, o->input)))
+	if (o->equiv && !(orig = copy_module(c, m->m, o->input)))
 		goto done;
 	kf_runopts ro = {
 		.verify_each = o->verify_each, .after_all = o->after_all, .after_change = o->after_change,
 		.before = o->before, .after = o->after, .flags = o->flags, .log = &log, .timing = tm,
 		.dump = dump,
 	};
-	int prc = kf_pipeline_run(pl, m, &ro);
+	int prc = kf_api_pipeline(m, o->pipeline, &ro);
 	if (log.n)
 		fwrite(log.p, 1, log.n, stderr);
 	if (prc < 0)
 		goto done;
 	t0 = kf_now();
-	if (!strcmp(o->emit, "dot"))
-		kf_dot_module(&out, m);
-	else if (!strcmp(o->emit, "cuda") && kf_emit_cuda_module(m, &out) < 0)
-		goto done;
-	else if (!strcmp(o->emit, "ptx") && kf_emit_ptx_module(m, &out) < 0)
-		goto done;
-	if (!strcmp(o->emit, "ir") ? print_out(c, o->output, m) < 0 : write_out(c, o->output, &out) < 0)
+	if (!strcmp(o->emit, "ir") ? kfuse_save(m, o->output) < 0
+				   : kfuse_emit(m, o->emit, &text, &len) < 0 || write_out(c, o->output, text, len) < 0)
 		goto done;
 	kf_timing_add(tm, "print", kf_now() - t0);
 	if (orig) {
 		t0 = kf_now();
-		if (check_equiv(c, orig, m, o) < 0)
+		if (check_equiv(c, orig, m->m, o) < 0)
 			goto done;
 		kf_timing_add(tm, "check-equivalence", kf_now() - t0);
 	}
 	rc = 0;
 done:
 	kf_buf_free(&log);
-	kf_buf_free(&out);
+	free(text);
 	kf_module_free(orig);
-	kf_module_free(m);
-	kf_pipeline_free(pl);
+	kfuse_model_free(m);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	opt o = {.verify_each = true, .rtol = 1e-4, .atol = 1e-5, .trials = 3};
-	if (parse_args(argc, argv, &o))
-		return 1;
-	kf_ctx *c = kf_ctx_new();
-	/* The CPU kernels let canonicalize fold constants through kf_op()->cpu. */
-	kf_rt_register(c);
+	kf_cli_init("kfuse-opt", 2);
+	int st = parse_args(argc, argv, &o);
+	if (st) {
+		free((char *)o.pipeline);
+		free((char *)o.before);
+		free((char *)o.after);
+		free(o.plugin);
+		return st - 1;
+	}
+	kfuse_ctx *k = kfuse_new();
 	kf_passreg reg = {0};
-	kf_passes_builtin(&reg);
 	int rc = 0;
 	kf_timing tm = {0};
-	if (load_plugins(c, &reg, &o) < 0)
+	if (load_plugins(k, &reg, &o) < 0)
 		rc = 1;
 	else if (o.list)
 		list_passes(&reg);
-	else if (run(c, &reg, &o, &tm) < 0)
+	else if (run(k, &reg, &o, &tm) < 0)
 		rc = 1;
 	if (o.timing && tm.n) {
 		kf_buf b = {0};
@@ -408,17 +380,13 @@ int main(int argc, char **argv)
 		fwrite(b.p, 1, b.n, stderr);
 		kf_buf_free(&b);
 	}
-	if (rc)
-		die(c);
-	else
-		kf_diag_flush(c, stderr); /* warnings */
+	fputs(kfuse_error(k), stderr); /* errors, or warnings */
 	kf_timing_free(&tm);
 	kf_passreg_free(&reg);
-	kf_plugin_release(c); /* the Lua state and libraries plugins and rules live in */
 	free((char *)o.pipeline);
 	free((char *)o.before);
 	free((char *)o.after);
 	free(o.plugin);
-	kf_ctx_free(c);
+	kfuse_free(k); /* and the Lua state and libraries plugins and rules live in */
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* kfuse-run: parse a .kf file, verify it, run one graph on a backend and
  * print (and optionally write) its outputs. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,16 +10,18 @@
 
 #include "equiv.h"
 #include "interp.h"
+#include "cli.h"
 #include "cuda.h"
 #include "cuda_backend.h"
 #include "kf.h"
+#include "kfuse_int.h"
 #include "npy.h"
-#include "plugin.h"
 #include "tensor.h"
 #include "tune.h"
 
 static const char usage[] =
-	"usage: kfuse-run FILE.kf [options]\n"
+	"usage: kfuse-run FILE.kf|FILE.onnx|- [options]\n"
+	"Runs one graph of a model (- for stdin) on a backend and prints its outputs.\n"
 	"  --graph NAME            the graph to run (default: the first)\n"
 	"  --plugin FILE           load an op plugin (FILE.so, or FILE.lua with op{} declarations)\n"
 	"                          before parsing, so graphs may use its ops; repeatable\n"
@@ -40,7 +43,8 @@ static const char usage[] =
 	"  --tune                  cuda: time the tile configs of each contraction kernel, keep the\n"
 	"                          fastest, record it in $KFUSE_CACHE_DIR/tune.txt (docs/matmul.md);\n"
 	"                          --tune=force also re-tunes shapes the file has\n"
-	"  --help, --version\n";
+	"  -h, --help, --version\n"
+	"Exit status: 0 done (and every check passed), 1 an error or a failed check, 2 a usage error.\n";
 
 #define MAXKV 64
 
@@ -54,146 +58,95 @@ typedef struct opt {
 	double rtol, atol;
 } opt;
 
-static int fail_usage(const char *fmt, const char *arg)
+enum {
+	O_GRAPH = 256, O_PLUGIN, O_INPUT, O_RANDOM, O_SEED, O_DIM, O_SAVE, O_OUTDIR, O_BACKEND, O_COMPARE,
+	O_EXPECT, O_RTOL, O_ATOL, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
+};
+
+/* Appends v to list (at most MAXKV) when it has an '='; else a usage error. */
+static bool add_kv(const char **list, int *n, const char *opt, const char *want, const char *v)
 {
-	fprintf(stderr, "kfuse-run: error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
-	return 1;
+	if (*n == MAXKV || !strchr(v, '=')) {
+		kf_cli_usage("%s wants %s, not '%s' (at most %d of them)", opt, want, v, MAXKV);
+		return false;
+	}
+	list[(*n)++] = v;
+	return true;
 }
 
-/* `--name=value` or `--name value`; advances *i for the second form. */
-static const char *optval(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
-static bool parse_num(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	*out = strtod(s, &end);
-	return s[0] && !*end && !errno;
-}
-
+/* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
 static int parse_args(int argc, char **argv, opt *o)
 {
+	static const struct option longs[] = {
+		{"graph", required_argument, 0, O_GRAPH}, {"plugin", required_argument, 0, O_PLUGIN},
+		{"input", required_argument, 0, O_INPUT}, {"random-inputs", no_argument, 0, O_RANDOM},
+		{"seed", required_argument, 0, O_SEED}, {"dim", required_argument, 0, O_DIM},
+		{"save-inputs", required_argument, 0, O_SAVE}, {"output-dir", required_argument, 0, O_OUTDIR},
+		{"backend", required_argument, 0, O_BACKEND}, {"compare", required_argument, 0, O_COMPARE},
+		{"expect", required_argument, 0, O_EXPECT}, {"rtol", required_argument, 0, O_RTOL},
+		{"atol", required_argument, 0, O_ATOL}, {"bench", required_argument, 0, O_BENCH},
+		{"profile", no_argument, 0, O_PROFILE}, {"no-graph", no_argument, 0, O_NO_GRAPH},
+		{"tune", optional_argument, 0, O_TUNE}, {"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
 	*o = (opt){.rtol = 1e-4, .atol = 1e-5, .backend = "cpu"};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		double d;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage, stdout);
-			exit(0);
-		} else if (!strcmp(a, "--version")) {
-			printf("kfuse-run %s\n", KF_VERSION);
-			exit(0);
-		} else if (!strcmp(a, "--random-inputs")) {
-			o->random = true;
-		} else if ((v = optval(argc, argv, &i, "--graph"))) {
-			o->graph = v[0] == '@' ? v + 1 : v;
-		} else if ((v = optval(argc, argv, &i, "--input"))) {
-			if (o->ninput == MAXKV || !strchr(v, '='))
-				return fail_usage("--input wants NAME=FILE.npy, not '%s'", v);
-			o->input[o->ninput++] = v;
-		} else if ((v = optval(argc, argv, &i, "--dim"))) {
-			if (o->ndim == MAXKV || !strchr(v, '='))
-				return fail_usage("--dim wants SYM=SIZE, not '%s'", v);
-			o->dim[o->ndim++] = v;
-		} else if ((v = optval(argc, argv, &i, "--plugin"))) {
-			if (o->nplugin == MAXKV || !v[0])
-				return fail_usage("--plugin wants a file (at most 64 of them), not '%s'", v);
-			o->plugin[o->nplugin++] = v;
-		} else if ((v = optval(argc, argv, &i, "--expect"))) {
-			if (o->nexpect == MAXKV || !strchr(v, '='))
-				return fail_usage("--expect wants OUT=FILE.npy, not '%s'", v);
-			o->expect[o->nexpect++] = v;
-		} else if ((v = optval(argc, argv, &i, "--seed"))) {
-			if (!parse_num(v, &d) || d < 0)
-				return fail_usage("--seed wants a number, not '%s'", v);
-			o->seed = (uint64_t)d;
-		} else if ((v = optval(argc, argv, &i, "--output-dir"))) {
-			o->outdir = v;
-		} else if ((v = optval(argc, argv, &i, "--save-inputs"))) {
-			o->savedir = v;
-		} else if ((v = optval(argc, argv, &i, "--backend"))) {
-			o->backend = v;
-		} else if ((v = optval(argc, argv, &i, "--compare"))) {
-			if (strcmp(v, "cpu") != 0)
-				return fail_usage("--compare knows only 'cpu', not '%s'", v);
-			o->compare = v;
-		} else if ((v = optval(argc, argv, &i, "--rtol"))) {
-			if (!parse_num(v, &o->rtol) || o->rtol < 0)
-				return fail_usage("--rtol wants a number >= 0, not '%s'", v);
-		} else if ((v = optval(argc, argv, &i, "--atol"))) {
-			if (!parse_num(v, &o->atol) || o->atol < 0)
-				return fail_usage("--atol wants a number >= 0, not '%s'", v);
-		} else if (!strcmp(a, "--tune") || !strcmp(a, "--tune=force")) {
-			o->tune = a[6] ? 2 : 1;
-		} else if (!strcmp(a, "--profile")) {
-			o->profile = true;
-		} else if (!strcmp(a, "--no-graph")) {
-			o->no_graph = true;
-		} else if ((v = optval(argc, argv, &i, "--bench"))) {
-			if (!parse_num(v, &d) || d < 1 || d > 1e6)
-				return fail_usage("--bench wants a count from 1, not '%s'", v);
-			o->bench = (int)d;
-		} else if (a[0] == '-' && a[1]) {
-			return fail_usage("unknown or incomplete option '%s'", a);
-		} else if (o->file) {
-			return fail_usage("one input file only ('%s' is a second)", a);
-		} else {
-			o->file = a;
+	int ch;
+	long long n;
+	bool ok = true;
+	while (ok && (ch = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'h': fputs(usage, stdout); return 1;
+		case O_VERSION: kf_cli_version(); return 1;
+		case O_RANDOM: o->random = true; break;
+		case O_GRAPH: o->graph = optarg[0] == '@' ? optarg + 1 : optarg; break;
+		case O_INPUT: ok = add_kv(o->input, &o->ninput, "--input", "NAME=FILE.npy", optarg); break;
+		case O_DIM: ok = add_kv(o->dim, &o->ndim, "--dim", "SYM=SIZE", optarg); break;
+		case O_EXPECT: ok = add_kv(o->expect, &o->nexpect, "--expect", "OUT=FILE.npy", optarg); break;
+		case O_PLUGIN:
+			if (o->nplugin == MAXKV || !optarg[0])
+				return kf_cli_usage("--plugin wants a file (at most %d of them), not '%s'", MAXKV,
+						    optarg) + 1;
+			o->plugin[o->nplugin++] = optarg;
+			break;
+		case O_SEED: ok = kf_cli_u64("--seed", optarg, &o->seed); break;
+		case O_OUTDIR: o->outdir = optarg; break;
+		case O_SAVE: o->savedir = optarg; break;
+		case O_BACKEND:
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
+				return kf_cli_usage("--backend is cpu, cuda or auto, not '%s'", optarg) + 1;
+			o->backend = optarg;
+			break;
+		case O_COMPARE:
+			if (strcmp(optarg, "cpu") != 0)
+				return kf_cli_usage("--compare knows only 'cpu', not '%s'", optarg) + 1;
+			o->compare = optarg;
+			break;
+		case O_RTOL: ok = kf_cli_double("--rtol", optarg, 0, &o->rtol); break;
+		case O_ATOL: ok = kf_cli_double("--atol", optarg, 0, &o->atol); break;
+		case O_TUNE:
+			if (optarg && strcmp(optarg, "force"))
+				return kf_cli_usage("--tune takes no value or =force, not '%s'", optarg) + 1;
+			o->tune = optarg ? 2 : 1;
+			break;
+		case O_PROFILE: o->profile = true; break;
+		case O_NO_GRAPH: o->no_graph = true; break;
+		case O_BENCH:
+			ok = kf_cli_int("--bench", optarg, 1, 1000000, &n);
+			o->bench = (int)n;
+			break;
+		default: return kf_cli_bad_option(ch, argv) + 1;
 		}
 	}
+	if (!ok)
+		return kf_cli_status() + 1;
+	for (int i = optind; i < argc; i++) {
+		if (o->file)
+			return kf_cli_usage("one input file only ('%s' is a second)", argv[i]) + 1;
+		o->file = argv[i];
+	}
 	if (!o->file)
-		return fail_usage("%s", "no input file");
+		return kf_cli_usage("no input file (use - for stdin)") + 1;
 	return 0;
-}
-
-/* The backend named by --backend (runtime/backend.h).  auto: cuda when its
- * driver loads and a device is there, else the interpreter, said plainly. */
-static kf_backend *pick_backend(kf_ctx *c, const char *name, const kf_cuda_opts *co)
-{
-	if (!strcmp(name, "cpu"))
-		return kf_backend_cpu_new(c);
-	if (!strcmp(name, "cuda"))
-		return kf_backend_cuda_new(c, co);
-	if (strcmp(name, "auto")) {
-		kf_error(c, KF_NOLOC, "--backend: unknown backend '%s' (cpu, cuda, auto)", name);
-		return NULL;
-	}
-	kf_backend *be = kf_backend_cuda_new(c, co);
-	char why[512];
-	if (!be || be->available(be, why, sizeof why))
-		return be;
-	kf_backend_free(be);
-	fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s\n", why);
-	return kf_backend_cpu_new(c);
-}
-
-static kf_graph *pick_graph(kf_ctx *c, kf_module *m, const char *name)
-{
-	for (uint32_t i = 0; i < m->ngraph; i++)
-		if (!name || !strcmp(kf_str(c, m->graph[i]->name), name))
-			return m->graph[i];
-	if (!name) {
-		kf_error(c, (kf_loc){m->src, 0}, "the file holds no graph");
-		return NULL;
-	}
-	kf_buf have = {0};
-	for (uint32_t i = 0; i < m->ngraph; i++)
-		kf_buf_printf(&have, "%s@%s", i ? ", " : "", kf_str(c, m->graph[i]->name));
-	kf_error(c, (kf_loc){m->src, 0}, "no graph @%s here (it has %.*s)", name, (int)have.n, have.p);
-	kf_buf_free(&have);
-	return NULL;
 }
 
 /* Index of the graph input called name (with or without '%', or a number). */
@@ -454,25 +407,30 @@ static int cuda_report(kf_plan *p, kf_buf *report, int n)
 	return 0;
 }
 
-static int run(kf_ctx *c, const opt *o)
+/* Through the embedding API (include/kfuse/kfuse.h): the tool adds its
+ * inputs (files, random), reports and checks. */
+static int run(kfuse_ctx *k, const opt *o)
 {
+	kf_ctx *c = k->c;
 	kf_buf report = {0};
 	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .report = &report};
-	kf_backend *be = pick_backend(c, o->backend, &co);
+	char why[512] = "";
+	kf_backend *be = kf_api_backend(c, o->backend, &co, why, sizeof why);
+	if (be && why[0])
+		fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s\n", why);
 	bool cuda = be && !strcmp(be->name, "cuda");
 	/* plugins first: their ops must be registered for the file to parse,
 	 * and they bring their own CPU functions, which kf_rt_register keeps */
 	bool ok = be != NULL;
 	for (int i = 0; ok && i < o->nplugin; i++)
-		ok = kf_plugin_load(c, o->plugin[i]) >= 0;
-	kf_module *m = ok ? kf_parse_file(c, o->file) : NULL;
-	kf_graph *g = m ? pick_graph(c, m, o->graph) : NULL;
-	if (!g || kf_verify(g) > 0) {
-		kf_module_free(m);
+		ok = kfuse_load_plugin(k, o->plugin[i]) == 0;
+	kfuse_model *m = ok ? kfuse_load(k, o->file) : NULL;
+	kf_graph *g = m ? kf_api_graph(m, o->graph) : NULL;
+	if (!g) {
+		kfuse_model_free(m);
 		kf_backend_free(be);
 		return -1;
 	}
-	kf_rt_register(c);
 	uint32_t nin = g->blk[0].narg;
 	kf_tensor *in = calloc(nin + g->nres + 1, sizeof *in), *out = in + nin;
 	bool *given = calloc(nin + 1, sizeof *given);
@@ -497,13 +455,16 @@ static int run(kf_ctx *c, const opt *o)
 		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
 		rc = kf_tune_graph(g, &to);
 	}
-	kf_plan *plan = NULL;
-	if (rc == 0 && !(plan = be->compile(be, g)))
-		rc = -1;
-	if (rc == 0)
-		rc = be->run(plan, in, (int)nin, out, (int)g->nres);
+	kfuse_compiled *x = NULL;
 	if (rc == 0) {
-		printf("@%s on %s:\n", kf_str(c, g->name), be->name);
+		x = kf_api_compile(m, o->graph, be); /* owns be from here on */
+		be = NULL;
+		rc = x ? 0 : -1;
+	}
+	if (rc == 0)
+		rc = kf_api_run(x, in, (int)nin, out, (int)g->nres);
+	if (rc == 0) {
+		printf("@%s on %s:\n", kf_str(c, g->name), kfuse_compiled_backend(x));
 		print_outputs(g, out);
 	}
 	if (rc == 0 && o->outdir)
@@ -513,9 +474,9 @@ static int run(kf_ctx *c, const opt *o)
 	if (rc == 0 && o->compare)
 		rc = compare_cpu(g, in, nin, out, o);
 	if (rc == 0 && cuda)
-		rc = cuda_report(plan, &report, o->bench);
+		rc = cuda_report(x->plan, &report, o->bench);
 	else if (rc == 0 && o->bench)
-		rc = bench(plan, in, nin, o->bench);
+		rc = bench(x->plan, in, nin, o->bench);
 	for (uint32_t i = 0; in && i < nin + g->nres; i++)
 		kf_tensor_free(&in[i]);
 	free(in);
@@ -523,21 +484,23 @@ static int run(kf_ctx *c, const opt *o)
 	if (report.n)
 		printf("%.*s", (int)report.n, report.p);
 	kf_buf_free(&report);
-	kf_plan_free(plan);
+	kfuse_compiled_free(x);
 	kf_backend_free(be);
-	kf_module_free(m);
+	kfuse_model_free(m);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	opt o;
-	if (parse_args(argc, argv, &o) != 0)
-		return 1;
-	kf_ctx *c = kf_ctx_new();
-	int rc = run(c, &o);
+	kf_cli_init("kfuse-run", 2);
+	int st = parse_args(argc, argv, &o);
+	if (st)
+		return st - 1;
+	kfuse_ctx *k = kfuse_new();
+	int rc = run(k, &o);
 	fflush(stdout);
-	kf_diag_flush(c, stderr);
-	kf_ctx_free(c);
+	fputs(kfuse_error(k), stderr);
+	kfuse_free(k);
 	return rc == 0 ? 0 : 1;
 }

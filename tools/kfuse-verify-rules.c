@@ -1,6 +1,7 @@
 /* kfuse-verify-rules: checks Lua rule files.
  *
  *   kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] [--only-examples] [-v]
+ *   (--help has the details)
  *
  * For every rule: builds its pattern as a graph for each set of input types
  * (the rule's `verify = {...}`, else every variable f32[16], f32[4,8] and
@@ -10,11 +11,13 @@
  * runs each file's embedded examples.  Exit 0 when all is well, 1 when a
  * rule or an example is wrong or a file does not load.
  */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "equiv.h"
 #include "interp.h"
 #include "kf.h"
@@ -279,11 +282,59 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out)
 	return rc < 0 ? -1 : bad;
 }
 
-static int usage(void)
+static const char usage[] =
+	"usage: kfuse-verify-rules [PATH...] [options]\n"
+	"Checks Lua rule files or directories of them (default: the standard rules; a\n"
+	"PATH not found here is looked up among them): every rule's replacement\n"
+	"computes what its pattern computes, on random inputs of each type set, and\n"
+	"every embedded example gives its expected output.\n"
+	"  --seed N          seed of the random inputs (default 12345)\n"
+	"  --trials N        random input sets per type set (default 3)\n"
+	"  --no-examples     skip the embedded examples\n"
+	"  --only-examples   run the examples only\n"
+	"  -v, --verbose     a line for every rule verified\n"
+	"  -h, --help, --version\n"
+	"Exit status: 0 all verified, 1 a rule or an example is wrong or a file does\n"
+	"not load, 2 a usage error.\n";
+
+enum { O_SEED = 256, O_TRIALS, O_NO_EXAMPLES, O_ONLY_EXAMPLES, O_VERSION };
+
+/* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
+static int parse_args(int argc, char **argv, opts *o, const char **paths, int *npath)
 {
-	fprintf(stderr, "usage: kfuse-verify-rules PATH... [--seed N] [--trials N] [--no-examples] "
-			"[--only-examples] [-v]\n");
-	return 2;
+	static const struct option longs[] = {
+		{"seed", required_argument, 0, O_SEED}, {"trials", required_argument, 0, O_TRIALS},
+		{"no-examples", no_argument, 0, O_NO_EXAMPLES},
+		{"only-examples", no_argument, 0, O_ONLY_EXAMPLES}, {"verbose", no_argument, 0, 'v'},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
+	int ch;
+	long long n;
+	while ((ch = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'h': fputs(usage, stdout); return 1;
+		case O_VERSION: kf_cli_version_rules(); return 1;
+		case O_SEED:
+			if (!kf_cli_u64("--seed", optarg, &o->seed))
+				return kf_cli_status() + 1;
+			break;
+		case O_TRIALS:
+			if (!kf_cli_int("--trials", optarg, 1, 1000, &n))
+				return kf_cli_status() + 1;
+			o->trials = (int)n;
+			break;
+		case O_NO_EXAMPLES: o->examples = false; break;
+		case O_ONLY_EXAMPLES: o->rules = false; break;
+		case 'v': o->verbose = true; break;
+		default: return kf_cli_bad_option(ch, argv) + 1;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (*npath == 64)
+			return kf_cli_usage("at most 64 paths") + 1;
+		paths[(*npath)++] = argv[i];
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -291,32 +342,19 @@ int main(int argc, char **argv)
 	opts o = {12345, 3, true, true, false};
 	const char *paths[64];
 	int npath = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--seed") && i + 1 < argc)
-			o.seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(a, "--trials") && i + 1 < argc)
-			o.trials = atoi(argv[++i]);
-		else if (!strcmp(a, "--no-examples"))
-			o.examples = false;
-		else if (!strcmp(a, "--only-examples"))
-			o.rules = false;
-		else if (!strcmp(a, "-v"))
-			o.verbose = true;
-		else if (a[0] == '-' || npath == 64)
-			return usage();
-		else
-			paths[npath++] = a;
-	}
-	if (!npath || o.trials < 1)
-		return usage();
+	kf_cli_init("kfuse-verify-rules", 2);
+	int st = parse_args(argc, argv, &o, paths, &npath);
+	if (st)
+		return st - 1;
 	kf_ctx *c = kf_ctx_new();
 	kf_rt_register(c);
 	int bad = 0, nrules = 0;
 	uint32_t nex = 0;
 	kf_buf out = {0};
-	for (int p = 0; p < npath; p++) {
-		kf_lrules *r = kf_lua_rules_load(c, paths[p]);
+	for (int p = 0; p < (npath ? npath : 1); p++) {
+		kf_buf path = {0};
+		kf_lrules *r = kf_rules_find(c, npath ? paths[p] : NULL, &path) == 0 ? kf_lua_rules_load(c, path.p) : NULL;
+		kf_buf_free(&path);
 		if (!r) {
 			bad = 1;
 			break;

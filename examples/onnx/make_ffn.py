@@ -1,50 +1,19 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes examples/onnx/ffn.onnx: a transformer feed-forward block as an
 exporter writes it, with layer norm and GELU spelled out as primitive ops
 (ReduceMean, Sub, Pow, Sqrt, Div, Erf, ...), fixed random weights.
 
-The protobuf is encoded by hand (the onnx Python package is not a Debian
-package); field numbers are those of onnx.proto.  Run it with any python3
-with numpy: the output is deterministic."""
-import struct, sys
+Built with the onnx Python package (Debian: python3-onnx) and checked with
+its checker; the output is deterministic, and tests/onnx (onnx/make-ffn)
+checks that the committed ffn.onnx is exactly what this script writes.
+
+    /usr/bin/python3 examples/onnx/make_ffn.py examples/onnx/ffn.onnx"""
+import sys
+
 import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
-def varint(n):
-    n &= (1 << 64) - 1  # negative ints are 64-bit two's complement
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-def key(field, wire): return varint(field << 3 | wire)
-def f_int(field, v): return key(field, 0) + varint(v)
-def f_bytes(field, b): return key(field, 2) + varint(len(b)) + b
-def f_str(field, s): return f_bytes(field, s.encode())
-def f_float(field, v): return key(field, 5) + struct.pack("<f", v)
-
-FLOAT, INT, INTS = 1, 2, 7  # AttributeProto.AttributeType
-
-def attr_f(name, v): return f_str(1, name) + f_float(2, v) + f_int(20, FLOAT)
-def attr_i(name, v): return f_str(1, name) + f_int(3, v) + f_int(20, INT)
-def attr_ints(name, vs): return f_str(1, name) + b"".join(f_int(8, v) for v in vs) + f_int(20, INTS)
-
-def node(op, ins, outs, *attrs):
-    b = b"".join(f_str(1, i) for i in ins) + b"".join(f_str(2, o) for o in outs)
-    b += f_str(3, outs[0] + "_node") + f_str(4, op)
-    return b + b"".join(f_bytes(5, a) for a in attrs)
-
-def tensor(name, arr):
-    arr = np.asarray(arr, dtype="<f4").copy(order="C")  # keeps 0-d scalars 0-d
-    b = b"".join(f_int(1, d) for d in arr.shape) + f_int(2, 1)  # FLOAT
-    return b + f_str(8, name) + f_bytes(9, arr.tobytes())
-
-def value_info(name, shape):
-    dims = b"".join(f_bytes(1, f_int(1, d)) for d in shape)
-    tt = f_int(1, 1) + f_bytes(2, dims)
-    return f_str(1, name) + f_bytes(2, f_bytes(1, tt))
 
 def main(path):
     T, D, F = 8, 64, 256
@@ -56,12 +25,17 @@ def main(path):
         "eps": np.array(1e-5), "two": np.array(2.0), "sqrt2": np.array(np.sqrt(2.0)),
         "one": np.array(1.0), "half": np.array(0.5),
     }
+    inits = [numpy_helper.from_array(np.asarray(v, dtype=np.float32), name=k) for k, v in w.items()]
+
+    def node(op, ins, outs, **attrs):
+        return helper.make_node(op, ins, outs, name=outs[0] + "_node", **attrs)
+
     nodes = [
         # layer norm over the last axis, as PyTorch's exporter writes it without LayerNormalization
-        node("ReduceMean", ["x"], ["mu"], attr_ints("axes", [-1])),
+        node("ReduceMean", ["x"], ["mu"], axes=[-1]),
         node("Sub", ["x", "mu"], ["xc"]),
         node("Pow", ["xc", "two"], ["sq"]),
-        node("ReduceMean", ["sq"], ["var"], attr_ints("axes", [-1])),
+        node("ReduceMean", ["sq"], ["var"], axes=[-1]),
         node("Add", ["var", "eps"], ["ve"]),
         node("Sqrt", ["ve"], ["sd"]),
         node("Div", ["xc", "sd"], ["xn"]),
@@ -79,11 +53,16 @@ def main(path):
         node("Add", ["o0", "b2"], ["o1"]),
         node("Add", ["o1", "x"], ["y"]),
     ]
-    graph = b"".join(f_bytes(1, n) for n in nodes) + f_str(2, "ffn")
-    graph += b"".join(f_bytes(5, tensor(k, v)) for k, v in w.items())
-    graph += f_bytes(11, value_info("x", [T, D])) + f_bytes(12, value_info("y", [T, D]))
-    model = f_int(1, 8) + f_str(2, "kfuse-example") + f_bytes(7, graph)
-    model += f_bytes(8, f_str(1, "") + f_int(2, 17))
-    open(path, "wb").write(model)
+    graph = helper.make_graph(
+        nodes, "ffn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, D])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [T, D])],
+        initializer=inits)
+    # opset 17: ReduceMean still takes axes as an attribute
+    model = helper.make_model(graph, producer_name="kfuse-example", ir_version=8,
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+
 
 main(sys.argv[1] if len(sys.argv) > 1 else "ffn.onnx")

@@ -6,8 +6,10 @@
  * Usage: kfuse-check CHECKFILE [--input-file F] [options]   (stdin default)
  */
 #include "kfc.h"
+#include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,18 +191,9 @@ static void usage(FILE *f)
 		"  --dump-input=fail|always|never|help       annotated input dump on stderr\n"
 		"  --dump-input-filter=error|annotation|annotation-full|all\n"
 		"  --dump-input-context=N  -v  -vv\n"
-		"Exit status: 0 checks pass, 1 a check fails, 2 bad check file or input.\n", f);
-}
-
-/* Value of --opt=V or --opt V; NULL (after a message) when missing. */
-static const char *opt_value(int argc, char **argv, int *i, const char *eq)
-{
-	if (eq)
-		return eq + 1;
-	if (*i + 1 < argc)
-		return argv[++*i];
-	fprintf(stderr, "kfuse-check: option '%s' requires a value\n", argv[*i]);
-	return NULL;
+		"  -h, --help, --version\n"
+		"Options take one dash or two, as FileCheck's.  Exit status: 0 checks pass, 1 a\n"
+		"check fails (or a usage error, as FileCheck), 2 bad check file or input.\n", f);
 }
 
 static int pick(const char *v, const char *const *names, int n, const char *opt)
@@ -212,53 +205,57 @@ static int pick(const char *v, const char *const *names, int n, const char *opt)
 	return -1;
 }
 
-/* Returns 0 to go on, else the exit status + 1. */
+enum {
+	O_PREFIX = 256, O_COMMENT, O_IMPLICIT_NOT, O_INPUT, O_DUMP, O_FILTER, O_CONTEXT, O_FULL_LINES,
+	O_STRICT_WS, O_IGNORE_CASE, O_ALLOW_EMPTY, O_VAR_SCOPE, O_DAG_OVERLAP, O_NO_EFFECT, O_VV,
+	O_VERSION,
+};
+
+/* Returns 0 to go on, else the exit status + 1.  Options are LLVM's: one
+ * or two dashes, `-opt=V` or `-opt V` (getopt_long_only), -DVAR=VAL
+ * attached; messages are FileCheck's, which tests compare. */
 static int parse_args(int argc, char **argv, kfc_opts *o, args *a)
 {
 	static const char *const dumps[] = {"fail", "always", "never", "help"};
 	static const char *const filters[] = {"", "all", "annotation-full", "annotation", "error"};
-	for (int i = 1; i < argc; i++) {
-		char *arg = argv[i];
-		if (arg[0] != '-' || !arg[1]) {
-			if (a->check) {
-				fputs("kfuse-check: Too many positional arguments specified!\n", stderr);
-				return 2;
-			}
-			a->check = arg;
-			continue;
-		}
-		if (!strncmp(arg, "-D", 2)) {
-			/* a prefix option, as in FileCheck: the value is attached */
-			if (!arg[2]) {
-				fputs("kfuse-check: for the -D option: requires a value!\n", stderr);
-				return 2;
-			}
-			add_list(a, 3, arg + 2, false);
-			continue;
-		}
-		const char *name = arg + (arg[1] == '-' ? 2 : 1);
-		const char *eq = strchr(name, '=');
-		size_t nl = eq ? (size_t)(eq - name) : strlen(name);
-#define IS(s) (nl == strlen(s) && !strncmp(name, s, nl))
-		const char *v;
-		if (IS("check-prefix") || IS("check-prefixes")) {
-			if (!(v = opt_value(argc, argv, &i, eq)))
-				return 2;
-			add_list(a, 0, v, true);
-		} else if (IS("comment-prefixes")) {
-			if (!(v = opt_value(argc, argv, &i, eq)))
-				return 2;
+	static const struct option longs[] = {
+		{"check-prefix", required_argument, 0, O_PREFIX},
+		{"check-prefixes", required_argument, 0, O_PREFIX},
+		{"comment-prefixes", required_argument, 0, O_COMMENT},
+		{"implicit-check-not", required_argument, 0, O_IMPLICIT_NOT},
+		{"input-file", required_argument, 0, O_INPUT},
+		{"dump-input", required_argument, 0, O_DUMP},
+		{"dump-input-filter", required_argument, 0, O_FILTER},
+		{"dump-input-context", required_argument, 0, O_CONTEXT},
+		{"match-full-lines", no_argument, 0, O_FULL_LINES},
+		{"strict-whitespace", no_argument, 0, O_STRICT_WS},
+		{"ignore-case", no_argument, 0, O_IGNORE_CASE},
+		{"allow-empty", no_argument, 0, O_ALLOW_EMPTY},
+		{"enable-var-scope", no_argument, 0, O_VAR_SCOPE},
+		{"allow-deprecated-dag-overlap", no_argument, 0, O_DAG_OVERLAP},
+		/* accepted for compatibility; no effect here */
+		{"allow-unused-prefixes", no_argument, 0, O_NO_EFFECT},
+		{"color", no_argument, 0, O_NO_EFFECT}, {"no-color", no_argument, 0, O_NO_EFFECT},
+		{"v", no_argument, 0, 'v'}, {"vv", no_argument, 0, O_VV},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+	};
+	long long n;
+	int ch;
+	opterr = 0;
+	/* glibc's full restart: the fuzz target runs this main many times */
+	optind = 0;
+	while ((ch = getopt_long_only(argc, argv, ":D:hv", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'D': add_list(a, 3, optarg, false); break;
+		case O_PREFIX: add_list(a, 0, optarg, true); break;
+		case O_COMMENT:
 			a->any_comment_opt = true;
-			add_list(a, 1, v, true);
-		} else if (IS("implicit-check-not")) {
-			if (!(v = opt_value(argc, argv, &i, eq)))
-				return 2;
-			add_list(a, 2, v, false);
-		} else if (IS("input-file")) {
-			if (!(a->input = opt_value(argc, argv, &i, eq)))
-				return 2;
-		} else if (IS("dump-input")) {
-			if (!(v = opt_value(argc, argv, &i, eq)) || (o->dump = pick(v, dumps, 4, "dump-input")) < 0)
+			add_list(a, 1, optarg, true);
+			break;
+		case O_IMPLICIT_NOT: add_list(a, 2, optarg, false); break;
+		case O_INPUT: a->input = optarg; break;
+		case O_DUMP:
+			if ((o->dump = pick(optarg, dumps, 4, "dump-input")) < 0)
 				return 2;
 			if (o->dump == 3) {
 				fputs("The input dump shows each input line once, numbered, followed by\n"
@@ -268,42 +265,49 @@ static int parse_args(int argc, char **argv, kfc_opts *o, args *a)
 					"!~~ a match that is an error, ? a possible intended match.\n", stdout);
 				return 1;
 			}
-		} else if (IS("dump-input-filter")) {
-			if (!(v = opt_value(argc, argv, &i, eq)) || (o->filter = pick(v, filters, 5, "dump-input-filter")) <= 0)
+			break;
+		case O_FILTER:
+			if ((o->filter = pick(optarg, filters, 5, "dump-input-filter")) <= 0)
 				return 2;
-		} else if (IS("dump-input-context")) {
-			if (!(v = opt_value(argc, argv, &i, eq)))
+			break;
+		case O_CONTEXT:
+			if (!kf_cli_int("--dump-input-context", optarg, 0, 1000000, &n))
+				return kf_cli_status() + 1;
+			o->context = (int)n;
+			break;
+		case O_FULL_LINES: o->match_full_lines = true; break;
+		case O_STRICT_WS: o->strict_ws = true; break;
+		case O_IGNORE_CASE: o->ignore_case = true; break;
+		case O_ALLOW_EMPTY: o->allow_empty = true; break;
+		case O_VAR_SCOPE: o->var_scope = true; break;
+		case O_DAG_OVERLAP: o->dag_overlap = true; break;
+		case O_NO_EFFECT: break;
+		case 'v': o->verbose = true; break;
+		case O_VV: o->verbose = o->vverbose = true; break;
+		case 'h': usage(stdout); return 1;
+		case O_VERSION:
+			kf_cli_version();
+			puts("FileCheck 19 compatible");
+			return 1;
+		case ':':
+			if (optopt == 'D') {
+				fputs("kfuse-check: for the -D option: requires a value!\n", stderr);
 				return 2;
-			o->context = atoi(v);
-		} else if (IS("match-full-lines"))
-			o->match_full_lines = true;
-		else if (IS("strict-whitespace"))
-			o->strict_ws = true;
-		else if (IS("ignore-case"))
-			o->ignore_case = true;
-		else if (IS("allow-empty"))
-			o->allow_empty = true;
-		else if (IS("enable-var-scope"))
-			o->var_scope = true;
-		else if (IS("allow-deprecated-dag-overlap"))
-			o->dag_overlap = true;
-		else if (IS("allow-unused-prefixes") || IS("color") || IS("no-color"))
-			; /* accepted for compatibility; no effect here */
-		else if (IS("v"))
-			o->verbose = true;
-		else if (IS("vv"))
-			o->verbose = o->vverbose = true;
-		else if (IS("help") || IS("h")) {
-			usage(stdout);
-			return 1;
-		} else if (IS("version")) {
-			puts("kfuse-check (kfuse " "0.1.0" "), FileCheck 19 compatible");
-			return 1;
-		} else {
-			fprintf(stderr, "kfuse-check: Unknown command line argument '%s'.  Try: 'kfuse-check --help'\n", arg);
+			}
+			fprintf(stderr, "kfuse-check: option '%s' requires a value\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "kfuse-check: Unknown command line argument '%s'.  Try: 'kfuse-check --help'\n",
+				argv[optind - 1]);
 			return 2;
 		}
-#undef IS
+	}
+	for (int i = optind; i < argc; i++) {
+		if (a->check) {
+			fputs("kfuse-check: Too many positional arguments specified!\n", stderr);
+			return 2;
+		}
+		a->check = argv[i];
 	}
 	return 0;
 }
@@ -420,6 +424,8 @@ int main(int argc, char **argv)
 	kfc_ctx c = {0};
 	args a = {0};
 	c.o.context = 5;
+	/* usage errors exit 1, as FileCheck's (LLVM's command line library) */
+	kf_cli_init("kfuse-check", 1);
 	int st = parse_args(argc, argv, &c.o, &a);
 	int rc;
 	if (st)

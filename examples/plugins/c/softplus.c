@@ -1,10 +1,11 @@
 /* softplus.c: a C plugin for kfuse: the op `softplus` (log(1 + e^x)) and a
  * pass `fold-softplus` that rewrites log(1 + exp(x)) into it.
  *
- * Build (see CMakeLists.txt beside it, or by hand):
+ * Build against an installed kfuse (see CMakeLists.txt beside it, or by
+ * hand with pkg-config):
  *
- *     cc -shared -fPIC -O2 -I$KFUSE/core -I/usr/include/lua5.4 \
- *        -Wl,-z,defs softplus.c -o libkfuse_softplus.so -lm
+ *     cc -shared -fPIC -O2 $(pkg-config --cflags kfuse) -Wl,-z,defs \
+ *        softplus.c -o libkfuse_softplus.so -lm
  *     kfuse-opt model.kf --plugin ./libkfuse_softplus.so -p fold-softplus,fuse
  *
  * Everything it calls in kfuse goes through the api table (kfuse_plugin.h):
@@ -13,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kfuse_plugin.h"
+#include <kfuse/kfuse_plugin.h>
 
 static const kfuse_plugin_api *api;
 static int op_softplus = -1;

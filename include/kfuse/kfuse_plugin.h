@@ -1,5 +1,7 @@
 /* kfuse_plugin.h: the public C API of kfuse plugins (.so files loaded with
- * `kfuse-opt --plugin x.so`).
+ * `kfuse-opt --plugin x.so`), installed as <kfuse/kfuse_plugin.h> with the
+ * two headers it includes (kf.h, pass.h); `pkg-config --cflags kfuse` or
+ * CMake's find_package(kfuse) and the target kfuse::plugin find them.
  *
  * A plugin exports one function,
  *
