@@ -12,6 +12,7 @@
 typedef const Onnx__NodeProto NP;
 
 #define MAXSP 3
+#define WIN_MAX (INT64_C(1) << 31)
 
 /* A node's window: kernel, strides, dilations, pads (begins, then ends). */
 typedef struct window {
@@ -50,6 +51,14 @@ static int read_window(kf_imp *I, NP *np, const kf_type *x, const int64_t *kerne
 		if (kf_imp_attr_ints(np, lists[l], dst[l], want) != want)
 			return kf_imp_fail(I, "attribute '%s' must have %d entries", lists[l], want);
 	}
+	/* the arithmetic below (auto_pad, output_shape) needs sane values;
+	 * the op's type inference says the rest */
+	for (int i = 0; i < nsp; i++)
+		if (w->s[i] < 1 || w->s[i] > WIN_MAX || w->d[i] < 1 || w->d[i] > WIN_MAX || w->k[i] < 1 ||
+		    w->k[i] > WIN_MAX || w->pads[i] < 0 || w->pads[i] > WIN_MAX || w->pads[nsp + i] < 0 ||
+		    w->pads[nsp + i] > WIN_MAX)
+			return kf_imp_fail(I, "kernel, strides, dilations and pads must be positive (pads 0 or more) and "
+					      "below 2^31");
 	kf_imp_attr_str(np, "auto_pad", "NOTSET", w->auto_pad, sizeof w->auto_pad);
 	if (strcmp(w->auto_pad, "NOTSET") && strcmp(w->auto_pad, "VALID") && strcmp(w->auto_pad, "SAME_UPPER") &&
 	    strcmp(w->auto_pad, "SAME_LOWER"))
@@ -72,8 +81,8 @@ static int resolve_auto_pad(kf_imp *I, window *w, const kf_type *x)
 	for (int i = 0; i < w->nsp; i++) {
 		int64_t in = x->dim[2 + i], total = 0;
 		if (same(w)) {
-			if (KF_IS_SYM(in))
-				return kf_imp_fail(I, "auto_pad %s needs static spatial dims", w->auto_pad);
+			if (KF_IS_SYM(in) || in > WIN_MAX)
+				return kf_imp_fail(I, "auto_pad %s needs static spatial dims below 2^31", w->auto_pad);
 			int64_t out = (in + w->s[i] - 1) / w->s[i], keff = w->d[i] * (w->k[i] - 1) + 1;
 			total = (out - 1) * w->s[i] + keff - in;
 			total = total < 0 ? 0 : total;
@@ -158,9 +167,13 @@ static int transpose_pads(kf_imp *I, NP *np, window *w, const kf_type *x, int64_
 		return resolve_auto_pad(I, w, x); /* VALID or NOTSET */
 	for (int i = 0; i < w->nsp; i++) {
 		int64_t in = x->dim[2 + i];
-		if (KF_IS_SYM(in))
-			return kf_imp_fail(I, "output_shape or auto_pad SAME needs static spatial dims");
+		if (KF_IS_SYM(in) || in > WIN_MAX)
+			return kf_imp_fail(I, "output_shape or auto_pad SAME needs static spatial dims below 2^31");
+		if (opad[i] < 0 || opad[i] > WIN_MAX)
+			return kf_imp_fail(I, "output_padding must be 0 or more and below 2^31");
 		int64_t out = given ? oshape[no - w->nsp + i] : in * w->s[i];
+		if (out < 0 || out > (INT64_C(1) << 62))
+			return kf_imp_fail(I, "output_shape %lld of spatial dim %d is out of range", (long long)out, i);
 		int64_t total = w->s[i] * (in - 1) + opad[i] + w->d[i] * (w->k[i] - 1) + 1 - out;
 		bool upper = !strcmp(w->auto_pad, "SAME_UPPER");
 		int64_t pb = upper ? half_down(total) : total - half_down(total), pe = total - pb;
