@@ -3,15 +3,18 @@
 PyTorch, imported by kfuse, optimised, run on the interpreter and compared
 with PyTorch's own output.
 
-    torch_models.py MODEL BUILD_DIR WORK_DIR [--pipeline P] [--max-seconds S]
+    torch_models.py MODEL BUILD_DIR WORK_DIR [--pipeline P] [--max-cpu-seconds S]
 
 MODEL is one of the names in MODELS.  Exits 77 (a skip) when this python has
-no torch/torchvision.  --max-seconds fails the test when the interpreter's
-run (kfuse-run --bench 1, the median line) takes longer.
+no torch/torchvision.  --max-cpu-seconds fails the test when kfuse-run (the
+weights read, a run and a timed run) takes more CPU time, summed over its
+threads: CPU time, because wall time on a shared machine measures the other
+jobs.
 """
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -103,7 +106,7 @@ def main():
                                                             'patterns'))
     ap.add_argument('--count', action='append', default=[],
                     help='TEXT=N: N top-level nodes of the optimised graph start with TEXT after the "="')
-    ap.add_argument('--max-seconds', type=float, default=0)
+    ap.add_argument('--max-cpu-seconds', type=float, default=0)
     ap.add_argument('--rtol', default='1e-3')
     ap.add_argument('--atol', default='1e-3')
     a = ap.parse_args()
@@ -137,7 +140,12 @@ def main():
            '--rtol', a.rtol, '--atol', a.atol, '--bench', '1']
     for i in range(len(ys)):
         cmd += ['--expect', '%d=%s.y%d.npy' % (i, base, i)]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
     out = run(cmd)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    print('kfuse-run: %.2f s of CPU time, %.2f s wall' % (cpu, time.time() - t0))
     with open(base + '.opt.kf') as f:
         text = f.read()
     print('after the pipeline: %d conv kernels, %d other kernels, %d transposes at the top level' % tuple(
@@ -148,9 +156,8 @@ def main():
         print('%d top-level nodes start with "%s"' % (got, op))
         if got != int(n):
             sys.exit('FAIL: %d nodes start with "%s" after the pipeline, expected %s' % (got, op, n))
-    ms = re.search(r'median ([0-9.]+) ms', out)
-    if a.max_seconds and ms and float(ms.group(1)) > 1000 * a.max_seconds:
-        sys.exit('FAIL: the interpreter took %s ms, over the limit of %g s' % (ms.group(1), a.max_seconds))
+    if a.max_cpu_seconds and cpu > a.max_cpu_seconds:
+        sys.exit('FAIL: kfuse-run took %.1f s of CPU time, over the limit of %g s' % (cpu, a.max_cpu_seconds))
     return 0
 
 
