@@ -4,6 +4,19 @@
 #include "onnx_import.h"
 #include "tensor_pb.h"
 
+/* A small integer vector (or scalar) whose elements may be symbolic dims:
+ * what Shape and the shape arithmetic after it compute (shapes.c).  It is
+ * tracked beside the graph values that compute it at run time, so that
+ * Reshape, Expand, Slice, Range and ConstantOfShape can take their sizes
+ * from it at compile time; the values it stood for die as dead code. */
+#define KF_SV_MAX KF_MAX_RANK
+typedef struct kf_sv {
+	bool set;
+	uint8_t n, rank;     /* elements; rank 0 (a scalar) or 1 */
+	uint16_t sym, known; /* bit i: e[i] is a symbolic dim; e[i] is known */
+	int64_t e[KF_SV_MAX];
+} kf_sv;
+
 typedef struct kf_imp {
 	kf_ctx *c;
 	kf_graph *g;
@@ -15,6 +28,9 @@ typedef struct kf_imp {
 	uint32_t *map;       /* interned ONNX name -> value + 1 */
 	uint32_t nmap;
 	kf_tid scalar_f32;   /* placeholder type until inference runs */
+	kf_sv *sv;           /* by value id: shape values (shapes.c) */
+	uint32_t nsv;
+	char dir[4096];      /* the model's directory, for external data */
 	bool failed;
 } kf_imp;
 

@@ -16,13 +16,11 @@
  * recognises (docs/persistent.md). */
 #include <stdlib.h>
 #include <string.h>
-#include "importer.h"
-
-typedef const Onnx__NodeProto NP;
+#include "tr.h"
 
 typedef struct rnn {
 	kf_imp *I;
-	NP *np;
+	kf_np *np;
 	bool lstm, lbr;
 	int64_t T, B, In, H, D;
 	int layout;
@@ -38,39 +36,16 @@ static kf_vid op2(rnn *R, int op, kf_vid a, kf_vid b)
 	return a == KF_NONE || b == KF_NONE ? KF_NONE : kf_imp_op(R->I, op, v, 2, NULL, 0);
 }
 
-static kf_vid sl(rnn *R, kf_vid v, int64_t axis, int64_t a, int64_t e)
-{
-	kf_attrval i0[1], i1[1], i2[1];
-	kf_attr at[3] = {kf_imp_ints_attr(R->I, "axes", i0, &axis, 1), kf_imp_ints_attr(R->I, "starts", i1, &a, 1),
-			 kf_imp_ints_attr(R->I, "ends", i2, &e, 1)};
-	return v == KF_NONE ? KF_NONE : kf_imp_op(R->I, KF_OP_SLICE, &v, 1, at, 3);
-}
-
-static kf_vid rs(rnn *R, kf_vid v, const int64_t *shape, int rank)
-{
-	kf_attrval it[KF_MAX_RANK];
-	kf_attr a = kf_imp_ints_attr(R->I, "shape", it, shape, rank);
-	return v == KF_NONE ? KF_NONE : kf_imp_op(R->I, KF_OP_RESHAPE, &v, 1, &a, 1);
-}
-
-static kf_vid cat(rnn *R, const kf_vid *v, int n, int64_t axis)
-{
-	kf_attr a = {kf_intern_cstr(R->I->c, "axis"), {.kind = KF_ATTR_INT, .i = axis}};
-	for (int i = 0; i < n; i++)
-		if (v[i] == KF_NONE)
-			return KF_NONE;
-	return kf_imp_op(R->I, KF_OP_CONCAT, v, n, &a, 1);
-}
+static kf_vid sl(rnn *R, kf_vid v, int64_t axis, int64_t a, int64_t e) { return kf_tr_slice(R->I, v, axis, a, e); }
+static kf_vid rs(rnn *R, kf_vid v, const int64_t *shape, int rank) { return kf_tr_reshape(R->I, v, shape, rank); }
+static kf_vid cat(rnn *R, const kf_vid *v, int n, int64_t axis) { return kf_tr_concat(R->I, v, n, axis); }
 
 /* Direction d's matrix of a [D, G, X] weight, transposed to [X, G]. */
 static kf_vid weight_t(rnn *R, kf_vid w, int64_t d)
 {
 	const kf_type *t = kf_vtype(R->I->g, w);
 	int64_t shape[2] = {t->dim[1], t->dim[2]};
-	kf_vid m = rs(R, sl(R, w, 0, d, d + 1), shape, 2);
-	kf_attrval it[2];
-	kf_attr a = kf_imp_ints_attr(R->I, "perm", it, (int64_t[]){1, 0}, 2);
-	return m == KF_NONE ? KF_NONE : kf_imp_op(R->I, KF_OP_TRANSPOSE, &m, 1, &a, 1);
+	return kf_tr_transpose(R->I, rs(R, sl(R, w, 0, d, d + 1), shape, 2), (int64_t[]){1, 0}, 2);
 }
 
 /* Direction d's [B, H] slice of an initial state (zeros when absent). */
@@ -203,7 +178,7 @@ static int direction(rnn *R, int64_t d, bool rev, kf_vid *ys, kf_vid *hT, kf_vid
 	return 0;
 }
 
-static int rnn_common(kf_imp *I, NP *np, kf_vid *out, bool lstm)
+static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, bool lstm)
 {
 	rnn R = {.I = I, .np = np, .lstm = lstm};
 	const Onnx__AttributeProto *a;

@@ -156,6 +156,12 @@ int kf_cpu_conv(KF_RT_CPU_ARGS);    /* cpu_conv.c */
 int kf_cpu_conv_transpose(KF_RT_CPU_ARGS);
 int kf_cpu_pool(KF_RT_CPU_ARGS);
 int kf_cpu_fusion(KF_RT_CPU_ARGS);  /* interp.c */
+int kf_cpu_gather(KF_RT_CPU_ARGS);  /* cpu_index.c */
+int kf_cpu_pad(KF_RT_CPU_ARGS);
+int kf_cpu_resize(KF_RT_CPU_ARGS);
+int kf_cpu_iota(KF_RT_CPU_ARGS);
+int kf_cpu_shape(KF_RT_CPU_ARGS);
+int kf_cpu_opaque(KF_RT_CPU_ARGS);
 
 /* Element-wise over numpy-broadcast operands (cpu_elementwise.c): gathers
  * tiles of each operand in kind[k], calls kern on them and stores the result
@@ -165,9 +171,11 @@ void kf_rt_elementwise(const kf_tensor *const *ops, const rt_kind *kind, int nop
 		       kf_tensor *out, rt_kind okind, kf_rt_kern kern, const void *param);
 
 /* Slice geometry (cpu_infer.c, shared with cpu_shape.c): for every dim of x
- * the first index, the step and the length of the result. */
-int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, int64_t *start, int64_t *step,
-		     int64_t *len, char *err, size_t errlen);
+ * the first index, the step and the length of the result.  res is the
+ * result's type as far as it is known (symbols bound): a symbolic end is
+ * read from it. */
+int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, const kf_type *res, int64_t *start,
+		     int64_t *step, int64_t *len, char *err, size_t errlen);
 /* The geometry of a conv, conv_transpose or pool node on input x
  * (cpu_conv.c, for the kernels and kf_rt_shape): spatial dims padded to 3
  * at the front (size 1, kernel 1), so one loop nest serves 1-D to 3-D. */
