@@ -111,6 +111,92 @@ for _, name in ipairs({"mul", "div", "add", "sub", "rsub"}) do
   end
 end
 
+-- Zero padding in front of a conv or an average pool, folded into their
+-- pads (PyTorch exports avg_pool2d with count_include_pad = True, its
+-- default, as Pad + AveragePool; other exporters pad convs explicitly):
+--   conv(pad(x), w, b?)  ->  conv(x, w, b?) {pads += the pad's spatial pads}
+--   avg_pool(pad(x))     ->  avg_pool(x) {pads, count_include_pad = true}
+-- when the pad is constant 0 on the spatial dims alone (none on the batch
+-- or channel dims, none negative).  The pool only when it had no pads of
+-- its own, no ceil_mode (an overhanging window would count differently)
+-- and the pads stay below the dilated kernel, as pools require.
+local function spatial_pads(m, last)
+  local pd = m.root.inputs[1].def
+  local pads, mode, value = pd:attr("pads"), pd:attr("mode"), pd:attr("value")
+  if (mode and mode ~= "constant") or (value and value ~= 0) or not pads then return nil end
+  local r = #pads // 2
+  local ch = last and r or 2
+  local out = {}
+  for i = 1, r do
+    local b, e = pads[i], pads[r + i]
+    if b < 0 or e < 0 then return nil end
+    if i == 1 or i == ch then
+      if b ~= 0 or e ~= 0 then return nil end
+    end
+  end
+  for i = 1, r do
+    if i ~= 1 and i ~= ch then out[#out + 1] = pads[i] end
+  end
+  for i = 1, r do
+    if i ~= 1 and i ~= ch then out[#out + 1] = pads[r + i] end
+  end
+  return out
+end
+
+local function channels_last(node)
+  local cl = node:attr("channels_last")
+  return cl == true or cl == 1
+end
+
+local function with_pads(node, add)
+  local attrs, old = node.attrs, node:attr("pads")
+  local pads = {}
+  for i = 1, #add do pads[i] = add[i] + (old and old[i] or 0) end
+  attrs.pads = pads
+  return attrs
+end
+
+for _, bias in ipairs({false, true}) do
+  local spec = {
+    name = "pad-into-conv" .. (bias and "/bias" or ""), benefit = 4,
+    where = function(m) return spatial_pads(m, channels_last(m.root)) ~= nil end,
+    verify = false, -- a pad needs its pads, which a random graph lacks: the golden test checks it
+  }
+  local function attrs_of(m) return with_pads(m.root, spatial_pads(m, channels_last(m.root))) end
+  if bias then
+    spec.pattern = function(x, w, b) return conv(pad(x), w, b) end
+    spec.replace = function(x, w, b, m) return conv(x, w, b, attrs_of(m)) end
+  else
+    spec.pattern = function(x, w) return conv(pad(x), w) end
+    spec.replace = function(x, w, m) return conv(x, w, attrs_of(m)) end
+  end
+  rule(spec)
+end
+
+rule {
+  name = "pad-into-avg_pool", benefit = 4,
+  pattern = function(x) return avg_pool(pad(x)) end,
+  where = function(m)
+    local p = m.root
+    local add = spatial_pads(m, channels_last(p))
+    if not add or p:attr("pads") or (p:attr("ceil_mode") and p:attr("ceil_mode") ~= 0 and p:attr("ceil_mode") ~= false) then
+      return false
+    end
+    local k, d, n = p:attr("kernel_shape"), p:attr("dilations"), #add // 2
+    for i = 1, n do
+      local keff = (d and d[i] or 1) * (k[i] - 1) + 1
+      if add[i] >= keff or add[n + i] >= keff then return false end
+    end
+    return true
+  end,
+  replace = function(x, m)
+    local attrs = with_pads(m.root, spatial_pads(m, channels_last(m.root)))
+    attrs.count_include_pad = true
+    return avg_pool(x, attrs)
+  end,
+  verify = false, -- as above
+}
+
 examples = {
   { -- BatchNormalization as the ONNX importer writes it, after a conv
     -- without a bias: folded into one conv with a bias
