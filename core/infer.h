@@ -64,7 +64,7 @@ bool kf_ic_same_dtype(kf_ic *ic, const kf_type *a, const kf_type *b);
  * types, which lets the verifier run it once per such combination. */
 bool kf_infer_types_only(const kf_opinfo *op);
 
-/* Inference functions of the ops in infer.c and infer_shape.c. */
+/* Inference functions of the ops in infer.c, infer_shape.c and infer_conv.c. */
 int kf_infer_const(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_reduce(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_softmax(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
@@ -85,5 +85,9 @@ int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 int kf_infer_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_shape_of(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_opaque(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+/* infer_conv.c: conv, conv_transpose, and max_pool / avg_pool (one function) */
+int kf_infer_conv(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_conv_transpose(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_pool(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 
 #endif

@@ -368,6 +368,7 @@ enum {
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
 	X(GATHER, "gather") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
 	X(SIN, "sin") X(COS, "cos") X(OPAQUE, "opaque") \
+	X(CONV, "conv") X(CONV_TRANSPOSE, "conv_transpose") X(MAX_POOL, "max_pool") X(AVG_POOL, "avg_pool") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 
 enum {

@@ -33,12 +33,12 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 	kf_graph *g = s->g;
 	kf_foreach_node(g, b, n) {
 		const kf_node *x = kf_N(g, n);
+		if (b == 0 && s->hoisted && s->hoisted[n])
+			continue; /* computed at plan time (cuda_hoist.c) */
 		if (x->op == KF_OP_RESHAPE) {
 			s->alias[kf_res(g, n, 0)] = kf_in(g, n, 0);
 			continue;
 		}
-		if (b == 0 && s->fold[n])
-			continue;
 		kf_kernel k;
 		int rc = kf_emit_node_for(g, n, &s->tgt, &k);
 		if (rc < 0)
@@ -277,106 +277,6 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 	return rc;
 }
 
-/* ---- planning: constants computed once ---------------------------------------------- */
-
-/* v is a constant: a const node's, a reshape's of one, or a folded node's. */
-static bool const_value(const kf_cuda_session *s, kf_vid v)
-{
-	const kf_graph *g = s->g;
-	for (kf_nid d = kf_def(g, v); d != KF_NONE; d = kf_def(g, kf_in(g, d, 0))) {
-		const kf_node *x = kf_N(g, d);
-		if (x->op == KF_OP_CONST || s->fold[d])
-			return true;
-		if (x->op != KF_OP_RESHAPE)
-			return false;
-	}
-	return false;
-}
-
-/* Marks the top-level nodes that move or convert the elements of constants
- * (injective ops but reshape, which is an alias anyway; casts): the plan
- * computes them once on the host with the interpreter's kernels and uploads
- * the result like a constant, instead of a kernel on every run (weights
- * concatenated by merge-matmul, transposed, cast to another precision). */
-static void mark_folds(kf_cuda_session *s)
-{
-	kf_graph *g = s->g;
-	kf_foreach_node(g, 0, n) {
-		const kf_node *x = kf_N(g, n);
-		const kf_opinfo *oi = kf_op(s->c, x->op);
-		if (x->op == KF_OP_RESHAPE || x->nin == 0 || !oi->cpu || (oi->flags & (KF_OPF_EFFECT | KF_OPF_REGION)) ||
-		    (oi->trait != KF_TRAIT_INJECTIVE && x->op != KF_OP_CAST && x->op != KF_OP_BROADCAST_TO) ||
-		    !kf_fuse_node_static(g, n))
-			continue;
-		bool ok = true;
-		for (uint32_t i = 0; i < x->nin && ok; i++)
-			ok = const_value(s, kf_in(g, n, i));
-		s->fold[n] = ok;
-	}
-}
-
-/* The host value of constant v (memoised in memo[]): the const kernel, a
- * reshape's bytes, or a folded node's kernel on its operands. */
-static kf_tensor *fold_value(kf_cuda_session *s, kf_vid v, kf_tensor **memo)
-{
-	kf_graph *g = s->g;
-	if (memo[v])
-		return memo[v];
-	kf_nid d = kf_def(g, v);
-	const kf_node *x = kf_N(g, d);
-	char err[256] = "";
-	kf_tensor in[16];
-	uint32_t nin = x->op == KF_OP_CONST ? 0 : x->nin, nres = x->nres;
-	if (nin > 16) {
-		kf_error(s->c, x->loc, "cuda: a constant node of %u operands", nin);
-		return NULL;
-	}
-	for (uint32_t i = 0; i < nin; i++) {
-		kf_tensor *t = fold_value(s, kf_in(g, d, i), memo);
-		if (!t)
-			return NULL;
-		in[i] = *t;
-	}
-	kf_tensor *out = calloc(nres, sizeof *out);
-	int rc = 0;
-	for (uint32_t r = 0; r < nres && rc == 0; r++)
-		rc = kf_tensor_alloc_type(&out[r], kf_vtype(g, kf_res(g, d, r)));
-	if (rc == 0 && x->op == KF_OP_RESHAPE)
-		memcpy(out[0].data, in[0].data, out[0].nbytes);
-	else if (rc == 0)
-		rc = kf_op(s->c, x->op)->cpu(g, d, in, (int)nin, out, (int)nres, err, sizeof err);
-	if (rc != 0) {
-		kf_error(s->c, x->loc, "cuda: cannot compute the constant: %s", err[0] ? err : "out of memory");
-		for (uint32_t r = 0; r < nres; r++)
-			kf_tensor_free(&out[r]);
-		free(out);
-		return NULL;
-	}
-	/* each result owns its own tensor struct (freed one by one) */
-	for (uint32_t r = 0; r < nres; r++) {
-		kf_tensor *t = malloc(sizeof *t);
-		*t = out[r];
-		memo[kf_res(g, d, r)] = t;
-	}
-	free(out);
-	return memo[v];
-}
-
-/* Uploads folded node n's results that steps read. */
-static int upload_fold(kf_cuda_session *s, kf_nid n, kf_tensor **memo)
-{
-	kf_graph *g = s->g;
-	for (uint32_t r = 0; r < kf_N(g, n)->nres; r++) {
-		kf_vid v = kf_res(g, n, r);
-		kf_tensor *t = fold_value(s, v, memo);
-		if (!t || own_buffer(s, v, vbytes(g, v)) != 0)
-			return -1;
-		if (s->cu && t->nbytes && kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Places every kernel-written buffer in one arena: a buffer may reuse the
  * space of buffers whose last reader ran before it is written. */
 static int plan_memory(kf_cuda_session *s)
@@ -540,12 +440,11 @@ static void unplan(kf_cuda_session *s)
 	if (s->cu && s->graph)
 		kf_cuda_graph_free(s->cu, s->graph);
 	s->graph = NULL;
+	kf_cb_hoist_free(s);
 	free(s->alias);
 	free(s->vptr);
-	free(s->fold);
 	s->alias = NULL;
 	s->vptr = NULL;
-	s->fold = NULL;
 	s->g = NULL;
 	s->ran = false;
 	memset(&s->stats, 0, sizeof s->stats);
@@ -579,11 +478,11 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		s->alias[v] = KF_NONE;
 	if (s->o.allow_tf32)
 		kf_tune_allow_tf32(g);
-	s->fold = calloc(g->nnode + 1, sizeof *s->fold);
-	mark_folds(s);
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
 	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report);
-	int rc = emit_block(s, 0);
+	int rc = kf_cb_hoist(s);
+	if (rc == 0)
+		rc = emit_block(s, 0);
 	/* contractions through cuBLASLt or cuBLAS (cuda_route.c) */
 	if (rc == 0)
 		rc = kf_cb_route(s);
@@ -625,29 +524,24 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			if (read)
 				rc = upload_const(s, n);
 		}
-	/* constants computed once (mark_folds) that some step or the return reads */
-	kf_tensor **memo = calloc(g->nval + 1, sizeof *memo);
-	kf_foreach_node(g, 0, n) {
-		if (rc != 0 || !s->fold[n])
+	/* hoisted results some step or the return reads */
+	for (uint32_t v = 0; rc == 0 && v < g->nval; v++) {
+		const kf_tensor *t = kf_cb_hoisted_value(s, v);
+		if (!t || kf_cb_root(s, v) != v)
 			continue;
 		bool read = false;
-		for (uint32_t r = 0; r < kf_N(g, n)->nres && !read; r++) {
-			kf_vid v = kf_res(g, n, r);
-			for (uint32_t i = 0; i < s->nst && !read; i++)
-				for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
-					read = kf_cb_root(s, s->st[i].k.in[j]) == v;
-			for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
-				read = kf_cb_root(s, kf_in(g, ret, j)) == v;
-		}
-		if (read)
-			rc = upload_fold(s, n, memo);
+		for (uint32_t i = 0; i < s->nst && !read; i++)
+			for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
+				read = kf_cb_root(s, s->st[i].k.in[j]) == v;
+		for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
+			read = kf_cb_root(s, kf_in(g, ret, j)) == v;
+		if (!read)
+			continue;
+		rc = own_buffer(s, v, vbytes(g, v));
+		if (rc == 0 && s->cu && t->nbytes)
+			rc = kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes);
 	}
-	for (uint32_t v = 0; v < g->nval; v++)
-		if (memo[v]) {
-			kf_tensor_free(memo[v]);
-			free(memo[v]);
-		}
-	free(memo);
+	kf_cb_hoist_free(s);
 	if (rc == 0)
 		rc = plan_memory(s);
 	if (rc == 0)

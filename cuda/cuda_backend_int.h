@@ -49,7 +49,6 @@ struct kf_cuda_session {
 	prog *pr;
 	uint32_t npr;
 	kf_vid *alias;         /* value -> value whose buffer it uses (KF_NONE: itself) */
-	bool *fold;            /* node -> computed from constants once, at plan time (fold_consts) */
 	kf_cuptr *vptr;        /* value -> device address */
 	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
 	uint32_t nown;
@@ -64,6 +63,8 @@ struct kf_cuda_session {
 	char blas_why[512];    /* why it did not open */
 	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
 	bool lt_tried;
+	uint8_t *hoisted;      /* per node: computed at plan time (cuda_hoist.c) */
+	struct kf_tensor *hv;  /* per value: the hoisted results and the consts they read */
 };
 
 static inline double kf_cb_now(void)
@@ -87,5 +88,12 @@ int kf_cb_compile(kf_cuda_session *s);
  * config says so (cuda_route.c): the GEMM and the kernels around it
  * replace the step.  0, or -1 with an error. */
 int kf_cb_route(kf_cuda_session *s);
+
+/* cuda_hoist.c: computes the top-level nodes that depend on constants
+ * alone (s->hoisted, results in s->hv); 0, or -1 with an error.  The
+ * tensor of a hoisted value, or NULL; and the freeing of them all. */
+int kf_cb_hoist(kf_cuda_session *s);
+const struct kf_tensor *kf_cb_hoisted_value(kf_cuda_session *s, kf_vid v);
+void kf_cb_hoist_free(kf_cuda_session *s);
 
 #endif

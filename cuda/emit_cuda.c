@@ -128,8 +128,8 @@ const char *kf_emit_prelude(void) { return prelude; }
 
 const char *kf_kernel_kind_name(int kind)
 {
-	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce", "attention"};
-	return kind >= 0 && kind < 7 ? n[kind] : "?";
+	static const char *const n[] = {"loop", "row", "reduce", "matmul", "persistent", "colreduce", "attention", "window"};
+	return kind >= 0 && kind < (int)(sizeof n / sizeof *n) ? n[kind] : "?";
 }
 
 /* ---- dtypes ----------------------------------------------------------------- */
@@ -616,7 +616,7 @@ static int kernel_kind(kx *k, kf_nid n)
 			return KF_KK_PERSISTENT;
 		if (strcmp(kind, "colreduce") == 0) /* cuda/emit_colreduce.c */
 			return KF_KK_COLREDUCE;
-		if (strcmp(kind, "contraction") == 0) /* cuda/emit_matmul.c */
+		if (strcmp(kind, "contraction") == 0 || strcmp(kind, "conv") == 0) /* cuda/emit_matmul.c */
 			return KF_KK_MATMUL;
 		if (strcmp(kind, "attention") == 0) /* cuda/emit_attention.c */
 			return KF_KK_ATTENTION;
@@ -634,8 +634,10 @@ static int kernel_kind(kx *k, kf_nid n)
 	case KF_FK_REDUCE: return KF_KK_REDUCE;
 	default: break;
 	}
-	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM)
+	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM || x->op == KF_OP_CONV)
 		return KF_KK_MATMUL;
+	if (x->op == KF_OP_MAX_POOL || x->op == KF_OP_AVG_POOL || x->op == KF_OP_CONV_TRANSPOSE) /* cuda/emit_conv.c */
+		return KF_KK_WINDOW;
 	/* resize is not fused (linear reads 2^k elements per output), nor
 	 * iota (canonicalize folds a static one), but alone each is a loop
 	 * kernel (emit_elementwise.c) */
@@ -703,6 +705,7 @@ int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, 
 	case KF_KK_PERSISTENT: rc = kx_emit_persistent(&k); break;
 	case KF_KK_COLREDUCE: rc = kx_emit_colreduce(&k); break;
 	case KF_KK_ATTENTION: rc = kx_emit_attention(&k); break;
+	case KF_KK_WINDOW: rc = kx_emit_pool(&k); break;
 	default:
 		rc = kx_fail(&k, "op '%s' has no CUDA implementation", kf_op(g->ctx, x->op)->name);
 	}

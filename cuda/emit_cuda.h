@@ -22,6 +22,7 @@ typedef enum {
 	KF_KK_PERSISTENT, /* a whole recurrence, cooperative launch (emit_persistent.c) */
 	KF_KK_COLREDUCE, /* reductions over other axes: a thread per column (emit_colreduce.c) */
 	KF_KK_ATTENTION, /* scaled dot-product attention, one kernel (emit_attention.c) */
+	KF_KK_WINDOW,  /* max_pool, avg_pool, conv_transpose: a thread per output (emit_conv.c) */
 } kf_kernel_kind;
 
 const char *kf_kernel_kind_name(int kind);

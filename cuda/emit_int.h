@@ -111,6 +111,7 @@ int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
 int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */
 int kx_emit_attention(kx *k);  /* emit_attention.c */
+int kx_emit_pool(kx *k);       /* emit_conv.c: max_pool, avg_pool, conv_transpose */
 
 /* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
  * the linear index into a value of type `to` that numpy broadcasting reads

@@ -143,6 +143,8 @@ bool kx_mm_in_chain(const kx_mm *mm, kf_nid n)
 	return false;
 }
 
+static const char *epilogue_check(const mmview *v, const kx_mm *mm);
+
 /* Fills mm from a kernel's nodes and parameters; NULL, or why not. */
 static const char *analyse(const mmview *v, kx_mm *mm)
 {
@@ -151,7 +153,7 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 	mm->c = KF_NONE;
 	for (uint32_t i = 0; i < v->nnode; i++) {
 		int op = kf_N(g, v->node[i])->op;
-		if (op != KF_OP_MATMUL && op != KF_OP_GEMM)
+		if (op != KF_OP_MATMUL && op != KF_OP_GEMM && op != KF_OP_CONV)
 			continue;
 		if (mm->c != KF_NONE)
 			return "a contraction kernel holds one matmul or gemm, not two";
@@ -164,6 +166,15 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 	const char *why;
 	if ((why = trace(v, c, 0, &mm->a)) || (why = trace(v, c, 1, &mm->b)))
 		return why;
+	if (kf_N(g, c)->op == KF_OP_CONV) {
+		if (mm->a.nchain || mm->b.nchain)
+			return "a conv kernel reads the conv's input and weight as stored (no prologue)";
+		if ((why = kx_conv_setup(g, c, mm)))
+			return why;
+		if (kf_N(g, c)->nin > 2 && (mm->cv.bias = vparam(v, kf_in(g, c, 2))) < 0)
+			return "a conv's bias must be a kernel input";
+		return epilogue_check(v, mm);
+	}
 	const kf_type *A = kf_vtype(g, kf_in(g, c, 0)), *B = kf_vtype(g, kf_in(g, c, 1));
 	mm->O = *kf_vtype(g, kf_res(g, c, 0));
 	mm->dt = (kf_dtype)A->dtype;
@@ -195,8 +206,16 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 	mm->nb = kf_type_numel(&mm->OB);
 	if (mm->nb < 1)
 		mm->nb = 1;
-	/* the rest is the epilogue: element-wise ops over the result's shape
-	 * that read neither prologue values nor anything else computed before */
+	return epilogue_check(v, mm);
+}
+
+/* The rest of the kernel is the epilogue: element-wise ops over the
+ * result's shape that read neither prologue values nor anything else
+ * computed before. */
+static const char *epilogue_check(const mmview *v, const kx_mm *mm)
+{
+	kf_graph *g = v->g;
+	kf_nid c = mm->c;
 	for (uint32_t i = 0; i < v->nnode; i++) {
 		kf_nid n = v->node[i];
 		const kf_node *x = kf_N(g, n);
@@ -323,6 +342,41 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 	return true;
 }
 
+/* A conv's config (the implicit GEMM: mma.sync or the SIMT kernel, whose
+ * A loads gather; never wgmma's TMA, GEMV or cuBLASLt, which read A as a
+ * dense matrix): the fusion's `tile`, $KFUSE_CONV_TILE, or by the blocks
+ * its tiles make (below). */
+static void conv_config(kx *k, kx_mm *mm, kf_mm_shape *sh)
+{
+	sh->wgmma = -1;
+	sh->raw = false;
+	const char *want[2] = {NULL, getenv("KFUSE_CONV_TILE")};
+	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
+		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
+	for (int i = 0; i < 2; i++)
+		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 &&
+		    (mm->cfg.algo == KF_MM_MMA || mm->cfg.algo == KF_MM_FMA) && kx_mm_config_fits(&mm->cfg, sh))
+			return;
+	if (kx_mm_mma_dtype(sh) && sh->K >= 16) {
+		/* the largest tile that still gives most of the 132 SMs of an
+		 * H100/H200 a block (a 7 x 7 map at batch 1 has 49 rows), never
+		 * 128 columns for 64 channels; else the smallest */
+		static const char *const tiles[] = {"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4",
+						    "mma64x64x32w2x2s4", "mma32x64x32w1x2s4", "mma32x32x32w1x1s4"};
+		kf_mm_config c;
+		for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+			kf_mm_config_parse(tiles[i], &c);
+			if (!kx_mm_config_fits(&c, sh) || (sh->N <= 64 && c.bn > 64))
+				continue;
+			mm->cfg = c;
+			if (((sh->M + c.bm - 1) / c.bm) * ((sh->N + c.bn - 1) / c.bn) >= 120)
+				break;
+		}
+		return;
+	}
+	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", &mm->cfg);
+}
+
 /* The node's config: its `tile` attribute, $KFUSE_MATMUL_TILE, or the
  * heuristic; one that does not fit the shape is passed over. */
 static void choose_config(kx *k, kx_mm *mm)
@@ -330,6 +384,10 @@ static void choose_config(kx *k, kx_mm *mm)
 	kf_mm_shape sh;
 	shape_of(k->g, mm, mm->tf32, &sh);
 	sh.wgmma = k->wg;
+	if (mm->conv) {
+		conv_config(k, mm, &sh);
+		return;
+	}
 	const char *want[2] = {NULL, getenv("KFUSE_MATMUL_TILE")};
 	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
 		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
@@ -434,6 +492,16 @@ static void fma_load(kx *k, const kx_mm *mm, int which, int threads)
 	else
 		kf_buf_printf(b, "      const int rr = e %% %d, kk = e / %d;\n", rows, rows);
 	kf_buf_printf(b, "      const %s gr = %s + rr, gk = k0 + kk;\n", it, base);
+	if (!which && mm->conv) { /* the im2col element, 0 in the padding */
+		kf_buf_printf(b, "      long long cix = 0;\n      %s[kk][rr] = (gr < %lld && gk < %lld && ", sm, (long long)R,
+			      (long long)K);
+		kx_conv_gather_call(mm, "gr", "gk", b);
+		kf_buf_puts(b, ") ? ");
+		kf_buf_printf(b, "(%s)", kx_mm_acc_type(mm));
+		kx_load(b, op->st, "p%d[cix]", op->param);
+		kf_buf_printf(b, " : (%s)0;\n    }\n", kx_mm_acc_type(mm));
+		return;
+	}
 	kf_buf ix = {0}, v = {0};
 	if (kfast)
 		kf_buf_printf(&ix, "%s + gr * %lld + gk", off, (long long)K);
@@ -470,6 +538,8 @@ static int emit_fma(kx *k, kx_mm *mm)
 	}
 	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
 	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
+	if (mm->conv) /* A is gathered (emit_conv.c) */
+		kf_buf_puts(b, "  (void)aoff;\n");
 	kf_buf_free(&ao);
 	kf_buf_free(&bo);
 	kf_buf_printf(b, "  %s acc[%d][%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
@@ -509,11 +579,18 @@ int kx_emit_matmul(kx *k)
 		return -1;
 	if (mm.nb > 65535)
 		return kx_fail(k, "matmul with more than 65535 batches");
+	if (mm.conv && (mm.cv.G != 1 || !mm.cv.cl)) { /* grouped, depthwise, channels-first: the direct kernel */
+		if (kx_mm_epilogue(k, &mm) != 0)
+			return -1;
+		return kx_conv_emit_direct(k, &mm);
+	}
 	if (k->part)
 		return kx_mm_emit_part(k, &mm);
 	choose_config(k, &mm);
 	if (mm.cfg.algo != KF_MM_GEMV && (mm.M + mm.cfg.bm - 1) / mm.cfg.bm > 65535)
 		return kx_fail(k, "matmul with more than 65535 row tiles");
+	if (mm.conv)
+		kx_conv_helpers(k);
 	bool staged = mm.cfg.algo == KF_MM_WG && mm.cfg.ss && kx_mm_epis_fits(k);
 	if (!staged && kx_mm_epilogue(k, &mm) != 0)
 		return -1;

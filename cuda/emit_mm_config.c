@@ -175,7 +175,7 @@ int kf_wg_smem(const kf_mm_config *c)
 
 int kf_wg_consumers(const kf_mm_config *c) { return c->pp ? 2 : c->bm / 64; }
 
-static bool mma_dtype(const kf_mm_shape *sh)
+bool kx_mm_mma_dtype(const kf_mm_shape *sh)
 {
 	return sh->in == KF_F16 || sh->in == KF_BF16 || (sh->in == KF_F32 && sh->tf32);
 }
@@ -224,7 +224,7 @@ bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	case KF_MM_WG:
 		return wg_fits(c, sh);
 	case KF_MM_MMA: {
-		if (!mma_dtype(sh))
+		if (!kx_mm_mma_dtype(sh))
 			return false;
 		int e = sh->in == KF_F32 ? 4 : 2, kstep = e == 4 ? 8 : 16;
 		int wtm = c->bm / c->wm, wtn = c->bn / c->wn, thr = 32 * c->wm * c->wn;
@@ -291,7 +291,7 @@ void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 				   c);
 		return;
 	}
-	if (mma_dtype(sh) && sh->K >= 16) {
+	if (kx_mm_mma_dtype(sh) && sh->K >= 16) {
 		int64_t b128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128) * sh->batch;
 		int64_t b64 = ((sh->M + 63) / 64) * ((sh->N + 127) / 128) * sh->batch;
 		/* big tiles where they fill the 132 SMs of an H100/H200; smaller
@@ -332,7 +332,7 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		kf_mm_config_parse(all[i], &c);
 		/* tensor-core shapes do not try SIMT tiles (a loss by 10x), and
 		 * GEMV shapes try only GEMV (B [N, K]: warps per output up to 8) */
-		if (!kx_mm_config_fits(&c, sh) || (c.algo == KF_MM_FMA && (mma_dtype(sh) || gemv)) || (c.sk > 1 && sh->M > 256) ||
+		if (!kx_mm_config_fits(&c, sh) || (c.algo == KF_MM_FMA && (kx_mm_mma_dtype(sh) || gemv)) || (c.sk > 1 && sh->M > 256) ||
 		    (c.algo == KF_MM_MMA && gemv) || (c.algo == KF_MM_WG && (gemv || sh->wgmma <= 0)) ||
 		    (c.bulk && sh->wgmma <= 0))
 			continue;

@@ -40,6 +40,10 @@ void kx_bidx(const kf_type *OB, bool hasM, bool hasN, const kf_type *P, kf_buf *
  * the element at (z, row, col). */
 static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
 {
+	if (mm->conv) { /* rows are output positions (emit_conv.c) */
+		kx_conv_bidx(mm, P, o);
+		return;
+	}
 	kx_bidx(&mm->OB, !mm->a.vec, !mm->b.vec, P, o);
 }
 
@@ -93,6 +97,11 @@ static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 	kf_graph *g = k->g;
 	const char *it = kx_it(k), *rct = kx_ct(mm->rt);
 	kf_buf_printf(h, "  %s tc = (%s)acc;\n", rct, rct);
+	if (mm->conv && mm->cv.bias >= 0) { /* one per output channel, in either layout */
+		kf_buf_printf(h, "  tc = (%s)(tc + ", rct);
+		kx_load(h, kx_dt(k, k->param[mm->cv.bias]), "p%d[col]", mm->cv.bias);
+		kf_buf_puts(h, ");\n");
+	}
 	if (mm->gemm) {
 		kf_dtype lt = mm->rt == KF_F64 ? KF_F64 : KF_F32;
 		double alpha = kf_attr_float(g, mm->c, "alpha", 1.0), beta = kf_attr_float(g, mm->c, "beta", 1.0);
@@ -136,9 +145,14 @@ static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 		if (rc != 0)
 			return -1;
 	}
-	if (!pair)
+	if (!pair && mm->conv && !mm->cv.cl) { /* [N, C, D..]: emit_conv.c */
+		kf_buf_printf(h, "  const %s off = ", it);
+		kx_conv_off(mm, h);
+		kf_buf_puts(h, ";\n");
+	} else if (!pair) {
 		kf_buf_printf(h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
 			      (long long)mm->N);
+	}
 	for (uint32_t i = 0; i < k->nout; i++) {
 		kf_buf v = {0};
 		if (epi_value(k, mm, k->out[i], &v) != 0) {
@@ -204,6 +218,8 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm)
 		kf_buf_printf(&h, "  unsigned short v%u[2];\n", i);
 	for (int p = 0; p < 2; p++) {
 		kf_buf_printf(&h, "  {\n  const %s col = colp + %d;\n  const %s acc = accp%d;\n", it, p, acc, p);
+		if (mm->conv) /* (an epilogue may not need the column) */
+			kf_buf_puts(&h, "  (void)col;\n");
 		if (epi_body(k, mm, &h, p + 1) != 0) {
 			kf_buf_free(&h);
 			return -1;

@@ -20,9 +20,20 @@ typedef struct kx_mmop {
 	kf_type batch;        /* batch dims of the operand */
 } kx_mmop;
 
+/* A conv's geometry (emit_conv.c), spatial dims padded to 3 at the front
+ * (size 1, kernel 1): the implicit GEMM's, or the direct kernel's. */
+typedef struct kx_conv {
+	int64_t N, C, O, G, Cg, Og, KK;   /* KK: taps per output */
+	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+	bool cl;              /* channels last: the implicit GEMM; else the direct kernel */
+	int bias;             /* parameter index of the bias, -1 without one */
+} kx_conv;
+
 typedef struct kx_mm {
-	kf_nid c;             /* the matmul or gemm */
+	kf_nid c;             /* the matmul or gemm (or conv) */
 	bool gemm;
+	bool conv;            /* a conv (emit_conv.c): cv holds it */
+	kx_conv cv;
 	kf_dtype dt;          /* operand dtype (after the prologue) */
 	kf_dtype rt;          /* the contraction's result dtype */
 	int64_t M, N, K, nb;
@@ -36,6 +47,8 @@ typedef struct kx_mm {
 /* emit_mm_config.c: whether config c can run shape sh (the kernels'
  * structural limits). */
 bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh);
+/* Whether sh's input type runs on the tensor cores (f16, bf16, f32 as tf32). */
+bool kx_mm_mma_dtype(const kf_mm_shape *sh);
 
 /* emit_matmul.c */
 /* Fills mm (config aside) for node n: a matmul or gemm alone, or a
@@ -81,6 +94,34 @@ int kx_mm_epilogue_s(kx *k, const kx_mm *mm, bool whole);
  * is a compiler warning). */
 bool kx_mm_epis_fits(kx *k);
 void kx_mm_epis_call(kx *k, kf_buf *b);
+
+/* emit_conv.c */
+/* Fills mm's geometry, M, N, K and result from conv node c (operands
+ * already traced); NULL, or why the kernels cannot run it. */
+const char *kx_conv_setup(kf_graph *g, kf_nid c, kx_mm *mm);
+/* The index into a value of type P (broadcast to the conv's result) of the
+ * element at (row, col): row the output position (n, od, oh, ow), col the
+ * channel, in either layout. */
+void kx_conv_bidx(const kx_mm *mm, const kf_type *P, kf_buf *o);
+/* Declares the device kf_conv_gather (once per program). */
+void kx_conv_helpers(kx *k);
+/* "kf_conv_gather(m, kk, <geometry>, &cix)": whether A's element (m, kk)
+ * lies inside the input; its index into x then in cix. */
+void kx_conv_gather_call(const kx_mm *mm, const char *m, const char *kk, kf_buf *o);
+/* Whether A's tile rows can be copied 16 bytes (e-byte elements) at a time:
+ * x read as stored, whole 16-byte runs of channels. */
+bool kx_conv_a_raw(const kx *k, const kx_mm *mm, int e);
+/* The output's offset of (row, col) of a channels-first conv, as text. */
+void kx_conv_off(const kx_mm *mm, kf_buf *o);
+/* The tensor-core kernel's A rows (emit_mma.c): whether each thread keeps
+ * its rows and column through the K loop; the per-thread setup before it;
+ * a stage's 16-byte copies inside the load lambda (lds: the tile's row
+ * length in shared memory, param: x's parameter). */
+bool kx_conv_rows_fixed(int rows, int per, int threads);
+void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int threads);
+void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, int lds, int param);
+/* The direct kernel of a grouped, depthwise or channels-first conv. */
+int kx_conv_emit_direct(kx *k, kx_mm *mm);
 
 /* emit_mma.c */
 int kx_mm_emit_mma(kx *k, kx_mm *mm);

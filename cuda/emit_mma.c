@@ -79,12 +79,33 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 	int pad = 16 / e, ve = 16 / e;
 	const char *it = kx_it(k), *off = which ? "boff" : "aoff", *sm = which ? "sb" : "sa";
 	kf_buf *b = &k->b;
-	bool raw = kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
+	bool conv = !which && mm->conv; /* A gathered: the im2col element (emit_conv.c) */
+	bool raw = conv ? kx_conv_a_raw(k, mm, e)
+			: kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
 	int v = raw ? ve : 1, per = t.cols / v;
+	if (conv && raw && kx_conv_rows_fixed(t.rows, per, threads)) { /* rows split before the K loop */
+		kx_conv_rows_load(k, mm, t.rows, per, threads, t.cols + pad, op->param);
+		return;
+	}
 	kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t.rows * per, threads);
 	kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * %d;\n", per, per, v);
 	kf_buf_printf(b, "      const %s gs = %s + r, gf = %s + f;\n", it, t.sbase, t.fbase);
 	kf_buf_printf(b, "      const bool ok = gs < %lld && gf < %lld;\n", (long long)t.slim, (long long)t.flim);
+	if (conv) {
+		const char *cv = mm->dt == KF_F16 ? "kf_f2h" : mm->dt == KF_BF16 ? "kf_f2b" : "";
+		kf_buf_puts(b, "      long long cix = 0;\n      const bool in = ok && ");
+		kx_conv_gather_call(mm, "gs", "gf", b);
+		kf_buf_puts(b, ";\n");
+		if (raw) {
+			kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (in ? cix : 0), in);\n    }\n", sm, t.cols + pad,
+				      op->param);
+			return;
+		}
+		kf_buf_printf(b, "      %s[r * %d + f] = %s(in ? ", sm, t.cols + pad, cv);
+		kx_load(b, op->st, "p%d[cix]", op->param);
+		kf_buf_puts(b, " : 0.0f);\n    }\n");
+		return;
+	}
 	if (raw) {
 		kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + gs * %lldLL + gf : 0), ok);\n    }\n", sm,
 			      t.cols + pad, op->param, off, (long long)t.ld);
@@ -185,11 +206,15 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	}
 	kf_buf_printf(b, "  const %s bm = (%s)blockIdx.y * %d, bn = (%s)blockIdx.x * %d;\n", it, it, c->bm, it, c->bn);
 	kf_buf_printf(b, "  const %s aoff = %.*s, boff = %.*s;\n", it, (int)ao.n, ao.p, (int)bo.n, bo.p);
+	if (mm->conv) /* A is gathered (emit_conv.c) */
+		kf_buf_puts(b, "  (void)aoff;\n");
 	kf_buf_free(&ao);
 	kf_buf_free(&bo);
 	kf_buf_printf(b, "  float acc[%d][%d][4];\n#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n"
 		      "    for (int j = 0; j < %d; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;\n",
 		      mi, ni, mi, ni);
+	if (mm->conv && kx_conv_a_raw(k, mm, e) && kx_conv_rows_fixed(ta.rows, ta.cols / (16 / e), threads))
+		kx_conv_rows_setup(k, mm, ta.rows, ta.cols / (16 / e), 16 / e, threads);
 	/* the loads of one stage, as a lambda the pipeline calls */
 	kf_buf_printf(b, "  auto load = [&](int stage, int kt) {\n    %s *const sa = kf_sa + stage * %d, *const sb = kf_sb + stage * %d;\n"
 		      "    const %s k0 = (%s)kt * %d;\n", st, asz, bsz, it, it, c->bk);

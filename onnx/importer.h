@@ -64,6 +64,12 @@ kf_attr kf_imp_ints_attr(kf_imp *I, const char *key, kf_attrval *items, const in
  * table calls them.  Return the number of outputs or -1. */
 int kf_imp_lstm(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 int kf_imp_gru(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+/* Conv, ConvTranspose, MaxPool and AveragePool, GlobalAveragePool and
+ * GlobalMaxPool (op: 1 for max) (conv.c). */
+int kf_imp_conv(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_conv_transpose(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_pool(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_global_pool(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 /* Translates one node; binds its outputs. */
 int kf_imp_translate(kf_imp *I, const Onnx__NodeProto *np);
 /* The declared type of a graph value (input, output or value_info). */

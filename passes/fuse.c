@@ -467,7 +467,7 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 		kf_fuse_make_node(&z, r, made++);
 	}
 	if (made) {
-		kf_fuse_drop_dead_consts(&z);
+		kf_fuse_drop_group_consts(&z);
 		kf_fuse_toposort(g);
 		*changed = true;
 	}

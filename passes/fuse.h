@@ -89,4 +89,27 @@ void kf_fuse_opts_default(kf_fuse_opts *o);
 /* Runs the fusion on the top level of g.  Returns 0, or -1 with an error. */
 int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed);
 
+/* ---- contraction kernels: fuse-matmul and fuse-conv (fuse_contraction.c) -- */
+
+/* Top-level nodes that become one kernel around a contraction. */
+#define KF_FUSE_GROUP_MAX 64
+typedef struct kf_fuse_group {
+	kf_nid n[KF_FUSE_GROUP_MAX];
+	uint32_t nn;
+} kf_fuse_group;
+
+/* Adds to gr (up to max_epi nodes, and room) the element-wise epilogue of
+ * root's result 0: walking down while every use of the value is in one
+ * element-wise or broadcast op whose result has root's shape and whose other
+ * operands broadcast into it (bias, residual, activation, scaling, cast). */
+void kf_fuse_epilogue(kf_graph *g, kf_nid root, int max_epi, kf_fuse_group *gr);
+/* Replaces the group's nodes (whose last one in program order yields the
+ * result) by `fusion @sym(...) {kind = kind}` holding them, and returns
+ * it.  Small constants the non-contraction members read are copied into the
+ * body; their nodes are appended to copied (3 per member at most) for
+ * kf_fuse_drop_dead_consts, which erases those nothing else reads. */
+kf_nid kf_fuse_make_group(kf_graph *g, kf_fuse_group *gr, const char *sym, const char *kind, kf_nid *copied,
+			  uint32_t *ncopied);
+void kf_fuse_drop_dead_consts(kf_graph *g, const kf_nid *copied, uint32_t n);
+
 #endif

@@ -158,7 +158,7 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 }
 
 /* Constants left without users after their copies moved into bodies. */
-void kf_fuse_drop_dead_consts(fz *z)
+void kf_fuse_drop_group_consts(fz *z)
 {
 	for (uint32_t p = 0; p < z->n; p++) {
 		kf_nid n = z->order[p];

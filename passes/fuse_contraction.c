@@ -21,6 +21,8 @@
  * fusion's tf32 attribute), single (default true: a lone matmul becomes a
  * one-op fusion too, so that the tuner and the tensor-core kernels apply),
  * max-epilogue (16).
+ * The epilogue walk and the making of the fusion node are shared with
+ * fuse-conv (fuse_conv.c) through fuse.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +30,8 @@
 #include "pass.h"
 #include "passes.h"
 
-#define MAXG 64
-
-typedef struct grp {
-	kf_nid n[MAXG];
-	uint32_t nn;
-} grp;
-
+#define MAXG KF_FUSE_GROUP_MAX
+typedef kf_fuse_group grp;
 
 /* Every use of v is in node u (and v has a use). */
 static bool only_user(const kf_graph *g, kf_vid v, kf_nid *u)
@@ -114,6 +111,26 @@ static void add(grp *gr, kf_nid n)
 	gr->n[gr->nn++] = n;
 }
 
+void kf_fuse_epilogue(kf_graph *g, kf_nid root, int max_epi, kf_fuse_group *gr)
+{
+	const kf_type *O = kf_vtype(g, kf_res(g, root, 0));
+	kf_vid v = kf_res(g, root, 0);
+	kf_nid u;
+	for (int e = 0; e < max_epi && gr->nn < MAXG; e++) {
+		if (!only_user(g, v, &u) || !ew(g, u) || !kf_type_same_shape(kf_vtype(g, kf_res(g, u, 0)), O))
+			break;
+		bool ok = true;
+		for (uint32_t j = 0; j < kf_N(g, u)->nin && ok; j++) {
+			kf_vid o = kf_in(g, u, j);
+			ok = o == v || bcasts_to(kf_vtype(g, o), O);
+		}
+		if (!ok)
+			break;
+		add(gr, u);
+		v = kf_res(g, u, 0);
+	}
+}
+
 static void collect(kf_graph *g, kf_nid c, int max_epi, grp *gr)
 {
 	gr->nn = 0;
@@ -147,21 +164,7 @@ static void collect(kf_graph *g, kf_nid c, int max_epi, grp *gr)
 		for (int j = 0; j < nc; j++)
 			add(gr, chain[j]);
 	}
-	const kf_type *O = kf_vtype(g, kf_res(g, c, 0));
-	kf_vid v = kf_res(g, c, 0);
-	for (int e = 0; e < max_epi; e++) {
-		if (!only_user(g, v, &u) || !ew(g, u) || !kf_type_same_shape(kf_vtype(g, kf_res(g, u, 0)), O))
-			break;
-		bool ok = true;
-		for (uint32_t j = 0; j < kf_N(g, u)->nin && ok; j++) {
-			kf_vid o = kf_in(g, u, j);
-			ok = o == v || bcasts_to(kf_vtype(g, o), O);
-		}
-		if (!ok)
-			break;
-		add(gr, u);
-		v = kf_res(g, u, 0);
-	}
+	kf_fuse_epilogue(g, c, max_epi, gr);
 }
 
 static int cmp_nid(const void *a, const void *b)
@@ -190,7 +193,8 @@ static bool member(const grp *gr, kf_nid n)
 	return false;
 }
 
-static void make_fusion(kf_graph *g, grp *gr, int index, bool tf32, kf_nid *copied, uint32_t *ncopied)
+kf_nid kf_fuse_make_group(kf_graph *g, kf_fuse_group *gr, const char *sym, const char *kind, kf_nid *copied,
+			  uint32_t *ncopied)
 {
 	kf_ctx *c = g->ctx;
 	order_group(g, gr);
@@ -217,14 +221,9 @@ static void make_fusion(kf_graph *g, grp *gr, int index, bool tf32, kf_nid *copi
 		}
 	kf_tid rt = kf_V(g, out)->type;
 	kf_nid f = kf_node_new(g, 0, last, KF_OP_FUSION, ins, nin, &rt, 1);
-	char name[32];
-	snprintf(name, sizeof name, "m%d", index);
-	kf_N(g, f)->sym = kf_intern_cstr(c, name);
+	kf_N(g, f)->sym = kf_intern_cstr(c, sym);
 	kf_N(g, f)->loc = kf_N(g, last)->loc;
-	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"),
-			 (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(c, "contraction")});
-	if (tf32)
-		kf_node_set_attr(g, f, kf_intern_cstr(c, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
+	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(c, kind)});
 	kf_bid b = kf_block_new(g, f);
 	kf_N(g, f)->body = b;
 	/* outer value -> body value */
@@ -271,10 +270,10 @@ static void make_fusion(kf_graph *g, grp *gr, int index, bool tf32, kf_nid *copi
 	kf_replace_all_uses(g, out, kf_res(g, f, 0));
 	for (uint32_t i = gr->nn; i-- > 0;)
 		kf_node_erase(g, gr->n[i]);
+	return f;
 }
 
-/* Constants whose copies moved into bodies and that nothing else reads. */
-static void drop_dead_consts(kf_graph *g, const kf_nid *copied, uint32_t n)
+void kf_fuse_drop_dead_consts(kf_graph *g, const kf_nid *copied, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (!(kf_N(g, copied[i])->flags & KF_NODE_DEAD) && !kf_has_uses(g, kf_res(g, copied[i], 0)))
@@ -312,11 +311,15 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 		if (gr.nn == 1 && !single)
 			continue;
 		ops += (int)gr.nn;
-		make_fusion(g, &gr, made++, tf32, copied, &ncopied);
+		char sym[32];
+		snprintf(sym, sizeof sym, "m%d", made++);
+		kf_nid f = kf_fuse_make_group(g, &gr, sym, "contraction", copied, &ncopied);
+		if (tf32)
+			kf_node_set_attr(g, f, kf_intern_cstr(c, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
 	}
 	free(todo);
 	if (made) {
-		drop_dead_consts(g, copied, ncopied);
+		kf_fuse_drop_dead_consts(g, copied, ncopied);
 		*changed = true;
 	}
 	free(copied);

@@ -206,7 +206,7 @@ uint32_t kf_fuse_members(fz *z, uint32_t ga, uint32_t gb);
 /* Makes group `root`'s fusion node @k<index>. */
 int kf_fuse_make_node(fz *z, uint32_t root, int index);
 /* Erases the constants left without users after their copies moved into bodies. */
-void kf_fuse_drop_dead_consts(fz *z);
+void kf_fuse_drop_group_consts(fz *z);
 /* Marks the boundary views among the cnt members in z->mem. */
 void kf_fuse_mark_views(fz *z, uint32_t ga, uint32_t gb, uint32_t cnt);
 void kf_fuse_detach_views(fz *z);

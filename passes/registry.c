@@ -15,6 +15,8 @@
 	X(merge_matmul) \
 	X(fuse_attention) \
 	X(fuse_matmul) \
+	X(layout) \
+	X(fuse_conv) \
 	X(fuse)
 
 #define KF_PASS_DECL(id) extern const kf_pass kf_pass_##id;

@@ -368,6 +368,14 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 		}
 		return 0;
 	}
+	case KF_OP_CONV: case KF_OP_CONV_TRANSPOSE: case KF_OP_MAX_POOL: case KF_OP_AVG_POOL: {
+		kf_rt_win w;
+		int64_t d[KF_MAX_RANK];
+		if (kf_rt_win_geom(g, n, in, nin, &w, d, err, errlen) != 0)
+			return -1;
+		set_dims(&out[0], in[0].rank, d);
+		return 0;
+	}
 	case KF_OP_GATHER:
 		return gather_shape(g, n, in, &out[0], err, errlen);
 	case KF_OP_PAD:

@@ -7,6 +7,8 @@
  * integers, wrapping) and multiplied in i-k-j order in blocks of
  * MB x NB outputs over KB-deep panels, so the inner loop is a contiguous
  * axpy the compiler vectorises.  Row blocks of all batches run in parallel.
+ * The convolutions (cpu_conv.c) run their im2col products through the same
+ * kernel (kf_rt_mm_run).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +24,9 @@
 #define NB 256
 #define KB 128
 
-struct mm {
-	rt_kind k;             /* RT_F64 or RT_I64 */
-	const void *A, *B;     /* converted: [nbA][M][K], [nbB][K][N] */
-	int64_t M, N, K, nib;  /* nib: row blocks per batch */
-	const int64_t *aoff, *boff; /* per output batch: matrix offsets in A, B */
-	kf_tensor *y;
-	/* gemm only */
-	double alpha, beta;
-	const void *C;         /* [M][N] in kind k, or NULL */
+struct mmrun {
+	const kf_rt_mm *m;
+	int64_t nib; /* row blocks per batch */
 };
 
 /* acc[mb][NB] += A[i0.., k0..] * B[k0.., j0..] for one KB panel. */
@@ -49,8 +45,9 @@ struct mm {
 			}                                                               \
 	} while (0)
 
-/* Applies gemm's alpha/beta (if any) to one row of acc and stores it. */
-static void mm_store(const struct mm *m, int64_t batch, int64_t i, int64_t j0, int64_t nb, void *row)
+/* Applies gemm's alpha/beta or conv's bias (if any) to one row of acc and
+ * stores it. */
+static void mm_store(const kf_rt_mm *m, int64_t batch, int64_t i, int64_t j0, int64_t nb, void *row)
 {
 	if (m->k == RT_F64 && (m->alpha != 1 || m->C)) {
 		double *r = row;
@@ -71,21 +68,31 @@ static void mm_store(const struct mm *m, int64_t batch, int64_t i, int64_t j0, i
 							   INT64_MIN, INT64_MAX);
 		}
 	}
-	size_t osz = kf_dtype_size(m->y->dtype);
-	kf_rt_store(m->y->dtype, (char *)m->y->data + ((batch * m->M + i) * m->N + j0) * (int64_t)osz,
-		    m->k, row, nb);
+	if (m->bias && m->k == RT_F64) {
+		double *r = row;
+		const double *b = m->bias + m->bias_off[batch];
+		if (m->bias_rows)
+			for (int64_t j = 0; j < nb; j++)
+				r[j] += b[i];
+		else
+			for (int64_t j = 0; j < nb; j++)
+				r[j] += b[j0 + j];
+	}
+	size_t osz = kf_dtype_size(m->ydt);
+	kf_rt_store(m->ydt, (char *)m->y + (m->yoff[batch] + i * m->ldy + j0) * (int64_t)osz, m->k, row, nb);
 }
 
 static void mm_range(void *arg, int64_t lo, int64_t hi)
 {
-	const struct mm *m = arg;
+	const struct mmrun *r = arg;
+	const kf_rt_mm *m = r->m;
 	void *acc = calloc(MB * NB, 8);
 	if (!acc)
 		kf_oom(); /* as kf_alloc */
 	for (int64_t t = lo; t < hi; t++) {
-		int64_t batch = t / m->nib, i0 = (t % m->nib) * MB;
+		int64_t batch = t / r->nib, i0 = (t % r->nib) * MB;
 		int64_t mb = m->M - i0 < MB ? m->M - i0 : MB;
-		int64_t aoff = m->aoff[batch] * m->M * m->K, boff = m->boff[batch] * m->K * m->N;
+		int64_t aoff = m->aoff[batch], boff = m->boff[batch];
 		for (int64_t j0 = 0; j0 < m->N; j0 += NB) {
 			int64_t nb = m->N - j0 < NB ? m->N - j0 : NB;
 			memset(acc, 0, MB * NB * 8);
@@ -103,6 +110,14 @@ static void mm_range(void *arg, int64_t lo, int64_t hi)
 	free(acc);
 }
 
+void kf_rt_mm_run(const kf_rt_mm *m)
+{
+	struct mmrun r = {m, (m->M + MB - 1) / MB};
+	if (m->M * m->N == 0)
+		return;
+	kf_rt_parallel(m->nbatch * r.nib, m->nbatch * m->M * m->N * (m->K + 1), mm_range, &r);
+}
+
 static void *convert(const kf_tensor *t, rt_kind k)
 {
 	int64_t n = kf_tensor_numel(t);
@@ -110,12 +125,6 @@ static void *convert(const kf_tensor *t, rt_kind k)
 	if (p)
 		kf_rt_load(t->dtype, t->data, 1, n, k, p);
 	return p;
-}
-
-static void mm_run(struct mm *m, int64_t nbatch)
-{
-	m->nib = (m->M + MB - 1) / MB;
-	kf_rt_parallel(nbatch * m->nib, nbatch * m->M * m->N * (m->K + 1), mm_range, m);
 }
 
 int kf_cpu_matmul(KF_RT_CPU_ARGS)
@@ -137,10 +146,10 @@ int kf_cpu_matmul(KF_RT_CPU_ARGS)
 	int64_t nbatch = kf_rt_numel(r, bd);
 	if (kf_tensor_numel(&out[0]) == 0)
 		return 0;
-	struct mm m = {.k = kf_dtype_is_float(out[0].dtype) ? RT_F64 : RT_I64, .M = M, .N = N, .K = K,
-		       .y = &out[0], .alpha = 1, .beta = 0};
-	/* per-batch matrix offsets, broadcasting by zero strides */
-	int64_t *off = malloc(2 * (size_t)nbatch * sizeof(int64_t));
+	kf_rt_mm m = {.k = kf_dtype_is_float(out[0].dtype) ? RT_F64 : RT_I64, .M = M, .N = N, .K = K,
+		      .nbatch = nbatch, .y = out[0].data, .ydt = out[0].dtype, .ldy = N, .alpha = 1, .beta = 0};
+	/* per-batch element offsets, broadcasting by zero strides */
+	int64_t *off = malloc(3 * (size_t)nbatch * sizeof(int64_t));
 	void *A = convert(a, m.k), *B = convert(b, m.k);
 	if (!off || !A || !B) {
 		free(off), free(A), free(B);
@@ -160,14 +169,16 @@ int kf_cpu_matmul(KF_RT_CPU_ARGS)
 			oa += i * sa[d];
 			ob += i * sb[d];
 		}
-		off[t] = oa;
-		off[nbatch + t] = ob;
+		off[t] = oa * M * K;
+		off[nbatch + t] = ob * K * N;
+		off[2 * nbatch + t] = t * M * N;
 	}
 	m.A = A;
 	m.B = B;
 	m.aoff = off;
 	m.boff = off + nbatch;
-	mm_run(&m, nbatch);
+	m.yoff = off + 2 * nbatch;
+	kf_rt_mm_run(&m);
 	free(off), free(A), free(B);
 	return 0;
 }
@@ -198,9 +209,9 @@ int kf_cpu_gemm(KF_RT_CPU_ARGS)
 	if (K != Kb)
 		return kf_rt_fail(err, errlen, "gemm: inner dims differ (%lld vs %lld)",
 				  (long long)K, (long long)Kb);
-	struct mm m = {.k = kf_dtype_is_float(out[0].dtype) ? RT_F64 : RT_I64, .M = M, .N = N, .K = K,
-		       .y = &out[0], .alpha = kf_attr_float(g, n, "alpha", 1.0),
-		       .beta = kf_attr_float(g, n, "beta", 1.0)};
+	kf_rt_mm m = {.k = kf_dtype_is_float(out[0].dtype) ? RT_F64 : RT_I64, .M = M, .N = N, .K = K,
+		      .nbatch = 1, .y = out[0].data, .ydt = out[0].dtype, .ldy = N,
+		      .alpha = kf_attr_float(g, n, "alpha", 1.0), .beta = kf_attr_float(g, n, "beta", 1.0)};
 	if (M * N == 0)
 		return 0;
 	void *A = convert2(a, ta, m.k), *B = convert2(b, tb, m.k), *C = NULL;
@@ -231,8 +242,8 @@ int kf_cpu_gemm(KF_RT_CPU_ARGS)
 	m.A = A;
 	m.B = B;
 	m.C = C;
-	m.aoff = m.boff = &zero;
-	mm_run(&m, 1);
+	m.aoff = m.boff = m.yoff = &zero;
+	kf_rt_mm_run(&m);
 done:
 	free(A), free(B), free(C);
 	kf_tensor_free(&cx);

@@ -105,6 +105,30 @@ int kf_rt_bcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int *r
 /* Formats a shape as [2,3] into buf. */
 const char *kf_rt_shape_str(char *buf, size_t len, int rank, const int64_t *dim);
 
+/* ---- blocked matrix products (cpu_matmul.c) --------------------------------- */
+
+/* A batch of products Y_b = alpha A_b B_b + beta C + bias, accumulated in
+ * kind k (RT_F64 for float results: exact to double; RT_I64 wrapping) and
+ * stored as dtype ydt.  A_b is [M][K] at element offset aoff[b] of A, B_b
+ * [K][N] at boff[b] of B, both contiguous rows of kind k; row i of Y_b
+ * starts at element yoff[b] + i * ldy of y.  C (gemm; NULL: none) is
+ * [M][N] of kind k.  bias (RT_F64 only; NULL: none) adds
+ * bias[bias_off[b] + j] to column j, or bias[bias_off[b] + i] to row i
+ * when bias_rows.  Row blocks of all batches run on threads. */
+typedef struct kf_rt_mm {
+	rt_kind k;
+	const void *A, *B, *C;
+	int64_t M, N, K, nbatch, ldy;
+	const int64_t *aoff, *boff, *yoff;
+	void *y;
+	kf_dtype ydt;
+	double alpha, beta;
+	const double *bias;
+	const int64_t *bias_off;
+	bool bias_rows;
+} kf_rt_mm;
+void kf_rt_mm_run(const kf_rt_mm *m);
+
 /* ---- the kernels, by file -------------------------------------------------- */
 
 #define KF_RT_CPU_ARGS kf_graph *g, kf_nid n, const kf_tensor *in, int nin, \
@@ -128,6 +152,9 @@ int kf_cpu_broadcast_to(KF_RT_CPU_ARGS);
 int kf_cpu_concat(KF_RT_CPU_ARGS);
 int kf_cpu_slice(KF_RT_CPU_ARGS);
 int kf_cpu_split(KF_RT_CPU_ARGS);
+int kf_cpu_conv(KF_RT_CPU_ARGS);    /* cpu_conv.c */
+int kf_cpu_conv_transpose(KF_RT_CPU_ARGS);
+int kf_cpu_pool(KF_RT_CPU_ARGS);
 int kf_cpu_fusion(KF_RT_CPU_ARGS);  /* interp.c */
 int kf_cpu_gather(KF_RT_CPU_ARGS);  /* cpu_index.c */
 int kf_cpu_pad(KF_RT_CPU_ARGS);
@@ -149,6 +176,19 @@ void kf_rt_elementwise(const kf_tensor *const *ops, const rt_kind *kind, int nop
  * read from it. */
 int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, const kf_type *res, int64_t *start,
 		     int64_t *step, int64_t *len, char *err, size_t errlen);
+/* The geometry of a conv, conv_transpose or pool node on input x
+ * (cpu_conv.c, for the kernels and kf_rt_shape): spatial dims padded to 3
+ * at the front (size 1, kernel 1), so one loop nest serves 1-D to 3-D. */
+typedef struct kf_rt_win {
+	int nsp;                  /* spatial dims as written: 1..3 */
+	bool cl;                  /* channels_last */
+	int64_t N, C, O, group;   /* O: output channels (C for pools) */
+	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3]; /* pb, pe: pads before, after */
+} kf_rt_win;
+/* Fills w from node n, its input shapes and attributes; out is the result
+ * shape.  0, or -1 with a message in err. */
+int kf_rt_win_geom(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_rt_win *w,
+		   int64_t *out, char *err, size_t errlen);
 /* Split sizes along the axis (cpu_infer.c); returns the axis or -1. */
 int kf_rt_split_sizes(kf_graph *g, kf_nid n, const kf_tensor *x, int nres, int64_t *sizes,
 		      char *err, size_t errlen);

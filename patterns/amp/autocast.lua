@@ -10,7 +10,7 @@
 -- overrides it op by op, e.g. a file holding the one line
 --   amp = { f32 = {"gelu"} }
 amp = {
-  low = { "matmul", "gemm" },
+  low = { "matmul", "gemm", "conv", "conv_transpose" },
   f32 = {
     "exp", "log", "pow", "rsqrt",
     "softmax", "log_softmax", "layer_norm",

@@ -1,0 +1,354 @@
+/* The CUDA conv and pool kernels run on the CPU (kf_test_emu.h) against
+ * the interpreter: the implicit GEMM on tensor cores (mma.sync f16, bf16,
+ * tf32; cp.async rows and element-wise gathers) and on CUDA cores, with
+ * bias, per-channel and residual epilogues; the direct kernel of grouped,
+ * depthwise and channels-first convs; max and average pools in both
+ * layouts.  The emulation is checked first on the matmul kernels, which
+ * have run on GPUs.  Skipped without g++. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "emit_conv.h"
+#include "equiv.h"
+#include "kf_test.h"
+#include "kf_test_emu.h"
+
+static char DIR[64];
+
+static int setup(void **st)
+{
+	snprintf(DIR, sizeof DIR, "/tmp/kf-emu-conv.%d", (int)getpid());
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s'", DIR);
+	return system(cmd);
+}
+
+static int teardown(void **st)
+{
+	if (!getenv("KFT_KEEP")) /* KFT_KEEP=1: keep the last kernel's k.cc for a look */
+		kft_rmdir(DIR);
+	return 0;
+}
+
+/* Runs the first kernel-making node of g's body (whose operands are the
+ * graph's inputs, in order, and whose result is the graph's) emulated, and
+ * the graph on the interpreter, on the same random inputs. */
+static void check_graph(const char *text, const char *pipeline, double rtol, double atol, uint64_t seed)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = kft_parse(c, text);
+	if (pipeline)
+		kft_run_pipe(c, m, pipeline);
+	kf_graph *g = m->graph[0];
+	kf_nid n = KF_NONE;
+	kf_foreach_node(g, 0, x)
+		if (n == KF_NONE && kf_N(g, x)->op != KF_OP_CONST)
+			n = x;
+	kf_kernel k;
+	if (kf_emit_node(g, n, &k) != 0)
+		kft_fail_diags(c, "emit");
+	const kf_block *b0 = &g->blk[0];
+	kf_tensor in[8] = {0}, pin[8] = {0}, want[2] = {0}, got[2] = {0};
+	assert_true(b0->narg <= 8 && k.nin <= 8 && k.nout == 1);
+	for (uint32_t i = 0; i < b0->narg; i++) {
+		const kf_type *t = kf_vtype(g, b0->arg[i]);
+		assert_int_equal(kf_tensor_random(&in[i], t->dtype, t->rank, t->dim, &seed), 0);
+	}
+	for (uint32_t j = 0; j < k.nin; j++) { /* the kernel's parameters are graph inputs */
+		uint32_t i = 0;
+		while (i < b0->narg && b0->arg[i] != k.in[j])
+			i++;
+		assert_true(i < b0->narg);
+		pin[j] = in[i];
+	}
+	assert_int_equal(kf_interp_run(g, in, (int)b0->narg, want, 1), 0);
+	kft_emu_run(g, &k, pin, got, DIR);
+	kf_equiv_stat st;
+	kf_equiv_compare(&got[0], &want[0], rtol, atol, &st);
+	if (st.nbad || st.shape_differs) {
+		kf_buf d = {0};
+		kf_equiv_describe(&d, &st);
+		fail_msg("%s (%s): %.*s\n%s", k.name, kf_kernel_kind_name(k.kind), (int)d.n, d.p, text);
+	}
+	for (uint32_t i = 0; i < b0->narg; i++)
+		kf_tensor_free(&in[i]);
+	kf_tensor_free(&want[0]);
+	kf_tensor_free(&got[0]);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+/* ---- the emulation itself, on kernels that have run on GPUs ---------------- */
+
+static void emu_matmul(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	static const char *const tiles[] = {"mma64x64x32w2x2s4", "mma128x64x32w2x2s4", "fma32x32x16t2x2"};
+	static const char *const dts[] = {"f16", "bf16", "f32"};
+	for (int t = 0; t < 3; t++) {
+		setenv("KFUSE_MATMUL_TILE", tiles[t], 1);
+		for (int d = 0; d < 3; d++) {
+			if (t < 2 && d == 2)
+				continue; /* f32 on tensor cores only with tf32: below */
+			char text[1024];
+			snprintf(text, sizeof text,
+				 "graph @mm(%%x: %s[70,40], %%w: %s[40,52], %%b: %s[52]) -> (%s[70,52]) {\n"
+				 "  %%m = matmul(%%x, %%w) : %s[70,52]\n  %%a = add(%%m, %%b) : %s[70,52]\n"
+				 "  %%y = relu(%%a) : %s[70,52]\n  return %%y\n}\n",
+				 dts[d], dts[d], dts[d], dts[d], dts[d], dts[d], dts[d]);
+			double tol = d == 1 ? 3e-2 : d == 0 ? 4e-3 : 1e-4;
+			check_graph(text, "fuse-matmul", tol, tol, 11 + (uint64_t)t);
+		}
+	}
+	setenv("KFUSE_MATMUL_TILE", "mma64x64x32w2x2s4", 1);
+	check_graph("graph @tf(%x: f32[33,24], %w: f32[40,24]) -> (f32[33,40]) {\n"
+		    "  %t = transpose(%w) {perm = [1, 0]} : f32[24,40]\n  %m = matmul(%x, %t) : f32[33,40]\n  return %m\n}\n",
+		    "fuse-matmul{tf32}", 1e-2, 1e-2, 5);
+	unsetenv("KFUSE_MATMUL_TILE");
+}
+
+/* A corrupted fragment layout must fail: the check can fail. */
+static void emu_catches(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	kf_ctx *c = kf_ctx_new();
+	const char *text = "graph @mm(%x: f16[32,32], %w: f16[32,16]) -> (f16[32,16]) {\n"
+			   "  %m = matmul(%x, %w) : f16[32,16]\n  return %m\n}\n";
+	kf_module *m = kft_parse(c, text);
+	setenv("KFUSE_MATMUL_TILE", "mma32x16x32w2x1s2", 1);
+	kf_graph *g = m->graph[0];
+	kf_kernel k;
+	kf_nid n = g->blk[0].first;
+	assert_int_equal(kf_emit_node(g, n, &k), 0);
+	unsetenv("KFUSE_MATMUL_TILE");
+	/* swap the two halves of each accumulator pair: wrong columns */
+	char *p = strstr(k.src, "q * 2 + (h & 1)");
+	assert_non_null(p);
+	memcpy(p, "q * 2 + (h ^ 1)", 15);
+	uint64_t seed = 3;
+	kf_tensor in[2] = {0}, want[1] = {0}, got[1] = {0};
+	for (int i = 0; i < 2; i++) {
+		const kf_type *t = kf_vtype(g, g->blk[0].arg[i]);
+		assert_int_equal(kf_tensor_random(&in[i], t->dtype, t->rank, t->dim, &seed), 0);
+	}
+	assert_int_equal(kf_interp_run(g, in, 2, want, 1), 0);
+	kft_emu_run(g, &k, in, got, DIR);
+	kf_equiv_stat s;
+	kf_equiv_compare(&got[0], &want[0], 4e-3, 4e-3, &s);
+	assert_true(s.nbad > 0);
+	for (int i = 0; i < 2; i++)
+		kf_tensor_free(&in[i]);
+	kf_tensor_free(&want[0]);
+	kf_tensor_free(&got[0]);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
+/* ---- conv kernels ------------------------------------------------------------ */
+
+typedef struct conv_case {
+	const char *dt;
+	bool cl;
+	int nsp, N, C, O, G;
+	int in[3], k[3], s[3], d[3], pb[3], pe[3];
+	int epi;          /* 0: none; 1: bias; 2: bias, per-channel scale, residual, relu */
+	const char *tile; /* KFUSE_CONV_TILE, or NULL */
+	bool tf32;
+} conv_case;
+
+static void shape_text(char *o, size_t n, const char *dt, int N, int C, int nsp, const int *sp, bool cl)
+{
+	int k = snprintf(o, n, "%s[%d", dt, N);
+	if (!cl)
+		k += snprintf(o + k, n - (size_t)k, ",%d", C);
+	for (int i = 0; i < nsp; i++)
+		k += snprintf(o + k, n - (size_t)k, ",%d", sp[i]);
+	if (cl)
+		k += snprintf(o + k, n - (size_t)k, ",%d", C);
+	snprintf(o + k, n - (size_t)k, "]");
+}
+
+static void list_text(char *o, size_t n, const int *a, int cnt, const int *b)
+{
+	int k = snprintf(o, n, "[");
+	for (int i = 0; i < cnt; i++)
+		k += snprintf(o + k, n - (size_t)k, "%s%d", i ? ", " : "", a[i]);
+	for (int i = 0; b && i < cnt; i++)
+		k += snprintf(o + k, n - (size_t)k, ", %d", b[i]);
+	snprintf(o + k, n - (size_t)k, "]");
+}
+
+static void check_conv(const conv_case *cc, uint64_t seed)
+{
+	int out[3], Cg = cc->C / cc->G;
+	for (int i = 0; i < cc->nsp; i++)
+		out[i] = (cc->in[i] + cc->pb[i] + cc->pe[i] - cc->d[i] * (cc->k[i] - 1) - 1) / cc->s[i] + 1;
+	char xt[96], wt[96], yt[96], bt[32], st[64], ss[64], pp[64], dd[64];
+	shape_text(xt, sizeof xt, cc->dt, cc->N, cc->C, cc->nsp, cc->in, cc->cl);
+	shape_text(yt, sizeof yt, cc->dt, cc->N, cc->O, cc->nsp, out, cc->cl);
+	shape_text(wt, sizeof wt, cc->dt, cc->O, Cg, cc->nsp, cc->k, cc->cl); /* [O, Cg, K..] or [O, K.., Cg] */
+	snprintf(bt, sizeof bt, "%s[%d]", cc->dt, cc->O);
+	/* the per-channel scale: [O] channels last, [O, 1, ..] first */
+	int k = snprintf(st, sizeof st, "%s[%d", cc->dt, cc->O);
+	for (int i = 0; !cc->cl && i < cc->nsp; i++)
+		k += snprintf(st + k, sizeof st - (size_t)k, ",1");
+	snprintf(st + k, sizeof st - (size_t)k, "]");
+	list_text(ss, sizeof ss, cc->s, cc->nsp, NULL);
+	list_text(pp, sizeof pp, cc->pb, cc->nsp, cc->pe);
+	list_text(dd, sizeof dd, cc->d, cc->nsp, NULL);
+	/* the operands: x, w, then the bias, the scale and the residual */
+	const char *ty[5] = {xt, wt, bt, st, yt}, *nm[5] = {"x", "w", "b", "s", "r"};
+	int nops = cc->epi == 2 ? 5 : cc->epi == 1 ? 3 : 2;
+	char args[512] = "", ops[128] = "", bargs[512] = "";
+	for (int i = 0; i < nops; i++) {
+		snprintf(args + strlen(args), sizeof args - strlen(args), "%s%%%s: %s", i ? ", " : "", nm[i], ty[i]);
+		snprintf(ops + strlen(ops), sizeof ops - strlen(ops), "%s%%%s", i ? ", " : "", nm[i]);
+		snprintf(bargs + strlen(bargs), sizeof bargs - strlen(bargs), "%s%%%d: %s", i ? ", " : "", i, ty[i]);
+	}
+	char text[4096];
+	int n = snprintf(text, sizeof text,
+			 "graph @c(%s) -> (%s) {\n  %%y = fusion @c0(%s) {kind = \"conv\"%s} : %s {\n  ^(%s):\n"
+			 "    %%c = conv(%%0, %%1%s) {%sdilations = %s, group = %d, pads = %s, strides = %s} : %s\n",
+			 args, yt, ops, cc->tf32 ? ", tf32 = true" : "", yt, bargs, cc->epi ? ", %2" : "",
+			 cc->cl ? "channels_last = true, " : "", dd, cc->G, pp, ss, yt);
+	if (cc->epi == 2)
+		n += snprintf(text + n, sizeof text - (size_t)n,
+			      "    %%m = mul(%%c, %%3) : %s\n    %%a = add(%%m, %%4) : %s\n    %%z = relu(%%a) : %s\n"
+			      "    yield %%z\n  }\n  return %%y\n}\n", yt, yt, yt);
+	else
+		n += snprintf(text + n, sizeof text - (size_t)n, "    yield %%c\n  }\n  return %%y\n}\n");
+	assert_true(n < (int)sizeof text);
+	if (cc->tile)
+		setenv("KFUSE_CONV_TILE", cc->tile, 1);
+	bool lowp = !strcmp(cc->dt, "f16") || !strcmp(cc->dt, "bf16") || cc->tf32;
+	double tol = !strcmp(cc->dt, "bf16") ? 3e-2 : lowp ? 6e-3 : 1e-4;
+	check_graph(text, NULL, tol, tol, seed);
+	unsetenv("KFUSE_CONV_TILE");
+}
+
+static void conv_gemm(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	/* tensor cores: 16-byte row copies (C % 8 == 0) and element gathers
+	 * (C = 3), strides, asymmetric pads, dilations, 1-D and 3-D, tiles
+	 * that cover the output unevenly, every epilogue */
+	conv_case cs[] = {
+		{"f16", true, 2, 2, 16, 24, 1, {9, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, "mma64x64x32w2x2s4"},
+		{"f16", true, 2, 1, 8, 64, 1, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {0, 1}, 1, "mma128x64x32w2x2s4"},
+		{"f16", true, 2, 1, 3, 16, 1, {11, 9}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}, 1, "mma64x64x32w2x2s4"},
+		{"bf16", true, 2, 2, 16, 32, 1, {6, 6}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 2, "mma64x64x32w2x2s4"},
+		{"f16", true, 1, 2, 24, 16, 1, {13}, {5}, {2}, {1}, {2}, {1}, 1, "mma64x64x32w2x2s4"},
+		{"f16", true, 3, 1, 8, 16, 1, {4, 5, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1}, 2, "mma64x64x32w2x2s4"},
+		{"f32", true, 2, 1, 8, 24, 1, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, "mma64x64x32w2x2s4", true},
+		{"f32", true, 2, 2, 5, 7, 1, {6, 7}, {3, 2}, {2, 1}, {1, 2}, {1, 0}, {2, 1}, 2, "fma32x32x16t2x2"},
+		{"f16", true, 2, 1, 16, 8, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "fma32x32x16t2x2"},
+		{"f64", true, 2, 1, 4, 6, 1, {5, 6}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {1, 1}, 1, NULL},
+		{"f16", true, 2, 2, 32, 40, 1, {8, 8}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 2, NULL},
+		/* small maps (batch 1, 3 x 3): the heuristic's small tiles */
+		{"f16", true, 2, 1, 64, 96, 1, {5, 5}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL},
+		{"bf16", true, 2, 1, 16, 24, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, "mma32x32x32w1x1s4"},
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+		check_conv(&cs[i], 100 + i);
+}
+
+static void conv_direct(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	conv_case cs[] = {
+		/* depthwise, channel multiplier 1 and 2; 16-byte vectors of
+		 * channels (f16 x 8, f32 x 4, bf16) or one at a time (C = 6) */
+		{"f16", true, 2, 2, 16, 16, 16, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL},
+		{"f16", true, 2, 1, 24, 24, 24, {7, 7}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 1, NULL},
+		{"f32", true, 2, 2, 8, 8, 8, {6, 5}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 2, NULL},
+		{"bf16", true, 1, 1, 16, 16, 16, {9}, {3}, {2}, {1}, {1}, {0}, 0, NULL},
+		{"f32", true, 2, 1, 6, 12, 6, {7, 7}, {5, 5}, {1, 1}, {2, 1}, {4, 2}, {4, 2}, 1, NULL},
+		/* grouped */
+		{"f32", true, 2, 2, 8, 12, 4, {6, 5}, {3, 3}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, 2, NULL},
+		{"bf16", true, 1, 1, 6, 9, 3, {11}, {3}, {1}, {3}, {3}, {3}, 1, NULL},
+		/* channels first: the direct kernel, any group */
+		{"f32", false, 2, 2, 4, 6, 1, {7, 6}, {3, 3}, {2, 1}, {1, 1}, {1, 0}, {1, 1}, 2, NULL},
+		{"f16", false, 2, 1, 6, 6, 3, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL},
+		{"f32", false, 3, 1, 2, 4, 2, {3, 4, 4}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {0, 1, 1}, {1, 1, 0}, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+		check_conv(&cs[i], 200 + i);
+}
+
+static void pools(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	static const char *const g[] = {
+		"graph @p(%x: f16[2,9,8,16]) -> (f16[2,5,5,16]) {\n"
+		"  %y = max_pool(%x) {channels_last = true, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2], ceil_mode = true} : f16[2,5,5,16]\n"
+		"  return %y\n}\n",
+		"graph @p(%x: f32[2,9,8,5]) -> (f32[2,5,5,5]) {\n"
+		"  %y = avg_pool(%x) {channels_last = true, kernel_shape = [3, 2], pads = [1, 1, 1, 1], strides = [2, 2], ceil_mode = true, count_include_pad = true} : f32[2,5,5,5]\n"
+		"  return %y\n}\n",
+		"graph @p(%x: f32[2,3,9,8]) -> (f32[2,3,4,4]) {\n"
+		"  %y = avg_pool(%x) {kernel_shape = [3, 3], pads = [0, 1, 0, 1], strides = [2, 2], dilations = [1, 1]} : f32[2,3,4,4]\n"
+		"  return %y\n}\n",
+		"graph @p(%x: i32[1,2,7,7]) -> (i32[1,2,3,3]) {\n"
+		"  %y = max_pool(%x) {kernel_shape = [2, 2], strides = [2, 2], dilations = [2, 2]} : i32[1,2,3,3]\n"
+		"  return %y\n}\n",
+		/* conv_transpose: strides, pads, dilations, output padding, groups, bias */
+		"graph @t(%x: f32[2,4,5,4], %w: f32[4,3,3,2], %b: f32[6]) -> (f32[2,6,10,8]) {\n"
+		"  %y = conv_transpose(%x, %w, %b) {strides = [2, 2], pads = [1, 0, 1, 0], output_padding = [1, 0], group = 2} : f32[2,6,10,8]\n"
+		"  return %y\n}\n",
+		"graph @t(%x: f16[1,3,6], %w: f16[3,2,3]) -> (f16[1,2,12]) {\n"
+		"  %y = conv_transpose(%x, %w) {strides = [2], pads = [2, 1], dilations = [2]} : f16[1,2,12]\n"
+		"  return %y\n}\n",
+		"graph @p(%x: f32[1,4,5,6,7]) -> (f32[1,4,3,3,4]) {\n"
+		"  %y = avg_pool(%x) {kernel_shape = [2, 2, 2], pads = [1, 1, 1, 0, 0, 0], strides = [2, 2, 2]} : f32[1,4,3,3,4]\n"
+		"  return %y\n}\n",
+	};
+	for (size_t i = 0; i < sizeof g / sizeof *g; i++)
+		check_graph(g[i], NULL, 2e-3, 2e-3, 300 + i);
+}
+
+/* The host copy of the gather (emit_conv.h) is the device's text: its
+ * answers against the definition of im2col. */
+static void gather_host(void **st)
+{
+	int OD = 2, OH = 3, OW = 4, ID = 3, IH = 5, IW = 6, C = 5, KD = 2, KH = 3, KW = 2;
+	int S[3] = {1, 2, 1}, P[3] = {1, 0, 2}, D[3] = {2, 1, 3};
+	for (long long m = 0; m < 2LL * OD * OH * OW; m++)
+		for (int kk = 0; kk < KD * KH * KW * C; kk++) {
+			long long ix;
+			bool in = kf_conv_gather(m, kk, OD, OH, OW, ID, IH, IW, C, C, KH, KW, S[0], S[1], S[2], P[0], P[1],
+						 P[2], D[0], D[1], D[2], &ix);
+			int ow = (int)(m % OW), oh = (int)(m / OW % OH), od = (int)(m / OW / OH % OD);
+			long long n = m / OW / OH / OD;
+			int c = kk % C, kw = kk / C % KW, kh = kk / C / KW % KH, kd = kk / C / KW / KH;
+			int id = od * S[0] - P[0] + kd * D[0], ih = oh * S[1] - P[1] + kh * D[1], iw = ow * S[2] - P[2] + kw * D[2];
+			bool want = id >= 0 && id < ID && ih >= 0 && ih < IH && iw >= 0 && iw < IW;
+			assert_int_equal(in, want);
+			if (want)
+				assert_true(ix == (((n * ID + id) * IH + ih) * IW + iw) * C + c);
+		}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(gather_host),
+		cmocka_unit_test(emu_matmul),
+		cmocka_unit_test(emu_catches),
+		cmocka_unit_test(conv_gemm),
+		cmocka_unit_test(conv_direct),
+		cmocka_unit_test(pools),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
