@@ -464,6 +464,33 @@ int kf_attr_ints(const kf_graph *g, kf_nid n, const char *key, int64_t *out, int
 	return (int)v->n;
 }
 
+int kf_attr_dims(const kf_graph *g, kf_nid n, const char *key, int64_t *out, bool *sym, int max)
+{
+	const kf_attrval *v = kf_attr_get(g, n, key);
+	if (!v || v->kind != KF_ATTR_LIST)
+		return -1;
+	for (uint32_t i = 0; i < v->n; i++) {
+		int64_t d;
+		bool s = v->list[i].kind == KF_ATTR_STR;
+		if (s) {
+			const char *t = kf_str(g->ctx, v->list[i].s);
+			d = kf_dim_parse(g->ctx, t, strlen(t));
+			if (d == KF_DIM_BAD)
+				return -1;
+			s = KF_IS_SYM(d); /* "12" names a static dim */
+		} else if (v->list[i].kind == KF_ATTR_INT) {
+			d = v->list[i].i;
+		} else {
+			return -1;
+		}
+		if ((int)i < max) {
+			out[i] = d;
+			sym[i] = s;
+		}
+	}
+	return (int)v->n;
+}
+
 /* ---- modules ---- */
 
 kf_module *kf_module_new(kf_ctx *c)

@@ -1,5 +1,5 @@
 /* infer.h: helpers shared by the op registry (ops.c) and the shape/dtype
- * functions of the built-in ops (infer.c, infer_shape.c).  Private to the
+ * functions of the built-in ops (infer.c, infer_shape.c, infer_index.c).  Private to the
  * registry; the verifier uses only kf.h, the type text helper and
  * kf_infer_types_only. */
 #ifndef KF_INFER_H
@@ -78,5 +78,12 @@ int kf_infer_broadcast_to(kf_graph *g, kf_nid n, kf_type *out, int maxout, char 
 int kf_infer_concat(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_slice(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_split(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+/* infer_index.c */
+int kf_infer_gather(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_pad(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_shape_of(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_opaque(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 
 #endif

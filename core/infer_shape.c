@@ -29,55 +29,54 @@ int kf_infer_transpose(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *er
 	return 1;
 }
 
-/* Reads a shape attribute (`shape`) of at most KF_MAX_RANK entries. */
-static int shape_attr(kf_ic *ic, int64_t *dim)
+/* Reads a shape attribute (`shape`) of at most KF_MAX_RANK entries: ints
+ * (none below `min`) and strings naming symbolic dims; sym[i] marks those. */
+static int shape_attr(kf_ic *ic, int64_t *dim, bool *sym, int64_t min)
 {
-	const kf_attrval *s;
-	uint32_t ns;
-	bool present;
-	if (!kf_ic_need(ic, "shape") || !kf_ic_ints(ic, "shape", &s, &ns, &present))
+	if (!kf_ic_need(ic, "shape"))
 		return -1;
-	if (ns > KF_MAX_RANK)
-		return kf_ic_fail(ic, "'%s' shape has %u dims, at most %d are supported", ic->op, ns, KF_MAX_RANK);
-	for (uint32_t i = 0; i < ns; i++)
-		dim[i] = s[i].i;
-	return (int)ns;
+	const kf_attrval *v = kf_attr_get(ic->g, ic->n, "shape");
+	if (v->kind == KF_ATTR_LIST && v->n > KF_MAX_RANK)
+		return kf_ic_fail(ic, "'%s' shape has %u dims, at most %d are supported", ic->op, v->n, KF_MAX_RANK);
+	int r = kf_attr_dims(ic->g, ic->n, "shape", dim, sym, KF_MAX_RANK);
+	if (r < 0)
+		return kf_ic_fail(ic, "attribute 'shape' of '%s' must be a list of dims (ints, or strings naming "
+				      "symbolic dims such as \"B\" or \"8*B*T\")", ic->op);
+	for (int i = 0; i < r; i++)
+		if (!sym[i] && dim[i] < min)
+			return kf_ic_fail(ic, "'%s' shape[%d] = %lld is negative", ic->op, i, (long long)dim[i]);
+	return r;
 }
 
-/* Product of static dims; false on overflow. */
-static bool mul_ok(int64_t *acc, int64_t d)
+/* The product of dims[0..n) as a dim (a monomial when symbolic). */
+static int64_t dims_product(kf_ctx *c, const int64_t *dim, int n)
 {
-	return !__builtin_mul_overflow(*acc, d, acc) && *acc <= (INT64_C(1) << 62);
+	int64_t p = 1;
+	for (int i = 0; i < n && p != KF_DIM_BAD; i++)
+		p = kf_dim_mul(c, p, dim[i]);
+	return p;
 }
 
-/* The symbolic dims of x not copied through a 0 at the same position of the
- * new shape: they would have to be absorbed by -1 or re-expressed, which we
- * cannot do, so reshape refuses them. */
-static int reshape_symbols(kf_ic *ic, const kf_type *x, const int64_t *dim, int r)
-{
-	for (int i = 0; i < x->rank; i++) {
-		if (!KF_IS_SYM(x->dim[i]) || (i < r && dim[i] == 0))
-			continue;
-		kf_tstr ts, tx;
-		return kf_ic_fail(ic, "'reshape' of %s must keep symbolic dim %s in place (write 0 at index %d)",
-				  kf_ops_tstr(ic->g->ctx, x, &tx), kf_ops_dstr(ic->g->ctx, x->dim[i], &ts), i);
-	}
-	return 0;
-}
-
+/* Symbolic dims are monomials, so the element counts of input and result
+ * compare exactly, and -1 is their quotient when that is a monomial:
+ * f32[B,T,768] to [-1, 768] gives f32[B*T,768], and f32[B*T,12,64] to
+ * ["B", "T", 768] gives f32[B,T,768]. */
 int kf_infer_reshape(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
 {
 	kf_ic ic = kf_ic_make(g, n, err, errlen);
 	const kf_type *x = kf_ic_in(&ic, 0);
-	int64_t dim[KF_MAX_RANK], in = 1, have = 1;
-	int r = shape_attr(&ic, dim), minus = -1;
-	kf_tstr tx;
-	if (r < 0 || reshape_symbols(&ic, x, dim, r) < 0)
+	int64_t dim[KF_MAX_RANK];
+	bool sym[KF_MAX_RANK];
+	int r = shape_attr(&ic, dim, sym, -1), minus = -1;
+	kf_tstr tx, tt, ta, tb;
+	if (r < 0)
 		return -1;
-	for (int i = 0; i < x->rank; i++)
-		if (!KF_IS_SYM(x->dim[i]) && !mul_ok(&in, x->dim[i]))
-			return kf_ic_fail(&ic, "'reshape' input %s is too large", kf_ops_tstr(g->ctx, x, &tx));
+	int64_t in = dims_product(g->ctx, x->dim, x->rank);
+	if (in == KF_DIM_BAD)
+		return kf_ic_fail(&ic, "'reshape' input %s is too large", kf_ops_tstr(g->ctx, x, &tx));
 	for (int i = 0; i < r; i++) {
+		if (sym[i])
+			continue;
 		if (dim[i] == 0) {
 			if (i >= x->rank)
 				return kf_ic_fail(&ic, "'reshape' shape[%d] = 0 copies a dim %s does not have", i,
@@ -87,25 +86,26 @@ int kf_infer_reshape(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err,
 			if (minus >= 0)
 				return kf_ic_fail(&ic, "'reshape' shape has more than one -1");
 			minus = i;
-			continue;
-		} else if (dim[i] < 0)
-			return kf_ic_fail(&ic, "'reshape' shape[%d] = %lld is negative", i, (long long)dim[i]);
-		if (!KF_IS_SYM(dim[i]) && !mul_ok(&have, dim[i]))
-			return kf_ic_fail(&ic, "'reshape' shape is too large");
+			dim[i] = 1;
+		}
 	}
+	int64_t have = dims_product(g->ctx, dim, r);
+	if (have == KF_DIM_BAD)
+		return kf_ic_fail(&ic, "'reshape' shape is too large");
 	if (minus >= 0) {
-		if (have == 0 || in % have)
-			return kf_ic_fail(&ic, "'reshape' cannot infer -1: %s has %lld elements, not a multiple of %lld",
-					  kf_ops_tstr(g->ctx, x, &tx), (long long)in, (long long)have);
-		dim[minus] = in / have;
+		int64_t q;
+		if (have == 0 || !kf_dim_div(g->ctx, in, have, &q))
+			return kf_ic_fail(&ic, "'reshape' cannot infer -1: %s has %s elements, not a multiple of %s",
+					  kf_ops_tstr(g->ctx, x, &tx), kf_ops_dstr(g->ctx, in, &ta),
+					  kf_ops_dstr(g->ctx, have, &tb));
+		dim[minus] = q;
 		have = in;
 	}
 	if (have != in) {
 		kf_type t = kf_type_make(x->dtype, r, dim);
-		kf_tstr tt;
-		return kf_ic_fail(&ic, "'reshape' from %s to %s changes the element count (%lld vs %lld)",
-				  kf_ops_tstr(g->ctx, x, &tx), kf_ops_tstr(g->ctx, &t, &tt), (long long)in,
-				  (long long)have);
+		return kf_ic_fail(&ic, "'reshape' from %s to %s changes the element count (%s vs %s)",
+				  kf_ops_tstr(g->ctx, x, &tx), kf_ops_tstr(g->ctx, &t, &tt), kf_ops_dstr(g->ctx, in, &ta),
+				  kf_ops_dstr(g->ctx, have, &tb));
 	}
 	out[0] = kf_type_make(x->dtype, r, dim);
 	return 1;
@@ -116,12 +116,10 @@ int kf_infer_broadcast_to(kf_graph *g, kf_nid n, kf_type *out, int maxout, char 
 	kf_ic ic = kf_ic_make(g, n, err, errlen);
 	const kf_type *x = kf_ic_in(&ic, 0);
 	int64_t dim[KF_MAX_RANK];
-	int r = shape_attr(&ic, dim);
+	bool sym[KF_MAX_RANK];
+	int r = shape_attr(&ic, dim, sym, 0);
 	if (r < 0)
 		return -1;
-	for (int i = 0; i < r; i++)
-		if (dim[i] < 0)
-			return kf_ic_fail(&ic, "'broadcast_to' shape[%d] = %lld is negative", i, (long long)dim[i]);
 	kf_type t = kf_type_make(x->dtype, r, dim);
 	/* numpy broadcast_to is one way: every input dim is the target's or 1 */
 	bool ok = x->rank <= r;
@@ -196,38 +194,53 @@ static int64_t slice_len(int64_t d, int64_t start, int64_t end, int64_t step)
 	return start > end ? 1 + (start - end - 1) / -step : 0;
 }
 
-/* Reads starts/ends/axes/steps; returns the count, or -1. */
-static int slice_attrs(kf_ic *ic, const kf_attrval **v, uint32_t *cnt)
+/* Reads starts/ends/axes/steps; returns the count, or -1.  `ends` may
+ * name symbolic dims (strings): their values come back in end[], sym[]
+ * marking them. */
+static int slice_attrs(kf_ic *ic, const kf_attrval **v, uint32_t *cnt, int64_t *end, bool *sym)
 {
 	static const char *const key[4] = {"starts", "ends", "axes", "steps"};
 	bool present[4];
 	if (!kf_ic_need(ic, "starts") || !kf_ic_need(ic, "ends"))
 		return -1;
 	for (int k = 0; k < 4; k++)
-		if (!kf_ic_ints(ic, key[k], &v[k], &cnt[k], &present[k]))
+		if (k != 1 && !kf_ic_ints(ic, key[k], &v[k], &cnt[k], &present[k]))
 			return -1;
+	const kf_attrval *e = kf_attr_get(ic->g, ic->n, "ends");
+	present[1] = true;
+	cnt[1] = e->kind == KF_ATTR_LIST ? e->n : 0;
+	if (e->kind != KF_ATTR_LIST || (cnt[1] <= KF_MAX_RANK &&
+					kf_attr_dims(ic->g, ic->n, "ends", end, sym, KF_MAX_RANK) < 0))
+		return kf_ic_fail(ic, "attribute 'ends' of 'slice' must be a list of ints (or strings naming "
+				      "symbolic dims)");
 	for (int k = 1; k < 4; k++)
 		if (present[k] && cnt[k] != cnt[0])
 			return kf_ic_fail(ic, "'slice' %s has %u entries but starts has %u", key[k], cnt[k], cnt[0]);
 	return (int)cnt[0];
 }
 
+/* A symbolic end (a dim's name, as an exporter's x[:, :T] writes it) is
+ * taken to be within the dim, which the interpreter checks when it runs:
+ * from 0 with step 1 the result is that dim. */
 int kf_infer_slice(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
 {
 	kf_ic ic = kf_ic_make(g, n, err, errlen);
 	const kf_type *x = kf_ic_in(&ic, 0);
 	const kf_attrval *v[4];
 	uint32_t cnt[4];
-	bool seen[KF_MAX_RANK] = {false};
-	int k = slice_attrs(&ic, v, cnt);
+	int64_t ends[KF_MAX_RANK];
+	bool esym[KF_MAX_RANK], seen[KF_MAX_RANK] = {false};
+	int k = slice_attrs(&ic, v, cnt, ends, esym);
 	if (k < 0)
 		return -1;
+	if (k > KF_MAX_RANK)
+		return kf_ic_fail(&ic, "'slice' has %d axes, at most %d", k, KF_MAX_RANK);
 	out[0] = *x;
 	for (int i = 0; i < k; i++) {
 		int64_t ax = v[2] ? v[2][i].i : i, step = v[3] ? v[3][i].i : 1;
-		int64_t start = v[0][i].i, end = v[1][i].i;
+		int64_t start = v[0][i].i, end = ends[i];
 		int a;
-		kf_tstr td;
+		kf_tstr td, te;
 		if (!kf_ic_axis(&ic, "axis", ax, x->rank, &a))
 			return -1;
 		if (seen[a])
@@ -236,12 +249,32 @@ int kf_infer_slice(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, s
 		if (step == 0)
 			return kf_ic_fail(&ic, "'slice' step for axis %d is 0", a);
 		int64_t d = x->dim[a];
-		if (KF_IS_SYM(d)) {
-			/* only the whole dim is certain: start 0, end past it, step 1 */
-			if (start == 0 && end >= INT32_MAX && step == 1)
+		if (esym[i]) {
+			if (start == 0 && step == 1) {
+				out[0].dim[a] = end;
 				continue;
-			return kf_ic_fail(&ic, "'slice' cannot slice symbolic dim %s (axis %d) except whole",
-					  kf_ops_dstr(g->ctx, d, &td), a);
+			}
+			return kf_ic_fail(&ic, "'slice' with symbolic end %s (axis %d) must start at 0 with step 1",
+					  kf_ops_dstr(g->ctx, end, &te), a);
+		}
+		if (KF_IS_SYM(d)) {
+			/* the whole dim (start 0, end past it, step 1), or a run
+			 * of static length counted from the front or from the
+			 * back (x[:, :4], x[:, -1]) on the premise that the dim
+			 * is long enough, which the interpreter checks */
+			bool big = end >= INT32_MAX;
+			int64_t len = -1;
+			if (step == 1 && start == 0 && big)
+				continue;
+			if (step > 0 && start >= 0 && !big && end >= 0)
+				len = end > start ? end - start : 0;
+			else if (step > 0 && start < 0 && (big || end < 0) && start > INT64_MIN)
+				len = (big ? 0 : end) > start ? (big ? 0 : end) - start : 0;
+			if (len < 0)
+				return kf_ic_fail(&ic, "'slice' cannot slice symbolic dim %s (axis %d) but whole or by a "
+						       "static count from one end", kf_ops_dstr(g->ctx, d, &td), a);
+			out[0].dim[a] = len ? 1 + (len - 1) / step : 0;
+			continue;
 		}
 		out[0].dim[a] = slice_len(d, start, end, step);
 	}

@@ -76,6 +76,40 @@ static inline bool kf_type_equal(const kf_type *a, const kf_type *b)
 	return a->dtype == b->dtype && kf_type_same_shape(a, b);
 }
 
+/* ---- symbolic dims ---------------------------------------------------------
+ *
+ * A symbolic dim is a monomial: a coefficient >= 1 times a product of named
+ * symbols.  It is one interned name in canonical form: the coefficient first
+ * when it is not 1, then the symbols sorted by name, '*' between: `B`,
+ * `B*T`, `8*B`, `2*T*T`.  Equal products are therefore one dim value, and the
+ * text IR writes them as named (f32[B*T,768]).  Shape arithmetic on them
+ * (a reshape's element count and -1, flatten, a product of dims) is exact;
+ * a sum of symbols has no dim (it would need facts about their values). */
+#define KF_DIM_MAXSYM 8
+#define KF_DIM_BAD INT64_MIN /* not a dim: malformed, or out of range */
+typedef struct kf_mono {
+	int64_t coef;
+	int n;
+	kf_sid sym[KF_DIM_MAXSYM];
+} kf_mono;
+
+/* The parts of dim d (a static d: coef d, no symbols); false if malformed. */
+bool kf_dim_split(kf_ctx *c, int64_t d, kf_mono *m);
+/* The dim of a monomial (static when it has no symbols or a 0 coefficient);
+ * KF_DIM_BAD when out of range. */
+int64_t kf_dim_join(kf_ctx *c, const kf_mono *m);
+/* "8*B", "B*T", "64": a dim from its text (any order of factors), or KF_DIM_BAD. */
+int64_t kf_dim_parse(kf_ctx *c, const char *s, size_t n);
+int64_t kf_dim_mul(kf_ctx *c, int64_t a, int64_t b); /* KF_DIM_BAD on overflow */
+/* a / b when it is a monomial (exact for every value of the symbols). */
+bool kf_dim_div(kf_ctx *c, int64_t a, int64_t b, int64_t *q);
+/* The value of d given its symbols' values; false when one is unknown or on
+ * overflow. */
+typedef bool (*kf_sym_lookup)(void *ud, kf_sid s, int64_t *value);
+bool kf_dim_eval(kf_ctx *c, int64_t d, kf_sym_lookup look, void *ud, int64_t *out);
+/* Whether d is a product (not a static dim, not a plain symbol). */
+bool kf_dim_is_product(const kf_ctx *c, int64_t d);
+
 /* ---- strings --------------------------------------------------------------- */
 
 kf_sid kf_intern(kf_ctx *c, const char *s, size_t n);
@@ -113,6 +147,10 @@ void kf_buf_free(kf_buf *b);
 /* Writes all n bytes of p to fd (retrying short writes and EINTR): 0, or
  * the errno of the failed write (EIO when write returns 0). */
 int kf_write_all(int fd, const void *p, size_t n);
+/* Writes the concatenation of part[0..nparts) to path atomically: into a
+ * temporary beside it, renamed over it once every byte is written, so that
+ * a failure leaves the old file (file.c).  0, or the errno of the failure. */
+int kf_write_atomic(const char *path, const void *const *part, const size_t *len, int nparts);
 /* Shortest text of a double that reads back to the same value of dtype t
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */
@@ -248,6 +286,8 @@ enum {
 	X(MATMUL, "matmul") X(GEMM, "gemm") \
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
+	X(GATHER, "gather") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
+	X(SIN, "sin") X(COS, "cos") X(OPAQUE, "opaque") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 
 enum {
@@ -283,10 +323,17 @@ typedef struct kf_opinfo {
 	void *user;            /* plugin data */
 } kf_opinfo;
 
+/* ONNX Shape's range [start, end) of a rank-`rank` shape: negative ends
+ * count from the back, then both clamp to [0, rank], end not below start. */
+void kf_shape_range(int64_t rank, int64_t *start, int64_t *end);
+
 int kf_op_count(const kf_ctx *c);
 const kf_opinfo *kf_op(const kf_ctx *c, int op);
 kf_opinfo *kf_op_mut(kf_ctx *c, int op);
 int kf_op_lookup(const kf_ctx *c, const char *name, size_t n); /* -1 if unknown */
+/* The op that runs node n: its own, or for `opaque @Name` the op registered
+ * as Name (a plugin's); -1 when there is none. */
+int kf_node_impl_op(const kf_graph *g, kf_nid n);
 /* Registers a new op (name copied); returns its id, or -1 with an error in
  * the context when the name is taken. */
 int kf_op_register(kf_ctx *c, const kf_opinfo *info);
@@ -429,6 +476,11 @@ const char *kf_attr_str(const kf_graph *g, kf_nid n, const char *key, const char
 /* Copies an int list into out (at most max); returns its length, or -1 when
  * absent or not a list of ints. */
 int kf_attr_ints(const kf_graph *g, kf_nid n, const char *key, int64_t *out, int max);
+/* A list of dims: ints, and strings naming symbolic dims ("B", "8*B*T",
+ * kf_dim_parse).  sym[i] tells a symbolic entry from a negative int (both
+ * are negative in out[]).  Returns the length, or -1 when absent or when an
+ * item is neither. */
+int kf_attr_dims(const kf_graph *g, kf_nid n, const char *key, int64_t *out, bool *sym, int max);
 
 /* ---- modules, text ---------------------------------------------------------- */
 

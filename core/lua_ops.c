@@ -282,10 +282,12 @@ static int cpu_body(lua_State *L)
 static int cpu_lua(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_tensor *out, int nout, char *err,
 		   size_t errlen)
 {
-	kf_lop *lop = kf_op(g->ctx, kf_N(g, n)->op)->user;
+	/* an `opaque @Name` node runs as the op Name */
+	int op = kf_node_impl_op(g, n);
+	kf_lop *lop = op >= 0 ? kf_op(g->ctx, op)->user : NULL;
 	if (!lop || !lop->h) {
 		snprintf(err, errlen, "op '%s' was defined by a Lua script that is no longer loaded",
-			 kf_op(g->ctx, kf_N(g, n)->op)->name);
+			 kf_op(g->ctx, op >= 0 ? op : kf_N(g, n)->op)->name);
 		return -1;
 	}
 	kf_lhost *h = lop->h;

@@ -96,9 +96,14 @@ kf_type kf_ltotype(lua_State *L, kf_ctx *c, int idx)
 			lua_rawgeti(L, -1, i + 1);
 			if (lua_isinteger(L, -1))
 				t.dim[i] = lua_tointeger(L, -1);
-			else if (lua_type(L, -1) == LUA_TSTRING)
-				t.dim[i] = KF_SYM(kf_intern_cstr(c, lua_tostring(L, -1)));
-			else
+			else if (lua_type(L, -1) == LUA_TSTRING) {
+				/* a symbol or a product of them, canonical ("T*B" is "B*T") */
+				size_t n;
+				const char *s = lua_tolstring(L, -1, &n);
+				t.dim[i] = kf_dim_parse(c, s, n);
+				if (t.dim[i] == KF_DIM_BAD)
+					luaL_error(L, "shape entry '%s' is not a dim (a size, a symbol or a product of them)", s);
+			} else
 				luaL_error(L, "shape entries are integers or names");
 			lua_pop(L, 1);
 		}

@@ -415,6 +415,24 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 			 "starts ends axes steps", "ONNX Slice with attributes"},
 	[KF_OP_SPLIT] = {"split", 1, 1, -1, KF_TRAIT_INJECTIVE, 0, kf_infer_split, NULL, NULL, "axis sizes",
 			 "splits along {axis = 0} into {sizes} or equal parts"},
+	[KF_OP_GATHER] = {"gather", 2, 2, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_gather, NULL, NULL, "axis",
+			  "ONNX Gather: data's dim {axis = 0} replaced by the dims of indices (i32/i64, negative from the end)"},
+	[KF_OP_PAD] = {"pad", 1, 1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_pad, NULL, NULL, "pads mode value",
+		       "ONNX Pad: {pads} begins then ends, {mode = \"constant\"|reflect|edge|wrap, value = 0.0}"},
+	[KF_OP_RESIZE] = {"resize", 1, 1, 1, KF_TRAIT_OPAQUE, 0, kf_infer_resize, NULL, NULL,
+			  "mode coordinate_transformation_mode nearest_mode scales sizes",
+			  "ONNX Resize, nearest or linear: {scales} per dim, {sizes} when given"},
+	[KF_OP_IOTA] = {"iota", 0, 0, 1, KF_TRAIT_OPAQUE, 0, kf_infer_iota, NULL, NULL, "dtype shape axis",
+			"{dtype = \"i64\"}[{shape}]: each element its index along {axis = 0}"},
+	[KF_OP_SHAPE] = {"shape", 1, 1, 1, KF_TRAIT_OPAQUE, 0, kf_infer_shape_of, NULL, NULL, "start end",
+			 "the dims of x as i64, ONNX Shape {start, end}"},
+	[KF_OP_SIN] = {"sin", 1, 1, 1, EW, 0, inf_float1, NULL, "sinf(a)", "", "sine"},
+	[KF_OP_COS] = {"cos", 1, 1, 1, EW, 0, inf_float1, NULL, "cosf(a)", "", "cosine"},
+	/* the importer's stand-in for an ONNX op kfuse lacks: @name is the op,
+	 * the node's types and attributes are the model's (trusted, no
+	 * inference); a plugin op of that name runs it */
+	[KF_OP_OPAQUE] = {"opaque", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_SYMBOL, kf_infer_opaque, NULL, NULL, NULL,
+			  "an op kfuse does not have, @name, kept with its attributes; a plugin op @name runs it"},
 	[KF_OP_FUSION] = {"fusion", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_REGION | KF_OPF_SYMBOL, kf_infer_fusion,
 			  NULL, NULL, "kind cell steps hidden layers tile tf32", "a fused kernel: its body region computes its results"},
 	[KF_OP_RETURN] = {"return", 0, -1, 0, KF_TRAIT_OPAQUE, KF_OPF_TERMINATOR | KF_OPF_EFFECT, inf_none,
@@ -433,6 +451,16 @@ void kf_ops_builtin_init(kf_ctx *c)
 			kf_error(c, KF_NOLOC, "internal: built-in op '%s' registered as id %d, not %d",
 				 builtin[i].name, id, i);
 	}
+}
+
+int kf_node_impl_op(const kf_graph *g, kf_nid n)
+{
+	const kf_node *nd = kf_N(g, n);
+	if (nd->op != KF_OP_OPAQUE)
+		return nd->op;
+	const char *name = nd->sym ? kf_str(g->ctx, nd->sym) : "";
+	int op = kf_op_lookup(g->ctx, name, strlen(name));
+	return op == KF_OP_OPAQUE ? -1 : op;
 }
 
 /* ---- kf_infer: generic checks, then the op's own function ---------------- */

@@ -214,7 +214,7 @@ static void list_names(kf_buf *b, const char *const *names, const kf_passreg *r)
 static bool pass_has_opt(const kf_pass *p, const char *k, size_t n)
 {
 	for (uint32_t i = 0; p->opts && p->opts[i]; i++)
-		if (strlen(p->opts[i]) == n && !memcmp(p->opts[i], k, n))
+		if ((strlen(p->opts[i]) == n && !memcmp(p->opts[i], k, n)) || !strcmp(p->opts[i], "*"))
 			return true;
 	return false;
 }

@@ -46,7 +46,7 @@ typedef struct kf_passopts {
 struct kf_pass {
 	const char *name;
 	const char *doc;          /* one line */
-	const char *const *opts;  /* NULL-terminated option names; NULL: none */
+	const char *const *opts;  /* NULL-terminated option names; NULL: none; "*": any name */
 	/* Runs on one graph; sets *changed when it changed anything.  Returns 0,
 	 * or -1 after adding errors to the context. */
 	int (*run)(kf_graph *g, const kf_passopts *o, bool *changed);

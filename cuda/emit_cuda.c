@@ -380,6 +380,8 @@ int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	case KF_OP_RELU: kf_buf_printf(o, "kf_relu(%s)", a[0]); return 0;
 	case KF_OP_ERF: kf_buf_printf(o, "kf_erf(%s)", a[0]); return 0;
 	case KF_OP_SILU: kf_buf_printf(o, "kf_silu(%s)", a[0]); return 0;
+	case KF_OP_SIN: kf_buf_printf(o, rt == KF_F64 ? "sin(%s)" : "sinf(%s)", a[0]); return 0;
+	case KF_OP_COS: kf_buf_printf(o, rt == KF_F64 ? "cos(%s)" : "cosf(%s)", a[0]); return 0;
 	case KF_OP_GELU: {
 		const char *ap = kf_attr_str(g, n, "approximate", "none");
 		kf_buf_printf(o, strcmp(ap, "tanh") != 0 ? "kf_gelu(%s)" : k->tune.fast_gelu ? "kf_gelu_tanh_fast(%s)"
@@ -604,6 +606,11 @@ static int kernel_kind(kx *k, kf_nid n)
 	}
 	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM)
 		return KF_KK_MATMUL;
+	/* resize is not fused (linear reads 2^k elements per output), nor
+	 * iota (canonicalize folds a static one), but alone each is a loop
+	 * kernel (emit_elementwise.c) */
+	if (x->op == KF_OP_RESIZE || x->op == KF_OP_IOTA)
+		return KF_KK_LOOP;
 	if (kf_op(k->c, x->op)->trait == KF_TRAIT_REDUCE)
 		return KF_KK_REDUCE;
 	return -1;

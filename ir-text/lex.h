@@ -21,6 +21,7 @@ typedef enum {
 	KF_T_LPAREN, KF_T_RPAREN, KF_T_LBRACK, KF_T_RBRACK, KF_T_LBRACE, KF_T_RBRACE,
 	KF_T_LT, KF_T_GT, KF_T_COMMA, KF_T_COLON, KF_T_EQ, KF_T_ARROW, KF_T_MINUS,
 	KF_T_CARET,
+	KF_T_STAR,   /* '*' between the factors of a symbolic dim (f32[B*T,768]) */
 } kf_tokkind;
 
 /* Why a KF_T_ERROR token is bad. */

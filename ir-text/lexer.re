@@ -133,6 +133,7 @@ void kf_lex_next(kf_lexer *lx, kf_token *t)
 		"->" { TOK(KF_T_ARROW); }
 		"-" { TOK(KF_T_MINUS); }
 		"^" { TOK(KF_T_CARET); }
+		"*" { TOK(KF_T_STAR); }
 
 		"\x00" {
 			if (cur > lim) { /* the sentinel */

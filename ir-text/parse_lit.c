@@ -184,12 +184,42 @@ bool kf_parse_type(kf_parser *p, kf_tid *tid)
 				kf_parse_expected(p, "a dimension (a size or a symbol)");
 				return false;
 			}
+			uint32_t off = p->tok.off;
+			kf_parse_next(p);
+			if (p->tok.kind == KF_T_STAR) {
+				/* a product of sizes and symbols, as one canonical dim */
+				kf_mono m;
+				bool ok = !bad && kf_dim_split(p->c, d, &m);
+				while (kf_parse_accept(p, KF_T_STAR)) {
+					int64_t f = 0;
+					if (p->tok.kind == KF_T_INT) {
+						ok = ok && tok_u64(p, &p->tok, &u) && u <= (uint64_t)INT64_MAX;
+						f = (int64_t)u;
+					} else if (p->tok.kind == KF_T_IDENT) {
+						f = KF_SYM(kf_intern(p->c, p->text + p->tok.off, p->tok.len));
+					} else {
+						kf_parse_expected(p, "a size or a symbol after '*'");
+						return false;
+					}
+					kf_mono fm;
+					ok = ok && kf_dim_split(p->c, f, &fm) && m.n + fm.n <= KF_DIM_MAXSYM &&
+					     !__builtin_mul_overflow(m.coef, fm.coef, &m.coef);
+					for (int i = 0; ok && i < fm.n; i++)
+						m.sym[m.n++] = fm.sym[i];
+					kf_parse_next(p);
+				}
+				d = ok ? kf_dim_join(p->c, &m) : KF_DIM_BAD;
+				if (d == KF_DIM_BAD && !bad) {
+					kf_parse_err(p, off, "dimension out of range (a product of at most %d symbols "
+							     "and a size below 2^62)", KF_DIM_MAXSYM);
+					bad = true;
+				}
+			}
 			if (rank == KF_MAX_RANK && !bad) {
-				kf_parse_err(p, p->tok.off, "rank exceeds %d", KF_MAX_RANK);
+				kf_parse_err(p, off, "rank exceeds %d", KF_MAX_RANK);
 				bad = true;
 			} else if (rank < KF_MAX_RANK)
 				dims[rank++] = d;
-			kf_parse_next(p);
 		} while (kf_parse_accept(p, KF_T_COMMA));
 	}
 	uint32_t rboff = p->tok.off;

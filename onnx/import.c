@@ -118,7 +118,7 @@ static kf_vid const_node(kf_imp *I, kf_const *k, const kf_type *t)
 kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims)
 {
 	kf_type t = kf_type_make(dt, rank, dims);
-	if (kf_type_numel(&t) < 0) {
+	if (kf_type_is_static(&t) && kf_type_numel(&t) < 0) {
 		kf_imp_fail(I, "the shape is too large");
 		return KF_NONE;
 	}
@@ -198,6 +198,17 @@ int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max)
 	return (int)n;
 }
 
+bool kf_imp_const_scalar(kf_imp *I, kf_vid v, double *out)
+{
+	kf_nid d = v == KF_NONE ? KF_NONE : I->g->val[v].def;
+	if (d == KF_NONE || I->g->node[d].op != KF_OP_CONST || !I->g->node[d].cst ||
+	    I->g->node[d].cst->kind == KF_CONST_FILE || kf_type_numel(kf_vtype(I->g, v)) != 1)
+		return false;
+	const kf_const *k = I->g->node[d].cst;
+	*out = k->f ? k->f[0] : (double)k->i[0];
+	return true;
+}
+
 /* ---- graph inputs, outputs ---- */
 
 int kf_imp_value_type(kf_imp *I, const Onnx__ValueInfoProto *vi, kf_type *t)
@@ -243,8 +254,8 @@ static int add_initializers(kf_imp *I, const Onnx__GraphProto *gp)
 {
 	for (size_t i = 0; i < gp->n_initializer; i++) {
 		kf_tensor t;
-		char err[256];
-		if (kf_onnx_tensor(gp->initializer[i], &t, err, sizeof err) < 0)
+		char err[512];
+		if (kf_onnx_tensor(gp->initializer[i], I->dir[0] ? I->dir : NULL, &t, err, sizeof err) < 0)
 			return kf_imp_fail(I, "initializer: %s", err);
 		kf_vid v = kf_imp_tensor_const(I, &t, gp->initializer[i]->name);
 		kf_tensor_free(&t);
@@ -263,6 +274,26 @@ static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
 	return false;
 }
 
+/* A --bind value for a graph input of type t: same dtype and rank, equal
+ * static dims (symbolic ones take any size). */
+static kf_vid bound_input(kf_imp *I, const char *name, const kf_type *t, const kf_tensor *x)
+{
+	kf_type xt = kf_tensor_type(x);
+	bool ok = xt.dtype == t->dtype && xt.rank == t->rank;
+	for (int d = 0; ok && d < t->rank; d++)
+		ok = KF_IS_SYM(t->dim[d]) || t->dim[d] == xt.dim[d];
+	if (!ok) {
+		kf_buf a = {0}, b = {0};
+		kf_print_type(&a, I->c, kf_type_intern(I->c, t));
+		kf_print_type(&b, I->c, kf_type_intern(I->c, &xt));
+		kf_imp_fail(I, "--bind %s: the graph input is %.*s, the value %.*s", name, (int)a.n, a.p, (int)b.n, b.p);
+		kf_buf_free(&a);
+		kf_buf_free(&b);
+		return KF_NONE;
+	}
+	return kf_imp_tensor_const(I, x, name);
+}
+
 static int add_inputs(kf_imp *I, const Onnx__GraphProto *gp)
 {
 	for (size_t i = 0; i < gp->n_input; i++) {
@@ -271,8 +302,22 @@ static int add_inputs(kf_imp *I, const Onnx__GraphProto *gp)
 		kf_type t;
 		if (kf_imp_value_type(I, gp->input[i], &t) < 0)
 			return -1;
-		kf_vid v = kf_block_add_arg(I->g, 0, kf_type_intern(I->c, &t), 0);
+		const kf_tensor *b = NULL;
+		for (int k = 0; k < I->o.nbind; k++)
+			if (strcmp(I->o.bind[k].name, gp->input[i]->name) == 0)
+				b = I->o.bind[k].value;
+		kf_vid v = b ? bound_input(I, gp->input[i]->name, &t, b)
+			     : kf_block_add_arg(I->g, 0, kf_type_intern(I->c, &t), 0);
+		if (v == KF_NONE)
+			return -1;
 		kf_imp_bind(I, gp->input[i]->name, v);
+	}
+	for (int k = 0; k < I->o.nbind; k++) {
+		bool found = false;
+		for (size_t i = 0; i < gp->n_input && !found; i++)
+			found = strcmp(I->o.bind[k].name, gp->input[i]->name) == 0 && !is_initializer(gp, gp->input[i]->name);
+		if (!found)
+			return kf_imp_fail(I, "--bind %s: the model has no graph input of that name", I->o.bind[k].name);
 	}
 	return 0;
 }
@@ -336,7 +381,16 @@ static int64_t default_opset(const Onnx__ModelProto *mp)
 	return 1;
 }
 
+static kf_module *import(kf_ctx *c, const char *name, const char *dir, const void *buf, size_t len,
+			 const kf_onnx_opts *o);
+
 kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t len, const kf_onnx_opts *o)
+{
+	return import(c, name, NULL, buf, len, o);
+}
+
+static kf_module *import(kf_ctx *c, const char *name, const char *dir, const void *buf, size_t len,
+			 const kf_onnx_opts *o)
 {
 	kf_srcid src = kf_source_add(c, name, NULL, 0);
 	if (len > KF_ONNX_MAX_BYTES) {
@@ -363,6 +417,8 @@ kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t l
 	kf_imp I = {.c = c, .src = src, .opset = default_opset(mp)};
 	if (o)
 		I.o = *o;
+	if (dir)
+		snprintf(I.dir, sizeof I.dir, "%s", dir);
 	const Onnx__GraphProto *gp = mp->graph;
 	I.gp = gp;
 	kf_sid gname = clean_name(c, gp->name && *gp->name ? gp->name : "main");
@@ -381,7 +437,11 @@ kf_module *kf_onnx_import(kf_ctx *c, const char *name, const void *buf, size_t l
 	I.node = NULL;
 	if (rc == 0)
 		rc = add_outputs(&I, gp);
+	/* what shape values were computed with and nobody reads (shapes.c) */
+	if (rc == 0)
+		kf_dce_graph(I.g);
 	free(I.map);
+	free(I.sv);
 	onnx__model_proto__free_unpacked(mp, NULL);
 	if (rc < 0 || I.failed) {
 		kf_graph_free(I.g);
@@ -400,7 +460,16 @@ kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *
 	size_t len;
 	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
 		return NULL;
-	kf_module *m = kf_onnx_import(c, strcmp(path, "-") ? path : "<stdin>", buf, len, o);
+	/* external data lives beside the model */
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (slash)
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (!dir[0])
+		snprintf(dir, sizeof dir, "/");
+	kf_module *m = import(c, strcmp(path, "-") ? path : "<stdin>", dir, buf, len, o);
 	free(buf);
 	return m;
 }

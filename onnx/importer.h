@@ -4,6 +4,19 @@
 #include "onnx_import.h"
 #include "tensor_pb.h"
 
+/* A small integer vector (or scalar) whose elements may be symbolic dims:
+ * what Shape and the shape arithmetic after it compute (shapes.c).  It is
+ * tracked beside the graph values that compute it at run time, so that
+ * Reshape, Expand, Slice, Range and ConstantOfShape can take their sizes
+ * from it at compile time; the values it stood for die as dead code. */
+#define KF_SV_MAX KF_MAX_RANK
+typedef struct kf_sv {
+	bool set;
+	uint8_t n, rank;     /* elements; rank 0 (a scalar) or 1 */
+	uint16_t sym, known; /* bit i: e[i] is a symbolic dim; e[i] is known */
+	int64_t e[KF_SV_MAX];
+} kf_sv;
+
 typedef struct kf_imp {
 	kf_ctx *c;
 	kf_graph *g;
@@ -15,6 +28,9 @@ typedef struct kf_imp {
 	uint32_t *map;       /* interned ONNX name -> value + 1 */
 	uint32_t nmap;
 	kf_tid scalar_f32;   /* placeholder type until inference runs */
+	kf_sv *sv;           /* by value id: shape values (shapes.c) */
+	uint32_t nsv;
+	char dir[4096];      /* the model's directory, for external data */
 	bool failed;
 } kf_imp;
 
@@ -29,6 +45,19 @@ kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt);
 kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims);
 kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name);
 int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max);
+/* An ONNX node's attributes and inputs (attr.c): the attribute or NULL;
+ * an int (dflt when absent); an int list into out (its length, or -1 when
+ * absent or longer than max); a string into out (truncated to cap - 1
+ * bytes); input i or KF_NONE when absent or empty. */
+const Onnx__AttributeProto *kf_imp_attr(const Onnx__NodeProto *np, const char *name);
+int64_t kf_imp_attr_int(const Onnx__NodeProto *np, const char *name, int64_t dflt);
+int kf_imp_attr_ints(const Onnx__NodeProto *np, const char *name, int64_t *out, int max);
+void kf_imp_attr_str(const Onnx__NodeProto *np, const char *name, const char *dflt, char *out, size_t cap);
+kf_vid kf_imp_input(kf_imp *I, const Onnx__NodeProto *np, size_t i);
+/* kfuse attributes: an int; an int list whose items[n] must live until the
+ * node copies it (kf_imp_op). */
+kf_attr kf_imp_int_attr(kf_imp *I, const char *key, int64_t v);
+kf_attr kf_imp_ints_attr(kf_imp *I, const char *key, kf_attrval *items, const int64_t *v, int n);
 /* ONNX LSTM and GRU, unrolled into primitive ops (rnn.c); translate.c's
  * table calls them.  Return the number of outputs or -1. */
 int kf_imp_lstm(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);

@@ -16,39 +16,17 @@
  * recognises (docs/persistent.md). */
 #include <stdlib.h>
 #include <string.h>
-#include "importer.h"
-
-typedef const Onnx__NodeProto NP;
+#include "tr.h"
 
 typedef struct rnn {
 	kf_imp *I;
-	NP *np;
+	kf_np *np;
 	bool lstm, lbr;
 	int64_t T, B, In, H, D;
 	int layout;
 	double clip;         /* 0: none */
 	kf_vid x, w, r, b, h0, c0, p, lens;
 } rnn;
-
-static const Onnx__AttributeProto *att(NP *np, const char *name)
-{
-	for (size_t i = 0; i < np->n_attribute; i++)
-		if (strcmp(np->attribute[i]->name, name) == 0)
-			return np->attribute[i];
-	return NULL;
-}
-
-static kf_vid input(kf_imp *I, NP *np, size_t i)
-{
-	return i < np->n_input && np->input[i][0] ? kf_imp_lookup(I, np->input[i]) : KF_NONE;
-}
-
-static kf_attr ints_attr(kf_imp *I, const char *k, kf_attrval *it, const int64_t *v, int n)
-{
-	for (int i = 0; i < n; i++)
-		it[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = v[i]};
-	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = it}};
-}
 
 static kf_vid op1(rnn *R, int op, kf_vid a) { return a == KF_NONE ? KF_NONE : kf_imp_op(R->I, op, &a, 1, NULL, 0); }
 
@@ -58,39 +36,16 @@ static kf_vid op2(rnn *R, int op, kf_vid a, kf_vid b)
 	return a == KF_NONE || b == KF_NONE ? KF_NONE : kf_imp_op(R->I, op, v, 2, NULL, 0);
 }
 
-static kf_vid sl(rnn *R, kf_vid v, int64_t axis, int64_t a, int64_t e)
-{
-	kf_attrval i0[1], i1[1], i2[1];
-	kf_attr at[3] = {ints_attr(R->I, "axes", i0, &axis, 1), ints_attr(R->I, "starts", i1, &a, 1),
-			 ints_attr(R->I, "ends", i2, &e, 1)};
-	return v == KF_NONE ? KF_NONE : kf_imp_op(R->I, KF_OP_SLICE, &v, 1, at, 3);
-}
-
-static kf_vid rs(rnn *R, kf_vid v, const int64_t *shape, int rank)
-{
-	kf_attrval it[KF_MAX_RANK];
-	kf_attr a = ints_attr(R->I, "shape", it, shape, rank);
-	return v == KF_NONE ? KF_NONE : kf_imp_op(R->I, KF_OP_RESHAPE, &v, 1, &a, 1);
-}
-
-static kf_vid cat(rnn *R, const kf_vid *v, int n, int64_t axis)
-{
-	kf_attr a = {kf_intern_cstr(R->I->c, "axis"), {.kind = KF_ATTR_INT, .i = axis}};
-	for (int i = 0; i < n; i++)
-		if (v[i] == KF_NONE)
-			return KF_NONE;
-	return kf_imp_op(R->I, KF_OP_CONCAT, v, n, &a, 1);
-}
+static kf_vid sl(rnn *R, kf_vid v, int64_t axis, int64_t a, int64_t e) { return kf_tr_slice(R->I, v, axis, a, e); }
+static kf_vid rs(rnn *R, kf_vid v, const int64_t *shape, int rank) { return kf_tr_reshape(R->I, v, shape, rank); }
+static kf_vid cat(rnn *R, const kf_vid *v, int n, int64_t axis) { return kf_tr_concat(R->I, v, n, axis); }
 
 /* Direction d's matrix of a [D, G, X] weight, transposed to [X, G]. */
 static kf_vid weight_t(rnn *R, kf_vid w, int64_t d)
 {
 	const kf_type *t = kf_vtype(R->I->g, w);
 	int64_t shape[2] = {t->dim[1], t->dim[2]};
-	kf_vid m = rs(R, sl(R, w, 0, d, d + 1), shape, 2);
-	kf_attrval it[2];
-	kf_attr a = ints_attr(R->I, "perm", it, (int64_t[]){1, 0}, 2);
-	return m == KF_NONE ? KF_NONE : kf_imp_op(R->I, KF_OP_TRANSPOSE, &m, 1, &a, 1);
+	return kf_tr_transpose(R->I, rs(R, sl(R, w, 0, d, d + 1), shape, 2), (int64_t[]){1, 0}, 2);
 }
 
 /* Direction d's [B, H] slice of an initial state (zeros when absent). */
@@ -100,7 +55,7 @@ static kf_vid state0(rnn *R, kf_vid s, int64_t d)
 	if (s == KF_NONE) {
 		kf_vid z = kf_imp_scalar(R->I, 0.0, (kf_dtype)kf_vtype(R->I->g, R->x)->dtype);
 		kf_attrval it[2];
-		kf_attr a = ints_attr(R->I, "shape", it, shape, 2);
+		kf_attr a = kf_imp_ints_attr(R->I, "shape", it, shape, 2);
 		return kf_imp_op(R->I, KF_OP_BROADCAST_TO, &z, 1, &a, 1);
 	}
 	return rs(R, sl(R, s, R->layout ? 1 : 0, d, d + 1), shape, 2);
@@ -223,26 +178,26 @@ static int direction(rnn *R, int64_t d, bool rev, kf_vid *ys, kf_vid *hT, kf_vid
 	return 0;
 }
 
-static int rnn_common(kf_imp *I, NP *np, kf_vid *out, bool lstm)
+static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, bool lstm)
 {
 	rnn R = {.I = I, .np = np, .lstm = lstm};
 	const Onnx__AttributeProto *a;
-	R.x = input(I, np, 0);
-	R.w = input(I, np, 1);
-	R.r = input(I, np, 2);
-	R.b = input(I, np, 3);
-	R.lens = input(I, np, 4);
-	R.h0 = input(I, np, 5);
-	R.c0 = lstm ? input(I, np, 6) : KF_NONE;
-	R.p = lstm ? input(I, np, 7) : KF_NONE;
+	R.x = kf_imp_input(I, np, 0);
+	R.w = kf_imp_input(I, np, 1);
+	R.r = kf_imp_input(I, np, 2);
+	R.b = kf_imp_input(I, np, 3);
+	R.lens = kf_imp_input(I, np, 4);
+	R.h0 = kf_imp_input(I, np, 5);
+	R.c0 = lstm ? kf_imp_input(I, np, 6) : KF_NONE;
+	R.p = lstm ? kf_imp_input(I, np, 7) : KF_NONE;
 	if (R.x == KF_NONE || R.w == KF_NONE || R.r == KF_NONE)
 		return kf_imp_fail(I, "needs X, W and R");
-	R.layout = (a = att(np, "layout")) ? (int)a->i : 0;
-	R.clip = (a = att(np, "clip")) ? a->f : 0;
-	R.lbr = !lstm && (a = att(np, "linear_before_reset")) && a->i;
-	if (lstm && (a = att(np, "input_forget")) && a->i)
+	R.layout = (a = kf_imp_attr(np, "layout")) ? (int)a->i : 0;
+	R.clip = (a = kf_imp_attr(np, "clip")) ? a->f : 0;
+	R.lbr = !lstm && (a = kf_imp_attr(np, "linear_before_reset")) && a->i;
+	if (lstm && (a = kf_imp_attr(np, "input_forget")) && a->i)
 		return kf_imp_fail(I, "input_forget = 1 is not supported");
-	if ((a = att(np, "activations"))) {
+	if ((a = kf_imp_attr(np, "activations"))) {
 		static const char *const dl[] = {"Sigmoid", "Tanh", "Tanh"};
 		size_t per = lstm ? 3 : 2; /* f, g(, h) per direction */
 		for (size_t i = 0; i < a->n_strings; i++)
@@ -251,7 +206,7 @@ static int rnn_common(kf_imp *I, NP *np, kf_vid *out, bool lstm)
 				return kf_imp_fail(I, "only the default activations are supported");
 	}
 	char dir[32] = "forward";
-	if ((a = att(np, "direction")))
+	if ((a = kf_imp_attr(np, "direction")))
 		snprintf(dir, sizeof dir, "%.*s", (int)(a->s.len < 31 ? a->s.len : 31), (const char *)a->s.data);
 	bool fwd = !strcmp(dir, "forward"), rev = !strcmp(dir, "reverse"), bi = !strcmp(dir, "bidirectional");
 	if (!fwd && !rev && !bi)
@@ -263,7 +218,7 @@ static int rnn_common(kf_imp *I, NP *np, kf_vid *out, bool lstm)
 	R.B = X->dim[R.layout ? 0 : 1];
 	R.In = X->dim[2];
 	R.D = bi ? 2 : 1;
-	R.H = (a = att(np, "hidden_size")) ? a->i : kf_vtype(I->g, R.r)->dim[2];
+	R.H = (a = kf_imp_attr(np, "hidden_size")) ? a->i : kf_vtype(I->g, R.r)->dim[2];
 	if (R.lens != KF_NONE && !fwd)
 		return kf_imp_fail(I, "sequence_lens is supported with direction forward only");
 	if (R.T < 1 || R.H < 1)

@@ -33,8 +33,77 @@ const char *kf_onnx_dtype_name(int32_t t)
 	return t >= 0 && t < (int32_t)(sizeof names / sizeof *names) ? names[t] : "an unknown type";
 }
 
-/* Fills out from a TensorProto; on failure writes why into err. */
-int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_t errlen)
+/* The bytes of an external-data tensor: `location` (relative to the
+ * model's directory, inside it), `offset` and `length`, as onnx's
+ * save_model(save_as_external_data = True) writes them. */
+static int external(const Onnx__TensorProto *tp, const char *dir, kf_dtype dt, int64_t n, kf_tensor *out,
+		    char *err, size_t errlen)
+{
+	const char *loc = NULL, *name = tp->name ? tp->name : "";
+	long long off = 0, len = -1;
+	size_t want = (size_t)n * kf_dtype_size(dt);
+	for (size_t i = 0; i < tp->n_external_data; i++) {
+		const Onnx__StringStringEntryProto *e = tp->external_data[i];
+		if (!e->key || !e->value)
+			continue;
+		if (!strcmp(e->key, "location"))
+			loc = e->value;
+		else if (!strcmp(e->key, "offset"))
+			off = strtoll(e->value, NULL, 10);
+		else if (!strcmp(e->key, "length"))
+			len = strtoll(e->value, NULL, 10);
+	}
+	if (!dir) {
+		snprintf(err, errlen, "tensor '%s' keeps its data in an external file, which is read only for a model "
+				      "loaded from a file", name);
+		return -1;
+	}
+	/* the data must sit beside the model: no absolute path, no way up */
+	if (!loc || !*loc || loc[0] == '/' || strstr(loc, "..")) {
+		snprintf(err, errlen, "tensor '%s' has external data at '%s', which is not a file inside the model's "
+				      "directory", name, loc ? loc : "");
+		return -1;
+	}
+	if (off < 0 || (len >= 0 && (size_t)len != want)) {
+		snprintf(err, errlen, "tensor '%s' has external data of %lld bytes at offset %lld, its shape needs %zu",
+			 name, len, off, want);
+		return -1;
+	}
+	char path[8192];
+	snprintf(path, sizeof path, "%s/%s", dir, loc);
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	if (!f || fstat(fileno(f), &st) != 0) {
+		snprintf(err, errlen, "tensor '%s': cannot open its external data %s: %s", name, path, strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	/* the file must hold the bytes before anything is allocated for them */
+	if (st.st_size < off || (size_t)(st.st_size - off) < want) {
+		fclose(f);
+		snprintf(err, errlen, "tensor '%s': %s holds %lld bytes, the data needs %zu at offset %lld", name, path,
+			 (long long)st.st_size, want, off);
+		return -1;
+	}
+	if (kf_tensor_alloc(out, dt, (int)tp->n_dims, tp->dims) < 0) {
+		fclose(f);
+		snprintf(err, errlen, "tensor '%s' is too large", name);
+		return -1;
+	}
+	size_t got = want && fseek(f, off, SEEK_SET) == 0 ? fread(out->data, 1, want, f) : 0;
+	fclose(f);
+	if (got != want) {
+		kf_tensor_free(out);
+		snprintf(err, errlen, "tensor '%s': read error in %s", name, path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Fills out from a TensorProto; on failure writes why into err.  dir is the
+ * model's directory (external data), or NULL. */
+int kf_onnx_tensor(const Onnx__TensorProto *tp, const char *dir, kf_tensor *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	int dt = kf_onnx_dtype(tp->data_type);
@@ -43,11 +112,7 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 			 tp->name ? tp->name : "", kf_onnx_dtype_name(tp->data_type));
 		return -1;
 	}
-	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-		snprintf(err, errlen, "tensor '%s' keeps its data in an external file, which kfuse does not read",
-			 tp->name ? tp->name : "");
-		return -1;
-	}
+	bool ext = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	if (tp->n_dims > KF_MAX_RANK) {
 		snprintf(err, errlen, "tensor '%s' has rank %zu (kfuse supports up to %d)", tp->name ? tp->name : "",
 			 tp->n_dims, KF_MAX_RANK);
@@ -70,6 +135,8 @@ int kf_onnx_tensor(const Onnx__TensorProto *tp, kf_tensor *out, char *err, size_
 		n *= tp->dims[i];
 	}
 	size_t esz = kf_dtype_size((kf_dtype)dt);
+	if (ext)
+		return external(tp, dir, (kf_dtype)dt, n, out, err, errlen);
 	size_t have = tp->has_raw_data ? tp->raw_data.len / esz
 		    : dt == KF_F32 ? tp->n_float_data : dt == KF_F64 ? tp->n_double_data
 		    : dt == KF_I64 ? tp->n_int64_data : tp->n_int32_data;
@@ -161,7 +228,7 @@ int kf_onnx_read_file(kf_ctx *c, const char *path, kf_srcid *src, char **buf, si
 	return read_whole(c, path, *src, buf, len);
 }
 
-int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
+int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out, char *name, size_t cap)
 {
 	kf_srcid src;
 	char *buf;
@@ -175,8 +242,10 @@ int kf_onnx_read_tensor(kf_ctx *c, const char *path, kf_tensor *out)
 		kf_error(c, (kf_loc){src, 0}, "not a valid serialized ONNX TensorProto");
 		return -1;
 	}
-	char err[256];
-	int rc = kf_onnx_tensor(tp, out, err, sizeof err);
+	char err[512];
+	int rc = kf_onnx_tensor(tp, NULL, out, err, sizeof err);
+	if (name && cap)
+		snprintf(name, cap, "%s", tp->name ? tp->name : "");
 	if (rc < 0)
 		kf_error(c, (kf_loc){src, 0}, "%s", err);
 	onnx__tensor_proto__free_unpacked(tp, NULL);

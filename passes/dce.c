@@ -25,9 +25,11 @@ static uint32_t dce_block(kf_graph *g, kf_bid b)
 	return removed;
 }
 
+uint32_t kf_dce_graph(kf_graph *g) { return dce_block(g, 0); }
+
 static int dce_run(kf_graph *g, const kf_passopts *o, bool *changed)
 {
-	uint32_t removed = dce_block(g, 0);
+	uint32_t removed = kf_dce_graph(g);
 	*changed = removed > 0;
 	return 0;
 }

@@ -118,7 +118,9 @@ static bool foldable(const kf_graph *g, kf_nid n, int64_t max)
 {
 	const kf_node *nd = kf_N(g, n);
 	const kf_opinfo *oi = kf_op(g->ctx, nd->op);
-	if (!oi->cpu || nd->op == KF_OP_CONST || nd->nin == 0 || nd->nres == 0 ||
+	/* an operand-free op folds when it computes a value (iota), never when
+	 * it has an effect or stands for an op kfuse lacks (opaque) */
+	if (!oi->cpu || nd->op == KF_OP_CONST || (nd->nin == 0 && nd->op != KF_OP_IOTA) || nd->nres == 0 ||
 	    nd->nres > KF_MAX_RANK || nd->nin > 16 || (oi->flags & (KF_OPF_REGION | KF_OPF_EFFECT | KF_OPF_TERMINATOR)))
 		return false;
 	for (uint32_t i = 0; i < nd->nin; i++) {
@@ -149,7 +151,8 @@ static int fold_splats(kf_graph *g, kf_nid n, kf_vid *out)
 	if (!oi->cpu || nd->op == KF_OP_CONST || nd->nin == 0 || nd->nin > 16 || nd->nres == 0 ||
 	    nd->nres > KF_MAX_RANK || (oi->flags & (KF_OPF_REGION | KF_OPF_EFFECT | KF_OPF_TERMINATOR)))
 		return 0;
-	bool move = oi->trait == KF_TRAIT_INJECTIVE || nd->op == KF_OP_BROADCAST_TO;
+	/* pad is injective but for its constant, which a splat of x is not */
+	bool move = (oi->trait == KF_TRAIT_INJECTIVE && nd->op != KF_OP_PAD) || nd->op == KF_OP_BROADCAST_TO;
 	if (!move && oi->trait != KF_TRAIT_ELEMENTWISE && oi->trait != KF_TRAIT_BROADCAST)
 		return 0;
 	for (uint32_t i = 0; i < nd->nin; i++) {
@@ -198,11 +201,31 @@ done:
 	return ok;
 }
 
+/* shape(x) of a static x: its dims, whatever x's values (x need not be a
+ * constant; the kernel reads only its shape). */
+static int fold_shape(kf_graph *g, kf_nid n, kf_vid *out)
+{
+	const kf_type *x = kf_vtype(g, kf_in(g, n, 0));
+	kf_tensor in = {.dtype = x->dtype, .rank = x->rank}, t;
+	memcpy(in.dim, x->dim, sizeof in.dim);
+	kf_cpu_fn cpu = kf_op(g->ctx, KF_OP_SHAPE)->cpu;
+	char err[64];
+	if (!cpu || kf_tensor_alloc_type(&t, kf_vtype(g, kf_res(g, n, 0))) < 0)
+		return 0;
+	int ok = cpu(g, n, &in, 1, &t, 1, err, sizeof err) == 0;
+	if (ok)
+		out[0] = const_from(g, n, kf_V(g, kf_res(g, n, 0))->type, &t);
+	kf_tensor_free(&t);
+	return ok;
+}
+
 int kf_fold_node(kf_graph *g, kf_nid n, int64_t max, kf_vid *out)
 {
 	/* The common case first and cheaply: some operand is not a constant. */
 	const kf_node *nd = kf_N(g, n);
-	if (nd->nin == 0)
+	if (nd->op == KF_OP_SHAPE && kf_type_is_static(kf_vtype(g, kf_in(g, n, 0))))
+		return fold_shape(g, n, out);
+	if (nd->nin == 0 && nd->op != KF_OP_IOTA)
 		return 0;
 	for (uint32_t i = 0; i < nd->nin; i++) {
 		kf_nid d = kf_def(g, kf_in(g, n, i));

@@ -28,6 +28,10 @@ static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 	return true;
 }
 
+/* Removes the dead nodes of g (dce.c, what the dce pass runs); returns how
+ * many.  The importer runs it on what it built. */
+uint32_t kf_dce_graph(kf_graph *g);
+
 /* ---- the persistent pass (recurrence*.c) ---- */
 
 /* The `persistent` pass's last step (passes/recurrence_stack.c): chains

@@ -8,6 +8,7 @@
 	X(cse) \
 	X(dce) \
 	X(shape_infer) \
+	X(specialize) \
 	X(rules) \
 	X(amp) \
 	X(persistent) \

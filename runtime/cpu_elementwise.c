@@ -124,7 +124,7 @@ struct ewparam {
 #define FMAX(a, b) ((a) > (b) || (a) != (a) ? (a) : (b))
 #define FMIN(a, b) ((a) < (b) || (a) != (a) ? (a) : (b))
 
-#define UNARY_FLOAT(T, EXP, LOG, SQRT, TANH, ERF, ABS, HALF, ONE, K0, K1)                      \
+#define UNARY_FLOAT(T, EXP, LOG, SQRT, TANH, ERF, ABS, SIN, COS, HALF, ONE, K0, K1)            \
 	const T *x = a[0];                                                                     \
 	T *y = o;                                                                              \
 	switch (p->op) {                                                                       \
@@ -139,6 +139,8 @@ struct ewparam {
 	case KF_OP_RELU: EACH(y[i] = x[i] < 0 ? 0 : x[i]);                                     \
 	case KF_OP_ERF: EACH(y[i] = ERF(x[i]));                                                \
 	case KF_OP_SILU: EACH(y[i] = x[i] / (ONE + EXP(-x[i])));                               \
+	case KF_OP_SIN: EACH(y[i] = SIN(x[i]));                                                \
+	case KF_OP_COS: EACH(y[i] = COS(x[i]));                                                \
 	case KF_OP_GELU:                                                                       \
 		if (p->tanh_approx) {                                                          \
 			EACH(T v = x[i];                                                       \
@@ -151,14 +153,14 @@ struct ewparam {
 static void unary_f32(const void *const *a, void *o, int64_t n, const void *param)
 {
 	const struct ewparam *p = param;
-	UNARY_FLOAT(float, expf, logf, sqrtf, tanhf, erff, fabsf, 0.5f, 1.0f, 0.7978845608028654f,
+	UNARY_FLOAT(float, expf, logf, sqrtf, tanhf, erff, fabsf, sinf, cosf, 0.5f, 1.0f, 0.7978845608028654f,
 		    0.044715f)
 }
 
 static void unary_f64(const void *const *a, void *o, int64_t n, const void *param)
 {
 	const struct ewparam *p = param;
-	UNARY_FLOAT(double, exp, log, sqrt, tanh, erf, fabs, 0.5, 1.0, 0.7978845608028654, 0.044715)
+	UNARY_FLOAT(double, exp, log, sqrt, tanh, erf, fabs, sin, cos, 0.5, 1.0, 0.7978845608028654, 0.044715)
 }
 
 /* Integers: negation and abs wrap (abs(INT_MIN) is INT_MIN, as numpy). */

@@ -8,6 +8,7 @@
  * rule here (const, fusion, plugin ops) keep their declared type with the
  * known symbols substituted.
  */
+#include <math.h>
 #include <string.h>
 #include "cpu_ops.h"
 #include "interp.h"
@@ -157,11 +158,12 @@ static int concat_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_
 	return 0;
 }
 
-int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, int64_t *start, int64_t *step,
-		     int64_t *len, char *err, size_t errlen)
+int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, const kf_type *res, int64_t *start,
+		     int64_t *step, int64_t *len, char *err, size_t errlen)
 {
 	int64_t st[KF_MAX_RANK], en[KF_MAX_RANK], ax[KF_MAX_RANK], sp[KF_MAX_RANK];
-	int ns = kf_attr_ints(g, n, "starts", st, KF_MAX_RANK), ne = kf_attr_ints(g, n, "ends", en, KF_MAX_RANK);
+	bool esym[KF_MAX_RANK];
+	int ns = kf_attr_ints(g, n, "starts", st, KF_MAX_RANK), ne = kf_attr_dims(g, n, "ends", en, esym, KF_MAX_RANK);
 	int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK), np = kf_attr_ints(g, n, "steps", sp, KF_MAX_RANK);
 	if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (np >= 0 && np != ns))
 		return kf_rt_fail(err, errlen, "starts, ends, axes and steps must be int lists of one length");
@@ -178,6 +180,16 @@ int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, int64_t *start, 
 					  (long long)(na >= 0 ? ax[i] : i), x->rank);
 		if (k == 0)
 			return kf_rt_fail(err, errlen, "slice step is 0");
+		if (i < KF_MAX_RANK && esym[i]) {
+			/* a symbolic end: the result's dim, as bound (inference
+			 * allows it only from 0 with step 1) */
+			if (!res || KF_IS_SYM(res->dim[a]))
+				return kf_rt_fail(err, errlen, "the symbolic end of axis %d is not bound", a);
+			e = res->dim[a];
+			if (e > d)
+				return kf_rt_fail(err, errlen, "slice end %lld (a symbolic dim) is past dim %d's %lld",
+						  (long long)e, a, (long long)d);
+		}
 		/* ONNX clamping: negatives count from the end, then clamp to
 		 * [0, d] going forward and [-1, d-1] going backward. */
 		if (s < 0)
@@ -243,11 +255,63 @@ static int gemm_shape(kf_graph *g, kf_nid n, const kf_tensor *in, kf_type *out, 
 	return 0;
 }
 
+static int gather_shape(kf_graph *g, kf_nid n, const kf_tensor *in, kf_type *out, char *err, size_t errlen)
+{
+	const kf_tensor *x = &in[0], *ix = &in[1];
+	int a = kf_rt_axis(kf_attr_int(g, n, "axis", 0), x->rank), r = x->rank - 1 + ix->rank;
+	if (a < 0 || r > KF_MAX_RANK)
+		return kf_rt_fail(err, errlen, "gather axis out of range, or result rank above %d", KF_MAX_RANK);
+	int64_t d[KF_MAX_RANK];
+	int k = 0;
+	for (int i = 0; i < x->rank; i++) {
+		if (i != a) {
+			d[k++] = x->dim[i];
+			continue;
+		}
+		for (int j = 0; j < ix->rank; j++)
+			d[k++] = ix->dim[j];
+	}
+	set_dims(out, r, d);
+	return 0;
+}
+
+static int pad_shape(kf_graph *g, kf_nid n, const kf_tensor *x, kf_type *out, char *err, size_t errlen)
+{
+	int64_t p[2 * KF_MAX_RANK], d[KF_MAX_RANK];
+	if (kf_attr_ints(g, n, "pads", p, 2 * KF_MAX_RANK) != 2 * x->rank)
+		return kf_rt_fail(err, errlen, "pads must hold 2 ints per dim (rank %d)", x->rank);
+	for (int i = 0; i < x->rank; i++) {
+		d[i] = x->dim[i] + p[i] + p[i + x->rank];
+		if (d[i] < 0)
+			return kf_rt_fail(err, errlen, "pads crop axis %d below nothing", i);
+	}
+	set_dims(out, x->rank, d);
+	return 0;
+}
+
+static int resize_shape(kf_graph *g, kf_nid n, const kf_tensor *x, kf_type *out, char *err, size_t errlen)
+{
+	const kf_attrval *sc = kf_attr_get(g, n, "scales");
+	int64_t sz[KF_MAX_RANK], d[KF_MAX_RANK];
+	bool sym[KF_MAX_RANK];
+	int ns = kf_attr_dims(g, n, "sizes", sz, sym, KF_MAX_RANK);
+	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)x->rank || (ns >= 0 && ns != x->rank))
+		return kf_rt_fail(err, errlen, "scales (and sizes) must have one entry per dim");
+	for (int i = 0; i < x->rank; i++) {
+		double s = sc->list[i].kind == KF_ATTR_FLOAT ? sc->list[i].f : (double)sc->list[i].i;
+		/* a symbolic size keeps the dim (inference allows nothing else) */
+		d[i] = ns >= 0 ? (sym[i] ? x->dim[i] : sz[i]) : (int64_t)floor((double)x->dim[i] * s);
+	}
+	set_dims(out, x->rank, d);
+	return 0;
+}
+
 int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *out, int nout,
 		char *err, size_t errlen)
 {
 	int op = kf_N(g, n)->op;
-	if (op >= KF_NBUILTIN || op == KF_OP_CONST || op == KF_OP_FUSION)
+	/* generators and ops without rules: their declared type, symbols bound */
+	if (op >= KF_NBUILTIN || op == KF_OP_CONST || op == KF_OP_FUSION || op == KF_OP_IOTA || op == KF_OP_OPAQUE)
 		return 0;
 	const kf_opinfo *info = kf_op(g->ctx, op);
 	if (nin < info->min_in || nout < 1)
@@ -286,7 +350,7 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 		return concat_shape(g, n, in, nin, &out[0], err, errlen);
 	case KF_OP_SLICE: {
 		int64_t s[KF_MAX_RANK], k[KF_MAX_RANK], l[KF_MAX_RANK];
-		if (kf_rt_slice_geom(g, n, &in[0], s, k, l, err, errlen) != 0)
+		if (kf_rt_slice_geom(g, n, &in[0], &out[0], s, k, l, err, errlen) != 0)
 			return -1;
 		set_dims(&out[0], in[0].rank, l);
 		return 0;
@@ -302,6 +366,19 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 			set_dims(&out[i], in[0].rank, in[0].dim);
 			out[i].dim[axis] = sizes[i];
 		}
+		return 0;
+	}
+	case KF_OP_GATHER:
+		return gather_shape(g, n, in, &out[0], err, errlen);
+	case KF_OP_PAD:
+		return pad_shape(g, n, &in[0], &out[0], err, errlen);
+	case KF_OP_RESIZE:
+		return resize_shape(g, n, &in[0], &out[0], err, errlen);
+	case KF_OP_SHAPE: {
+		int64_t lo = kf_attr_int(g, n, "start", 0), hi = kf_attr_int(g, n, "end", in[0].rank);
+		kf_shape_range(in[0].rank, &lo, &hi);
+		int64_t len = hi - lo;
+		set_dims(&out[0], 1, &len);
 		return 0;
 	}
 	default: /* unary, cast, not, softmax, layer_norm: x's shape */

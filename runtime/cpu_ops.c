@@ -57,6 +57,9 @@ void kf_rt_register(kf_ctx *c)
 		{KF_OP_BROADCAST_TO, kf_cpu_broadcast_to}, {KF_OP_CONCAT, kf_cpu_concat},
 		{KF_OP_SLICE, kf_cpu_slice}, {KF_OP_SPLIT, kf_cpu_split},
 		{KF_OP_FUSION, kf_cpu_fusion},
+		{KF_OP_GATHER, kf_cpu_gather}, {KF_OP_PAD, kf_cpu_pad}, {KF_OP_RESIZE, kf_cpu_resize},
+		{KF_OP_IOTA, kf_cpu_iota}, {KF_OP_SHAPE, kf_cpu_shape}, {KF_OP_SIN, kf_cpu_unary},
+		{KF_OP_COS, kf_cpu_unary}, {KF_OP_OPAQUE, kf_cpu_opaque},
 	};
 	if (kf_op_count(c) < KF_NBUILTIN)
 		return;

@@ -129,6 +129,12 @@ int kf_cpu_concat(KF_RT_CPU_ARGS);
 int kf_cpu_slice(KF_RT_CPU_ARGS);
 int kf_cpu_split(KF_RT_CPU_ARGS);
 int kf_cpu_fusion(KF_RT_CPU_ARGS);  /* interp.c */
+int kf_cpu_gather(KF_RT_CPU_ARGS);  /* cpu_index.c */
+int kf_cpu_pad(KF_RT_CPU_ARGS);
+int kf_cpu_resize(KF_RT_CPU_ARGS);
+int kf_cpu_iota(KF_RT_CPU_ARGS);
+int kf_cpu_shape(KF_RT_CPU_ARGS);
+int kf_cpu_opaque(KF_RT_CPU_ARGS);
 
 /* Element-wise over numpy-broadcast operands (cpu_elementwise.c): gathers
  * tiles of each operand in kind[k], calls kern on them and stores the result
@@ -138,9 +144,11 @@ void kf_rt_elementwise(const kf_tensor *const *ops, const rt_kind *kind, int nop
 		       kf_tensor *out, rt_kind okind, kf_rt_kern kern, const void *param);
 
 /* Slice geometry (cpu_infer.c, shared with cpu_shape.c): for every dim of x
- * the first index, the step and the length of the result. */
-int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, int64_t *start, int64_t *step,
-		     int64_t *len, char *err, size_t errlen);
+ * the first index, the step and the length of the result.  res is the
+ * result's type as far as it is known (symbols bound): a symbolic end is
+ * read from it. */
+int kf_rt_slice_geom(kf_graph *g, kf_nid n, const kf_tensor *x, const kf_type *res, int64_t *start,
+		     int64_t *step, int64_t *len, char *err, size_t errlen);
 /* Split sizes along the axis (cpu_infer.c); returns the axis or -1. */
 int kf_rt_split_sizes(kf_graph *g, kf_nid n, const kf_tensor *x, int nres, int64_t *sizes,
 		      char *err, size_t errlen);

@@ -148,7 +148,8 @@ int kf_cpu_slice(KF_RT_CPU_ARGS)
 {
 	const kf_tensor *x = &in[0];
 	int64_t start[KF_MAX_RANK], step[KF_MAX_RANK], len[KF_MAX_RANK], xs[KF_MAX_RANK], st[KF_MAX_RANK];
-	if (kf_rt_slice_geom(g, n, x, start, step, len, err, errlen) != 0)
+	kf_type res = kf_tensor_type(&out[0]);
+	if (kf_rt_slice_geom(g, n, x, &res, start, step, len, err, errlen) != 0)
 		return -1;
 	row_strides(x, xs);
 	int64_t base = 0;

@@ -57,14 +57,52 @@ static void env_free(env *e)
 	free(e->val);
 }
 
-/* Replaces bound symbols in t by their sizes. */
-static void subst(env *e, kf_type *t)
+static bool env_look(void *ud, kf_sid s, int64_t *v)
+{
+	int64_t *p = env_find(ud, s);
+	if (p)
+		*v = *p;
+	return p != NULL;
+}
+
+/* Replaces the symbolic dims of t whose symbols are bound by their sizes
+ * (a product by the product of its factors). */
+static void subst(kf_ctx *c, env *e, kf_type *t)
 {
 	for (int d = 0; d < t->rank; d++) {
-		int64_t *v = KF_IS_SYM(t->dim[d]) ? env_find(e, KF_SYM_SID(t->dim[d])) : NULL;
-		if (v)
-			t->dim[d] = *v;
+		int64_t v;
+		if (KF_IS_SYM(t->dim[d]) && kf_dim_eval(c, t->dim[d], env_look, e, &v))
+			t->dim[d] = v;
 	}
+}
+
+/* Binds the symbols of product w to make it `size`: when one factor is not
+ * yet bound and appears once, it gets size / (the rest); otherwise the
+ * product is bound by its own name (its factors stay free).  -1 when size
+ * does not divide. */
+static int bind_product(kf_ctx *c, env *e, int64_t w, int64_t size)
+{
+	kf_mono m;
+	if (!kf_dim_split(c, w, &m))
+		return -1;
+	int64_t known = m.coef;
+	int free_at = -1, nfree = 0;
+	for (int i = 0; i < m.n; i++) {
+		int64_t *v = env_find(e, m.sym[i]);
+		if (!v) {
+			nfree++;
+			free_at = i;
+		} else if (__builtin_mul_overflow(known, *v, &known))
+			return -1;
+	}
+	if (nfree != 1) {
+		env_bind(e, KF_SYM_SID(w), size);
+		return 0;
+	}
+	if (known == 0 || size % known)
+		return -1;
+	env_bind(e, m.sym[free_at], size / known);
+	return 0;
 }
 
 /* Matches concrete dims against declared type `want`: static dims must be
@@ -76,19 +114,27 @@ static int unify(kf_ctx *c, env *e, const kf_type *want, int rank, const int64_t
 	if (want->rank != rank)
 		return kf_rt_fail(err, errlen, "rank %d, expected %d", rank, want->rank);
 	for (int d = 0; d < rank; d++) {
-		int64_t w = want->dim[d];
+		int64_t w = want->dim[d], v;
 		if (!KF_IS_SYM(w)) {
 			if (w != dim[d])
 				return kf_rt_fail(err, errlen, "dim %d is %lld, expected %lld", d,
 						  (long long)dim[d], (long long)w);
 			continue;
 		}
-		int64_t *v = env_find(e, KF_SYM_SID(w));
-		if (!v)
-			env_bind(e, KF_SYM_SID(w), dim[d]);
-		else if (*v != dim[d])
+		int64_t *own = env_find(e, KF_SYM_SID(w));
+		if (own)
+			v = *own;
+		else if (!kf_dim_eval(c, w, env_look, e, &v)) {
+			if (!kf_dim_is_product(c, w))
+				env_bind(e, KF_SYM_SID(w), dim[d]);
+			else if (bind_product(c, e, w, dim[d]) != 0)
+				return kf_rt_fail(err, errlen, "dim %d is %lld, which is not a value of %s", d,
+						  (long long)dim[d], kf_str(c, KF_SYM_SID(w)));
+			continue;
+		}
+		if (v != dim[d])
 			return kf_rt_fail(err, errlen, "dim %d is %lld, but %s is already %lld", d,
-					  (long long)dim[d], kf_str(c, KF_SYM_SID(w)), (long long)*v);
+					  (long long)dim[d], kf_str(c, KF_SYM_SID(w)), (long long)v);
 	}
 	return 0;
 }
@@ -166,7 +212,7 @@ static int alloc_results(frame *f, kf_nid n, const kf_tensor *in, int nin, kf_te
 	kf_type ty[nres ? nres : 1];
 	for (int i = 0; i < nres; i++) {
 		ty[i] = *kf_vtype(g, kf_res(g, n, i));
-		subst(&f->env, &ty[i]);
+		subst(g->ctx, &f->env, &ty[i]);
 	}
 	if (kf_rt_shape(g, n, in, nin, ty, nres, err, errlen) != 0)
 		return -1;

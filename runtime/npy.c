@@ -478,62 +478,22 @@ void kf_npy_serialize(const kf_tensor *t, kf_buf *out)
 		kf_buf_put(out, t->data, t->nbytes);
 }
 
-/* Creates a fresh file beside path for an atomic write; its permissions
- * follow the umask as a plain fopen's would (mkstemp would give 0600). */
-static int open_temp(const char *path, char *tmp, size_t tmplen)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	for (int attempt = 0; attempt < 16; attempt++) {
-		snprintf(tmp, tmplen, "%s.tmp.%ld.%lx", path, (long)getpid(),
-			 (unsigned long)ts.tv_nsec + (unsigned long)attempt * 7919);
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd >= 0 || errno != EEXIST)
-			return fd;
-	}
-	return -1;
-}
-
 int kf_npy_write(kf_ctx *c, const char *path, const kf_tensor *t)
 {
-	char msg[320];
-	kf_buf b = {0};
-	size_t tmplen = strlen(path) + 48;
-	char *tmp = malloc(tmplen);
-	int rc = -1;
-
-	if (!tmp)
-		return fail(c, path, "out of memory");
-	if (!t->data || t->dtype >= KF_NDTYPE || t->rank > KF_MAX_RANK) {
-		free(tmp);
+	if (!t->data || t->dtype >= KF_NDTYPE || t->rank > KF_MAX_RANK)
 		return fail(c, path, "cannot write a tensor that was never allocated");
-	}
+	kf_buf b = {0};
 	npy_header(t, &b);
-	/* Write beside the target and rename, so that a reader never sees a
-	 * half-written file and a failed write leaves the old one. */
-	int fd = open_temp(path, tmp, tmplen);
-	if (fd < 0) {
-		snprintf(msg, sizeof msg, "cannot write: %s", strerror(errno));
-		fail(c, path, msg);
-		goto out;
-	}
-	/* The data goes straight from the tensor: no copy of a large array. */
-	int werr = kf_write_all(fd, b.p, b.n);
-	if (!werr && t->data)
-		werr = kf_write_all(fd, t->data, t->nbytes);
-	if (close(fd) != 0 && !werr)
-		werr = errno;
-	if (!werr && rename(tmp, path) != 0)
-		werr = errno;
-	if (werr) {
-		snprintf(msg, sizeof msg, "cannot write: %s", strerror(werr));
-		unlink(tmp);
-		fail(c, path, msg);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(tmp);
+	/* atomic: a reader never sees a half-written file and a failed write
+	 * leaves the old one; the data goes straight from the tensor */
+	const void *part[2] = {b.p, t->data};
+	size_t len[2] = {b.n, t->nbytes};
+	int werr = kf_write_atomic(path, part, len, 2);
 	kf_buf_free(&b);
-	return rc;
+	if (werr) {
+		char msg[320];
+		snprintf(msg, sizeof msg, "cannot write: %s", strerror(werr));
+		return fail(c, path, msg);
+	}
+	return 0;
 }

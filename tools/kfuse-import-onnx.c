@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "npy.h"
 #include "onnx_import.h"
+#include "tensor.h"
 
 static const char usage[] =
 	"usage: kfuse-import-onnx MODEL.onnx|- [-o OUT.kf|-] [options]\n"
@@ -18,14 +20,23 @@ static const char usage[] =
 	"  --weights-dir D         the weights directory (default: OUT.kf.weights beside\n"
 	"                          OUT.kf; on stdout everything stays inline without it)\n"
 	"  --inline-max N          initializers up to N elements stay inline (default 64)\n"
-	"  --allow-unsupported     keep ops kfuse cannot express as opaque onnx_<Op> nodes\n"
+	"  --bind NAME=FILE.npy    freeze graph input NAME as the constant in FILE.npy\n"
+	"                          (axes, shapes or sizes a model takes as inputs);\n"
+	"                          repeatable\n"
+	"  --allow-unsupported     keep ops kfuse cannot express as `opaque @Op` nodes with\n"
+	"                          the model's types and attributes (a plugin op Op runs them)\n"
+	"Dynamic axes become symbolic dims (f32[batch,seq,768]).\n"
 	"  -h, --help, --version\n";
 
-enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_VERSION };
+enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_BIND, O_VERSION };
+
+#define MAXBIND 64
 
 typedef struct opt {
 	const char *model, *out, *wdir;
 	kf_onnx_opts o;
+	char *bind[MAXBIND]; /* NAME=FILE, split when read */
+	int nbind;
 } opt;
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
@@ -33,7 +44,8 @@ static int parse_args(int argc, char **argv, opt *o)
 {
 	static const struct option longs[] = {
 		{"weights-dir", required_argument, 0, O_WEIGHTS}, {"inline-max", required_argument, 0, O_INLINE_MAX},
-		{"allow-unsupported", no_argument, 0, O_ALLOW}, {"help", no_argument, 0, 'h'},
+		{"allow-unsupported", no_argument, 0, O_ALLOW}, {"bind", required_argument, 0, O_BIND},
+		{"help", no_argument, 0, 'h'},
 		{"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 	};
 	long long n;
@@ -48,6 +60,13 @@ static int parse_args(int argc, char **argv, opt *o)
 			o->o.inline_max = n;
 			break;
 		case O_ALLOW: o->o.allow_unsupported = true; break;
+		case O_BIND:
+			if (o->nbind == MAXBIND)
+				return kf_cli_usage("more than %d --bind", MAXBIND) + 1;
+			if (!strchr(optarg, '=') || optarg[0] == '=' || !strchr(optarg, '=')[1])
+				return kf_cli_usage("--bind wants NAME=FILE.npy, not '%s'", optarg) + 1;
+			o->bind[o->nbind++] = optarg;
+			break;
 		case 'h': fputs(usage, stdout); return 1;
 		case O_VERSION: kf_cli_version(); return 1;
 		default: return kf_cli_bad_option(ch, argv) + 1;
@@ -90,20 +109,41 @@ static int weights(kf_ctx *c, opt *o, kf_buf *dir, kf_buf *ref)
 	return 0;
 }
 
+/* --bind NAME=FILE: the tensors, read now; -1 after a message. */
+static int read_binds(kf_ctx *c, opt *o, kf_onnx_bind *b, kf_tensor *t)
+{
+	for (int i = 0; i < o->nbind; i++) {
+		char *spec = o->bind[i], *eq = strchr(spec, '='); /* checked by parse_args */
+		*eq = 0;
+		if (kf_npy_read(c, eq + 1, &t[i]) < 0)
+			return -1;
+		b[i] = (kf_onnx_bind){spec, &t[i]};
+	}
+	o->o.bind = b;
+	o->o.nbind = o->nbind;
+	return 0;
+}
+
+/* The text to stdout, or atomically to path: a failed run leaves any old
+ * file as it was. */
 static int write_out(kf_ctx *c, const char *path, kf_module *m)
 {
-	FILE *f = path ? fopen(path, "wb") : stdout;
 	kf_loc at = {kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0};
-	if (!f) {
-		kf_error(c, at, "cannot open for writing: %s", strerror(errno));
-		return -1;
+	int e = 0;
+	if (!path) {
+		errno = 0;
+		if (kf_print_module_file(stdout, m) != 0 || fflush(stdout) != 0)
+			e = errno ? errno : EIO;
+	} else {
+		kf_buf t = {0};
+		kf_print_module(&t, m);
+		const void *part[1] = {t.p};
+		size_t len[1] = {t.n};
+		e = kf_write_atomic(path, part, len, 1);
+		kf_buf_free(&t);
 	}
-	errno = 0;
-	bool ok = kf_print_module_file(f, m) == 0;
-	int e = errno;
-	ok &= (path ? fclose(f) : fflush(f)) == 0;
-	if (!ok) {
-		kf_error(c, at, "write failed: %s", strerror(e ? e : errno));
+	if (e) {
+		kf_error(c, at, "write failed: %s", strerror(e));
 		return -1;
 	}
 	return 0;
@@ -118,7 +158,11 @@ int main(int argc, char **argv)
 		return st - 1;
 	kf_ctx *c = kf_ctx_new();
 	kf_buf dir = {0}, ref = {0};
-	kf_module *m = weights(c, &o, &dir, &ref) == 0 ? kf_onnx_import_file(c, o.model, &o.o) : NULL;
+	kf_onnx_bind b[MAXBIND];
+	kf_tensor bt[MAXBIND] = {0};
+	kf_module *m = weights(c, &o, &dir, &ref) == 0 && read_binds(c, &o, b, bt) == 0
+			       ? kf_onnx_import_file(c, o.model, &o.o)
+			       : NULL;
 	int rc = 1;
 	if (m) {
 		for (uint32_t i = 0; i < m->ngraph; i++)
@@ -136,6 +180,8 @@ int main(int argc, char **argv)
 	kf_buf_free(&dir);
 	kf_buf_free(&ref);
 	kf_module_free(m);
+	for (int i = 0; i < o.nbind; i++)
+		kf_tensor_free(&bt[i]);
 	kf_ctx_free(c);
 	return rc;
 }

@@ -54,7 +54,15 @@ static int run_pipeline(kf_ctx *c, kf_module *m)
 	return rc;
 }
 
-static int load_set(kf_ctx *c, const char *dir, const char *prefix, kf_tensor *t, int max)
+/* One test data set: inputs (with their names, the graph inputs') and
+ * expected outputs. */
+typedef struct dataset {
+	kf_tensor in[32], want[32];
+	char name[32][128];
+	int nin, nout;
+} dataset;
+
+static int load_tensors(kf_ctx *c, const char *dir, const char *prefix, kf_tensor *t, char (*name)[128], int max)
 {
 	int n = 0;
 	for (; n < max; n++) {
@@ -63,10 +71,82 @@ static int load_set(kf_ctx *c, const char *dir, const char *prefix, kf_tensor *t
 		struct stat st;
 		if (stat(path, &st) != 0)
 			break;
-		if (kf_onnx_read_tensor(c, path, &t[n]) < 0)
+		if (kf_onnx_read_tensor(c, path, &t[n], name ? name[n] : NULL, 128) < 0)
 			return -1;
 	}
 	return n;
+}
+
+/* 0, 1 when the set does not exist, -1 on a read error (in the context). */
+static int load_set(kf_ctx *c, const char *dir, dataset *d)
+{
+	struct stat st;
+	memset(d, 0, sizeof *d);
+	if (stat(dir, &st) != 0)
+		return 1;
+	d->nin = load_tensors(c, dir, "input", d->in, d->name, 32);
+	d->nout = load_tensors(c, dir, "output", d->want, NULL, 32);
+	return d->nin < 0 || d->nout < 0 ? -1 : 0;
+}
+
+static void free_set(dataset *d)
+{
+	for (int i = 0; i < 32; i++) {
+		kf_tensor_free(&d->in[i]);
+		kf_tensor_free(&d->want[i]);
+	}
+}
+
+/* The graph inputs frozen with --bind (kfuse needs them at compile time:
+ * axes, shapes, pads given as inputs), by name. */
+typedef struct binds {
+	char name[8][128];
+	int n;
+} binds;
+
+static bool is_bound(const binds *b, const char *name)
+{
+	for (int i = 0; i < b->n; i++)
+		if (!strcmp(b->name[i], name))
+			return true;
+	return false;
+}
+
+static kf_module *import_bound(kf_ctx *c, const char *model, const dataset *d, const binds *b)
+{
+	kf_onnx_bind kb[8];
+	int k = 0;
+	for (int i = 0; i < b->n; i++)
+		for (int j = 0; j < d->nin; j++)
+			if (!strcmp(b->name[i], d->name[j]))
+				kb[k++] = (kf_onnx_bind){d->name[j], &d->in[j]};
+	kf_onnx_opts o = {.bind = kb, .nbind = k};
+	return kf_onnx_import_file(c, model, &o);
+}
+
+/* The input an import error asks to be a constant: "input N ('name') must
+ * be a constant", when the set has an input of that name; when the value
+ * named is computed from the graph's inputs, the first integer input of
+ * rank <= 1 not bound yet (the axes, shapes and sizes of the node tests). */
+static bool wanted_constant(kf_ctx *c, const dataset *d, const binds *b, char *name, size_t cap)
+{
+	kf_buf t = {0};
+	kf_diag_render(c, &t);
+	const char *p = t.p ? strstr(t.p, "('") : NULL, *q = p ? strstr(p, "') must be a constant") : NULL;
+	bool ok = false;
+	if (p && q && q - p - 2 < (long)cap) {
+		snprintf(name, cap, "%.*s", (int)(q - p - 2), p + 2);
+		for (int j = 0; j < d->nin; j++)
+			ok |= !strcmp(d->name[j], name);
+		for (int j = 0; j < d->nin && !ok; j++)
+			if (!kf_dtype_is_float(d->in[j].dtype) && d->in[j].rank <= 1 && !is_bound(b, d->name[j])) {
+				snprintf(name, cap, "%s", d->name[j]);
+				ok = true;
+			}
+		ok = ok && !is_bound(b, name) && b->n < 8;
+	}
+	kf_buf_free(&t);
+	return ok;
 }
 
 /* numpy.isclose with ONNX's tolerances; NaN matches NaN. */
@@ -122,6 +202,60 @@ static void first_line(kf_ctx *c, char *out, size_t cap)
 	kf_diag_clear(c);
 }
 
+/* Imports the model for data set d, binding the graph inputs the importer
+ * asks to be constants (learned on the first set, when `learn`; later sets
+ * bind the same names), and verifies it.  NULL with the diagnostics
+ * pending when it cannot. */
+static kf_module *import_for(kf_ctx *c, const char *model, const dataset *d, binds *b, bool learn)
+{
+	for (;;) {
+		kf_module *m = import_bound(c, model, d, b);
+		if (m && kf_verify(m->graph[0]) > 0) {
+			kf_module_free(m);
+			m = NULL;
+		}
+		char nm[128];
+		if (m || !learn || !wanted_constant(c, d, b, nm, sizeof nm))
+			return m;
+		kf_diag_clear(c);
+		snprintf(b->name[b->n++], sizeof b->name[0], "%s", nm);
+	}
+}
+
+/* Runs data set d on m (the inputs not bound, in order); the verdict in r. */
+static void run_set(kf_ctx *c, kf_module *m, const dataset *d, const binds *b, result *r)
+{
+	kf_tensor in[32], got[32] = {0};
+	int nin = 0;
+	for (int j = 0; j < d->nin; j++)
+		if (!is_bound(b, d->name[j]))
+			in[nin++] = d->in[j]; /* borrowed */
+	kf_graph *g = m->graph[0];
+	if ((uint32_t)d->nout != g->nres) {
+		snprintf(r->why, sizeof r->why, "graph has %u outputs, test data %d", g->nres, d->nout);
+		r->verdict = FAIL;
+	} else if (kf_interp_run(g, in, nin, got, d->nout) < 0) {
+		first_line(c, r->why, sizeof r->why);
+		r->verdict = FAIL;
+	} else {
+		for (int i = 0; i < d->nout && r->verdict == PASS; i++)
+			if (compare(&got[i], &d->want[i], r->why, sizeof r->why) < 0)
+				r->verdict = FAIL;
+	}
+	for (int i = 0; i < 32; i++)
+		kf_tensor_free(&got[i]);
+}
+
+/* An import or pipeline failure: unsupported or FAIL by its message. */
+static void import_failed(kf_ctx *c, result *r, bool pipeline)
+{
+	first_line(c, r->why, sizeof r->why);
+	const char *msg = strstr(r->why, "error: ");
+	r->verdict = !pipeline && is_unsupported(r->why) ? UNSUP : FAIL;
+	if (msg && !pipeline)
+		memmove(r->why, msg + 7, strlen(msg + 7) + 1);
+}
+
 static void run_test(const char *root, const char *name, result *r)
 {
 	char dir[4096], model[4200], data[4200];
@@ -129,62 +263,64 @@ static void run_test(const char *root, const char *name, result *r)
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
 	snprintf(r->name, sizeof r->name, "%s", name);
 	kf_ctx *c = kf_ctx_new();
-	kf_module *m = kf_onnx_import_file(c, model, NULL);
-	if (m && kf_verify(m->graph[0]) > 0) {
-		kf_module_free(m);
-		m = NULL;
+	dataset *d = calloc(1, sizeof *d);
+	binds b = {.n = 0};
+	snprintf(data, sizeof data, "%s/test_data_set_0", dir);
+	int rc = load_set(c, data, d);
+	char data_err[256] = "";
+	if (rc < 0) { /* the model's own error, if any, says more (sequences, ...) */
+		first_line(c, data_err, sizeof data_err);
+		free_set(d);
+		memset(d, 0, sizeof *d);
 	}
-	if (!m) {
-		first_line(c, r->why, sizeof r->why);
-		const char *msg = strstr(r->why, "error: ");
+	kf_module *m = import_for(c, model, d, &b, rc == 0);
+	if (!m || (pipeline_text && run_pipeline(c, m) < 0)) {
+		import_failed(c, r, m != NULL);
+		goto done;
+	}
+	if (rc < 0) {
+		snprintf(r->why, sizeof r->why, "%s", data_err);
 		r->verdict = is_unsupported(r->why) ? UNSUP : FAIL;
-		if (msg)
-			memmove(r->why, msg + 7, strlen(msg + 7) + 1);
-		kf_ctx_free(c);
-		return;
-	}
-	if (pipeline_text && run_pipeline(c, m) < 0) {
-		first_line(c, r->why, sizeof r->why);
-		r->verdict = FAIL;
-		kf_module_free(m);
-		kf_ctx_free(c);
-		return;
+		goto done;
 	}
 	r->kernels = count_kernels(m->graph[0]);
 	r->verdict = PASS;
 	for (int set = 0; r->verdict == PASS; set++) {
-		snprintf(data, sizeof data, "%s/test_data_set_%d", dir, set);
-		struct stat st;
-		if (stat(data, &st) != 0)
+		if (set > 0) {
+			free_set(d);
+			snprintf(data, sizeof data, "%s/test_data_set_%d", dir, set);
+			if ((rc = load_set(c, data, d)) != 0) {
+				if (rc < 0)
+					import_failed(c, r, false);
+				break;
+			}
+			/* a bound input has this set's value: import again */
+			if (b.n) {
+				kf_module_free(m);
+				m = import_for(c, model, d, &b, false);
+				if (!m || (pipeline_text && run_pipeline(c, m) < 0)) {
+					import_failed(c, r, m != NULL);
+					break;
+				}
+			}
+		} else if (rc != 0) {
 			break;
-		kf_tensor in[32] = {0}, want[32] = {0}, got[32] = {0};
-		int nin = load_set(c, data, "input", in, 32), nout = load_set(c, data, "output", want, 32);
-		kf_graph *g = m->graph[0];
-		if (nin < 0 || nout < 0) {
-			first_line(c, r->why, sizeof r->why);
-			r->verdict = is_unsupported(r->why) ? UNSUP : FAIL;
-		} else if ((uint32_t)nout != g->nres) {
-			snprintf(r->why, sizeof r->why, "graph has %u outputs, test data %d", g->nres, nout);
-			r->verdict = FAIL;
-		} else if (kf_interp_run(g, in, nin, got, nout) < 0) {
-			first_line(c, r->why, sizeof r->why);
-			r->verdict = FAIL;
-		} else {
-			for (int i = 0; i < nout && r->verdict == PASS; i++)
-				if (compare(&got[i], &want[i], r->why, sizeof r->why) < 0)
-					r->verdict = FAIL;
 		}
-		for (int i = 0; i < 32; i++) {
-			kf_tensor_free(&in[i]);
-			kf_tensor_free(&want[i]);
-			kf_tensor_free(&got[i]);
-		}
+		run_set(c, m, d, &b, r);
 	}
 	if (r->verdict == PASS && max_kernels >= 0 && r->kernels > max_kernels) {
 		snprintf(r->why, sizeof r->why, "%d kernels after the pipeline (at most %d wanted)", r->kernels,
 			 max_kernels);
 		r->verdict = FAIL;
 	}
+	if (r->verdict == PASS && b.n) {
+		size_t k = (size_t)snprintf(r->why, sizeof r->why, "--bind");
+		for (int i = 0; i < b.n && k < sizeof r->why; i++)
+			k += (size_t)snprintf(r->why + k, sizeof r->why - k, " %s", b.name[i]);
+	}
+done:
+	free_set(d);
+	free(d);
 	kf_module_free(m);
 	kf_ctx_free(c);
 }

@@ -39,15 +39,10 @@ static kf_type ty(const char *s)
 	int64_t d[KF_MAX_RANK];
 	int r = 0;
 	for (const char *p = lb + 1; *p != ']';) {
-		if (*p >= '0' && *p <= '9') {
-			char *e;
-			d[r++] = strtoll(p, &e, 10);
-			p = e;
-		} else {
-			size_t k = strcspn(p, ",]");
-			d[r++] = KF_SYM(kf_intern(C, p, k));
-			p += k;
-		}
+		size_t k = strcspn(p, ",]");
+		d[r] = kf_dim_parse(C, p, k); /* 4, N, 8*B */
+		assert_true(d[r++] != KF_DIM_BAD);
+		p += k;
 		if (*p == ',')
 			p++;
 	}
@@ -96,6 +91,21 @@ static kf_attr AL_(const char *k, int n, const int64_t *v)
 }
 #define AL(k, ...) AL_(k, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 #define AL0(k) AL_(k, 0, NULL)
+/* A list of dims from "B,T,-1,12": ints, and strings for symbolic dims. */
+static kf_attr ALD(const char *k, const char *items)
+{
+	static kf_attrval pool[64];
+	char buf[128];
+	uint32_t n = 0;
+	snprintf(buf, sizeof buf, "%s", items);
+	for (char *p = strtok(buf, ","); p && n < 64; p = strtok(NULL, ",")) {
+		char *e;
+		long long v = strtoll(p, &e, 10);
+		pool[n++] = *e ? (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(C, p)}
+			       : (kf_attrval){.kind = KF_ATTR_INT, .i = v};
+	}
+	return (kf_attr){kf_intern_cstr(C, k), {.kind = KF_ATTR_LIST, .n = n, .list = pool}};
+}
 
 /* Appends `op(args of types ins) {attrs} : nres placeholder results` to the
  * graph and runs kf_infer on it; returns its answer, OUT and ERR hold the rest. */
@@ -365,8 +375,20 @@ static void test_transpose_reshape(void **st)
 	    "'reshape' cannot infer -1: f32[2,3] has 6 elements, not a multiple of 4");
 	BAD(INF("reshape", "f32[0,3]", 1, AL("shape", 0, -1)),
 	    "'reshape' cannot infer -1: f32[0,3] has 0 elements, not a multiple of 0");
-	BAD(INF("reshape", "f32[N,4]", 1, AL("shape", -1)),
-	    "'reshape' of f32[N,4] must keep symbolic dim N in place (write 0 at index 0)");
+	/* symbolic dims are monomials: counts compare exactly, -1 is the quotient */
+	OK(INF("reshape", "f32[N,4]", 1, AL("shape", -1)), "f32[4*N]");
+	OK(INF("reshape", "f32[B,T,768]", 1, AL("shape", -1, 768)), "f32[B*T,768]");
+	OK(INF("reshape", "f32[B*T,768]", 1, ALD("shape", "B,T,12,-1")), "f32[B,T,12,64]");
+	OK(INF("reshape", "f32[T,B,512]", 1, ALD("shape", "T,B*8,64")), "f32[T,8*B,64]");
+	OK(INF("reshape", "f32[T,8*B,64]", 1, ALD("shape", "T,-1,8,64")), "f32[T,B,8,64]");
+	OK(INF("reshape", "f32[B,2,2,S,8]", 1, ALD("shape", "B,4,S,8")), "f32[B,4,S,8]");
+	OK(INF("reshape", "f32[2,N]", 1, ALD("shape", "N*2")), "f32[2*N]");
+	BAD(INF("reshape", "f32[N,3]", 1, AL("shape", 2, -1)),
+	    "'reshape' cannot infer -1: f32[N,3] has 3*N elements, not a multiple of 2");
+	BAD(INF("reshape", "f32[B,T]", 1, ALD("shape", "T,T")),
+	    "'reshape' from f32[B,T] to f32[T,T] changes the element count (B*T vs T*T)");
+	BAD(INF("reshape", "f32[B]", 1, ALD("shape", "B+1")),
+	    "attribute 'shape' of 'reshape' must be a list of dims (ints, or strings naming symbolic dims such as \"B\" or \"8*B*T\")");
 	BAD(INF("reshape", "f32[4,N]", 1, AL("shape", 0, 0, 1, -2)), "'reshape' shape[3] = -2 is negative");
 	BAD(INF("reshape", "f32[2]", 1, AL("shape", 1, 0)), "'reshape' shape[1] = 0 copies a dim f32[2] does not have");
 	BAD(INF("reshape", "f32[2]", 1), "'reshape' needs attribute 'shape'");
@@ -375,6 +397,8 @@ static void test_transpose_reshape(void **st)
 	BAD(INF("broadcast_to", "f32[3]", 1, AL("shape", 4)), "'broadcast_to' cannot broadcast f32[3] to f32[4]");
 	BAD(INF("broadcast_to", "f32[2,3]", 1, AL("shape", 3)), "'broadcast_to' cannot broadcast f32[2,3] to f32[3]");
 	BAD(INF("broadcast_to", "f32[N]", 1, AL("shape", 4)), "'broadcast_to' cannot broadcast f32[N] to f32[4]");
+	OK(INF("broadcast_to", "f32[1,T]", 1, ALD("shape", "B,T")), "f32[B,T]");
+	BAD(INF("broadcast_to", "f32[2]", 1, ALD("shape", "B,T")), "'broadcast_to' cannot broadcast f32[2] to f32[B,T]");
 }
 
 static void test_concat_slice_split(void **st)
@@ -403,12 +427,22 @@ static void test_concat_slice_split(void **st)
 	OK(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", 3), AL("axes", -1)), "f32[N,2]");
 	OK(INF("slice", "f32[N,6]", 1, AL("starts", 0), AL("ends", INT64_MAX), AL("axes", 0)), "f32[N,6]");
 	BAD(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", INT64_MAX)),
-	    "'slice' cannot slice symbolic dim N (axis 0) except whole");
+	    "'slice' cannot slice symbolic dim N (axis 0) but whole or by a static count from one end");
+	BAD(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", -1)),
+	    "'slice' cannot slice symbolic dim N (axis 0) but whole or by a static count from one end");
+	OK(INF("slice", "f32[N,6]", 1, AL("starts", 1), AL("ends", 4)), "f32[3,6]");
+	OK(INF("slice", "f32[N,6]", 1, AL("starts", -1), AL("ends", INT64_MAX)), "f32[1,6]");
+	OK(INF("slice", "f32[N,6]", 1, AL("starts", -5), AL("ends", -1), AL("steps", 2)), "f32[2,6]");
 	BAD(INF("slice", "f32[10]", 1, AL("starts", 1), AL("ends", 5), AL("steps", 0)), "'slice' step for axis 0 is 0");
 	BAD(INF("slice", "f32[10,8]", 1, AL("starts", 1, 1), AL("ends", 5, 5), AL("axes", 0, -2)),
 	    "'slice' axis 0 appears twice");
 	BAD(INF("slice", "f32[10,8]", 1, AL("starts", 1, 1), AL("ends", 5)), "'slice' ends has 1 entries but starts has 2");
 	BAD(INF("slice", "f32[10]", 1, AL("starts", 1)), "'slice' needs attribute 'ends'");
+	/* a symbolic end (x[:, :T] of a longer buffer) from 0 with step 1 */
+	OK(INF("slice", "f32[1,64,64]", 1, AL("starts", 0, 0), ALD("ends", "T,T"), AL("axes", 1, 2)), "f32[1,T,T]");
+	OK(INF("slice", "f32[T,4]", 1, AL("starts", 0), ALD("ends", "T")), "f32[T,4]");
+	BAD(INF("slice", "f32[64]", 1, AL("starts", 1), ALD("ends", "T")),
+	    "'slice' with symbolic end T (axis 0) must start at 0 with step 1");
 
 	int k = INF("split", "f32[6,4]", 3);
 	assert_int_equal(k, 3);
@@ -448,6 +482,58 @@ static int infer_const(const char *type, uint8_t kind, uint64_t n, double *f, in
 	G->node[LAST].cst = k;
 	ERR[0] = 0;
 	return kf_infer(G, LAST, OUT, 16, ERR, sizeof ERR);
+}
+
+/* A list of floats for resize's scales. */
+static kf_attr ALF(const char *k, int n, const double *v)
+{
+	static kf_attrval pool[16];
+	for (int i = 0; i < n; i++)
+		pool[i] = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = v[i]};
+	return (kf_attr){kf_intern_cstr(C, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = pool}};
+}
+
+static void test_index_ops(void **st)
+{
+	OK(INF("gather", "f32[10,4] i64[2,3]", 1), "f32[2,3,4]");
+	OK(INF("gather", "f32[B,10,4] i32[]", 1, AI("axis", 1)), "f32[B,4]");
+	OK(INF("gather", "f16[5,6,7] i64[T]", 1, AI("axis", -1)), "f16[5,6,T]");
+	BAD(INF("gather", "f32[10,4] f32[3]", 1), "'gather' indices must be i32 or i64, got f32");
+	BAD(INF("gather", "f32[10,4] i64[3]", 1, AI("axis", 2)), "'gather' axis 2 is out of range for f32[10,4] (rank 2)");
+	BAD(INF("gather", "f32[] i64[3]", 1), "'gather' data must have rank >= 1");
+	BAD(INF("gather", "f32[2,2,2,2,2] i64[2,2,2,2,2]", 1), "'gather' result rank 9 is over 8");
+	OK(INF("pad", "f32[4,6]", 1, AL("pads", 1, 2, 2, 1)), "f32[7,9]");
+	OK(INF("pad", "f32[B,6]", 1, AL("pads", 0, -1, 0, -2), AS("mode", "edge")), "f32[B,3]");
+	BAD(INF("pad", "f32[4,6]", 1, AL("pads", 1, 2)), "'pad' pads has 2 entries for f32[4,6] (rank 2: 4 wanted)");
+	BAD(INF("pad", "f32[B,6]", 1, AL("pads", 1, 0, 0, 0)), "'pad' cannot pad symbolic dim B (axis 0)");
+	BAD(INF("pad", "f32[4,6]", 1, AL("pads", 0, -4, 0, -3)),
+	    "'pad' of f32[4,6] by -4 and -3 on axis 1 leaves -1 elements");
+	BAD(INF("pad", "f32[4]", 1, AL("pads", 1, 1), AS("mode", "mirror")),
+	    "'pad' mode must be \"constant\", \"reflect\", \"edge\" or \"wrap\", got \"mirror\"");
+	BAD(INF("pad", "f32[0]", 1, AL("pads", 1, 1), AS("mode", "reflect")),
+	    "'pad' mode \"reflect\" cannot pad the empty axis 0");
+	BAD(INF("pad", "f32[4]", 1), "'pad' needs attribute 'pads'");
+	OK(INF("resize", "f32[1,3,4,5]", 1, ALF("scales", 4, (double[]){1, 1, 2, 1.5})), "f32[1,3,8,7]");
+	OK(INF("resize", "f32[B,3,4,5]", 1, ALF("scales", 4, (double[]){1, 1, 0.5, 2}), ALD("sizes", "B,3,2,10"),
+	       AS("mode", "linear")), "f32[B,3,2,10]");
+	BAD(INF("resize", "f32[B,4]", 1, ALF("scales", 2, (double[]){2, 1})),
+	    "'resize' can only keep symbolic dim B (axis 0): scale 1");
+	BAD(INF("resize", "i64[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "linear")),
+	    "'resize' linear mode takes a float operand, got i64");
+	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "cubic")),
+	    "'resize' mode must be \"nearest\" or \"linear\", got \"cubic\"");
+	BAD(INF("resize", "f32[4,4]", 1, ALF("scales", 1, (double[]){2})), "'resize' scales has 1 entries for rank 2");
+	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){-2})), "'resize' scale -2 (axis 0) must be positive and finite");
+	OK(INF("iota", "", 1, ALD("shape", "T,4"), AI("axis", 1)), "i64[T,4]");
+	OK(INF("iota", "", 1, AL("shape", 3), AS("dtype", "f32")), "f32[3]");
+	BAD(INF("iota", "", 1, AL("shape", 3), AS("dtype", "i1")), "'iota' dtype must be a numeric dtype, got \"i1\"");
+	BAD(INF("iota", "", 1, AL("shape", 3), AI("axis", 1)), "'iota' axis 1 is out of range for rank 1");
+	BAD(INF("iota", "", 1, AL("shape", -3)), "'iota' shape[0] = -3 is negative");
+	OK(INF("shape", "f32[B,3,T]", 1), "i64[3]");
+	OK(INF("shape", "f32[B,3,T]", 1, AI("start", -2)), "i64[2]");
+	OK(INF("shape", "f32[B,3,T]", 1, AI("start", 2), AI("end", 1)), "i64[0]");
+	OK(INF("sin", "f32[2,N]", 1), "f32[2,N]");
+	BAD(INF("cos", "i32[2]", 1), "'cos' takes float operands, got i32");
 }
 
 static void test_const(void **st)
@@ -529,6 +615,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gemm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_transpose_reshape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concat_slice_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_const, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fusion, setup, teardown),
 	};

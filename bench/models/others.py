@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""others.py: real models nobody shaped the importer for.  The zoo
+(zoo.py) is what the importer was built against; these are other
+torchvision and hand-written architectures, exported the same way
+(torch.onnx.export, opset 17, seeded random weights, small sizes), whose
+import is the test that the importer is not fitted to the zoo:
+
+    squeezenet    torchvision's Fire modules in a small SqueezeNet
+    shufflenet    torchvision ShuffleNetV2 (channel shuffle: reshape/transpose)
+    densenet      torchvision DenseNet (concatenated features)
+    resnext       torchvision ResNet with grouped bottlenecks
+    unet          a small U-Net: max-pool down, bilinear Resize and ConvTranspose up, skip concats, F.pad
+    masked_attn   multi-head attention with a boolean padding mask (masked_fill, -inf)
+    decoder_layer nn.TransformerDecoderLayer with a causal mask, dynamic batch and sequence
+    mixer         an MLP-Mixer block (token mixing by transposes)
+    bigru         a bidirectional two-layer GRU
+    pad_resize    reflect / replicate / constant padding and nearest / bilinear resizing without convolutions
+    gather_ops    embedding bags as exporters write them: index_select, gather by argmax-free indices, take
+
+    others.py [--out DIR] [--only a,b] [--list]
+Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
+"""
+import argparse
+import os
+import sys
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zoo import Entry, export, randomize_norms, run, save, small_resnet  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+
+def squeezenet():
+    from torchvision.models.squeezenet import Fire
+    m = nn.Sequential(
+        nn.Conv2d(3, 16, 3, stride=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, ceil_mode=True),
+        Fire(16, 4, 8, 8), Fire(16, 4, 8, 8), nn.MaxPool2d(3, 2, ceil_mode=True), Fire(16, 8, 16, 16),
+        nn.Dropout(0.5), nn.Conv2d(32, 10, 1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)),
+        nn.Flatten())
+    return Entry(m, [torch.randn(1, 3, 48, 48)], ["input"], ["logits"])
+
+
+def shufflenet():
+    from torchvision.models.shufflenetv2 import ShuffleNetV2
+    m = ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10)
+    return Entry(randomize_norms(m, 1), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+
+
+def densenet():
+    from torchvision.models.densenet import DenseNet
+    m = DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2, num_classes=10)
+    return Entry(randomize_norms(m, 2), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+
+
+def resnext():
+    from torchvision.models.resnet import Bottleneck
+    m = small_resnet(Bottleneck, [1, 1, 1, 1], 16, groups=4, width_per_group=64)
+    return Entry(randomize_norms(m, 3), [torch.randn(1, 3, 32, 32)], ["input"], ["logits"])
+
+
+class UNet(nn.Module):
+    def __init__(self, c=8):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+        self.d1, self.d2, self.d3 = block(3, c), block(c, 2 * c), block(2 * c, 4 * c)
+        self.up2 = nn.ConvTranspose2d(4 * c, 2 * c, 2, stride=2)
+        self.u2 = block(4 * c, 2 * c)
+        self.u1 = block(3 * c, c)
+        self.head = nn.Conv2d(c, 2, 1)
+
+    def forward(self, x):
+        a = self.d1(x)
+        b = self.d2(F.max_pool2d(a, 2))
+        c = self.d3(F.max_pool2d(b, 2))
+        u = self.u2(torch.cat([self.up2(c), b], 1))
+        u = F.interpolate(u, scale_factor=2.0, mode="bilinear", align_corners=False)
+        u = F.pad(u, (0, 0, 0, 0))
+        return self.head(self.u1(torch.cat([u, a], 1)))
+
+
+def unet():
+    return Entry(randomize_norms(UNet(), 4), [torch.randn(1, 3, 32, 32)], ["image"], ["mask"])
+
+
+class MaskedAttention(nn.Module):
+    def __init__(self, d=32, h=4):
+        super().__init__()
+        self.h, self.hd = h, d // h
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x, pad):  # pad: bool [B, T], True where padded
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q, k, v = (z.reshape(b, t, self.h, self.hd).transpose(1, 2) for z in (q, k, v))
+        s = q @ k.transpose(-2, -1) * self.hd ** -0.5
+        s = s.masked_fill(pad[:, None, None, :], float("-inf"))
+        a = torch.softmax(s, dim=-1) @ v
+        return self.out(a.transpose(1, 2).reshape(b, t, d))
+
+
+def masked_attn():
+    pad = torch.zeros(2, 6, dtype=torch.bool)
+    pad[1, 4:] = True
+    return Entry(MaskedAttention(), [torch.randn(2, 6, 32), pad], ["x", "pad"], ["y"])
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+
+    def forward(self, tgt, memory):
+        t = tgt.size(1)
+        causal = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        return self.layer(tgt, memory, tgt_mask=causal)
+
+
+def decoder_layer():
+    return Entry(Decoder(), [torch.randn(2, 5, 32), torch.randn(2, 7, 32)], ["tgt", "memory"], ["out"],
+                 dynamic={"tgt": {0: "batch", 1: "tgt_len"}, "memory": {0: "batch", 1: "mem_len"},
+                          "out": {0: "batch", 1: "tgt_len"}},
+                 test=[torch.randn(3, 4, 32), torch.randn(3, 9, 32)])
+
+
+class Mixer(nn.Module):
+    def __init__(self, tokens=16, d=32):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.tok = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(), nn.Linear(2 * tokens, tokens))
+        self.ch = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+
+    def forward(self, x):
+        x = x + self.tok(self.ln1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.ch(self.ln2(x))
+
+
+def mixer():
+    return Entry(Mixer(), [torch.randn(2, 16, 32)], ["x"], ["y"])
+
+
+class BiGRU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(12, 16, num_layers=2, batch_first=True, bidirectional=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def bigru():
+    return Entry(BiGRU(), [torch.randn(2, 5, 12)], ["x"], ["y"])
+
+
+class PadResize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):  # x: [N, C, H, W]
+        y = self.lin(x)
+        a = F.pad(y, (1, 2, 2, 1), mode="reflect")
+        b = F.pad(y, (2, 0, 0, 1), mode="replicate")
+        c = F.pad(y, (1, 1, 1, 1), value=0.5)
+        up = F.interpolate(a, scale_factor=2.0, mode="nearest")
+        bl = F.interpolate(b, size=(12, 20), mode="bilinear", align_corners=True)
+        dn = F.interpolate(c, size=(5, 5), mode="bilinear", align_corners=False)
+        return up, bl, dn
+
+
+def pad_resize():
+    return Entry(PadResize(), [torch.randn(1, 3, 6, 8)], ["x"], ["up", "bilinear", "down"])
+
+
+class GatherOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(20, 6))
+
+    def forward(self, ids, x):
+        a = torch.index_select(self.table, 0, ids.flatten()).reshape(ids.shape + (6,))
+        b = x[:, ids[1]]            # a gather on axis 1 with data-dependent indices
+        c = x[:, -1] + x[:, 0]      # constant indices on a tensor
+        d = self.table[3:7].sum(0)  # a slice of a constant
+        return a.sum(1) + d, b, c
+
+
+def gather_ops():
+    ids = torch.tensor([[1, 5, 19], [0, 2, 2]])
+    return Entry(GatherOps(), [ids, torch.randn(4, 7)], ["ids", "x"], ["bag", "picked", "ends"])
+
+
+OTHERS = {
+    "squeezenet": squeezenet, "shufflenet": shufflenet, "densenet": densenet, "resnext": resnext,
+    "unet": unet, "masked_attn": masked_attn, "decoder_layer": decoder_layer, "mixer": mixer, "bigru": bigru,
+    "pad_resize": pad_resize, "gather_ops": gather_ops,
+}
+NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="others")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        for n in OTHERS:
+            print(n + ("  (needs conv)" if n in NEEDS_CONV else ""))
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    rc = 0
+    for i, n in enumerate(OTHERS):
+        if a.only and n not in a.only.split(","):
+            continue
+        torch.manual_seed(100 + i)
+        try:
+            e = OTHERS[n]()
+            model = e.model.eval()
+            path = os.path.join(a.out, n)
+            export(model, e.inputs, e.input_names, e.output_names, path + ".onnx", e.dynamic)
+            test = e.test or e.inputs
+            save(path, test, run(model, test))
+            print(f"others: wrote {n}")
+        except Exception as err:  # noqa: BLE001 -- report and go on
+            print(f"others: {n}: FAILED: {type(err).__name__}: {err}", file=sys.stderr)
+            rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

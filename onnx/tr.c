@@ -1,0 +1,150 @@
+/* tr.c: what the node translators share: ONNX attributes read, kfuse
+ * attributes built, operands, and the ops most translations build. */
+#include <stdlib.h>
+#include <string.h>
+#include "tr.h"
+
+/* ---- ONNX attributes ---- */
+
+
+
+/* ONNX float attributes are f32: take the shortest decimal that reads back
+ * as the same f32, so that 0.35f prints as 0.35 rather than 0.3499999940395355. */
+double kf_tr_f32(float f)
+{
+	char buf[32];
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+		if ((float)strtod(buf, NULL) == f)
+			return strtod(buf, NULL);
+	}
+	return f;
+}
+
+double kf_tr_float(kf_np *np, const char *name, double dflt)
+{
+	const Onnx__AttributeProto *a = kf_imp_attr(np, name);
+	return a ? kf_tr_f32(a->f) : dflt;
+}
+
+
+
+/* ---- kfuse attributes ---- */
+
+kf_attr kf_tr_af(kf_imp *I, const char *k, double v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_FLOAT, .f = v}}; }
+kf_attr kf_tr_ab(kf_imp *I, const char *k, bool v) { return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_BOOL, .b = v}}; }
+kf_attr kf_tr_as(kf_imp *I, const char *k, const char *v)
+{
+	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_STR, .s = kf_intern_cstr(I->c, v)}};
+}
+
+/* ---- operands ---- */
+
+
+kf_vid kf_tr_reshape(kf_imp *I, kf_vid x, const int64_t *shape, int rank)
+{
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a = kf_tr_dims(I, "shape", items, shape, rank);
+	return kf_imp_op(I, KF_OP_RESHAPE, &x, 1, &a, 1);
+}
+
+kf_vid kf_tr_reduce(kf_imp *I, int op, kf_vid x, const int64_t *axes, int n, bool keep)
+{
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a[2] = {kf_tr_ab(I, "keepdims", keep)};
+	int na = 1;
+	if (n > 0)
+		a[na++] = kf_imp_ints_attr(I, "axes", items, axes, n);
+	return kf_imp_op(I, op, &x, 1, a, na);
+}
+
+int kf_tr_need_static(kf_imp *I, kf_vid x)
+{
+	if (!kf_type_is_static(kf_tr_ty(I, x)))
+		return kf_imp_fail(I, "needs a static input shape (has symbolic dims)");
+	return 0;
+}
+
+
+
+kf_attr kf_tr_dims(kf_imp *I, const char *k, kf_attrval *items, const int64_t *dims, int n)
+{
+	/* -1 is no symbol (sid 0 is the empty string): reshape's "infer this dim" */
+	for (int i = 0; i < n; i++)
+		items[i] = dims[i] < -1 ? (kf_attrval){.kind = KF_ATTR_STR, .s = KF_SYM_SID(dims[i])}
+					: (kf_attrval){.kind = KF_ATTR_INT, .i = dims[i]};
+	return (kf_attr){kf_intern_cstr(I->c, k), {.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = items}};
+}
+
+kf_vid kf_tr_slice(kf_imp *I, kf_vid x, int64_t axis, int64_t start, int64_t end)
+{
+	kf_attrval i0[1], i1[1], i2[1];
+	kf_attr at[3] = {kf_imp_ints_attr(I, "axes", i0, &axis, 1), kf_imp_ints_attr(I, "starts", i1, &start, 1),
+			 kf_tr_dims(I, "ends", i2, &end, 1)};
+	return kf_imp_op(I, KF_OP_SLICE, &x, 1, at, 3);
+}
+
+kf_vid kf_tr_transpose(kf_imp *I, kf_vid x, const int64_t *perm, int rank)
+{
+	kf_attrval it[KF_MAX_RANK];
+	kf_attr a = kf_imp_ints_attr(I, "perm", it, perm, rank);
+	return kf_imp_op(I, KF_OP_TRANSPOSE, &x, 1, &a, 1);
+}
+
+kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis)
+{
+	kf_attr a = kf_imp_int_attr(I, "axis", axis);
+	return kf_imp_op(I, KF_OP_CONCAT, v, n, &a, 1);
+}
+
+kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to)
+{
+	if (x == KF_NONE || kf_tr_dt(I, x) == to)
+		return x;
+	kf_attr a = kf_tr_as(I, "to", kf_dtype_name(to));
+	return kf_imp_op(I, KF_OP_CAST, &x, 1, &a, 1);
+}
+
+int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, bool *sym, int max,
+		    bool *present)
+{
+	*present = false;
+	int n = -1;
+	if (attr && kf_imp_attr(np, attr)) {
+		*present = true;
+		n = kf_imp_attr_ints(np, attr, out, max);
+		for (int i = 0; i < n; i++)
+			sym[i] = false;
+		return n;
+	}
+	if (!kf_tr_has_in(np, input))
+		return 0;
+	*present = true;
+	kf_vid v = kf_imp_input(I, np, input);
+	if (v == KF_NONE)
+		return -1;
+	if ((n = kf_imp_const_ints(I, v, out, max)) >= 0) {
+		for (int i = 0; i < n; i++)
+			sym[i] = false;
+		return n;
+	}
+	if ((n = kf_sv_dims(I, v, out, sym, max)) >= 0)
+		return n;
+	return kf_imp_fail(I, "input %zu ('%s') must be a constant, or computed from the input shapes "
+			      "(kfuse needs it at compile time; --bind NAME=FILE.npy freezes a graph input)",
+			   input, np->input[input]);
+}
+
+int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, int max, bool *present)
+{
+	bool sym[64];
+	if (max > 64)
+		max = 64;
+	int n = kf_tr_dims_from(I, np, input, attr, out, sym, max, present);
+	for (int i = 0; i < n; i++)
+		if (sym[i])
+			return kf_imp_fail(I, "input %zu ('%s') holds the symbolic dim %s where kfuse needs a static int "
+					      "(it must be a constant at compile time)",
+					   input, np->input[input], kf_str(I->c, KF_SYM_SID(out[i])));
+	return n;
+}
