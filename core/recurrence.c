@@ -43,7 +43,9 @@ void kf_rec_free(kf_rec *r)
 	free(r->node);
 	free(r->stepof);
 	free(r->idx);
+	free(r->sw);
 	free(r->cls);
+	free(r->esign);
 	free(r->slot);
 	free(r->init);
 	free(r->sval);
@@ -66,7 +68,7 @@ static uint32_t stepof_v(const kf_rec *r, kf_vid v)
 	return d == KF_NONE || d >= r->nnode ? 0 : r->stepof[d];
 }
 
-static bool attrs_eq(const kf_graph *g, kf_nid a, kf_nid b)
+bool kf_rec_attrs_eq(const kf_graph *g, kf_nid a, kf_nid b)
 {
 	const kf_node *x = kf_N(g, a), *y = kf_N(g, b);
 	if (x->nattr != y->nattr)
@@ -101,14 +103,28 @@ int64_t kf_rec_first_int(const kf_graph *g, kf_nid n, const char *key, int64_t d
 	return k == 1 ? v[0] : k < 0 ? dflt : INT64_MIN;
 }
 
-bool kf_rec_row_slice(const kf_graph *g, kf_nid n)
+bool kf_rec_axis_slice(const kf_graph *g, kf_nid n, int64_t *axis, int64_t *start, int64_t *len)
 {
-	return kf_N(g, n)->op == KF_OP_SLICE && kf_rec_first_int(g, n, "axes", 0) == 0 &&
-	       kf_rec_first_int(g, n, "steps", 1) == 1 && kf_rec_first_int(g, n, "starts", -1) >= 0 &&
-	       kf_rec_first_int(g, n, "ends", -1) == kf_rec_first_int(g, n, "starts", -1) + 1;
+	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_SLICE)
+		return false;
+	const kf_type *t = kf_vtype(g, kf_in(g, n, 0));
+	int64_t ax = kf_rec_first_int(g, n, "axes", 0), s = kf_rec_first_int(g, n, "starts", -1);
+	int64_t e = kf_rec_first_int(g, n, "ends", -1);
+	if (ax < 0 && ax != INT64_MIN)
+		ax += t->rank;
+	if (ax < 0 || ax >= t->rank || kf_rec_first_int(g, n, "steps", 1) != 1 || s < 0 || t->dim[ax] < 0)
+		return false;
+	if (e > t->dim[ax])
+		e = t->dim[ax];
+	if (e <= s)
+		return false;
+	*axis = ax;
+	*start = s;
+	*len = e - s;
+	return true;
 }
 
-bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int64_t d, int64_t *row0)
+bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int64_t d, int *sign)
 {
 	kf_nid x = kf_def(g, a), y = kf_def(g, b);
 	if (a == b || x == KF_NONE || y == KF_NONE || stepof_v(r, a) || stepof_v(r, b))
@@ -117,21 +133,24 @@ bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int
 	if (p->op != q->op || p->nin != q->nin || p->nres != q->nres || kf_V(g, a)->idx != kf_V(g, b)->idx ||
 	    kf_V(g, a)->type != kf_V(g, b)->type)
 		return false;
-	if (kf_rec_row_slice(g, x)) {
-		int64_t s = kf_rec_first_int(g, x, "starts", 0);
-		if (!kf_rec_row_slice(g, y) || kf_in(g, x, 0) != kf_in(g, y, 0) || kf_rec_first_int(g, y, "starts", 0) != s + d)
+	int64_t ax, s, n, ax2, s2, n2;
+	if (kf_in(g, x, 0) == kf_in(g, y, 0) && kf_rec_axis_slice(g, x, &ax, &s, &n) &&
+	    kf_rec_axis_slice(g, y, &ax2, &s2, &n2) && ax == ax2 && n == n2 && s != s2) {
+		/* the base: the same slice d of its lengths on, in one direction */
+		int sg = s2 == s + d * n ? 1 : s2 == s - d * n ? -1 : 0;
+		if (sg == 0 || (*sign && *sign != sg))
 			return false;
-		*row0 = s;
+		*sign = sg;
 		return true;
 	}
-	if (!attrs_eq(g, x, y) || p->op == KF_OP_CONST || p->op == KF_OP_FUSION)
+	if (!kf_rec_attrs_eq(g, x, y) || p->op == KF_OP_CONST || p->op == KF_OP_FUSION)
 		return false;
 	bool varies = false;
 	for (uint32_t i = 0; i < p->nin; i++) {
 		kf_vid u = kf_in(g, x, i), v = kf_in(g, y, i);
 		if (kf_rec_same_inv(g, u, v))
 			continue;
-		if (!kf_rec_same_ext(g, r, u, v, d, row0))
+		if (!kf_rec_same_ext(g, r, u, v, d, sign))
 			return false;
 		varies = true;
 	}
@@ -162,10 +181,10 @@ static void reach(const kf_graph *g, kf_bid b, kf_nid from, uint8_t *mark, bool 
 
 /* Checks operand j of step k's node n (step 0's node n0) against operand j
  * of its candidate image m in step k+1; map gives step k's images. */
-static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t j, const kf_nid *img)
+static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t msw, uint32_t j, const kf_nid *img)
 {
 	kf_graph *g = r->g;
-	kf_vid a = kf_in(g, n, j), b = kf_in(g, m, j);
+	kf_vid a = kf_rec_in(r, n, j), b = kf_in(g, m, j ^ msw);
 	uint32_t i0 = r->idx[n], at = i0 * KF_REC_MAXIN + j;
 	uint32_t sa = stepof_v(r, a);
 	if (k == 0 && r->cls[at] == 0xff) { /* step 0 sets the class */
@@ -174,23 +193,22 @@ static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t j, co
 		} else if (kf_rec_same_inv(g, a, b)) {
 			r->cls[at] = KF_REC_INV;
 		} else if (stepof_v(r, b) == 1) {
+			/* a slot is its (before, after) pair: one initial value may
+			 * start two states (zeros for h and c, after cse) */
 			uint32_t s = 0;
-			while (s < r->nslot && r->init[s] != a)
+			while (s < r->nslot && !(r->init[s] == a && r->sval[s] == b))
 				s++;
 			if (s == r->nslot) {
 				r->init[s] = a;
 				r->sval[s] = b;
 				r->nslot++;
 			}
-			if (r->sval[s] != b)
-				return false;
 			r->cls[at] = KF_REC_SLOT;
 			r->slot[at] = (uint16_t)s;
 		} else {
 			r->cls[at] = KF_REC_EXT;
 		}
 	}
-	int64_t row;
 	switch (r->cls[at]) {
 	case KF_REC_INTERNAL:
 		return sa == k + 1 && img[kf_def(g, a)] != KF_NONE &&
@@ -202,9 +220,40 @@ static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t j, co
 		kf_vid want_a = k == 0 ? r->init[s] : r->sval[(k - 1) * r->nslot + s];
 		return a == want_a && b == r->sval[k * r->nslot + s];
 	}
-	default:
-		return kf_rec_same_ext(g, r, a, b, 1, &row);
+	default: {
+		/* every step moves in the direction step 0 did */
+		int sg = r->esign[at];
+		if (!kf_rec_same_ext(g, r, a, b, 1, &sg))
+			return false;
+		r->esign[at] = (int8_t)sg;
+		return true;
 	}
+	}
+}
+
+/* Operands of m in step 0's order: swapped (msw 1) for a commutative op
+ * of two when that is how m matches (canonicalize orders them by value
+ * id, so a step may read h first where step 0 read its constant h0 last). */
+static bool node_ok1(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t msw, const kf_nid *img)
+{
+	kf_graph *g = r->g;
+	const kf_node *x = kf_N(g, n);
+	/* step 0 classifies operands while it matches: a candidate that fails
+	 * must leave no classes (or slots) behind */
+	uint32_t at = r->idx[n] * KF_REC_MAXIN, nslot = r->nslot;
+	uint8_t cls[KF_REC_MAXIN];
+	int8_t sg[KF_REC_MAXIN];
+	memcpy(cls, r->cls + at, sizeof cls);
+	memcpy(sg, r->esign + at, sizeof sg);
+	for (uint32_t j = 0; j < x->nin; j++)
+		if (!operand_ok(r, k, n, m, msw, j, img)) {
+			memcpy(r->cls + at, cls, sizeof cls);
+			memcpy(r->esign + at, sg, sizeof sg);
+			r->nslot = nslot;
+			return false;
+		}
+	r->sw[m] = (uint8_t)msw;
+	return true;
 }
 
 static bool node_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, const kf_nid *img)
@@ -212,23 +261,14 @@ static bool node_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, const kf_nid *img
 	kf_graph *g = r->g;
 	const kf_node *x = kf_N(g, n), *y = kf_N(g, m);
 	if (m >= r->nnode || r->stepof[m] || y->blk != r->blk || x->op != y->op || x->nin != y->nin ||
-	    x->nres != y->nres || !attrs_eq(g, n, m))
+	    x->nres != y->nres || !kf_rec_attrs_eq(g, n, m))
 		return false;
 	for (uint32_t i = 0; i < x->nres; i++)
 		if (kf_V(g, x->res0 + i)->type != kf_V(g, y->res0 + i)->type)
 			return false;
-	/* step 0 classifies operands while it matches: a candidate that fails
-	 * must leave no classes (or slots) behind */
-	uint32_t at = r->idx[n] * KF_REC_MAXIN, nslot = r->nslot;
-	uint8_t cls[KF_REC_MAXIN];
-	memcpy(cls, r->cls + at, sizeof cls);
-	for (uint32_t j = 0; j < x->nin; j++)
-		if (!operand_ok(r, k, n, m, j, img)) {
-			memcpy(r->cls + at, cls, sizeof cls);
-			r->nslot = nslot;
-			return false;
-		}
-	return true;
+	if (node_ok1(r, k, n, m, 0, img))
+		return true;
+	return x->nin == 2 && (kf_op(g->ctx, x->op)->flags & KF_OPF_COMMUTATIVE) && node_ok1(r, k, n, m, 1, img);
 }
 
 /* Finds step k+1 as the image of step k. */
@@ -256,7 +296,7 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 					continue;
 				kf_vid ia = kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
 				kf_foreach_use(g, ia, u)
-					if (u == kf_N(g, g->use[u].user)->in0 + j && node_ok(r, k, n, g->use[u].user, img)) {
+					if (node_ok(r, k, n, g->use[u].user, img)) {
 						m = g->use[u].user;
 						break;
 					}
@@ -361,6 +401,7 @@ int kf_rec_analyze(kf_graph *g, kf_bid b, kf_vid R, kf_rec *r)
 	r->nnode = g->nnode;
 	r->stepof = calloc(r->nnode + 1, sizeof *r->stepof);
 	r->idx = calloc(r->nnode + 1, sizeof *r->idx);
+	r->sw = calloc(r->nnode + 1, 1);
 	uint8_t *m = calloc(3 * (size_t)r->nnode + 1, 1);
 	int rc = chain(r, m);
 	if (rc == 0 && r->T < 2)
@@ -372,6 +413,7 @@ int kf_rec_analyze(kf_graph *g, kf_bid b, kf_vid R, kf_rec *r)
 		return -1;
 	r->cls = malloc((size_t)r->nper * KF_REC_MAXIN);
 	memset(r->cls, 0xff, (size_t)r->nper * KF_REC_MAXIN);
+	r->esign = calloc((size_t)r->nper * KF_REC_MAXIN, 1);
 	r->slot = calloc((size_t)r->nper * KF_REC_MAXIN, sizeof *r->slot);
 	r->init = calloc((size_t)r->nper * KF_REC_MAXIN + 1, sizeof *r->init);
 	r->sval = calloc((size_t)r->T * r->nper * KF_REC_MAXIN + 1, sizeof *r->sval);
