@@ -434,7 +434,7 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 	[KF_OP_OPAQUE] = {"opaque", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_SYMBOL, kf_infer_opaque, NULL, NULL, NULL,
 			  "an op kfuse does not have, @name, kept with its attributes; a plugin op @name runs it"},
 	[KF_OP_FUSION] = {"fusion", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_REGION | KF_OPF_SYMBOL, kf_infer_fusion,
-			  NULL, NULL, "kind cell steps hidden layers tile tf32", "a fused kernel: its body region computes its results"},
+			  NULL, NULL, "kind cell steps hidden layers bidirectional tile tf32", "a fused kernel: its body region computes its results"},
 	[KF_OP_RETURN] = {"return", 0, -1, 0, KF_TRAIT_OPAQUE, KF_OPF_TERMINATOR | KF_OPF_EFFECT, inf_none,
 			  NULL, NULL, "", "ends the graph body with its results"},
 	[KF_OP_YIELD] = {"yield", 0, -1, 0, KF_TRAIT_OPAQUE, KF_OPF_TERMINATOR | KF_OPF_EFFECT, inf_none,

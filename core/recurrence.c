@@ -292,7 +292,7 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 			/* candidates: users of an internal operand's image */
 			for (uint32_t j = 0; j < kf_N(g, n)->nin && m == KF_NONE; j++) {
 				kf_vid a = kf_in(g, n, j);
-				if (stepof_v(r, a) != k + 1)
+				if (stepof_v(r, a) != k + 1 || img[kf_def(g, a)] == KF_NONE)
 					continue;
 				kf_vid ia = kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
 				kf_foreach_use(g, ia, u)
@@ -300,6 +300,13 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 						m = g->use[u].user;
 						break;
 					}
+			}
+			if (m == KF_NONE && k + 2 == r->T && k > 0) {
+				/* the last step may lack what only a next step
+				 * would read (a masked state nobody outputs: dead
+				 * code); checked once the step is mapped */
+				r->node[(k + 1) * r->nper + i] = KF_NONE;
+				continue;
 			}
 			if (m == KF_NONE) {
 				snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's '%s' node",
@@ -315,8 +322,21 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 	}
 	for (uint32_t s = 0; s < r->nslot; s++) {
 		kf_vid v = r->sval[k * r->nslot + s];
-		r->sval[(k + 1) * r->nslot + s] = kf_res(g, img[kf_def(g, v)], kf_V(g, v)->idx);
+		kf_nid d = img[kf_def(g, v)];
+		r->sval[(k + 1) * r->nslot + s] = d == KF_NONE ? KF_NONE : kf_res(g, d, kf_V(g, v)->idx);
 	}
+	/* a node the last step lacks may be read only by the steps */
+	for (uint32_t i = 0; k + 2 == r->T && i < r->nper; i++)
+		for (uint32_t q = 0; q <= k && r->node[(k + 1) * r->nper + i] == KF_NONE; q++)
+			kf_foreach_use(g, kf_res(g, r->node[q * r->nper + i], 0), u) {
+				kf_nid un = g->use[u].user;
+				if (un >= r->nnode || !r->stepof[un]) {
+					snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's '%s' node",
+						 k + 2, k + 1, kf_op(g->ctx, kf_N(g, r->node[i])->op)->name);
+					kf_rec_free(r);
+					return -1;
+				}
+			}
 	return 0;
 }
 
@@ -343,24 +363,29 @@ static int chain(kf_rec *r, uint8_t *mark)
 				      "the weight");
 		}
 	}
-	r->node = calloc(2, sizeof *r->node); /* m0, m1; step0() replaces it */
+	r->node = calloc(3, sizeof *r->node); /* m0, m1, m2; step0() replaces it */
 	r->node[0] = mm[0];
 	r->node[1] = n > 1 ? mm[1] : KF_NONE;
+	r->node[2] = n > 2 ? mm[2] : KF_NONE;
 	free(mm);
 	return 0;
 }
 
-/* Step 0: depends on mm[0], not on mm[1], and mm[1] depends on it. */
+/* Step 0: depends on mm[0], not on mm[1], and mm[1] or mm[2] depends on
+ * it (a state only the next step's cell reads, not its matmul: a masked
+ * LSTM's c). */
 static int step0(kf_rec *r, uint8_t *fwd0, uint8_t *fwd1, uint8_t *back1)
 {
 	kf_graph *g = r->g;
-	kf_nid m0 = r->node[0], m1 = r->node[1];
+	kf_nid m0 = r->node[0], m1 = r->node[1], m2 = r->node[2];
 	memset(fwd0, 0, r->nnode);
 	memset(fwd1, 0, r->nnode);
 	memset(back1, 0, r->nnode);
 	reach(g, r->blk, m0, fwd0, true);
 	reach(g, r->blk, m1, fwd1, true);
 	reach(g, r->blk, m1, back1, false);
+	if (m2 != KF_NONE)
+		reach(g, r->blk, m2, back1, false);
 	uint32_t cnt = 0;
 	for (kf_nid n = m0; n != KF_NONE; n = kf_N(g, n)->next)
 		cnt += fwd0[n] && !fwd1[n] && back1[n];

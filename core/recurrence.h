@@ -32,7 +32,9 @@ typedef struct kf_rec {
 	kf_vid R;            /* operand 1 of every step's matmul */
 	uint32_t T;          /* steps */
 	uint32_t nper;       /* nodes per step */
-	kf_nid *node;        /* [T * nper]: node i of step k at k * nper + i, step 0 in block order */
+	kf_nid *node;        /* [T * nper]: node i of step k at k * nper + i, step 0 in block order;
+				the last step's is KF_NONE where it lacks a node that only a next
+				step would read (dead code: a masked state nobody outputs) */
 	uint32_t nnode;      /* g->nnode when analysed */
 	uint32_t *stepof;    /* [nnode]: 1 + the step of a chain node, 0 outside */
 	uint32_t *idx;       /* [nnode]: a chain node's index i in its step */
@@ -43,7 +45,8 @@ typedef struct kf_rec {
 	uint16_t *slot;      /* [nper * KF_REC_MAXIN]: the slot of a KF_REC_SLOT operand */
 	uint32_t nslot;
 	kf_vid *init;        /* [nslot]: what step 0 reads */
-	kf_vid *sval;        /* [T * nslot]: slot j's value after step k at k * nslot + j */
+	kf_vid *sval;        /* [T * nslot]: slot j's value after step k at k * nslot + j (the last
+				step's KF_NONE where its node is) */
 	char why[200];       /* why the chain was refused */
 } kf_rec;
 
@@ -58,7 +61,8 @@ uint32_t kf_rec_candidates(kf_graph *g, kf_bid b, kf_vid *out, uint32_t max);
 int kf_rec_analyze(kf_graph *g, kf_bid b, kf_vid R, kf_rec *r);
 void kf_rec_free(kf_rec *r);
 
-/* The chain node of step k that is step 0's node n (by index). */
+/* The chain node of step k that is step 0's node n (by index; KF_NONE for
+ * a node the last step lacks). */
 static inline kf_nid kf_rec_at(const kf_rec *r, uint32_t k, kf_nid n0)
 {
 	return r->node[k * r->nper + r->idx[n0]];

@@ -90,8 +90,10 @@ static int link(stk *s, pm *p, kf_nid A, kf_nid B)
 		kf_nid d = kf_def(g, v), mm = d;
 		kf_vid b = KF_NONE;
 		if (d != KF_NONE && kf_N(g, d)->op == KF_OP_ADD) {
-			mm = kf_def(g, kf_in(g, d, 0));
-			b = kf_in(g, d, 1);
+			/* the bias on either side (recurrence_stack.c) */
+			int m = kf_def(g, kf_in(g, d, 0)) != KF_NONE && kf_N(g, kf_def(g, kf_in(g, d, 0)))->op == KF_OP_MATMUL ? 0 : 1;
+			mm = kf_def(g, kf_in(g, d, m));
+			b = kf_in(g, d, 1 - m);
 		}
 		if (mm == KF_NONE || kf_N(g, mm)->op != KF_OP_MATMUL || kf_def(g, kf_in(g, mm, 0)) != A)
 			continue;

@@ -110,11 +110,11 @@ static kf_nid full_concat(const kf_rec *r, uint32_t i, bool *rev)
 		if (kf_N(g, c)->op != KF_OP_CONCAT || kf_N(g, c)->nin != r->T || kf_attr_int(g, c, "axis", -1) != 0)
 			continue;
 		bool fw = true, bw = true;
-		for (uint32_t k = 0; k < r->T; k++) {
+		for (uint32_t k = 0; k < r->T && r->node[(r->T - 1) * r->nper + i] != KF_NONE; k++) {
 			fw = fw && kf_in(g, c, k) == kf_res(g, r->node[k * r->nper + i], 0);
 			bw = bw && kf_in(g, c, r->T - 1 - k) == kf_res(g, r->node[k * r->nper + i], 0);
 		}
-		if (fw || bw) {
+		if ((fw || bw) && r->node[(r->T - 1) * r->nper + i] != KF_NONE) {
 			*rev = !fw;
 			return c;
 		}
@@ -137,7 +137,8 @@ static uint32_t outputs(const kf_rec *r, outv *o)
 		 * a later chain then sees every step's input alike */
 		if (mid)
 			o[n++] = (outv){i, true, rev, cat};
-		else if (outside_use(r, kf_res(r->g, r->node[(r->T - 1) * r->nper + i], 0), cat))
+		else if (r->node[(r->T - 1) * r->nper + i] != KF_NONE &&
+			 outside_use(r, kf_res(r->g, r->node[(r->T - 1) * r->nper + i], 0), cat))
 			o[n++] = (outv){i, false, false, KF_NONE};
 	}
 	return n;
@@ -236,6 +237,8 @@ static void copy_step(kf_rw *w, kf_bid b, uint32_t k)
 	for (uint32_t i = 0; i < r->nper; i++) {
 		kf_nid n = r->node[k * r->nper + i];
 		kf_vid in[KF_REC_MAXIN];
+		if (n == KF_NONE)
+			continue; /* the last step lacks it */
 		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
 			kf_vid a = kf_rec_in(r, n, j);
 			uint8_t cls = r->cls[i * KF_REC_MAXIN + j];
@@ -380,6 +383,8 @@ static void erase_chain(const kf_rec *r)
 	kf_nid *d = malloc(cap * sizeof *d);
 	for (uint32_t q = r->T * r->nper; q-- > 0;) {
 		kf_nid n = r->node[q];
+		if (n == KF_NONE)
+			continue;
 		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
 			kf_nid dj = kf_def(g, kf_in(g, n, j));
 			if (dj != KF_NONE && (dj >= r->nnode || !r->stepof[dj]))
@@ -507,6 +512,9 @@ static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
 	int64_t min_steps = kf_passopt_int(g->ctx, o, "min-steps", 2);
 	kf_vid done[256];
 	uint32_t ndone = 0;
+	/* gemm and split, as exporters write a traced cell loop */
+	if (kf_rec_normalize(g) > 0)
+		*changed = true;
 	for (;;) {
 		kf_vid cand[64];
 		uint32_t nc = kf_rec_candidates(g, 0, cand, 64), i;
@@ -544,10 +552,15 @@ static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
 		*changed = true;
 		topo_sort(g, 0);
 	}
+	/* a bidirectional layer's two directions: one node, one kernel */
+	if (kf_passopt_int(g->ctx, o, "pair", 1) && kf_rec_merge_pairs(g, next_sym(g), o->log) > 0) {
+		*changed = true;
+		topo_sort(g, 0);
+	}
 	return 0;
 }
 
-static const char *const persistent_opts[] = {"min-steps", "stack", NULL};
+static const char *const persistent_opts[] = {"min-steps", "stack", "pair", NULL};
 
 const kf_pass kf_pass_persistent = {
 	.name = "persistent",

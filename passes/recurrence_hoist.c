@@ -233,6 +233,13 @@ int kf_rw_hoist_all(kf_rw *w)
 			if (r->cls[i * KF_REC_MAXIN + j] != KF_REC_EXT)
 				continue;
 			uint32_t np;
+			if (r->node[r->nper + i] == KF_NONE) {
+				/* two steps, the second lacking the node: which way
+				 * its input moves is not known */
+				snprintf(w->why, sizeof w->why, "the second of two steps lacks a '%s' node",
+					 kf_op(g->ctx, kf_N(g, r->node[i])->op)->name);
+				return -1;
+			}
 			kf_vid b = kf_rec_in(r, r->node[r->nper + i], j);
 			kf_vid a = kf_rw_peel(g, kf_in(g, r->node[i], j), &b, &np);
 			if (kf_rw_ext_index(w, a) < w->next)
