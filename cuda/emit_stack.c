@@ -38,6 +38,7 @@ typedef struct stk {
 	kf_nid f;          /* the stack's node (k->at moves while cells are generated) */
 	pm *p[KF_STACK_MAX];
 	int L, RPW, KPL, nsl;
+	bool indep;        /* {bidirectional}: the layers read no layer below; all run step t at phase t */
 	unsigned T;
 	int64_t H, K;
 	bool cache;
@@ -152,7 +153,7 @@ static int layer(stk *s, kf_nid n, kf_nid below)
 	} else if (p->r.T != s->T || p->H != s->H || p->K != s->K || p->upb != s->p[0]->upb || p->hv != s->p[0]->hv) {
 		return sbad(s, "the layers differ in steps or hidden size");
 	}
-	if (below != KF_NONE && link(s, p, below, n) != 0)
+	if (below != KF_NONE && !s->indep && link(s, p, below, n) != 0)
 		return -1;
 	s->nsl = (int)p->r.nslot > s->nsl ? (int)p->r.nslot : s->nsl;
 	return 0;
@@ -165,6 +166,7 @@ static int layers(stk *s)
 	kx *k = s->k;
 	kf_graph *g = k->g;
 	kf_nid prev = KF_NONE;
+	s->indep = kf_attr_bool(g, s->f, "bidirectional", false);
 	for (uint32_t q = 0; q < k->nout; q++) {
 		kf_nid d = kf_def(g, k->out[q]);
 		if (d == KF_NONE || kf_N(g, d)->op != KF_OP_FUSION)
@@ -209,6 +211,13 @@ static void decl(stk *s)
 			kf_buf_printf(d, "%s%lld", i ? ", " : "", (long long)p->SX[i]);
 		kf_buf_puts(d, p->nsx ? "};\n" : "0};\n");
 	}
+}
+
+/* Phases: a stack's layer l runs step t at phase t + l (a wavefront), the
+ * two directions of a bidirectional layer both at phase t. */
+static unsigned phases(const stk *s)
+{
+	return s->indep ? s->T : s->T + (unsigned)s->L - 1;
 }
 
 /* Row i of a warp in layer l's group gl: q, whether it is an input
@@ -277,10 +286,10 @@ static void prefetch(stk *s)
 		any += s->p[l]->pfs.n > 0;
 	if (!any)
 		return;
-	kf_buf_printf(b, "    if (threadIdx.x < %d) {\n      const int lb = (int)blockIdx.x / %d, t = ph - lb, u = threadIdx.x;\n"
+	kf_buf_printf(b, "    if (threadIdx.x < %d) {\n      const int lb = (int)blockIdx.x / %d, t = %s, u = threadIdx.x;\n"
 		      "      const int j = ((int)blockIdx.x - lb * %d) * %d + u;\n      (void)u;\n"
 		      "      if (t >= 0 && t < %u && j < %lld) switch (lb) {\n",
-		      s->p[0]->upb, ng, ng, s->p[0]->upb, s->T, (long long)s->H);
+		      s->p[0]->upb, ng, s->indep ? "ph" : "ph - lb", ng, s->p[0]->upb, s->T, (long long)s->H);
 	for (int l = 0; l < s->L; l++)
 		if (s->p[l]->pfs.n) {
 			kf_buf_printf(b, "      case %d: {\n", l);
@@ -303,7 +312,7 @@ static void hread(stk *s, int l)
 	kx_pm_h0_load(p, n, "            ");
 	kf_buf_puts(b, "          }\n");
 	const char *dst[2] = {"kf_sh", "kf_sx"};
-	for (int w = 0; w < (l > 0 ? 2 : 1); w++) {
+	for (int w = 0; w < (l > 0 && !s->indep ? 2 : 1); w++) {
 		char src[64];
 		snprintf(src, sizeof src, w ? "&KFP_hb[%d][t][kk]" : "&KFP_hb[%d][t - 1][kk]", w ? l - 1 : l);
 		const char *pre = w ? "          " : "          else ";
@@ -357,10 +366,15 @@ static void text(stk *s)
 		npf = s->p[l]->npf > npf ? s->p[l]->npf : npf;
 	}
 	decl(s);
-	kf_buf_printf(b, "  /* persistent stack of %d %s layers: %u steps, hidden %lld, %d units per block, %d groups a layer, "
-		      "%u wavefront phases, tagged hand-off per (layer, step) */\n",
-		      s->L, kf_attr_str(s->k->g, s->f, "cell", "rnn"), s->T, (long long)s->H, s->p[0]->upb, ng,
-		      s->T + (unsigned)s->L - 1);
+	if (s->indep)
+		kf_buf_printf(b, "  /* persistent pair of %s layers (two directions): %u steps, hidden %lld, %d units per block, "
+			      "%d groups a layer, both at step t in phase t, tagged hand-off per (layer, step) */\n",
+			      kf_attr_str(s->k->g, s->f, "cell", "rnn"), s->T, (long long)s->H, s->p[0]->upb, ng);
+	else
+		kf_buf_printf(b, "  /* persistent stack of %d %s layers: %u steps, hidden %lld, %d units per block, %d groups a layer, "
+			      "%u wavefront phases, tagged hand-off per (layer, step) */\n",
+			      s->L, kf_attr_str(s->k->g, s->f, "cell", "rnn"), s->T, (long long)s->H, s->p[0]->upb, ng,
+			      phases(s));
 	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sx[%lld];\n"
 		      "  __shared__ float kf_sg[%d];\n  __shared__ float kf_sgx[%d];\n  __shared__ unsigned kf_epoch;\n",
 		      (long long)s->K, (long long)s->K, NR, NX);
@@ -374,11 +388,12 @@ static void text(stk *s)
 	setup(s);
 	/* a launch's tag: every slot is written once per launch */
 	kf_buf_puts(b, "  __syncthreads();\n  const unsigned tag = kf_epoch + 1u;\n");
-	kf_buf_printf(b, "  for (int ph = 0; ph < %u; ph++) {\n", s->T + (unsigned)s->L - 1);
+	kf_buf_printf(b, "  for (int ph = 0; ph < %u; ph++) {\n", phases(s));
 	prefetch(s);
 	kf_buf_printf(b, "    for (int grp = blockIdx.x; grp < %d; grp += gridDim.x) {\n"
-		      "      const int l = grp / %d, gl = grp - l * %d, t = ph - l;\n"
-		      "      if (t < 0 || t >= %u) continue;\n      switch (l) {\n", s->L * ng, ng, ng, s->T);
+		      "      const int l = grp / %d, gl = grp - l * %d, t = %s;\n"
+		      "      if (t < 0 || t >= %u) continue;\n      switch (l) {\n", s->L * ng, ng, ng,
+		      s->indep ? "ph" : "ph - l", s->T);
 	for (int l = 0; l < s->L; l++)
 		group(s, l);
 	kf_buf_puts(b, "      }\n    }\n  }\n");

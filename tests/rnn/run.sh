@@ -5,12 +5,11 @@
 # DIR/NAME.onnx; kfuse-opt with `persistent` in the standard pipeline,
 # verifying the graph after every pass; the result must hold exactly
 # PERSISTENT top-level `fusion {kind = "persistent"}` nodes (one per
-# recurrence, stack of layers or pair of directions) and no matmul left
-# over the recurrent weight; then kfuse-run on the interpreter with
-# PyTorch's inputs (DIR/NAME.in<i>.npy), every output within 1e-4
-# (relative, plus 1e-5 absolute) of PyTorch's (DIR/NAME.out<i>.npy).  With
-# KF_EMIT_CUDA=1 it also emits the CUDA text of the optimised graph (every
-# kernel, the persistent ones included, must emit).
+# recurrence, stack of layers or pair of directions); every kernel of the
+# result emitted as CUDA, compiled by NVRTC and ptxas where they are here;
+# then kfuse-run on the interpreter with PyTorch's inputs
+# (DIR/NAME.in<i>.npy), every output within 1e-4 (relative, plus 1e-5
+# absolute) of PyTorch's (DIR/NAME.out<i>.npy).
 set -u
 build=$1 dir=$2 name=$3 want=$4
 imp=$build/onnx/kfuse-import-onnx
@@ -31,11 +30,23 @@ if [ "$got" != "$want" ]; then
 	echo "FAIL: $name: $got persistent nodes, want $want"
 	exit 1
 fi
-if [ "${KF_EMIT_CUDA:-0}" = 1 ]; then
-	"$build/kfuse-opt" "$tmp/$name.opt.kf" --emit=cuda -o "$tmp/$name.cu" || {
-		echo "FAIL: $name: the CUDA emitter refused the graph"
-		exit 1
-	}
+# every kernel, the persistent ones first of all, must emit; and compile
+# with NVRTC to PTX and with ptxas to sm_90 code, where those are here
+"$build/kfuse-opt" "$tmp/$name.opt.kf" --emit=cuda -o "$tmp/$name.cu" || {
+	echo "FAIL: $name: the CUDA emitter refused the graph"
+	exit 1
+}
+if "$build/kfuse-opt" "$tmp/$name.opt.kf" --emit=ptx -o "$tmp/$name.ptx" 2> "$tmp/ptx.log"; then
+	if command -v ptxas > /dev/null 2>&1; then
+		ptxas -arch=sm_90 "$tmp/$name.ptx" -o "$tmp/$name.cubin" || {
+			echo "FAIL: $name: ptxas refused the PTX"
+			exit 1
+		}
+	fi
+elif ! grep -q "cannot load NVRTC" "$tmp/ptx.log"; then
+	cat "$tmp/ptx.log"
+	echo "FAIL: $name: NVRTC did not compile the kernels"
+	exit 1
 fi
 set --
 i=0
