@@ -28,6 +28,7 @@
  * batch, direction and layer (a layer above reads this one's Y). */
 #include <stdlib.h>
 #include <string.h>
+#include "tensor.h"
 #include "tr.h"
 
 enum { CELL_LSTM, CELL_GRU, CELL_RNN };
@@ -44,6 +45,8 @@ typedef struct rnn {
 	kf_vid x, w, r, b, h0, c0, p, lens;
 	kf_vid x2;           /* X as [T*B, In], time-major */
 	kf_vid mask;         /* [T*B, 1] i1: step t of sequence b is within its length */
+	kf_tensor cw, cr, cb, cp, ch, cc; /* W, R, B, P, initial_h, initial_c when initializers */
+	bool has[6];
 } rnn;
 
 static kf_vid op1(rnn *R, int op, kf_vid a) { return a == KF_NONE ? KF_NONE : kf_imp_op(R->I, op, &a, 1, NULL, 0); }
@@ -59,12 +62,61 @@ static kf_vid rs(rnn *R, kf_vid v, const int64_t *shape, int rank) { return kf_t
 static kf_vid cat(rnn *R, const kf_vid *v, int n, int64_t axis) { return kf_tr_concat(R->I, v, n, axis); }
 static kf_dtype xdt(rnn *R) { return (kf_dtype)kf_vtype(R->I->g, R->x)->dtype; }
 
-/* Direction d's matrix of a [D, G, X] weight, transposed to [X, G]. */
-static kf_vid weight_t(rnn *R, kf_vid w, int64_t d)
+/* Input i of the node as a tensor, when it is an initializer: what the
+ * translation computes from it alone (a direction's slice, the sum of the
+ * two biases) is then folded into constants here, so that no kernel
+ * slices or adds constants at run time. */
+static bool init_input(rnn *R, size_t i, kf_tensor *t)
+{
+	kf_np *np = R->np;
+	if (!kf_tr_has_in(np, i))
+		return false;
+	const Onnx__GraphProto *gp = R->I->gp;
+	const Onnx__TensorProto *tp = NULL;
+	for (size_t k = 0; gp && k < gp->n_initializer && !tp; k++)
+		if (gp->initializer[k]->name && !strcmp(gp->initializer[k]->name, np->input[i]))
+			tp = gp->initializer[k];
+	/* or a Constant node's tensor (an exporter's folded zeros) */
+	for (size_t k = 0; gp && k < gp->n_node && !tp; k++) {
+		const Onnx__NodeProto *c = gp->node[k];
+		const Onnx__AttributeProto *a = kf_imp_attr(c, "value");
+		if (c->op_type && !strcmp(c->op_type, "Constant") && c->n_output == 1 && !strcmp(c->output[0], np->input[i]) &&
+		    a && a->t)
+			tp = a->t;
+	}
+	char err[200];
+	return tp && kf_onnx_tensor(tp, R->I->dir[0] ? R->I->dir : NULL, t, err, sizeof err) == 0 &&
+	       kf_dtype_is_float((kf_dtype)t->dtype);
+}
+
+/* A constant of shape[rank] from n elements of t at off (plus those at
+ * off2 when off2 >= 0), named after input i and tag. */
+static kf_vid fold(rnn *R, const kf_tensor *t, size_t i, const char *tag, int64_t off, int64_t off2,
+		   const int64_t *shape, int rank)
+{
+	kf_tensor o;
+	if (kf_tensor_alloc(&o, (kf_dtype)t->dtype, rank, shape) != 0)
+		return KF_NONE;
+	for (int64_t e = 0; e < kf_tensor_numel(&o); e++)
+		kf_tensor_set(&o, e, kf_tensor_get(t, off + e) + (off2 >= 0 ? kf_tensor_get(t, off2 + e) : 0.0));
+	char name[300];
+	snprintf(name, sizeof name, "%s_%s", R->np->input[i], tag);
+	kf_vid v = kf_imp_tensor_const(R->I, &o, name);
+	kf_tensor_free(&o);
+	return v;
+}
+
+/* Direction d's matrix of a [D, G, X] weight (input i), transposed to [X, G]. */
+static kf_vid weight_t(rnn *R, kf_vid w, size_t i, int64_t d)
 {
 	const kf_type *t = kf_vtype(R->I->g, w);
 	int64_t shape[2] = {t->dim[1], t->dim[2]};
-	return kf_tr_transpose(R->I, rs(R, sl(R, w, 0, d, d + 1), shape, 2), (int64_t[]){1, 0}, 2);
+	const kf_tensor *c = i == 1 ? &R->cw : &R->cr;
+	char tag[32];
+	snprintf(tag, sizeof tag, "d%lld", (long long)d);
+	kf_vid m = R->has[i - 1] && R->D > 1 ? fold(R, c, i, tag, d * shape[0] * shape[1], -1, shape, 2)
+					   : rs(R, sl(R, w, 0, d, d + 1), shape, 2);
+	return kf_tr_transpose(R->I, m, (int64_t[]){1, 0}, 2);
 }
 
 /* Direction d's [B, H] slice of an initial state (zeros when absent). */
@@ -73,6 +125,12 @@ static kf_vid state0(rnn *R, kf_vid s, int64_t d)
 	int64_t shape[2] = {R->B, R->H};
 	if (s == KF_NONE)
 		return kf_imp_splat(R->I, 0.0, xdt(R), 2, shape);
+	size_t i = s == R->h0 ? 5 : 6;
+	if (R->has[i - 1] && R->D > 1 && !R->layout) {
+		char tag[32];
+		snprintf(tag, sizeof tag, "d%lld", (long long)d);
+		return fold(R, i == 5 ? &R->ch : &R->cc, i, tag, d * R->B * R->H, -1, shape, 2);
+	}
 	return rs(R, sl(R, s, R->layout ? 1 : 0, d, d + 1), shape, 2);
 }
 
@@ -133,7 +191,25 @@ static kf_vid bias(rnn *R, int64_t d, int k, int64_t G)
 	if (R->b == KF_NONE)
 		return KF_NONE;
 	int64_t shape[2] = {1, G};
+	if (R->has[2]) {
+		char tag[32];
+		snprintf(tag, sizeof tag, "d%lld_%c", (long long)d, k ? 'r' : 'w');
+		return fold(R, &R->cb, 3, tag, (2 * d + k) * G, -1, shape, 2);
+	}
 	return rs(R, sl(R, sl(R, R->b, 0, d, d + 1), 1, k * G, (k + 1) * G), shape, 2);
+}
+
+/* Wb + Rb of direction d as [1, G]: one constant when B is an initializer. */
+static kf_vid bias_sum(rnn *R, int64_t d, int64_t G)
+{
+	if (R->b == KF_NONE)
+		return KF_NONE;
+	if (R->has[2]) {
+		char tag[32];
+		snprintf(tag, sizeof tag, "d%lld_sum", (long long)d);
+		return fold(R, &R->cb, 3, tag, 2 * d * G, (2 * d + 1) * G, (int64_t[]){1, G}, 2);
+	}
+	return op2(R, KF_OP_ADD, bias(R, d, 0, G), bias(R, d, 1, G));
 }
 
 /* Runs direction d over all steps; ys[t] gets step t's h (masked), and
@@ -141,17 +217,23 @@ static kf_vid bias(rnn *R, int64_t d, int k, int64_t G)
 static int direction(rnn *R, int64_t d, bool rev, kf_vid *ys, kf_vid *hT, kf_vid *cT)
 {
 	int64_t G = (R->cell == CELL_LSTM ? 4 : R->cell == CELL_GRU ? 3 : 1) * R->H;
-	kf_vid Wt = weight_t(R, R->w, d), Rt = weight_t(R, R->r, d);
-	kf_vid wb = bias(R, d, 0, G), rb = bias(R, d, 1, G);
+	kf_vid Wt = weight_t(R, R->w, 1, d), Rt = weight_t(R, R->r, 2, d);
+	bool gru = R->cell == CELL_GRU;
+	kf_vid rb = gru ? bias(R, d, 1, G) : KF_NONE;
 	/* the input projection of every step, with the biases that are not
 	 * inside a GRU's reset product */
 	kf_vid xw = op2(R, KF_OP_MATMUL, R->x2, Wt);
-	if (wb != KF_NONE)
-		xw = op2(R, KF_OP_ADD, xw, R->cell == CELL_GRU ? wb : op2(R, KF_OP_ADD, wb, rb));
+	if (R->b != KF_NONE)
+		xw = op2(R, KF_OP_ADD, xw, gru ? bias(R, d, 0, G) : bias_sum(R, d, G));
 	kf_vid P[3], *pp = NULL;
 	if (R->cell == CELL_LSTM && R->p != KF_NONE) {
-		for (int k = 0; k < 3; k++) /* P is [D, 3H]: i, o, f */
-			P[k] = rs(R, sl(R, sl(R, R->p, 0, d, d + 1), 1, k * R->H, (k + 1) * R->H), (int64_t[]){1, R->H}, 2);
+		for (int k = 0; k < 3; k++) { /* P is [D, 3H]: i, o, f */
+			char tag[32];
+			snprintf(tag, sizeof tag, "d%lld_%d", (long long)d, k);
+			P[k] = R->has[3] ? fold(R, &R->cp, 7, tag, (3 * d + k) * R->H, -1, (int64_t[]){1, R->H}, 2)
+					 : rs(R, sl(R, sl(R, R->p, 0, d, d + 1), 1, k * R->H, (k + 1) * R->H),
+					      (int64_t[]){1, R->H}, 2);
+		}
 		pp = P;
 	}
 	kf_vid h = state0(R, R->h0, d), c = R->cell == CELL_LSTM ? state0(R, R->c0, d) : KF_NONE;
@@ -306,12 +388,19 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, int cell)
 	R.D = bi ? 2 : 1;
 	if (inputs(&R) < 0)
 		return -1;
+	kf_tensor *ct[6] = {&R.cw, &R.cr, &R.cb, &R.cp, &R.ch, &R.cc};
+	static const size_t ix[6] = {1, 2, 3, 7, 5, 6};
+	for (int k = 0; k < 6; k++)
+		R.has[k] = (lstm || ix[k] < 6) && init_input(&R, ix[k], ct[k]);
 	kf_vid *ys = calloc((size_t)(R.T * R.D) + 1, sizeof *ys), hT[2], cT[2];
 	int rc = 0;
 	for (int64_t d = 0; d < R.D && rc == 0; d++)
 		rc = direction(&R, d, rev || d == 1, ys + d * R.T, &hT[d], &cT[d]);
 	if (rc == 0)
 		results(&R, ys, hT, cT, out);
+	for (int k = 0; k < 6; k++)
+		if (R.has[k])
+			kf_tensor_free(ct[k]);
 	free(ys);
 	if (rc != 0 || I->failed)
 		return -1;

@@ -35,6 +35,7 @@ weights as inputs) traced by the exporter.
 Needs torch (1.13 or newer) and onnx: /usr/bin/python3 here.
 """
 import argparse
+import inspect
 import io
 import os
 import random
@@ -175,6 +176,10 @@ def export(m, ins, names, path, params=True):
     inputs, whose values (as the exporter transformed them: gates reordered,
     biases joined) come from an export with them, matched by name."""
     kw = dict(opset_version=OPSET, input_names=names, do_constant_folding=True)
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        # the TorchScript exporter (one ONNX node per layer), where a newer
+        # torch defaults to another
+        kw["dynamo"] = False
     torch.onnx.export(m, tuple(ins), path, export_params=params, **kw)
     if params:
         return []
