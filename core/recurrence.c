@@ -55,6 +55,19 @@ void kf_rec_free(kf_rec *r)
 	memcpy(r->why, why, sizeof why);
 }
 
+void kf_rec_describe(const kf_graph *g, kf_nid n, char *out, size_t cap)
+{
+	const kf_node *x = kf_N(g, n);
+	kf_sid nm = x->nres ? kf_V(g, x->res0)->name : 0;
+	int line = 0, col = 0;
+	if (x->loc.src != KF_NONE)
+		kf_source_linecol(g->ctx, x->loc.src, x->loc.off, &line, &col);
+	char at[300] = "";
+	if (line > 0)
+		snprintf(at, sizeof at, " (%s:%d:%d)", kf_source_name(g->ctx, x->loc.src), line, col);
+	snprintf(out, cap, "'%s'%s%s%s", kf_op(g->ctx, x->op)->name, nm ? " %" : "", nm ? kf_str(g->ctx, nm) : "", at);
+}
+
 static int refuse(kf_rec *r, const char *fmt, const char *arg)
 {
 	snprintf(r->why, sizeof r->why, fmt, arg);
@@ -209,26 +222,46 @@ static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t msw, 
 			r->cls[at] = KF_REC_EXT;
 		}
 	}
+	bool ok;
+	const char *how = "";
 	switch (r->cls[at]) {
 	case KF_REC_INTERNAL:
-		return sa == k + 1 && img[kf_def(g, a)] != KF_NONE &&
-		       b == kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
+		ok = sa == k + 1 && img[kf_def(g, a)] != KF_NONE && b == kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
+		how = "a value of its own step";
+		break;
 	case KF_REC_INV:
-		return kf_rec_same_inv(g, a, b);
+		ok = kf_rec_same_inv(g, a, b);
+		how = "the value every step reads";
+		break;
 	case KF_REC_SLOT: {
 		uint32_t s = r->slot[at];
 		kf_vid want_a = k == 0 ? r->init[s] : r->sval[(k - 1) * r->nslot + s];
-		return a == want_a && b == r->sval[k * r->nslot + s];
+		ok = a == want_a && b == r->sval[k * r->nslot + s];
+		how = "the state the step before left";
+		break;
 	}
 	default: {
 		/* every step moves in the direction step 0 did */
 		int sg = r->esign[at];
-		if (!kf_rec_same_ext(g, r, a, b, 1, &sg))
-			return false;
-		r->esign[at] = (int8_t)sg;
-		return true;
+		ok = kf_rec_same_ext(g, r, a, b, 1, &sg);
+		if (ok)
+			r->esign[at] = (int8_t)sg;
+		how = "the step before's input moved by its length (one way for every step)";
+		break;
 	}
 	}
+	if (!ok) {
+		/* for the message when no candidate matches */
+		char what[200] = "";
+		kf_nid d = kf_def(g, b);
+		int o = 0;
+		if (kf_V(g, b)->name)
+			o = snprintf(what, sizeof what, " %%%s", kf_str(g->ctx, kf_V(g, b)->name));
+		if (d != KF_NONE && o >= 0 && (size_t)o < sizeof what)
+			snprintf(what + o, sizeof what - (size_t)o, " (a '%s')", kf_op(g->ctx, kf_N(g, d)->op)->name);
+		snprintf(r->miss, sizeof r->miss, "its operand %u%s is not %s", j ^ msw, what, how);
+	}
+	return ok;
 }
 
 /* Operands of m in step 0's order: swapped (msw 1) for a commutative op
@@ -260,15 +293,27 @@ static bool node_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, const kf_nid *img
 {
 	kf_graph *g = r->g;
 	const kf_node *x = kf_N(g, n), *y = kf_N(g, m);
-	if (m >= r->nnode || r->stepof[m] || y->blk != r->blk || x->op != y->op || x->nin != y->nin ||
-	    x->nres != y->nres || !kf_rec_attrs_eq(g, n, m))
+	if (m >= r->nnode || r->stepof[m] || y->blk != r->blk)
 		return false;
-	for (uint32_t i = 0; i < x->nres; i++)
+	const char *diff = x->op != y->op ? "another op" : x->nin != y->nin || x->nres != y->nres ? "other operands"
+			   : !kf_rec_attrs_eq(g, n, m)				       ? "other attributes"
+										       : NULL;
+	for (uint32_t i = 0; i < x->nres && !diff; i++)
 		if (kf_V(g, x->res0 + i)->type != kf_V(g, y->res0 + i)->type)
-			return false;
+			diff = "another type";
+	if (diff) {
+		snprintf(r->miss, sizeof r->miss, "%s", diff);
+		return false;
+	}
 	if (node_ok1(r, k, n, m, 0, img))
 		return true;
-	return x->nin == 2 && (kf_op(g->ctx, x->op)->flags & KF_OPF_COMMUTATIVE) && node_ok1(r, k, n, m, 1, img);
+	/* the reason of the operands in their order is the one to tell */
+	char miss[sizeof r->miss];
+	memcpy(miss, r->miss, sizeof miss);
+	if (x->nin == 2 && (kf_op(g->ctx, x->op)->flags & KF_OPF_COMMUTATIVE) && node_ok1(r, k, n, m, 1, img))
+		return true;
+	memcpy(r->miss, miss, sizeof miss);
+	return false;
 }
 
 /* Finds step k+1 as the image of step k. */
@@ -277,19 +322,22 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 	kf_graph *g = r->g;
 	for (uint32_t i = 0; i < r->nper; i++) {
 		kf_nid n = r->node[k * r->nper + i], m = KF_NONE;
-		kf_nid n0 = r->node[i];
 		if (i == 0) {
 			m = KF_NONE; /* the matmul: its image is known */
 			for (kf_nid q = kf_N(g, n)->next; q != KF_NONE && m == KF_NONE; q = kf_N(g, q)->next)
 				if (is_mm(g, q) && kf_in(g, q, 1) == r->R)
 					m = q;
 			if (m == KF_NONE || !node_ok(r, k, n, m, img)) {
-				snprintf(r->why, sizeof r->why, "step %u's matmul does not match step %u's", k + 2, k + 1);
+				char d[320];
+				kf_rec_describe(g, m == KF_NONE ? n : m, d, sizeof d);
+				snprintf(r->why, sizeof r->why, "step %u's matmul %s does not read step %u's state as step %u's "
+					 "read the one before", k + 2, d, k + 1, k + 1);
 				kf_rec_free(r);
 				return -1;
 			}
 		} else {
 			/* candidates: users of an internal operand's image */
+			r->miss[0] = 0;
 			for (uint32_t j = 0; j < kf_N(g, n)->nin && m == KF_NONE; j++) {
 				kf_vid a = kf_in(g, n, j);
 				if (stepof_v(r, a) != k + 1 || img[kf_def(g, a)] == KF_NONE)
@@ -309,8 +357,26 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 				continue;
 			}
 			if (m == KF_NONE) {
-				snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's '%s' node",
-					 k + 2, k + 1, kf_op(g->ctx, kf_N(g, n0)->op)->name);
+				/* what the next step has where the counterpart would be:
+				 * a user of an operand's image */
+				char d[320], e[700] = "";
+				kf_rec_describe(g, n, d, sizeof d);
+				for (uint32_t j = 0; j < kf_N(g, n)->nin && !e[0]; j++) {
+					kf_vid a = kf_in(g, n, j);
+					if (stepof_v(r, a) != k + 1 || img[kf_def(g, a)] == KF_NONE)
+						continue;
+					kf_foreach_use(g, kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx), u) {
+						kf_nid un = g->use[u].user;
+						if (!r->stepof[un] && kf_N(g, un)->blk == r->blk) {
+							char x[300];
+							kf_rec_describe(g, un, x, sizeof x);
+							snprintf(e, sizeof e, " (it has %s there%s%s)", x, r->miss[0] ? ": " : "",
+								 r->miss);
+							break;
+						}
+					}
+				}
+				snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's %s%s", k + 2, k + 1, d, e);
 				kf_rec_free(r);
 				return -1;
 			}
@@ -331,8 +397,10 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 			kf_foreach_use(g, kf_res(g, r->node[q * r->nper + i], 0), u) {
 				kf_nid un = g->use[u].user;
 				if (un >= r->nnode || !r->stepof[un]) {
-					snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's '%s' node",
-						 k + 2, k + 1, kf_op(g->ctx, kf_N(g, r->node[i])->op)->name);
+					char d[320];
+					kf_rec_describe(g, r->node[k * r->nper + i], d, sizeof d);
+					snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's %s, whose value "
+						 "is read after the steps", k + 2, k + 1, d);
 					kf_rec_free(r);
 					return -1;
 				}
@@ -398,9 +466,16 @@ static int step0(kf_rec *r, uint8_t *fwd0, uint8_t *fwd1, uint8_t *back1)
 			const kf_opinfo *oi = kf_op(g->ctx, kf_N(g, n)->op);
 			bool ok = n == m0 || oi->trait == KF_TRAIT_ELEMENTWISE || oi->trait == KF_TRAIT_BROADCAST ||
 				  kf_N(g, n)->op == KF_OP_SLICE || kf_N(g, n)->op == KF_OP_RESHAPE;
-			if (!ok || kf_N(g, n)->nin > KF_REC_MAXIN || kf_N(g, n)->nres != 1)
-				return refuse(r, "a step holds a '%s' node; a step may hold one matmul and "
-					      "element-wise ops and slices", oi->name);
+			if (!ok || kf_N(g, n)->nin > KF_REC_MAXIN || kf_N(g, n)->nres != 1) {
+				char d[320];
+				kf_rec_describe(g, n, d, sizeof d);
+				if (kf_N(g, n)->op == KF_OP_MATMUL)
+					return refuse(r, "step 1 holds a second matmul, %s: a persistent kernel takes one "
+						      "recurrent matmul a step (an ONNX GRU with linear_before_reset = 0 "
+						      "has two; PyTorch's GRU exports the other form)", d);
+				return refuse(r, "step 1 holds %s; a step may hold one matmul and element-wise ops, slices "
+					      "and reshapes", d);
+			}
 			r->stepof[n] = 1;
 			r->idx[n] = cnt;
 			r->node[cnt++] = n;
@@ -410,9 +485,11 @@ static int step0(kf_rec *r, uint8_t *fwd0, uint8_t *fwd1, uint8_t *back1)
 	for (uint32_t i = 0; i < cnt; i++)
 		for (uint32_t j = 0; j < kf_N(g, r->node[i])->nin; j++) {
 			kf_nid d = kf_def(g, kf_in(g, r->node[i], j));
-			if (d != KF_NONE && kf_N(g, d)->blk == r->blk && !r->stepof[d] && fwd0[d] && d != m0)
-				return refuse(r, "a step reads an outside value that depends on the chain (%s)",
-					      kf_op(g->ctx, kf_N(g, d)->op)->name);
+			if (d != KF_NONE && kf_N(g, d)->blk == r->blk && !r->stepof[d] && fwd0[d] && d != m0) {
+				char dd[320];
+				kf_rec_describe(g, d, dd, sizeof dd);
+				return refuse(r, "step 1 reads %s, which is computed outside the steps from them", dd);
+			}
 		}
 	return 0;
 }

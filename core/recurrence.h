@@ -47,7 +47,8 @@ typedef struct kf_rec {
 	kf_vid *init;        /* [nslot]: what step 0 reads */
 	kf_vid *sval;        /* [T * nslot]: slot j's value after step k at k * nslot + j (the last
 				step's KF_NONE where its node is) */
-	char why[200];       /* why the chain was refused */
+	char why[768];       /* why the chain was refused */
+	char miss[320];      /* why the last candidate for a step's node did not match */
 } kf_rec;
 
 #define KF_REC_MAXIN 8
@@ -84,6 +85,10 @@ bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int
 /* Two values every step may read as one: the same value, or constants of
  * one type and payload. */
 bool kf_rec_same_inv(const kf_graph *g, kf_vid a, kf_vid b);
+/* Node n in the user's terms, for messages: its op and the name of its
+ * value, and where it was written when that is known:
+ * "'mul' %h1 (lstm.kf:12:3)". */
+void kf_rec_describe(const kf_graph *g, kf_nid n, char *out, size_t cap);
 /* Two nodes with the same attributes. */
 bool kf_rec_attrs_eq(const kf_graph *g, kf_nid a, kf_nid b);
 /* The first int of list attribute key (dflt when absent; INT64_MIN when it

@@ -26,6 +26,8 @@
  * moves by B rows a step, and the only matmul a step holds is the
  * recurrent one, h R^T: what the `persistent` pass recognises, for any
  * batch, direction and layer (a layer above reads this one's Y). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tensor.h"
@@ -47,7 +49,24 @@ typedef struct rnn {
 	kf_vid mask;         /* [T*B, 1] i1: step t of sequence b is within its length */
 	kf_tensor cw, cr, cb, cp, ch, cc; /* W, R, B, P, initial_h, initial_c when initializers */
 	bool has[6];
+	char base[96];       /* the node's name, for its values' names */
 } rnn;
+
+/* Names value v after the node: messages (the `persistent` pass's, when
+ * it declines) then speak of `%_rnn_LSTM_h3`, not of `%123`. */
+static void name(rnn *R, kf_vid v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void name(rnn *R, kf_vid v, const char *fmt, ...)
+{
+	if (v == KF_NONE || !R->base[0])
+		return;
+	char tail[48], full[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tail, sizeof tail, fmt, ap);
+	va_end(ap);
+	snprintf(full, sizeof full, "%s_%s", R->base, tail);
+	kf_V(R->I->g, v)->name = kf_intern_cstr(R->I->c, full);
+}
 
 static kf_vid op1(rnn *R, int op, kf_vid a) { return a == KF_NONE ? KF_NONE : kf_imp_op(R->I, op, &a, 1, NULL, 0); }
 
@@ -218,6 +237,8 @@ static int direction(rnn *R, int64_t d, bool rev, kf_vid *ys, kf_vid *hT, kf_vid
 {
 	int64_t G = (R->cell == CELL_LSTM ? 4 : R->cell == CELL_GRU ? 3 : 1) * R->H;
 	kf_vid Wt = weight_t(R, R->w, 1, d), Rt = weight_t(R, R->r, 2, d);
+	const char *dn = d ? "r" : ""; /* the reverse direction's names */
+	name(R, Rt, "R%s", dn);
 	bool gru = R->cell == CELL_GRU;
 	kf_vid rb = gru ? bias(R, d, 1, G) : KF_NONE;
 	/* the input projection of every step, with the biases that are not
@@ -225,6 +246,7 @@ static int direction(rnn *R, int64_t d, bool rev, kf_vid *ys, kf_vid *hT, kf_vid
 	kf_vid xw = op2(R, KF_OP_MATMUL, R->x2, Wt);
 	if (R->b != KF_NONE)
 		xw = op2(R, KF_OP_ADD, xw, gru ? bias(R, d, 0, G) : bias_sum(R, d, G));
+	name(R, xw, "xw%s", dn);
 	kf_vid P[3], *pp = NULL;
 	if (R->cell == CELL_LSTM && R->p != KF_NONE) {
 		for (int k = 0; k < 3; k++) { /* P is [D, 3H]: i, o, f */
@@ -247,6 +269,8 @@ static int direction(rnn *R, int64_t d, bool rev, kf_vid *ys, kf_vid *hT, kf_vid
 			gru_step(R, x, Rt, rb, &h2);
 		else
 			h2 = act(R, R->act[d], op2(R, KF_OP_ADD, x, op2(R, KF_OP_MATMUL, h, Rt)));
+		name(R, h2, "%sh%lld", dn, (long long)t);
+		name(R, R->cell == CELL_LSTM ? c2 : KF_NONE, "%sc%lld", dn, (long long)t);
 		if (R->mask != KF_NONE) {
 			/* past a sequence's end the state stays and Y is 0 */
 			kf_vid m = sl(R, R->mask, 0, t * R->B, (t + 1) * R->B);
@@ -373,6 +397,13 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, int cell)
 {
 	rnn R = {.I = I, .np = np, .cell = cell};
 	bool lstm = cell == CELL_LSTM, rev = false, bi = false;
+	/* the node's name (or its first output's) as a value name */
+	const char *nm = np->name && np->name[0] ? np->name : np->n_output ? np->output[0] : "";
+	size_t k = 0;
+	for (; nm[k] && k + 1 < sizeof R.base; k++)
+		R.base[k] = (nm[k] >= 'a' && nm[k] <= 'z') || (nm[k] >= 'A' && nm[k] <= 'Z') ||
+				    (nm[k] >= '0' && nm[k] <= '9') || nm[k] == '.' ? nm[k] : '_';
+	R.base[k] = 0;
 	R.x = kf_imp_input(I, np, 0);
 	R.w = kf_imp_input(I, np, 1);
 	R.r = kf_imp_input(I, np, 2);
@@ -390,7 +421,7 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, int cell)
 		return -1;
 	kf_tensor *ct[6] = {&R.cw, &R.cr, &R.cb, &R.cp, &R.ch, &R.cc};
 	static const size_t ix[6] = {1, 2, 3, 7, 5, 6};
-	for (int k = 0; k < 6; k++)
+	for (k = 0; k < 6; k++)
 		R.has[k] = (lstm || ix[k] < 6) && init_input(&R, ix[k], ct[k]);
 	kf_vid *ys = calloc((size_t)(R.T * R.D) + 1, sizeof *ys), hT[2], cT[2];
 	int rc = 0;
@@ -398,7 +429,7 @@ static int rnn_common(kf_imp *I, kf_np *np, kf_vid *out, int cell)
 		rc = direction(&R, d, rev || d == 1, ys + d * R.T, &hT[d], &cT[d]);
 	if (rc == 0)
 		results(&R, ys, hT, cT, out);
-	for (int k = 0; k < 6; k++)
+	for (k = 0; k < 6; k++)
 		if (R.has[k])
 			kf_tensor_free(ct[k]);
 	free(ys);

@@ -482,8 +482,9 @@ static int rewrite(kf_graph *g, kf_rec *r, kf_buf *log)
 			if (!(kf_N(g, n)->flags & KF_NODE_DEAD) && kf_pass_node_dead(g, n))
 				kf_node_erase(g, n);
 		if (log)
-			kf_buf_printf(log, "persistent: @%s: not a persistent recurrence: %s\n", kf_str(g->ctx, g->name),
-				      w.why);
+			kf_buf_printf(log, "persistent: @%s: the %u steps over %%%s stay as they are: %s\n",
+				      kf_str(g->ctx, g->name), r->T,
+				      kf_V(g, r->R)->name ? kf_str(g->ctx, kf_V(g, r->R)->name) : "?", w.why);
 	} else {
 		w.ins = malloc((r->T * r->nper * KF_REC_MAXIN + 1) * sizeof *w.ins);
 		w.vmap = malloc((g->nval + 4 * (size_t)r->T * r->nper + 64) * sizeof *w.vmap);

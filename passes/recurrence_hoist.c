@@ -245,13 +245,19 @@ int kf_rw_hoist_all(kf_rw *w)
 			if (kf_rw_ext_index(w, a) < w->next)
 				continue;
 			kf_hrow h;
+			char why0[sizeof w->why], d[320];
 			bool ok = hoist(w, a, b, kf_def(g, a), &h);
 			int64_t lo = h.dr < 0 ? h.r0 + (int64_t)(r->T - 1) * h.dr : h.r0;
 			int64_t hi = h.dr < 0 ? h.r0 + h.n : h.r0 + (int64_t)(r->T - 1) * h.dr + h.n;
 			if (ok && (lo < 0 || hi > kf_vtype(g, h.h)->dim[0]))
 				ok = fail(w, "%s", "a per-step input's rows run past its value");
-			if (!ok)
+			if (!ok) {
+				/* which input, in the user's terms */
+				memcpy(why0, w->why, sizeof why0);
+				kf_rec_describe(g, kf_def(g, kf_in(g, r->node[i], j)), d, sizeof d);
+				snprintf(w->why, sizeof w->why, "step 1's input %s: %s", d, why0);
 				return -1;
+			}
 			w->ext0[w->next] = a;
 			w->hx[w->next++] = h;
 		}

@@ -30,7 +30,7 @@ typedef struct kf_rw {
 	kf_vid *hm_a;        /* hoisted so far: step 0's value ... */
 	kf_hrow *hm_h;       /* ... and what it became */
 	uint32_t nhm, caphm;
-	char why[240];
+	char why[768];
 } kf_rw;
 
 /* recurrence_hoist.c */
