@@ -4,6 +4,7 @@
  * failed run never leaves a truncated output or destroys its input. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +26,40 @@ static int open_temp(const char *path, char *tmp, size_t tmplen)
 			return fd;
 	}
 	return -1;
+}
+
+FILE *kf_atomic_open(const char *path, char **tmp)
+{
+	size_t tmplen = strlen(path) + 48;
+	*tmp = malloc(tmplen);
+	if (!*tmp)
+		return NULL;
+	int fd = open_temp(path, *tmp, tmplen);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	if (!f) {
+		int e = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(*tmp);
+		}
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+	}
+	return f;
+}
+
+int kf_atomic_close(FILE *f, char *tmp, const char *path, bool ok)
+{
+	int err = ok ? 0 : EIO;
+	if (fclose(f) != 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, path) != 0)
+		err = errno;
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
 }
 
 int kf_write_atomic(const char *path, const void *const *part, const size_t *len, int nparts)

@@ -151,6 +151,12 @@ int kf_write_all(int fd, const void *p, size_t n);
  * temporary beside it, renamed over it once every byte is written, so that
  * a failure leaves the old file (file.c).  0, or the errno of the failure. */
 int kf_write_atomic(const char *path, const void *const *part, const size_t *len, int nparts);
+/* The same for a writer that streams: a fresh temporary beside path to
+ * write (NULL with errno on failure; *tmp its name), then kf_atomic_close,
+ * which renames it over path when ok and every write succeeded, else
+ * removes it; 0 or the errno of the failure. */
+FILE *kf_atomic_open(const char *path, char **tmp);
+int kf_atomic_close(FILE *f, char *tmp, const char *path, bool ok);
 /* Shortest text of a double that reads back to the same value of dtype t
  * (f16/bf16/f32 read back through rounding to that type); always contains '.',
  * 'e', "inf" or "nan" so that it lexes as a float. */

@@ -23,7 +23,8 @@ int kf_imp_attr_ints(const Onnx__NodeProto *np, const char *name, int64_t *out, 
 	const Onnx__AttributeProto *a = kf_imp_attr(np, name);
 	if (!a || a->n_ints > (size_t)max)
 		return -1;
-	memcpy(out, a->ints, a->n_ints * sizeof *out);
+	if (a->n_ints) /* an attribute of another type has no ints array: NULL (found by fuzzing) */
+		memcpy(out, a->ints, a->n_ints * sizeof *out);
 	return (int)a->n_ints;
 }
 
@@ -35,7 +36,8 @@ void kf_imp_attr_str(const Onnx__NodeProto *np, const char *name, const char *df
 		return;
 	}
 	size_t n = a->s.len < cap - 1 ? a->s.len : cap - 1;
-	memcpy(out, a->s.data, n);
+	if (n) /* an attribute of another type has no string: NULL (found by fuzzing) */
+		memcpy(out, a->s.data, n);
 	out[n] = 0;
 }
 

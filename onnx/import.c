@@ -1,6 +1,7 @@
 /* import.c: an ONNX ModelProto to a kfuse graph.  The node translations live
  * in translate.c; this file holds the graph walk, values, constants and types.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "importer.h"
@@ -194,7 +195,16 @@ int kf_imp_const_ints(kf_imp *I, kf_vid v, int64_t *out, int max)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
 		uint64_t j = k->n == 1 ? 0 : (uint64_t)i;
-		out[i] = k->i ? k->i[j] : (int64_t)k->f[j];
+		if (k->i) {
+			out[i] = k->i[j];
+			continue;
+		}
+		/* a float payload counts only when it holds an int (NaN does not:
+		 * found by fuzzing) */
+		double f = k->f[j];
+		if (!(f == trunc(f) && fabs(f) < 9.2e18))
+			return -1;
+		out[i] = (int64_t)f;
 	}
 	return (int)n;
 }
@@ -461,16 +471,17 @@ kf_module *kf_onnx_import_file(kf_ctx *c, const char *path, const kf_onnx_opts *
 	size_t len;
 	if (kf_onnx_read_file(c, path, &src, &buf, &len) < 0)
 		return NULL;
-	/* external data lives beside the model */
+	/* external data lives beside the model (a model from stdin has none) */
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
+	bool in = !strcmp(path, "-");
 	if (slash)
 		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
 	else
 		snprintf(dir, sizeof dir, ".");
 	if (!dir[0])
 		snprintf(dir, sizeof dir, "/");
-	kf_module *m = import(c, strcmp(path, "-") ? path : "<stdin>", dir, buf, len, o);
+	kf_module *m = import(c, in ? "<stdin>" : path, in ? NULL : dir, buf, len, o);
 	free(buf);
 	return m;
 }

@@ -64,7 +64,7 @@ static int attr_value(kf_imp *I, const Onnx__AttributeProto *a, kf_attrval *v)
 		*v = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = kf_tr_f32(a->f)};
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
-		*v = (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern(I->c, (const char *)a->s.data, a->s.len)};
+		*v = (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern(I->c, a->s.len ? (const char *)a->s.data : "", a->s.len)};
 		return 0;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
@@ -79,7 +79,8 @@ static int attr_value(kf_imp *I, const Onnx__AttributeProto *a, kf_attrval *v)
 			       : a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
 				       ? (kf_attrval){.kind = KF_ATTR_FLOAT, .f = kf_tr_f32(a->floats[i])}
 				       : (kf_attrval){.kind = KF_ATTR_STR,
-						      .s = kf_intern(I->c, (const char *)a->strings[i].data, a->strings[i].len)};
+						      .s = kf_intern(I->c, a->strings[i].len ? (const char *)a->strings[i].data : "",
+								     a->strings[i].len)};
 		*v = (kf_attrval){.kind = KF_ATTR_LIST, .n = (uint32_t)n, .list = l};
 		return 0;
 	}
@@ -123,7 +124,8 @@ static int keep_opaque(kf_imp *I, kf_np *np, const char *what)
 		kf_type t;
 		if (!vi)
 			return kf_imp_fail(I, "%s, and it cannot be kept opaque: the model declares no type for its "
-					      "output '%s'", what, np->output[i]);
+					      "output '%s' (onnx.shape_inference.infer_shapes declares them)", what,
+					   np->output[i]);
 		if (kf_imp_value_type(I, vi, &t) < 0)
 			return -1;
 		res[i] = kf_type_intern(I->c, &t);

@@ -20,13 +20,12 @@ static const char usage[] =
 	"  --weights-dir D         the weights directory (default: OUT.kf.weights beside\n"
 	"                          OUT.kf; on stdout everything stays inline without it)\n"
 	"  --inline-max N          initializers up to N elements stay inline (default 64)\n"
-	"  --bind NAME=FILE.npy    freeze graph input NAME as the constant in FILE.npy\n"
-	"                          (axes, shapes or sizes a model takes as inputs);\n"
-	"                          repeatable\n"
+	"  --bind NAME=FILE.npy    freeze graph input NAME as the constant in the file (axes,\n"
+	"                          shapes or sizes a model takes as inputs); repeatable\n"
 	"  --allow-unsupported     keep ops kfuse cannot express as `opaque @Op` nodes with\n"
 	"                          the model's types and attributes (a plugin op Op runs them)\n"
-	"Dynamic axes become symbolic dims (f32[batch,seq,768]).\n"
-	"  -h, --help, --version\n";
+	"  -h, --help, --version\n"
+	"Dynamic axes become symbolic dims (f32[batch,seq,768]); docs/onnx.md.\n";
 
 enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_BIND, O_VERSION };
 
@@ -34,9 +33,9 @@ enum { O_WEIGHTS = 256, O_INLINE_MAX, O_ALLOW, O_BIND, O_VERSION };
 
 typedef struct opt {
 	const char *model, *out, *wdir;
-	kf_onnx_opts o;
-	char *bind[MAXBIND]; /* NAME=FILE, split when read */
+	char *bind[MAXBIND];
 	int nbind;
+	kf_onnx_opts o;
 } opt;
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
@@ -45,8 +44,7 @@ static int parse_args(int argc, char **argv, opt *o)
 	static const struct option longs[] = {
 		{"weights-dir", required_argument, 0, O_WEIGHTS}, {"inline-max", required_argument, 0, O_INLINE_MAX},
 		{"allow-unsupported", no_argument, 0, O_ALLOW}, {"bind", required_argument, 0, O_BIND},
-		{"help", no_argument, 0, 'h'},
-		{"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
+		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 	};
 	long long n;
 	int ch;
@@ -61,10 +59,10 @@ static int parse_args(int argc, char **argv, opt *o)
 			break;
 		case O_ALLOW: o->o.allow_unsupported = true; break;
 		case O_BIND:
-			if (o->nbind == MAXBIND)
-				return kf_cli_usage("more than %d --bind", MAXBIND) + 1;
 			if (!strchr(optarg, '=') || optarg[0] == '=' || !strchr(optarg, '=')[1])
 				return kf_cli_usage("--bind wants NAME=FILE.npy, not '%s'", optarg) + 1;
+			if (o->nbind == MAXBIND)
+				return kf_cli_usage("more than %d --bind", MAXBIND) + 1;
 			o->bind[o->nbind++] = optarg;
 			break;
 		case 'h': fputs(usage, stdout); return 1;
@@ -109,41 +107,45 @@ static int weights(kf_ctx *c, opt *o, kf_buf *dir, kf_buf *ref)
 	return 0;
 }
 
-/* --bind NAME=FILE: the tensors, read now; -1 after a message. */
+/* --bind NAME=FILE: the tensors, read now; -1 after an error. */
 static int read_binds(kf_ctx *c, opt *o, kf_onnx_bind *b, kf_tensor *t)
 {
 	for (int i = 0; i < o->nbind; i++) {
-		char *spec = o->bind[i], *eq = strchr(spec, '='); /* checked by parse_args */
+		char *eq = strchr(o->bind[i], '=');
 		*eq = 0;
 		if (kf_npy_read(c, eq + 1, &t[i]) < 0)
 			return -1;
-		b[i] = (kf_onnx_bind){spec, &t[i]};
+		b[i] = (kf_onnx_bind){o->bind[i], &t[i]};
 	}
 	o->o.bind = b;
 	o->o.nbind = o->nbind;
 	return 0;
 }
 
-/* The text to stdout, or atomically to path: a failed run leaves any old
- * file as it was. */
+/* The text to stdout, or to path whole or not at all (a temporary beside
+ * it, renamed when every byte is written: a failure leaves the old file). */
 static int write_out(kf_ctx *c, const char *path, kf_module *m)
 {
+	char *tmp = NULL;
+	FILE *f = path ? kf_atomic_open(path, &tmp) : stdout;
 	kf_loc at = {kf_source_add(c, path ? path : "<stdout>", NULL, 0), 0};
-	int e = 0;
-	if (!path) {
-		errno = 0;
-		if (kf_print_module_file(stdout, m) != 0 || fflush(stdout) != 0)
-			e = errno ? errno : EIO;
-	} else {
-		kf_buf t = {0};
-		kf_print_module(&t, m);
-		const void *part[1] = {t.p};
-		size_t len[1] = {t.n};
-		e = kf_write_atomic(path, part, len, 1);
-		kf_buf_free(&t);
+	if (!f) {
+		kf_error(c, at, "cannot open for writing: %s", strerror(errno));
+		return -1;
 	}
-	if (e) {
-		kf_error(c, at, "write failed: %s", strerror(e));
+	errno = 0;
+	bool ok = kf_print_module_file(f, m) == 0;
+	int e = errno;
+	if (path) {
+		int ce = kf_atomic_close(f, tmp, path, ok);
+		if (ok && ce)
+			e = ce;
+		ok = ok && ce == 0;
+	} else {
+		ok &= fflush(f) == 0;
+	}
+	if (!ok) {
+		kf_error(c, at, "write failed: %s", strerror(e ? e : errno ? errno : EIO));
 		return -1;
 	}
 	return 0;
@@ -160,7 +162,7 @@ int main(int argc, char **argv)
 	kf_buf dir = {0}, ref = {0};
 	kf_onnx_bind b[MAXBIND];
 	kf_tensor bt[MAXBIND] = {0};
-	kf_module *m = weights(c, &o, &dir, &ref) == 0 && read_binds(c, &o, b, bt) == 0
+	kf_module *m = read_binds(c, &o, b, bt) == 0 && weights(c, &o, &dir, &ref) == 0
 			       ? kf_onnx_import_file(c, o.model, &o.o)
 			       : NULL;
 	int rc = 1;
