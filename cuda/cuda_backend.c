@@ -24,6 +24,51 @@ static void add_step(kf_cuda_session *s, const kf_kernel *k)
 
 /* Emits the kernels of block b's nodes (the top level, or a split fusion's
  * body) as steps; reshape becomes an alias. */
+static int emit_block(kf_cuda_session *s, kf_bid b);
+
+/* Fusion f's body in its place, op by op: its arguments alias f's operands
+ * and its yielded values f's results.  false (nothing done) when a yielded
+ * value is an argument, a constant, a reshape or yielded twice: those
+ * would need a copy. */
+static bool body_aliases(kf_cuda_session *s, kf_nid f)
+{
+	kf_graph *g = s->g;
+	const kf_node *x = kf_N(g, f);
+	kf_nid y = kf_block_terminator(g, x->body);
+	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++) {
+		kf_vid v = kf_in(g, y, j);
+		if (kf_def(g, v) == KF_NONE || kf_N(g, kf_def(g, v))->op == KF_OP_CONST ||
+		    kf_N(g, kf_def(g, v))->op == KF_OP_RESHAPE)
+			return false;
+		for (uint32_t k = 0; k < j; k++)
+			if (kf_in(g, y, k) == v)
+				return false;
+	}
+	for (uint32_t j = 0; j < x->nin; j++)
+		s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
+	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
+		s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
+	return true;
+}
+
+/* A persistent node whose kernel the emitter refuses (a batch above what
+ * it takes, ...) runs its body op by op, as without cooperative launch;
+ * the refusal goes to the report instead of failing the plan. */
+static int fallback(kf_cuda_session *s, kf_nid f, kf_diag_mark dm)
+{
+	kf_graph *g = s->g;
+	if (kf_N(g, f)->op != KF_OP_FUSION || strcmp(kf_attr_str(g, f, "kind", ""), "persistent") ||
+	    !body_aliases(s, f))
+		return -1;
+	kf_buf why = {0};
+	kf_diag_rewind(g->ctx, dm, &why);
+	if (s->o.report)
+		kf_buf_printf(s->o.report, "cuda: @%s: fusion @%s runs as ordinary kernels: %s", kf_str(g->ctx, g->name),
+			      kf_str(g->ctx, kf_N(g, f)->sym), why.n ? why.p : "(no reason given)\n");
+	kf_buf_free(&why);
+	return emit_block(s, kf_N(g, f)->body);
+}
+
 static int emit_block(kf_cuda_session *s, kf_bid b)
 {
 	kf_graph *g = s->g;
@@ -34,7 +79,10 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 			continue;
 		}
 		kf_kernel k;
+		kf_diag_mark dm = kf_diag_mark_now(g->ctx);
 		int rc = kf_emit_node_for(g, n, &s->tgt, &k);
+		if (rc < 0 && fallback(s, n, dm) == 0)
+			continue;
 		if (rc < 0)
 			return -1;
 		if (rc == 0)
@@ -159,23 +207,10 @@ static int split(kf_cuda_session *s, const bool *spilled, uint32_t nst)
 			continue;
 		kf_nid f = s->st[i].k.node;
 		const kf_node *x = kf_N(g, f);
-		kf_nid y = kf_block_terminator(g, x->body);
-		bool ok = true;
 		/* a yielded argument or a value yielded twice needs a copy: keep
 		 * the spilling kernel then */
-		for (uint32_t j = 0; j < kf_N(g, y)->nin && ok; j++) {
-			kf_vid v = kf_in(g, y, j);
-			ok = kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op != KF_OP_CONST &&
-			     kf_N(g, kf_def(g, v))->op != KF_OP_RESHAPE;
-			for (uint32_t k = 0; k < j; k++)
-				ok = ok && kf_in(g, y, k) != v;
-		}
-		if (!ok)
+		if (!body_aliases(s, f))
 			continue;
-		for (uint32_t j = 0; j < x->nin; j++)
-			s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
-		for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
-			s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
 		uint32_t before = s->nst;
 		if (emit_block(s, x->body) != 0)
 			return -1;

@@ -257,7 +257,7 @@ static void test_grid_nvrtc(void **st)
 
 /* A batch: the pass makes the node, the kernel takes batch 2 (each block's
  * gate rows against both states) and compiles; batch 17 is past what it
- * takes, and it says so. */
+ * takes, and it says so, and the backend's plan runs the node's body. */
 static void test_emit_batch(void **st)
 {
 	(void)st;
@@ -294,6 +294,26 @@ static void test_emit_batch(void **st)
 			assert_non_null(strstr(d.p, "persistent kernel: batch sizes above 16 are not supported"));
 			kf_diag_clear(c);
 			kf_buf_free(&d);
+			/* the backend's plan runs the node's body instead, and says why */
+			char dir[] = "/tmp/kfuse-batch-XXXXXX";
+			if (kft_have_nvrtc() && mkdtemp(dir)) {
+				kf_buf report = {0};
+				kf_cuda_opts o = {.dry_run = true, .no_cache = true, .cache_dir = dir, .threads = 1,
+						  .report = &report};
+				kf_cuda_session *cs = kf_cuda_session_new(c, &o);
+				assert_non_null(cs);
+				int rc = kf_cuda_session_plan(cs, g);
+				if (rc != 0)
+					kf_diag_flush(c, stderr);
+				assert_int_equal(rc, 0);
+				assert_int_equal(kf_nerrors(c), 0);
+				kf_buf_putc(&report, 0);
+				assert_non_null(strstr(report.p, "runs as ordinary kernels: cuda: persistent kernel: batch "
+								 "sizes above 16 are not supported"));
+				kf_cuda_session_free(cs);
+				kf_buf_free(&report);
+				kft_rmdir(dir);
+			}
 		}
 		kf_buf_free(&rep);
 		kf_buf_free(&log);
