@@ -353,8 +353,6 @@ int kx_pm_analyze(pm *p)
 	p->B = A->dim[0];
 	if (p->B < 1 || p->B > KF_PM_BMAX)
 		return kx_pm_bad(p, "batch sizes above 16 are not supported");
-	if (p->B > 1 && p->lyr >= 0)
-		return kx_pm_bad(p, "a stack takes batch 1 only");
 	if (A->dtype != KF_F32)
 		return kx_pm_bad(p, "only f32 is supported");
 	p->K = A->dim[1];
@@ -451,7 +449,7 @@ int kx_pm_cell(pm *p, unsigned T)
 			      s, (int)e.n, e.p, (int)sn.n, sn.p, sj, (int)e.n, e.p);
 		kf_buf_free(&sn);
 		if ((int)s == p->hslot && p->lyr >= 0)
-			kf_buf_printf(&st, "      KFP_put(&KFP_hb[%d][t][j], tag, %.*s);\n", p->lyr, (int)e.n, e.p);
+			kf_buf_printf(&st, "      KFP_put(&KFP_hb[%d][t][%s], tag, %.*s);\n", p->lyr, hj, (int)e.n, e.p);
 		else if ((int)s == p->hslot && p->gsync)
 			kf_buf_printf(&st, "      ((volatile float *)KFP_hf[t & 1])[%s] = %.*s;\n", hj, (int)e.n, e.p);
 		else if ((int)s == p->hslot)

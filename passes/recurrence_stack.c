@@ -96,8 +96,8 @@ static kf_nid below(kf_graph *g, kf_nid B)
 		kf_vid w = kf_in(g, mm, 1);
 		kf_nid A = kf_def(g, s);
 		const kf_type *st = kf_vtype(g, s);
-		if (!is_layer(g, A) || !plain_weight(g, w) || st->rank != 2 ||
-		    st->dim[0] != kf_attr_int(g, A, "steps", -1) ||
+		if (!is_layer(g, A) || !plain_weight(g, w) || st->rank != 2 || kf_attr_int(g, A, "steps", -1) < 1 ||
+		    st->dim[0] % kf_attr_int(g, A, "steps", -1) != 0 || /* a step's rows: its batch */
 		    kf_attr_int(g, A, "steps", -1) != kf_attr_int(g, B, "steps", -2) ||
 		    kf_attr_int(g, A, "hidden", -1) != kf_attr_int(g, B, "hidden", -2) ||
 		    st->dim[1] != kf_attr_int(g, A, "hidden", -1))

@@ -252,6 +252,9 @@ def configs():
     add("gru", 1, form="loop", manual=True, batch=1, hn=True)
     add("rnn_tanh", 1, form="loop", bf=True, batch=2)
     add("gru", 1, form="loop", init="given", bf=True, batch=3)
+    add("lstm", 1, layers=3, head=True, batch=rnd.randint(2, 4))  # a stack of a batch: one node
+    add("gru", 1, bi=True, batch=rnd.randint(2, 4))              # two directions of a batch: one node
+    add("rnn_tanh", 2, layers=2, bi=True, bf=True, batch=2)      # a pair per layer
     return rows
 
 
