@@ -177,6 +177,20 @@ void kf_diag_clear(kf_ctx *c)
 	c->nerrors = 0;
 }
 
+kf_diag_mark kf_diag_mark_now(const kf_ctx *c) { return (kf_diag_mark){c->ndiag, c->nerrors}; }
+
+void kf_diag_rewind(kf_ctx *c, kf_diag_mark m, kf_buf *text)
+{
+	for (uint32_t i = m.ndiag; i < c->ndiag; i++) {
+		if (text)
+			kf_buf_printf(text, "%s\n", c->diag[i].msg);
+		free(c->diag[i].msg);
+	}
+	if (m.ndiag < c->ndiag)
+		c->ndiag = m.ndiag;
+	c->nerrors = m.nerrors;
+}
+
 void kf_diag_free_all(kf_ctx *c)
 {
 	drop_pending(c);

@@ -281,6 +281,16 @@ void kf_diag_v(kf_ctx *c, kf_severity s, kf_loc at, const char *fmt, va_list ap)
 void kf_diag_flush(kf_ctx *c, FILE *out);
 int kf_nerrors(const kf_ctx *c); /* errors recorded since the context began */
 void kf_diag_clear(kf_ctx *c);   /* drops pending diagnostics and the count */
+/* A point in the pending diagnostics, for a caller that recovers from an
+ * error (a backend that runs a node another way): kf_diag_rewind
+ * withdraws what was reported after the mark, its text into text (when
+ * not NULL, one message a line). */
+typedef struct kf_diag_mark {
+	uint32_t ndiag;
+	int nerrors;
+} kf_diag_mark;
+kf_diag_mark kf_diag_mark_now(const kf_ctx *c);
+void kf_diag_rewind(kf_ctx *c, kf_diag_mark m, kf_buf *text);
 /* The text of pending diagnostics, for tests and Lua: as kf_diag_flush prints. */
 void kf_diag_render(kf_ctx *c, kf_buf *out);
 

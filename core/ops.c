@@ -448,7 +448,7 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 			    "kernel_shape strides pads dilations ceil_mode count_include_pad channels_last",
 			    "ONNX AveragePool over {kernel_shape} windows"},
 	[KF_OP_FUSION] = {"fusion", 0, -1, -1, KF_TRAIT_OPAQUE, KF_OPF_REGION | KF_OPF_SYMBOL, kf_infer_fusion,
-			  NULL, NULL, "kind cell steps hidden layers tile tf32", "a fused kernel: its body region computes its results"},
+			  NULL, NULL, "kind cell steps hidden layers bidirectional tile tf32", "a fused kernel: its body region computes its results"},
 	[KF_OP_RETURN] = {"return", 0, -1, 0, KF_TRAIT_OPAQUE, KF_OPF_TERMINATOR | KF_OPF_EFFECT, inf_none,
 			  NULL, NULL, "", "ends the graph body with its results"},
 	[KF_OP_YIELD] = {"yield", 0, -1, 0, KF_TRAIT_OPAQUE, KF_OPF_TERMINATOR | KF_OPF_EFFECT, inf_none,

@@ -43,7 +43,9 @@ void kf_rec_free(kf_rec *r)
 	free(r->node);
 	free(r->stepof);
 	free(r->idx);
+	free(r->sw);
 	free(r->cls);
+	free(r->esign);
 	free(r->slot);
 	free(r->init);
 	free(r->sval);
@@ -51,6 +53,19 @@ void kf_rec_free(kf_rec *r)
 	memcpy(why, r->why, sizeof why);
 	memset(r, 0, sizeof *r);
 	memcpy(r->why, why, sizeof why);
+}
+
+void kf_rec_describe(const kf_graph *g, kf_nid n, char *out, size_t cap)
+{
+	const kf_node *x = kf_N(g, n);
+	kf_sid nm = x->nres ? kf_V(g, x->res0)->name : 0;
+	int line = 0, col = 0;
+	if (x->loc.src != KF_NONE)
+		kf_source_linecol(g->ctx, x->loc.src, x->loc.off, &line, &col);
+	char at[300] = "";
+	if (line > 0)
+		snprintf(at, sizeof at, " (%s:%d:%d)", kf_source_name(g->ctx, x->loc.src), line, col);
+	snprintf(out, cap, "'%s'%s%s%s", kf_op(g->ctx, x->op)->name, nm ? " %" : "", nm ? kf_str(g->ctx, nm) : "", at);
 }
 
 static int refuse(kf_rec *r, const char *fmt, const char *arg)
@@ -66,7 +81,7 @@ static uint32_t stepof_v(const kf_rec *r, kf_vid v)
 	return d == KF_NONE || d >= r->nnode ? 0 : r->stepof[d];
 }
 
-static bool attrs_eq(const kf_graph *g, kf_nid a, kf_nid b)
+bool kf_rec_attrs_eq(const kf_graph *g, kf_nid a, kf_nid b)
 {
 	const kf_node *x = kf_N(g, a), *y = kf_N(g, b);
 	if (x->nattr != y->nattr)
@@ -101,14 +116,28 @@ int64_t kf_rec_first_int(const kf_graph *g, kf_nid n, const char *key, int64_t d
 	return k == 1 ? v[0] : k < 0 ? dflt : INT64_MIN;
 }
 
-bool kf_rec_row_slice(const kf_graph *g, kf_nid n)
+bool kf_rec_axis_slice(const kf_graph *g, kf_nid n, int64_t *axis, int64_t *start, int64_t *len)
 {
-	return kf_N(g, n)->op == KF_OP_SLICE && kf_rec_first_int(g, n, "axes", 0) == 0 &&
-	       kf_rec_first_int(g, n, "steps", 1) == 1 && kf_rec_first_int(g, n, "starts", -1) >= 0 &&
-	       kf_rec_first_int(g, n, "ends", -1) == kf_rec_first_int(g, n, "starts", -1) + 1;
+	if (n == KF_NONE || kf_N(g, n)->op != KF_OP_SLICE)
+		return false;
+	const kf_type *t = kf_vtype(g, kf_in(g, n, 0));
+	int64_t ax = kf_rec_first_int(g, n, "axes", 0), s = kf_rec_first_int(g, n, "starts", -1);
+	int64_t e = kf_rec_first_int(g, n, "ends", -1);
+	if (ax < 0 && ax != INT64_MIN)
+		ax += t->rank;
+	if (ax < 0 || ax >= t->rank || kf_rec_first_int(g, n, "steps", 1) != 1 || s < 0 || t->dim[ax] < 0)
+		return false;
+	if (e > t->dim[ax])
+		e = t->dim[ax];
+	if (e <= s)
+		return false;
+	*axis = ax;
+	*start = s;
+	*len = e - s;
+	return true;
 }
 
-bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int64_t d, int64_t *row0)
+bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int64_t d, int *sign)
 {
 	kf_nid x = kf_def(g, a), y = kf_def(g, b);
 	if (a == b || x == KF_NONE || y == KF_NONE || stepof_v(r, a) || stepof_v(r, b))
@@ -117,21 +146,24 @@ bool kf_rec_same_ext(const kf_graph *g, const kf_rec *r, kf_vid a, kf_vid b, int
 	if (p->op != q->op || p->nin != q->nin || p->nres != q->nres || kf_V(g, a)->idx != kf_V(g, b)->idx ||
 	    kf_V(g, a)->type != kf_V(g, b)->type)
 		return false;
-	if (kf_rec_row_slice(g, x)) {
-		int64_t s = kf_rec_first_int(g, x, "starts", 0);
-		if (!kf_rec_row_slice(g, y) || kf_in(g, x, 0) != kf_in(g, y, 0) || kf_rec_first_int(g, y, "starts", 0) != s + d)
+	int64_t ax, s, n, ax2, s2, n2;
+	if (kf_in(g, x, 0) == kf_in(g, y, 0) && kf_rec_axis_slice(g, x, &ax, &s, &n) &&
+	    kf_rec_axis_slice(g, y, &ax2, &s2, &n2) && ax == ax2 && n == n2 && s != s2) {
+		/* the base: the same slice d of its lengths on, in one direction */
+		int sg = s2 == s + d * n ? 1 : s2 == s - d * n ? -1 : 0;
+		if (sg == 0 || (*sign && *sign != sg))
 			return false;
-		*row0 = s;
+		*sign = sg;
 		return true;
 	}
-	if (!attrs_eq(g, x, y) || p->op == KF_OP_CONST || p->op == KF_OP_FUSION)
+	if (!kf_rec_attrs_eq(g, x, y) || p->op == KF_OP_CONST || p->op == KF_OP_FUSION)
 		return false;
 	bool varies = false;
 	for (uint32_t i = 0; i < p->nin; i++) {
 		kf_vid u = kf_in(g, x, i), v = kf_in(g, y, i);
 		if (kf_rec_same_inv(g, u, v))
 			continue;
-		if (!kf_rec_same_ext(g, r, u, v, d, row0))
+		if (!kf_rec_same_ext(g, r, u, v, d, sign))
 			return false;
 		varies = true;
 	}
@@ -162,10 +194,10 @@ static void reach(const kf_graph *g, kf_bid b, kf_nid from, uint8_t *mark, bool 
 
 /* Checks operand j of step k's node n (step 0's node n0) against operand j
  * of its candidate image m in step k+1; map gives step k's images. */
-static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t j, const kf_nid *img)
+static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t msw, uint32_t j, const kf_nid *img)
 {
 	kf_graph *g = r->g;
-	kf_vid a = kf_in(g, n, j), b = kf_in(g, m, j);
+	kf_vid a = kf_rec_in(r, n, j), b = kf_in(g, m, j ^ msw);
 	uint32_t i0 = r->idx[n], at = i0 * KF_REC_MAXIN + j;
 	uint32_t sa = stepof_v(r, a);
 	if (k == 0 && r->cls[at] == 0xff) { /* step 0 sets the class */
@@ -174,61 +206,114 @@ static bool operand_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t j, co
 		} else if (kf_rec_same_inv(g, a, b)) {
 			r->cls[at] = KF_REC_INV;
 		} else if (stepof_v(r, b) == 1) {
+			/* a slot is its (before, after) pair: one initial value may
+			 * start two states (zeros for h and c, after cse) */
 			uint32_t s = 0;
-			while (s < r->nslot && r->init[s] != a)
+			while (s < r->nslot && !(r->init[s] == a && r->sval[s] == b))
 				s++;
 			if (s == r->nslot) {
 				r->init[s] = a;
 				r->sval[s] = b;
 				r->nslot++;
 			}
-			if (r->sval[s] != b)
-				return false;
 			r->cls[at] = KF_REC_SLOT;
 			r->slot[at] = (uint16_t)s;
 		} else {
 			r->cls[at] = KF_REC_EXT;
 		}
 	}
-	int64_t row;
+	bool ok;
+	const char *how = "";
 	switch (r->cls[at]) {
 	case KF_REC_INTERNAL:
-		return sa == k + 1 && img[kf_def(g, a)] != KF_NONE &&
-		       b == kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
+		ok = sa == k + 1 && img[kf_def(g, a)] != KF_NONE && b == kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
+		how = "a value of its own step";
+		break;
 	case KF_REC_INV:
-		return kf_rec_same_inv(g, a, b);
+		ok = kf_rec_same_inv(g, a, b);
+		how = "the value every step reads";
+		break;
 	case KF_REC_SLOT: {
 		uint32_t s = r->slot[at];
 		kf_vid want_a = k == 0 ? r->init[s] : r->sval[(k - 1) * r->nslot + s];
-		return a == want_a && b == r->sval[k * r->nslot + s];
+		ok = a == want_a && b == r->sval[k * r->nslot + s];
+		how = "the state the step before left";
+		break;
 	}
-	default:
-		return kf_rec_same_ext(g, r, a, b, 1, &row);
+	default: {
+		/* every step moves in the direction step 0 did */
+		int sg = r->esign[at];
+		ok = kf_rec_same_ext(g, r, a, b, 1, &sg);
+		if (ok)
+			r->esign[at] = (int8_t)sg;
+		how = "the step before's input moved by its length (one way for every step)";
+		break;
 	}
+	}
+	if (!ok) {
+		/* for the message when no candidate matches */
+		char what[200] = "";
+		kf_nid d = kf_def(g, b);
+		int o = 0;
+		if (kf_V(g, b)->name)
+			o = snprintf(what, sizeof what, " %%%s", kf_str(g->ctx, kf_V(g, b)->name));
+		if (d != KF_NONE && o >= 0 && (size_t)o < sizeof what)
+			snprintf(what + o, sizeof what - (size_t)o, " (a '%s')", kf_op(g->ctx, kf_N(g, d)->op)->name);
+		snprintf(r->miss, sizeof r->miss, "its operand %u%s is not %s", j ^ msw, what, how);
+	}
+	return ok;
+}
+
+/* Operands of m in step 0's order: swapped (msw 1) for a commutative op
+ * of two when that is how m matches (canonicalize orders them by value
+ * id, so a step may read h first where step 0 read its constant h0 last). */
+static bool node_ok1(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, uint32_t msw, const kf_nid *img)
+{
+	kf_graph *g = r->g;
+	const kf_node *x = kf_N(g, n);
+	/* step 0 classifies operands while it matches: a candidate that fails
+	 * must leave no classes (or slots) behind */
+	uint32_t at = r->idx[n] * KF_REC_MAXIN, nslot = r->nslot;
+	uint8_t cls[KF_REC_MAXIN];
+	int8_t sg[KF_REC_MAXIN];
+	memcpy(cls, r->cls + at, sizeof cls);
+	memcpy(sg, r->esign + at, sizeof sg);
+	for (uint32_t j = 0; j < x->nin; j++)
+		if (!operand_ok(r, k, n, m, msw, j, img)) {
+			memcpy(r->cls + at, cls, sizeof cls);
+			memcpy(r->esign + at, sg, sizeof sg);
+			r->nslot = nslot;
+			return false;
+		}
+	r->sw[m] = (uint8_t)msw;
+	return true;
 }
 
 static bool node_ok(kf_rec *r, uint32_t k, kf_nid n, kf_nid m, const kf_nid *img)
 {
 	kf_graph *g = r->g;
 	const kf_node *x = kf_N(g, n), *y = kf_N(g, m);
-	if (m >= r->nnode || r->stepof[m] || y->blk != r->blk || x->op != y->op || x->nin != y->nin ||
-	    x->nres != y->nres || !attrs_eq(g, n, m))
+	if (m >= r->nnode || r->stepof[m] || y->blk != r->blk)
 		return false;
-	for (uint32_t i = 0; i < x->nres; i++)
+	const char *diff = x->op != y->op ? "another op" : x->nin != y->nin || x->nres != y->nres ? "other operands"
+			   : !kf_rec_attrs_eq(g, n, m)				       ? "other attributes"
+										       : NULL;
+	for (uint32_t i = 0; i < x->nres && !diff; i++)
 		if (kf_V(g, x->res0 + i)->type != kf_V(g, y->res0 + i)->type)
-			return false;
-	/* step 0 classifies operands while it matches: a candidate that fails
-	 * must leave no classes (or slots) behind */
-	uint32_t at = r->idx[n] * KF_REC_MAXIN, nslot = r->nslot;
-	uint8_t cls[KF_REC_MAXIN];
-	memcpy(cls, r->cls + at, sizeof cls);
-	for (uint32_t j = 0; j < x->nin; j++)
-		if (!operand_ok(r, k, n, m, j, img)) {
-			memcpy(r->cls + at, cls, sizeof cls);
-			r->nslot = nslot;
-			return false;
-		}
-	return true;
+			diff = "another type";
+	if (diff) {
+		snprintf(r->miss, sizeof r->miss, "%s", diff);
+		return false;
+	}
+	if (node_ok1(r, k, n, m, 0, img))
+		return true;
+	/* the reason of the operands in their order is the one to tell */
+	char miss[sizeof r->miss];
+	memcpy(miss, r->miss, sizeof miss);
+	if (x->nin == 2 && (kf_op(g->ctx, x->op)->flags & KF_OPF_COMMUTATIVE) && node_ok1(r, k, n, m, 1, img))
+		return true;
+	memcpy(r->miss, miss, sizeof miss);
+	return false;
 }
 
 /* Finds step k+1 as the image of step k. */
@@ -237,33 +322,61 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 	kf_graph *g = r->g;
 	for (uint32_t i = 0; i < r->nper; i++) {
 		kf_nid n = r->node[k * r->nper + i], m = KF_NONE;
-		kf_nid n0 = r->node[i];
 		if (i == 0) {
 			m = KF_NONE; /* the matmul: its image is known */
 			for (kf_nid q = kf_N(g, n)->next; q != KF_NONE && m == KF_NONE; q = kf_N(g, q)->next)
 				if (is_mm(g, q) && kf_in(g, q, 1) == r->R)
 					m = q;
 			if (m == KF_NONE || !node_ok(r, k, n, m, img)) {
-				snprintf(r->why, sizeof r->why, "step %u's matmul does not match step %u's", k + 2, k + 1);
+				char d[320];
+				kf_rec_describe(g, m == KF_NONE ? n : m, d, sizeof d);
+				snprintf(r->why, sizeof r->why, "step %u's matmul %s does not read step %u's state as step %u's "
+					 "read the one before", k + 2, d, k + 1, k + 1);
 				kf_rec_free(r);
 				return -1;
 			}
 		} else {
 			/* candidates: users of an internal operand's image */
+			r->miss[0] = 0;
 			for (uint32_t j = 0; j < kf_N(g, n)->nin && m == KF_NONE; j++) {
 				kf_vid a = kf_in(g, n, j);
-				if (stepof_v(r, a) != k + 1)
+				if (stepof_v(r, a) != k + 1 || img[kf_def(g, a)] == KF_NONE)
 					continue;
 				kf_vid ia = kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx);
 				kf_foreach_use(g, ia, u)
-					if (u == kf_N(g, g->use[u].user)->in0 + j && node_ok(r, k, n, g->use[u].user, img)) {
+					if (node_ok(r, k, n, g->use[u].user, img)) {
 						m = g->use[u].user;
 						break;
 					}
 			}
+			if (m == KF_NONE && k + 2 == r->T && k > 0) {
+				/* the last step may lack what only a next step
+				 * would read (a masked state nobody outputs: dead
+				 * code); checked once the step is mapped */
+				r->node[(k + 1) * r->nper + i] = KF_NONE;
+				continue;
+			}
 			if (m == KF_NONE) {
-				snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's '%s' node",
-					 k + 2, k + 1, kf_op(g->ctx, kf_N(g, n0)->op)->name);
+				/* what the next step has where the counterpart would be:
+				 * a user of an operand's image */
+				char d[320], e[700] = "";
+				kf_rec_describe(g, n, d, sizeof d);
+				for (uint32_t j = 0; j < kf_N(g, n)->nin && !e[0]; j++) {
+					kf_vid a = kf_in(g, n, j);
+					if (stepof_v(r, a) != k + 1 || img[kf_def(g, a)] == KF_NONE)
+						continue;
+					kf_foreach_use(g, kf_res(g, img[kf_def(g, a)], kf_V(g, a)->idx), u) {
+						kf_nid un = g->use[u].user;
+						if (!r->stepof[un] && kf_N(g, un)->blk == r->blk) {
+							char x[300];
+							kf_rec_describe(g, un, x, sizeof x);
+							snprintf(e, sizeof e, " (it has %s there%s%s)", x, r->miss[0] ? ": " : "",
+								 r->miss);
+							break;
+						}
+					}
+				}
+				snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's %s%s", k + 2, k + 1, d, e);
 				kf_rec_free(r);
 				return -1;
 			}
@@ -275,8 +388,23 @@ static int map_step(kf_rec *r, uint32_t k, kf_nid *img)
 	}
 	for (uint32_t s = 0; s < r->nslot; s++) {
 		kf_vid v = r->sval[k * r->nslot + s];
-		r->sval[(k + 1) * r->nslot + s] = kf_res(g, img[kf_def(g, v)], kf_V(g, v)->idx);
+		kf_nid d = img[kf_def(g, v)];
+		r->sval[(k + 1) * r->nslot + s] = d == KF_NONE ? KF_NONE : kf_res(g, d, kf_V(g, v)->idx);
 	}
+	/* a node the last step lacks may be read only by the steps */
+	for (uint32_t i = 0; k + 2 == r->T && i < r->nper; i++)
+		for (uint32_t q = 0; q <= k && r->node[(k + 1) * r->nper + i] == KF_NONE; q++)
+			kf_foreach_use(g, kf_res(g, r->node[q * r->nper + i], 0), u) {
+				kf_nid un = g->use[u].user;
+				if (un >= r->nnode || !r->stepof[un]) {
+					char d[320];
+					kf_rec_describe(g, r->node[k * r->nper + i], d, sizeof d);
+					snprintf(r->why, sizeof r->why, "step %u has no counterpart of step %u's %s, whose value "
+						 "is read after the steps", k + 2, k + 1, d);
+					kf_rec_free(r);
+					return -1;
+				}
+			}
 	return 0;
 }
 
@@ -303,24 +431,29 @@ static int chain(kf_rec *r, uint8_t *mark)
 				      "the weight");
 		}
 	}
-	r->node = calloc(2, sizeof *r->node); /* m0, m1; step0() replaces it */
+	r->node = calloc(3, sizeof *r->node); /* m0, m1, m2; step0() replaces it */
 	r->node[0] = mm[0];
 	r->node[1] = n > 1 ? mm[1] : KF_NONE;
+	r->node[2] = n > 2 ? mm[2] : KF_NONE;
 	free(mm);
 	return 0;
 }
 
-/* Step 0: depends on mm[0], not on mm[1], and mm[1] depends on it. */
+/* Step 0: depends on mm[0], not on mm[1], and mm[1] or mm[2] depends on
+ * it (a state only the next step's cell reads, not its matmul: a masked
+ * LSTM's c). */
 static int step0(kf_rec *r, uint8_t *fwd0, uint8_t *fwd1, uint8_t *back1)
 {
 	kf_graph *g = r->g;
-	kf_nid m0 = r->node[0], m1 = r->node[1];
+	kf_nid m0 = r->node[0], m1 = r->node[1], m2 = r->node[2];
 	memset(fwd0, 0, r->nnode);
 	memset(fwd1, 0, r->nnode);
 	memset(back1, 0, r->nnode);
 	reach(g, r->blk, m0, fwd0, true);
 	reach(g, r->blk, m1, fwd1, true);
 	reach(g, r->blk, m1, back1, false);
+	if (m2 != KF_NONE)
+		reach(g, r->blk, m2, back1, false);
 	uint32_t cnt = 0;
 	for (kf_nid n = m0; n != KF_NONE; n = kf_N(g, n)->next)
 		cnt += fwd0[n] && !fwd1[n] && back1[n];
@@ -333,9 +466,16 @@ static int step0(kf_rec *r, uint8_t *fwd0, uint8_t *fwd1, uint8_t *back1)
 			const kf_opinfo *oi = kf_op(g->ctx, kf_N(g, n)->op);
 			bool ok = n == m0 || oi->trait == KF_TRAIT_ELEMENTWISE || oi->trait == KF_TRAIT_BROADCAST ||
 				  kf_N(g, n)->op == KF_OP_SLICE || kf_N(g, n)->op == KF_OP_RESHAPE;
-			if (!ok || kf_N(g, n)->nin > KF_REC_MAXIN || kf_N(g, n)->nres != 1)
-				return refuse(r, "a step holds a '%s' node; a step may hold one matmul and "
-					      "element-wise ops and slices", oi->name);
+			if (!ok || kf_N(g, n)->nin > KF_REC_MAXIN || kf_N(g, n)->nres != 1) {
+				char d[320];
+				kf_rec_describe(g, n, d, sizeof d);
+				if (kf_N(g, n)->op == KF_OP_MATMUL)
+					return refuse(r, "step 1 holds a second matmul, %s: a persistent kernel takes one "
+						      "recurrent matmul a step (an ONNX GRU with linear_before_reset = 0 "
+						      "has two; PyTorch's GRU exports the other form)", d);
+				return refuse(r, "step 1 holds %s; a step may hold one matmul and element-wise ops, slices "
+					      "and reshapes", d);
+			}
 			r->stepof[n] = 1;
 			r->idx[n] = cnt;
 			r->node[cnt++] = n;
@@ -345,9 +485,11 @@ static int step0(kf_rec *r, uint8_t *fwd0, uint8_t *fwd1, uint8_t *back1)
 	for (uint32_t i = 0; i < cnt; i++)
 		for (uint32_t j = 0; j < kf_N(g, r->node[i])->nin; j++) {
 			kf_nid d = kf_def(g, kf_in(g, r->node[i], j));
-			if (d != KF_NONE && kf_N(g, d)->blk == r->blk && !r->stepof[d] && fwd0[d] && d != m0)
-				return refuse(r, "a step reads an outside value that depends on the chain (%s)",
-					      kf_op(g->ctx, kf_N(g, d)->op)->name);
+			if (d != KF_NONE && kf_N(g, d)->blk == r->blk && !r->stepof[d] && fwd0[d] && d != m0) {
+				char dd[320];
+				kf_rec_describe(g, d, dd, sizeof dd);
+				return refuse(r, "step 1 reads %s, which is computed outside the steps from them", dd);
+			}
 		}
 	return 0;
 }
@@ -361,6 +503,7 @@ int kf_rec_analyze(kf_graph *g, kf_bid b, kf_vid R, kf_rec *r)
 	r->nnode = g->nnode;
 	r->stepof = calloc(r->nnode + 1, sizeof *r->stepof);
 	r->idx = calloc(r->nnode + 1, sizeof *r->idx);
+	r->sw = calloc(r->nnode + 1, 1);
 	uint8_t *m = calloc(3 * (size_t)r->nnode + 1, 1);
 	int rc = chain(r, m);
 	if (rc == 0 && r->T < 2)
@@ -372,6 +515,7 @@ int kf_rec_analyze(kf_graph *g, kf_bid b, kf_vid R, kf_rec *r)
 		return -1;
 	r->cls = malloc((size_t)r->nper * KF_REC_MAXIN);
 	memset(r->cls, 0xff, (size_t)r->nper * KF_REC_MAXIN);
+	r->esign = calloc((size_t)r->nper * KF_REC_MAXIN, 1);
 	r->slot = calloc((size_t)r->nper * KF_REC_MAXIN, sizeof *r->slot);
 	r->init = calloc((size_t)r->nper * KF_REC_MAXIN + 1, sizeof *r->init);
 	r->sval = calloc((size_t)r->T * r->nper * KF_REC_MAXIN + 1, sizeof *r->sval);

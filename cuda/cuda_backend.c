@@ -24,6 +24,25 @@ static void add_step(kf_cuda_session *s, const kf_kernel *k)
 }
 
 static int body_steps(kf_cuda_session *s, kf_nid f);
+static bool body_aliasable(const kf_graph *g, kf_nid f);
+
+/* A persistent node whose kernel the emitter refuses (a batch above what
+ * it takes, ...) runs its body op by op, as without cooperative launch;
+ * the refusal goes to the report instead of failing the plan. */
+static int fallback(kf_cuda_session *s, kf_nid f, kf_diag_mark dm)
+{
+	kf_graph *g = s->g;
+	if (kf_N(g, f)->op != KF_OP_FUSION || strcmp(kf_attr_str(g, f, "kind", ""), "persistent") ||
+	    !body_aliasable(g, f))
+		return -1;
+	kf_buf why = {0};
+	kf_diag_rewind(g->ctx, dm, &why);
+	if (s->o.report)
+		kf_buf_printf(s->o.report, "cuda: @%s: fusion @%s runs as ordinary kernels: %s", kf_str(g->ctx, g->name),
+			      kf_str(g->ctx, kf_N(g, f)->sym), why.n ? why.p : "(no reason given)\n");
+	kf_buf_free(&why);
+	return body_steps(s, f);
+}
 
 /* Emits the kernels of block b's nodes (the top level, or a split fusion's
  * body) as steps; reshape becomes an alias; a fusion whose kernel cannot
@@ -40,7 +59,10 @@ static int emit_block(kf_cuda_session *s, kf_bid b)
 			continue;
 		}
 		kf_kernel k;
+		kf_diag_mark dm = kf_diag_mark_now(g->ctx);
 		int rc = kf_emit_node_for(g, n, &s->tgt, &k);
+		if (rc < 0 && fallback(s, n, dm) == 0)
+			continue;
 		if (rc < 0)
 			return -1;
 		if (rc == 2) {
@@ -165,24 +187,34 @@ static int load(kf_cuda_session *s, bool *spilled)
 	return 0;
 }
 
-/* Fusion f's body as steps (appended): its arguments alias the fusion's
- * operands and the yielded values its results.  1 (nothing done) when a
- * yielded value is an argument, a constant, a reshape (an alias itself) or
- * yielded twice: those would need a copy. */
-static int body_steps(kf_cuda_session *s, kf_nid f)
+/* Whether fusion f's yielded values can alias its results: not when one
+ * is an argument, a constant, a reshape (an alias itself) or yielded
+ * twice, which would need a copy. */
+static bool body_aliasable(const kf_graph *g, kf_nid f)
 {
-	kf_graph *g = s->g;
-	const kf_node *x = kf_N(g, f);
-	kf_nid y = kf_block_terminator(g, x->body);
+	kf_nid y = kf_block_terminator(g, kf_N(g, f)->body);
 	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++) {
 		kf_vid v = kf_in(g, y, j);
 		if (kf_def(g, v) == KF_NONE || kf_N(g, kf_def(g, v))->op == KF_OP_CONST ||
 		    kf_N(g, kf_def(g, v))->op == KF_OP_RESHAPE)
-			return 1;
+			return false;
 		for (uint32_t k = 0; k < j; k++)
 			if (kf_in(g, y, k) == v)
-				return 1;
+				return false;
 	}
+	return true;
+}
+
+/* Fusion f's body as steps (appended): its arguments alias the fusion's
+ * operands and the yielded values its results.  1 (nothing done) when they
+ * cannot (body_aliasable). */
+static int body_steps(kf_cuda_session *s, kf_nid f)
+{
+	kf_graph *g = s->g;
+	const kf_node *x = kf_N(g, f);
+	if (!body_aliasable(g, f))
+		return 1;
+	kf_nid y = kf_block_terminator(g, x->body);
 	for (uint32_t j = 0; j < x->nin; j++)
 		s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
 	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)

@@ -59,11 +59,36 @@ static int width(const kf_graph *g, kf_vid v)
 	return t->rank == 0 ? 1 : (int)t->dim[t->rank - 1];
 }
 
-/* A value of the cell is [1,N] or [N] or a scalar: batch 1. */
-static bool row_shape(const kf_graph *g, kf_vid v)
+/* The rows of a cell value: dim 0 of a rank-2 value, else 1. */
+static int64_t rows(const kf_graph *g, kf_vid v)
 {
 	const kf_type *t = kf_vtype(g, v);
-	return t->dtype == KF_F32 && t->rank <= 2 && (t->rank < 2 || t->dim[0] == 1) && kf_type_is_static(t);
+	return t->rank == 2 ? t->dim[0] : 1;
+}
+
+/* A value of the cell is [R,N] or [N] or a scalar, R being 1 or the batch:
+ * f32, or i1 (a sequence-length mask, kept in a float temporary). */
+static bool row_shape(const pm *p, kf_vid v)
+{
+	const kf_type *t = kf_vtype(p->k->g, v);
+	return (t->dtype == KF_F32 || t->dtype == KF_I1) && t->rank <= 2 &&
+	       (t->rank < 2 || t->dim[0] == 1 || t->dim[0] == p->B) && kf_type_is_static(t);
+}
+
+/* The index of element (row b, column j + off) of a cell value of width w:
+ * zc, column off alone (a value one wide, broadcast); zr, row 0 (one row,
+ * broadcast over the batch).  Batch 1 writes no row. */
+static void cell_ix(const pm *p, int64_t w, bool zc, bool zr, int64_t off, char *ix, size_t cap)
+{
+	char col[48];
+	if (zc)
+		snprintf(col, sizeof col, "%lld", (long long)off);
+	else
+		snprintf(col, sizeof col, "j + %lld", (long long)off);
+	if (zr || p->B == 1)
+		snprintf(ix, cap, "%s", col);
+	else
+		snprintf(ix, cap, "b * %lld + %s", (long long)w, col);
 }
 
 static int slot_of(const pm *p, kf_vid v)
@@ -97,7 +122,7 @@ static void st_name(const pm *p, uint32_t s, kf_buf *o)
 		kf_buf_printf(o, "KFP_st[%u]", s);
 }
 
-/* Reads body argument or constant v at index text ix. */
+/* Reads body argument or constant v at index text ix (an i1 as a bool). */
 static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 {
 	kx *k = p->k;
@@ -109,11 +134,14 @@ static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 	int a = kx_pm_param(p, v);
 	if (a < 0 || d != KF_NONE)
 		return kx_pm_bad(p, "the cell reads a value computed outside its steps");
-	kf_buf_printf(o, "__ldg(p%d + (%s))", a, ix);
+	if (kx_dt(k, v) == KF_I1)
+		kf_buf_printf(o, "(__ldg(p%d + (%s)) != 0)", a, ix);
+	else
+		kf_buf_printf(o, "__ldg(p%d + (%s))", a, ix);
 	return 0;
 }
 
-static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o);
+static int ex(pm *p, kf_vid v, int64_t off, bool zc, bool zr, kf_buf *o);
 
 /* A load e of the cell that does not depend on h (a per-step input row,
  * a bias, an initial state) is issued for the block's first group into a
@@ -133,25 +161,29 @@ static void prefetch(pm *p, kf_buf *e, bool step)
 	*e = n;
 }
 
-/* The expression of node n's result at (zero ? 0 : j + off). */
-static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
+/* The expression of node n's result at row b (zr: 0) and column j + off
+ * (zc: off). */
+static int ex_node(pm *p, kf_nid n, int64_t off, bool zc, bool zr, kf_buf *o)
 {
 	kx *k = p->k;
 	kf_graph *g = k->g;
 	const kf_node *x = kf_N(g, n);
 	if (n == p->r.node[0]) { /* the recurrent matmul: a gate row */
-		if (zero)
+		if (zc || (zr && p->B > 1))
 			return kx_pm_bad(p, "the matmul's result is broadcast");
 		int s = kx_pm_slot(p, p->S, &p->ns, off, "too many gate offsets");
 		if (s < 0)
 			return -1;
-		kf_buf_printf(o, "kf_sg[%d * %d + u]", s, p->upb);
+		if (p->B == 1)
+			kf_buf_printf(o, "kf_sg[%d * %d + u]", s, p->upb);
+		else
+			kf_buf_printf(o, "kf_sg[(%d * %d + u) * %lld + b]", s, p->upb, (long long)p->B);
 		return 0;
 	}
 	if (x->op == KF_OP_SLICE || x->op == KF_OP_RESHAPE) {
 		kf_vid a = kf_in(g, n, 0);
-		if (!row_shape(g, a))
-			return kx_pm_bad(p, "a slice or reshape of a value that is not one row");
+		if (!row_shape(p, a))
+			return kx_pm_bad(p, "a slice or reshape of a value that is not one row per sequence");
 		int64_t st = 0;
 		if (x->op == KF_OP_SLICE) {
 			int64_t ax[2], s0[2], e0[2], sp[2] = {1, 1};
@@ -162,18 +194,18 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
 			    kf_attr_ints(g, n, "ends", e0, 2) != 1)
 				return kx_pm_bad(p, "a slice of the cell is not along its last axis with step 1");
 			st = s0[0] < 0 ? s0[0] + width(g, a) : s0[0];
-		} else if (width(g, a) != width(g, kf_res(g, n, 0))) {
+		} else if (width(g, a) != width(g, kf_res(g, n, 0)) || rows(g, a) != rows(g, kf_res(g, n, 0))) {
 			return kx_pm_bad(p, "a reshape changes the row");
 		}
-		return ex(p, a, off + st, zero, o);
+		return ex(p, a, off + st, zc, zr, o);
 	}
 	const char *args[KF_REC_MAXIN];
 	kf_buf ab[KF_REC_MAXIN] = {{0}};
 	int rc = 0;
 	for (uint32_t i = 0; i < x->nin && rc == 0; i++) {
 		kf_vid a = kf_in(g, n, i);
-		bool z = zero || width(g, a) == 1;
-		rc = ex(p, a, z ? 0 : off, z, &ab[i]);
+		bool one = width(g, a) == 1;
+		rc = ex(p, a, one ? 0 : off, zc || one, zr || rows(g, a) == 1, &ab[i]);
 		kf_buf_putc(&ab[i], 0);
 		args[i] = ab[i].p;
 	}
@@ -193,58 +225,96 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zero, kf_buf *o)
 	return rc;
 }
 
-/* The expression of step-0 value v at unit index j + off (or at 0). */
-static int ex(pm *p, kf_vid v, int64_t off, bool zero, kf_buf *o)
+/* The direction a per-step row slice moves (+1 or -1, from the analysis). */
+static int dir_of(const pm *p, kf_nid d)
+{
+	for (int i = 0; i < p->ndir; i++)
+		if (p->dir[i].n == d)
+			return p->dir[i].sg;
+	return 1;
+}
+
+/* Step t's rows of per-step input v (a slice of rows of argument a, from
+ * row st0, moving by its length each step) at column text col. */
+static int per_step(pm *p, kf_vid v, kf_nid d, bool zr, const char *col, kf_buf *o)
 {
 	kf_graph *g = p->k->g;
-	if (!row_shape(g, v))
-		return kx_pm_bad(p, "the cell has a value that is not one f32 row (batch 1)");
+	kf_vid a = kf_in(g, d, 0);
+	int64_t st[1], ax[1];
+	if (kf_attr_ints(g, d, "starts", st, 1) != 1 || kf_attr_ints(g, d, "axes", ax, 1) != 1 || ax[0] != 0)
+		return kx_pm_bad(p, "a per-step input is not a row slice");
+	int sg = dir_of(p, d);
+	int64_t n = rows(g, v);
+	char rix[160];
+	if (p->B == 1 && n == 1 && sg > 0)
+		snprintf(rix, sizeof rix, "(%lld + t) * %d + %s", (long long)st[0], width(g, a), col);
+	else if (n == 1)
+		snprintf(rix, sizeof rix, "(%lld %c t) * %d + %s", (long long)st[0], sg > 0 ? '+' : '-', width(g, a), col);
+	else
+		snprintf(rix, sizeof rix, "(%lld %c t * %lld%s) * %d + %s", (long long)st[0], sg > 0 ? '+' : '-',
+			 (long long)n, zr ? "" : " + b", width(g, a), col);
+	return load_ext(p, a, rix, o);
+}
+
+/* The expression of step-0 value v at row b (zr: 0) and column j + off
+ * (zc: off). */
+static int ex(pm *p, kf_vid v, int64_t off, bool zc, bool zr, kf_buf *o)
+{
+	kf_graph *g = p->k->g;
+	if (!row_shape(p, v))
+		return kx_pm_bad(p, "the cell has a value that is not one f32 row per sequence");
+	zr = zr || rows(g, v) == 1;
 	for (int i = 0; i < p->nmemo; i++)
-		if (p->memo[i].v == v && p->memo[i].off == off && p->memo[i].zero == zero) {
+		if (p->memo[i].v == v && p->memo[i].off == off && p->memo[i].zc == zc && p->memo[i].zr == zr) {
 			kf_buf_printf(o, "t%d", p->memo[i].t);
 			return 0;
 		}
-	char ix[64];
-	if (zero)
-		snprintf(ix, sizeof ix, "0");
-	else
-		snprintf(ix, sizeof ix, "j + %lld", (long long)off);
+	char ix[96];
+	cell_ix(p, width(g, v), zc, zr, off, ix, sizeof ix);
 	kf_nid d = kf_def(g, v);
 	int s = slot_of(p, v);
 	kf_buf e = {0};
 	int rc = 0;
+	int64_t ax, st, len;
 	if (d != KF_NONE && d < p->r.nnode && p->r.stepof[d] == 1) {
-		rc = ex_node(p, d, off, zero, &e);
+		rc = ex_node(p, d, off, zc, zr, &e);
 	} else if (s >= 0) {
 		/* a state: unit j reads its own, kept in the scratch */
-		if (zero || off != 0)
+		if (zc || off != 0 || (zr && p->B > 1))
 			return kx_pm_bad(p, "a state is read at another unit's index");
+		char sj[48];
+		if (p->B == 1)
+			snprintf(sj, sizeof sj, "j");
+		else
+			snprintf(sj, sizeof sj, "b * %lld + j", (long long)p->H);
 		kf_buf ld = {0};
-		rc = load_ext(p, v, "j", &ld);
+		rc = load_ext(p, v, sj, &ld);
 		prefetch(p, &ld, false);
 		/* the block's first group keeps its states in registers (no
 		 * round trip through memory on each step's critical path) */
 		kf_buf sn = {0};
 		st_name(p, (uint32_t)s, &sn);
-		kf_buf_printf(&e, "(t == 0 ? %.*s : (grp == (int)blockIdx.x ? kf_rs[%d] : %.*s[j]))",
-			      (int)ld.n, ld.p, s, (int)sn.n, sn.p);
+		kf_buf_printf(&e, "(t == 0 ? %.*s : (grp == (int)blockIdx.x ? kf_rs[%d] : %.*s[%s]))",
+			      (int)ld.n, ld.p, s, (int)sn.n, sn.p, sj);
 		kf_buf_free(&sn);
 		kf_buf_free(&ld);
 	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_SLICE && kf_def(g, kf_in(g, d, 0)) == KF_NONE) {
-		/* a per-step input: row row0 + t of an argument */
-		kf_vid a = kf_in(g, d, 0);
-		int64_t st[1], ax[1];
-		if (kf_attr_ints(g, d, "starts", st, 1) != 1 || kf_attr_ints(g, d, "axes", ax, 1) != 1 || ax[0] != 0)
-			return kx_pm_bad(p, "a per-step input is not a row slice");
-		if (a == p->xarg) {
-			rc = zero || st[0] != 0 ? kx_pm_bad(p, "the layer below's projection is read oddly")
-						: kx_stack_xrow(p, off, &e);
+		/* a per-step input: rows of an argument */
+		if (kf_in(g, d, 0) == p->xarg) {
+			int64_t s0[1], a0[1];
+			rc = zc || kf_attr_ints(g, d, "starts", s0, 1) != 1 || s0[0] != 0 ||
+					     kf_attr_ints(g, d, "axes", a0, 1) != 1 || a0[0] != 0
+				     ? kx_pm_bad(p, "the layer below's projection is read oddly")
+				     : kx_stack_xrow(p, off, &e);
 			goto done;
 		}
-		char rix[96];
-		snprintf(rix, sizeof rix, "(%lld + t) * %d + %s", (long long)st[0], width(g, a), zero ? "0" : ix);
-		rc = load_ext(p, a, rix, &e);
+		char col[96];
+		cell_ix(p, width(g, v), zc, true, off, col, sizeof col);
+		rc = per_step(p, v, d, zr, col, &e);
 		prefetch(p, &e, true);
+	} else if (d != KF_NONE && kf_rec_axis_slice(g, d, &ax, &st, &len) && ax != 0) {
+		/* a column slice of a per-step input (its gate) */
+		rc = ex_node(p, d, off, zc, zr, &e);
 	} else {
 		rc = load_ext(p, v, ix, &e);
 		prefetch(p, &e, false);
@@ -260,7 +330,7 @@ done:
 		}
 		kf_buf_printf(o, "t%d", t);
 		if (p->nmemo < 512)
-			p->memo[p->nmemo++] = (typeof(p->memo[0])){v, off, zero, t};
+			p->memo[p->nmemo++] = (typeof(p->memo[0])){v, off, zc, zr, t};
 	}
 	kf_buf_free(&e);
 	return rc;
@@ -280,8 +350,9 @@ int kx_pm_analyze(pm *p)
 		return kx_pm_bad(p, p->r.why);
 	kf_rec *r = &p->r;
 	const kf_type *A = kf_vtype(g, kf_in(g, r->node[0], 0)), *R = kf_vtype(g, r->R);
-	if (A->dim[0] != 1)
-		return kx_pm_bad(p, "batch sizes other than 1 are not supported");
+	p->B = A->dim[0];
+	if (p->B < 1 || p->B > KF_PM_BMAX)
+		return kx_pm_bad(p, "batch sizes above 16 are not supported");
 	if (A->dtype != KF_F32)
 		return kx_pm_bad(p, "only f32 is supported");
 	p->K = A->dim[1];
@@ -289,8 +360,22 @@ int kx_pm_analyze(pm *p)
 	p->H = p->K;
 	p->hslot = r->slot[0];
 	for (uint32_t s = 0; s < r->nslot; s++)
-		if (!row_shape(g, r->init[s]) || width(g, r->init[s]) != p->H || kf_vtype(g, r->init[s])->rank != 2)
-			return kx_pm_bad(p, "a state is not one f32 row of the hidden size");
+		if (!row_shape(p, r->init[s]) || width(g, r->init[s]) != p->H || rows(g, r->init[s]) != p->B ||
+		    kf_vtype(g, r->init[s])->rank != 2)
+			return kx_pm_bad(p, "a state is not one f32 row of the hidden size per sequence");
+	/* which way each per-step input's rows move: under its column slices,
+	 * the row slice of an argument */
+	for (uint32_t i = 0; i < r->nper; i++)
+		for (uint32_t j = 0; j < kf_N(g, r->node[i])->nin; j++) {
+			if (r->cls[i * KF_REC_MAXIN + j] != KF_REC_EXT)
+				continue;
+			kf_vid a = kf_rec_in(r, r->node[i], j);
+			int64_t ax, st, len;
+			while (kf_def(g, a) != KF_NONE && kf_rec_axis_slice(g, kf_def(g, a), &ax, &st, &len) && ax != 0)
+				a = kf_in(g, kf_def(g, a), 0);
+			if (kf_def(g, a) != KF_NONE && p->ndir < 64)
+				p->dir[p->ndir++] = (typeof(p->dir[0])){kf_def(g, a), r->esign[i * KF_REC_MAXIN + j]};
+		}
 	kf_nid d = kf_def(g, r->R);
 	if (d != KF_NONE && (kf_N(g, d)->op != KF_OP_TRANSPOSE || kf_def(g, kf_in(g, d, 0)) != KF_NONE))
 		return kx_pm_bad(p, "the recurrent weight is neither an argument nor an argument's transpose");
@@ -307,7 +392,7 @@ int kx_pm_analyze(pm *p)
 	const char *pf = getenv("KFUSE_PERSISTENT_PF"), *hv = getenv("KFUSE_PERSISTENT_HV");
 	p->pf = !(pf && !strcmp(pf, "0"));
 	p->hv = hv && !strcmp(hv, "1") ? 1 : 2;
-	if (p->K % 2 != 0)
+	if ((p->B * p->K) % 2 != 0)
 		p->hv = 1;
 	const char *env = getenv("KFUSE_PERSISTENT_UPB");
 	int upb = env && atoi(env) > 0 ? atoi(env) : 0;
@@ -318,6 +403,9 @@ int kx_pm_analyze(pm *p)
 	p->upb = upb ? upb : p->lyr < 0 ? (int)((p->H + 127) / 128) : (int)((p->nl * p->H + 511) / 512);
 	if (p->upb > 32)
 		p->upb = 32;
+	/* a thread a (unit, sequence) in the cell */
+	if (p->upb * p->B > NT)
+		p->upb = (int)(NT / p->B);
 	p->ng = (int)((p->H + p->upb - 1) / p->upb);
 	return 0;
 }
@@ -348,20 +436,24 @@ int kx_pm_cell(pm *p, unsigned T)
 	kf_rec *r = &p->r;
 	kf_buf st = {0};
 	int rc = 0;
+	/* a state's element: j, or b * H + j for a batch */
+	char sj[48], hj[48];
+	snprintf(sj, sizeof sj, p->B == 1 ? "j" : "b * %lld + j", (long long)p->H);
+	snprintf(hj, sizeof hj, p->B == 1 ? "j" : "b * %lld + j", (long long)p->K);
 	for (uint32_t s = 0; s < r->nslot && rc == 0; s++) {
 		kf_buf e = {0};
-		rc = ex(p, r->sval[s], 0, false, &e);
+		rc = ex(p, r->sval[s], 0, false, false, &e);
 		kf_buf sn = {0};
 		st_name(p, s, &sn);
-		kf_buf_printf(&st, "      if (grp == (int)blockIdx.x) kf_rs[%u] = %.*s; else %.*s[j] = %.*s;\n",
-			      s, (int)e.n, e.p, (int)sn.n, sn.p, (int)e.n, e.p);
+		kf_buf_printf(&st, "      if (grp == (int)blockIdx.x) kf_rs[%u] = %.*s; else %.*s[%s] = %.*s;\n",
+			      s, (int)e.n, e.p, (int)sn.n, sn.p, sj, (int)e.n, e.p);
 		kf_buf_free(&sn);
 		if ((int)s == p->hslot && p->lyr >= 0)
-			kf_buf_printf(&st, "      KFP_put(&KFP_hb[%d][t][j], tag, %.*s);\n", p->lyr, (int)e.n, e.p);
+			kf_buf_printf(&st, "      KFP_put(&KFP_hb[%d][t][%s], tag, %.*s);\n", p->lyr, hj, (int)e.n, e.p);
 		else if ((int)s == p->hslot && p->gsync)
-			kf_buf_printf(&st, "      ((volatile float *)KFP_hf[t & 1])[j] = %.*s;\n", (int)e.n, e.p);
+			kf_buf_printf(&st, "      ((volatile float *)KFP_hf[t & 1])[%s] = %.*s;\n", hj, (int)e.n, e.p);
 		else if ((int)s == p->hslot)
-			kf_buf_printf(&st, "      KFP_put(&KFP_hb[t & 1][j], base + t + 1, %.*s);\n", (int)e.n, e.p);
+			kf_buf_printf(&st, "      KFP_put(&KFP_hb[t & 1][%s], base + t + 1, %.*s);\n", hj, (int)e.n, e.p);
 		kf_buf_free(&e);
 	}
 	for (uint32_t i = 0; i < p->ny && rc == 0; i++) {
@@ -372,25 +464,41 @@ int kx_pm_cell(pm *p, unsigned T)
 		kf_nid d = kf_def(g, y);
 		kf_buf e = {0};
 		if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONCAT && kf_N(g, d)->nin == T) {
-			kf_vid v0 = kf_in(g, d, 0);
-			kf_nid n0 = kf_def(g, v0);
-			bool ok = n0 != KF_NONE && n0 < r->nnode && r->stepof[n0] == 1;
-			for (uint32_t t = 0; t < T && ok; t++)
-				ok = kf_in(g, d, t) == kf_res(g, kf_rec_at(r, t, n0), 0);
-			if (!ok || width(g, v0) != p->H || (rc = ex(p, v0, 0, false, &e)) != 0) {
+			/* every step's value in step order, or last step first (a
+			 * reverse direction's output in time order) */
+			kf_vid v0 = kf_in(g, d, 0), vl = kf_in(g, d, T - 1);
+			kf_nid n0 = kf_def(g, v0), nl = kf_def(g, vl);
+			bool fw = n0 != KF_NONE && n0 < r->nnode && r->stepof[n0] == 1;
+			bool bw = nl != KF_NONE && nl < r->nnode && r->stepof[nl] == 1;
+			kf_nid s0 = fw ? n0 : nl;
+			for (uint32_t t = 0; t < T && (fw || bw); t++) {
+				kf_nid at = kf_rec_at(r, t, s0);
+				bool is = at != KF_NONE && kf_in(g, d, fw ? t : T - 1 - t) == kf_res(g, at, 0);
+				fw = fw && is;
+				bw = bw && !fw && is;
+			}
+			if ((!fw && !bw) || width(g, kf_res(g, s0, 0)) != p->H ||
+			    rows(g, kf_res(g, s0, 0)) != p->B || (rc = ex(p, kf_res(g, s0, 0), 0, false, false, &e)) != 0) {
 				kf_buf_free(&e);
 				rc = rc ? rc : kx_pm_bad(p, "an output is a concat that is not one value of every step");
 				break;
 			}
-			kf_buf_printf(&st, "      o%d[t * %lld + j] = %.*s;\n", q, (long long)p->H, (int)e.n, e.p);
+			char tt[32];
+			snprintf(tt, sizeof tt, fw ? "t" : "(%u - t)", T - 1);
+			if (p->B == 1)
+				kf_buf_printf(&st, "      o%d[%s * %lld + j] = %.*s;\n", q, tt, (long long)p->H, (int)e.n, e.p);
+			else
+				kf_buf_printf(&st, "      o%d[(%s * %lld + b) * %lld + j] = %.*s;\n", q, tt, (long long)p->B,
+					      (long long)p->H, (int)e.n, e.p);
 		} else if (d != KF_NONE && d < r->nnode && r->stepof[d] == T) {
 			kf_nid n0 = r->node[r->idx[d]];
-			if (width(g, y) != p->H || (rc = ex(p, kf_res(g, n0, 0), 0, false, &e)) != 0) {
+			if (width(g, y) != p->H || rows(g, y) != p->B ||
+			    (rc = ex(p, kf_res(g, n0, 0), 0, false, false, &e)) != 0) {
 				kf_buf_free(&e);
 				rc = rc ? rc : kx_pm_bad(p, "an output is not as wide as the state");
 				break;
 			}
-			kf_buf_printf(&st, "      if (t == %u) o%d[j] = %.*s;\n", T - 1, q, (int)e.n, e.p);
+			kf_buf_printf(&st, "      if (t == %u) o%d[%s] = %.*s;\n", T - 1, q, sj, (int)e.n, e.p);
 		} else {
 			rc = kx_pm_bad(p, "an output is neither a step's value nor the sequence of one");
 		}
@@ -457,13 +565,14 @@ static void emit_decl(pm *p, unsigned T)
 		kf_buf_puts(d, "#ifdef __CUDA_ARCH__\n#include <cooperative_groups.h>\n"
 			    "#define KFP_GSYNC() cooperative_groups::this_grid().sync()\n"
 			    "#else\n#define KFP_GSYNC() kf_host_grid_sync()\n#endif\n");
-		kf_buf_printf(d, "__device__ float KFP_hf[2][%lld];\n", (long long)p->K);
+		kf_buf_printf(d, "__device__ float KFP_hf[2][%lld];\n", (long long)(p->B * p->K));
 	} else {
 		char hb[128];
-		snprintf(hb, sizeof hb, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n", (long long)p->K);
+		snprintf(hb, sizeof hb, "__device__ __align__(16) unsigned long long KFP_hb[2][%lld];\n",
+			 (long long)(p->B * p->K));
 		kx_pm_handoff_decl(p, d, hb);
 	}
-	kf_buf_printf(d, "__device__ float KFP_st[%u][%lld];\n", p->r.nslot, (long long)p->H);
+	kf_buf_printf(d, "__device__ float KFP_st[%u][%lld];\n", p->r.nslot, (long long)(p->B * p->H));
 	kf_buf_printf(d, "__device__ const int KFP_S[%d] = {", p->ns);
 	for (int s = 0; s < p->ns; s++)
 		kf_buf_printf(d, "%s%lld", s ? ", " : "", (long long)p->S[s]);
@@ -507,7 +616,8 @@ static void emit_setup(pm *p, int RPW, int KPL, bool cache)
 	kx *k = p->k;
 	kf_buf *b = &k->b;
 	int NR = p->ns * p->upb;
-	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sg[%d];\n", (long long)p->K, NR);
+	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sg[%lld];\n", (long long)(p->B * p->K),
+		      (long long)(NR * p->B));
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
 	if (!p->gsync)
 		kf_buf_puts(b, "  __shared__ unsigned kf_epoch;\n"
@@ -534,9 +644,16 @@ static void emit_prefetch(pm *p, const kf_buf *pf, const char *in)
 {
 	if (pf->n == 0)
 		return;
-	kf_buf_printf(&p->k->b, "%s  if (threadIdx.x < %d && blockIdx.x < %d) {\n"
-		      "%s    const int u = threadIdx.x, j = blockIdx.x * %d + u;\n%s    (void)u;\n%s    if (j < %lld) {\n",
-		      in, p->upb, p->ng, in, p->upb, in, in, (long long)p->H);
+	if (p->B == 1)
+		kf_buf_printf(&p->k->b, "%s  if (threadIdx.x < %d && blockIdx.x < %d) {\n"
+			      "%s    const int u = threadIdx.x, j = blockIdx.x * %d + u;\n%s    (void)u;\n%s    if (j < %lld) {\n",
+			      in, p->upb, p->ng, in, p->upb, in, in, (long long)p->H);
+	else /* the cell's threads: (unit u, sequence b) */
+		kf_buf_printf(&p->k->b, "%s  if (threadIdx.x < %lld && blockIdx.x < %d) {\n"
+			      "%s    const int u = threadIdx.x / %lld, b = threadIdx.x %% %lld, j = blockIdx.x * %d + u;\n"
+			      "%s    (void)u;\n%s    (void)b;\n%s    if (j < %lld) {\n",
+			      in, (long long)(p->upb * p->B), p->ng, in, (long long)p->B, (long long)p->B, p->upb, in, in,
+			      in, (long long)p->H);
 	kf_buf_put(&p->k->b, pf->p, pf->n);
 	kf_buf_printf(&p->k->b, "%s    }\n%s  }\n", in, in);
 }
@@ -566,7 +683,7 @@ static void emit_hread(pm *p)
 	kx *k = p->k;
 	kf_buf *b = &k->b;
 	int n = p->gsync ? 1 : p->hv;
-	kf_buf_printf(b, "    for (int kk = %d * threadIdx.x; kk < %lld; kk += %d) {\n", n, (long long)p->K, n * NT);
+	kf_buf_printf(b, "    for (int kk = %d * threadIdx.x; kk < %lld; kk += %d) {\n", n, (long long)(p->B * p->K), n * NT);
 	kf_buf_puts(b, "      if (t == 0) {\n");
 	kx_pm_h0_load(p, n, "        ");
 	kf_buf_puts(b, "      }\n");
@@ -578,6 +695,29 @@ static void emit_hread(pm *p)
 		kf_buf_puts(b, "      else {\n        const float2 v = KFP_wait2(&KFP_hb[(t - 1) & 1][kk], base + t);\n"
 			    "        kf_sh[kk] = v.x;\n        kf_sh[kk + 1] = v.y;\n      }\n");
 	kf_buf_puts(b, "    }\n    __syncthreads();\n");
+}
+
+/* The gate rows of a batch: each warp's row against the B states, one
+ * weight load (or register) per column for all of them. */
+static void emit_rows_batch(pm *p, int RPW, int KPL, bool cache)
+{
+	kf_buf *b = &p->k->b;
+	long long B = (long long)p->B, K = (long long)p->K;
+	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n"
+		      "        const int row = grp * %d + kf_qo[i], j = grp * %d + (warp + %d * i) %% %d;\n"
+		      "        float acc[%lld];\n#pragma unroll\n        for (int bb = 0; bb < %lld; bb++) acc[bb] = 0.f;\n"
+		      "        if (kf_qv[i] && j < %lld) {\n#pragma unroll\n          for (int c = 0; c < %d; c++) {\n"
+		      "            const int kk = lane + 32 * c;\n            if (kk < %lld) {\n              const float w = ",
+		      RPW, p->upb, p->upb, NW, p->upb, B, B, (long long)p->H, KPL, K);
+	if (cache)
+		kf_buf_puts(b, "grp == (int)blockIdx.x ? kf_w[i][c] : ");
+	kx_pm_wexpr(p, "row", "kk", b);
+	kf_buf_printf(b, ";\n#pragma unroll\n              for (int bb = 0; bb < %lld; bb++) acc[bb] += w * kf_sh[bb * %lld + kk];\n"
+		      "            }\n          }\n        }\n#pragma unroll\n        for (int bb = 0; bb < %lld; bb++) {\n#pragma unroll\n"
+		      "          for (int o = 16; o > 0; o >>= 1) acc[bb] += __shfl_xor_sync(0xffffffffu, acc[bb], o);\n        }\n"
+		      "        if (kf_qv[i] && lane == 0) {\n#pragma unroll\n"
+		      "          for (int bb = 0; bb < %lld; bb++) kf_sg[(warp + %d * i) * %lld + bb] = acc[bb];\n        }\n"
+		      "      }\n      __syncthreads();\n", B, K, B, B, NW, B);
 }
 
 static void emit_text(pm *p, unsigned T)
@@ -602,6 +742,14 @@ static void emit_text(pm *p, unsigned T)
 	emit_prefetch(p, &p->pfs, "  ");
 	emit_hread(p);
 	kf_buf_printf(b, "    for (int grp = blockIdx.x; grp < %d; grp += gridDim.x) {\n", p->ng);
+	if (p->B > 1) {
+		emit_rows_batch(p, RPW, KPL, cache);
+		kf_buf_printf(b, "      if (threadIdx.x < %lld) {\n"
+			      "        const int u = threadIdx.x / %lld, b = threadIdx.x %% %lld, j = grp * %d + u;\n"
+			      "        if (j < %lld) {\n", (long long)(p->upb * p->B), (long long)p->B, (long long)p->B, p->upb,
+			      (long long)p->H);
+		goto cell;
+	}
 	kf_buf_printf(b, "#pragma unroll\n      for (int i = 0; i < %d; i++) {\n"
 		      "        const int row = grp * %d + kf_qo[i], j = grp * %d + (warp + %d * i) %% %d;\n"
 		      "        float acc = 0.f;\n        if (kf_qv[i] && j < %lld) {\n",
@@ -623,6 +771,7 @@ static void emit_text(pm *p, unsigned T)
 	kf_buf_printf(b, "%d * i] = acc;\n      }\n      __syncthreads();\n", NW);
 	kf_buf_printf(b, "      if (threadIdx.x < %d) {\n        const int u = threadIdx.x, j = grp * %d + u;\n"
 		      "        if (j < %lld) {\n", p->upb, p->upb, (long long)p->H);
+cell:
 	kf_buf_put(b, p->ew.p, p->ew.n);
 	kf_buf_puts(b, "        }\n      }\n      __syncthreads();\n    }\n");
 	/* every block's h of step t is out before any block reads it */

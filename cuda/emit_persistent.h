@@ -11,6 +11,7 @@
 
 #define NT 256 /* threads per block */
 #define NW (NT / 32)
+#define KF_PM_BMAX 16 /* batch rows a persistent kernel takes */
 
 typedef struct pm {
 	kx *k;
@@ -21,6 +22,9 @@ typedef struct pm {
 	kf_vid xw, xb;     /* ... its weight [K, G] (stack body value) and bias (or KF_NONE) */
 	kf_rec r;
 	int64_t H, K, G;   /* state width, matmul inner dim, gate rows */
+	int64_t B;         /* batch: the rows of a state (1, or up to KF_PM_BMAX) */
+	struct { kf_nid n; int8_t sg; } dir[64]; /* per-step row slices: +1 forward, -1 backward */
+	int ndir;
 	int upb, ng;       /* units per block, groups */
 	int64_t S[64];     /* gate offsets read from the matmul */
 	int ns;
@@ -36,7 +40,7 @@ typedef struct pm {
 	uint32_t ny;
 	kf_buf ew;         /* the element-wise part of a step */
 	kf_buf pf0, pfs;   /* prefetches: once before the steps, per step before the wait */
-	struct { kf_vid v; int64_t off; bool zero; int t; } memo[512];
+	struct { kf_vid v; int64_t off; bool zc, zr; int t; } memo[512];
 	int nmemo, ntmp;
 	char why[200];
 } pm;

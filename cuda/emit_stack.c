@@ -38,8 +38,9 @@ typedef struct stk {
 	kf_nid f;          /* the stack's node (k->at moves while cells are generated) */
 	pm *p[KF_STACK_MAX];
 	int L, RPW, KPL, nsl;
+	bool indep;        /* {bidirectional}: the layers read no layer below; all run step t at phase t */
 	unsigned T;
-	int64_t H, K;
+	int64_t H, K, B;   /* ... and B sequences (every layer's batch) */
 	bool cache;
 	char why[200];
 } stk;
@@ -55,14 +56,19 @@ int kx_stack_xrow(pm *p, int64_t off, kf_buf *o)
 	int s = kx_pm_slot(p, p->SX, &p->nsx, off, "too many input gate offsets");
 	if (s < 0)
 		return -1;
+	char g[64];
+	if (p->B == 1)
+		snprintf(g, sizeof g, "kf_sgx[%d * %d + u]", s, p->upb);
+	else
+		snprintf(g, sizeof g, "kf_sgx[(%d * %d + u) * %lld + b]", s, p->upb, (long long)p->B);
 	if (p->xb == KF_NONE) {
-		kf_buf_printf(o, "kf_sgx[%d * %d + u]", s, p->upb);
+		kf_buf_puts(o, g);
 		return 0;
 	}
 	int a = kx_param(p->k, p->xb);
 	if (a < 0)
 		return kx_pm_bad(p, "the input projection's bias is not an argument");
-	kf_buf_printf(o, "(kf_sgx[%d * %d + u] + __ldg(p%d + j + %lld))", s, p->upb, a, (long long)off);
+	kf_buf_printf(o, "(%s + __ldg(p%d + j + %lld))", g, a, (long long)off);
 	return 0;
 }
 
@@ -90,8 +96,10 @@ static int link(stk *s, pm *p, kf_nid A, kf_nid B)
 		kf_nid d = kf_def(g, v), mm = d;
 		kf_vid b = KF_NONE;
 		if (d != KF_NONE && kf_N(g, d)->op == KF_OP_ADD) {
-			mm = kf_def(g, kf_in(g, d, 0));
-			b = kf_in(g, d, 1);
+			/* the bias on either side (recurrence_stack.c) */
+			int m = kf_def(g, kf_in(g, d, 0)) != KF_NONE && kf_N(g, kf_def(g, kf_in(g, d, 0)))->op == KF_OP_MATMUL ? 0 : 1;
+			mm = kf_def(g, kf_in(g, d, m));
+			b = kf_in(g, d, 1 - m);
 		}
 		if (mm == KF_NONE || kf_N(g, mm)->op != KF_OP_MATMUL || kf_def(g, kf_in(g, mm, 0)) != A)
 			continue;
@@ -147,10 +155,12 @@ static int layer(stk *s, kf_nid n, kf_nid below)
 		s->T = p->r.T;
 		s->H = p->H;
 		s->K = p->K;
-	} else if (p->r.T != s->T || p->H != s->H || p->K != s->K || p->upb != s->p[0]->upb || p->hv != s->p[0]->hv) {
-		return sbad(s, "the layers differ in steps or hidden size");
+		s->B = p->B;
+	} else if (p->r.T != s->T || p->H != s->H || p->K != s->K || p->B != s->B || p->upb != s->p[0]->upb ||
+		   p->hv != s->p[0]->hv) {
+		return sbad(s, "the layers differ in steps, hidden size or batch");
 	}
-	if (below != KF_NONE && link(s, p, below, n) != 0)
+	if (below != KF_NONE && !s->indep && link(s, p, below, n) != 0)
 		return -1;
 	s->nsl = (int)p->r.nslot > s->nsl ? (int)p->r.nslot : s->nsl;
 	return 0;
@@ -163,6 +173,7 @@ static int layers(stk *s)
 	kx *k = s->k;
 	kf_graph *g = k->g;
 	kf_nid prev = KF_NONE;
+	s->indep = kf_attr_bool(g, s->f, "bidirectional", false);
 	for (uint32_t q = 0; q < k->nout; q++) {
 		kf_nid d = kf_def(g, k->out[q]);
 		if (d == KF_NONE || kf_N(g, d)->op != KF_OP_FUSION)
@@ -183,7 +194,7 @@ static int layers(stk *s)
 	if (s->L < 2 || s->L != (int)kf_attr_int(g, s->f, "layers", 0))
 		return sbad(s, "the stack's body does not hold its layers");
 	/* one row of tagged words per (layer, step): no slot is reused */
-	if ((int64_t)s->L * s->T * s->K * 8 > (64LL << 20))
+	if ((int64_t)s->L * s->T * s->B * s->K * 8 > (64LL << 20))
 		return sbad(s, "the h buffers of every (layer, step) would pass 64 MiB");
 	return 0;
 }
@@ -194,9 +205,9 @@ static void decl(stk *s)
 	kf_buf *d = &s->k->decl;
 	char hb[128];
 	snprintf(hb, sizeof hb, "__device__ __align__(16) unsigned long long KFP_hb[%d][%u][%lld];\n", s->L, s->T,
-		 (long long)s->K);
+		 (long long)(s->B * s->K));
 	kx_pm_handoff_decl(s->p[0], d, hb);
-	kf_buf_printf(d, "__device__ float KFP_st[%d][%d][%lld];\n", s->L, s->nsl, (long long)s->H);
+	kf_buf_printf(d, "__device__ float KFP_st[%d][%d][%lld];\n", s->L, s->nsl, (long long)(s->B * s->H));
 	for (int l = 0; l < s->L; l++) {
 		pm *p = s->p[l];
 		kf_buf_printf(d, "__device__ const int KFP_S%d[%d] = {", l, p->ns);
@@ -207,6 +218,13 @@ static void decl(stk *s)
 			kf_buf_printf(d, "%s%lld", i ? ", " : "", (long long)p->SX[i]);
 		kf_buf_puts(d, p->nsx ? "};\n" : "0};\n");
 	}
+}
+
+/* Phases: a stack's layer l runs step t at phase t + l (a wavefront), the
+ * two directions of a bidirectional layer both at phase t. */
+static unsigned phases(const stk *s)
+{
+	return s->indep ? s->T : s->T + (unsigned)s->L - 1;
 }
 
 /* Row i of a warp in layer l's group gl: q, whether it is an input
@@ -254,9 +272,14 @@ static void setup(stk *s)
 			welem(s, l, b);
 			kf_buf_puts(b, " : 0.f;\n      }\n    }\n");
 		}
-		if (p->pf0.n) {
+		if (p->pf0.n && s->B > 1) /* the cell's threads: (unit u, sequence b) */
+			kf_buf_printf(b, "    if (threadIdx.x < %lld) {\n      const int u = threadIdx.x / %lld, b = threadIdx.x %% %lld, "
+				      "j = gl * %d + u;\n      (void)u;\n      (void)b;\n      if (j < %lld) {\n",
+				      (long long)(p->upb * s->B), (long long)s->B, (long long)s->B, p->upb, (long long)s->H);
+		else if (p->pf0.n)
 			kf_buf_printf(b, "    if (threadIdx.x < %d) {\n      const int u = threadIdx.x, j = gl * %d + u;\n"
 				      "      (void)u;\n      if (j < %lld) {\n", p->upb, p->upb, (long long)s->H);
+		if (p->pf0.n) {
 			kf_buf_put(b, p->pf0.p, p->pf0.n);
 			kf_buf_puts(b, "      }\n    }\n");
 		}
@@ -275,10 +298,18 @@ static void prefetch(stk *s)
 		any += s->p[l]->pfs.n > 0;
 	if (!any)
 		return;
-	kf_buf_printf(b, "    if (threadIdx.x < %d) {\n      const int lb = (int)blockIdx.x / %d, t = ph - lb, u = threadIdx.x;\n"
-		      "      const int j = ((int)blockIdx.x - lb * %d) * %d + u;\n      (void)u;\n"
-		      "      if (t >= 0 && t < %u && j < %lld) switch (lb) {\n",
-		      s->p[0]->upb, ng, ng, s->p[0]->upb, s->T, (long long)s->H);
+	if (s->B > 1)
+		kf_buf_printf(b, "    if (threadIdx.x < %lld) {\n      const int lb = (int)blockIdx.x / %d, t = %s, "
+			      "u = threadIdx.x / %lld, b = threadIdx.x %% %lld;\n"
+			      "      const int j = ((int)blockIdx.x - lb * %d) * %d + u;\n      (void)u;\n      (void)b;\n"
+			      "      if (t >= 0 && t < %u && j < %lld) switch (lb) {\n",
+			      (long long)(s->p[0]->upb * s->B), ng, s->indep ? "ph" : "ph - lb", (long long)s->B, (long long)s->B,
+			      ng, s->p[0]->upb, s->T, (long long)s->H);
+	else
+		kf_buf_printf(b, "    if (threadIdx.x < %d) {\n      const int lb = (int)blockIdx.x / %d, t = %s, u = threadIdx.x;\n"
+			      "      const int j = ((int)blockIdx.x - lb * %d) * %d + u;\n      (void)u;\n"
+			      "      if (t >= 0 && t < %u && j < %lld) switch (lb) {\n",
+			      s->p[0]->upb, ng, s->indep ? "ph" : "ph - lb", ng, s->p[0]->upb, s->T, (long long)s->H);
 	for (int l = 0; l < s->L; l++)
 		if (s->p[l]->pfs.n) {
 			kf_buf_printf(b, "      case %d: {\n", l);
@@ -297,11 +328,11 @@ static void hread(stk *s, int l)
 	pm *p = s->p[l];
 	int n = p->hv;
 	kf_buf_printf(b, "        for (int kk = %d * threadIdx.x; kk < %lld; kk += %d) {\n          if (t == 0) {\n", n,
-		      (long long)s->K, n * NT);
+		      (long long)(s->B * s->K), n * NT);
 	kx_pm_h0_load(p, n, "            ");
 	kf_buf_puts(b, "          }\n");
 	const char *dst[2] = {"kf_sh", "kf_sx"};
-	for (int w = 0; w < (l > 0 ? 2 : 1); w++) {
+	for (int w = 0; w < (l > 0 && !s->indep ? 2 : 1); w++) {
 		char src[64];
 		snprintf(src, sizeof src, w ? "&KFP_hb[%d][t][kk]" : "&KFP_hb[%d][t - 1][kk]", w ? l - 1 : l);
 		const char *pre = w ? "          " : "          else ";
@@ -315,6 +346,36 @@ static void hread(stk *s, int l)
 	kf_buf_puts(b, "        }\n        __syncthreads();\n");
 }
 
+/* group() for a batch: each row against every sequence's h (or the layer
+ * below's h), one weight load a column for all of them; a thread per
+ * (unit, sequence) in the cell. */
+static void group_batch(stk *s, int l)
+{
+	kf_buf *b = &s->k->b;
+	pm *p = s->p[l];
+	long long B = (long long)s->B, K = (long long)s->K;
+	kf_buf_printf(b, "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n", s->RPW);
+	rowmap(s, l, "gl", b, "          ");
+	kf_buf_printf(b, "          const float *src = x ? kf_sx : kf_sh;\n          float acc[%lld];\n          (void)src;\n"
+		      "#pragma unroll\n          for (int bb = 0; bb < %lld; bb++) acc[bb] = 0.f;\n"
+		      "          if (qv && j < %lld) {\n#pragma unroll\n            for (int c = 0; c < %d; c++) {\n"
+		      "              const int kk = lane + 32 * c;\n              if (kk < %lld) {\n                const float w = ",
+		      B, B, (long long)s->H, s->KPL, K);
+	if (s->cache)
+		kf_buf_puts(b, "grp == (int)blockIdx.x ? kf_w[i][c] : ");
+	welem(s, l, b);
+	kf_buf_printf(b, ";\n#pragma unroll\n                for (int bb = 0; bb < %lld; bb++) acc[bb] += w * src[bb * %lld + kk];\n"
+		      "              }\n            }\n          }\n#pragma unroll\n          for (int bb = 0; bb < %lld; bb++) {\n"
+		      "#pragma unroll\n            for (int o = 16; o > 0; o >>= 1) acc[bb] += __shfl_xor_sync(0xffffffffu, acc[bb], o);\n"
+		      "          }\n          if (qv && lane == 0) {\n#pragma unroll\n            for (int bb = 0; bb < %lld; bb++) {\n"
+		      "              if (x) kf_sgx[qq * %lld + bb] = acc[bb];\n              else kf_sg[qq * %lld + bb] = acc[bb];\n"
+		      "            }\n          }\n        }\n        __syncthreads();\n", B, K, B, B, B, B);
+	kf_buf_printf(b, "        if (threadIdx.x < %lld) {\n          const int u = threadIdx.x / %lld, b = threadIdx.x %% %lld, "
+		      "j = gl * %d + u;\n          if (j < %lld) {\n", (long long)(p->upb * s->B), B, B, p->upb, (long long)s->H);
+	kf_buf_put(b, p->ew.p, p->ew.n);
+	kf_buf_puts(b, "          }\n        }\n        __syncthreads();\n      } break;\n");
+}
+
 /* Layer l's step t for group gl: gate rows, then the cell. */
 static void group(stk *s, int l)
 {
@@ -322,6 +383,10 @@ static void group(stk *s, int l)
 	pm *p = s->p[l];
 	kf_buf_printf(b, "      case %d: {\n", l);
 	hread(s, l);
+	if (s->B > 1) {
+		group_batch(s, l);
+		return;
+	}
 	kf_buf_printf(b, "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n", s->RPW);
 	rowmap(s, l, "gl", b, "          ");
 	kf_buf_puts(b, "          const float *src = x ? kf_sx : kf_sh;\n          float acc = 0.f;\n"
@@ -355,13 +420,18 @@ static void text(stk *s)
 		npf = s->p[l]->npf > npf ? s->p[l]->npf : npf;
 	}
 	decl(s);
-	kf_buf_printf(b, "  /* persistent stack of %d %s layers: %u steps, hidden %lld, %d units per block, %d groups a layer, "
-		      "%u wavefront phases, tagged hand-off per (layer, step) */\n",
-		      s->L, kf_attr_str(s->k->g, s->f, "cell", "rnn"), s->T, (long long)s->H, s->p[0]->upb, ng,
-		      s->T + (unsigned)s->L - 1);
+	if (s->indep)
+		kf_buf_printf(b, "  /* persistent pair of %s layers (two directions): %u steps, hidden %lld, %d units per block, "
+			      "%d groups a layer, both at step t in phase t, tagged hand-off per (layer, step) */\n",
+			      kf_attr_str(s->k->g, s->f, "cell", "rnn"), s->T, (long long)s->H, s->p[0]->upb, ng);
+	else
+		kf_buf_printf(b, "  /* persistent stack of %d %s layers: %u steps, hidden %lld, %d units per block, %d groups a layer, "
+			      "%u wavefront phases, tagged hand-off per (layer, step) */\n",
+			      s->L, kf_attr_str(s->k->g, s->f, "cell", "rnn"), s->T, (long long)s->H, s->p[0]->upb, ng,
+			      phases(s));
 	kf_buf_printf(b, "  __shared__ float kf_sh[%lld];\n  __shared__ float kf_sx[%lld];\n"
-		      "  __shared__ float kf_sg[%d];\n  __shared__ float kf_sgx[%d];\n  __shared__ unsigned kf_epoch;\n",
-		      (long long)s->K, (long long)s->K, NR, NX);
+		      "  __shared__ float kf_sg[%lld];\n  __shared__ float kf_sgx[%lld];\n  __shared__ unsigned kf_epoch;\n",
+		      (long long)(s->B * s->K), (long long)(s->B * s->K), (long long)(NR * s->B), (long long)(NX * s->B));
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
 		    "  if (threadIdx.x == 0) kf_epoch = *(volatile unsigned *)&KFP_ep;\n");
 	if (s->cache)
@@ -372,11 +442,12 @@ static void text(stk *s)
 	setup(s);
 	/* a launch's tag: every slot is written once per launch */
 	kf_buf_puts(b, "  __syncthreads();\n  const unsigned tag = kf_epoch + 1u;\n");
-	kf_buf_printf(b, "  for (int ph = 0; ph < %u; ph++) {\n", s->T + (unsigned)s->L - 1);
+	kf_buf_printf(b, "  for (int ph = 0; ph < %u; ph++) {\n", phases(s));
 	prefetch(s);
 	kf_buf_printf(b, "    for (int grp = blockIdx.x; grp < %d; grp += gridDim.x) {\n"
-		      "      const int l = grp / %d, gl = grp - l * %d, t = ph - l;\n"
-		      "      if (t < 0 || t >= %u) continue;\n      switch (l) {\n", s->L * ng, ng, ng, s->T);
+		      "      const int l = grp / %d, gl = grp - l * %d, t = %s;\n"
+		      "      if (t < 0 || t >= %u) continue;\n      switch (l) {\n", s->L * ng, ng, ng,
+		      s->indep ? "ph" : "ph - l", s->T);
 	for (int l = 0; l < s->L; l++)
 		group(s, l);
 	kf_buf_puts(b, "      }\n    }\n  }\n");

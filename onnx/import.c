@@ -147,7 +147,12 @@ kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name)
 	int64_t n = kf_tensor_numel(t);
 	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
 	int64_t inline_max = I->o.inline_max > 0 ? I->o.inline_max : 64;
-	if (I->o.weights_dir && n > inline_max) {
+	/* a splat stays one value: all equal and more than one element (and
+	 * then inline, whatever its size: an exporter's zeros of a state) */
+	bool splat = n > 1;
+	for (int64_t i = 1; splat && i < n; i++)
+		splat = kf_tensor_get_i64(t, i) == kf_tensor_get_i64(t, 0) && kf_tensor_get(t, i) == kf_tensor_get(t, 0);
+	if (I->o.weights_dir && n > inline_max && !splat) {
 		char file[200], path[4200];
 		/* Names are cleaned ("a/b" and "a:b" both become "a_b") and cut:
 		 * two initializers must not share a file, or the second would
@@ -184,10 +189,6 @@ kf_vid kf_imp_tensor_const(kf_imp *I, const kf_tensor *t, const char *name)
 	}
 	k->kind = ty.rank == 0 ? KF_CONST_SCALAR : KF_CONST_DENSE;
 	k->n = (uint64_t)n;
-	/* a splat stays one value: all equal and more than one element */
-	bool splat = n > 1;
-	for (int64_t i = 1; splat && i < n; i++)
-		splat = kf_tensor_get_i64(t, i) == kf_tensor_get_i64(t, 0) && kf_tensor_get(t, i) == kf_tensor_get(t, 0);
 	if (splat)
 		k->n = 1;
 	if (kf_dtype_is_float(t->dtype)) {

@@ -60,7 +60,7 @@ kf_vid kf_imp_input(kf_imp *I, const Onnx__NodeProto *np, size_t i);
  * node copies it (kf_imp_op). */
 kf_attr kf_imp_int_attr(kf_imp *I, const char *key, int64_t v);
 kf_attr kf_imp_ints_attr(kf_imp *I, const char *key, kf_attrval *items, const int64_t *v, int n);
-/* ONNX LSTM and GRU, unrolled into primitive ops (rnn.c); translate.c's
+/* ONNX LSTM, GRU and RNN, unrolled into primitive ops (rnn.c); translate.c's
  * table calls them.  Return the number of outputs or -1. */
 int kf_imp_lstm(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 int kf_imp_gru(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
@@ -70,6 +70,7 @@ int kf_imp_conv(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 int kf_imp_conv_transpose(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 int kf_imp_pool(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 int kf_imp_global_pool(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
+int kf_imp_rnn(kf_imp *I, const Onnx__NodeProto *np, kf_vid *out, int op);
 /* Translates one node; binds its outputs. */
 int kf_imp_translate(kf_imp *I, const Onnx__NodeProto *np);
 /* The declared type of a graph value (input, output or value_info). */

@@ -463,6 +463,7 @@ static const struct {
 	{"Sign", tr_activation, 10, ""}, {"Clip", tr_clip, 0, "min max"},
 	{"LSTM", kf_imp_lstm, 0, "hidden_size direction layout activations clip input_forget"},
 	{"GRU", kf_imp_gru, 0, "hidden_size direction layout activations clip linear_before_reset"},
+	{"RNN", kf_imp_rnn, 0, "hidden_size direction layout activations clip"},
 	{"Shape", kf_tr_Shape, 0, "start end"}, {"Size", kf_tr_Shape, 1, ""},
 	{"ConstantOfShape", kf_tr_ConstantOfShape, 0, "value"}, {"CastLike", tr_cast_like, 0, "saturate"},
 	{"IsNaN", tr_isnan_inf, 0, ""}, {"IsInf", tr_isnan_inf, 1, "detect_positive detect_negative"},

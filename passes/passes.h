@@ -51,6 +51,10 @@ uint32_t kf_dce_graph(kf_graph *g);
  * projections, into one node {layers = L}; symbols from @k<next_sym>.
  * Returns the number of stacks made. */
 int kf_rec_merge_stacks(kf_graph *g, int next_sym, kf_buf *log);
+/* Two persistent layers that project one input and do not depend on each
+ * other (a bidirectional layer's directions) become one node of two
+ * layers {bidirectional = true}; returns how many pairs. */
+int kf_rec_merge_pairs(kf_graph *g, int next_sym, kf_buf *log);
 
 /* ---- constant folding (fold.c, for canonicalize) ---- */
 

@@ -12,34 +12,17 @@
  * fusion body.  docs/persistent.md. */
 #include <stdlib.h>
 #include <string.h>
-#include "passes.h"
-#include "recurrence.h"
+#include "recurrence_int.h"
 
 /* ---- the rewrite ------------------------------------------------------------------ */
 
-typedef struct rw {
-	kf_graph *g;
-	kf_rec *r;
-	kf_vid *ext0;        /* per distinct per-step input of step 0: its value */
-	kf_vid *hx;          /* ... the hoisted whole-sequence value */
-	int64_t *row0;       /* ... the row step 0 reads */
-	uint32_t next;
-	kf_vid *ins;         /* the fusion's operands */
-	uint32_t nin;
-	kf_vid *vmap;        /* outer value -> body value (for the current step) */
-	kf_vid *hm_a, *hm_h; /* hoisted so far: step 0's value -> its whole-sequence value */
-	int64_t *hm_row;
-	uint32_t nhm, caphm;
-	char why[200];
-} rw;
-
-static kf_vid new1(kf_graph *g, kf_bid b, kf_nid before, int op, const kf_vid *in, uint32_t nin, kf_tid t)
+kf_vid kf_rw_new1(kf_graph *g, kf_bid b, kf_nid before, int op, const kf_vid *in, uint32_t nin, kf_tid t)
 {
 	kf_nid n = kf_node_new(g, b, before, op, in, nin, &t, 1);
 	return kf_res(g, n, 0);
 }
 
-static void set_ints(kf_graph *g, kf_nid n, const char *key, const int64_t *v, int k)
+void kf_rw_set_ints(kf_graph *g, kf_nid n, const char *key, const int64_t *v, int k)
 {
 	kf_attrval *it = kf_alloc(&g->arena, (size_t)k * sizeof *it);
 	for (int i = 0; i < k; i++)
@@ -47,8 +30,7 @@ static void set_ints(kf_graph *g, kf_nid n, const char *key, const int64_t *v, i
 	kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, key), (kf_attrval){.kind = KF_ATTR_LIST, .n = (uint32_t)k, .list = it});
 }
 
-/* Retypes node n's result from inference; false when inference fails. */
-static bool retype(kf_graph *g, kf_nid n)
+bool kf_rw_retype(kf_graph *g, kf_nid n)
 {
 	kf_type t;
 	char err[200];
@@ -58,114 +40,22 @@ static bool retype(kf_graph *g, kf_nid n)
 	return true;
 }
 
-/* A slice of rows [lo, lo + n) of v, inserted before `before` in block b. */
-static kf_vid rows(kf_graph *g, kf_bid b, kf_nid before, kf_vid v, int64_t lo, int64_t n)
+kf_vid kf_rw_rows(kf_graph *g, kf_bid b, kf_nid before, kf_vid v, int64_t lo, int64_t n)
 {
 	kf_type t = *kf_vtype(g, v);
 	t.dim[0] = n;
-	kf_vid s = new1(g, b, before, KF_OP_SLICE, &v, 1, kf_type_intern(g->ctx, &t));
+	kf_vid s = kf_rw_new1(g, b, before, KF_OP_SLICE, &v, 1, kf_type_intern(g->ctx, &t));
 	int64_t a = 0, e = lo + n;
-	set_ints(g, kf_def(g, s), "axes", &a, 1);
-	set_ints(g, kf_def(g, s), "starts", &lo, 1);
-	set_ints(g, kf_def(g, s), "ends", &e, 1);
+	kf_rw_set_ints(g, kf_def(g, s), "axes", &a, 1);
+	kf_rw_set_ints(g, kf_def(g, s), "starts", &lo, 1);
+	kf_rw_set_ints(g, kf_def(g, s), "ends", &e, 1);
 	return s;
-}
-
-/* The per-step input a (step 0; b is step 1's) computed for every row at
- * once: the row slice becomes the whole operand, a matmul by an invariant
- * weight and element-wise ops with row-invariant operands are row-wise, so
- * row k of the result is step k's input.  New nodes go before `before`. */
-static kf_vid hoist(rw *w, kf_vid a, kf_vid b, kf_nid before, int64_t *row0)
-{
-	kf_graph *g = w->g;
-	kf_nid x = kf_def(g, a), y = kf_def(g, b);
-	for (uint32_t i = 0; i < w->nhm; i++)
-		if (w->hm_a[i] == a) {
-			*row0 = w->hm_row[i];
-			return w->hm_h[i];
-		}
-	if (kf_rec_row_slice(g, x)) {
-		*row0 = kf_rec_first_int(g, x, "starts", 0);
-		kf_vid X = kf_in(g, x, 0);
-		if (kf_vtype(g, X)->rank != kf_vtype(g, a)->rank || !kf_type_is_static(kf_vtype(g, X)))
-			return KF_NONE;
-		return X;
-	}
-	const kf_node *p = kf_N(g, x);
-	const kf_opinfo *oi = kf_op(g->ctx, p->op);
-	/* a slice that keeps every row is row-wise too */
-	bool ew = oi->trait == KF_TRAIT_ELEMENTWISE || oi->trait == KF_TRAIT_BROADCAST ||
-		  (p->op == KF_OP_SLICE && kf_vtype(g, a)->dim[0] == kf_vtype(g, kf_in(g, x, 0))->dim[0] &&
-		   kf_rec_first_int(g, x, "axes", 0) != 0);
-	if (!(p->op == KF_OP_MATMUL || ew) || p->nin > KF_REC_MAXIN || p->nres != 1)
-		return KF_NONE;
-	kf_vid in[KF_REC_MAXIN];
-	int rank = kf_vtype(g, a)->rank;
-	for (uint32_t i = 0; i < p->nin; i++) {
-		kf_vid u = kf_in(g, x, i), v = kf_in(g, y, i);
-		if (kf_rec_same_inv(g, u, v)) {
-			/* an invariant operand must be the same for every row */
-			const kf_type *t = kf_vtype(g, u);
-			bool rowinv = p->op == KF_OP_MATMUL ? i == 1 : t->rank < rank || t->dim[0] == 1;
-			if (!rowinv)
-				return KF_NONE;
-			in[i] = u;
-		} else if (p->op == KF_OP_MATMUL && i == 1) {
-			return KF_NONE;
-		} else if ((in[i] = hoist(w, u, v, before, row0)) == KF_NONE) {
-			return KF_NONE;
-		}
-		x = kf_def(g, a); /* re-fetch: nodes were added */
-	}
-	kf_vid h = new1(g, 0, before, kf_N(g, x)->op, in, kf_N(g, x)->nin, kf_V(g, a)->type);
-	kf_node_set_attrs(g, kf_def(g, h), kf_N(g, x)->attr, kf_N(g, x)->nattr);
-	kf_N(g, kf_def(g, h))->loc = kf_N(g, x)->loc;
-	if (!retype(g, kf_def(g, h)))
-		return KF_NONE;
-	/* shared parts of several per-step inputs are hoisted once */
-	if (w->nhm == w->caphm)
-		return h;
-	w->hm_a[w->nhm] = a;
-	w->hm_h[w->nhm] = h;
-	w->hm_row[w->nhm++] = *row0;
-	return h;
-}
-
-/* Hoists every distinct per-step input of the chain. */
-static int hoist_all(rw *w)
-{
-	kf_graph *g = w->g;
-	kf_rec *r = w->r;
-	for (uint32_t i = 0; i < r->nper; i++)
-		for (uint32_t j = 0; j < kf_N(g, r->node[i])->nin; j++) {
-			if (r->cls[i * KF_REC_MAXIN + j] != KF_REC_EXT)
-				continue;
-			kf_vid a = kf_in(g, r->node[i], j), b = kf_in(g, r->node[r->nper + i], j);
-			bool seen = false;
-			for (uint32_t e = 0; e < w->next && !seen; e++)
-				seen = w->ext0[e] == a;
-			if (seen)
-				continue;
-			int64_t row0 = 0;
-			kf_vid h = hoist(w, a, b, kf_def(g, a), &row0);
-			if (h != KF_NONE && kf_vtype(g, h)->dim[0] < row0 + (int64_t)r->T)
-				h = KF_NONE;
-			if (h == KF_NONE) {
-				snprintf(w->why, sizeof w->why, "a per-step input ('%s') cannot be computed for all "
-					 "steps at once", kf_op(g->ctx, kf_N(g, kf_def(g, a))->op)->name);
-				return -1;
-			}
-			w->ext0[w->next] = a;
-			w->hx[w->next] = h;
-			w->row0[w->next++] = row0;
-		}
-	return 0;
 }
 
 /* The body value that outer value v is read as: an argument (added on
  * first use), a copy of a splat constant, or the transpose of the
  * recurrent weight (so that the kernel reads the weight as it is stored). */
-static kf_vid body_val(rw *w, kf_bid b, kf_vid v)
+static kf_vid body_val(kf_rw *w, kf_bid b, kf_vid v)
 {
 	kf_graph *g = w->g;
 	if (w->vmap[v] != KF_NONE)
@@ -174,13 +64,13 @@ static kf_vid body_val(rw *w, kf_bid b, kf_vid v)
 	kf_vid bv;
 	if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST && kf_N(g, d)->cst->kind != KF_CONST_FILE &&
 	    kf_N(g, d)->cst->n == 1) {
-		bv = new1(g, b, KF_NONE, KF_OP_CONST, NULL, 0, kf_V(g, v)->type);
+		bv = kf_rw_new1(g, b, KF_NONE, KF_OP_CONST, NULL, 0, kf_V(g, v)->type);
 		kf_N(g, kf_def(g, bv))->cst = kf_N(g, d)->cst;
 		kf_N(g, kf_def(g, bv))->loc = kf_N(g, d)->loc;
 	} else if (v == w->r->R && d != KF_NONE && kf_N(g, d)->op == KF_OP_TRANSPOSE &&
 		   kf_vtype(g, v)->rank == 2) {
 		kf_vid src = body_val(w, b, kf_in(g, d, 0));
-		bv = new1(g, b, KF_NONE, KF_OP_TRANSPOSE, &src, 1, kf_V(g, v)->type);
+		bv = kf_rw_new1(g, b, KF_NONE, KF_OP_TRANSPOSE, &src, 1, kf_V(g, v)->type);
 		d = kf_def(g, v);
 		kf_node_set_attrs(g, kf_def(g, bv), kf_N(g, d)->attr, kf_N(g, d)->nattr);
 	} else {
@@ -194,6 +84,7 @@ static kf_vid body_val(rw *w, kf_bid b, kf_vid v)
 typedef struct outv {
 	uint32_t i;      /* step node index */
 	bool seq;        /* the values of every step, concatenated along axis 0 */
+	bool rev;        /* ... last step first (a reverse direction's time order) */
 	kf_nid cat;      /* an outside concat of exactly those values, or KF_NONE */
 } outv;
 
@@ -207,8 +98,10 @@ static bool outside_use(const kf_rec *r, kf_vid v, kf_nid skip)
 	return false;
 }
 
-/* The concat node that reads exactly step node i's values in step order. */
-static kf_nid full_concat(const kf_rec *r, uint32_t i)
+/* The concat node that reads exactly step node i's values in step order,
+ * or (*rev) in reverse step order: a reverse direction's output in time
+ * order. */
+static kf_nid full_concat(const kf_rec *r, uint32_t i, bool *rev)
 {
 	kf_graph *g = r->g;
 	kf_vid v0 = kf_res(g, r->node[i], 0);
@@ -216,12 +109,17 @@ static kf_nid full_concat(const kf_rec *r, uint32_t i)
 		kf_nid c = g->use[u].user;
 		if (kf_N(g, c)->op != KF_OP_CONCAT || kf_N(g, c)->nin != r->T || kf_attr_int(g, c, "axis", -1) != 0)
 			continue;
-		bool ok = true;
-		for (uint32_t k = 0; k < r->T && ok; k++)
-			ok = kf_in(g, c, k) == kf_res(g, r->node[k * r->nper + i], 0);
-		if (ok)
+		bool fw = true, bw = true;
+		for (uint32_t k = 0; k < r->T && r->node[(r->T - 1) * r->nper + i] != KF_NONE; k++) {
+			fw = fw && kf_in(g, c, k) == kf_res(g, r->node[k * r->nper + i], 0);
+			bw = bw && kf_in(g, c, r->T - 1 - k) == kf_res(g, r->node[k * r->nper + i], 0);
+		}
+		if ((fw || bw) && r->node[(r->T - 1) * r->nper + i] != KF_NONE) {
+			*rev = !fw;
 			return c;
+		}
 	}
+	*rev = false;
 	return KF_NONE;
 }
 
@@ -230,16 +128,18 @@ static uint32_t outputs(const kf_rec *r, outv *o)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < r->nper; i++) {
-		kf_nid cat = full_concat(r, i);
+		bool rev;
+		kf_nid cat = full_concat(r, i, &rev);
 		bool mid = cat != KF_NONE;
 		for (uint32_t k = 0; k + 1 < r->T; k++)
 			mid = mid || outside_use(r, kf_res(r->g, r->node[k * r->nper + i], 0), cat);
 		/* with a sequence, the last step's users read its last row too:
 		 * a later chain then sees every step's input alike */
 		if (mid)
-			o[n++] = (outv){i, true, cat};
-		else if (outside_use(r, kf_res(r->g, r->node[(r->T - 1) * r->nper + i], 0), cat))
-			o[n++] = (outv){i, false, KF_NONE};
+			o[n++] = (outv){i, true, rev, cat};
+		else if (r->node[(r->T - 1) * r->nper + i] != KF_NONE &&
+			 outside_use(r, kf_res(r->g, r->node[(r->T - 1) * r->nper + i], 0), cat))
+			o[n++] = (outv){i, false, false, KF_NONE};
 	}
 	return n;
 }
@@ -279,33 +179,81 @@ static const char *cell_name(const kf_rec *r)
 	return "rnn";
 }
 
+/* Slot s's initial value in the body: a value of its own, also when
+ * another slot starts from the same outside value (h0 and c0 of zeros,
+ * after cse), so that the kernel tells the states apart. */
+static kf_vid slot_init(kf_rw *w, kf_bid b, uint32_t s)
+{
+	kf_graph *g = w->g;
+	kf_rec *r = w->r;
+	if (w->sinit[s] != KF_NONE)
+		return w->sinit[s];
+	kf_vid v = r->init[s], bv = KF_NONE;
+	for (uint32_t q = 0; q < s && bv == KF_NONE; q++)
+		if (r->init[q] == v && w->sinit[q] != KF_NONE)
+			bv = w->sinit[q];
+	if (bv == KF_NONE) {
+		bv = body_val(w, b, v);
+	} else if (kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op == KF_OP_CONST) {
+		bv = kf_rw_new1(g, b, KF_NONE, KF_OP_CONST, NULL, 0, kf_V(g, v)->type);
+		kf_N(g, kf_def(g, bv))->cst = kf_N(g, kf_def(g, v))->cst;
+		kf_N(g, kf_def(g, bv))->loc = kf_N(g, kf_def(g, v))->loc;
+	} else {
+		bv = kf_block_add_arg(g, b, kf_V(g, v)->type, 0);
+		w->ins[w->nin++] = v;
+	}
+	return w->sinit[s] = bv;
+}
+
+/* Per-step input operand j of step k's node i in the body: rows of the
+ * hoisted value, under the column slices that stayed on top of it. */
+static kf_vid ext_rows(kf_rw *w, kf_bid b, uint32_t k, uint32_t i, uint32_t j)
+{
+	kf_graph *g = w->g;
+	kf_rec *r = w->r;
+	uint32_t np;
+	kf_vid a0 = kf_in(g, r->node[i], j), b0 = kf_rec_in(r, r->node[r->nper + i], j);
+	kf_vid core = kf_rw_peel(g, a0, &b0, &np);
+	const kf_hrow *h = &w->hx[kf_rw_ext_index(w, core)];
+	kf_vid v = kf_rw_rows(g, b, KF_NONE, body_val(w, b, h->h), h->r0 + (int64_t)k * h->dr, h->n);
+	for (uint32_t q = np; q-- > 0;) {
+		/* the q-th column slice from the top */
+		kf_vid t = a0;
+		for (uint32_t u = 0; u < q; u++)
+			t = kf_in(g, kf_def(g, t), 0);
+		v = kf_rw_new1(g, b, KF_NONE, KF_OP_SLICE, &v, 1, kf_V(g, t)->type);
+		kf_nid d = kf_def(g, t);
+		kf_node_set_attrs(g, kf_def(g, v), kf_N(g, d)->attr, kf_N(g, d)->nattr);
+	}
+	return v;
+}
+
 /* Copies step k's nodes into body b (per-step inputs as row slices of the
  * hoisted values). */
-static void copy_step(rw *w, kf_bid b, uint32_t k)
+static void copy_step(kf_rw *w, kf_bid b, uint32_t k)
 {
 	kf_graph *g = w->g;
 	kf_rec *r = w->r;
 	for (uint32_t i = 0; i < r->nper; i++) {
 		kf_nid n = r->node[k * r->nper + i];
 		kf_vid in[KF_REC_MAXIN];
+		if (n == KF_NONE)
+			continue; /* the last step lacks it */
 		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
-			kf_vid a = kf_in(g, n, j);
+			kf_vid a = kf_rec_in(r, n, j);
 			uint8_t cls = r->cls[i * KF_REC_MAXIN + j];
 			if (cls == KF_REC_EXT) {
-				kf_vid a0 = kf_in(g, r->node[i], j);
-				uint32_t e = 0;
-				while (w->ext0[e] != a0)
-					e++;
-				in[j] = rows(g, b, KF_NONE, body_val(w, b, w->hx[e]), w->row0[e] + k,
-					     kf_vtype(g, a)->dim[0]);
-			} else if (cls == KF_REC_INV || (cls == KF_REC_SLOT && k == 0)) {
+				in[j] = ext_rows(w, b, k, i, j);
+			} else if (cls == KF_REC_SLOT && k == 0) {
+				in[j] = slot_init(w, b, r->slot[i * KF_REC_MAXIN + j]);
+			} else if (cls == KF_REC_INV) {
 				in[j] = body_val(w, b, a);
 			} else {
 				in[j] = w->vmap[a];
 			}
 		}
 		const kf_node *x = kf_N(g, n);
-		kf_vid v = new1(g, b, KF_NONE, x->op, in, x->nin, kf_V(g, x->res0)->type);
+		kf_vid v = kf_rw_new1(g, b, KF_NONE, x->op, in, x->nin, kf_V(g, x->res0)->type);
 		x = kf_N(g, n);
 		kf_node_set_attrs(g, kf_def(g, v), x->attr, x->nattr);
 		kf_N(g, kf_def(g, v))->loc = x->loc;
@@ -348,7 +296,7 @@ static void redirect(const kf_rec *r, kf_vid v, kf_vid to, kf_nid skip)
 }
 
 /* Builds the persistent node for the chain r; the chain's nodes go. */
-static kf_nid build(rw *w, int sym, kf_buf *log)
+static kf_nid build(kf_rw *w, int sym, kf_buf *log)
 {
 	kf_graph *g = w->g;
 	kf_rec *r = w->r;
@@ -373,8 +321,8 @@ static kf_nid build(rw *w, int sym, kf_buf *log)
 			continue;
 		}
 		for (uint32_t k = 0; k < r->T; k++)
-			cat[k] = w->vmap[kf_res(g, r->node[k * r->nper + o[q].i], 0)];
-		y[q] = new1(g, b, KF_NONE, KF_OP_CONCAT, cat, r->T, rt[q]);
+			cat[o[q].rev ? r->T - 1 - k : k] = w->vmap[kf_res(g, r->node[k * r->nper + o[q].i], 0)];
+		y[q] = kf_rw_new1(g, b, KF_NONE, KF_OP_CONCAT, cat, r->T, rt[q]);
 		set_int(g, kf_def(g, y[q]), "axis", 0);
 	}
 	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, y, no, NULL, 0);
@@ -411,7 +359,7 @@ static kf_nid build(rw *w, int sym, kf_buf *log)
 			kf_vid v = kf_res(g, r->node[k * r->nper + o[q].i], 0);
 			if (!outside_use(r, v, KF_NONE))
 				continue;
-			kf_vid s = rows(g, 0, ret, res, (int64_t)k * d0, d0);
+			kf_vid s = kf_rw_rows(g, 0, ret, res, (int64_t)(o[q].rev ? r->T - 1 - k : k) * d0, d0);
 			redirect(r, v, s, kf_def(g, s));
 		}
 	}
@@ -435,6 +383,8 @@ static void erase_chain(const kf_rec *r)
 	kf_nid *d = malloc(cap * sizeof *d);
 	for (uint32_t q = r->T * r->nper; q-- > 0;) {
 		kf_nid n = r->node[q];
+		if (n == KF_NONE)
+			continue;
 		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
 			kf_nid dj = kf_def(g, kf_in(g, n, j));
 			if (dj != KF_NONE && (dj >= r->nnode || !r->stepof[dj]))
@@ -518,42 +468,43 @@ static void topo_sort(kf_graph *g, kf_bid b)
 static int rewrite(kf_graph *g, kf_rec *r, kf_buf *log)
 {
 	uint32_t nnode0 = g->nnode;
-	rw w = {.g = g, .r = r};
+	kf_rw w = {.g = g, .r = r};
 	uint32_t cap = r->nper * KF_REC_MAXIN + 1;
 	w.ext0 = calloc(cap, sizeof *w.ext0);
 	w.hx = calloc(cap, sizeof *w.hx);
-	w.row0 = calloc(cap, sizeof *w.row0);
 	w.caphm = cap * 8;
-	w.hm_a = calloc(cap * 8, sizeof *w.hm_a);
-	w.hm_h = calloc(cap * 8, sizeof *w.hm_h);
-	w.hm_row = calloc(cap * 8, sizeof *w.hm_row);
-	int rc = hoist_all(&w);
+	w.hm_a = calloc(w.caphm, sizeof *w.hm_a);
+	w.hm_h = calloc(w.caphm, sizeof *w.hm_h);
+	int rc = kf_rw_hoist_all(&w);
 	if (rc != 0) {
 		/* drop what hoisting made before it failed */
 		for (kf_nid n = g->nnode; n-- > nnode0;)
 			if (!(kf_N(g, n)->flags & KF_NODE_DEAD) && kf_pass_node_dead(g, n))
 				kf_node_erase(g, n);
 		if (log)
-			kf_buf_printf(log, "persistent: @%s: not a persistent recurrence: %s\n", kf_str(g->ctx, g->name),
-				      w.why);
+			kf_buf_printf(log, "persistent: @%s: the %u steps over %%%s stay as they are: %s\n",
+				      kf_str(g->ctx, g->name), r->T,
+				      kf_V(g, r->R)->name ? kf_str(g->ctx, kf_V(g, r->R)->name) : "?", w.why);
 	} else {
 		w.ins = malloc((r->T * r->nper * KF_REC_MAXIN + 1) * sizeof *w.ins);
 		w.vmap = malloc((g->nval + 4 * (size_t)r->T * r->nper + 64) * sizeof *w.vmap);
+		w.sinit = malloc((r->nslot + 1) * sizeof *w.sinit);
 		/* the body adds values; vmap covers every outer value, which all exist now */
 		for (uint32_t v = 0; v < g->nval; v++)
 			w.vmap[v] = KF_NONE;
+		for (uint32_t q = 0; q < r->nslot; q++)
+			w.sinit[q] = KF_NONE;
 		build(&w, next_sym(g), log);
 		erase_chain(r);
 		topo_sort(g, 0);
 	}
 	free(w.ext0);
 	free(w.hx);
-	free(w.row0);
 	free(w.hm_a);
 	free(w.hm_h);
-	free(w.hm_row);
 	free(w.ins);
 	free(w.vmap);
+	free(w.sinit);
 	return rc;
 }
 
@@ -562,6 +513,9 @@ static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
 	int64_t min_steps = kf_passopt_int(g->ctx, o, "min-steps", 2);
 	kf_vid done[256];
 	uint32_t ndone = 0;
+	/* gemm and split, as exporters write a traced cell loop */
+	if (kf_rec_normalize(g) > 0)
+		*changed = true;
 	for (;;) {
 		kf_vid cand[64];
 		uint32_t nc = kf_rec_candidates(g, 0, cand, 64), i;
@@ -599,10 +553,15 @@ static int persistent_run(kf_graph *g, const kf_passopts *o, bool *changed)
 		*changed = true;
 		topo_sort(g, 0);
 	}
+	/* a bidirectional layer's two directions: one node, one kernel */
+	if (kf_passopt_int(g->ctx, o, "pair", 1) && kf_rec_merge_pairs(g, next_sym(g), o->log) > 0) {
+		*changed = true;
+		topo_sort(g, 0);
+	}
 	return 0;
 }
 
-static const char *const persistent_opts[] = {"min-steps", "stack", NULL};
+static const char *const persistent_opts[] = {"min-steps", "stack", "pair", NULL};
 
 const kf_pass kf_pass_persistent = {
 	.name = "persistent",

@@ -21,17 +21,32 @@ static bool is_layer(const kf_graph *g, kf_nid n)
 	       !strcmp(kf_attr_str(g, n, "kind", ""), "persistent") && kf_attr_int(g, n, "layers", 1) == 1;
 }
 
+/* A value computed from arguments and constants alone, in a few ops (a
+ * weight's transpose of a reshaped slice, as the importer writes it; a
+ * sum of two biases): the stack may read it as an argument without
+ * depending on a layer. */
+static bool from_consts(const kf_graph *g, kf_vid v, int depth)
+{
+	kf_nid d = kf_def(g, v);
+	if (d == KF_NONE || kf_N(g, d)->op == KF_OP_CONST)
+		return true;
+	if (depth == 0 || kf_N(g, d)->op == KF_OP_FUSION)
+		return false;
+	for (uint32_t i = 0; i < kf_N(g, d)->nin; i++)
+		if (!from_consts(g, kf_in(g, d, i), depth - 1))
+			return false;
+	return true;
+}
+
 /* A weight the projection may read: an argument, a constant, or the
- * transpose of either (the importer's and gen_rnn.py's form). */
+ * transpose of one computed from those (gen_rnn.py's form, the
+ * importer's). */
 static bool plain_weight(const kf_graph *g, kf_vid w)
 {
 	kf_nid d = kf_def(g, w);
 	if (d == KF_NONE || kf_N(g, d)->op == KF_OP_CONST)
 		return true;
-	if (kf_N(g, d)->op != KF_OP_TRANSPOSE)
-		return false;
-	kf_nid s = kf_def(g, kf_in(g, d, 0));
-	return s == KF_NONE || kf_N(g, s)->op == KF_OP_CONST;
+	return kf_N(g, d)->op == KF_OP_TRANSPOSE && from_consts(g, kf_in(g, d, 0), 6);
 }
 
 /* A projection used once: `matmul(seq, W)`, or `add(matmul(seq, W), b)`
@@ -42,11 +57,16 @@ static kf_nid projection(const kf_graph *g, kf_vid v, kf_nid *mm)
 	if (d == KF_NONE || kf_nuses(g, v) != 1)
 		return KF_NONE;
 	if (kf_N(g, d)->op == KF_OP_ADD) {
+		/* either order: canonicalize puts a computed bias first */
 		kf_vid a = kf_in(g, d, 0), b = kf_in(g, d, 1);
+		if (kf_def(g, a) == KF_NONE || kf_N(g, kf_def(g, a))->op != KF_OP_MATMUL) {
+			a = kf_in(g, d, 1);
+			b = kf_in(g, d, 0);
+		}
 		const kf_type *bt = kf_vtype(g, b);
 		kf_nid m = kf_def(g, a);
 		if (m == KF_NONE || kf_N(g, m)->op != KF_OP_MATMUL || kf_nuses(g, a) != 1 || bt->rank > 2 ||
-		    (bt->rank == 2 && bt->dim[0] != 1) || kf_def(g, b) != KF_NONE)
+		    (bt->rank == 2 && bt->dim[0] != 1) || !from_consts(g, b, 6))
 			return KF_NONE;
 		*mm = m;
 		return d;
@@ -56,18 +76,28 @@ static kf_nid projection(const kf_graph *g, kf_vid v, kf_nid *mm)
 }
 
 /* The layer below B: the persistent node whose sequence result B's
- * per-step input projects, with the same steps and hidden size. */
-static kf_nid below(const kf_graph *g, kf_nid B)
+ * per-step input projects, with the same steps and hidden size.  Reshapes
+ * between them that give the sequence back its own shape (Y as [T, 1, B,
+ * H], squeezed, as [T * B, H] again: the importer's layers) are skipped:
+ * the projection then reads the sequence itself. */
+static kf_nid below(kf_graph *g, kf_nid B)
 {
 	for (uint32_t j = 0; j < kf_N(g, B)->nin; j++) {
 		kf_nid mm = KF_NONE;
 		if (projection(g, kf_in(g, B, j), &mm) == KF_NONE)
 			continue;
-		kf_vid s = kf_in(g, mm, 0), w = kf_in(g, mm, 1);
+		kf_vid s = kf_in(g, mm, 0), o = s;
+		while (kf_def(g, o) != KF_NONE && kf_N(g, kf_def(g, o))->op == KF_OP_RESHAPE)
+			o = kf_in(g, kf_def(g, o), 0);
+		if (o != s && kf_V(g, o)->type == kf_V(g, s)->type && is_layer(g, kf_def(g, o))) {
+			kf_set_operand(g, mm, 0, o);
+			s = o;
+		}
+		kf_vid w = kf_in(g, mm, 1);
 		kf_nid A = kf_def(g, s);
 		const kf_type *st = kf_vtype(g, s);
-		if (!is_layer(g, A) || !plain_weight(g, w) || st->rank != 2 ||
-		    st->dim[0] != kf_attr_int(g, A, "steps", -1) ||
+		if (!is_layer(g, A) || !plain_weight(g, w) || st->rank != 2 || kf_attr_int(g, A, "steps", -1) < 1 ||
+		    st->dim[0] % kf_attr_int(g, A, "steps", -1) != 0 || /* a step's rows: its batch */
 		    kf_attr_int(g, A, "steps", -1) != kf_attr_int(g, B, "steps", -2) ||
 		    kf_attr_int(g, A, "hidden", -1) != kf_attr_int(g, B, "hidden", -2) ||
 		    st->dim[1] != kf_attr_int(g, A, "hidden", -1))
@@ -141,8 +171,9 @@ static uint32_t bind_args(kf_graph *g, kf_bid b, const kf_nid *mem, uint32_t nm,
 	return nin;
 }
 
-/* Moves the stack's nodes into one persistent node of L layers. */
-static void merge(kf_graph *g, const kf_nid *lay, uint32_t L, int sym, kf_buf *log)
+/* Moves the stack's nodes into one persistent node of L layers (pair: two
+ * independent recurrences, a bidirectional layer's directions). */
+static void merge(kf_graph *g, const kf_nid *lay, uint32_t L, int sym, bool pair, kf_buf *log)
 {
 	uint32_t cap = L * 4 + 4;
 	kf_nid *mem = malloc(cap * sizeof *mem);
@@ -197,7 +228,13 @@ static void merge(kf_graph *g, const kf_nid *lay, uint32_t L, int sym, kf_buf *l
 	set_attr_s(g, f, "steps", (kf_attrval){.kind = KF_ATTR_INT, .i = kf_attr_int(g, lay[0], "steps", 0)});
 	set_attr_s(g, f, "hidden", (kf_attrval){.kind = KF_ATTR_INT, .i = kf_attr_int(g, lay[0], "hidden", 0)});
 	set_attr_s(g, f, "layers", (kf_attrval){.kind = KF_ATTR_INT, .i = L});
-	if (log)
+	if (pair)
+		set_attr_s(g, f, "bidirectional", (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
+	if (log && pair)
+		kf_buf_printf(log, "persistent: @%s: two directions (@%s, @%s) -> fusion @%s (one kernel)\n",
+			      kf_str(g->ctx, g->name), kf_str(g->ctx, kf_N(g, lay[0])->sym),
+			      kf_str(g->ctx, kf_N(g, lay[1])->sym), name);
+	else if (log)
 		kf_buf_printf(log, "persistent: @%s: %u stacked layers (@%s .. @%s) -> fusion @%s (one wavefront kernel)\n",
 			      kf_str(g->ctx, g->name), L, kf_str(g->ctx, kf_N(g, lay[0])->sym),
 			      kf_str(g->ctx, kf_N(g, lay[L - 1])->sym), name);
@@ -241,12 +278,78 @@ int kf_rec_merge_stacks(kf_graph *g, int next_sym, kf_buf *log)
 				k++;
 			x = up[k];
 		}
-		merge(g, chain, L, next_sym + merged, log);
+		merge(g, chain, L, next_sym + merged, false, log);
 		merged++;
 	}
 	free(lay);
 	free(up);
 	free(dn);
 	free(chain);
+	return merged;
+}
+
+/* The value a layer's per-step input projects (matmul(x, W) or
+ * add(matmul(x, W), b)), or KF_NONE. */
+static kf_vid projected(const kf_graph *g, kf_nid n)
+{
+	for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
+		kf_vid v = kf_in(g, n, j);
+		kf_nid d = kf_def(g, v);
+		for (int k = 0; k < 2 && d != KF_NONE && kf_N(g, d)->op == KF_OP_ADD; k++) {
+			kf_nid a = kf_def(g, kf_in(g, d, 0)), b = kf_def(g, kf_in(g, d, 1));
+			d = a != KF_NONE && kf_N(g, a)->op == KF_OP_MATMUL ? a : b;
+		}
+		if (d != KF_NONE && kf_N(g, d)->op == KF_OP_MATMUL)
+			return kf_in(g, d, 0);
+	}
+	return KF_NONE;
+}
+
+/* Whether node b depends on node a (both in block 0, a first). */
+static bool depends(const kf_graph *g, kf_nid a, kf_nid b)
+{
+	uint8_t *mark = calloc(g->nnode + 1, 1);
+	bool dep = false;
+	mark[a] = 1;
+	for (kf_nid n = kf_N(g, a)->next; n != KF_NONE; n = kf_N(g, n)->next) {
+		for (uint32_t i = 0; i < kf_N(g, n)->nin && !mark[n]; i++) {
+			kf_nid d = kf_def(g, kf_in(g, n, i));
+			mark[n] = d != KF_NONE && mark[d];
+		}
+		if (n == b) {
+			dep = mark[n];
+			break;
+		}
+	}
+	free(mark);
+	return dep;
+}
+
+int kf_rec_merge_pairs(kf_graph *g, int next_sym, kf_buf *log)
+{
+	uint32_t nl = 0;
+	kf_foreach_node(g, 0, n)
+		nl += is_layer(g, n);
+	kf_nid *lay = malloc((nl + 1) * sizeof *lay);
+	nl = 0;
+	kf_foreach_node(g, 0, n)
+		if (is_layer(g, n))
+			lay[nl++] = n;
+	int merged = 0;
+	for (uint32_t i = 0; i < nl; i++)
+		for (uint32_t k = i + 1; k < nl && lay[i] != KF_NONE; k++) {
+			kf_nid A = lay[i], B = lay[k];
+			if (B == KF_NONE || kf_attr_int(g, A, "steps", -1) != kf_attr_int(g, B, "steps", -2) ||
+			    kf_attr_int(g, A, "hidden", -1) != kf_attr_int(g, B, "hidden", -2) ||
+			    strcmp(kf_attr_str(g, A, "cell", ""), kf_attr_str(g, B, "cell", "-")) ||
+			    kf_N(g, A)->nres != kf_N(g, B)->nres || projected(g, A) == KF_NONE ||
+			    projected(g, A) != projected(g, B) || depends(g, A, B) || depends(g, B, A))
+				continue;
+			kf_nid pair[2] = {A, B};
+			merge(g, pair, 2, next_sym + merged, true, log);
+			merged++;
+			lay[i] = lay[k] = KF_NONE;
+		}
+	free(lay);
 	return merged;
 }

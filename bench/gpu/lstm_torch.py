@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch baselines for bench/gpu/lstm.sh: the graphs of examples/rnn
-(batch 1, input and hidden 256, fp32) as
+"""PyTorch baselines for bench/gpu/lstm.sh: the graphs of examples/rnn and
+of PyTorch's exported modules (batch 1, input and hidden 256, fp32) as
   torch-eager:   a Python loop over steps with the same cell as the .kf
                  (x_t W_ih^T + h W_hh^T + b, gates i f g o; GRU r z n)
   torch-cudnn:   torch.nn.LSTM / torch.nn.GRU (cuDNN)
@@ -57,20 +57,26 @@ def gru_loop(x, layers):
     return x, h
 
 
-def case(name, cell, T, L, H=256, I=256):
+def case(name, cell, T, L, H=256, I=256, bi=False):
+    """bi: a bidirectional LSTM of one layer (the eager loop runs the
+    backward direction over the reversed sequence and joins the two)."""
     dev = "cuda"
     torch.manual_seed(0)
     x = torch.randn(T, I, device=dev)
     rows = []
     if cell == "lstm":
-        mod = torch.nn.LSTM(I, H, num_layers=L).to(dev)
-        layers = []
+        mod = torch.nn.LSTM(I, H, num_layers=L, bidirectional=bi).to(dev)
+        layers, back = [], []
         for l in range(L):
-            w_ih = getattr(mod, "weight_ih_l%d" % l).detach()
-            w_hh = getattr(mod, "weight_hh_l%d" % l).detach()
-            b = (getattr(mod, "bias_ih_l%d" % l) + getattr(mod, "bias_hh_l%d" % l)).detach()
-            layers.append((w_ih, w_hh, b, torch.zeros(1, H, device=dev), torch.zeros(1, H, device=dev)))
-        loop = lambda: lstm_loop(x, layers)
+            for sfx, dst in (("", layers), ("_reverse", back)) if bi else (("", layers),):
+                w_ih = getattr(mod, "weight_ih_l%d%s" % (l, sfx)).detach()
+                w_hh = getattr(mod, "weight_hh_l%d%s" % (l, sfx)).detach()
+                b = (getattr(mod, "bias_ih_l%d%s" % (l, sfx)) + getattr(mod, "bias_hh_l%d%s" % (l, sfx))).detach()
+                dst.append((w_ih, w_hh, b, torch.zeros(1, H, device=dev), torch.zeros(1, H, device=dev)))
+        if bi:
+            loop = lambda: (torch.cat([lstm_loop(x, layers)[0], lstm_loop(x.flip(0), back)[0].flip(0)], 1),)
+        else:
+            loop = lambda: lstm_loop(x, layers)
     else:
         mod = torch.nn.GRU(I, H, num_layers=L).to(dev)
         layers = []
@@ -106,6 +112,10 @@ def main():
     case("lstm_80x256", "lstm", 80, 1)
     case("lstm_8x256x8l", "lstm", 8, 8)
     case("gru_80x256", "gru", 80, 1)
+    # the shapes of the exported models of lstm.sh (torch_*) that the
+    # examples lack
+    case("gru_80x256x2l", "gru", 80, 2)
+    case("bilstm_80x256", "lstm", 80, 1, bi=True)
     return 0
 
 
