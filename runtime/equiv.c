@@ -48,8 +48,24 @@ void kf_equiv_compare(const kf_tensor *got, const kf_tensor *want, double rtol, 
 {
 	memset(st, 0, sizeof *st);
 	st->worst = -1;
-	if (!kf_tensor_same_shape(got, want)) {
+	/* a float result may be judged against a reference of another float
+	 * type (an f16 model's output against PyTorch's, kept in f32) */
+	bool types_ok = got->dtype == want->dtype || (kf_dtype_is_float(got->dtype) && kf_dtype_is_float(want->dtype));
+	bool dims_ok = got->rank == want->rank;
+	for (int d = 0; dims_ok && d < got->rank; d++)
+		dims_ok = got->dim[d] == want->dim[d];
+	if (!types_ok || !dims_ok) {
 		st->shape_differs = true;
+		kf_buf b = {0};
+		for (int i = 0; i < 2; i++) {
+			const kf_tensor *t = i ? want : got;
+			kf_buf_printf(&b, "%s%s[", i ? " vs " : "", kf_dtype_name(t->dtype));
+			for (int d = 0; d < t->rank; d++)
+				kf_buf_printf(&b, "%s%lld", d ? "," : "", (long long)t->dim[d]);
+			kf_buf_putc(&b, ']');
+		}
+		snprintf(st->types, sizeof st->types, "%.*s", (int)b.n, b.p);
+		kf_buf_free(&b);
 		st->nbad = 1;
 		return;
 	}
@@ -89,7 +105,7 @@ void kf_equiv_compare(const kf_tensor *got, const kf_tensor *want, double rtol, 
 void kf_equiv_describe(kf_buf *out, const kf_equiv_stat *st)
 {
 	if (st->shape_differs) {
-		kf_buf_puts(out, "shapes or dtypes differ");
+		kf_buf_printf(out, "shapes or dtypes differ: %s", st->types);
 		return;
 	}
 	kf_buf_printf(out, "max abs %.3g, max rel %.3g, rel L2 %.3g, %lld of %lld out of tolerance",

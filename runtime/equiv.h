@@ -22,7 +22,9 @@ int kf_tensor_random(kf_tensor *t, kf_dtype dt, int rank, const int64_t *dims, u
 
 /* How far `got` is from `want`: elements match when both are NaN, both the
  * same infinity, or |got - want| <= atol + rtol * |want| (numpy's allclose).
- * Shapes or dtypes that differ are a mismatch with shape_differs set. */
+ * Shapes that differ, or dtypes unless both are float types (an f16 result
+ * against an f32 reference compares values), are a mismatch with
+ * shape_differs set and both types in `types`. */
 typedef struct kf_equiv_stat {
 	double max_abs, max_rel; /* over finite pairs */
 	double rel_l2;           /* ||got - want|| / ||want|| over finite pairs (0 when want is 0) */
@@ -32,6 +34,7 @@ typedef struct kf_equiv_stat {
 	int64_t worst;           /* index of the worst element out of tolerance, -1 if none */
 	double worst_got, worst_want;
 	bool shape_differs;
+	char types[96];          /* "f16[1,1000] vs f32[1,1001]" when shape_differs */
 } kf_equiv_stat;
 
 void kf_equiv_compare(const kf_tensor *got, const kf_tensor *want, double rtol, double atol,
