@@ -29,6 +29,7 @@
 # and (rows persistent-hv1, persistent-nopf) KFUSE_PERSISTENT_HV=1 (h read
 # 8 bytes per load, not 16) and KFUSE_PERSISTENT_PF=0 (input row and biases
 # loaded after the wait for h, not before): docs/persistent.md.
+# LSTM_TUNING=0 skips those tuning rows. Each row prints as it is done.
 . "$(dirname "$0")/setup.sh"
 
 # run NAME VARIANT FILE: one kfuse-run, its median and check into the log
@@ -40,6 +41,7 @@ run() {
 	grep -qi "mismatch\|out of tolerance: [1-9]\|\[FAIL\]" "$out/$1.$2.txt" && st=MISMATCH
 	grep -q "resident blocks, the device holds" "$out/$1.$2.txt" && st="$st(fallback)"
 	echo "$1 $2 ${ms:-nan} $st ${nk:-?}" >> "$log"
+	echo "row: $1 $2 ${ms:-nan} ms $st ${nk:-?} kernels"
 	[ "$st" = ok ] || { echo "== $1 $2: $st"; tail -20 "$out/$1.$2.txt"; }
 }
 
@@ -58,17 +60,20 @@ for ex in lstm_80x256 lstm_8x256x8l gru_80x256; do
 	else
 		ups="1 4"
 	fi
+	[ "${LSTM_TUNING:-1}" = 0 ] && ups=""
 	for u in $ups; do
 		export KFUSE_PERSISTENT_UPB=$u
 		run "$ex" "persistent-upb$u" "$out/$ex.p.kf"
 		unset KFUSE_PERSISTENT_UPB
 	done
-	export KFUSE_PERSISTENT_HV=1
-	run "$ex" persistent-hv1 "$out/$ex.p.kf"
-	unset KFUSE_PERSISTENT_HV
-	export KFUSE_PERSISTENT_PF=0
-	run "$ex" persistent-nopf "$out/$ex.p.kf"
-	unset KFUSE_PERSISTENT_PF
+	if [ "${LSTM_TUNING:-1}" != 0 ]; then
+		export KFUSE_PERSISTENT_HV=1
+		run "$ex" persistent-hv1 "$out/$ex.p.kf"
+		unset KFUSE_PERSISTENT_HV
+		export KFUSE_PERSISTENT_PF=0
+		run "$ex" persistent-nopf "$out/$ex.p.kf"
+		unset KFUSE_PERSISTENT_PF
+	fi
 	[ "$ex" = lstm_8x256x8l ] && run "$ex" per-op "$src"
 done
 

@@ -46,8 +46,11 @@ fi
 zoo="$root/bench/models/zoo.py"
 # KFUSE_ATTENTION=1: the transformer pipeline (q/k/v as one matmul, each
 # attention one flash-attention kernel; docs/attention.md)
-pipeline="canonicalize,cse,rules{path=$root/patterns},fuse-matmul,fuse,dce"
-[ "${KFUSE_ATTENTION:-0}" = 1 ] && pipeline="canonicalize,cse,rules{path=$root/patterns},merge-matmul,fuse-attention,fuse-matmul,fuse,dce"
+# the CNN passes (layout, fuse-conv: docs/conv.md) change nothing in a
+# transformer; the same pipeline as tests/models' CTests
+front="canonicalize,cse,rules{path=$root/patterns},canonicalize,cse,layout,canonicalize,cse"
+pipeline="$front,fuse-conv,fuse-matmul,fuse,dce"
+[ "${KFUSE_ATTENTION:-0}" = 1 ] && pipeline="$front,merge-matmul,fuse-attention,fuse-conv,fuse-matmul,fuse,dce"
 py=${PYTHON:-python3}
 hf=""
 $py -c "import transformers" 2>/dev/null && hf=--hf
