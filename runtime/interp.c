@@ -10,6 +10,7 @@
  * and checked wherever the same symbol appears again.  A fusion node runs
  * its body block with the operands bound to the body's arguments.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_ops.h"
@@ -28,6 +29,7 @@ typedef struct frame {
 	bool *owned;      /* t[v] is ours to free (not a borrowed input) */
 	uint32_t *left;   /* remaining uses */
 	env env;
+	kf_interp_watch *watch; /* the top level's, or NULL */
 } frame;
 
 static int64_t *env_find(env *e, kf_sid s)
@@ -162,7 +164,7 @@ static void frame_use_done(frame *f, kf_vid v)
 }
 
 static int run_block(kf_graph *g, kf_bid b, const kf_tensor *args, int nargs, kf_tensor *res,
-		     int nres, char *err, size_t errlen);
+		     int nres, char *err, size_t errlen, kf_interp_watch *w);
 
 /* Runs a fusion node's body on its operands; res[i] receives the yields. */
 static int fusion_eval(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_tensor *res, int nres,
@@ -171,7 +173,7 @@ static int fusion_eval(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_t
 	kf_bid body = kf_N(g, n)->body;
 	if (body == KF_NONE)
 		return kf_rt_fail(err, errlen, "fusion node has no body");
-	return run_block(g, body, in, nin, res, nres, err, errlen);
+	return run_block(g, body, in, nin, res, nres, err, errlen, NULL);
 }
 
 /* The registry's entry for fusion (for callers other than the interpreter,
@@ -244,6 +246,22 @@ static int alloc_results(frame *f, kf_nid n, const kf_tensor *in, int nin, kf_te
 
 /* Runs one non-terminator node: gather operands, allocate results, call the
  * op's cpu function (or the body for a fusion), retire operand uses. */
+/* Counts node n when a float result holds an infinity or a NaN. */
+static void watch_results(kf_interp_watch *w, kf_nid n, const kf_tensor *res, int nres)
+{
+	for (int i = 0; i < nres; i++) {
+		if (!kf_dtype_is_float(res[i].dtype))
+			continue;
+		int64_t m = kf_tensor_numel(&res[i]);
+		for (int64_t e = 0; e < m; e++)
+			if (!isfinite(kf_tensor_get(&res[i], e))) {
+				if (w->nonfinite_nodes++ == 0)
+					w->first_nonfinite = n;
+				return;
+			}
+	}
+}
+
 static int run_node(frame *f, kf_nid n, char *err, size_t errlen)
 {
 	kf_graph *g = f->g;
@@ -273,6 +291,8 @@ static int run_node(frame *f, kf_nid n, char *err, size_t errlen)
 		if (rc == 0)
 			rc = info->cpu(g, n, in, nin, res, nres, err, errlen);
 	}
+	if (rc == 0 && f->watch)
+		watch_results(f->watch, n, res, nres);
 	for (int i = 0; i < nres; i++) {
 		kf_vid v = kf_res(g, n, i);
 		if (rc != 0 || f->left[v] == 0) {
@@ -309,13 +329,13 @@ static int run_term(frame *f, kf_nid n, kf_tensor *res, int nres, char *err, siz
 }
 
 static int run_block(kf_graph *g, kf_bid b, const kf_tensor *args, int nargs, kf_tensor *res,
-		     int nres, char *err, size_t errlen)
+		     int nres, char *err, size_t errlen, kf_interp_watch *w)
 {
 	kf_ctx *c = g->ctx;
 	const kf_block *blk = &g->blk[b];
 	if ((int)blk->narg != nargs)
 		return kf_rt_fail(err, errlen, "%d operands for a body of %u arguments", nargs, blk->narg);
-	frame f = {.g = g};
+	frame f = {.g = g, .watch = w};
 	f.t = calloc(g->nval ? g->nval : 1, sizeof *f.t);
 	f.owned = calloc(g->nval ? g->nval : 1, sizeof *f.owned);
 	f.left = calloc(g->nval ? g->nval : 1, sizeof *f.left);
@@ -401,6 +421,13 @@ static int check_inputs(kf_graph *g, const kf_tensor *in, int nin)
 
 int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout)
 {
+	return kf_interp_run_watch(g, in, nin, out, nout, NULL);
+}
+
+int kf_interp_run_watch(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout, kf_interp_watch *w)
+{
+	if (w)
+		*w = (kf_interp_watch){.first_nonfinite = KF_NONE};
 	kf_ctx *c = g->ctx;
 	kf_rt_register(c);
 	if (out && nout > 0)
@@ -412,7 +439,7 @@ int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int
 	if (check_inputs(g, in, nin) != 0)
 		return -1;
 	char err[512] = "";
-	if (run_block(g, 0, in, nin, out, nout, err, sizeof err) != 0) {
+	if (run_block(g, 0, in, nin, out, nout, err, sizeof err, w) != 0) {
 		/* a node failure is already reported at the node */
 		if (strncmp(err, "failed at", 9) != 0)
 			kf_error(c, g->loc, "@%s: %s", kf_str(c, g->name), err);

@@ -26,6 +26,16 @@ void kf_rt_register(kf_ctx *c);
  * dims bound inconsistently, or an op failing at run time (at its node). */
 int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout);
 
+/* What a run saw at the top level: how many nodes produced a float result
+ * holding an infinity or a NaN, and the first of them (KF_NONE if none). */
+typedef struct kf_interp_watch {
+	uint32_t nonfinite_nodes;
+	kf_nid first_nonfinite;
+} kf_interp_watch;
+
+/* kf_interp_run, filling *w (which may be NULL). */
+int kf_interp_run_watch(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout, kf_interp_watch *w);
+
 /* The result shape of node n for concrete inputs, as the interpreter computes
  * it (for built-in ops from the op's rule; for others from the declared type
  * with symbols bound).  out[i] comes in holding the declared type with known
