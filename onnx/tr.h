@@ -88,7 +88,7 @@ int kf_imp_unsupported(kf_imp *I, kf_np *np);
  * to out[] and returns how many, or -1 ---- */
 #define KF_TR(name) int kf_tr_##name(kf_imp *I, kf_np *np, kf_vid *out, int op);
 KF_TR(Reshape) KF_TR(Flatten) KF_TR(Squeeze) KF_TR(Expand) KF_TR(Slice) KF_TR(Shape)     /* layout.c */
-KF_TR(ConstantOfShape) KF_TR(Range) KF_TR(Gather) KF_TR(Trilu)
+KF_TR(ConstantOfShape) KF_TR(Range) KF_TR(Gather) KF_TR(Trilu) KF_TR(GatherElements) KF_TR(Mod)
 KF_TR(Pad) KF_TR(Resize)                                                                   /* resize.c */
 KF_TR(Einsum)                                                                              /* einsum.c */
 #undef KF_TR

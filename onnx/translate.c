@@ -483,6 +483,7 @@ static const struct {
 	{"ReduceLogSum", tr_reduce_composite, 3, "axes keepdims noop_with_empty_axes"},
 	{"ReduceLogSumExp", tr_reduce_composite, 4, "axes keepdims noop_with_empty_axes"},
 	{"Gather", kf_tr_Gather, 0, "axis"}, {"Range", kf_tr_Range, 0, ""}, {"Trilu", kf_tr_Trilu, 0, "upper"},
+	{"GatherElements", kf_tr_GatherElements, 0, "axis"}, {"Mod", kf_tr_Mod, 0, "fmod"},
 	{"Pad", kf_tr_Pad, 0, "mode pads value"},
 	{"Resize", kf_tr_Resize, 0, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
 				    "extrapolation_value antialias axes keep_aspect_ratio_policy"},

@@ -330,6 +330,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 int main(int argc, char **argv)
 {
 	const char *root = "/usr/share/libonnx-testdata/data/node", *table = NULL, *filter = NULL;
+	int min_pass = 0; /* --min-pass N: fewer passing tests (an op lost) fail the run */
 	bool verbose = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--table") && i + 1 < argc)
@@ -340,6 +341,8 @@ int main(int argc, char **argv)
 			pipeline_text = argv[++i];
 		else if (!strcmp(argv[i], "--max-kernels") && i + 1 < argc)
 			max_kernels = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--min-pass") && i + 1 < argc)
+			min_pass = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-v"))
 			verbose = true;
 		else
@@ -383,5 +386,7 @@ int main(int argc, char **argv)
 		free(names[i]);
 	free(names);
 	free(res);
-	return count[FAIL] ? 1 : 0;
+	if (count[PASS] < min_pass)
+		fprintf(stderr, "onnx-conformance: %d tests passed, --min-pass %d asked for\n", count[PASS], min_pass);
+	return count[FAIL] || count[PASS] < min_pass ? 1 : 0;
 }
