@@ -231,7 +231,7 @@ def run_e2e(name='resnet50'):
                 rc, out = sh([OPT, base + '.kf', '-p', PIPE, '-o', base + '.opt.kf'])
             if rc == 0:
                 rc, out = sh([RUN, base + '.opt.kf', '--backend=cuda', '--input', 'x=%s.x.npy' % base,
-                              '--expect', '0=%s.y.npy' % base, '--rtol', '5e-2', '--atol', '5e-2',
+                              '--expect', '0=%s.y.npy' % base, '--l2', '1e-2',
                               '--bench', str(max(N, 50))])
             row['check'] = 'ok' if rc == 0 else 'FAIL'
             row['kfuse'] = bench_ms(out)

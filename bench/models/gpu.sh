@@ -8,7 +8,7 @@
 #   kfuse    kfuse-import-onnx, kfuse-opt -p PIPELINE (specialize{batch,seq}
 #            first for the _dyn variants), kfuse-run --backend=cuda with
 #            PyTorch's inputs, every output checked against PyTorch's
-#            (--expect; f16 rtol/atol 2e-2, f32 1e-3), then --bench N: the
+#            (--expect; f16 relative L2 1e-2, f32 rtol/atol 1e-3), then --bench N: the
 #            median CUDA-graph replay and the kernel count
 #   torch    torch_bench.py in one process: eager, torch.compile and
 #            torch.compile(mode="reduce-overhead"), medians of 30 runs
@@ -76,8 +76,11 @@ run_kfuse() { # DIR NAME DTYPE BATCH SEQ
 	set --
 	i=0; while [ -f "$d/$n.in$i.npy" ]; do set -- "$@" --input "$i=$d/$n.in$i.npy"; i=$((i + 1)); done
 	i=0; while [ -f "$d/$n.out$i.npy" ]; do set -- "$@" --expect "$i=$d/$n.out$i.npy"; i=$((i + 1)); done
+	# f16: each output's relative L2 error at most 1e-2 (docs/amp.md): a
+	# 50-layer CNN's f16 logits differ from PyTorch's by rounding (ResNet-50
+	# on the H200: rel L2 1e-3, yet single logits near 50 off by up to 1)
 	tol="--rtol 1e-3 --atol 1e-3"
-	[ "$dt" = f16 ] && tol="--rtol 2e-2 --atol 2e-2"
+	[ "$dt" = f16 ] && tol="--l2 1e-2"
 	"$kfrun" "$d/$n.opt.kf" --backend="${KFUSE_BACKEND:-cuda}" "$@" $tol --bench "$N" > "$d/$n.run.txt" 2>&1
 	rc=$?
 	line=$(grep '^bench ' "$d/$n.run.txt" | head -1)
