@@ -115,6 +115,15 @@ void kf_equiv_describe(kf_buf *out, const kf_equiv_stat *st)
 			      st->worst_want);
 }
 
+void kf_equiv_describe_tol(kf_buf *out, const kf_equiv_stat *st, const kf_equiv_tol *tol)
+{
+	if (tol->l2 > 0 && !st->shape_differs)
+		kf_buf_printf(out, "rel L2 %.3g (at most %g), max abs %.3g, %lld non-finite mismatches", st->rel_l2,
+			      tol->l2, st->max_abs, (long long)st->nonfinite_bad);
+	else
+		kf_equiv_describe(out, st);
+}
+
 /* The same inputs for both graphs: same count, dtypes and ranks, static
  * dims equal, symbolic dims with equal names. */
 static int same_signature(kf_graph *a, kf_graph *b)
@@ -245,11 +254,7 @@ int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, cons
 		const char *vn = kf_str(a->ctx, kf_V(a, v)->name);
 		kf_buf_printf(report, "@%s result %u%s%s%s: ", kf_str(a->ctx, a->name), i, vn[0] ? " (%" : "",
 			      vn, vn[0] ? ")" : "");
-		if (tol->l2 > 0)
-			kf_buf_printf(report, "rel L2 %.3g (at most %g), max abs %.3g, %lld non-finite mismatches",
-				      worst[i].rel_l2, tol->l2, worst[i].max_abs, (long long)worst[i].nonfinite_bad);
-		else
-			kf_equiv_describe(report, &worst[i]);
+		kf_equiv_describe_tol(report, &worst[i], tol);
 		kf_buf_printf(report, " over %d trial%s [%s]\n", trials, trials == 1 ? "" : "s",
 			      kf_equiv_bad(&worst[i], tol) ? "MISMATCH" : "ok");
 	}

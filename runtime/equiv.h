@@ -65,6 +65,10 @@ int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, cons
 		       kf_buf *report);
 /* Whether stats (of one output, possibly summed over trials) break tol. */
 bool kf_equiv_bad(const kf_equiv_stat *st, const kf_equiv_tol *tol);
+/* stats as tol judges them: kf_equiv_describe's line when tol is element by
+ * element, else "rel L2 0.013 (at most 0.01), max abs 0.028, 0 non-finite
+ * mismatches". */
+void kf_equiv_describe_tol(kf_buf *out, const kf_equiv_stat *st, const kf_equiv_tol *tol);
 /* "rtol=1e-4 atol=1e-5" or "a relative L2 error of 0.05". */
 void kf_equiv_tol_describe(kf_buf *out, const kf_equiv_tol *tol);
 /* The lowest-precision float type any value of g (bodies included) has:

@@ -360,7 +360,7 @@ static int compare_cpu(kf_graph *g, const kf_tensor *in, uint32_t nin, const kf_
 		bool b_i = kf_equiv_bad(&st, &tol);
 		kf_buf b = {0};
 		kf_buf_printf(&b, "compare out%u with cpu: ", i);
-		kf_equiv_describe(&b, &st);
+		kf_equiv_describe_tol(&b, &st, &tol);
 		printf("%.*s [%s]\n", (int)b.n, b.p, b_i ? "MISMATCH" : "ok");
 		kf_buf_free(&b);
 		bad |= b_i;
@@ -416,7 +416,7 @@ static int check_expected(kf_graph *g, const kf_tensor *out, const opt *o)
 		bool b_i = kf_equiv_bad(&st, &tol);
 		kf_buf b = {0};
 		kf_buf_printf(&b, "expect out%d = %s: ", i, eq + 1);
-		kf_equiv_describe(&b, &st);
+		kf_equiv_describe_tol(&b, &st, &tol);
 		printf("%.*s [%s]\n", (int)b.n, b.p, b_i ? "MISMATCH" : "ok");
 		kf_buf_free(&b);
 		kf_tensor_free(&want);

@@ -153,6 +153,13 @@ def make_vit(cfg):
     else:
         model, res = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=32,
                                        mlp_dim=64, num_classes=10), 32
+    # torchvision initialises the classification head to zero: every logit
+    # would be 0 whatever the rest computes, and a check against PyTorch
+    # would pass on any graph.  A seeded random head makes it count.
+    head = model.heads.head
+    with torch.no_grad():
+        head.weight.normal_(0, head.in_features ** -0.5)
+        head.bias.normal_(0, 0.1)
     b = cfg.batch or 1
     return Entry(model, [torch.randn(b, 3, res, res)], ["input"], ["logits"],
                  dynamic={"input": {0: "batch"}, "logits": {0: "batch"}},

@@ -1,17 +1,26 @@
 #!/bin/sh
-# tests/models/run_model.sh BUILD DIR NAME PIPELINE [RTOL ATOL]
+# tests/models/run_model.sh BUILD DIR NAME PIPELINE [RTOL ATOL | --l2 E]
 #
 # One model end to end, as a user runs it: kfuse-import-onnx DIR/NAME.onnx,
 # kfuse-opt PIPELINE (verifying the graph after every pass), then kfuse-run
 # on the interpreter with the inputs PyTorch saw (DIR/NAME.in<i>.npy), every
 # output compared with PyTorch's (DIR/NAME.out<i>.npy): NaN matches NaN,
 # else |got - want| <= ATOL + RTOL * |want| (defaults 1e-3 and 1e-4, f32).
+# With --l2 E, each output's relative L2 error ||got - want|| / ||want|| is
+# at most E and NaN and infinities agree: the judge of a pipeline that runs
+# `amp` (docs/amp.md), whose low-precision results say nothing element by
+# element.
 #
 # With NEEDS_CONV=1 in the environment, a model whose import fails only for
 # want of the convolution and pooling ops (issue 21) is skipped (status 77,
 # "needs conv"); once those ops exist it runs like any other.
 set -u
-build=$1 dir=$2 name=$3 pipeline=$4 rtol=${5:-1e-3} atol=${6:-1e-4}
+build=$1 dir=$2 name=$3 pipeline=$4
+if [ "${5:-}" = --l2 ]; then
+	judge="--l2 ${6:?run_model.sh: --l2 needs a tolerance}"
+else
+	judge="--rtol ${5:-1e-3} --atol ${6:-1e-4}"
+fi
 imp=$build/onnx/kfuse-import-onnx
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfuse-model-$name.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -46,7 +55,7 @@ if [ $i = 0 ]; then
 	echo "FAIL: $name has no expected outputs ($dir/$name.out0.npy)"
 	exit 1
 fi
-"$build/kfuse-run" "$tmp/$name.opt.kf" "$@" --rtol "$rtol" --atol "$atol" || {
+"$build/kfuse-run" "$tmp/$name.opt.kf" "$@" $judge || {
 	echo "FAIL: $name: the interpreter's outputs differ from PyTorch's"
 	exit 1
 }

@@ -1,7 +1,7 @@
 /* kfuse-verify-rules: checks Lua rule files.
  *
  *   kfuse-verify-rules [PATH...] [--seed N] [--trials N] [--no-examples] [--only-examples]
- *                      [--no-orders] [--covers OLD] [-v]   (--help has the details)
+ *                      [--no-orders] [--no-low] [--covers OLD] [-v]   (--help has the details)
  *
  * For every rule: builds its pattern as a graph for each set of input types
  * (the rule's `verify = {...}`, else every variable f32[16], f32[4,8] and
@@ -10,8 +10,11 @@
  * whose replacement computes something else is reported with the inputs
  * that show it.  Then builds the pattern in every operand order and
  * grouping (orders.c) and checks the rule rewrites each.  Then runs each
- * file's embedded examples.  --covers OLD also checks that every graph a
- * rule of OLD rewrites, the rules of PATH rewrite the same way (covers.c).
+ * file's embedded examples.  Every rule that holds in f32 is checked again
+ * with its float operands in f16 and in bf16, judged by that type's
+ * relative L2 tolerance (--no-low skips this).  --covers OLD also checks
+ * that every graph a rule of OLD rewrites, the rules of PATH rewrite the
+ * same way (covers.c).
  * Transforms and `verify = false` rules are counted apart: only their
  * examples check them.  Exit 0 when all is well, 1 when a rule or an
  * example is wrong or a file does not load.
@@ -140,10 +143,14 @@ void kfv_describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspec *
 
 /* Runs a and b on the same random inputs; 0 same, 1 different (reported),
  * -1 on an error. */
-int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, kf_buf *rep)
+int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, const kf_equiv_tol *ltol,
+		kf_buf *rep)
 {
-	double rtol, atol;
-	kf_lua_rule_tolerance(r, &rtol, &atol);
+	kf_equiv_tol tol = {0, 0, 0};
+	if (ltol)
+		tol = *ltol;
+	else
+		kf_lua_rule_tolerance(r, &tol.rtol, &tol.atol);
 	const kf_block *blk = &a->blk[0];
 	uint32_t nin = blk->narg, nout = a->nres;
 	kf_tensor in[KF_PAT_MAXNODE], oa[KF_PAT_MAXOUT], ob[KF_PAT_MAXOUT];
@@ -167,11 +174,11 @@ int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t 
 		rc = -1;
 	for (uint32_t k = 0; k < nout && rc == 0; k++) {
 		kf_equiv_stat st;
-		kf_equiv_compare(&ob[k], &oa[k], rtol, atol, &st);
-		if (st.nbad == 0 && !st.shape_differs)
+		kf_equiv_compare(&ob[k], &oa[k], tol.rtol, tol.atol, &st);
+		if (!kf_equiv_bad(&st, &tol) && !st.shape_differs)
 			continue;
 		kf_buf_printf(rep, "  output %u: ", k + 1);
-		kf_equiv_describe(rep, &st); /* "(worst at [i]: replacement vs pattern)" */
+		kf_equiv_describe_tol(rep, &st, &tol); /* "(worst at [i]: replacement vs pattern)" */
 		kf_buf_puts(rep, "\n  inputs:\n");
 		for (uint32_t i = 0; i < nin; i++) {
 			kf_buf_printf(rep, "    %s = ", kf_str(c, kf_V(a, blk->arg[i])->name));
@@ -260,9 +267,10 @@ static int apply_once(const kf_rule *r, kf_graph *b)
 }
 
 /* One set of input types: 1 the rule fired and agrees, 0 it did not fire
- * (why in skipped), 2 it disagrees (reported to out), -1 error. */
+ * (why in skipped), 2 it disagrees (reported to out), -1 error.  tol NULL:
+ * the rule's own tolerance (f32); else tol (a low type's). */
 static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec *vs, uint64_t cseed,
-			kf_buf *skipped, kf_buf *out)
+			const kf_equiv_tol *tol, kf_buf *skipped, kf_buf *out)
 {
 	char why[256];
 	kf_graph *a = kfv_pattern_graph(c, r, r->pat, vs, cseed, why, sizeof why);
@@ -277,11 +285,16 @@ static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec 
 	int n = apply_once(r, b), rc = n < 0 ? -1 : n > 0;
 	for (int t = 0; rc == 1 && t < o->trials; t++) {
 		kf_buf rep = {0};
-		int d = kfv_compare(c, r, a, b, cseed + (uint64_t)t * 104729, &rep);
+		int d = kfv_compare(c, r, a, b, cseed + (uint64_t)t * 104729, tol, &rep);
 		if (d > 0) {
 			kf_buf_printf(out, "%s: rule '%s' does not compute what its pattern does, for ", r->origin,
 				      r->name);
 			kfv_describe(out, c, r->pat, vs);
+			if (tol) {
+				kf_buf_puts(out, " (within ");
+				kf_equiv_tol_describe(out, tol);
+				kf_buf_putc(out, ')');
+			}
 			kf_buf_printf(out, ":\n%s", rep.p);
 		}
 		rc = d < 0 ? -1 : d > 0 ? 2 : 1;
@@ -297,8 +310,74 @@ static int check_config(kf_ctx *c, const kf_rule *r, const opts *o, const vspec 
 /* What became of a rule. */
 typedef struct tally {
 	int verified, transforms, off, wrong;
+	/* per low type: rules checked in it here, by their own verify entries,
+	 * and rules that do not apply to it */
+	int low_fit[2], low_own[2], low_unfit[2];
 	uint64_t orders;
 } tally;
+
+/* The low types a rule is also checked in (issue 23: rules hold in the
+ * types amp computes in), with the tolerance of a result computed there. */
+static const kf_dtype low_types[2] = {KF_F16, KF_BF16};
+
+/* Type set i of rule r with every f32 or f64 variable in `low` instead:
+ * 1, 0 past the end, -1 on a malformed entry; *any false when no variable
+ * was a wide float (the set is one the f32 pass checked already), *own
+ * when one was `low` already (the rule's own entry names the type). */
+static int low_config(const kf_rule *r, uint32_t i, kf_dtype low, vspec *vs, bool *any, bool *own)
+{
+	int k = kfv_config(r, i, vs);
+	*any = *own = false;
+	for (uint32_t v = 0; k > 0 && v < r->pat->nvar; v++) {
+		*own |= vs[v].t.dtype == low;
+		if (vs[v].t.dtype == KF_F32 || vs[v].t.dtype == KF_F64) {
+			vs[v].t.dtype = (uint8_t)low;
+			*any = true;
+		}
+	}
+	return k;
+}
+
+/* Rule r in the low types, after it held in f32: wherever it applies to
+ * its own pattern with f16 or bf16 operands, the replacement computes the
+ * pattern within that type's tolerance (kf_equiv_default_tol: a relative
+ * L2 error, as kfuse-opt --check-equivalence judges an amp graph).  A rule
+ * may decline a low type (its types or where() say f32); that is counted,
+ * not an error.  0 fine, 1 wrong (reported), -1 could not check. */
+static int verify_low(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out, tally *t)
+{
+	int rc = 0, bad = 0;
+	for (int l = 0; l < 2 && !bad && rc >= 0; l++) {
+		kf_equiv_tol tol = kf_equiv_default_tol(low_types[l]);
+		int fired = 0;
+		bool any, own, owned = false;
+		kf_buf skipped = {0};
+		for (uint32_t i = 0; !bad && rc >= 0; i++) {
+			vspec vs[KF_PAT_MAXNODE];
+			int k = low_config(r, i, low_types[l], vs, &any, &own);
+			if (k <= 0) {
+				rc = k;
+				break;
+			}
+			owned |= own;
+			if (!any)
+				continue;
+			k = check_config(c, r, o, vs, o->seed + 7919 * i, &tol, &skipped, out);
+			rc = k < 0 ? -1 : 0;
+			fired += k > 0;
+			bad = k == 2;
+		}
+		kf_buf_free(&skipped);
+		t->low_fit[l] += rc >= 0 && fired > 0;
+		t->low_own[l] += rc >= 0 && !fired && owned;
+		t->low_unfit[l] += rc >= 0 && !fired && !owned;
+		if (rc >= 0 && o->verbose && !bad)
+			kf_buf_printf(out, "%s: rule '%s': in %s, %s\n", r->origin, r->name, kf_dtype_name(low_types[l]),
+				      fired ? "within tolerance" : owned ? "checked by its own verify entries"
+				      : "does not apply");
+	}
+	return rc < 0 ? -1 : bad;
+}
 
 /* Verifies one rule (counted in t): 0 fine or not verifiable, 1 wrong
  * (reported), -1 could not check. */
@@ -328,7 +407,7 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out, 
 			rc = k;
 			break;
 		}
-		rc = check_config(c, r, o, vs, o->seed + 7919 * i, &skipped, out);
+		rc = check_config(c, r, o, vs, o->seed + 7919 * i, NULL, &skipped, out);
 		fired += rc > 0;
 		bad = rc == 2;
 	}
@@ -342,6 +421,10 @@ static int verify_rule(kf_ctx *c, const kf_rule *r, const opts *o, kf_buf *out, 
 			      fired == 1 ? "" : "s");
 	}
 	kf_buf_free(&skipped);
+	if (rc >= 0 && !bad && o->low) {
+		rc = verify_low(c, r, o, out, t);
+		bad = rc > 0;
+	}
 	if (rc >= 0 && !bad && o->orders) {
 		uint64_t n = 0;
 		rc = kfv_orders(c, r, o, out, &n);
@@ -365,6 +448,11 @@ static const char usage[] =
 	"  --no-examples     skip the embedded examples\n"
 	"  --only-examples   run the examples only\n"
 	"  --no-orders       skip the operand orders\n"
+	"  --no-low          skip the low types: by default every rule that holds in f32\n"
+	"                    is checked again with its f32 and f64 operands in f16 and in\n"
+	"                    bf16, judged by the type's relative L2 tolerance (f16 1e-2,\n"
+	"                    bf16 5e-2: docs/amp.md); a rule that declines them is counted,\n"
+	"                    not an error\n"
 	"  --covers OLD      also: every graph a rule of OLD rewrites, the rules of the\n"
 	"                    PATHs rewrite to the same graph\n"
 	"  -v, --verbose     a line for every rule verified\n"
@@ -373,7 +461,7 @@ static const char usage[] =
 	"them).  Exit status: 0 all verified, 1 a rule or an example is wrong or a\n"
 	"file does not load, 2 a usage error.\n";
 
-enum { O_SEED = 256, O_TRIALS, O_NO_EXAMPLES, O_ONLY_EXAMPLES, O_NO_ORDERS, O_COVERS, O_VERSION };
+enum { O_SEED = 256, O_TRIALS, O_NO_EXAMPLES, O_ONLY_EXAMPLES, O_NO_ORDERS, O_NO_LOW, O_COVERS, O_VERSION };
 
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
 static int parse_args(int argc, char **argv, opts *o, const char **paths, int *npath, const char **old)
@@ -382,6 +470,7 @@ static int parse_args(int argc, char **argv, opts *o, const char **paths, int *n
 		{"seed", required_argument, 0, O_SEED}, {"trials", required_argument, 0, O_TRIALS},
 		{"no-examples", no_argument, 0, O_NO_EXAMPLES},
 		{"only-examples", no_argument, 0, O_ONLY_EXAMPLES}, {"no-orders", no_argument, 0, O_NO_ORDERS},
+		{"no-low", no_argument, 0, O_NO_LOW},
 		{"covers", required_argument, 0, O_COVERS}, {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'}, {"version", no_argument, 0, O_VERSION}, {0, 0, 0, 0},
 	};
@@ -403,6 +492,7 @@ static int parse_args(int argc, char **argv, opts *o, const char **paths, int *n
 		case O_NO_EXAMPLES: o->examples = false; break;
 		case O_ONLY_EXAMPLES: o->rules = false; break;
 		case O_NO_ORDERS: o->orders = false; break;
+		case O_NO_LOW: o->low = false; break;
 		case O_COVERS: *old = optarg; break;
 		case 'v': o->verbose = true; break;
 		default: return kf_cli_bad_option(ch, argv) + 1;
@@ -484,13 +574,17 @@ static int verify_paths(kf_ctx *c, const char **paths, int npath, const opts *o,
 			kf_buf_printf(out, "; not verified, their examples check them: %d transforms, %d verify = false "
 				      "rules", t.transforms, t.off);
 		kf_buf_printf(out, "; %u examples passed\n", nex);
+		for (int l = 0; o->low && o->rules && l < 2; l++)
+			kf_buf_printf(out, "ok: in %s: %d rules within a relative L2 error of %g, %d checked by "
+				      "their own verify entries, %d do not apply\n", kf_dtype_name(low_types[l]),
+				      t.low_fit[l], kf_equiv_default_tol(low_types[l]).l2, t.low_own[l], t.low_unfit[l]);
 	}
 	return bad;
 }
 
 int main(int argc, char **argv)
 {
-	opts o = {12345, 3, true, true, true, false};
+	opts o = {12345, 3, true, true, true, false, true};
 	const char *paths[64], *old = NULL;
 	int npath = 0;
 	kf_cli_init("kfuse-verify-rules", 2);

@@ -219,7 +219,7 @@ static int check(kf_ctx *c, const kf_rule *r, const kf_pattern *q, const vspec *
 			kf_buf_putc(out, '\n');
 		} else if (cmp) {
 			kf_buf rep = {0};
-			int d = kfv_compare(c, r, a, b, seed, &rep);
+			int d = kfv_compare(c, r, a, b, seed, NULL, &rep);
 			if (d > 0) {
 				kf_buf_printf(out, "%s: rule '%s' does not compute what its pattern does, written as ",
 					      r->origin, r->name);

@@ -5,6 +5,7 @@
 #ifndef KF_VERIFY_H
 #define KF_VERIFY_H
 
+#include "equiv.h"
 #include "kf.h"
 #include "lua_rules.h"
 #include "rewrite.h"
@@ -13,6 +14,7 @@ typedef struct vopts {
 	uint64_t seed;
 	int trials;
 	bool examples, rules, orders, verbose;
+	bool low; /* also check each rule with f16 and bf16 operands (main.c) */
 } vopts;
 
 /* A variable typed "const f32[8]" in a verify entry becomes a random dense
@@ -34,8 +36,10 @@ kf_graph *kfv_pattern_graph(kf_ctx *c, const kf_rule *r, const kf_pattern *p, co
 /* "x: f32[16], w: const f32[8]". */
 void kfv_describe(kf_buf *b, const kf_ctx *c, const kf_pattern *p, const vspec *vs);
 /* Runs a and b on the same random inputs: 0 same, 1 different (reported to
- * rep), -1 error. */
-int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, kf_buf *rep);
+ * rep), -1 error.  Judged by tol, or when it is NULL by the rule's own
+ * rtol/atol (its f32 contract). */
+int kfv_compare(kf_ctx *c, const kf_rule *r, kf_graph *a, kf_graph *b, uint64_t seed, const kf_equiv_tol *tol,
+		kf_buf *rep);
 /* Applies the rules of rs to g until done: the rewrites, or -1. */
 int kfv_apply(const kf_ruleset *rs, kf_graph *g);
 
