@@ -17,12 +17,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include "emit_int.h"
+#include "emit_loop_int.h"
 #include "view.h"
 
 /* ---- index arithmetic ------------------------------------------------------- */
 
-static void strides(const kf_type *t, int64_t *st)
+void kx_strides(const kf_type *t, int64_t *st)
 {
 	int64_t s = 1;
 	for (int d = t->rank - 1; d >= 0; d--) {
@@ -32,10 +32,10 @@ static void strides(const kf_type *t, int64_t *st)
 }
 
 /* Coordinate d of linear index x in shape t, as text. */
-static void coord(kf_buf *o, const kf_type *t, int d, const char *x)
+void kx_coord(kf_buf *o, const kf_type *t, int d, const char *x)
 {
 	int64_t st[KF_MAX_RANK], before = 1;
-	strides(t, st);
+	kx_strides(t, st);
 	for (int e = 0; e < d; e++)
 		before *= t->dim[e];
 	kf_buf_putc(o, '(');
@@ -61,7 +61,7 @@ int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf 
 	}
 	int r = from->rank, s = to->rank;
 	int64_t sf[KF_MAX_RANK], tdim[KF_MAX_RANK], stt[KF_MAX_RANK];
-	strides(from, sf);
+	kx_strides(from, sf);
 	int64_t acc = 1;
 	for (int d = r - 1; d >= 0; d--) {
 		tdim[d] = d < r - s ? 1 : to->dim[d - (r - s)];
@@ -120,7 +120,7 @@ int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf 
 }
 
 /* An index variable: memoised by its text; returns its number, or IX_ZERO. */
-static int ix_add(kx *k, kf_buf *expr, int form, int64_t arg)
+int kx_ix_add(kx *k, kf_buf *expr, int form, int64_t arg)
 {
 	if (form == -2) {
 		kf_buf_free(expr);
@@ -142,7 +142,7 @@ static int ix_add(kx *k, kf_buf *expr, int form, int64_t arg)
 	return id;
 }
 
-static void ix_name(int ix, char *buf, size_t n)
+void kx_ix_name(int ix, char *buf, size_t n)
 {
 	if (ix == IX_ZERO)
 		snprintf(buf, n, "0");
@@ -156,7 +156,7 @@ static int ix_bcast(kx *k, int ix, const kf_type *from, const kf_type *to)
 	if (ix == IX_ZERO)
 		return IX_ZERO;
 	char x[16];
-	ix_name(ix, x, sizeof x);
+	kx_ix_name(ix, x, sizeof x);
 	kf_buf e = {0};
 	int64_t arg = 0;
 	int form = kx_bcast_expr(from, to, x, &e, &arg);
@@ -166,14 +166,13 @@ static int ix_bcast(kx *k, int ix, const kf_type *from, const kf_type *to)
 	}
 	if (ix != 0 && form != -2)
 		form = IXF_OTHER;
-	return ix_add(k, &e, form, arg);
+	return kx_ix_add(k, &e, form, arg);
 }
 
 /* ---- values ----------------------------------------------------------------- */
 
-static int value_at(kx *k, kf_vid v, int ix);
 
-static int tmp(kx *k, kf_vid v, int ix, const char *ct, kf_buf *expr)
+int kx_tmp(kx *k, kf_vid v, int ix, const char *ct, kf_buf *expr)
 {
 	int t = k->ntmp++;
 	kf_buf_putc(expr, '\0');
@@ -243,10 +242,10 @@ static int load_param(kx *k, kf_vid v, int p, int ix)
 		kf_buf_printf(&e, "t%d[j]", t);
 	} else {
 		char x[16];
-		ix_name(ix, x, sizeof x);
+		kx_ix_name(ix, x, sizeof x);
 		kx_load(&e, dt, "p%d[%s]", p, x);
 	}
-	return tmp(k, v, ix, kx_ct(dt), &e);
+	return kx_tmp(k, v, ix, kx_ct(dt), &e);
 }
 
 /* The index into operand type `in` of a value read at coordinates
@@ -256,9 +255,9 @@ static int ix_affine(kx *k, int ix, const kf_type *out, const kf_type *in, const
 		     const int64_t *start, const int64_t *step)
 {
 	int64_t si[KF_MAX_RANK], off = 0;
-	strides(in, si);
+	kx_strides(in, si);
 	char x[16];
-	ix_name(ix, x, sizeof x);
+	kx_ix_name(ix, x, sizeof x);
 	kf_buf e = {0};
 	int nterm = 0;
 	for (int d = 0; d < in->rank; d++)
@@ -273,13 +272,13 @@ static int ix_affine(kx *k, int ix, const kf_type *out, const kf_type *in, const
 		if (ix == IX_ZERO)
 			kf_buf_putc(&e, '0');
 		else
-			coord(&e, out, d, x);
+			kx_coord(&e, out, d, x);
 		if (mul != 1)
 			kf_buf_printf(&e, " * %lld", (long long)mul);
 	}
 	if (off || !nterm)
 		kf_buf_printf(&e, "%s%lld", nterm ? " + " : "", (long long)off);
-	return ix_add(k, &e, IXF_OTHER, 0);
+	return kx_ix_add(k, &e, IXF_OTHER, 0);
 }
 
 static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
@@ -290,17 +289,17 @@ static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	if (axis < 0)
 		axis += out->rank;
 	char xs[16];
-	ix_name(ix, xs, sizeof xs);
+	kx_ix_name(ix, xs, sizeof xs);
 	kf_buf ce = {0};
-	coord(&ce, out, axis, xs);
-	int cix = ix_add(k, &ce, IXF_OTHER, 0);
+	kx_coord(&ce, out, axis, xs);
+	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0);
 	int *parts = malloc(x->nin * sizeof *parts);
 	int64_t off = 0, *offs = malloc(x->nin * sizeof *offs);
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_vid u = kf_in(g, n, i);
 		const kf_type *in = kf_vtype(g, u);
 		int64_t si[KF_MAX_RANK];
-		strides(in, si);
+		kx_strides(in, si);
 		/* the coordinate along axis is clamped into the operand so that
 		 * every operand can be evaluated; the select below picks one */
 		kf_buf e = {0};
@@ -315,16 +314,16 @@ static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
 					      cix, kx_it(k), (long long)off, kx_it(k), kx_it(k),
 					      (long long)(in->dim[d] - 1));
 			else
-				coord(&e, out, d, xs);
+				kx_coord(&e, out, d, xs);
 			if (si[d] != 1)
 				kf_buf_printf(&e, " * %lld", (long long)si[d]);
 		}
 		if (!nterm)
 			kf_buf_putc(&e, '0');
-		int pix = ix_add(k, &e, IXF_OTHER, 0);
+		int pix = kx_ix_add(k, &e, IXF_OTHER, 0);
 		offs[i] = off;
 		off += in->dim[axis];
-		parts[i] = value_at(k, u, pix);
+		parts[i] = kx_value_at(k, u, pix);
 		if (parts[i] < 0) {
 			free(parts);
 			free(offs);
@@ -337,294 +336,12 @@ static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	kf_buf_printf(&e, "t%d", parts[x->nin - 1]);
 	free(parts);
 	free(offs);
-	return tmp(k, kf_res(g, n, 0), ix, kx_ct(kx_dt(k, kf_res(g, n, 0))), &e);
-}
-
-/* gather(data, indices) {axis}: the index tensor read at the coordinates
- * the result takes from it, that value (negative from the end, clamped into
- * the dim: a GPU cannot stop on a bad index as the interpreter does) at
- * `axis` of the data. */
-static int gather_at(kx *k, kf_nid n, const kf_type *out, int ix)
-{
-	kf_graph *g = k->g;
-	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
-	const kf_type *xt = kf_vtype(g, x), *it = kf_vtype(g, iv);
-	int a = (int)kf_attr_int(g, n, "axis", 0), q = it->rank;
-	if (a < 0)
-		a += xt->rank;
-	int64_t sx[KF_MAX_RANK], si[KF_MAX_RANK];
-	strides(xt, sx);
-	strides(it, si);
-	char xs[16];
-	ix_name(ix, xs, sizeof xs);
-	/* the element of the index tensor */
-	kf_buf ie = {0};
-	int nterm = 0;
-	for (int j = 0; j < q && ix != IX_ZERO; j++) {
-		if (it->dim[j] == 1)
-			continue;
-		if (nterm++)
-			kf_buf_puts(&ie, " + ");
-		coord(&ie, out, a + j, xs);
-		if (si[j] != 1)
-			kf_buf_printf(&ie, " * %lld", (long long)si[j]);
-	}
-	int iix = ix_add(k, &ie, nterm ? IXF_OTHER : -2, 0);
-	int ti = value_at(k, iv, iix);
-	if (ti < 0)
-		return -1;
-	int64_t D = xt->dim[a];
-	kf_buf ce = {0};
-	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
-		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
-	int cix = ix_add(k, &ce, IXF_OTHER, 0);
-	kf_buf de = {0};
-	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
-	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
-		if ((d >= a && d < a + q) || out->dim[d] == 1)
-			continue;
-		kf_buf_puts(&de, " + ");
-		coord(&de, out, d, xs);
-		int64_t st = sx[d < a ? d : d - q + 1];
-		if (st != 1)
-			kf_buf_printf(&de, " * %lld", (long long)st);
-	}
-	return value_at(k, x, ix_add(k, &de, IXF_OTHER, 0));
-}
-
-/* gather_elements(data, indices) {axis}: the index read at the result's
- * own position (one shape), clamped into the dim as gather's is, replaces
- * the `axis` coordinate of the data read. */
-static int gather_elements_at(kx *k, kf_nid n, const kf_type *out, int ix)
-{
-	kf_graph *g = k->g;
-	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
-	const kf_type *xt = kf_vtype(g, x);
-	int a = (int)kf_attr_int(g, n, "axis", 0);
-	if (a < 0)
-		a += xt->rank;
-	int64_t sx[KF_MAX_RANK];
-	strides(xt, sx);
-	char xs[16];
-	ix_name(ix, xs, sizeof xs);
-	int ti = value_at(k, iv, ix);
-	if (ti < 0)
-		return -1;
-	int64_t D = xt->dim[a];
-	kf_buf ce = {0};
-	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
-		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
-	int cix = ix_add(k, &ce, IXF_OTHER, 0);
-	kf_buf de = {0};
-	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
-	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
-		if (d == a || out->dim[d] == 1)
-			continue;
-		kf_buf_puts(&de, " + ");
-		coord(&de, out, d, xs);
-		if (sx[d] != 1)
-			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
-	}
-	return value_at(k, x, ix_add(k, &de, IXF_OTHER, 0));
-}
-
-/* pad {pads, mode, value}: per padded dim the input coordinate of the
- * output one (edge clamps, wrap wraps, reflect folds back without the
- * edge); in constant mode the read is clamped in and a select puts the
- * value where the coordinate fell outside. */
-static int pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
-{
-	kf_graph *g = k->g;
-	kf_vid x = kf_in(g, n, 0);
-	const kf_type *xt = kf_vtype(g, x);
-	int64_t p[2 * KF_MAX_RANK], sx[KF_MAX_RANK];
-	int r = xt->rank;
-	if (kf_attr_ints(g, n, "pads", p, 2 * KF_MAX_RANK) != 2 * r)
-		return kx_fail(k, "pad without 2 pads per dim");
-	strides(xt, sx);
-	const char *mode = kf_attr_str(g, n, "mode", "constant"), *it = kx_it(k);
-	bool constant = !strcmp(mode, "constant");
-	char xs[16];
-	ix_name(ix, xs, sizeof xs);
-	kf_buf de = {0}, valid = {0};
-	int nterm = 0;
-	for (int d = 0; d < r; d++) {
-		int64_t b = p[d], D = xt->dim[d];
-		if (out->dim[d] == 1 && D == 1 && b == 0)
-			continue;
-		kf_buf ce = {0};
-		kf_buf_printf(&ce, "(%s)", it);
-		if (ix == IX_ZERO)
-			kf_buf_putc(&ce, '0');
-		else
-			coord(&ce, out, d, xs);
-		if (b)
-			kf_buf_printf(&ce, " - (%s)%lld", it, (long long)b);
-		int s = ix_add(k, &ce, IXF_OTHER, 0), m = s;
-		if (b || p[d + r]) {
-			kf_buf me = {0};
-			if (constant) {
-				kf_buf_printf(&valid, "%si%d >= 0 && i%d < %lld", valid.n ? " && " : "", s, s, (long long)D);
-				kf_buf_printf(&me, "kf_min(kf_max(i%d, (%s)0), (%s)%lld)", s, it, it, (long long)(D - 1));
-			} else if (!strcmp(mode, "edge")) {
-				kf_buf_printf(&me, "kf_min(kf_max(i%d, (%s)0), (%s)%lld)", s, it, it, (long long)(D - 1));
-			} else if (!strcmp(mode, "wrap")) {
-				kf_buf_printf(&me, "((i%d %% %lld) + %lld) %% %lld", s, (long long)D, (long long)D, (long long)D);
-			} else if (D == 1) { /* reflect of one element: itself */
-				kf_buf_puts(&me, "0");
-			} else {
-				long long P = 2 * (D - 1);
-				kf_buf_printf(&me, "((i%d %% %lld) + %lld) %% %lld < %lld ? ((i%d %% %lld) + %lld) %% %lld : "
-						   "%lld - ((i%d %% %lld) + %lld) %% %lld",
-					      s, P, P, P, (long long)D, s, P, P, P, P, s, P, P, P);
-			}
-			m = ix_add(k, &me, IXF_OTHER, 0);
-		}
-		kf_buf_printf(&de, "%si%d", nterm++ ? " + " : "", m);
-		if (sx[d] != 1)
-			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
-	}
-	int t = value_at(k, x, ix_add(k, &de, nterm ? IXF_OTHER : -2, 0));
-	if (t < 0 || !valid.n) {
-		kf_buf_free(&valid);
-		return t;
-	}
-	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
-	kf_buf e = {0};
-	kf_buf_printf(&e, "(%s) ? t%d : ", valid.p, t);
-	double v = kf_attr_float(g, n, "value", 0.0);
-	kx_literal(&e, dt, v, (long long)v);
-	kf_buf_free(&valid);
-	return tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &e);
-}
-
-/* resize's input coordinate of output coordinate `c` (text) on one dim, as
- * double text (the modes of ONNX Resize, as cpu_index.c computes them). */
-static void rs_coord_expr(kf_buf *e, const char *mode, const char *c, double s, int64_t in, double outlen)
-{
-	if (!strcmp(mode, "align_corners"))
-		outlen == 1 ? kf_buf_puts(e, "0.0")
-			    : kf_buf_printf(e, "((double)(%s) * %.17g)", c, (double)(in - 1) / (outlen - 1));
-	else if (!strcmp(mode, "asymmetric"))
-		kf_buf_printf(e, "((double)(%s) / %.17g)", c, s);
-	else if (!strcmp(mode, "tf_half_pixel_for_nn"))
-		kf_buf_printf(e, "(((double)(%s) + 0.5) / %.17g)", c, s);
-	else if (!strcmp(mode, "pytorch_half_pixel") && !(outlen > 1))
-		kf_buf_puts(e, "0.0");
-	else
-		kf_buf_printf(e, "(((double)(%s) + 0.5) / %.17g - 0.5)", c, s);
-}
-
-/* resize {mode, coordinate_transformation_mode, nearest_mode, scales,
- * sizes}: per dim the input coordinate of the output one; nearest reads
- * the rounded one, linear the 2^k corners of the dims it interpolates,
- * weighted (neighbours clamped into the input, as the interpreter). */
-static int resize_at(kx *k, kf_nid n, const kf_type *out, int ix)
-{
-	kf_graph *g = k->g;
-	kf_vid x = kf_in(g, n, 0);
-	const kf_type *xt = kf_vtype(g, x);
-	const kf_attrval *sc = kf_attr_get(g, n, "scales");
-	int r = xt->rank;
-	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)r)
-		return kx_fail(k, "resize without one scale per dim");
-	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear"), sizes = kf_attr_get(g, n, "sizes");
-	const char *cmode = kf_attr_str(g, n, "coordinate_transformation_mode", "half_pixel");
-	const char *nmode = kf_attr_str(g, n, "nearest_mode", "round_prefer_floor"), *it = kx_it(k);
-	int64_t sx[KF_MAX_RANK];
-	strides(xt, sx);
-	char xs[16];
-	ix_name(ix, xs, sizeof xs);
-	int lo[KF_MAX_RANK], hi[KF_MAX_RANK], interp[KF_MAX_RANK], ni = 0;
-	kf_buf w[KF_MAX_RANK] = {{0}};
-	for (int d = 0; d < r; d++) {
-		int64_t D = xt->dim[d], O = out->dim[d];
-		double s = sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i;
-		double outlen = (double)D * s;
-		if (sizes && D > 0) {
-			s = (double)O / (double)D;
-			outlen = (double)O;
-		}
-		kf_buf c = {0}, ce = {0};
-		if (ix == IX_ZERO)
-			kf_buf_putc(&c, '0');
-		else
-			coord(&c, out, d, xs);
-		/* a dim the map leaves alone (batch, channels) is read as it is */
-		bool ident = D == O && (!strcmp(cmode, "align_corners") ||
-					(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
-						    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
-		if (ident) {
-			lo[d] = ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0);
-			continue;
-		}
-		kf_buf_putc(&c, '\0');
-		rs_coord_expr(&ce, cmode, c.p, s, D, outlen);
-		kf_buf_putc(&ce, '\0');
-		kf_buf e = {0};
-		if (!linear) {
-			const char *rnd = !strcmp(nmode, "floor") ? "floor(%s)" : !strcmp(nmode, "ceil") ? "ceil(%s)"
-					: !strcmp(nmode, "round_prefer_ceil") ? "floor(%s + 0.5)" : "ceil(%s - 0.5)";
-			kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
-			kf_buf_printf(&e, rnd, ce.p);
-			kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
-			lo[d] = ix_add(k, &e, IXF_OTHER, 0);
-		} else {
-			kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
-			lo[d] = ix_add(k, &e, IXF_OTHER, 0);
-			kf_buf h = {0};
-			kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
-				      (long long)(D - 1));
-			hi[d] = ix_add(k, &h, IXF_OTHER, 0);
-			kf_buf_printf(&w[ni], "(%s - floor(%s))", ce.p, ce.p);
-			interp[ni++] = d;
-		}
-		kf_buf_free(&c);
-		kf_buf_free(&ce);
-	}
-	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
-	kf_buf acc = {0};
-	int rc = 0;
-	for (int corner = 0; corner < (1 << ni) && rc == 0; corner++) {
-		kf_buf ie = {0};
-		for (int d = 0, j = 0; d < r; d++) {
-			bool up = j < ni && interp[j] == d && (corner >> j & 1);
-			j += j < ni && interp[j] == d;
-			int id = up ? hi[d] : lo[d];
-			if (id == IX_ZERO)
-				kf_buf_printf(&ie, "%s0", d ? " + " : "");
-			else
-				kf_buf_printf(&ie, "%si%d * %lld", d ? " + " : "", id, (long long)sx[d]);
-		}
-		int t = value_at(k, x, ix_add(k, &ie, r ? IXF_OTHER : -2, 0));
-		if (t < 0) {
-			rc = -1;
-			break;
-		}
-		kf_buf_printf(&acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
-		/* the weight: per interpolated dim its fraction, or 1 - it
-		 * (each factor closed where it ends: (1.0 - a) * b) */
-		for (int j = 0; j < ni; j++)
-			kf_buf_printf(&acc, "%s%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", w[j].p,
-				      corner >> j & 1 ? "" : ")");
-		kf_buf_printf(&acc, "%s) * t%d", ni ? "" : "1.0", t);
-	}
-	for (int j = 0; j < ni; j++)
-		kf_buf_free(&w[j]);
-	if (rc < 0) {
-		kf_buf_free(&acc);
-		return -1;
-	}
-	if (!ni) { /* nearest: the element read */
-		acc.n = 0;
-		kf_buf_printf(&acc, "t%d", k->ntmp - 1);
-	}
-	return tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &acc);
+	return kx_tmp(k, kf_res(g, n, 0), ix, kx_ct(kx_dt(k, kf_res(g, n, 0))), &e);
 }
 
 /* Emits value v (of this kernel) at index ix into v's own shape; returns
  * its temporary, or -1. */
-static int value_at(kx *k, kf_vid v, int ix)
+int kx_value_at(kx *k, kf_vid v, int ix)
 {
 	for (uint32_t i = 0; i < k->nmemo; i++)
 		if (k->memo[i].v == v && k->memo[i].ix == ix)
@@ -639,16 +356,16 @@ static int value_at(kx *k, kf_vid v, int ix)
 	kf_type out = *vt;
 	kf_dtype dt = (kf_dtype)vt->dtype;
 	char xs[16];
-	ix_name(ix, xs, sizeof xs);
+	kx_ix_name(ix, xs, sizeof xs);
 	kf_buf e = {0};
 	switch (x->op) {
 	case KF_OP_CONST:
 		kx_const_elem(k, n, xs, &e);
-		return tmp(k, v, ix, kx_ct(dt), &e);
+		return kx_tmp(k, v, ix, kx_ct(dt), &e);
 	case KF_OP_RESHAPE:
-		return value_at(k, kf_in(g, n, 0), ix);
+		return kx_value_at(k, kf_in(g, n, 0), ix);
 	case KF_OP_BROADCAST_TO:
-		return value_at(k, kf_in(g, n, 0), ix_bcast(k, ix, &out, kf_vtype(g, kf_in(g, n, 0))));
+		return kx_value_at(k, kf_in(g, n, 0), ix_bcast(k, ix, &out, kf_vtype(g, kf_in(g, n, 0))));
 	case KF_OP_TRANSPOSE: {
 		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
 		int64_t perm[KF_MAX_RANK];
@@ -658,13 +375,13 @@ static int value_at(kx *k, kf_vid v, int ix)
 		for (int d = 0; d < in.rank; d++)
 			if (perm[d] < 0)
 				perm[d] += in.rank;
-		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, perm, NULL, NULL));
+		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, perm, NULL, NULL));
 	}
 	case KF_OP_SLICE: {
 		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
 		int64_t start[KF_MAX_RANK], step[KF_MAX_RANK];
 		kf_slice_geom(g, n, start, step);
-		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, step));
+		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, step));
 	}
 	case KF_OP_SPLIT: {
 		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
@@ -674,18 +391,18 @@ static int value_at(kx *k, kf_vid v, int ix)
 		int64_t start[KF_MAX_RANK] = {0};
 		for (uint32_t r = 0; r < kf_V(g, v)->idx; r++)
 			start[axis] += kf_vtype(g, x->res0 + r)->dim[axis];
-		return value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, NULL));
+		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, NULL));
 	}
 	case KF_OP_CONCAT:
 		return concat_at(k, n, &out, ix);
 	case KF_OP_GATHER:
-		return gather_at(k, n, &out, ix);
+		return kx_gather_at(k, n, &out, ix);
 	case KF_OP_GATHER_ELEMENTS:
-		return gather_elements_at(k, n, &out, ix);
+		return kx_gather_elements_at(k, n, &out, ix);
 	case KF_OP_PAD:
-		return pad_at(k, n, &out, ix);
+		return kx_pad_at(k, n, &out, ix);
 	case KF_OP_RESIZE:
-		return resize_at(k, n, &out, ix);
+		return kx_resize_at(k, n, &out, ix);
 	case KF_OP_IOTA: { /* the coordinate along axis */
 		int a = (int)kf_attr_int(g, n, "axis", 0);
 		if (a < 0)
@@ -694,8 +411,8 @@ static int value_at(kx *k, kf_vid v, int ix)
 		if (ix == IX_ZERO)
 			kf_buf_putc(&e, '0');
 		else
-			coord(&e, &out, a, xs);
-		return tmp(k, v, ix, kx_ct(dt), &e);
+			kx_coord(&e, &out, a, xs);
+		return kx_tmp(k, v, ix, kx_ct(dt), &e);
 	}
 	default:
 		break;
@@ -709,7 +426,7 @@ static int value_at(kx *k, kf_vid v, int ix)
 		return kx_fail(k, "op '%s' has more than 3 operands", kf_op(k->c, x->op)->name);
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_vid u = kf_in(g, n, i);
-		int t = value_at(k, u, ix_bcast(k, ix, &out, kf_vtype(g, u)));
+		int t = kx_value_at(k, u, ix_bcast(k, ix, &out, kf_vtype(g, u)));
 		if (t < 0)
 			return -1;
 		snprintf(names[i], sizeof names[i], "t%d", t);
@@ -718,7 +435,7 @@ static int value_at(kx *k, kf_vid v, int ix)
 		kf_buf_free(&e);
 		return -1;
 	}
-	return tmp(k, v, ix, kx_ct(dt), &e);
+	return kx_tmp(k, v, ix, kx_ct(dt), &e);
 }
 
 /* ---- the kernel ------------------------------------------------------------- */
@@ -748,7 +465,7 @@ static int lanes(kx *k, bool vec, const bool *sel)
 	for (uint32_t j = 0; j < k->nout; j++) {
 		if (sel && !sel[j])
 			continue;
-		int t = value_at(k, k->out[j], 0);
+		int t = kx_value_at(k, k->out[j], 0);
 		if (t < 0)
 			return -1;
 		kf_dtype dt = kx_dt(k, k->out[j]);

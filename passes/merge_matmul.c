@@ -68,6 +68,114 @@ static kf_vid bias_of(const kf_graph *g, kf_nid u, kf_nid *add)
 	return b;
 }
 
+/* The matmuls reading x by a constant weight of one dtype (at most MAXM):
+ * into mm[] and w[] in program order (use lists are not), the weights
+ * concatenated in that order.  The first is where the merged matmul goes,
+ * so every weight must be defined before it: 0 when one is not. */
+static int collect(kf_graph *g, kf_vid x, const int64_t *pos, uint32_t npos, kf_nid *mm, kf_vid *w)
+{
+	int m = 0;
+	kf_foreach_use(g, x, us) {
+		kf_nid u = g->use[us].user;
+		kf_vid wu = u < npos ? weight_of(g, u, x) : KF_NONE;
+		bool seen = false;
+		for (int j = 0; j < m; j++)
+			seen = seen || mm[j] == u;
+		if (wu == KF_NONE || seen || m == MAXM)
+			continue;
+		if (m && (kf_vtype(g, wu)->dtype != kf_vtype(g, w[0])->dtype))
+			continue;
+		mm[m] = u;
+		w[m++] = wu;
+	}
+	for (int a = 1; a < m; a++)
+		for (int b = a; b > 0 && pos[mm[b - 1]] > pos[mm[b]]; b--) {
+			kf_nid tn = mm[b];
+			mm[b] = mm[b - 1];
+			mm[b - 1] = tn;
+			kf_vid tw = w[b];
+			w[b] = w[b - 1];
+			w[b - 1] = tw;
+		}
+	for (int j = 0; j < m; j++)
+		if (kf_def(g, w[j]) >= npos || pos[kf_def(g, w[j])] >= pos[mm[0]])
+			return 0;
+	return m;
+}
+
+/* A slice of `whole`'s last axis, [at, at + size), before node `first`,
+ * taking the place (and name) of value old. */
+static void slice_part(kf_graph *g, kf_vid whole, kf_nid first, kf_vid old, int64_t at, int64_t size, kf_loc loc)
+{
+	kf_ctx *c = g->ctx;
+	kf_tid rt = kf_V(g, old)->type;
+	kf_nid sl = kf_node_new(g, 0, first, KF_OP_SLICE, &whole, 1, &rt, 1);
+	kf_attrval st = {.kind = KF_ATTR_INT, .i = at}, en = {.kind = KF_ATTR_INT, .i = at + size};
+	kf_attrval ax = {.kind = KF_ATTR_INT, .i = kf_vtype(g, whole)->rank - 1};
+	kf_attrval l1 = {.kind = KF_ATTR_LIST, .n = 1, .list = &st}, l2 = {.kind = KF_ATTR_LIST, .n = 1, .list = &en},
+		   l3 = {.kind = KF_ATTR_LIST, .n = 1, .list = &ax};
+	kf_node_set_attr(g, sl, kf_intern_cstr(c, "starts"), kf_attrval_copy(g, &l1));
+	kf_node_set_attr(g, sl, kf_intern_cstr(c, "ends"), kf_attrval_copy(g, &l2));
+	kf_node_set_attr(g, sl, kf_intern_cstr(c, "axes"), kf_attrval_copy(g, &l3));
+	kf_N(g, sl)->loc = loc;
+	kf_V(g, kf_res(g, sl, 0))->name = kf_V(g, old)->name;
+	kf_replace_all_uses(g, old, kf_res(g, sl, 0));
+}
+
+/* Matmuls mm[0..m) of x by weights w[]: concat(w...) : [K, sum N], one
+ * matmul, its parts as slices of the last axis. */
+static void merge(kf_graph *g, kf_vid x, const kf_nid *mm, kf_vid *w, int m, const int64_t *pos, uint32_t npos)
+{
+	kf_ctx *c = g->ctx;
+	kf_nid first = mm[0];
+	const kf_type *w0 = kf_vtype(g, w[0]), *r0 = kf_vtype(g, kf_res(g, mm[0], 0));
+	int64_t N = 0, sizes[MAXM];
+	for (int j = 0; j < m; j++) {
+		sizes[j] = kf_vtype(g, w[j])->dim[1];
+		N += sizes[j];
+	}
+	kf_type ct = *w0, yt = *r0;
+	ct.dim[1] = N;
+	yt.dim[yt.rank - 1] = N;
+	kf_tid ctid = kf_type_intern(c, &ct), ytid = kf_type_intern(c, &yt);
+	kf_nid cat = kf_node_new(g, 0, first, KF_OP_CONCAT, w, (uint32_t)m, &ctid, 1);
+	kf_node_set_attr(g, cat, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = 1});
+	kf_vid in[2] = {x, kf_res(g, cat, 0)};
+	kf_nid y = kf_node_new(g, 0, first, KF_OP_MATMUL, in, 2, &ytid, 1);
+	/* biases that every part adds are added once, concatenated too (the
+	 * merged contraction's epilogue); the parts then replace the adds */
+	kf_vid bias[MAXM];
+	kf_nid adds[MAXM];
+	bool biased = true;
+	for (int j = 0; j < m && biased; j++)
+		biased = (bias[j] = bias_of(g, mm[j], &adds[j])) != KF_NONE && kf_def(g, bias[j]) < npos &&
+			 pos[kf_def(g, bias[j])] < pos[first];
+	kf_nid whole = y;
+	if (biased) {
+		kf_type bt = kf_type_make((kf_dtype)yt.dtype, 1, &N);
+		kf_tid btid = kf_type_intern(c, &bt);
+		kf_nid bc = kf_node_new(g, 0, first, KF_OP_CONCAT, bias, (uint32_t)m, &btid, 1);
+		kf_node_set_attr(g, bc, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = 0});
+		kf_vid ain[2] = {kf_res(g, y, 0), kf_res(g, bc, 0)};
+		whole = kf_node_new(g, 0, first, KF_OP_ADD, ain, 2, &ytid, 1);
+		kf_N(g, bc)->loc = kf_N(g, whole)->loc = kf_N(g, first)->loc;
+	}
+	/* the parts as slices: each a view its own reader takes in (a split
+	 * read by several kernels would be a kernel of its own) */
+	int64_t at = 0;
+	for (int j = 0; j < m; j++) {
+		kf_vid old = biased ? kf_res(g, adds[j], 0) : kf_res(g, mm[j], 0);
+		slice_part(g, kf_res(g, whole, 0), first, old, at, sizes[j], kf_N(g, mm[j])->loc);
+		at += sizes[j];
+	}
+	kf_N(g, cat)->loc = kf_N(g, y)->loc = kf_N(g, first)->loc;
+	for (int j = 0; j < m; j++) { /* after the slices went in before the first */
+		if (biased)
+			kf_node_erase(g, adds[j]);
+		kf_node_erase(g, mm[j]);
+	}
+}
+
 static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 {
 	kf_ctx *c = g->ctx;
@@ -86,102 +194,12 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 		xs[nx++] = g->blk[0].arg[i];
 	int merged = 0, mms = 0;
 	for (uint32_t i = 0; i < nx; i++) {
-		kf_vid x = xs[i];
 		kf_nid mm[MAXM];
 		kf_vid w[MAXM];
-		int m = 0;
-		kf_foreach_use(g, x, us) {
-			kf_nid u = g->use[us].user;
-			kf_vid wu = u < npos ? weight_of(g, u, x) : KF_NONE;
-			bool seen = false;
-			for (int j = 0; j < m; j++)
-				seen = seen || mm[j] == u;
-			if (wu == KF_NONE || seen || m == MAXM)
-				continue;
-			if (m && (kf_vtype(g, wu)->dtype != kf_vtype(g, w[0])->dtype))
-				continue;
-			mm[m] = u;
-			w[m++] = wu;
-		}
+		int m = collect(g, xs[i], pos, npos, mm, w);
 		if (m < 2)
 			continue;
-		/* in program order (use lists are not): the weights concatenated in
-		 * that order; the first is where the merged matmul goes, and every
-		 * weight must be defined before it */
-		for (int a = 1; a < m; a++)
-			for (int b = a; b > 0 && pos[mm[b - 1]] > pos[mm[b]]; b--) {
-				kf_nid tn = mm[b];
-				mm[b] = mm[b - 1];
-				mm[b - 1] = tn;
-				kf_vid tw = w[b];
-				w[b] = w[b - 1];
-				w[b - 1] = tw;
-			}
-		kf_nid first = mm[0];
-		bool ok = true;
-		for (int j = 0; j < m && ok; j++)
-			ok = kf_def(g, w[j]) < npos && pos[kf_def(g, w[j])] < pos[first];
-		if (!ok)
-			continue;
-		/* concat(w...) : [K, sum N]; matmul; split along the last axis */
-		const kf_type *w0 = kf_vtype(g, w[0]), *r0 = kf_vtype(g, kf_res(g, mm[0], 0));
-		int64_t N = 0, sizes[MAXM];
-		for (int j = 0; j < m; j++) {
-			sizes[j] = kf_vtype(g, w[j])->dim[1];
-			N += sizes[j];
-		}
-		kf_type ct = *w0, yt = *r0;
-		ct.dim[1] = N;
-		yt.dim[yt.rank - 1] = N;
-		kf_tid ctid = kf_type_intern(c, &ct), ytid = kf_type_intern(c, &yt);
-		kf_nid cat = kf_node_new(g, 0, first, KF_OP_CONCAT, w, (uint32_t)m, &ctid, 1);
-		kf_node_set_attr(g, cat, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = 1});
-		kf_vid in[2] = {x, kf_res(g, cat, 0)};
-		kf_nid y = kf_node_new(g, 0, first, KF_OP_MATMUL, in, 2, &ytid, 1);
-		/* biases that every part adds are added once, concatenated too (the
-		 * merged contraction's epilogue); the parts then replace the adds */
-		kf_vid bias[MAXM];
-		kf_nid adds[MAXM];
-		bool biased = true;
-		for (int j = 0; j < m && biased; j++)
-			biased = (bias[j] = bias_of(g, mm[j], &adds[j])) != KF_NONE && kf_def(g, bias[j]) < npos &&
-				 pos[kf_def(g, bias[j])] < pos[first];
-		kf_nid whole = y;
-		if (biased) {
-			kf_type bt = kf_type_make((kf_dtype)yt.dtype, 1, &N);
-			kf_tid btid = kf_type_intern(c, &bt);
-			kf_nid bc = kf_node_new(g, 0, first, KF_OP_CONCAT, bias, (uint32_t)m, &btid, 1);
-			kf_node_set_attr(g, bc, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = 0});
-			kf_vid ain[2] = {kf_res(g, y, 0), kf_res(g, bc, 0)};
-			whole = kf_node_new(g, 0, first, KF_OP_ADD, ain, 2, &ytid, 1);
-			kf_N(g, bc)->loc = kf_N(g, whole)->loc = kf_N(g, first)->loc;
-		}
-		/* the parts as slices: each a view its own reader takes in (a split
-		 * read by several kernels would be a kernel of its own) */
-		kf_vid yv = kf_res(g, whole, 0);
-		int64_t at = 0;
-		for (int j = 0; j < m; j++) {
-			kf_vid old = biased ? kf_res(g, adds[j], 0) : kf_res(g, mm[j], 0);
-			kf_tid rt = kf_V(g, old)->type;
-			kf_nid sl = kf_node_new(g, 0, first, KF_OP_SLICE, &yv, 1, &rt, 1);
-			kf_attrval st = {.kind = KF_ATTR_INT, .i = at}, en = {.kind = KF_ATTR_INT, .i = at + sizes[j]};
-			kf_attrval ax = {.kind = KF_ATTR_INT, .i = yt.rank - 1};
-			kf_attrval l1 = {.kind = KF_ATTR_LIST, .n = 1, .list = &st}, l2 = {.kind = KF_ATTR_LIST, .n = 1, .list = &en},
-				   l3 = {.kind = KF_ATTR_LIST, .n = 1, .list = &ax};
-			kf_node_set_attr(g, sl, kf_intern_cstr(c, "starts"), kf_attrval_copy(g, &l1));
-			kf_node_set_attr(g, sl, kf_intern_cstr(c, "ends"), kf_attrval_copy(g, &l2));
-			kf_node_set_attr(g, sl, kf_intern_cstr(c, "axes"), kf_attrval_copy(g, &l3));
-			kf_N(g, sl)->loc = kf_N(g, mm[j])->loc;
-			at += sizes[j];
-			kf_V(g, kf_res(g, sl, 0))->name = kf_V(g, old)->name;
-			kf_replace_all_uses(g, old, kf_res(g, sl, 0));
-		}
-		for (int j = 0; j < m; j++) { /* after the slices went in before the first */
-			if (biased)
-				kf_node_erase(g, adds[j]);
-			kf_node_erase(g, mm[j]);
-		}
-		kf_N(g, cat)->loc = kf_N(g, y)->loc = kf_N(g, first)->loc;
+		merge(g, xs[i], mm, w, m, pos, npos);
 		merged++;
 		mms += m;
 	}

@@ -1,0 +1,292 @@
+/* emit_index.c: the loop kernels' index ops, the ops that compute where
+ * they read (gather, gather_elements, pad, resize): each gives the value of
+ * node n's result at index variable ix as a temporary, through the loop
+ * emitter's index arithmetic (emit_elementwise.c, emit_loop_int.h).  Split
+ * from emit_elementwise.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_loop_int.h"
+
+/* gather(data, indices) {axis}: the index tensor read at the coordinates
+ * the result takes from it, that value (negative from the end, clamped into
+ * the dim: a GPU cannot stop on a bad index as the interpreter does) at
+ * `axis` of the data. */
+int kx_gather_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
+	const kf_type *xt = kf_vtype(g, x), *it = kf_vtype(g, iv);
+	int a = (int)kf_attr_int(g, n, "axis", 0), q = it->rank;
+	if (a < 0)
+		a += xt->rank;
+	int64_t sx[KF_MAX_RANK], si[KF_MAX_RANK];
+	kx_strides(xt, sx);
+	kx_strides(it, si);
+	char xs[16];
+	kx_ix_name(ix, xs, sizeof xs);
+	/* the element of the index tensor */
+	kf_buf ie = {0};
+	int nterm = 0;
+	for (int j = 0; j < q && ix != IX_ZERO; j++) {
+		if (it->dim[j] == 1)
+			continue;
+		if (nterm++)
+			kf_buf_puts(&ie, " + ");
+		kx_coord(&ie, out, a + j, xs);
+		if (si[j] != 1)
+			kf_buf_printf(&ie, " * %lld", (long long)si[j]);
+	}
+	int iix = kx_ix_add(k, &ie, nterm ? IXF_OTHER : -2, 0);
+	int ti = kx_value_at(k, iv, iix);
+	if (ti < 0)
+		return -1;
+	int64_t D = xt->dim[a];
+	kf_buf ce = {0};
+	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
+		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
+	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0);
+	kf_buf de = {0};
+	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
+	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
+		if ((d >= a && d < a + q) || out->dim[d] == 1)
+			continue;
+		kf_buf_puts(&de, " + ");
+		kx_coord(&de, out, d, xs);
+		int64_t st = sx[d < a ? d : d - q + 1];
+		if (st != 1)
+			kf_buf_printf(&de, " * %lld", (long long)st);
+	}
+	return kx_value_at(k, x, kx_ix_add(k, &de, IXF_OTHER, 0));
+}
+
+/* gather_elements(data, indices) {axis}: the index read at the result's
+ * own position (one shape), clamped into the dim as gather's is, replaces
+ * the `axis` coordinate of the data read. */
+int kx_gather_elements_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
+	const kf_type *xt = kf_vtype(g, x);
+	int a = (int)kf_attr_int(g, n, "axis", 0);
+	if (a < 0)
+		a += xt->rank;
+	int64_t sx[KF_MAX_RANK];
+	kx_strides(xt, sx);
+	char xs[16];
+	kx_ix_name(ix, xs, sizeof xs);
+	int ti = kx_value_at(k, iv, ix);
+	if (ti < 0)
+		return -1;
+	int64_t D = xt->dim[a];
+	kf_buf ce = {0};
+	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
+		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
+	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0);
+	kf_buf de = {0};
+	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
+	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
+		if (d == a || out->dim[d] == 1)
+			continue;
+		kf_buf_puts(&de, " + ");
+		kx_coord(&de, out, d, xs);
+		if (sx[d] != 1)
+			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
+	}
+	return kx_value_at(k, x, kx_ix_add(k, &de, IXF_OTHER, 0));
+}
+
+/* pad {pads, mode, value}: per padded dim the input coordinate of the
+ * output one (edge clamps, wrap wraps, reflect folds back without the
+ * edge); in constant mode the read is clamped in and a select puts the
+ * value where the coordinate fell outside. */
+int kx_pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	kf_vid x = kf_in(g, n, 0);
+	const kf_type *xt = kf_vtype(g, x);
+	int64_t p[2 * KF_MAX_RANK], sx[KF_MAX_RANK];
+	int r = xt->rank;
+	if (kf_attr_ints(g, n, "pads", p, 2 * KF_MAX_RANK) != 2 * r)
+		return kx_fail(k, "pad without 2 pads per dim");
+	kx_strides(xt, sx);
+	const char *mode = kf_attr_str(g, n, "mode", "constant"), *it = kx_it(k);
+	bool constant = !strcmp(mode, "constant");
+	char xs[16];
+	kx_ix_name(ix, xs, sizeof xs);
+	kf_buf de = {0}, valid = {0};
+	int nterm = 0;
+	for (int d = 0; d < r; d++) {
+		int64_t b = p[d], D = xt->dim[d];
+		if (out->dim[d] == 1 && D == 1 && b == 0)
+			continue;
+		kf_buf ce = {0};
+		kf_buf_printf(&ce, "(%s)", it);
+		if (ix == IX_ZERO)
+			kf_buf_putc(&ce, '0');
+		else
+			kx_coord(&ce, out, d, xs);
+		if (b)
+			kf_buf_printf(&ce, " - (%s)%lld", it, (long long)b);
+		int s = kx_ix_add(k, &ce, IXF_OTHER, 0), m = s;
+		if (b || p[d + r]) {
+			kf_buf me = {0};
+			if (constant) {
+				kf_buf_printf(&valid, "%si%d >= 0 && i%d < %lld", valid.n ? " && " : "", s, s, (long long)D);
+				kf_buf_printf(&me, "kf_min(kf_max(i%d, (%s)0), (%s)%lld)", s, it, it, (long long)(D - 1));
+			} else if (!strcmp(mode, "edge")) {
+				kf_buf_printf(&me, "kf_min(kf_max(i%d, (%s)0), (%s)%lld)", s, it, it, (long long)(D - 1));
+			} else if (!strcmp(mode, "wrap")) {
+				kf_buf_printf(&me, "((i%d %% %lld) + %lld) %% %lld", s, (long long)D, (long long)D, (long long)D);
+			} else if (D == 1) { /* reflect of one element: itself */
+				kf_buf_puts(&me, "0");
+			} else {
+				long long P = 2 * (D - 1);
+				kf_buf_printf(&me, "((i%d %% %lld) + %lld) %% %lld < %lld ? ((i%d %% %lld) + %lld) %% %lld : "
+						   "%lld - ((i%d %% %lld) + %lld) %% %lld",
+					      s, P, P, P, (long long)D, s, P, P, P, P, s, P, P, P);
+			}
+			m = kx_ix_add(k, &me, IXF_OTHER, 0);
+		}
+		kf_buf_printf(&de, "%si%d", nterm++ ? " + " : "", m);
+		if (sx[d] != 1)
+			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
+	}
+	int t = kx_value_at(k, x, kx_ix_add(k, &de, nterm ? IXF_OTHER : -2, 0));
+	if (t < 0 || !valid.n) {
+		kf_buf_free(&valid);
+		return t;
+	}
+	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
+	kf_buf e = {0};
+	kf_buf_printf(&e, "(%s) ? t%d : ", valid.p, t);
+	double v = kf_attr_float(g, n, "value", 0.0);
+	kx_literal(&e, dt, v, (long long)v);
+	kf_buf_free(&valid);
+	return kx_tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &e);
+}
+
+/* resize's input coordinate of output coordinate `c` (text) on one dim, as
+ * double text (the modes of ONNX Resize, as cpu_index.c computes them). */
+static void rs_coord_expr(kf_buf *e, const char *mode, const char *c, double s, int64_t in, double outlen)
+{
+	if (!strcmp(mode, "align_corners"))
+		outlen == 1 ? kf_buf_puts(e, "0.0")
+			    : kf_buf_printf(e, "((double)(%s) * %.17g)", c, (double)(in - 1) / (outlen - 1));
+	else if (!strcmp(mode, "asymmetric"))
+		kf_buf_printf(e, "((double)(%s) / %.17g)", c, s);
+	else if (!strcmp(mode, "tf_half_pixel_for_nn"))
+		kf_buf_printf(e, "(((double)(%s) + 0.5) / %.17g)", c, s);
+	else if (!strcmp(mode, "pytorch_half_pixel") && !(outlen > 1))
+		kf_buf_puts(e, "0.0");
+	else
+		kf_buf_printf(e, "(((double)(%s) + 0.5) / %.17g - 0.5)", c, s);
+}
+
+/* resize {mode, coordinate_transformation_mode, nearest_mode, scales,
+ * sizes}: per dim the input coordinate of the output one; nearest reads
+ * the rounded one, linear the 2^k corners of the dims it interpolates,
+ * weighted (neighbours clamped into the input, as the interpreter). */
+int kx_resize_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	kf_vid x = kf_in(g, n, 0);
+	const kf_type *xt = kf_vtype(g, x);
+	const kf_attrval *sc = kf_attr_get(g, n, "scales");
+	int r = xt->rank;
+	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)r)
+		return kx_fail(k, "resize without one scale per dim");
+	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear"), sizes = kf_attr_get(g, n, "sizes");
+	const char *cmode = kf_attr_str(g, n, "coordinate_transformation_mode", "half_pixel");
+	const char *nmode = kf_attr_str(g, n, "nearest_mode", "round_prefer_floor"), *it = kx_it(k);
+	int64_t sx[KF_MAX_RANK];
+	kx_strides(xt, sx);
+	char xs[16];
+	kx_ix_name(ix, xs, sizeof xs);
+	int lo[KF_MAX_RANK], hi[KF_MAX_RANK], interp[KF_MAX_RANK], ni = 0;
+	kf_buf w[KF_MAX_RANK] = {{0}};
+	for (int d = 0; d < r; d++) {
+		int64_t D = xt->dim[d], O = out->dim[d];
+		double s = sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i;
+		double outlen = (double)D * s;
+		if (sizes && D > 0) {
+			s = (double)O / (double)D;
+			outlen = (double)O;
+		}
+		kf_buf c = {0}, ce = {0};
+		if (ix == IX_ZERO)
+			kf_buf_putc(&c, '0');
+		else
+			kx_coord(&c, out, d, xs);
+		/* a dim the map leaves alone (batch, channels) is read as it is */
+		bool ident = D == O && (!strcmp(cmode, "align_corners") ||
+					(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
+						    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
+		if (ident) {
+			lo[d] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0);
+			continue;
+		}
+		kf_buf_putc(&c, '\0');
+		rs_coord_expr(&ce, cmode, c.p, s, D, outlen);
+		kf_buf_putc(&ce, '\0');
+		kf_buf e = {0};
+		if (!linear) {
+			const char *rnd = !strcmp(nmode, "floor") ? "floor(%s)" : !strcmp(nmode, "ceil") ? "ceil(%s)"
+					: !strcmp(nmode, "round_prefer_ceil") ? "floor(%s + 0.5)" : "ceil(%s - 0.5)";
+			kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
+			kf_buf_printf(&e, rnd, ce.p);
+			kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
+			lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0);
+		} else {
+			kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
+			lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0);
+			kf_buf h = {0};
+			kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
+				      (long long)(D - 1));
+			hi[d] = kx_ix_add(k, &h, IXF_OTHER, 0);
+			kf_buf_printf(&w[ni], "(%s - floor(%s))", ce.p, ce.p);
+			interp[ni++] = d;
+		}
+		kf_buf_free(&c);
+		kf_buf_free(&ce);
+	}
+	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
+	kf_buf acc = {0};
+	int rc = 0;
+	for (int corner = 0; corner < (1 << ni) && rc == 0; corner++) {
+		kf_buf ie = {0};
+		for (int d = 0, j = 0; d < r; d++) {
+			bool up = j < ni && interp[j] == d && (corner >> j & 1);
+			j += j < ni && interp[j] == d;
+			int id = up ? hi[d] : lo[d];
+			if (id == IX_ZERO)
+				kf_buf_printf(&ie, "%s0", d ? " + " : "");
+			else
+				kf_buf_printf(&ie, "%si%d * %lld", d ? " + " : "", id, (long long)sx[d]);
+		}
+		int t = kx_value_at(k, x, kx_ix_add(k, &ie, r ? IXF_OTHER : -2, 0));
+		if (t < 0) {
+			rc = -1;
+			break;
+		}
+		kf_buf_printf(&acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
+		/* the weight: per interpolated dim its fraction, or 1 - it
+		 * (each factor closed where it ends: (1.0 - a) * b) */
+		for (int j = 0; j < ni; j++)
+			kf_buf_printf(&acc, "%s%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", w[j].p,
+				      corner >> j & 1 ? "" : ")");
+		kf_buf_printf(&acc, "%s) * t%d", ni ? "" : "1.0", t);
+	}
+	for (int j = 0; j < ni; j++)
+		kf_buf_free(&w[j]);
+	if (rc < 0) {
+		kf_buf_free(&acc);
+		return -1;
+	}
+	if (!ni) { /* nearest: the element read */
+		acc.n = 0;
+		kf_buf_printf(&acc, "t%d", k->ntmp - 1);
+	}
+	return kx_tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &acc);
+}
+
