@@ -1,0 +1,279 @@
+/* Unit tests of the shape-keyed plan cache (api/dyn.h): a symbolic graph
+ * on a backend that wants static shapes.  Over the CPU backend the plans
+ * run (each shape's copy, specialised and fused, against the interpreter
+ * on the symbolic graph); over a dry-run CUDA backend they are planned and
+ * compiled by NVRTC without a GPU: hits, misses, evictions, the kernel
+ * cache making a re-planned shape compile nothing, and the errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cuda_backend.h"
+#include "dyn.h"
+#include "equiv.h"
+#include "kf_test.h"
+#include "kf_test_nvrtc.h"
+
+/* Two inputs sharing B and T, one elementwise chain and a reduction: the
+ * fuse pass leaves it unfused while symbolic, fuses it once static. */
+static const char *sym_graph = "graph @f(%x: f32[B,T,16], %y: f32[B,T,16]) -> (f32[B,T,16], f32[B,T]) {\n"
+			       "  %a = add(%x, %y) : f32[B,T,16]\n"
+			       "  %b = mul(%a, %a) : f32[B,T,16]\n"
+			       "  %c = exp(%b) : f32[B,T,16]\n"
+			       "  %s = reduce_sum(%c) {axes = [2], keepdims = false} : f32[B,T]\n"
+			       "  return %c, %s\n"
+			       "}\n";
+
+typedef struct fx {
+	kf_ctx *c;
+	kf_module *m;
+	kf_backend *be;
+	kf_plan *p;
+	kf_buf report;
+} fx;
+
+static void fx_open(fx *f, kf_backend *inner, int max_plans)
+{
+	kf_passreg r = {0};
+	kf_passes_builtin(&r);
+	kf_dyn_opts o = {.pipeline = "canonicalize,cse,fuse,dce", .max_plans = max_plans, .report = &f->report};
+	f->be = kf_dyn_backend_new(f->c, inner, &r, &o);
+	kf_passreg_free(&r);
+	if (!f->be)
+		kft_fail_diags(f->c, "dyn backend");
+	f->p = f->be->compile(f->be, f->m->graph[0]);
+	assert_non_null(f->p);
+	assert_true(kf_dyn_is(f->p));
+}
+
+static void fx_close(fx *f)
+{
+	kf_plan_free(f->p);
+	kf_backend_free(f->be);
+	kf_module_free(f->m);
+	kf_buf_free(&f->report);
+	kf_ctx_free(f->c);
+}
+
+/* Random inputs x and y of shape [b,t,16] into in[0..2). */
+static void inputs(kf_tensor *in, int64_t b, int64_t t, uint64_t seed)
+{
+	int64_t d[3] = {b, t, 16};
+	assert_int_equal(kf_tensor_random(&in[0], KF_F32, 3, d, &seed), 0);
+	assert_int_equal(kf_tensor_random(&in[1], KF_F32, 3, d, &seed), 0);
+}
+
+/* Runs the dyn plan at [b,t] and checks it against the interpreter on
+ * the symbolic graph. */
+static void run_check(fx *f, int64_t b, int64_t t)
+{
+	kf_tensor in[2] = {0}, out[2] = {0}, ref[2] = {0};
+	inputs(in, b, t, (uint64_t)(b * 131 + t));
+	if (f->be->run(f->p, in, 2, out, 2) != 0)
+		kft_fail_diags(f->c, "dyn run");
+	assert_int_equal(kf_interp_run(f->m->graph[0], in, 2, ref, 2), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_true(kf_tensor_same_shape(&out[i], &ref[i]));
+		kf_equiv_stat st;
+		kf_equiv_compare(&out[i], &ref[i], 1e-5, 1e-6, &st);
+		kf_equiv_tol tol = {1e-5, 1e-6, 0};
+		assert_false(kf_equiv_bad(&st, &tol));
+		kf_tensor_free(&out[i]);
+		kf_tensor_free(&ref[i]);
+	}
+	kf_tensor_free(&in[0]);
+	kf_tensor_free(&in[1]);
+}
+
+/* The plan a shape ran: specialised (static) and fused (one fusion node
+ * where the symbolic graph has none). */
+static void check_plan_fused(fx *f, int64_t b, int64_t t)
+{
+	kf_graph *pg = kf_dyn_last(f->p)->g;
+	assert_ptr_not_equal(pg, f->m->graph[0]);
+	assert_false(kf_dyn_graph_symbolic(pg));
+	const kf_type *x = kf_vtype(pg, pg->blk[0].arg[0]);
+	assert_int_equal(x->dim[0], b);
+	assert_int_equal(x->dim[1], t);
+	int fusions = 0;
+	kf_foreach_node(pg, 0, n) fusions += kf_N(pg, n)->op == KF_OP_FUSION;
+	assert_true(fusions >= 1);
+	kf_foreach_node(f->m->graph[0], 0, n) assert_int_not_equal(kf_N(f->m->graph[0], n)->op, KF_OP_FUSION);
+}
+
+/* Hits, misses and LRU eviction over the CPU backend, with every result
+ * checked; the symbolic graph itself stays unchanged. */
+static void test_lru_cpu(void **st)
+{
+	fx f = {.c = kf_ctx_new()};
+	f.m = kft_parse(f.c, sym_graph);
+	uint32_t nodes = f.m->graph[0]->nnode;
+	fx_open(&f, kf_backend_cpu_new(f.c), 2);
+	kf_dyn_stats s;
+	run_check(&f, 2, 3); /* miss */
+	check_plan_fused(&f, 2, 3);
+	run_check(&f, 2, 3); /* hit */
+	run_check(&f, 1, 5); /* miss: two plans */
+	check_plan_fused(&f, 1, 5);
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.hits, 1);
+	assert_int_equal(s.misses, 2);
+	assert_int_equal(s.evictions, 0);
+	assert_int_equal(s.plans, 2);
+	run_check(&f, 2, 3); /* hit: {1,5} is now the least recently used */
+	run_check(&f, 4, 1); /* miss: evicts {1,5} */
+	run_check(&f, 2, 3); /* still a hit */
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.hits, 3);
+	assert_int_equal(s.misses, 3);
+	assert_int_equal(s.evictions, 1);
+	assert_int_equal(s.plans, 2);
+	run_check(&f, 1, 5); /* evicted, so planned again */
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.misses, 4);
+	assert_int_equal(s.evictions, 2);
+	assert_non_null(strstr(f.report.p, "dyn: @f {B=2,T=3}: hit"));
+	assert_non_null(strstr(f.report.p, "dyn: @f {B=1,T=5}: miss"));
+	assert_non_null(strstr(f.report.p, "dyn: @f: evicted the plan of {B=1,T=5}"));
+	assert_int_equal(f.m->graph[0]->nnode, nodes);
+	assert_true(kf_dyn_graph_symbolic(f.m->graph[0]));
+	fx_close(&f);
+}
+
+/* Inputs that disagree: the error names the input and the symbol (or the
+ * rank, or the static dim), and nothing is planned. */
+static void expect_error(fx *f, int64_t b0, int64_t t0, int64_t b1, int64_t t1, int rank1, const char *want)
+{
+	kf_tensor in[2] = {0}, out[2] = {0};
+	int64_t d0[3] = {b0, t0, 16}, d1[3] = {b1, t1, 16};
+	if (rank1 == 2)
+		d1[1] = 16;
+	uint64_t seed = 1;
+	assert_int_equal(kf_tensor_random(&in[0], KF_F32, 3, d0, &seed), 0);
+	assert_int_equal(kf_tensor_random(&in[1], KF_F32, rank1, d1, &seed), 0);
+	assert_int_equal(f->be->run(f->p, in, 2, out, 2), -1);
+	kf_buf b = {0};
+	kf_diag_render(f->c, &b);
+	if (!strstr(b.p, want))
+		fail_msg("want '%s' in: %s", want, b.p);
+	kf_buf_free(&b);
+	kf_tensor_free(&in[0]);
+	kf_tensor_free(&in[1]);
+}
+
+static void test_bind_errors(void **st)
+{
+	fx f = {.c = kf_ctx_new()};
+	f.m = kft_parse(f.c, sym_graph);
+	fx_open(&f, kf_backend_cpu_new(f.c), 4);
+	expect_error(&f, 2, 3, 2, 4, 3, "input 1 (%y) is f32[2,4,16] but the graph takes f32[B,T,16]: dim 1 is 4, but T is already 3");
+	expect_error(&f, 2, 3, 5, 3, 3, "dim 0 is 5, but B is already 2");
+	expect_error(&f, 2, 3, 2, 3, 2, "input 1 (%y) is f32[2,16] but the graph takes f32[B,T,16]: rank 2, expected 3");
+	kf_dyn_stats s;
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.misses + s.hits, 0);
+	fx_close(&f);
+}
+
+/* A symbol no input gives: an error naming it, unless the dims give it. */
+static void test_unsized_symbol(void **st)
+{
+	static const char *g = "graph @g(%x: f32[N]) -> (f32[N,K]) {\n"
+			       "  %b = broadcast_to(%x) {shape = [\"K\", \"N\"]} : f32[K,N]\n"
+			       "  %t = transpose(%b) {perm = [1, 0]} : f32[N,K]\n"
+			       "  return %t\n"
+			       "}\n";
+	fx f = {.c = kf_ctx_new()};
+	f.m = kft_parse(f.c, g);
+	fx_open(&f, kf_backend_cpu_new(f.c), 2);
+	kf_tensor in = {0}, out = {0};
+	int64_t d = 3;
+	uint64_t seed = 7;
+	assert_int_equal(kf_tensor_random(&in, KF_F32, 1, &d, &seed), 0);
+	assert_int_equal(f.be->run(f.p, &in, 1, &out, 1), -1);
+	kf_buf b = {0};
+	kf_diag_render(f.c, &b);
+	assert_non_null(strstr(b.p, "symbol 'K' gets no size from the inputs"));
+	kf_buf_free(&b);
+	kf_plan_free(f.p);
+	kf_backend_free(f.be);
+	/* --dim K=2 gives it */
+	kf_passreg r = {0};
+	kf_passes_builtin(&r);
+	const char *dims[] = {"K=2"};
+	kf_dyn_opts o = {.dims = dims, .ndim = 1};
+	f.be = kf_dyn_backend_new(f.c, kf_backend_cpu_new(f.c), &r, &o);
+	kf_passreg_free(&r);
+	f.p = f.be->compile(f.be, f.m->graph[0]);
+	assert_int_equal(f.be->run(f.p, &in, 1, &out, 1), 0);
+	assert_int_equal(out.dim[0], 3);
+	assert_int_equal(out.dim[1], 2);
+	kf_tensor_free(&out);
+	kf_tensor_free(&in);
+	fx_close(&f);
+}
+
+/* sym_graph with its row length symbolic too. */
+static const char *sym_graph_d = "graph @f(%x: f32[B,T,D], %y: f32[B,T,D]) -> (f32[B,T,D], f32[B,T]) {\n"
+				 "  %a = add(%x, %y) : f32[B,T,D]\n"
+				 "  %b = mul(%a, %a) : f32[B,T,D]\n"
+				 "  %c = exp(%b) : f32[B,T,D]\n"
+				 "  %s = reduce_sum(%c) {axes = [2], keepdims = false} : f32[B,T]\n"
+				 "  return %c, %s\n"
+				 "}\n";
+
+/* Over a dry-run CUDA backend keeping one plan: each shape is planned and
+ * its kernels compiled by NVRTC.  The fused row kernel bakes in its row
+ * length (D) but takes its row count (B*T) as an argument, so a new B or T
+ * compiles nothing, a new D compiles, and a shape planned again after its
+ * eviction finds every kernel in the kernel cache. */
+static void test_cuda_dry_run(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	char dir[] = "/tmp/kf-dyn-cacheXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	fx f = {.c = kf_ctx_new()};
+	f.m = kft_parse(f.c, sym_graph_d);
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 1};
+	fx_open(&f, kf_backend_cuda_new(f.c, &co), 1);
+	static const int64_t shapes[4][3] = {{2, 8, 16}, {3, 5, 16}, {2, 8, 32}, {2, 8, 16}};
+	static const bool compiles[4] = {true, false, true, false};
+	for (int i = 0; i < 4; i++) {
+		kf_tensor in[2] = {0};
+		uint64_t seed = 3;
+		assert_int_equal(kf_tensor_random(&in[0], KF_F32, 3, shapes[i], &seed), 0);
+		assert_int_equal(kf_tensor_random(&in[1], KF_F32, 3, shapes[i], &seed), 0);
+		kf_plan *ip = kf_dyn_plan_for(f.p, in, 2);
+		if (!ip)
+			kft_fail_diags(f.c, "dyn plan");
+		check_plan_fused(&f, shapes[i][0], shapes[i][1]);
+		kf_cuda_stats cs;
+		kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
+		assert_true(cs.kernels >= 1);
+		if (compiles[i] != (cs.compiled > 0))
+			fail_msg("shape %d: %d kernels compiled, %d from the cache", i, cs.compiled, cs.cached);
+		kf_tensor_free(&in[0]);
+		kf_tensor_free(&in[1]);
+	}
+	kf_dyn_stats s;
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.misses, 4);
+	assert_int_equal(s.evictions, 3);
+	fx_close(&f);
+	kft_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lru_cpu),
+		cmocka_unit_test(test_bind_errors),
+		cmocka_unit_test(test_unsized_symbol),
+		cmocka_unit_test(test_cuda_dry_run),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
