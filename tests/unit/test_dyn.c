@@ -16,6 +16,7 @@
 #include "equiv.h"
 #include "kf_test.h"
 #include "kf_test_nvrtc.h"
+#include "kfuse_int.h"
 
 /* Two inputs sharing B and T, one elementwise chain and a reduction: the
  * fuse pass leaves it unfused while symbolic, fuses it once static. */
@@ -267,6 +268,106 @@ static void test_cuda_dry_run(void **st)
 	kft_rmdir(dir);
 }
 
+/* Token ids in [0, 100) (the zoo's vocabulary) and an all-ones mask for
+ * the inputs of a zoo transformer at [b,t]. */
+static void zoo_inputs(kf_graph *g, kf_tensor *in, int64_t b, int64_t t)
+{
+	int64_t d[2] = {b, t};
+	for (uint32_t i = 0; i < g->blk[0].narg; i++) {
+		assert_int_equal(kf_tensor_alloc(&in[i], KF_I64, 2, d), 0);
+		int64_t *p = in[i].data;
+		for (int64_t k = 0; k < b * t; k++)
+			p[k] = i ? 1 : (k * 37 + 11) % 100;
+	}
+}
+
+/* g planned for CUDA at [2,16] without a GPU: every kernel compiles. */
+static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r)
+{
+	char dir[] = "/tmp/kf-dyn-zooXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 2};
+	kf_dyn_opts o = {.pipeline = "canonicalize,cse,rules,fuse,dce"};
+	kf_backend *be = kf_dyn_backend_new(c, kf_backend_cuda_new(c, &co), r, &o);
+	kf_plan *p = be ? be->compile(be, g) : NULL;
+	kf_tensor in[2] = {0};
+	zoo_inputs(g, in, 2, 16);
+	kf_plan *ip = p ? kf_dyn_plan_for(p, in, (int)g->blk[0].narg) : NULL;
+	if (!ip)
+		kft_fail_diags(c, "zoo cuda plan");
+	kf_cuda_stats cs;
+	kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
+	if (getenv("KF_TEST_VERBOSE"))
+		print_message("cuda: %d kernels, %d programs, %d compiled\n", cs.kernels, cs.programs, cs.compiled);
+	assert_true(cs.kernels > 4);
+	assert_int_equal(cs.compiled + cs.cached, cs.programs);
+	kf_tensor_free(&in[0]);
+	kf_tensor_free(&in[1]);
+	kf_plan_free(p);
+	kf_backend_free(be);
+	kft_rmdir(dir);
+}
+
+/* The zoo's BERT and GPT-2 exported with dynamic batch and sequence: at
+ * each shape the specialised, fused copy on the CPU backend matches the
+ * interpreter on the symbolic graph, and (with NVRTC) every kernel of a
+ * shape's CUDA plan compiles. */
+static void test_zoo(void **st)
+{
+	static const char *models[] = {"bert_dyn", "gpt2_dyn"};
+	static const int64_t shapes[][2] = {{1, 7}, {3, 16}};
+	for (int mi = 0; mi < 2; mi++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/models/zoo/%s.onnx", KF_TEST_DATA, models[mi]);
+		kfuse_ctx *k = kfuse_new();
+		kfuse_model *km = kfuse_load(k, path);
+		if (!km)
+			fail_msg("%s", kfuse_error(k));
+		fx f = {.c = k->c, .m = NULL};
+		kf_graph *g = km->m->graph[0];
+		kf_passreg r = {0};
+		kf_passes_builtin(&r);
+		kf_dyn_opts o = {.pipeline = "canonicalize,cse,rules,fuse,dce", .report = &f.report};
+		f.be = kf_dyn_backend_new(f.c, kf_backend_cpu_new(f.c), &r, &o);
+		f.p = f.be->compile(f.be, g);
+		for (int si = 0; si < 2; si++) {
+			kf_tensor in[2] = {0}, out[2] = {0}, ref[2] = {0};
+			zoo_inputs(g, in, shapes[si][0], shapes[si][1]);
+			int nin = (int)g->blk[0].narg, nres = (int)g->nres;
+			if (f.be->run(f.p, in, nin, out, nres) != 0 || kf_interp_run(g, in, nin, ref, nres) != 0)
+				kft_fail_diags(f.c, models[mi]);
+			kf_graph *pg = kf_dyn_last(f.p)->g;
+			assert_false(kf_dyn_graph_symbolic(pg));
+			int fusions = 0;
+			kf_foreach_node(pg, 0, n) fusions += kf_N(pg, n)->op == KF_OP_FUSION;
+			assert_true(fusions >= 4); /* fused once static */
+			/* the result is a number (valid ids and mask), not NaN */
+			assert_true(kf_tensor_numel(&out[0]) > 0 && ((float *)out[0].data)[0] == ((float *)out[0].data)[0]);
+			if (getenv("KF_TEST_VERBOSE"))
+				print_message("%s: %d fusions\n%s", models[mi], fusions, f.report.p);
+			for (int i = 0; i < nres; i++) {
+				kf_equiv_stat es;
+				kf_equiv_tol tol = {1e-4, 1e-5, 0};
+				kf_equiv_compare(&out[i], &ref[i], tol.rtol, tol.atol, &es);
+				assert_true(kf_tensor_same_shape(&out[i], &ref[i]));
+				assert_false(kf_equiv_bad(&es, &tol));
+				kf_tensor_free(&out[i]);
+				kf_tensor_free(&ref[i]);
+			}
+			kf_tensor_free(&in[0]);
+			kf_tensor_free(&in[1]);
+		}
+		kf_plan_free(f.p);
+		kf_backend_free(f.be);
+		if (kft_have_nvrtc())
+			zoo_cuda_plan(f.c, g, &r);
+		kf_buf_free(&f.report);
+		kfuse_model_free(km);
+		kfuse_free(k);
+		kf_passreg_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_bind_errors),
 		cmocka_unit_test(test_unsized_symbol),
 		cmocka_unit_test(test_cuda_dry_run),
+		cmocka_unit_test(test_zoo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
