@@ -212,6 +212,12 @@ static void test_unsized_symbol(void **st)
 	assert_int_equal(f.be->run(f.p, &in, 1, &out, 1), 0);
 	assert_int_equal(out.dim[0], 3);
 	assert_int_equal(out.dim[1], 2);
+	/* the copy's broadcast_to got sizes, the graph's keeps its symbols */
+	kf_graph *g0 = f.m->graph[0];
+	kf_nid bn = g0->blk[0].first;
+	assert_int_equal(kf_attr_get(g0, bn, "shape")->list[0].kind, KF_ATTR_STR);
+	kf_graph *pg = kf_dyn_last(f.p)->g;
+	assert_int_equal(kf_attr_get(pg, bn, "shape")->list[0].kind, KF_ATTR_INT);
 	kf_tensor_free(&out);
 	kf_tensor_free(&in);
 	fx_close(&f);
