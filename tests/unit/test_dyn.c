@@ -374,6 +374,40 @@ static void test_zoo(void **st)
 	}
 }
 
+/* The embedding API puts the cache in front of cuda for a symbolic graph
+ * (not in front of cpu, nor for a static graph), with the pipelines the
+ * program ran on the model as the copies' pipeline. */
+static void test_api_wraps(void **st)
+{
+	kfuse_ctx *k = kfuse_new();
+	kfuse_model *m = kfuse_load_text(k, "t.kf", sym_graph, strlen(sym_graph));
+	assert_non_null(m);
+	assert_int_equal(kfuse_pipeline(m, "canonicalize"), 0);
+	assert_int_equal(kfuse_pipeline(m, "cse,fuse"), 0);
+	assert_string_equal(m->pipes.p, "canonicalize,cse,fuse");
+	kfuse_compiled *x = kfuse_compile(m, NULL, "cuda", NULL);
+	if (!x)
+		fail_msg("%s", kfuse_error(k));
+	assert_true(kf_dyn_is(x->plan));
+	assert_string_equal(kfuse_compiled_backend(x), "cuda");
+	kfuse_compiled_free(x);
+	x = kfuse_compile(m, NULL, "cpu", NULL);
+	assert_false(kf_dyn_is(x->plan));
+	kfuse_compiled_free(x);
+	kfuse_model_free(m);
+	static const char *st_graph = "graph @s(%x: f32[2]) -> (f32[2]) {\n  %e = exp(%x) : f32[2]\n  return %e\n}\n";
+	m = kfuse_load_text(k, "s.kf", st_graph, strlen(st_graph));
+	kf_cuda_opts co = {.dry_run = true, .no_cache = true};
+	x = kf_api_compile(m, NULL, kf_backend_cuda_new(k->c, &co));
+	if (kft_have_nvrtc()) {
+		assert_non_null(x);
+		assert_false(kf_dyn_is(x->plan));
+	}
+	kfuse_compiled_free(x);
+	kfuse_model_free(m);
+	kfuse_free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_unsized_symbol),
 		cmocka_unit_test(test_cuda_dry_run),
 		cmocka_unit_test(test_zoo),
+		cmocka_unit_test(test_api_wraps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
