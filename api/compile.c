@@ -110,6 +110,17 @@ const char *kfuse_compiled_backend(const kfuse_compiled *x)
 	return x->be->name;
 }
 
+int kfuse_set_max_plans(kfuse_compiled *x, int n)
+{
+	if (n < 1) {
+		kf_error(x->m->k->c, KF_NOLOC, "kfuse_set_max_plans: %d is not a number of plans (at least 1)", n);
+		return -1;
+	}
+	if (kf_dyn_is(x->plan))
+		kf_dyn_set_max(x->plan, n);
+	return 0;
+}
+
 int kf_api_run(kfuse_compiled *x, const kf_tensor *in, int nin, kf_tensor *out, int nout)
 {
 	return x->be->run(x->plan, in, nin, out, nout);

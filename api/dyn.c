@@ -1,4 +1,5 @@
 /* dyn.c: the shape-keyed plan cache (dyn.h). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,12 +159,9 @@ static int plan_shape(dplan *d, entry *k)
 	return k->plan ? 0 : -1;
 }
 
-/* The slot for a new plan: a free one, or the least recently used one
- * (freed, reported). */
-static entry *slot(dplan *d)
+/* Frees the least recently used plan (reported); its slot, now empty. */
+static entry *evict(dplan *d)
 {
-	if (d->n < d->cap)
-		return &d->e[d->n++];
 	entry *lru = &d->e[0];
 	for (int i = 1; i < d->n; i++)
 		if (d->e[i].used < lru->used)
@@ -175,8 +173,41 @@ static entry *slot(dplan *d)
 		kf_buf_printf(s->o.report, "\n");
 	}
 	d->st.evictions++;
+	if (d->last == lru)
+		d->last = NULL;
 	entry_free(lru);
 	return lru;
+}
+
+/* The slot for a new plan: a free one, or the least recently used one's. */
+static entry *slot(dplan *d)
+{
+	return d->n < d->cap ? &d->e[d->n++] : evict(d);
+}
+
+void kf_dyn_set_max(kf_plan *p, int n)
+{
+	dplan *d = (dplan *)p;
+	/* the evicted slots are moved out of the live range [0, d->n) */
+	while (d->n > n) {
+		entry *e = evict(d);
+		entry *end = &d->e[--d->n];
+		if (d->last == end)
+			d->last = e;
+		*e = *end;
+		memset(end, 0, sizeof *end);
+	}
+	/* last points into the array that moves */
+	ptrdiff_t li = d->last ? d->last - d->e : -1;
+	entry *ne = realloc(d->e, (size_t)n * sizeof *ne);
+	if (!ne)
+		kf_oom();
+	if (n > d->cap)
+		memset(ne + d->cap, 0, (size_t)(n - d->cap) * sizeof *ne);
+	d->last = li >= 0 ? ne + li : NULL;
+	d->e = ne;
+	d->cap = n;
+	d->st.plans = d->n;
 }
 
 kf_plan *kf_dyn_plan_for(kf_plan *p, const kf_tensor *in, int nin)

@@ -51,5 +51,8 @@ kf_plan *kf_dyn_last(const kf_plan *p);
 /* Whether p is a dyn plan. */
 bool kf_dyn_is(const kf_plan *p);
 void kf_dyn_get_stats(const kf_plan *p, kf_dyn_stats *out);
+/* Keeps at most n >= 1 plans from now on, freeing the least recently used
+ * ones beyond n. */
+void kf_dyn_set_max(kf_plan *p, int n);
 
 #endif

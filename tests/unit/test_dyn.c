@@ -136,6 +136,18 @@ static void test_lru_cpu(void **st)
 	kf_dyn_get_stats(f.p, &s);
 	assert_int_equal(s.misses, 4);
 	assert_int_equal(s.evictions, 2);
+	/* grown to 3, then shrunk to 1: the most recently used plan stays */
+	kf_dyn_set_max(f.p, 3);
+	run_check(&f, 4, 1); /* miss: {2,3} {1,5} {4,1} */
+	kf_dyn_set_max(f.p, 1);
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.plans, 1);
+	assert_int_equal(s.evictions, 4);
+	assert_non_null(kf_dyn_last(f.p));
+	run_check(&f, 4, 1); /* hit */
+	kf_dyn_get_stats(f.p, &s);
+	assert_int_equal(s.hits, 4);
+	assert_int_equal(s.misses, 5);
 	assert_non_null(strstr(f.report.p, "dyn: @f {B=2,T=3}: hit"));
 	assert_non_null(strstr(f.report.p, "dyn: @f {B=1,T=5}: miss"));
 	assert_non_null(strstr(f.report.p, "dyn: @f: evicted the plan of {B=1,T=5}"));
@@ -390,6 +402,8 @@ static void test_api_wraps(void **st)
 		fail_msg("%s", kfuse_error(k));
 	assert_true(kf_dyn_is(x->plan));
 	assert_string_equal(kfuse_compiled_backend(x), "cuda");
+	assert_int_equal(kfuse_set_max_plans(x, 0), -1);
+	assert_int_equal(kfuse_set_max_plans(x, 3), 0);
 	kfuse_compiled_free(x);
 	x = kfuse_compile(m, NULL, "cpu", NULL);
 	assert_false(kf_dyn_is(x->plan));
