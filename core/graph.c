@@ -181,6 +181,18 @@ void kf_graph_reserve(kf_graph *g, uint32_t nnode, uint32_t nval, uint32_t nuse)
 	reserve((void **)&g->use, &g->capuse, g->nuse, nuse, sizeof *g->use);
 }
 
+kf_vid kf_const_copy(kf_graph *g, kf_bid b, kf_vid v)
+{
+	kf_nid d = kf_def(g, v);
+	kf_tid t = kf_V(g, v)->type;
+	kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
+	/* read d after kf_node_new, which may move the node table */
+	kf_N(g, cn)->cst = kf_N(g, d)->cst;
+	kf_N(g, cn)->loc = kf_N(g, d)->loc;
+	kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
+	return kf_res(g, cn, 0);
+}
+
 kf_nid kf_node_new(kf_graph *g, kf_bid b, kf_nid before, int op,
 		   const kf_vid *in, uint32_t nin, const kf_tid *res, uint32_t nres)
 {

@@ -80,6 +80,7 @@ int kf_infer_slice(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, s
 int kf_infer_split(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 /* infer_index.c */
 int kf_infer_gather(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
+int kf_infer_gather_elements(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_pad(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);
 int kf_infer_iota(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen);

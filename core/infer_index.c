@@ -38,6 +38,32 @@ int kf_infer_gather(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 	return 1;
 }
 
+/* gather_elements(data, indices) {axis}: one rank; the result has the
+ * indices' shape and the data's dtype; every other dim of the indices at
+ * most the data's (torch.gather's rule; ONNX's tests use it). */
+int kf_infer_gather_elements(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
+{
+	kf_ic ic = kf_ic_make(g, n, err, errlen);
+	const kf_type *x = kf_ic_in(&ic, 0), *ix = kf_ic_in(&ic, 1);
+	int64_t axis;
+	int a;
+	if (!kf_ic_int(&ic, "axis", 0, &axis))
+		return -1;
+	if (x->rank == 0 || ix->rank != x->rank)
+		return kf_ic_fail(&ic, "'gather_elements' data and indices must have one rank >= 1, not %d and %d",
+				  x->rank, ix->rank);
+	if (!kf_ic_axis(&ic, "axis", axis, x->rank, &a))
+		return -1;
+	if (ix->dtype != KF_I32 && ix->dtype != KF_I64)
+		return kf_ic_fail(&ic, "'gather_elements' indices must be i32 or i64, got %s", kf_dtype_name(ix->dtype));
+	for (int d = 0; d < x->rank; d++)
+		if (d != a && !KF_IS_SYM(ix->dim[d]) && !KF_IS_SYM(x->dim[d]) && ix->dim[d] > x->dim[d])
+			return kf_ic_fail(&ic, "'gather_elements' indices' dim %d (%lld) exceeds the data's (%lld)", d,
+					  (long long)ix->dim[d], (long long)x->dim[d]);
+	out[0] = kf_type_make(x->dtype, ix->rank, ix->dim);
+	return 1;
+}
+
 /* pad {pads, mode = "constant", value = 0.0}: pads holds the begin counts
  * of every dim, then the end counts (ONNX's order); negative counts crop. */
 int kf_infer_pad(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)

@@ -376,7 +376,7 @@ enum {
 	X(MATMUL, "matmul") X(GEMM, "gemm") \
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
-	X(GATHER, "gather") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
+	X(GATHER, "gather") X(GATHER_ELEMENTS, "gather_elements") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
 	X(SIN, "sin") X(COS, "cos") X(OPAQUE, "opaque") \
 	X(CONV, "conv") X(CONV_TRANSPOSE, "conv_transpose") X(MAX_POOL, "max_pool") X(AVG_POOL, "avg_pool") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
@@ -536,6 +536,10 @@ void kf_graph_reserve(kf_graph *g, uint32_t nnode, uint32_t nval, uint32_t nuse)
 kf_nid kf_node_new(kf_graph *g, kf_bid b, kf_nid before, int op,
 		   const kf_vid *in, uint32_t nin, const kf_tid *res, uint32_t nres);
 void kf_node_set_attrs(kf_graph *g, kf_nid n, const kf_attr *a, uint32_t na);
+/* A copy of constant value v (defined by a const node) at the end of block
+ * b: same payload (shared, not copied), type, location and value name;
+ * how passes embed a constant in a fusion's body.  Returns the new value. */
+kf_vid kf_const_copy(kf_graph *g, kf_bid b, kf_vid v);
 /* Adds or replaces one attribute. */
 void kf_node_set_attr(kf_graph *g, kf_nid n, kf_sid key, kf_attrval v);
 /* Deep-copies an attribute value into the graph's arena. */

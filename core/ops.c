@@ -418,6 +418,8 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 			 "splits along {axis = 0} into {sizes} or equal parts"},
 	[KF_OP_GATHER] = {"gather", 2, 2, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_gather, NULL, NULL, "axis",
 			  "ONNX Gather: data's dim {axis = 0} replaced by the dims of indices (i32/i64, negative from the end)"},
+	[KF_OP_GATHER_ELEMENTS] = {"gather_elements", 2, 2, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_gather_elements, NULL, NULL,
+				   "axis", "ONNX GatherElements: the data element at each index along {axis = 0}, indices' shape"},
 	[KF_OP_PAD] = {"pad", 1, 1, 1, KF_TRAIT_INJECTIVE, 0, kf_infer_pad, NULL, NULL, "pads mode value",
 		       "ONNX Pad: {pads} begins then ends, {mode = \"constant\"|reflect|edge|wrap, value = 0.0}"},
 	[KF_OP_RESIZE] = {"resize", 1, 1, 1, KF_TRAIT_OPAQUE, 0, kf_infer_resize, NULL, NULL,

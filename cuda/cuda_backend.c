@@ -289,6 +289,19 @@ static int own_buffer(kf_cuda_session *s, kf_vid v, size_t n)
 	return 0;
 }
 
+/* Whether a step or the return (ret, KF_NONE if none) reads root value v. */
+static bool read_by_plan(kf_cuda_session *s, kf_nid ret, kf_vid v)
+{
+	for (uint32_t i = 0; i < s->nst; i++)
+		for (uint32_t j = 0; j < s->st[i].k.nin; j++)
+			if (kf_cb_root(s, s->st[i].k.in[j]) == v)
+				return true;
+	for (uint32_t j = 0; ret != KF_NONE && j < kf_N(s->g, ret)->nin; j++)
+		if (kf_cb_root(s, kf_in(s->g, ret, j)) == v)
+			return true;
+	return false;
+}
+
 /* Uploads a const node's payload (through the interpreter's const kernel). */
 static int upload_const(kf_cuda_session *s, kf_nid n)
 {
@@ -547,13 +560,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			if (rc != 0 || kf_N(g, n)->op != KF_OP_CONST || (kf_N(g, n)->flags & KF_NODE_DEAD))
 				continue;
 			kf_vid v = kf_res(g, n, 0);
-			bool read = false;
-			for (uint32_t i = 0; i < s->nst && !read; i++)
-				for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
-					read = kf_cb_root(s, s->st[i].k.in[j]) == v;
-			for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
-				read = kf_cb_root(s, kf_in(g, ret, j)) == v;
-			if (read)
+			if (read_by_plan(s, ret, v))
 				rc = upload_const(s, n);
 		}
 	/* hoisted results some step or the return reads */
@@ -561,13 +568,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		const kf_tensor *t = kf_cb_hoisted_value(s, v);
 		if (!t || kf_cb_root(s, v) != v)
 			continue;
-		bool read = false;
-		for (uint32_t i = 0; i < s->nst && !read; i++)
-			for (uint32_t j = 0; j < s->st[i].k.nin && !read; j++)
-				read = kf_cb_root(s, s->st[i].k.in[j]) == v;
-		for (uint32_t j = 0; ret != KF_NONE && j < kf_N(g, ret)->nin && !read; j++)
-			read = kf_cb_root(s, kf_in(g, ret, j)) == v;
-		if (!read)
+		if (!read_by_plan(s, ret, v))
 			continue;
 		rc = own_buffer(s, v, vbytes(g, v));
 		if (rc == 0 && s->cu && t->nbytes)

@@ -392,6 +392,42 @@ static int gather_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	return value_at(k, x, ix_add(k, &de, IXF_OTHER, 0));
 }
 
+/* gather_elements(data, indices) {axis}: the index read at the result's
+ * own position (one shape), clamped into the dim as gather's is, replaces
+ * the `axis` coordinate of the data read. */
+static int gather_elements_at(kx *k, kf_nid n, const kf_type *out, int ix)
+{
+	kf_graph *g = k->g;
+	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
+	const kf_type *xt = kf_vtype(g, x);
+	int a = (int)kf_attr_int(g, n, "axis", 0);
+	if (a < 0)
+		a += xt->rank;
+	int64_t sx[KF_MAX_RANK];
+	strides(xt, sx);
+	char xs[16];
+	ix_name(ix, xs, sizeof xs);
+	int ti = value_at(k, iv, ix);
+	if (ti < 0)
+		return -1;
+	int64_t D = xt->dim[a];
+	kf_buf ce = {0};
+	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
+		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
+	int cix = ix_add(k, &ce, IXF_OTHER, 0);
+	kf_buf de = {0};
+	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
+	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
+		if (d == a || out->dim[d] == 1)
+			continue;
+		kf_buf_puts(&de, " + ");
+		coord(&de, out, d, xs);
+		if (sx[d] != 1)
+			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
+	}
+	return value_at(k, x, ix_add(k, &de, IXF_OTHER, 0));
+}
+
 /* pad {pads, mode, value}: per padded dim the input coordinate of the
  * output one (edge clamps, wrap wraps, reflect folds back without the
  * edge); in constant mode the read is clamped in and a select puts the
@@ -644,6 +680,8 @@ static int value_at(kx *k, kf_vid v, int ix)
 		return concat_at(k, n, &out, ix);
 	case KF_OP_GATHER:
 		return gather_at(k, n, &out, ix);
+	case KF_OP_GATHER_ELEMENTS:
+		return gather_elements_at(k, n, &out, ix);
 	case KF_OP_PAD:
 		return pad_at(k, n, &out, ix);
 	case KF_OP_RESIZE:

@@ -318,70 +318,19 @@ int kf_tr_Trilu(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	return (out[0] = kf_tr_op3(I, KF_OP_WHERE, mask, x, kf_tr_sc(I, 0, x))) != KF_NONE;
 }
 
-/* GatherElements: out[..j..] = x[..idx[..j..]..] along axis, as a one-hot
- * select over iota and a sum (no op of its own): with the axis moved last,
- * eq(idx[..., J, 1], iota[K]) picks, in where(pick, x[..., 1, K], 0), one
- * element per output that reduce_sum keeps exactly.  O(J K) work, which
- * canonicalize folds away when x and idx are constants (BERT's position
- * and token-type buffers); other dims of idx may be shorter than x's (a
- * slice of x first), as torch.gather allows. */
+/* GatherElements: the gather_elements op (folded at import when data and
+ * indices are constants, as BERT's position and token-type buffers are). */
 int kf_tr_GatherElements(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid x = kf_imp_input(I, np, 0), ix = kf_imp_input(I, np, 1);
 	if (x == KF_NONE || ix == KF_NONE)
 		return -1;
-	const kf_type xt = *kf_tr_ty(I, x), it = *kf_tr_ty(I, ix);
-	int r = xt.rank;
+	int r = kf_tr_ty(I, x)->rank;
 	int64_t axis = kf_imp_attr_int(np, "axis", 0);
-	if (r == 0 || it.rank != r)
-		return kf_imp_fail(I, "data and indices must have one rank >= 1, not %d and %d", r, it.rank);
 	if (axis < -r || axis >= r)
 		return kf_imp_fail(I, "axis %lld is out of range for rank %d", (long long)axis, r);
-	if (axis < 0)
-		axis += r;
-	int64_t K = xt.dim[axis];
-	if (KF_IS_SYM(K))
-		return kf_imp_fail(I, "the gathered dim must be static (it is %s)", kf_str(I->c, KF_SYM_SID(K)));
-	for (int d = 0; d < r; d++) {
-		if (d == axis || it.dim[d] == xt.dim[d])
-			continue;
-		if (KF_IS_SYM(it.dim[d]) || KF_IS_SYM(xt.dim[d]) || it.dim[d] > xt.dim[d])
-			return kf_imp_fail(I, "indices' dim %d must not exceed data's", d);
-		x = kf_tr_slice(I, x, d, 0, it.dim[d]);
-	}
-	kf_dtype xd = kf_tr_dt(I, x);
-	if (xd == KF_I1) /* summed as ints */
-		x = kf_tr_cast(I, x, KF_I32);
-	kf_vid neg = kf_tr_op2(I, KF_OP_LT, ix, kf_tr_sc(I, 0, ix));
-	ix = kf_tr_op3(I, KF_OP_WHERE, neg, kf_tr_op2(I, KF_OP_ADD, ix, kf_tr_sc(I, (double)K, ix)), ix);
-	int64_t perm[KF_MAX_RANK], s[KF_MAX_RANK];
-	for (int d = 0; d < r; d++)
-		perm[d] = d;
-	perm[axis] = r - 1, perm[r - 1] = axis;
-	if (axis != r - 1) { /* the swap is its own inverse */
-		x = kf_tr_transpose(I, x, perm, r);
-		ix = kf_tr_transpose(I, ix, perm, r);
-	}
-	const kf_type *tx = kf_tr_ty(I, x), *ti = kf_tr_ty(I, ix);
-	memcpy(s, ti->dim, sizeof(int64_t) * (size_t)r);
-	s[r] = 1;
-	kf_vid col = kf_tr_reshape(I, ix, s, r + 1); /* [..., J, 1] */
-	memcpy(s, tx->dim, sizeof(int64_t) * (size_t)r);
-	s[r] = s[r - 1], s[r - 1] = 1;
-	kf_vid row = kf_tr_reshape(I, x, s, r + 1); /* [..., 1, K] */
-	kf_attrval items[1];
-	kf_attr a[3] = {kf_tr_as(I, "dtype", kf_dtype_name(kf_tr_dt(I, ix))), kf_tr_dims(I, "shape", items, &K, 1),
-			kf_imp_int_attr(I, "axis", 0)};
-	kf_vid k = kf_imp_op(I, KF_OP_IOTA, NULL, 0, a, 3);
-	kf_vid pick = kf_tr_op2(I, KF_OP_EQ, col, k);
-	kf_vid sel = kf_tr_op3(I, KF_OP_WHERE, pick, row, kf_tr_sc(I, 0, row));
-	int64_t last = r;
-	kf_vid y = kf_tr_reduce(I, KF_OP_REDUCE_SUM, sel, &last, 1, false);
-	if (axis != r - 1)
-		y = kf_tr_transpose(I, y, perm, r);
-	if (xd == KF_I1)
-		y = kf_tr_cast(I, y, KF_I1);
-	return (out[0] = y) != KF_NONE;
+	kf_attr a = kf_imp_int_attr(I, "axis", axis < 0 ? axis + r : axis);
+	return (out[0] = kf_imp_op(I, KF_OP_GATHER_ELEMENTS, (kf_vid[]){x, ix}, 2, &a, 1)) != KF_NONE;
 }
 
 /* Mod: a - trunc(a / b) * b, the sign of a (fmod = 1, C's fmod; floats

@@ -93,13 +93,7 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 		for (uint32_t k = 0; k < nn; k++) {
 			kf_vid v = kf_in(g, n, k);
 			if (z->vmap[v] == KF_NONE) { /* an embedded constant: copy it in */
-				kf_nid d = kf_def(g, v);
-				kf_tid t = kf_V(g, v)->type;
-				kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
-				kf_N(g, cn)->cst = kf_N(g, d)->cst;
-				kf_N(g, cn)->loc = kf_N(g, d)->loc;
-				kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
-				z->vmap[v] = kf_res(g, cn, 0);
+				z->vmap[v] = kf_const_copy(g, b, v);
 			}
 			tmp[k] = z->vmap[v];
 		}

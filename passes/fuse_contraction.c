@@ -243,15 +243,9 @@ kf_nid kf_fuse_make_group(kf_graph *g, kf_fuse_group *gr, const char *sym, const
 			while (k < nmap && from[k] != v)
 				k++;
 			if (k == nmap) { /* an embedded constant */
-				kf_nid d = kf_def(g, v);
-				kf_tid t = kf_V(g, v)->type;
-				kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
-				kf_N(g, cn)->cst = kf_N(g, d)->cst;
-				kf_N(g, cn)->loc = kf_N(g, d)->loc;
-				kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
-				copied[(*ncopied)++] = d;
+				copied[(*ncopied)++] = kf_def(g, v);
 				from[nmap] = v;
-				to[nmap++] = kf_res(g, cn, 0);
+				to[nmap++] = kf_const_copy(g, b, v);
 			}
 			opv[j] = to[k];
 		}

@@ -72,15 +72,9 @@ kf_nid kf_pass_outline(kf_graph *g, const kf_nid *mem, uint32_t n, kf_vid out, c
 			kf_vid v = kf_in(g, x, j);
 			uint32_t k = find(from, nmap, v);
 			if (k == nmap) { /* an embedded constant, copied once */
-				kf_nid d = kf_def(g, v);
-				kf_tid t = kf_V(g, v)->type;
-				kf_nid cn = kf_node_new(g, b, KF_NONE, KF_OP_CONST, NULL, 0, &t, 1);
-				kf_N(g, cn)->cst = kf_N(g, d)->cst;
-				kf_N(g, cn)->loc = kf_N(g, d)->loc;
-				kf_V(g, kf_res(g, cn, 0))->name = kf_V(g, v)->name;
-				copied[ncopied++] = d;
+				copied[ncopied++] = kf_def(g, v);
 				from[nmap] = v;
-				to[nmap++] = kf_res(g, cn, 0);
+				to[nmap++] = kf_const_copy(g, b, v);
 			}
 			opv[j] = to[k];
 		}

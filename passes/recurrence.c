@@ -64,9 +64,7 @@ static kf_vid body_val(kf_rw *w, kf_bid b, kf_vid v)
 	kf_vid bv;
 	if (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST && kf_N(g, d)->cst->kind != KF_CONST_FILE &&
 	    kf_N(g, d)->cst->n == 1) {
-		bv = kf_rw_new1(g, b, KF_NONE, KF_OP_CONST, NULL, 0, kf_V(g, v)->type);
-		kf_N(g, kf_def(g, bv))->cst = kf_N(g, d)->cst;
-		kf_N(g, kf_def(g, bv))->loc = kf_N(g, d)->loc;
+		bv = kf_const_copy(g, b, v);
 	} else if (v == w->r->R && d != KF_NONE && kf_N(g, d)->op == KF_OP_TRANSPOSE &&
 		   kf_vtype(g, v)->rank == 2) {
 		kf_vid src = body_val(w, b, kf_in(g, d, 0));
@@ -195,9 +193,7 @@ static kf_vid slot_init(kf_rw *w, kf_bid b, uint32_t s)
 	if (bv == KF_NONE) {
 		bv = body_val(w, b, v);
 	} else if (kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op == KF_OP_CONST) {
-		bv = kf_rw_new1(g, b, KF_NONE, KF_OP_CONST, NULL, 0, kf_V(g, v)->type);
-		kf_N(g, kf_def(g, bv))->cst = kf_N(g, kf_def(g, v))->cst;
-		kf_N(g, kf_def(g, bv))->loc = kf_N(g, kf_def(g, v))->loc;
+		bv = kf_const_copy(g, b, v);
 	} else {
 		bv = kf_block_add_arg(g, b, kf_V(g, v)->type, 0);
 		w->ins[w->nin++] = v;

@@ -101,7 +101,9 @@ static bool base(kf_rw *w, kf_vid a, kf_vid b, kf_nid before, kf_hrow *o)
 static bool reshape(kf_rw *w, kf_vid a, kf_vid u, kf_nid before, kf_hrow *o)
 {
 	kf_graph *g = w->g;
-	const kf_type *ta = kf_vtype(g, a), *tu = kf_vtype(g, u), *th = kf_vtype(g, o->h);
+	/* copies: kf_type_intern below may move the table these point into */
+	const kf_type ca = *kf_vtype(g, a), cu = *kf_vtype(g, u), ch = *kf_vtype(g, o->h);
+	const kf_type *ta = &ca, *tu = &cu, *th = &ch;
 	int64_t P = prod(tu, 1), Q = prod(ta, 1);
 	if (ta->rank < 1 || !kf_type_is_static(ta) || Q == 0 || (o->r0 * P) % Q || (o->dr * P) % Q ||
 	    (th->dim[0] * P) % Q || (o->n * P) != ta->dim[0] * Q)

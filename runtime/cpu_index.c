@@ -52,6 +52,32 @@ int kf_cpu_gather(KF_RT_CPU_ARGS)
 	return 0;
 }
 
+/* out[i] = x[i with its `axis` coordinate replaced by ix[i]] */
+int kf_cpu_gather_elements(KF_RT_CPU_ARGS)
+{
+	const kf_tensor *x = &in[0], *ix = &in[1];
+	int r = x->rank, a = kf_rt_axis(kf_attr_int(g, n, "axis", 0), r);
+	if (a < 0 || ix->rank != r)
+		return kf_rt_fail(err, errlen, "gather_elements: axis out of range or ranks differ");
+	int64_t xs[KF_MAX_RANK], c[KF_MAX_RANK] = {0}, m = kf_tensor_numel(ix), d = x->dim[a];
+	row_strides(r, x->dim, xs);
+	size_t esz = kf_dtype_size(x->dtype);
+	char *y = out[0].data;
+	const char *src = x->data;
+	for (int64_t e = 0; e < m; e++) {
+		int64_t k = kf_tensor_get_i64(ix, e), off = 0;
+		if (k < -d || k >= d)
+			return kf_rt_fail(err, errlen, "gather_elements index %lld (element %lld) is out of range for dim %lld",
+					  (long long)k, (long long)e, (long long)d);
+		for (int i = 0; i < r; i++)
+			off += (i == a ? (k < 0 ? k + d : k) : c[i]) * xs[i];
+		memcpy(y + (size_t)e * esz, src + (size_t)off * esz, esz);
+		for (int i = r - 1; i >= 0 && ++c[i] == ix->dim[i]; i--) /* the next index, row-major */
+			c[i] = 0;
+	}
+	return 0;
+}
+
 /* ---- index maps: pad and nearest resize ------------------------------------------ */
 
 /* Copies out[i] = x[map_0[i_0], ..., map_r[i_r]], or the element `fill`

@@ -378,6 +378,9 @@ int kf_rt_shape(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_type *ou
 	}
 	case KF_OP_GATHER:
 		return gather_shape(g, n, in, &out[0], err, errlen);
+	case KF_OP_GATHER_ELEMENTS: /* the indices' shape */
+		set_dims(&out[0], in[1].rank, in[1].dim);
+		return 0;
 	case KF_OP_PAD:
 		return pad_shape(g, n, &in[0], &out[0], err, errlen);
 	case KF_OP_RESIZE:

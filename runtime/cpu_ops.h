@@ -157,6 +157,7 @@ int kf_cpu_conv_transpose(KF_RT_CPU_ARGS);
 int kf_cpu_pool(KF_RT_CPU_ARGS);
 int kf_cpu_fusion(KF_RT_CPU_ARGS);  /* interp.c */
 int kf_cpu_gather(KF_RT_CPU_ARGS);  /* cpu_index.c */
+int kf_cpu_gather_elements(KF_RT_CPU_ARGS); /* cpu_index.c */
 int kf_cpu_pad(KF_RT_CPU_ARGS);
 int kf_cpu_resize(KF_RT_CPU_ARGS);
 int kf_cpu_iota(KF_RT_CPU_ARGS);

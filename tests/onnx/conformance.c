@@ -30,6 +30,9 @@ typedef struct result {
 /* --pipeline: passes run on every imported graph before it runs. */
 static const char *pipeline_text;
 static int max_kernels = -1;
+/* --kernel-limit STR=N: tests whose name holds STR may take N kernels */
+static const char *limit_str;
+static int limit_n;
 
 /* Nodes that would each be a kernel: not constants, aliases or the return. */
 static int count_kernels(kf_graph *g)
@@ -308,9 +311,9 @@ static void run_test(const char *root, const char *name, result *r)
 		}
 		run_set(c, m, d, &b, r);
 	}
-	if (r->verdict == PASS && max_kernels >= 0 && r->kernels > max_kernels) {
-		snprintf(r->why, sizeof r->why, "%d kernels after the pipeline (at most %d wanted)", r->kernels,
-			 max_kernels);
+	int want = limit_str && strstr(name, limit_str) ? limit_n : max_kernels;
+	if (r->verdict == PASS && want >= 0 && r->kernels > want) {
+		snprintf(r->why, sizeof r->why, "%d kernels after the pipeline (at most %d wanted)", r->kernels, want);
 		r->verdict = FAIL;
 	}
 	if (r->verdict == PASS && b.n) {
@@ -341,7 +344,13 @@ int main(int argc, char **argv)
 			pipeline_text = argv[++i];
 		else if (!strcmp(argv[i], "--max-kernels") && i + 1 < argc)
 			max_kernels = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--min-pass") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--kernel-limit") && i + 1 < argc && strchr(argv[i + 1], '=')) {
+			static char lim[128];
+			snprintf(lim, sizeof lim, "%s", argv[++i]);
+			*strchr(lim, '=') = 0;
+			limit_str = lim;
+			limit_n = atoi(lim + strlen(lim) + 1);
+		} else if (!strcmp(argv[i], "--min-pass") && i + 1 < argc)
 			min_pass = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-v"))
 			verbose = true;
