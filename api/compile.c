@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dyn.h"
 #include "kfuse_int.h"
 #include "tensor.h"
 
@@ -33,9 +34,33 @@ kf_backend *kf_api_backend(kf_ctx *c, const char *name, const kf_cuda_opts *o, c
 	return kf_backend_cpu_new(c);
 }
 
+/* be, or the plan cache over it for a symbolic g on a backend that wants
+ * static shapes (NULL with an error; be is freed then). */
+static kf_backend *dyn_wrap(kfuse_model *m, kf_graph *g, kf_backend *be, const kf_dyn_opts *o)
+{
+	if (!strcmp(be->name, "cpu") || !kf_dyn_graph_symbolic(g))
+		return be;
+	kf_dyn_opts d = o ? *o : (kf_dyn_opts){0};
+	if (!o)
+		d.pipeline = m->pipes.p;
+	kf_passreg reg = {0};
+	kf_api_passes(m->k, &reg);
+	be = kf_dyn_backend_new(m->k->c, be, &reg, &d);
+	kf_passreg_free(&reg);
+	return be;
+}
+
 kfuse_compiled *kf_api_compile(kfuse_model *m, const char *graph, kf_backend *be)
 {
+	return kf_api_compile_dyn(m, graph, be, NULL);
+}
+
+kfuse_compiled *kf_api_compile_dyn(kfuse_model *m, const char *graph, kf_backend *be, const kf_dyn_opts *o)
+{
 	kf_graph *g = be ? kf_api_graph(m, graph) : NULL;
+	if (g)
+		be = dyn_wrap(m, g, be, o);
+	g = be ? g : NULL;
 	kfuse_compiled *x = g ? calloc(1, sizeof *x) : NULL;
 	if (g && !x)
 		kf_error(m->k->c, KF_NOLOC, "out of memory");
@@ -83,6 +108,17 @@ void kfuse_compiled_free(kfuse_compiled *x)
 const char *kfuse_compiled_backend(const kfuse_compiled *x)
 {
 	return x->be->name;
+}
+
+int kfuse_set_max_plans(kfuse_compiled *x, int n)
+{
+	if (n < 1) {
+		kf_error(x->m->k->c, KF_NOLOC, "kfuse_set_max_plans: %d is not a number of plans (at least 1)", n);
+		return -1;
+	}
+	if (kf_dyn_is(x->plan))
+		kf_dyn_set_max(x->plan, n);
+	return 0;
 }
 
 int kf_api_run(kfuse_compiled *x, const kf_tensor *in, int nin, kf_tensor *out, int nout)
@@ -191,9 +227,13 @@ int kfuse_run_device(kfuse_compiled *x, const kfuse_buffer *in, int nin, kfuse_b
 	for (int i = 0; rc == 0 && i < nin; i++)
 		rc = as_tensor(g, &in[i], i, &t[i]);
 	/* the results are the graph's static types (the cuda backend plans
-	 * static shapes); their room is the caller's */
+	 * static shapes; a symbolic graph's are those of its copy planned for
+	 * these inputs, dyn.h); their room is the caller's */
+	kf_plan *ip = rc == 0 && kf_dyn_is(x->plan) ? kf_dyn_plan_for(x->plan, t, nin) : x->plan;
+	kf_graph *rg = ip ? ip->g : NULL;
+	rc = rg ? rc : -1;
 	for (int i = 0; rc == 0 && i < nout; i++) {
-		const kf_type *ty = kf_type_get(g->ctx, g->res[i]);
+		const kf_type *ty = kf_type_get(g->ctx, rg->res[i]);
 		r[i] = (kf_tensor){.dtype = ty->dtype, .rank = ty->rank, .data = out[i].data,
 				   .nbytes = out[i].nbytes};
 		memcpy(r[i].dim, ty->dim, sizeof r[i].dim);

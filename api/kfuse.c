@@ -135,6 +135,7 @@ void kfuse_model_free(kfuse_model *m)
 	if (!m)
 		return;
 	kf_module_free(m->m);
+	kf_buf_free(&m->pipes);
 	free(m);
 }
 
@@ -163,6 +164,8 @@ int kf_api_pipeline(kfuse_model *m, const char *pipeline, const kf_runopts *ro)
 	int rc = pl ? kf_pipeline_run(pl, m->m, ro) : -1;
 	/* a parse error changed nothing; a failed pass may have */
 	m->broken = pl && rc < 0;
+	if (rc == 0 && pipeline && pipeline[0])
+		kf_buf_printf(&m->pipes, "%s%s", m->pipes.n ? "," : "", pipeline);
 	kf_pipeline_free(pl);
 	kf_passreg_free(&reg);
 	return rc < 0 ? -1 : 0;

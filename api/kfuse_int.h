@@ -21,6 +21,8 @@ struct kfuse_model {
 	kf_module *m;
 	int ncompiled;       /* compiled graphs alive: the model may not change */
 	bool broken;         /* a pipeline failed half way */
+	kf_buf pipes;        /* the pipelines run on it, ','-joined: what a symbolic graph's
+			      * copies get once specialised to a shape (dyn.h) */
 };
 
 struct kfuse_compiled {
@@ -39,8 +41,13 @@ int kf_api_pipeline(kfuse_model *m, const char *pipeline, const kf_runopts *ro);
 /* The graph called name (NULL: the first), or NULL with an error. */
 kf_graph *kf_api_graph(kfuse_model *m, const char *name);
 /* Plans graph name of m on backend be, which the result then owns (freed
- * with it, or here on an error). */
+ * with it, or here on an error).  A graph with symbolic dims on a backend
+ * other than cpu (which runs them as they are) goes through the
+ * shape-keyed plan cache (dyn.h), whose copies get m's pipelines, or
+ * o->pipeline when o is not NULL (o's other fields as they say). */
 kfuse_compiled *kf_api_compile(kfuse_model *m, const char *graph, kf_backend *be);
+struct kf_dyn_opts;
+kfuse_compiled *kf_api_compile_dyn(kfuse_model *m, const char *graph, kf_backend *be, const struct kf_dyn_opts *o);
 /* The backend contract's run (runtime/backend.h): out[] allocated by the
  * backend, freed by the caller with kf_tensor_free. */
 int kf_api_run(kfuse_compiled *x, const kf_tensor *in, int nin, kf_tensor *out, int nout);

@@ -530,3 +530,31 @@ void kf_module_free(kf_module *m)
 	free(m->plugin);
 	free(m);
 }
+
+kf_graph *kf_graph_clone(const kf_graph *g)
+{
+	kf_graph *r = kf_xrealloc(NULL, sizeof *r);
+	*r = (kf_graph){.ctx = g->ctx, .name = g->name, .loc = g->loc, .dir = g->dir,
+			.nval = g->nval, .capval = g->nval, .nnode = g->nnode, .capnode = g->nnode,
+			.nuse = g->nuse, .capuse = g->nuse, .nblk = g->nblk, .capblk = g->nblk};
+	/* the arrays are plain data (indices, interned ids): copied whole */
+	r->val = kf_xrealloc(NULL, (g->nval + 1) * sizeof *r->val);
+	r->node = kf_xrealloc(NULL, (g->nnode + 1) * sizeof *r->node);
+	r->use = kf_xrealloc(NULL, (g->nuse + 1) * sizeof *r->use);
+	r->blk = kf_xrealloc(NULL, (g->nblk + 1) * sizeof *r->blk);
+	memcpy(r->val, g->val, g->nval * sizeof *r->val);
+	memcpy(r->node, g->node, g->nnode * sizeof *r->node);
+	memcpy(r->use, g->use, g->nuse * sizeof *r->use);
+	memcpy(r->blk, g->blk, g->nblk * sizeof *r->blk);
+	/* what lives in g's arena and may be written in place gets r's own copy */
+	for (uint32_t b = 0; b < g->nblk; b++) {
+		r->blk[b].argcap = g->blk[b].narg;
+		r->blk[b].arg = kf_alloc(&r->arena, (g->blk[b].narg + 1) * sizeof *r->blk[b].arg);
+		memcpy(r->blk[b].arg, g->blk[b].arg, g->blk[b].narg * sizeof *r->blk[b].arg);
+	}
+	for (kf_nid n = 0; n < g->nnode; n++)
+		if (g->node[n].nattr)
+			kf_node_set_attrs(r, n, g->node[n].attr, g->node[n].nattr);
+	kf_graph_set_results(r, g->res, g->nres);
+	return r;
+}

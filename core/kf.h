@@ -515,6 +515,11 @@ struct kf_graph {
 kf_graph *kf_graph_new(kf_ctx *c, const char *name);
 void kf_graph_free(kf_graph *g);
 void kf_graph_set_results(kf_graph *g, const kf_tid *types, uint32_t n);
+/* A copy of g that passes may change without touching g.  Constant
+ * payloads (kf_node.cst) are shared, as passes share them between nodes:
+ * they are never written in place (a pass that changes a constant makes a
+ * new one), and g must outlive the copy.  Same node, value and use ids. */
+kf_graph *kf_graph_clone(const kf_graph *g);
 
 kf_bid kf_block_new(kf_graph *g, kf_nid parent);
 kf_vid kf_block_add_arg(kf_graph *g, kf_bid b, kf_tid type, kf_sid name);

@@ -15,7 +15,9 @@
  *   - intermediate buffers share one device arena, placed by liveness so
  *     that buffers whose lifetimes do not overlap reuse memory;
  *   - the launch sequence is captured once into a CUDA graph and replayed.
- * Shapes must be static.  docs/fusion.md has the details.
+ * Shapes must be static: a graph with symbolic dims reaches this backend
+ * through the plan cache of api/dyn.h, one static copy per input shape.
+ * docs/fusion.md has the details, docs/dynamic.md the dynamic shapes.
  */
 #ifndef KF_CUDA_BACKEND_H
 #define KF_CUDA_BACKEND_H

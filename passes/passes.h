@@ -18,6 +18,11 @@ void kf_dot_module(kf_buf *out, kf_module *m);
 
 /* A node no pass may remove or merge: a terminator or an op with effects. */
 bool kf_pass_node_pinned(const kf_graph *g, kf_nid n);
+
+/* specialize's work (passes/specialize.c): symbols sym[i] get sizes
+ * val[i] (val[i] >= 0) in every type and dim attribute of g; *changed is
+ * set when something changed.  The pass parses its options into this. */
+void kf_specialize(kf_graph *g, const kf_sid *sym, const int64_t *val, uint32_t n, bool *changed);
 /* True when no result of n has a use. */
 static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 {

@@ -16,8 +16,8 @@
 #include "passes.h"
 
 typedef struct sz {
-	kf_sid *sym;
-	int64_t *val;
+	const kf_sid *sym;
+	const int64_t *val;
 	uint32_t n;
 } sz;
 
@@ -92,22 +92,9 @@ static void spec_attr(kf_graph *g, kf_nid n, const char *key, sz *z, bool *chang
 	}
 }
 
-static int spec_run(kf_graph *g, const kf_passopts *o, bool *changed)
+void kf_specialize(kf_graph *g, const kf_sid *sym, const int64_t *val, uint32_t n, bool *changed)
 {
-	sz z = {calloc(o->n + 1, sizeof *z.sym), calloc(o->n + 1, sizeof *z.val), 0};
-	for (uint32_t i = 0; i < o->n; i++) {
-		const char *k = o->kv[i].key, *v = o->kv[i].val ? o->kv[i].val : "";
-		char *end;
-		long long x = strtoll(v, &end, 10);
-		if (!*v || *end || x < 0) {
-			kf_error(g->ctx, o->loc, "specialize: %s=%s is not a size (a non-negative int)", k, v);
-			free(z.sym);
-			free(z.val);
-			return -1;
-		}
-		z.sym[z.n] = kf_intern_cstr(g->ctx, k);
-		z.val[z.n++] = x;
-	}
+	sz z = {sym, val, n};
 	for (kf_vid v = 0; v < g->nval; v++)
 		g->val[v].type = spec_type(g->ctx, g->val[v].type, &z, changed);
 	for (uint32_t i = 0; i < g->nres; i++)
@@ -124,8 +111,28 @@ static int spec_run(kf_graph *g, const kf_passopts *o, bool *changed)
 			if (g->node[n].op == dims[k].op)
 				spec_attr(g, n, dims[k].key, &z, changed);
 	}
-	free(z.sym);
-	free(z.val);
+}
+
+static int spec_run(kf_graph *g, const kf_passopts *o, bool *changed)
+{
+	kf_sid *sym = calloc(o->n + 1, sizeof *sym);
+	int64_t *val = calloc(o->n + 1, sizeof *val);
+	for (uint32_t i = 0; i < o->n; i++) {
+		const char *k = o->kv[i].key, *v = o->kv[i].val ? o->kv[i].val : "";
+		char *end;
+		long long x = strtoll(v, &end, 10);
+		if (!*v || *end || x < 0) {
+			kf_error(g->ctx, o->loc, "specialize: %s=%s is not a size (a non-negative int)", k, v);
+			free(sym);
+			free(val);
+			return -1;
+		}
+		sym[i] = kf_intern_cstr(g->ctx, k);
+		val[i] = x;
+	}
+	kf_specialize(g, sym, val, o->n, changed);
+	free(sym);
+	free(val);
 	return 0;
 }
 

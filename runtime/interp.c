@@ -16,12 +16,8 @@
 #include "cpu_ops.h"
 #include "interp.h"
 
-/* symbol -> size bindings of one block run */
-typedef struct env {
-	kf_sid *sym;
-	int64_t *val;
-	uint32_t n, cap;
-} env;
+/* symbol -> size bindings of one block run (interp.h's kf_symbind) */
+typedef kf_symbind env;
 
 typedef struct frame {
 	kf_graph *g;
@@ -57,6 +53,12 @@ static void env_free(env *e)
 {
 	free(e->sym);
 	free(e->val);
+	*e = (env){0};
+}
+
+void kf_symbind_free(kf_symbind *b)
+{
+	env_free(b);
 }
 
 static bool env_look(void *ud, kf_sid s, int64_t *v)
@@ -382,8 +384,9 @@ done:
 	return rc;
 }
 
-/* Checks the inputs against the graph's parameters, naming the one at fault. */
-static int check_inputs(kf_graph *g, const kf_tensor *in, int nin)
+/* Checks the inputs against the graph's parameters, naming the one at fault;
+ * the symbols they bind into *e (the caller frees it, also on an error). */
+static int check_inputs(kf_graph *g, const kf_tensor *in, int nin, env *e)
 {
 	kf_ctx *c = g->ctx;
 	const kf_block *b0 = &g->blk[0];
@@ -392,7 +395,6 @@ static int check_inputs(kf_graph *g, const kf_tensor *in, int nin)
 		kf_error(c, g->loc, "@%s takes %u inputs, %d given", gname, b0->narg, nin);
 		return -1;
 	}
-	env e = {0};
 	int rc = 0;
 	for (int i = 0; i < nin && rc == 0; i++) {
 		kf_vid v = b0->arg[i];
@@ -401,7 +403,7 @@ static int check_inputs(kf_graph *g, const kf_tensor *in, int nin)
 		if (in[i].dtype != want->dtype)
 			snprintf(why, sizeof why, "dtype %s, expected %s", kf_dtype_name(in[i].dtype),
 				 kf_dtype_name(want->dtype));
-		else if (unify(c, &e, want, in[i].rank, in[i].dim, why, sizeof why) == 0 &&
+		else if (unify(c, e, want, in[i].rank, in[i].dim, why, sizeof why) == 0 &&
 			 kf_tensor_numel(&in[i]) > 0 &&
 			 (!in[i].data || in[i].nbytes < kf_tensor_numel(&in[i]) * kf_dtype_size(in[i].dtype)))
 			snprintf(why, sizeof why, "its data is missing or short");
@@ -415,8 +417,16 @@ static int check_inputs(kf_graph *g, const kf_tensor *in, int nin)
 			rc = -1;
 		}
 	}
-	env_free(&e);
 	return rc;
+}
+
+int kf_interp_bind_inputs(kf_graph *g, const kf_tensor *in, int nin, kf_symbind *b)
+{
+	*b = (kf_symbind){0};
+	if (check_inputs(g, in, nin, b) == 0)
+		return 0;
+	env_free(b);
+	return -1;
 }
 
 int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout)
@@ -436,7 +446,10 @@ int kf_interp_run_watch(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *ou
 		kf_error(c, g->loc, "@%s has %u results, %d asked for", kf_str(c, g->name), g->nres, nout);
 		return -1;
 	}
-	if (check_inputs(g, in, nin) != 0)
+	env e = {0};
+	int bad = check_inputs(g, in, nin, &e);
+	env_free(&e);
+	if (bad)
 		return -1;
 	char err[512] = "";
 	if (run_block(g, 0, in, nin, out, nout, err, sizeof err, w) != 0) {

@@ -26,6 +26,21 @@ void kf_rt_register(kf_ctx *c);
  * dims bound inconsistently, or an op failing at run time (at its node). */
 int kf_interp_run(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *out, int nout);
 
+/* Symbols and the sizes bound to them. */
+typedef struct kf_symbind {
+	kf_sid *sym;
+	int64_t *val;
+	uint32_t n, cap;
+} kf_symbind;
+/* The sizes inputs in[0..nin) give g's symbolic dims, checked as
+ * kf_interp_run checks its inputs (count, dtype, rank, static dims, one
+ * size per symbol; the error names the input and the symbol): 0 with *b
+ * filled (free it with kf_symbind_free), or -1 with an error in the
+ * context and *b empty.  A product of symbols none of which is known yet
+ * (B*T alone) is bound under its own name. */
+int kf_interp_bind_inputs(kf_graph *g, const kf_tensor *in, int nin, kf_symbind *b);
+void kf_symbind_free(kf_symbind *b);
+
 /* What a run saw at the top level: how many nodes produced a float result
  * holding an infinity or a NaN, and the first of them (KF_NONE if none). */
 typedef struct kf_interp_watch {

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cuda.h"
 #include "cuda_backend.h"
+#include "dyn.h"
 #include "kf.h"
 #include "kfuse_int.h"
 #include "npy.h"
@@ -30,6 +31,12 @@ static const char usage[] =
 	"  --random-inputs         inputs not given are random (normal floats, small ints)\n"
 	"  --seed N                seed for --random-inputs (default 0)\n"
 	"  --dim SYM=SIZE          size of a symbolic dim no input fixes (default 4); repeatable\n"
+	"  --shape SYM=N,SYM=N     with --random-inputs: run at these sizes too (after the first run),\n"
+	"                          twice each (the first plans on a GPU backend, the second reuses it),\n"
+	"                          timing both; repeatable, one session for all (docs/dynamic.md)\n"
+	"  --shape-pipeline P      cuda, symbolic graph: the passes run on its copy specialised to each\n"
+	"                          input shape (default canonicalize,cse,rules,fuse,dce)\n"
+	"  --max-plans N           cuda, symbolic graph: plans kept, one per shape (LRU; default 8)\n"
 	"  --save-inputs DIR       write the inputs used as DIR/NAME.npy\n"
 	"  --output-dir DIR        write output i as DIR/out<i>.npy\n"
 	"  --backend=cpu|cuda|auto the backend (default cpu; auto: cuda when a GPU and its driver are there)\n"
@@ -62,8 +69,9 @@ static const char usage[] =
 
 typedef struct opt {
 	const char *file, *graph, *outdir, *savedir, *backend, *compare, *data_root;
-	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV];
-	int ninput, ndim, nexpect, nplugin, bench;
+	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV], *shape[MAXKV];
+	const char *shape_pipeline;
+	int ninput, ndim, nexpect, nplugin, bench, nshape, max_plans;
 	bool random, profile, no_graph, tf32;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
@@ -73,7 +81,7 @@ typedef struct opt {
 enum {
 	O_GRAPH = 256, O_PLUGIN, O_INPUT, O_RANDOM, O_SEED, O_DIM, O_SAVE, O_OUTDIR, O_BACKEND, O_COMPARE,
 	O_EXPECT, O_RTOL, O_ATOL, O_L2, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
-	O_DATA_ROOT, O_MAXMEM, O_TF32,
+	O_DATA_ROOT, O_MAXMEM, O_TF32, O_SHAPE, O_SHAPE_PIPELINE, O_MAX_PLANS,
 };
 
 /* Appends v to list (at most MAXKV) when it has an '='; else a usage error. */
@@ -103,9 +111,11 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"tune", optional_argument, 0, O_TUNE}, {"allow-tf32", no_argument, 0, O_TF32},
 		{"help", no_argument, 0, 'h'},
 		{"version", no_argument, 0, O_VERSION}, {"data-root", required_argument, 0, O_DATA_ROOT},
-		{"max-memory", required_argument, 0, O_MAXMEM}, {0, 0, 0, 0},
+		{"max-memory", required_argument, 0, O_MAXMEM}, {"shape", required_argument, 0, O_SHAPE},
+		{"shape-pipeline", required_argument, 0, O_SHAPE_PIPELINE},
+		{"max-plans", required_argument, 0, O_MAX_PLANS}, {0, 0, 0, 0},
 	};
-	*o = (opt){.rtol = 1e-4, .atol = 1e-5, .backend = "cpu"};
+	*o = (opt){.rtol = 1e-4, .atol = 1e-5, .backend = "cpu", .shape_pipeline = "canonicalize,cse,rules,fuse,dce"};
 	int ch;
 	long long n;
 	uint64_t bytes;
@@ -118,6 +128,12 @@ static int parse_args(int argc, char **argv, opt *o)
 		case O_GRAPH: o->graph = optarg[0] == '@' ? optarg + 1 : optarg; break;
 		case O_INPUT: ok = add_kv(o->input, &o->ninput, "--input", "NAME=FILE.npy", optarg); break;
 		case O_DIM: ok = add_kv(o->dim, &o->ndim, "--dim", "SYM=SIZE", optarg); break;
+		case O_SHAPE: ok = add_kv(o->shape, &o->nshape, "--shape", "SYM=N,SYM=N", optarg); break;
+		case O_SHAPE_PIPELINE: o->shape_pipeline = optarg; break;
+		case O_MAX_PLANS:
+			ok = kf_cli_int("--max-plans", optarg, 1, 4096, &n);
+			o->max_plans = (int)n;
+			break;
 		case O_EXPECT: ok = add_kv(o->expect, &o->nexpect, "--expect", "OUT=FILE.npy", optarg); break;
 		case O_PLUGIN:
 			if (o->nplugin == MAXKV || !optarg[0])
@@ -171,6 +187,8 @@ static int parse_args(int argc, char **argv, opt *o)
 	}
 	if (!o->file)
 		return kf_cli_usage("no input file (use - for stdin)") + 1;
+	if (o->nshape && !o->random)
+		return kf_cli_usage("--shape needs --random-inputs (it sizes the random inputs)") + 1;
 	return 0;
 }
 
@@ -455,6 +473,74 @@ static int cuda_report(kf_plan *p, kf_buf *report, int n)
 	return 0;
 }
 
+/* The plan that ran last: a symbolic graph's for the last shape (dyn.h). */
+static kf_plan *last_plan(kfuse_compiled *x)
+{
+	return kf_dyn_is(x->plan) ? kf_dyn_last(x->plan) : x->plan;
+}
+
+/* o with --shape's sizes (SYM=N,SYM=N, split into buf) before its --dim
+ * ones, so that they size the random inputs. */
+static int shape_opt(kf_ctx *c, const opt *o, const char *shape, opt *o2, char *buf, size_t n)
+{
+	*o2 = *o;
+	o2->ndim = 0;
+	snprintf(buf, n, "%s", shape);
+	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+		const char *eq = strchr(tok, '=');
+		char *end;
+		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
+		if (!eq || eq == tok || !eq[1] || *end || v < 0 || o2->ndim == MAXKV) {
+			kf_error(c, KF_NOLOC, "--shape %s: '%s' is not SYM=SIZE (a non-negative int)", shape, tok);
+			return -1;
+		}
+		o2->dim[o2->ndim++] = tok;
+	}
+	for (int i = 0; i < o->ndim && o2->ndim < MAXKV; i++)
+		o2->dim[o2->ndim++] = o->dim[i];
+	return 0;
+}
+
+/* --shape: new random inputs of those sizes, run twice through the same
+ * compiled graph (the first run of a new shape plans it, the second finds
+ * the plan: both timed from the host), checked and reported as the first
+ * run is.  in[] holds the inputs, then the outputs. */
+static int run_shape(kfuse_compiled *x, kf_graph *g, const opt *o, const char *shape, kf_tensor *in,
+		     kf_buf *report, bool cuda)
+{
+	uint32_t nin = g->blk[0].narg;
+	kf_tensor *out = in + nin;
+	char buf[1024];
+	opt o2;
+	bool *given = calloc(nin + 1, sizeof *given);
+	int rc = given ? shape_opt(g->ctx, o, shape, &o2, buf, sizeof buf) : -1;
+	for (uint32_t i = 0; i < nin; i++)
+		kf_tensor_free(&in[i]);
+	if (rc == 0)
+		rc = random_inputs(g, &o2, in, given);
+	free(given);
+	double ms[2] = {0};
+	for (int k = 0; rc == 0 && k < 2; k++) {
+		for (uint32_t i = 0; i < g->nres; i++)
+			kf_tensor_free(&out[i]);
+		double t0 = now_ms();
+		rc = kf_api_run(x, in, (int)nin, out, (int)g->nres);
+		ms[k] = now_ms() - t0;
+	}
+	if (rc == 0) {
+		printf("@%s at %s on %s: first run %.3f ms, repeat %.3f ms\n", kf_str(g->ctx, g->name), shape,
+		       kfuse_compiled_backend(x), ms[0], ms[1]);
+		print_outputs(g, out);
+	}
+	if (rc == 0 && o->compare)
+		rc = compare_cpu(g, in, nin, out, o);
+	if (rc == 0 && cuda)
+		return cuda_report(last_plan(x), report, o->bench);
+	printf("%.*s", (int)report->n, report->p ? report->p : "");
+	report->n = 0;
+	return rc;
+}
+
 /* Through the embedding API (include/kfuse/kfuse.h): the tool adds its
  * inputs (files, random), reports and checks. */
 static int run(kfuse_ctx *k, const opt *o)
@@ -512,7 +598,9 @@ static int run(kfuse_ctx *k, const opt *o)
 	}
 	kfuse_compiled *x = NULL;
 	if (rc == 0) {
-		x = kf_api_compile(m, o->graph, be); /* owns be from here on */
+		kf_dyn_opts dyn = {.pipeline = o->shape_pipeline, .max_plans = o->max_plans, .report = &report,
+				   .dims = o->dim, .ndim = o->ndim};
+		x = kf_api_compile_dyn(m, o->graph, be, &dyn); /* owns be from here on */
 		be = NULL;
 		rc = x ? 0 : -1;
 	}
@@ -529,9 +617,11 @@ static int run(kfuse_ctx *k, const opt *o)
 	if (rc == 0 && o->compare)
 		rc = compare_cpu(g, in, nin, out, o);
 	if (rc == 0 && cuda)
-		rc = cuda_report(x->plan, &report, o->bench);
+		rc = cuda_report(last_plan(x), &report, o->bench);
 	else if (rc == 0 && o->bench)
 		rc = bench(x->plan, in, nin, o->bench);
+	for (int i = 0; rc == 0 && i < o->nshape; i++)
+		rc = run_shape(x, g, o, o->shape[i], in, &report, cuda);
 	for (uint32_t i = 0; in && i < nin + g->nres; i++)
 		kf_tensor_free(&in[i]);
 	free(in);

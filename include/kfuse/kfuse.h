@@ -148,6 +148,12 @@ kfuse_compiled *kfuse_compile(kfuse_model *m, const char *graph, const char *bac
 void kfuse_compiled_free(kfuse_compiled *x);
 /* "cpu" or "cuda": the backend it runs on (what "auto" chose). */
 const char *kfuse_compiled_backend(const kfuse_compiled *x);
+/* A graph with symbolic dims compiled for cuda keeps one plan per input
+ * shape (specialised and planned at the first run of that shape), at most
+ * n of them (default 8; the least recently used is dropped first, and at
+ * once when more than n are kept).  0; -1 when n < 1.  Nothing to do for
+ * a static graph or the cpu backend (0).  docs/dynamic.md. */
+int kfuse_set_max_plans(kfuse_compiled *x, int n);
 
 /* A tensor in the caller's memory: C order (row-major), dense. */
 typedef struct kfuse_buffer {
