@@ -8,6 +8,17 @@
 #include <string.h>
 #include "emit_loop_int.h"
 
+/* An index variable for index value t<ti> into a dim of D: negative from
+ * the end, clamped into [0, D) (a GPU cannot stop on a bad index as the
+ * interpreter does). */
+static int clamped_index(kx *k, int ti, int64_t D)
+{
+	kf_buf ce = {0};
+	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
+		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
+	return kx_ix_add(k, &ce, IXF_OTHER, 0);
+}
+
 /* gather(data, indices) {axis}: the index tensor read at the coordinates
  * the result takes from it, that value (negative from the end, clamped into
  * the dim: a GPU cannot stop on a bad index as the interpreter does) at
@@ -41,11 +52,7 @@ int kx_gather_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	int ti = kx_value_at(k, iv, iix);
 	if (ti < 0)
 		return -1;
-	int64_t D = xt->dim[a];
-	kf_buf ce = {0};
-	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
-		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
-	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0);
+	int cix = clamped_index(k, ti, xt->dim[a]);
 	kf_buf de = {0};
 	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
 	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
@@ -78,11 +85,7 @@ int kx_gather_elements_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	int ti = kx_value_at(k, iv, ix);
 	if (ti < 0)
 		return -1;
-	int64_t D = xt->dim[a];
-	kf_buf ce = {0};
-	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
-		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
-	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0);
+	int cix = clamped_index(k, ti, xt->dim[a]);
 	kf_buf de = {0};
 	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
 	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
