@@ -21,6 +21,8 @@ void kf_ctx_free(kf_ctx *c)
 	kf_diag_free_all(c);
 	free(c->str);
 	free(c->strtab.slot);
+	for (uint32_t i = 0; c->type && i * KF_TYPE_CHUNK < c->ntype; i++)
+		free(c->type[i]);
 	free(c->type);
 	free(c->typetab.slot);
 	free(c->op);

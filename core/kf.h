@@ -64,6 +64,8 @@ typedef struct kf_type {
  * across graphs of one context.  Unused dim slots must be zero (kf_type_make
  * does it). */
 kf_tid kf_type_intern(kf_ctx *c, const kf_type *t);
+/* The type of id: the pointer stays valid for the context's life (interning
+ * more types never moves one). */
 const kf_type *kf_type_get(const kf_ctx *c, kf_tid id);
 kf_type kf_type_make(kf_dtype dt, int rank, const int64_t *dims);
 bool kf_type_is_static(const kf_type *t);

@@ -42,7 +42,9 @@ struct kf_ctx {
 	/* str[id]: the text, NUL-terminated, packed in the arena after its
 	 * 32-bit length */
 	char **str; uint32_t nstr, capstr; kf_strtab strtab;
-	kf_type *type; uint32_t ntype, captype; kf_idtab typetab;
+	/* interned types in chunks of KF_TYPE_CHUNK that never move: a
+	 * kf_vtype pointer stays valid while more types are interned */
+	kf_type **type; uint32_t ntype, captype; kf_idtab typetab;
 	kf_opinfo *op; uint32_t nop, capop; kf_idtab optab;
 	kf_sid *op_origin; uint32_t norigin; /* the plugin file of op i (KF_NONE: built in) */
 	kf_source *src; uint32_t nsrc, capsrc;
@@ -55,6 +57,7 @@ struct kf_ctx {
 
 uint64_t kf_hash_bytes(const void *p, size_t n, uint64_t h);
 #define KF_HASH_SEED 1469598103934665603ULL
+#define KF_TYPE_CHUNK 256u /* interned types a chunk (struct kf_ctx) */
 void *kf_xrealloc(void *p, size_t n);
 void *kf_xcalloc(size_t n, size_t sz); /* zeroed; kf_oom on OOM */
 /* n bytes at the given alignment (a power of two, at most 16), not zeroed;

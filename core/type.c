@@ -68,12 +68,14 @@ bool kf_type_same_shape(const kf_type *a, const kf_type *b)
 	return a->rank == b->rank && memcmp(a->dim, b->dim, sizeof(int64_t) * a->rank) == 0;
 }
 
+static kf_type *type_at(const kf_ctx *c, uint32_t id) { return &c->type[id / KF_TYPE_CHUNK][id % KF_TYPE_CHUNK]; }
+
 static uint32_t type_find(const kf_ctx *c, const kf_type *t, uint32_t *slot)
 {
 	uint32_t mask = c->typetab.cap - 1, i = (uint32_t)type_hash(t) & mask;
 	for (;; i = (i + 1) & mask) {
 		uint32_t id = c->typetab.slot[i];
-		if (id == KF_NONE || kf_type_equal(&c->type[id], t)) {
+		if (id == KF_NONE || kf_type_equal(type_at(c, id), t)) {
 			*slot = i;
 			return id;
 		}
@@ -91,7 +93,7 @@ kf_tid kf_type_intern(kf_ctx *c, const kf_type *t0)
 		c->typetab.cap = cap;
 		for (uint32_t id = 0; id < c->ntype; id++) {
 			uint32_t slot;
-			type_find(c, &c->type[id], &slot);
+			type_find(c, type_at(c, id), &slot);
 			c->typetab.slot[slot] = id;
 		}
 	}
@@ -99,12 +101,16 @@ kf_tid kf_type_intern(kf_ctx *c, const kf_type *t0)
 	uint32_t id = type_find(c, &t, &slot);
 	if (id != KF_NONE)
 		return id;
-	kf_grow((void **)&c->type, &c->captype, c->ntype + 1, sizeof *c->type);
+	if (c->ntype % KF_TYPE_CHUNK == 0) { /* a new chunk; the old ones stay */
+		uint32_t k = c->ntype / KF_TYPE_CHUNK;
+		kf_grow((void **)&c->type, &c->captype, k + 1, sizeof *c->type);
+		c->type[k] = kf_xrealloc(NULL, KF_TYPE_CHUNK * sizeof(kf_type));
+	}
 	id = c->ntype++;
-	c->type[id] = t;
+	*type_at(c, id) = t;
 	c->typetab.slot[slot] = id;
 	c->typetab.n++;
 	return id;
 }
 
-const kf_type *kf_type_get(const kf_ctx *c, kf_tid id) { return &c->type[id]; }
+const kf_type *kf_type_get(const kf_ctx *c, kf_tid id) { return type_at(c, id); }
