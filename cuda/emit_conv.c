@@ -155,7 +155,49 @@ void kx_conv_gather_call(const kx_mm *mm, const char *m, const char *kk, kf_buf 
 
 bool kx_conv_a_raw(const kx *k, const kx_mm *mm, int e)
 {
+	(void)k;
 	return mm->a.nchain == 0 && kf_dtype_size(mm->a.st) == (size_t)e && mm->cv.G == 1 && mm->cv.Cg % (16 / e) == 0;
+}
+
+/* dims [from, 3) of v joined by 'x' after tag */
+static int geo_part(char *o, size_t n, const char *tag, const int64_t *v, int from)
+{
+	int w = snprintf(o, n, "%s", tag);
+	for (int i = from; i < 3 && w >= 0 && (size_t)w < n; i++)
+		w += snprintf(o + w, n - (size_t)w, "%s%lld", i > from ? "x" : "", (long long)v[i]);
+	return w;
+}
+
+void kx_conv_shape(const kx_mm *mm, kf_mm_shape *sh)
+{
+	const kx_conv *cv = &mm->cv;
+	int e = mm->dt == KF_F32 ? 4 : mm->dt == KF_F64 ? 8 : 2;
+	sh->conv = true;
+	sh->raw = mm->a.st == mm->dt && kx_conv_a_raw(NULL, mm, e);
+	sh->pw = sh->raw && cv->KK == 1;
+	for (int i = 0; i < 3; i++)
+		sh->pw &= cv->s[i] == 1 && cv->pb[i] == 0 && cv->pe[i] == 0;
+	/* the spatial dims the conv has (a 2-D conv is a 3-D one with a
+	 * leading dim of 1) */
+	int from = 0;
+	while (from < 2 && cv->in[from] == 1 && cv->k[from] == 1 && cv->s[from] == 1 && cv->pb[from] == 0 &&
+	       cv->pe[from] == 0)
+		from++;
+	int64_t pads[6];
+	int np = 0;
+	for (int i = from; i < 3; i++)
+		pads[np++] = cv->pb[i];
+	for (int i = from; i < 3; i++)
+		pads[np++] = cv->pe[i];
+	char *o = sh->geo;
+	size_t n = sizeof sh->geo;
+	int w = geo_part(o, n, "", cv->k, from);
+	w += geo_part(o + w, n - (size_t)w, "s", cv->s, from);
+	w += snprintf(o + w, n - (size_t)w, "p");
+	for (int i = 0; i < np; i++)
+		w += snprintf(o + w, n - (size_t)w, "%s%lld", i ? "x" : "", (long long)pads[i]);
+	w += geo_part(o + w, n - (size_t)w, "d", cv->d, from);
+	geo_part(o + w, n - (size_t)w, "i", cv->in, from);
 }
 
 /* Statements splitting output position `row` into n, od, oh, ow. */
@@ -198,7 +240,7 @@ void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int th
 	kf_buf_printf(b, "    kf_xb[i] = n * %lldLL;\n  }\n", (long long)(cv->in[0] * cv->in[1] * cv->in[2] * cv->C));
 }
 
-void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, int lds, int param)
+void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, const char *dst, int param)
 {
 	const kx_conv *cv = &mm->cv;
 	int R = rows * per / threads;
@@ -214,8 +256,8 @@ void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, i
 		      (long long)cv->d[0], (long long)cv->d[1], (long long)cv->d[2]);
 	kf_buf_printf(b, "        const bool in = kok && (unsigned)id < %lldu && (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
 		      (long long)cv->in[0], (long long)cv->in[1], (long long)cv->in[2]);
-	kf_buf_printf(b, "        kf_cp16(sa + r * %d + kf_cf, p%d + (in ? kf_xb[i] + ((id * %lld + ih) * %lld + iw) * %lld + c : 0), in);\n"
-		      "      }\n    }\n", lds, param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
+	kf_buf_printf(b, "        kf_cp16(%s, p%d + (in ? kf_xb[i] + ((id * %lld + ih) * %lld + iw) * %lld + c : 0), in);\n"
+		      "      }\n    }\n", dst, param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
 }
 
 /* ---- the direct kernels --------------------------------------------------------------- */

@@ -133,15 +133,15 @@ static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 /* Runs kernel k on the host over params in[0..k->nin) (in the kernel's
  * parameter order, their data as stored), writing out[0..k->nout)
  * (allocated by the caller with their types).  The grid is k->units x
- * k->grid_y blocks of k->block threads.  Returns false when there is no
- * C++ compiler. */
+ * k->grid_y x k->grid_z blocks of k->block threads.  Returns false when
+ * there is no C++ compiler. */
 static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *out)
 {
 	char dir[] = "/tmp/kfuse-emu-XXXXXX", name[64], cmd[512];
 	if (system("c++ --version > /dev/null 2>&1") != 0)
 		return false;
 	assert_non_null(mkdtemp(dir));
-	assert_true(k->grid_z <= 1 && k->cluster <= 1);
+	assert_true(k->cluster <= 1);
 	kf_buf src = {0};
 	kf_buf_puts(&src, "#include \"cuda_pre.h\"\n");
 	kfe_prelude(&src);
@@ -162,8 +162,8 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 		kf_buf_printf(&src, "  kf_tm[%d] = {kf_p[%d], %d, %lldLL, %lldLL, %lldLL, %d, %d};\n", j, m->param, m->elem,
 			      (long long)m->inner, (long long)m->outer, (long long)m->mid, m->box_inner, m->box_outer);
 	}
-	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
-		      k->grid_y ? k->grid_y : 1, k->block);
+	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
+		      k->grid_y ? k->grid_y : 1, k->grid_z ? k->grid_z : 1, k->block);
 	for (uint32_t j = k->nin; j < np; j++)
 		kf_buf_printf(&src, "  if (kf_save(argv[1], \"p%u.bin\", kf_p[%u], %zu)) return 2;\n", j, j,
 			      out[j - k->nin].nbytes);
