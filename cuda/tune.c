@@ -164,9 +164,11 @@ int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t)
 	return 0;
 }
 
+/* A fusion the tuner tunes: a contraction, or a conv that runs as an
+ * implicit GEMM (its key has the conv's geometry). */
 static bool is_contraction(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 {
-	return kf_N(g, n)->op == KF_OP_FUSION && kf_mm_node_shape(g, n, sh);
+	return kf_N(g, n)->op == KF_OP_FUSION && (kf_mm_node_shape(g, n, sh) || kf_conv_node_shape(g, n, sh));
 }
 
 static void set_tile(kf_graph *g, kf_nid n, const char *cfg)
@@ -223,7 +225,9 @@ int kf_tune_allow_tf32(kf_graph *g)
 	kf_mm_shape sh;
 	int set = 0;
 	kf_foreach_node(g, 0, n) {
-		if (!is_contraction(g, n, &sh) || sh.in != KF_F32 || kf_attr_bool(g, n, "tf32", false))
+		/* (PyTorch's allow_tf32 is for matmuls: convs keep f32) */
+		if (kf_N(g, n)->op != KF_OP_FUSION || !kf_mm_node_shape(g, n, &sh) || sh.in != KF_F32 ||
+		    kf_attr_bool(g, n, "tf32", false))
 			continue;
 		kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
 		set++;

@@ -257,6 +257,9 @@ static void conv_gemm(void **st)
 		/* small maps (batch 1, 3 x 3): the heuristic's small tiles */
 		{"f16", true, 2, 1, 64, 96, 1, {5, 5}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL},
 		{"bf16", true, 2, 1, 16, 24, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, "mma32x32x32w1x1s4"},
+		/* split along K: 3 splits of 7, 7 and 4 K tiles, summed by the
+		 * tile's last block, then every epilogue */
+		{"f16", true, 2, 1, 72, 40, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, "mma64x64x32w2x2s4k3"},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
 		check_conv(&cs[i], 100 + i);
