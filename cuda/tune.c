@@ -541,6 +541,21 @@ static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, ca
 	kf_mm_shape shw = *sh;
 	shw.wgmma = b->tgt.wgmma;
 	int ncfg = kf_mm_candidates(&shw, cfg, 62), nc = 0;
+	/* $KFUSE_TUNE_CANDIDATES (a comma list of configs): only those of the
+	 * node's candidates, for a sweep that must fit a time budget */
+	const char *only = getenv("KFUSE_TUNE_CANDIDATES");
+	if (only && *only) {
+		int k = 0;
+		for (int i = 0; i < ncfg; i++) {
+			size_t l = strlen(cfg[i]);
+			for (const char *p = only; (p = strstr(p, cfg[i])); p += l)
+				if ((p == only || p[-1] == ',') && (p[l] == ',' || !p[l])) {
+					memmove(cfg[k++], cfg[i], 32);
+					break;
+				}
+		}
+		ncfg = k;
+	}
 	if (kf_mm_blas_plan(g, n, bp))
 		snprintf(cfg[ncfg++], 32, "cublas");
 	if (kf_cublaslt_plan(g, n, lp))

@@ -4,23 +4,28 @@ for bench/gpu/conv_tune.sh (docs/conv.md, "Tuning").
 
 Every distinct conv layer of ResNet-50 (conv_bench.py's list) at batch 1
 and 32 goes into one graph per batch, each layer a conv + bias + ReLU
-kernel with its own inputs.  Steps (CONV_TUNE_STEPS, default
-check,tune,e2e):
+kernel with its own inputs (the stem's 3 channels padded to 8, as
+pad-channels makes them in a model).  Steps (CONV_TUNE_STEPS, default
+tune,e2e,cudnn,check):
 
-  check  the graph on the GPU against the CPU interpreter (kfuse-run
-         --compare=cpu), with the default configs and, at batch 1, with
-         tiles forced by KFUSE_CONV_TILE (a tile a layer cannot take leaves
-         its default);
   tune   kfuse-run --tune=force over it: every candidate of every layer
-         timed (the report's "tune:" lines), the winners written to
-         OUT/tune.txt (KFUSE_TUNE_FILE), then the tuned graph checked
-         against the interpreter, timed (--bench) and profiled;
+         (those of KFUSE_TUNE_CANDIDATES: CANDS below, by batch, or
+         $CONV_TUNE_CANDIDATES) timed (the report's "tune:" lines), the
+         winners written to OUT/tune.txt (KFUSE_TUNE_FILE), then the tuned
+         graph checked against the interpreter, timed (--bench) and
+         profiled;
   e2e    ResNet-50 fp16 end to end (exported by PyTorch, imported, the CNN
          pipeline) checked against PyTorch and timed with the defaults
-         (no tune file, no shipped table) and with OUT/tune.txt, profiled.
+         (no tune file, no shipped table) and with OUT/tune.txt, profiled;
+  cudnn  each layer's cuDNN conv + separate ReLU (PyTorch eager, channels
+         last) beside the tuned kernel's time from the tune step;
+  check  the graph on the GPU against the CPU interpreter (kfuse-run
+         --compare=cpu), with the default configs and, at batch 1, with
+         tiles forced by KFUSE_CONV_TILE (CONV_TUNE_CHECK_TILES; a tile a
+         layer cannot take leaves its default).
 
 Each step's output goes to OUT/<step>-*.txt; a summary table last.
-CONV_TUNE_CHECK_TILES: the forced tiles (comma list); CONV_BATCHES.
+CONV_BATCHES (default 1,32).
 """
 import os
 import re
@@ -33,9 +38,9 @@ import conv_bench as cb  # noqa: E402
 
 BUILD, OUT = sys.argv[1], sys.argv[2]
 cb.setup(BUILD, OUT)
-STEPS = os.environ.get('CONV_TUNE_STEPS', 'check,tune,e2e').split(',')
+STEPS = os.environ.get('CONV_TUNE_STEPS', 'tune,e2e,cudnn,check').split(',')
 BATCHES = [int(b) for b in os.environ.get('CONV_BATCHES', '1,32').split(',')]
-TILES = os.environ.get('CONV_TUNE_CHECK_TILES', 'wgc128x128x64s4s,wgc64x64x64s6k8s,wg128x128x64s4pvs').split(',')
+TILES = os.environ.get('CONV_TUNE_CHECK_TILES', 'wgc128x128x64s4s').split(',')
 TUNE = os.path.join(OUT, 'tune.txt')
 summary = []
 
@@ -58,10 +63,14 @@ def kfrun(args, env=None, timeout=300):
 
 
 def layers_graph(B):
-    """OUT/layers_b<B>.kf: every distinct ResNet-50 layer at batch B."""
+    """OUT/layers_b<B>.kf: every distinct ResNet-50 layer at batch B, the
+    stem's 3 channels padded to 8 as pad-channels makes them in a model
+    (the conv kernel the end-to-end run has)."""
     layers = cb.layers_of('resnet50')
     args, body, outs, types = [], [], [], []
     for i, (C, O, k, s, p, d, g, H, W) in enumerate(layers):
+        if cb.padded(C, g):
+            C = (C + 7) // 8 * 8
         a, f, yt, _ = cb.layer_parts(i, B, C, O, k, s, p, d, g, H, W)
         args.append(a)
         body.append(f)
@@ -97,19 +106,35 @@ def step_check():
             summary.append(line)
 
 
+# the candidates a sweep times (KFUSE_TUNE_CANDIDATES; a layer tries those
+# of them that fit it), by batch: big tiles for many rows, small and split
+# ones for few; the previous default mma.sync tiles for reference
+CANDS = {
+    'large': 'wgc128x128x64s4s,wgc128x64x64s6s,wgc128x256x64s4s,wgc256x128x64s4s,wgc64x128x64s6s,'
+             'wgc64x64x64s6k4s,wg128x128x64s4pvs,wg128x256x64s4c2pvs,mma128x128x32w2x4s3,mma64x64x32w2x2s4',
+    'small': 'wgc64x64x64s8s,wgc64x128x64s6s,wgc128x64x64s6s,wgc64x64x64s6k2s,wgc64x64x64s6k4s,wgc64x64x64s6k8s,'
+             'wgc64x64x64s6k16s,wgc64x128x64s6k4s,wg64x128x64s8v,mma64x64x32w2x2s4,mma64x64x32w2x2s4k8',
+}
+tuned = {}  # (batch, layer index) -> (config, ms)
+
+
 def step_tune():
     for B in sorted(BATCHES, reverse=True):
         path, layers = layers_graph(B)
+        env = {'KFUSE_TUNE_FILE': TUNE, 'KFUSE_TUNE_CANDIDATES': os.environ.get(
+            'CONV_TUNE_CANDIDATES', CANDS['large' if B >= 8 else 'small'])}
         rc, out, dt = kfrun([path, '--backend=cuda', '--random-inputs', '--tune=force', '--compare=cpu', '--rtol',
-                             '2e-2', '--atol', '2e-2', '--bench', '20', '--profile'], {'KFUSE_TUNE_FILE': TUNE},
-                            timeout=900)
+                             '2e-2', '--atol', '2e-2', '--bench', '20', '--profile'], env, timeout=900)
         log('tune-b%d.txt' % B, out)
-        # the candidates of each key, fastest first
-        cands = {}
+        # the candidates of each key, fastest first; keys in layer order
+        cands, keys = {}, []
         for m in re.finditer(r'^tune: (\S+) (\S+)\s+([0-9.]+) ms$', out, re.M):
+            if m.group(1) not in cands:
+                keys.append(m.group(1))
             cands.setdefault(m.group(1), []).append((float(m.group(3)), m.group(2)))
-        for key, v in cands.items():
-            v.sort()
+        for i, key in enumerate(keys):
+            v = sorted(cands[key])
+            tuned[(B, i)] = (v[0][1], v[0][0])
             print('%s: %s' % (key, '  '.join('%s %.4f' % (c, t) for t, c in v[:6])), flush=True)
         line = 'tune b%-3d %s: %d keys tuned, tuned graph %s ms (%.0f s)%s' % (
             B, 'ok' if rc == 0 else 'FAIL', len(cands), bench_ms(out), dt,
@@ -153,11 +178,36 @@ def step_e2e():
             summary.append(line)
 
 
+def step_cudnn():
+    """cuDNN (PyTorch eager, channels last) + a separate ReLU per layer,
+    beside the tuned kernel's time (the tuner's median of back-to-back
+    launches; do_bench's median for PyTorch)."""
+    import torch
+    print('\n%-3s %-5s %-40s %-22s %9s %9s %7s' % ('l', 'batch', 'layer', 'kfuse tuned', 'ms', 'cudnn+epi', 'ratio'))
+    fast = n = 0
+    for B in BATCHES:
+        for i, (C, O, k, s, p, d, g, H, W) in enumerate(cb.layers_of('resnet50')):
+            f, x, w, b = cb.torch_layer(B, C, O, k, s, p, d, g, H, W)
+            with torch.no_grad():
+                t = cb.do_bench(lambda: f(x, w, b))
+            cfg, ms = tuned.get((B, i), ('-', None))
+            r = t / ms if ms else None
+            if r:
+                n += 1
+                fast += r >= 1.0
+            line = '%-3d %-5d %-40s %-22s %9s %9.4f %7s' % (
+                i, B, '%d>%d %dx%d /%d %dx%d' % (C, O, k[0], k[1], s[0], H, W), cfg,
+                '%.4f' % ms if ms else '-', t, '%.2fx' % r if r else '-')
+            print(line, flush=True)
+            summary.append(line)
+    summary.append('tuned kernels at least as fast as cuDNN + ReLU: %d of %d' % (fast, n))
+
+
 if __name__ == '__main__':
     t0 = time.time()
     for st in STEPS:
         try:
-            {'check': step_check, 'tune': step_tune, 'e2e': step_e2e}[st]()
+            {'check': step_check, 'tune': step_tune, 'e2e': step_e2e, 'cudnn': step_cudnn}[st]()
         except Exception as e:  # a failing step is a line; the others go on
             summary.append('%s: %s' % (st, e))
     print('\n== conv_tune summary (%.0f s) ==' % (time.time() - t0))
