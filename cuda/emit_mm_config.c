@@ -352,37 +352,43 @@ static int64_t tiles_of(const kf_mm_shape *sh, const char *t, kf_mm_config *c)
 	return ((sh->M + c->bm - 1) / c->bm) * ((sh->N + c->bn - 1) / c->bn);
 }
 
-/* A split of K for `tiles` output tiles over kt K tiles: enough splits
- * that the tiles cover the SMs about twice, each at least 4 K tiles. */
-static int split_of(int64_t tiles, int64_t kt)
+/* The wgmma default, from ResNet-50's layers tuned on an H200 at batch 1
+ * and 32 (bench/results/2026-12-01-gpu-s3-conv2-tune.txt: this rule picks
+ * the measured winner, or one within 16% of it, for all 46):
+ *  - a pointwise conv of 128 or more channels whose 128 x 128 tiles number
+ *    52 or more: the matmul's TMA kernel, persistent, staged stores (it
+ *    beat the gather by 10-30% there; at 64 channels half its tile idles);
+ *  - else the first wgmma-conv tile that makes 90 or more tiles: 256 x 128
+ *    (4 warpgroups; where K >= 1024, else it lost to 128 x 128), 128 x 128,
+ *    128 x 64, 64 x 128, never 128 columns for fewer channels;
+ *  - else 64 x 64 tiles, K split 4 ways when they number 66 or fewer over
+ *    16 or more K tiles (4 splits beat 2, 8 and 16 wherever a split won:
+ *    10.8 us against 22.7 for 8 at 7 x 7 x 512 -> 512). */
+static void wgc_default(const kf_mm_shape *sh, kf_mm_config *c)
 {
-	int sk = 1;
-	while (sk < 16 && tiles * sk * 2 <= 2 * KF_MM_SMS && kt / (sk * 2) >= 4)
-		sk *= 2;
-	return sk;
+	if (sh->pw && sh->N >= 128 && tiles_of(sh, "wg128x128x64s4pvs", c) >= 52 && kx_mm_config_fits(c, sh))
+		return;
+	static const struct {
+		const char *t;
+		int64_t min_k, min_n;
+	} tl[] = {{"wgc256x128x64s4s", 1024, 128}, {"wgc128x128x64s4s", 0, 128}, {"wgc128x64x64s6s", 0, 0},
+		  {"wgc64x128x64s6s", 0, 128}};
+	for (size_t i = 0; i < sizeof tl / sizeof *tl; i++)
+		if (sh->K >= tl[i].min_k && sh->N >= tl[i].min_n && tiles_of(sh, tl[i].t, c) >= 90 &&
+		    kx_mm_config_fits(c, sh))
+			return;
+	int64_t t64 = tiles_of(sh, "wgc64x64x64s8s", c);
+	if (t64 <= 66 && (sh->K + 63) / 64 >= 16 && kf_mm_config_parse("wgc64x64x64s6k4s", c) == 0 &&
+	    kx_mm_config_fits(c, sh))
+		return;
+	kf_mm_config_parse("wgc64x64x64s8s", c);
 }
 
 void kf_conv_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 {
-	char t[32];
 	if (sh->wgmma > 0 && (sh->in == KF_F16 || sh->in == KF_BF16) && sh->raw) {
-		/* a pointwise conv is a matmul of x as stored: the TMA kernel
-		 * where its 128 x 128 tiles fill the SMs (the matmuls' default) */
-		kf_mm_config_parse("wg128x128x64s4pvs", c);
-		if (sh->pw && tiles_of(sh, "wg128x128x64s4pvs", c) >= 100 && kx_mm_config_fits(c, sh))
-			return;
-		/* the wgmma conv: the largest tile whose tiles still give most of
-		 * the 132 SMs one (never 128 columns for 64 channels) */
-		static const char *const tl[] = {"wgc128x128x64s4s", "wgc128x64x64s6s", "wgc64x128x64s6s", "wgc64x64x64s8s"};
-		for (size_t i = 0; i < sizeof tl / sizeof *tl; i++) {
-			if ((sh->N <= 64 && strstr(tl[i], "x128x")) || tiles_of(sh, tl[i], c) < 120 || !kx_mm_config_fits(c, sh))
-				continue;
-			return;
-		}
-		/* few tiles: 64 x 64, split along K */
-		int sk = split_of(tiles_of(sh, "wgc64x64x64s6s", c), (sh->K + 63) / 64);
-		snprintf(t, sizeof t, sk > 1 ? "wgc64x64x64s6k%ds" : "wgc64x64x64s6s", sk);
-		if (kf_mm_config_parse(t, c) == 0 && kx_mm_config_fits(c, sh))
+		wgc_default(sh, c);
+		if (kx_mm_config_fits(c, sh))
 			return;
 	}
 	if (kx_mm_mma_dtype(sh) && sh->K >= 16) {
@@ -401,14 +407,11 @@ void kf_conv_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 			if (n >= 120)
 				break;
 		}
+		/* few tiles over a long K: split 4 ways, as the wgmma conv
+		 * (unmeasured for mma.sync itself: an H200 runs the wgmma one) */
+		if (tiles_of(sh, "mma64x64x32w2x2s4k4", c) <= 66 && sh->K >= 1024 && kx_mm_config_fits(c, sh))
+			return;
 		*c = best;
-		if (tiles_of(sh, "mma64x64x32w2x2s4", c) < 60) {
-			int sk = split_of(tiles_of(sh, "mma64x64x32w2x2s4", c), (sh->K + 31) / 32);
-			snprintf(t, sizeof t, "mma64x64x32w2x2s4k%d", sk);
-			if (sk > 1 && kf_mm_config_parse(t, c) == 0 && kx_mm_config_fits(c, sh))
-				return;
-			*c = best;
-		}
 		return;
 	}
 	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", c);
@@ -424,7 +427,7 @@ static int conv_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		"wgc128x128x64s4s", "wgc128x128x64s6s", "wgc128x64x64s6s", "wgc128x256x64s4s", "wgc256x128x64s4s",
 		"wgc64x128x64s6s", "wgc64x64x64s8s", "wgc128x128x64s4v",
 		"wgc64x64x64s6k2s", "wgc64x64x64s6k4s", "wgc64x64x64s6k8s", "wgc64x128x64s6k4s", "wgc64x128x64s6k8s",
-		"wgc64x64x64s6k16s",
+		"wgc64x64x64s6k16s", "wgc128x64x64s6k2s", "wgc128x128x64s4k2s",
 		"wg128x128x64s4pvs", "wg128x256x64s4c2pvs", "wg64x128x64s8v",
 		"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
 		"mma64x64x32w2x2s4k4", "mma64x64x32w2x2s4k8", "mma32x64x32w1x2s4k8",

@@ -41,6 +41,15 @@ const kf_tune_entry *kf_tune_find(const kf_tune_table *t, const char *key)
 	return NULL;
 }
 
+const kf_tune_entry *kf_tune_find_prefix(const kf_tune_table *t, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	for (uint32_t i = t->n; i-- > 0;)
+		if (!strncmp(t->e[i].key, prefix, n) && (t->e[i].key[n] == ':' || !t->e[i].key[n]))
+			return &t->e[i];
+	return NULL;
+}
+
 void kf_tune_set(kf_tune_table *t, const char *key, const char *cfg, double ms)
 {
 	kf_tune_entry *e = (kf_tune_entry *)kf_tune_find(t, key);
@@ -205,13 +214,27 @@ int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const c
 		const char *from = path.p;
 		if (!e && (e = kf_tune_find(&ship, key)))
 			from = which;
+		/* a conv of a tuned geometry with another epilogue (a residual
+		 * add, no activation): the mainloop decides its config, so the
+		 * geometry's line applies (its "s" epilogue falls back by itself
+		 * where the outputs do not suit it) */
+		if (!e && sh.conv) {
+			char geo[128];
+			sh.tag[0] = 0;
+			kf_mm_shape_key(&sh, arch, geo, sizeof geo);
+			if ((e = kf_tune_find_prefix(&t, geo)))
+				from = path.p;
+			else if ((e = kf_tune_find_prefix(&ship, geo)))
+				from = which;
+		}
 		if (!e)
 			continue;
 		set_tile(g, n, e->cfg);
 		set++;
 		if (report)
-			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s\n", kf_str(g->ctx, g->name),
-				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, from);
+			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s%s\n", kf_str(g->ctx, g->name),
+				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, from,
+				      strcmp(e->key, key) ? " (its conv geometry)" : "");
 	}
 done:
 	kf_buf_free(&path);

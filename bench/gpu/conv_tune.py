@@ -111,7 +111,8 @@ def step_check():
 # ones for few; the previous default mma.sync tiles for reference
 CANDS = {
     'large': 'wgc128x128x64s4s,wgc128x64x64s6s,wgc128x256x64s4s,wgc256x128x64s4s,wgc64x128x64s6s,'
-             'wgc64x64x64s6k4s,wg128x128x64s4pvs,wg128x256x64s4c2pvs,mma128x128x32w2x4s3,mma64x64x32w2x2s4',
+             'wgc64x64x64s6k4s,wgc128x64x64s6k2s,wgc128x128x64s4k2s,wg128x128x64s4pvs,wg128x256x64s4c2pvs,'
+             'mma128x128x32w2x4s3,mma64x64x32w2x2s4',
     'small': 'wgc64x64x64s8s,wgc64x128x64s6s,wgc128x64x64s6s,wgc64x64x64s6k2s,wgc64x64x64s6k4s,wgc64x64x64s6k8s,'
              'wgc64x64x64s6k16s,wgc64x128x64s6k4s,wg64x128x64s8v,mma64x64x32w2x2s4,mma64x64x32w2x2s4k8',
 }

@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "kf_test.h"
 #include "kf_emu.h"
 #include "equiv.h"
+#include "tune.h"
 
 typedef struct wcase {
 	const char *dt;
@@ -270,15 +272,21 @@ static void defaults(void **st)
 		int b, C, O, k, s, h;
 		const char *cfg, *key;
 	} cs[] = {
-		/* pointwise, many rows: the TMA kernel */
+		/* the measured winners (bench/results/2026-12-01-gpu-s3-conv2-tune.txt)
+		 * the rule reproduces: pointwise and wide, the TMA kernel */
 		{32, 64, 256, 1, 1, 56, "wg128x128x64s4pvs", "sm_90:f16>f16:b1:m100352:n256:k64:nt:conv1x1s1x1p0x0x0x0d1x1i56x56:.relu"},
-		/* 3x3 at batch 32: the gathered wgmma conv */
-		{32, 256, 256, 3, 1, 14, "wgc128x64x64s6s", "sm_90:f16>f16:b1:m6272:n256:k2304:nt:conv3x3s1x1p1x1x1x1d1x1i14x14:.relu"},
+		{32, 2048, 512, 1, 1, 7, "wg128x128x64s4pvs", NULL},
+		/* gathered: the largest tile that makes 90 tiles */
+		{32, 256, 256, 3, 1, 14, "wgc128x128x64s4s", "sm_90:f16>f16:b1:m6272:n256:k2304:nt:conv3x3s1x1p1x1x1x1d1x1i14x14:.relu"},
+		{32, 128, 128, 3, 2, 56, "wgc256x128x64s4s", "sm_90:f16>f16:b1:m25088:n128:k1152:nt:conv3x3s2x2p1x1x1x1d1x1i56x56:.relu"},
 		{32, 64, 64, 3, 1, 56, "wgc128x64x64s6s", NULL},
-		/* batch 1, 7 x 7: 64 x 64 tiles split along K */
-		{1, 512, 512, 3, 1, 7, "wgc64x64x64s6k16s", NULL},
-		{1, 2048, 512, 1, 1, 7, "wgc64x64x64s6k8s", NULL},
-		{1, 256, 256, 3, 1, 14, "wgc64x64x64s6k8s", NULL},
+		{32, 512, 512, 3, 1, 7, "wgc128x64x64s6s", NULL},
+		{1, 64, 256, 1, 1, 56, "wgc128x64x64s6s", NULL},
+		/* few tiles: 64 x 64, split 4 ways over a long K */
+		{1, 512, 128, 1, 1, 28, "wgc64x64x64s8s", NULL},
+		{1, 512, 512, 3, 1, 7, "wgc64x64x64s6k4s", NULL},
+		{1, 2048, 512, 1, 1, 7, "wgc64x64x64s6k4s", NULL},
+		{1, 256, 256, 3, 1, 14, "wgc64x64x64s6k4s", NULL},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_mm_shape sh;
@@ -314,11 +322,77 @@ static void defaults(void **st)
 	}
 }
 
+/* The tune table's conv lines: a line applies to its key, and to a conv
+ * of the same geometry with another epilogue (a residual add); not to
+ * another geometry.  The shipped H200 table has ResNet-50's layers. */
+static void tune_lines(void **st)
+{
+	(void)st;
+	static const char text[] =
+		"graph @g(%x: f16[1,14,14,256], %w: f16[256,3,3,256], %b: f16[256], %r: f16[1,14,14,256], %v: f16[1024,1,1,256],"
+		" %e: f16[1024]) -> (f16[1,14,14,256], f16[1,14,14,256], f16[1,14,14,1024]) {\n"
+		"  %y = fusion @c0(%x, %w, %b) {kind = \"conv\"} : f16[1,14,14,256] {\n"
+		"  ^(%0: f16[1,14,14,256], %1: f16[256,3,3,256], %2: f16[256]):\n"
+		"    %c = conv(%0, %1, %2) {channels_last = true, pads = [1, 1, 1, 1]} : f16[1,14,14,256]\n"
+		"    %z = relu(%c) : f16[1,14,14,256]\n    yield %z\n  }\n"
+		"  %s = fusion @c1(%x, %w, %b, %r) {kind = \"conv\"} : f16[1,14,14,256] {\n"
+		"  ^(%0: f16[1,14,14,256], %1: f16[256,3,3,256], %2: f16[256], %3: f16[1,14,14,256]):\n"
+		"    %c = conv(%0, %1, %2) {channels_last = true, pads = [1, 1, 1, 1]} : f16[1,14,14,256]\n"
+		"    %a = add(%c, %3) : f16[1,14,14,256]\n    %z = relu(%a) : f16[1,14,14,256]\n    yield %z\n  }\n"
+		"  %p = fusion @c2(%x, %v, %e) {kind = \"conv\"} : f16[1,14,14,1024] {\n"
+		"  ^(%0: f16[1,14,14,256], %1: f16[1024,1,1,256], %2: f16[1024]):\n"
+		"    %c = conv(%0, %1, %2) {channels_last = true} : f16[1,14,14,1024]\n"
+		"    %z = relu(%c) : f16[1,14,14,1024]\n    yield %z\n  }\n"
+		"  return %y, %s, %p\n}\n";
+	char dir[] = "/tmp/kf-tune-conv-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = kft_parse(c, text);
+	kf_graph *g = m->graph[0];
+	kf_nid f[3], n0 = kft_first_fusion(g);
+	f[0] = n0, f[1] = kf_N(g, n0)->next, f[2] = kf_N(g, f[1])->next;
+	kf_mm_shape sh;
+	char key[128];
+	assert_true(kf_conv_node_shape(g, f[0], &sh));
+	kf_mm_shape_key(&sh, "sm_90", key, sizeof key);
+	assert_string_equal(key, "sm_90:f16>f16:b1:m196:n256:k2304:nt:conv3x3s1x1p1x1x1x1d1x1i14x14:.relu");
+	kf_buf path = {0};
+	assert_int_equal(kf_tune_path(dir, &path), 0);
+	kf_tune_table t = {0};
+	kf_tune_set(&t, key, "wgc64x64x64s6k4s", 0.0087);
+	assert_int_equal(kf_tune_save(c, path.p, &t), 0);
+	kf_buf report = {0};
+	assert_int_equal(kf_tune_apply(g, "sm_90", dir, &report), 2);
+	assert_string_equal(kf_attr_str(g, f[0], "tile", ""), "wgc64x64x64s6k4s");
+	assert_string_equal(kf_attr_str(g, f[1], "tile", ""), "wgc64x64x64s6k4s");
+	assert_null(kf_attr_get(g, f[2], "tile"));
+	kf_buf_putc(&report, 0);
+	assert_non_null(strstr(report.p, "fusion @c1: wgc64x64x64s6k4s from"));
+	assert_non_null(strstr(report.p, "(its conv geometry)"));
+	/* the shipped table has the same layer (and the pointwise one) */
+	unlink(path.p);
+	kf_node_set_attrs(g, f[0], NULL, 0);
+	kf_node_set_attrs(g, f[1], NULL, 0);
+	for (int i = 0; i < 3; i++)
+		kf_node_set_attr(g, f[i], kf_intern_cstr(c, "kind"),
+				 (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(c, "conv")});
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 3);
+	assert_string_equal(kf_attr_str(g, f[0], "tile", ""), "wgc64x64x64s6k4s");
+	assert_string_equal(kf_attr_str(g, f[2], "tile", ""), "wgc64x64x64s8s");
+	kf_buf_free(&report);
+	kf_buf_free(&path);
+	kf_tune_table_free(&t);
+	rmdir(dir);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(configs),     cmocka_unit_test(defaults),      cmocka_unit_test(wgc_2d),
 		cmocka_unit_test(wgc_dims_split), cmocka_unit_test(pointwise_tma), cmocka_unit_test(catches),
+		cmocka_unit_test(tune_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
