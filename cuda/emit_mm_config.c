@@ -426,6 +426,9 @@ static int conv_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 	static const char *const all[] = {
 		"wgc128x128x64s4s", "wgc128x128x64s6s", "wgc128x64x64s6s", "wgc128x256x64s4s", "wgc256x128x64s4s",
 		"wgc64x128x64s6s", "wgc64x64x64s8s", "wgc128x128x64s4v",
+		/* few stages: two blocks a multiprocessor, one's epilogue under
+		 * the other's K loop (for a short K: the stem, 1x1 convs) */
+		"wgc128x64x64s3s", "wgc128x128x64s3s", "wgc64x64x64s4s",
 		"wgc64x64x64s6k2s", "wgc64x64x64s6k4s", "wgc64x64x64s6k8s", "wgc64x128x64s6k4s", "wgc64x128x64s6k8s",
 		"wgc64x64x64s6k16s", "wgc128x64x64s6k2s", "wgc128x128x64s4k2s",
 		"wg128x128x64s4pvs", "wg128x256x64s4c2pvs", "wg64x128x64s8v",

@@ -17,6 +17,8 @@ tune,e2e,cudnn,check):
   e2e    ResNet-50 fp16 end to end (exported by PyTorch, imported, the CNN
          pipeline) checked against PyTorch and timed with the defaults
          (no tune file, no shipped table) and with OUT/tune.txt, profiled;
+  e2etune  (not by default; after e2e) ResNet-50's own convs tuned, their
+         keys (residual epilogues too) into OUT/tune-e2e.txt, and timed so;
   cudnn  each layer's cuDNN conv + separate ReLU (PyTorch eager, channels
          last) beside the tuned kernel's time from the tune step;
   check  the graph on the GPU against the CPU interpreter (kfuse-run
@@ -111,10 +113,11 @@ def step_check():
 # ones for few; the previous default mma.sync tiles for reference
 CANDS = {
     'large': 'wgc128x128x64s4s,wgc128x64x64s6s,wgc128x256x64s4s,wgc256x128x64s4s,wgc64x128x64s6s,'
-             'wgc64x64x64s6k4s,wgc128x64x64s6k2s,wgc128x128x64s4k2s,wg128x128x64s4pvs,wg128x256x64s4c2pvs,'
-             'mma128x128x32w2x4s3,mma64x64x32w2x2s4',
-    'small': 'wgc64x64x64s8s,wgc64x128x64s6s,wgc128x64x64s6s,wgc64x64x64s6k2s,wgc64x64x64s6k4s,wgc64x64x64s6k8s,'
-             'wgc64x64x64s6k16s,wgc64x128x64s6k4s,wg64x128x64s8v,mma64x64x32w2x2s4,mma64x64x32w2x2s4k8',
+             'wgc64x64x64s6k4s,wgc128x64x64s6k2s,wgc128x128x64s4k2s,wgc128x64x64s3s,wgc128x128x64s3s,'
+             'wg128x128x64s4pvs,wg128x256x64s4c2pvs,mma128x128x32w2x4s3,mma64x64x32w2x2s4',
+    'small': 'wgc64x64x64s8s,wgc64x64x64s4s,wgc64x128x64s6s,wgc128x64x64s6s,wgc128x64x64s3s,wgc64x64x64s6k2s,'
+             'wgc64x64x64s6k4s,wgc64x64x64s6k8s,wgc64x128x64s6k4s,wg64x128x64s8v,mma64x64x32w2x2s4,'
+             'mma64x64x32w2x2s4k8',
 }
 tuned = {}  # (batch, layer index) -> (config, ms)
 
@@ -179,6 +182,24 @@ def step_e2e():
             summary.append(line)
 
 
+def step_e2etune():
+    """ResNet-50's own convs tuned (their keys, residual epilogues too:
+    lines for cuda/tune_h200.txt), after the e2e step made the graphs;
+    then timed with that table."""
+    for B in BATCHES:
+        base = os.path.join(OUT, 'resnet50_b%d' % B)
+        env = {'KFUSE_TUNE_FILE': os.path.join(OUT, 'tune-e2e.txt'), 'KFUSE_TUNE_CANDIDATES': os.environ.get(
+            'CONV_TUNE_CANDIDATES', CANDS['large' if B >= 8 else 'small'])}
+        rc, out, dt = kfrun([base + '.opt.kf', '--backend=cuda', '--input', 'x=%s.x.npy' % base, '--expect',
+                             '0=%s.y.npy' % base, '--l2', '1e-2', '--tune=force', '--bench', '50'], env, timeout=900)
+        log('e2etune-b%d.txt' % B, out)
+        line = 'e2e resnet50 b%-3d %-14s %-4s %s ms (%.0f s)%s' % (
+            B, 'own-tuned', 'ok' if rc == 0 else 'FAIL', bench_ms(out), dt,
+            '' if rc == 0 else ': ' + out.strip().splitlines()[-1][:150])
+        print(line, flush=True)
+        summary.append(line)
+
+
 def step_cudnn():
     """cuDNN (PyTorch eager, channels last) + a separate ReLU per layer,
     beside the tuned kernel's time (the tuner's median of back-to-back
@@ -208,7 +229,8 @@ if __name__ == '__main__':
     t0 = time.time()
     for st in STEPS:
         try:
-            {'check': step_check, 'tune': step_tune, 'e2e': step_e2e, 'cudnn': step_cudnn}[st]()
+            {'check': step_check, 'tune': step_tune, 'e2e': step_e2e, 'cudnn': step_cudnn,
+             'e2etune': step_e2etune}[st]()
         except Exception as e:  # a failing step is a line; the others go on
             summary.append('%s: %s' % (st, e))
     print('\n== conv_tune summary (%.0f s) ==' % (time.time() - t0))
