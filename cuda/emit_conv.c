@@ -435,6 +435,27 @@ static int emit_conv_transpose(kx *k)
 	return 0;
 }
 
+/* The taps and the store of a channels-last pool of V channels a thread
+ * (c the first, n/od/oh/ow the position, cnt the average's count): f32
+ * accumulators, NaN winning a max (kf_max) as in the interpreter. */
+static void pool_vec(kx *k, const kx_conv *cv, bool max, kf_dtype dt, int V)
+{
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k), *st = kx_st(dt);
+	kf_buf_printf(b, "  float m[%d];\n#pragma unroll\n  for (int j = 0; j < %d; j++) m[j] = %s;\n", V, V,
+		      max ? "-KF_INF" : "0.0f");
+	open_taps(b, cv);
+	kf_buf_printf(b, "    const %s xi = (((n * %lld + id) * %lld + ih) * %lld + iw) * %lld + c;\n", it,
+		      (long long)cv->in[0], (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
+	kf_buf_printf(b, "    __align__(16) %s xv[%d];\n    *(uint4 *)xv = __ldg((const uint4 *)(p0 + xi));\n", st, V);
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const float v = ", V);
+	kx_load(b, dt, "xv[j]");
+	kf_buf_puts(b, max ? ";\n      m[j] = kf_max(v, m[j]);\n    }\n  }}}\n" : ";\n      m[j] += v;\n    }\n  }}}\n");
+	kf_buf_printf(b, "  __align__(16) %s ov[%d];\n#pragma unroll\n  for (int j = 0; j < %d; j++) ov[j] = ", st, V, V);
+	kx_store(b, dt, max ? "m[j]" : "m[j] / (float)cnt");
+	kf_buf_printf(b, ";\n  *(uint4 *)(o0 + idx * %d) = *(const uint4 *)ov;\n", V);
+}
+
 int kx_emit_pool(kx *k)
 {
 	kf_graph *g = k->g;
@@ -450,7 +471,15 @@ int kx_emit_pool(kx *k)
 	kf_dtype dt = kx_dt(k, k->param[0]);
 	const char *it = kx_it(k);
 	const char *acc = dt == KF_F64 ? "double" : kf_dtype_is_float(dt) ? "float" : "long long";
-	int64_t total = kx_numel(k, k->out[0]), block = 256;
+	/* channels last with the channels in 16-byte runs of f16, bf16 or
+	 * f32: a thread takes V channels of one position, each tap one 16-byte
+	 * load, one 16-byte store (a memory-bound kernel: 2-byte accesses
+	 * were an instruction each) */
+	int V = 1;
+	if (w.cl && (dt == KF_F16 || dt == KF_BF16 || dt == KF_F32) && kx_dt(k, k->out[0]) == dt &&
+	    cv.C % (16 / (int64_t)kf_dtype_size(dt)) == 0)
+		V = 16 / (int)kf_dtype_size(dt);
+	int64_t total = kx_numel(k, k->out[0]) / V, block = 256;
 	kf_buf *b = &k->b;
 	k->k->block = (int)block;
 	k->k->units = (total + block - 1) / block;
@@ -461,7 +490,8 @@ int kx_emit_pool(kx *k)
 		      (long long)block, (long long)total);
 	int64_t P = cv.out[0] * cv.out[1] * cv.out[2], Pin = cv.in[0] * cv.in[1] * cv.in[2];
 	if (w.cl) {
-		kf_buf_printf(b, "  const %s c = idx %% %lld, row = idx / %lld;\n", it, (long long)cv.C, (long long)cv.C);
+		kf_buf_printf(b, "  const %s c = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)(cv.C / V), V,
+			      (long long)(cv.C / V));
 		split_row(b, &cv, it, "row");
 	} else {
 		kf_buf_printf(b, "  const %s p = idx %% %lld, nc = idx / %lld;\n", it, (long long)P, (long long)P);
@@ -482,6 +512,10 @@ int kx_emit_pool(kx *k)
 				      "t += i >= %lld && i < %lld; }\n    cnt *= t; }\n", (long long)cv.k[a], on[a],
 				      (long long)cv.s[a], (long long)cv.pb[a], (long long)cv.d[a], (long long)lo, (long long)hi);
 		}
+	}
+	if (V > 1) {
+		pool_vec(k, &cv, max, dt, V);
+		return 0;
 	}
 	if (max)
 		kf_buf_printf(b, "  %s m = %s;\n", acc,
