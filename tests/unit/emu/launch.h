@@ -57,6 +57,8 @@ static int kf_run(unsigned gx, unsigned gy, unsigned nt, void (*body)(void))
 					return 3;
 				}
 			}
+			kf_wg_reset();
+			kf_nb_reset();
 		}
 	kf_me = nullptr;
 	return 0;
