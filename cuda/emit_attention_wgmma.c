@@ -65,6 +65,7 @@ static const char wga_helpers[] =
 	"  asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
 	"__device__ __forceinline__ void kf_bar_arrive(unsigned id, unsigned n) {\n"
 	"  asm volatile(\"bar.arrive %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
+	"__device__ __forceinline__ int kf_opaque(int x) { asm volatile(\"\" : \"+r\"(x)); return x; }\n"
 	"#endif\n";
 
 /* kf_wgmma_rs_<ty>_n<N>_t1(d, a, db): one wgmma.m64nNk16, A from registers
@@ -323,7 +324,9 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 	kx_att_tile_pack(k, at, BN);
 	kf_buf_puts(b, "  }\n");
 	for (int pass = 0; pass < 2; pass++) {
-		kf_buf_puts(b, pass ? "  for (int it = max(nm, 1); it < nt; it++) {\n" : "  for (int it = 1; it < nm; it++) {\n");
+		/* not unrolled: two tiles' registers at once would not fit */
+		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = max(nm, 1); it < nt; it++) {\n"
+				    : "#pragma unroll 1\n  for (int it = 1; it < nm; it++) {\n");
 		kf_buf_puts(b, "    const int jt = nt - 1 - it;\n    (void)jt;\n");
 		wait_full(b, c, "bar_fk", "it");
 		turn_wait(b, c);
@@ -364,7 +367,8 @@ static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *
 	kf_buf *b = &k->b;
 	int BN = c->bn, DV = (int)at->DV;
 	for (int pass = 0; pass < 2; pass++) {
-		kf_buf_puts(b, pass ? "  for (int it = nm; it < nt; it++) {\n" : "  for (int it = 0; it < nm; it++) {\n");
+		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = nm; it < nt; it++) {\n"
+				    : "#pragma unroll 1\n  for (int it = 0; it < nm; it++) {\n");
 		kf_buf_puts(b, "    const int jt = nt - 1 - it;\n    (void)jt;\n");
 		wait_full(b, c, "bar_fk", "it");
 		turn_wait(b, c);
@@ -434,8 +438,10 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1), nm = nt - min((q0 + %lld) / %d, %lld);\n",
 			      (long long)NT, (long long)(c->bm - 1 + at->off), BN, (long long)(at->off + 1), BN,
 			      (long long)(at->Tk / BN));
-	else
-		kf_buf_printf(b, "  const int nt = %lld, nm = %lld;\n", (long long)NT, (long long)(NT - at->Tk / BN));
+	else /* a count the compiler cannot see: it does not unroll a short
+	      * sequence's loops into straight-line code (which spilled: BN 176,
+	      * 2 tiles) */
+		kf_buf_printf(b, "  const int nt = kf_opaque(%lld), nm = nt - %lld;\n", (long long)NT, (long long)(at->Tk / BN));
 	/* full: the producer's expect_tx arrival and the bytes; empty: one
 	 * arrival per consumer warp */
 	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    for (int s = 0; s < %d; s++) {\n"

@@ -30,6 +30,7 @@ typedef struct acase {
 	const char *name, *text, *want, *tile;
 	double rtol, atol;
 	int maxreg;
+	int wgmma; /* the target's (kf_emit_target); 0: unknown (kf_emit_node) */
 } acase;
 
 static const acase plain;
@@ -44,7 +45,8 @@ static kf_module *emit_case(kf_ctx *c, const acase *a, kf_kernel *k, kf_nid *fn)
 	assert_string_equal(kf_attr_str(m->graph[0], *fn, "kind", ""), "attention");
 	if (a->tile)
 		setenv("KFUSE_ATTN_TILE", a->tile, 1);
-	int rc = kf_emit_node(m->graph[0], *fn, k);
+	kf_emit_target t = {.wgmma = a->wgmma};
+	int rc = kf_emit_node_for(m->graph[0], *fn, &t, k);
 	unsetenv("KFUSE_ATTN_TILE");
 	if (rc != 0)
 		kft_fail_diags(c, a->name);
@@ -289,10 +291,42 @@ static const acase wga_bool = {
 	"wga192x32s3po: q, k, v by TMA */", "wga192x32s3po", 2e-2, 4e-3, 128,
 };
 
+/* An additive mask of the scores' last two dims [Tq, Tk] (broadcast over
+ * batch and heads), head dim 128 with key tiles of 80 (not a multiple of
+ * 64: v's boxes of head dims 80 x 128 bytes apart), 2 consumers taking
+ * turns with overlap */
+static const acase wga_mask80 = {
+	"wga_mask80", "graph @g(%q: f16[1,2,160,128], %k: f16[1,2,160,128], %v: f16[1,2,160,128], %m: f16[160,160]) -> (f16[1,2,160,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[1,2,128,160]\n"
+	"  %s = matmul(%q, %kt) : f16[1,2,160,160]\n  %c = const 0.088388 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[1,2,160,160]\n  %a = add(%t, %m) : f16[1,2,160,160]\n"
+	"  %p = softmax(%a) {axis = -1} : f16[1,2,160,160]\n"
+	"  %o = matmul(%p, %v) : f16[1,2,160,128]\n  return %o\n}\n",
+	"wga128x80s2po: q, k, v by TMA */", "wga128x80s2po", 2e-2, 4e-3, 168,
+};
+
+/* The default at head dim 128 without a mask: key tiles of 176 (the last
+ * of the 192 keys cut), one consumer for this small grid, 2 stages */
+static const acase wga_default128 = {
+	"wga_default128", "graph @g(%q: f16[1,2,192,128], %k: f16[1,2,192,128], %v: f16[1,2,192,128]) -> (f16[1,2,192,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[1,2,128,192]\n"
+	"  %s = matmul(%q, %kt) : f16[1,2,192,192]\n  %c = const 0.088388 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[1,2,192,192]\n  %p = softmax(%t) {axis = -1} : f16[1,2,192,192]\n"
+	"  %o = matmul(%p, %v) : f16[1,2,192,128]\n  return %o\n}\n",
+	"wga64x176s2o: q, k, v by TMA, the scale in exp2 */", NULL, 2e-2, 4e-3, 240, 1,
+};
+
+/* Without a tile on a device with wgmma: the default rule's tile, one
+ * consumer of 64 rows for a grid this small (8 blocks), overlap */
+static const acase wga_default = {
+	"wga_default", NULL, "wga64x128s3o: q, k, v by TMA, the scale in exp2 */", NULL, 2e-2, 4e-3, 240, 1,
+};
+
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
-				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool};
+				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80,
+				   &wga_default, &wga_default128};
 
 static void test_ptxas(void **state)
 {
@@ -337,6 +371,71 @@ static void test_emu_wga_causal(void **s) { (void)s; emu_case(&wga_causal); }
 static void test_emu_wga_split(void **s) { (void)s; emu_case(&wga_split); }
 static void test_emu_wga_gqa(void **s) { (void)s; emu_case(&wga_gqa); }
 static void test_emu_wga_bool(void **s) { (void)s; emu_case(&wga_bool); }
+static void test_emu_wga_mask80(void **s) { (void)s; emu_case(&wga_mask80); }
+static void test_emu_wga_default(void **s) { (void)s; emu_case(&wga_default); }
+static void test_emu_wga_default128(void **s) { (void)s; emu_case(&wga_default128); }
+
+/* The kernel and tile a fusion gets without a tile: on a device with
+ * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
+ * 2 consumers, ping-pong and overlap for a grid of a wave or more, BN 176
+ * at head dim 128 without a mask, stages as fit), else the mma.sync one;
+ * the mma.sync one on a device without wgmma or not known to have it. */
+static void test_default_tile(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t B, H, T, D;
+		bool causal;
+		int wgmma;
+		const char *want;
+	} cases[] = {
+		{4, 16, 8192, 128, false, 1, "wga128x176s2po"}, {2, 32, 8192, 64, true, 1, "wga128x128s3po"},
+		{8, 16, 2048, 128, true, 1, "wga128x128s3po"},  {1, 2, 1024, 64, false, 1, "wga64x128s3o"},
+		{4, 16, 8192, 128, false, 0, "fa128x64s2"},     {4, 16, 8192, 128, false, -1, "fa128x64s2"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[2048], sh[64];
+		long long B = cases[i].B, H = cases[i].H, T = cases[i].T, D = cases[i].D;
+		snprintf(sh, sizeof sh, "%lld,%lld,%lld", B, H, T);
+		int n = snprintf(text, sizeof text,
+				 "graph @g(%%q: f16[%s,%lld], %%k: f16[%s,%lld], %%v: f16[%s,%lld]) -> (f16[%s,%lld]) {\n"
+				 "  %%kt = transpose(%%k) {perm = [0, 1, 3, 2]} : f16[%lld,%lld,%lld,%lld]\n"
+				 "  %%s = matmul(%%q, %%kt) : f16[%s,%lld]\n  %%c = const 0.125 : f16[]\n"
+				 "  %%t = mul(%%s, %%c) : f16[%s,%lld]\n",
+				 sh, D, sh, D, sh, D, sh, D, B, H, D, T, sh, T, sh, T);
+		if (cases[i].causal)
+			n += snprintf(text + n, sizeof text - (size_t)n,
+				      "  %%r = iota() {axis = 0, shape = [%lld, %lld]} : i64[%lld,%lld]\n"
+				      "  %%cc = iota() {axis = 1, shape = [%lld, %lld]} : i64[%lld,%lld]\n"
+				      "  %%keep = le(%%cc, %%r) : i1[%lld,%lld]\n  %%ninf = const -inf : f16[]\n"
+				      "  %%m = where(%%keep, %%t, %%ninf) : f16[%s,%lld]\n",
+				      T, T, T, T, T, T, T, T, T, T, sh, T);
+		snprintf(text + n, sizeof text - (size_t)n,
+			 "  %%p = softmax(%%%s) {axis = -1} : f16[%s,%lld]\n  %%o = matmul(%%p, %%v) : f16[%s,%lld]\n"
+			 "  return %%o\n}\n",
+			 cases[i].causal ? "m" : "t", sh, T, sh, D);
+		acase a = {cases[i].want, text, cases[i].want, NULL, 0, 0, 0, cases[i].wgmma};
+		kf_ctx *c = kf_ctx_new();
+		kf_kernel k;
+		kf_nid f;
+		kf_module *m = emit_case(c, &a, &k, &f);
+		kf_kernel_free(&k);
+		kf_module_free(m);
+		kf_ctx_free(c);
+	}
+	/* k stored transposed (keys contiguous) fits no tensor map: mma.sync */
+	acase a = kcols;
+	a.tile = NULL;
+	a.want = "fa64x64s2: q cp.async, k cp.async, keys as columns";
+	a.wgmma = 1;
+	kf_ctx *c = kf_ctx_new();
+	kf_kernel k;
+	kf_nid f;
+	kf_module *m = emit_case(c, &a, &k, &f);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
 
 /* The comparison can fail: a kernel that forgets to rescale its output
  * when a row's maximum grows, whose split-K combination drops a slice, or
@@ -438,6 +537,10 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_split),
 		cmocka_unit_test(test_emu_wga_gqa),
 		cmocka_unit_test(test_emu_wga_bool),
+		cmocka_unit_test(test_emu_wga_mask80),
+		cmocka_unit_test(test_emu_wga_default),
+		cmocka_unit_test(test_emu_wga_default128),
+		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

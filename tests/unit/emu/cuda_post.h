@@ -516,6 +516,7 @@ static bool kf_nb_arrive(unsigned id, unsigned n)
 	return true;
 }
 static void kf_bar_arrive(unsigned id, unsigned n) { kf_nb_arrive(id, n); }
+static int kf_opaque(int x) { return x; }
 static void kf_bar_sync(unsigned id, unsigned n)
 {
 	unsigned g = kf_nb_gen[id];
