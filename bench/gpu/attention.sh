@@ -15,9 +15,13 @@
 # rule, docs/attention.md), and at the lengths in $SWEEP_T (default 2048
 # 8192) with each tile of $TILES too; "TILE@PAT" runs only on cases whose
 # name holds PAT ("wga128x176s2po@d128_c0").  $BEFORE: another build
-# directory whose default runs beside ("before", e.g. main's).  About 4
-# minutes on the H200 with TS="512 2048 8192 16384", no tiles and N 10;
-# each kfuse line prints as it runs, the table at the end.
+# directory whose default runs beside ("before", e.g. main's), and at
+# $SWEEP_T its tiles in $BEFORE_TILES.  Each kfuse line prints as it runs,
+# the table at the end.  The check of the Hopper kernel's schedule against
+# main's build (about 4 to 5 minutes on the H200):
+#   TS="512 2048 8192 16384" SWEEP_T=8192 RUN_TIMEOUT=30 BEFORE=MAIN_BUILD \
+#   BEFORE_TILES=wga128x128s2 TILES="wga128x128s2po@d128_c0 wga128x192s2po@d64_c0
+#   wga192x128s3o@d64 wga128x128s2@c0" bench/gpu/attention.sh BUILD 10
 # torch.compile recompiles for every shape (tens of seconds each): it runs
 # at the sequence lengths in $COMPILE_T (default 2048; 0: none); the
 # PyTorch part has $TORCH_TIMEOUT seconds (default 420).
@@ -34,6 +38,7 @@ TILES=${TILES:-}
 SWEEP_T=${SWEEP_T:-"2048 8192"}
 TS=${TS:-"128 512 1024 2048 4096 8192 16384"}
 BEFORE=${BEFORE:-}
+BEFORE_TILES=${BEFORE_TILES:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 py=${PYTHON:-python3}
 
@@ -119,6 +124,9 @@ for c in $cases; do
 		for t in $TILES; do
 			case $t in *@*) case $n in *"${t#*@}"*) ;; *) continue ;; esac ;; esac
 			kfuse "$n" "${t%%@*}" "$kfrun" KFUSE_ATTN_TILE="${t%%@*}"
+		done
+		[ -n "$BEFORE" ] && [ "$n" != decode ] && for t in $BEFORE_TILES; do
+			kfuse "$n" "before-$t" "$BEFORE/kfuse-run" KFUSE_ATTN_TILE="$t"
 		done ;;
 	esac
 	rm -f "$out/$n".*.npy
@@ -167,7 +175,7 @@ ratios = []
 for n in sorted(runs, key=lambda n: (n == "decode",) + shape(n)[2:]):
     best_v, best = None, math.nan
     for v, (ms, chk) in runs[n].items():
-        if v != "before" and not math.isnan(ms) and (math.isnan(best) or ms < best):
+        if not v.startswith("before") and not math.isnan(ms) and (math.isnan(best) or ms < best):
             best_v, best = v, ms
     d = r(n, runs[n].get("default", (math.nan, ""))[0])
     bf = r(n, runs[n].get("before", (math.nan, ""))[0])
