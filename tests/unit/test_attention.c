@@ -305,6 +305,21 @@ static const acase wga_mask80 = {
 	"wga128x80s2po: q, k, v by TMA */", "wga128x80s2po", 2e-2, 4e-3, 168,
 };
 
+/* A bottom-right causal mask over a cache (48 queries past 64 cached
+ * keys: off 64, an additive finfo.min through where), one consumer */
+static const acase wga_cache = {
+	"wga_cache", "graph @g(%q: f16[2,48,64], %k: f16[2,112,64], %v: f16[2,112,64]) -> (f16[2,48,64]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 1]} : f16[2,64,112]\n"
+	"  %s = matmul(%q, %kt) : f16[2,48,112]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,48,112]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %o64 = const 64 : i64[]\n"
+	"  %rr = add(%r, %o64) : i64[48,112]\n  %cut = gt(%cc, %rr) : i1[48,112]\n"
+	"  %z = const 0.0 : f16[]\n  %fm = const -65504.0 : f16[]\n  %mk = where(%cut, %fm, %z) : f16[48,112]\n"
+	"  %a = add(%t, %mk) : f16[2,48,112]\n  %p = softmax(%a) {axis = -1} : f16[2,48,112]\n"
+	"  %o = matmul(%p, %v) : f16[2,48,64]\n  return %o\n}\n",
+	"wga64x32s2o: q, k, v by TMA, causal, the scale in exp2 */", "wga64x32s2o", 2e-2, 4e-3, 240,
+};
+
 /* The default at head dim 128 without a mask: key tiles of 176 (the last
  * of the 192 keys cut), one consumer for this small grid, 2 stages */
 static const acase wga_default128 = {
@@ -325,7 +340,7 @@ static const acase wga_default = {
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
-				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80,
+				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
 				   &wga_default, &wga_default128};
 
 static void test_ptxas(void **state)
@@ -372,6 +387,7 @@ static void test_emu_wga_split(void **s) { (void)s; emu_case(&wga_split); }
 static void test_emu_wga_gqa(void **s) { (void)s; emu_case(&wga_gqa); }
 static void test_emu_wga_bool(void **s) { (void)s; emu_case(&wga_bool); }
 static void test_emu_wga_mask80(void **s) { (void)s; emu_case(&wga_mask80); }
+static void test_emu_wga_cache(void **s) { (void)s; emu_case(&wga_cache); }
 static void test_emu_wga_default(void **s) { (void)s; emu_case(&wga_default); }
 static void test_emu_wga_default128(void **s) { (void)s; emu_case(&wga_default128); }
 
@@ -538,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_gqa),
 		cmocka_unit_test(test_emu_wga_bool),
 		cmocka_unit_test(test_emu_wga_mask80),
+		cmocka_unit_test(test_emu_wga_cache),
 		cmocka_unit_test(test_emu_wga_default),
 		cmocka_unit_test(test_emu_wga_default128),
 		cmocka_unit_test(test_default_tile),
