@@ -46,8 +46,11 @@
  * dims at a column offset within the pitch (q, k and v split from one
  * projection, heads side by side; grouped-query heads).  Head dims 64 or
  * 128.  Otherwise, or without wgmma on the device, the mma.sync kernel
- * runs.  The default on a device with wgmma (kf_emit_target.wgmma > 1):
- * default_cfg's rule.
+ * runs.  The default on a device with wgmma (kf_emit_target.wgmma 1):
+ * default_cfg's rule.  The kernel before this schedule (one loop, k and v
+ * on one barrier) ran right on an H200 at T 1024 to 8192
+ * (bench/results/2026-12-01-gpu-s2c-attn.txt); the schedule has run on
+ * the host emulation (tests/unit/kf_emu.h, test_attention) only so far.
  */
 #include <stdio.h>
 #include <stdlib.h>
