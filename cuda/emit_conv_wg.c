@@ -48,7 +48,7 @@ int kx_conv_emit_wgc(kx *k, kx_mm *mm)
 		return kx_fail(k, "the wgmma conv needs f16/bf16 x and w read as stored, channels in 16-byte runs");
 	kf_buf_puts(&k->decl, kx_mm_helpers());
 	kf_buf_puts(&k->decl, kx_wg_helpers());
-	kx_wg_mma_fn(&k->decl, ty, BN, 0);
+	kx_wg_mma_fn(&k->decl, ty, BN, 0, false);
 	k->k->sm90a = true;
 	k->k->block = T;
 	k->k->units = (mm->N + BN - 1) / BN;
