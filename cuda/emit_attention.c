@@ -336,7 +336,7 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	int p = kx_param(k, v);
 	if (p >= 0 || (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST)) {
 		kf_buf ix = {0};
-		kx_bidx(&OB, true, true, kf_vtype(g, v), &ix);
+		kx_bidx(k, &OB, NULL, true, true, kf_vtype(g, v), NULL, &ix);
 		kf_buf_putc(&ix, '\0');
 		if (p >= 0) {
 			kf_buf_printf(s->h, "  const long long x%d = %s;\n", s->nx, ix.p);

@@ -234,6 +234,51 @@ static const char *epilogue_check(const mmview *v, const kx_mm *mm)
 	return NULL;
 }
 
+/* The symbolic forms of mm's extents (a sized plan: kf_emit_dyn), from
+ * the contraction's operand and result types in the symbolic graph, as
+ * analyse reads the static ones; a conv's stay numbers. */
+static void analyse_sym(kx *k, kx_mm *mm)
+{
+	mm->sM = mm->M, mm->sN = mm->N, mm->sK = mm->K, mm->snb = mm->nb;
+	mm->sO = mm->O, mm->sOB = mm->OB;
+	mm->a.sbatch = mm->a.batch, mm->b.sbatch = mm->b.batch;
+	if (mm->conv || !k->dyn)
+		return;
+	kf_graph *g = k->g;
+	kf_nid c = mm->c;
+	const kf_type *A = kx_stype(k, kf_in(g, c, 0)), *B = kx_stype(k, kf_in(g, c, 1));
+	bool ta = mm->gemm && kf_attr_int(g, c, "trans_a", 0), tb = mm->gemm && kf_attr_int(g, c, "trans_b", 0);
+	mm->sO = *kx_stype(k, kf_res(g, c, 0));
+	if (mm->a.vec) {
+		mm->sM = 1, mm->sK = A->dim[0];
+	} else {
+		mm->sM = ta ? A->dim[A->rank - 1] : A->dim[A->rank - 2];
+		mm->sK = ta ? A->dim[A->rank - 2] : A->dim[A->rank - 1];
+		mm->a.sbatch = sub_type(A, 0, A->rank - 2);
+	}
+	if (mm->b.vec) {
+		mm->sN = 1;
+	} else {
+		mm->sN = tb ? B->dim[B->rank - 2] : B->dim[B->rank - 1];
+		mm->b.sbatch = sub_type(B, 0, B->rank - 2);
+	}
+	mm->sOB = sub_type(&mm->sO, 0, mm->OB.rank);
+	int64_t nb = 1;
+	for (int d = 0; d < mm->sOB.rank; d++)
+		nb = kx_smul(k, nb, mm->sOB.dim[d]);
+	mm->snb = mm->nb == 1 && nb == 1 ? 1 : nb;
+}
+
+void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which)
+{
+	if (which == 'M')
+		kx_dim(k, o, mm->M, mm->sM);
+	else if (which == 'N')
+		kx_dim(k, o, mm->N, mm->sN);
+	else
+		kx_dim(k, o, mm->K, mm->sK);
+}
+
 static int analyse_kx(kx *k, kx_mm *mm)
 {
 	mmview v = {k->g, k->node, k->nnode, k->param, k->nparam};
@@ -242,6 +287,7 @@ static int analyse_kx(kx *k, kx_mm *mm)
 		return kx_fail(k, "%s", why);
 	const kf_node *x = kf_N(k->g, k->at);
 	mm->tf32 = x->op == KF_OP_FUSION && kf_attr_bool(k->g, k->at, "tf32", false);
+	analyse_sym(k, mm);
 	return 0;
 }
 
@@ -456,17 +502,19 @@ void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *ou
 	kf_buf_free(&cur);
 }
 
-void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out)
+void kx_mm_batch_off(kx *k, const kx_mm *mm, int which, kf_buf *out)
 {
 	const kx_mmop *op = which ? &mm->b : &mm->a;
-	int64_t mat = which ? mm->K * mm->N : mm->M * mm->K, arg;
+	int64_t mat = which ? mm->K * mm->N : mm->M * mm->K, arg, sarg;
+	int64_t smat = which ? kx_smul(k, mm->sK, mm->sN) : kx_smul(k, mm->sM, mm->sK);
 	kf_buf t = {0};
 	kf_type OB = mm->OB;
-	if (kx_bcast_expr(&OB, &op->batch, "z", &t, &arg) == -2 || mm->nb == 1) {
+	if (mm->nb == 1 || kx_bcast_expr(k, &OB, &mm->sOB, &op->batch, &op->sbatch, "z", &t, &arg, &sarg) == -2) {
 		kf_buf_puts(out, "0");
 	} else {
 		kf_buf_putc(&t, '\0');
-		kf_buf_printf(out, "(%s) * %lldLL", t.p, (long long)mat);
+		kf_buf_printf(out, "(%s) * ", t.p);
+		kx_dimll(k, out, mat, smat);
 	}
 	kf_buf_free(&t);
 }
@@ -482,7 +530,7 @@ static void fma_load(kx *k, const kx_mm *mm, int which, int threads)
 	const char *it = kx_it(k);
 	kf_buf *b = &k->b;
 	int rows = which ? c->bn : c->bm; /* the non-K extent of the tile */
-	int64_t R = which ? mm->N : mm->M, K = mm->K;
+	int64_t R = which ? mm->N : mm->M, K = mm->K, sR = which ? mm->sN : mm->sM, sK = mm->sK;
 	const char *base = which ? "bn" : "bm", *sm = which ? "kf_bs" : "kf_as", *off = which ? "boff" : "aoff";
 	/* stored [R][K] (K contiguous): A plain, B transposed */
 	bool kfast = which ? op->trans : !op->trans;
@@ -503,14 +551,16 @@ static void fma_load(kx *k, const kx_mm *mm, int which, int threads)
 		return;
 	}
 	kf_buf ix = {0}, v = {0};
-	if (kfast)
-		kf_buf_printf(&ix, "%s + gr * %lld + gk", off, (long long)K);
-	else
-		kf_buf_printf(&ix, "%s + gk * %lld + gr", off, (long long)R);
+	kf_buf_printf(&ix, "%s + %s * ", off, kfast ? "gr" : "gk");
+	kx_dim(k, &ix, kfast ? K : R, kfast ? sK : sR);
+	kf_buf_printf(&ix, " + %s", kfast ? "gk" : "gr");
 	kf_buf_putc(&ix, '\0');
 	kx_mm_operand(k, mm, which, ix.p, &v);
-	kf_buf_printf(b, "      %s[kk][rr] = (gr < %lld && gk < %lld) ? %.*s : (%s)0;\n    }\n", sm, (long long)R,
-		      (long long)K, (int)v.n, v.p, kx_mm_acc_type(mm));
+	kf_buf_printf(b, "      %s[kk][rr] = (gr < ", sm);
+	kx_dim(k, b, R, sR);
+	kf_buf_puts(b, " && gk < ");
+	kx_dim(k, b, K, sK);
+	kf_buf_printf(b, ") ? %.*s : (%s)0;\n    }\n", (int)v.n, v.p, kx_mm_acc_type(mm));
 	kf_buf_free(&ix);
 	kf_buf_free(&v);
 }
@@ -527,8 +577,8 @@ static int emit_fma(kx *k, kx_mm *mm)
 	bool split = c->sk > 1;
 	k->k->grid_z = (unsigned)(mm->nb * (split ? c->sk : 1));
 	kf_buf ao = {0}, bo = {0};
-	kx_mm_batch_off(mm, 0, &ao);
-	kx_mm_batch_off(mm, 1, &bo);
+	kx_mm_batch_off(k, mm, 0, &ao);
+	kx_mm_batch_off(k, mm, 1, &bo);
 	kf_buf_printf(b, "  __shared__ %s kf_as[%d][%d], kf_bs[%d][%d];\n", acc, c->bk, c->bm + 1, c->bk, c->bn + 1);
 	if (split) {
 		kx_mm_splitk_head(k, mm);
@@ -546,8 +596,11 @@ static int emit_fma(kx *k, kx_mm *mm)
 		      "    for (int j = 0; j < %d; j++) acc[i][j] = 0;\n", acc, c->wm, c->wn, c->wm, c->wn);
 	if (split)
 		kf_buf_printf(b, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", it, c->bk);
-	else
-		kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
+	else {
+		kf_buf_printf(b, "  for (%s k0 = 0; k0 < ", it);
+		kx_mm_dim(k, b, mm, 'K');
+		kf_buf_printf(b, "; k0 += %d) {\n", c->bk);
+	}
 	fma_load(k, mm, 0, threads);
 	fma_load(k, mm, 1, threads);
 	kf_buf_printf(b, "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", c->bk);
@@ -564,7 +617,11 @@ static int emit_fma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++) {\n",
 		      c->wm, c->wn);
 	kf_buf_printf(b, "    const %s row = bm + ty + i * %d, col = bn + tx + j * %d;\n", it, ty, tx);
-	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kf_buf_puts(b, "    if (row < ");
+	kx_mm_dim(k, b, mm, 'M');
+	kf_buf_puts(b, " && col < ");
+	kx_mm_dim(k, b, mm, 'N');
+	kf_buf_puts(b, ") ");
 	kx_mm_epi_call(k, b);
 	kf_buf_puts(b, "z, row, col, acc[i][j]);\n  }\n");
 	return 0;
