@@ -520,6 +520,26 @@ static void plan_report(kf_cuda_session *s)
 		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
 	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
 		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
+	if (!s->dyn.n)
+		return;
+	/* a sized plan: how many kernels read their sizes, and the buckets the
+	 * size-dependent choices were made for (one line per distinct one) */
+	int nkd = 0;
+	for (uint32_t i = 0; i < s->nst; i++)
+		nkd += s->st[i].k.kd != 0;
+	kf_buf_printf(r, "cuda: @%s: sized plan: %d of %u kernels read their sizes as arguments\n", kf_str(s->c, s->g->name),
+		      nkd, s->nst);
+	for (uint32_t i = 0; i < s->nst; i++) {
+		const kf_kernel *k = &s->st[i].k;
+		bool seen = false;
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(s->st[j].k.name, k->name);
+		if (!k->bucket[0] || seen)
+			continue;
+		const kf_node *x = kf_N(s->g, k->node);
+		kf_buf_printf(r, "cuda: @%s: %s %s%s: bucket %s\n", kf_str(s->c, s->g->name), k->name,
+			      x->sym ? "@" : "", x->sym ? kf_str(s->c, x->sym) : kf_op(s->c, x->op)->name, k->bucket);
+	}
 }
 
 int kf_cuda_session_plan_sized(kf_cuda_session *s, kf_graph *g, const kf_sizes *sz)
@@ -558,7 +578,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	if (s->o.allow_tf32)
 		kf_tune_allow_tf32(g);
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
-	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report);
+	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report, &s->tgt);
 	int rc = kf_cb_hoist(s);
 	if (rc == 0)
 		rc = emit_block(s, 0);

@@ -45,7 +45,12 @@ static void profile_report(kf_cuda_session *s)
 		return;
 	kf_graph *g = s->g;
 	kf_buf_printf(r, "profile @%s (%u kernels, eager launches):\n", kf_str(s->c, g->name), s->nst);
-	kf_buf_printf(r, "  %-20s %-28s %-7s %10s %12s %9s\n", "kernel", "node", "kind", "time us", "bytes", "GB/s");
+	/* a sized plan's kernels: the bucket each was made for (emit_cuda.h) */
+	bool buckets = false;
+	for (uint32_t i = 0; i < s->nst; i++)
+		buckets |= s->st[i].k.bucket[0] != 0;
+	kf_buf_printf(r, "  %-20s %-28s %-7s %10s %12s %9s%s\n", "kernel", "node", "kind", "time us", "bytes", "GB/s",
+		      buckets ? "  bucket" : "");
 	double tot = 0;
 	int64_t totb = 0;
 	for (uint32_t i = 0; i < s->nst; i++) {
@@ -54,9 +59,9 @@ static void profile_report(kf_cuda_session *s)
 		char node[64];
 		snprintf(node, sizeof node, "%s%s%s (%d op%s)", kf_op(s->c, x->op)->name, x->sym ? " @" : "",
 			 x->sym ? kf_str(s->c, x->sym) : "", t->k.nops, t->k.nops == 1 ? "" : "s");
-		kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f\n", t->k.name, node,
+		kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f%s%s\n", t->k.name, node,
 			      kf_kernel_kind_name(t->k.kind), t->ms * 1e3, (long long)t->k.bytes,
-			      t->ms > 0 ? t->k.bytes / (t->ms * 1e6) : 0.0);
+			      t->ms > 0 ? t->k.bytes / (t->ms * 1e6) : 0.0, buckets ? "  " : "", t->k.bucket);
 		tot += t->ms;
 		totb += t->k.bytes;
 	}

@@ -423,24 +423,66 @@ static void conv_config(kx *k, kx_mm *mm, kf_mm_shape *sh)
 	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", &mm->cfg);
 }
 
+/* The extents of sh that come from symbols at their bucket's size (a
+ * sized plan, kf_emit_dyn): what the choices of a config are made for, so
+ * that a bucket shares them; sh unchanged otherwise.  The bucket into
+ * kernel k's report text. */
+static void sized_shape(const kx *k, const kx_mm *mm, kf_mm_shape *sh)
+{
+	sh->M = kx_rep(k, mm->M, mm->sM);
+	sh->N = kx_rep(k, mm->N, mm->sN);
+	sh->K = kx_rep(k, mm->K, mm->sK);
+	sh->batch = kx_rep(k, mm->nb, mm->snb);
+	kf_buf b = {0};
+	static const char *const nm[4] = {"M", "N", "K", "batch"};
+	const int64_t v[4] = {mm->sM, mm->sN, mm->sK, mm->snb}, r[4] = {sh->M, sh->N, sh->K, sh->batch};
+	for (int i = 0; i < 4; i++)
+		if (kx_varies(k, v[i]))
+			kf_buf_printf(&b, "%s%s<=%lld", b.n ? "," : "", nm[i], (long long)r[i]);
+	if (b.n)
+		snprintf(k->k->bucket, sizeof k->k->bucket, "%.*s", (int)b.n, b.p);
+	kf_buf_free(&b);
+}
+
+bool kf_mm_node_shape_sized(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_mm_shape *sh)
+{
+	if (!kf_mm_node_shape(g, n, sh))
+		return false;
+	kx_mm mm;
+	kf_kernel kk = {0};
+	kx k = {.g = g, .c = g->ctx, .at = n, .dyn = t && t->dyn && t->dyn->n ? t->dyn : NULL, .k = &kk};
+	if (!k.dyn || kx_mm_analyse_node(g, n, &mm))
+		return true;
+	analyse_sym(&k, &mm);
+	sized_shape(&k, &mm, sh);
+	return true;
+}
+
 /* The node's config: its `tile` attribute, $KFUSE_MATMUL_TILE, or the
- * heuristic; one that does not fit the shape is passed over. */
+ * heuristic; one that does not fit the shape is passed over.  A sized
+ * plan chooses for its bucket (sized_shape), then checks the choice fits
+ * the sizes it runs at (else the heuristic at those). */
 static void choose_config(kx *k, kx_mm *mm)
 {
-	kf_mm_shape sh;
+	kf_mm_shape sh, real;
 	shape_of(k->g, mm, mm->tf32, &sh);
 	sh.wgmma = k->wg;
 	if (mm->conv) {
 		conv_config(k, mm, &sh);
 		return;
 	}
+	real = sh;
+	sized_shape(k, mm, &sh);
 	const char *want[2] = {NULL, getenv("KFUSE_MATMUL_TILE")};
 	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
 		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
 	for (int i = 0; i < 2; i++)
-		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && kx_mm_config_fits(&mm->cfg, &sh))
+		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && kx_mm_config_fits(&mm->cfg, &sh) &&
+		    kx_mm_config_fits(&mm->cfg, &real))
 			return;
 	kf_mm_own_default(&sh, &mm->cfg);
+	if (!kx_mm_config_fits(&mm->cfg, &real))
+		kf_mm_own_default(&real, &mm->cfg);
 }
 
 /* ---- operands, epilogue ------------------------------------------------------------ */

@@ -166,6 +166,11 @@ typedef struct kf_mm_shape {
 /* True when top-level node n is a contraction kernel (matmul, gemm, or a
  * fusion of kind "contraction"); fills *sh (may be NULL). */
 bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
+/* The same, for a plan of target t: a sized plan's (kf_emit_target.dyn)
+ * extents that come from symbols are their bucket's sizes, which its
+ * choices (tile, route, tuned config) are made for. */
+struct kf_emit_target;
+bool kf_mm_node_shape_sized(kf_graph *g, kf_nid n, const struct kf_emit_target *t, kf_mm_shape *sh);
 /* The tuner's key of a shape on arch: one token, no spaces; the tag, if
  * any, last ("sm_90:f16>f16:b1:m64:n512:k512:nn:.add+gelu_tanh"). */
 void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n);
