@@ -98,7 +98,8 @@ static inline void kfe_kernel_text(const kf_kernel *k, kf_buf *o)
 }
 
 /* The call of kernel k: each parameter from its signature, pointers from
- * kf_p[], tensor maps from kf_tm[] (built from k->tmap). */
+ * kf_p[], tensor maps from kf_tm[] (built from k->tmap), a sized plan's
+ * size arguments kd<i> from kf_kd[i]. */
 static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 {
 	const char *sig = strstr(k->src, "extern \"C\"");
@@ -123,6 +124,8 @@ static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 			kf_buf_puts(o, ", ");
 		if (strstr(p, "KfTmap") && strstr(p, "KfTmap") < e)
 			kf_buf_printf(o, "kf_tm[%d]", nt++);
+		else if (w[0] == 'k' && w[1] == 'd' && w[2] >= '0' && w[2] <= '9')
+			kf_buf_printf(o, "(%.*s)kf_kd[%d]", (int)(w - p), p, atoi(w + 2));
 		else
 			kf_buf_printf(o, "(%.*s)kf_p[%d]", (int)(w - p), p, np++);
 		p = c ? c + 1 : end;
@@ -133,15 +136,16 @@ static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 /* Runs kernel k on the host over params in[0..k->nin) (in the kernel's
  * parameter order, their data as stored), writing out[0..k->nout)
  * (allocated by the caller with their types).  The grid is k->units x
- * k->grid_y blocks of k->block threads.  Returns false when there is no
- * C++ compiler. */
-static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *out)
+ * k->grid_y x k->grid_z blocks of k->block threads; kd: a sized plan's
+ * sizes (kf_emit_dyn's order; NULL: none).  Returns false when there is
+ * no C++ compiler. */
+static inline bool kfe_run_sized(const kf_kernel *k, const kf_tensor *in, kf_tensor *out, const int64_t *kd, int nkd)
 {
 	char dir[] = "/tmp/kfuse-emu-XXXXXX", name[64], cmd[512];
 	if (system("c++ --version > /dev/null 2>&1") != 0)
 		return false;
 	assert_non_null(mkdtemp(dir));
-	assert_true(k->grid_z <= 1 && k->cluster <= 1);
+	assert_true(k->cluster <= 1);
 	kf_buf src = {0};
 	kf_buf_puts(&src, "#include \"cuda_pre.h\"\n");
 	kfe_prelude(&src);
@@ -149,7 +153,11 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 	kfe_kernel_text(k, &src);
 	kf_buf_puts(&src, "\n#include \"launch.h\"\n");
 	uint32_t np = k->nin + k->nout;
-	kf_buf_printf(&src, "static unsigned char *kf_p[%u];\nstatic KfTmap kf_tm[4];\nstatic void kf_body(void) { ", np + 1);
+	kf_buf_printf(&src, "static unsigned char *kf_p[%u];\nstatic KfTmap kf_tm[4];\nstatic const long long kf_kd[] = {",
+		      np + 1);
+	for (int i = 0; i < nkd; i++)
+		kf_buf_printf(&src, "%lldLL, ", (long long)kd[i]);
+	kf_buf_puts(&src, "0};\nstatic void kf_body(void) { ");
 	kfe_call(k, &src);
 	kf_buf_puts(&src, "; }\nint main(int argc, char **argv) {\n  (void)argc;\n");
 	for (uint32_t j = 0; j < np; j++) {
@@ -162,8 +170,8 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 		kf_buf_printf(&src, "  kf_tm[%d] = {kf_p[%d], %d, %lldLL, %lldLL, %lldLL, %d, %d};\n", j, m->param, m->elem,
 			      (long long)m->inner, (long long)m->outer, (long long)m->mid, m->box_inner, m->box_outer);
 	}
-	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
-		      k->grid_y ? k->grid_y : 1, k->block);
+	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
+		      k->grid_y ? k->grid_y : 1, k->grid_z ? k->grid_z : 1, k->block);
 	for (uint32_t j = k->nin; j < np; j++)
 		kf_buf_printf(&src, "  if (kf_save(argv[1], \"p%u.bin\", kf_p[%u], %zu)) return 2;\n", j, j,
 			      out[j - k->nin].nbytes);
@@ -198,5 +206,10 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 	}
 	kf_buf_free(&src);
 	return true;
+}
+
+static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *out)
+{
+	return kfe_run_sized(k, in, out, NULL, 0);
 }
 #endif

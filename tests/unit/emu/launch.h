@@ -3,18 +3,19 @@
 static void (*kf_entry)(void);
 static void kf_trampoline(void) { kf_entry(); }
 
-// Runs the grid gx x gy of nt-thread blocks; 0, or 3 on a deadlock.
-static int kf_run(unsigned gx, unsigned gy, unsigned nt, void (*body)(void))
+// Runs the grid gx x gy x gz of nt-thread blocks; 0, or 3 on a deadlock.
+static int kf_run(unsigned gx, unsigned gy, unsigned gz, unsigned nt, void (*body)(void))
 {
 	enum { STK = 1 << 17 };
 	std::vector<kf_fib> f(nt);
 	std::vector<char> stk((size_t)nt * STK);
-	gridDim = {gx, gy, 1};
+	gridDim = {gx, gy, gz};
 	blockDim = {nt, 1, 1};
 	kf_entry = body;
+	for (unsigned bz = 0; bz < gz; bz++)
 	for (unsigned by = 0; by < gy; by++)
 		for (unsigned bx = 0; bx < gx; bx++) {
-			blockIdx = {bx, by, 0};
+			blockIdx = {bx, by, bz};
 			// shared memory starts as NaN bytes; barriers are not set up
 			memset(kf_smem, 0xff, sizeof kf_smem);
 			memset(kf_mb, 0, sizeof kf_mb);
