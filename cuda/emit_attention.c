@@ -250,26 +250,39 @@ static int analyse(kx *k, kx_att *at)
 
 /* ---- text helpers -------------------------------------------------------------- */
 
-void kx_att_boff(const kx_att *at, const kf_view *v, const char *z, kf_buf *o)
+void kx_att_boff(kx *k, const kx_att *at, const kf_view *v, const char *z, kf_buf *o)
 {
 	const kf_type *B = &at->a.B;
-	kf_buf_printf(o, "(%lldLL", (long long)v->off);
+	/* the probe's view and batch, where they have the same structure */
+	const kf_view *pv = kx_att_twin(at, v);
+	const kf_type *pB = at->p ? &at->p->a.B : NULL;
+	bool tw = pv && pB && pv->rank == v->rank && pB->rank == B->rank;
+	for (int d = 0; tw && d < at->nb; d++)
+		tw = pv->d[d].nf == v->d[d].nf;
+	kf_buf_putc(o, '(');
+	kx_dimll(k, o, v->off, tw ? kx_pmono(k, pv->off) : v->off);
 	for (int d = 0; d < at->nb; d++) {
-		const kf_view_dim *x = &v->d[d];
+		const kf_view_dim *x = &v->d[d], *px = tw ? &pv->d[d] : x;
 		if (x->nf == 0)
 			continue;
-		int64_t after = 1;
-		for (int e = d + 1; e < at->nb; e++)
+		int64_t after = 1, pafter = 1;
+		for (int e = d + 1; e < at->nb; e++) {
 			after *= B->dim[e];
+			pafter *= tw ? pB->dim[e] : B->dim[e];
+		}
 		/* the batch coordinate, then its factors */
-		int64_t inner = x->size;
+		int64_t inner = x->size, pinner = px->size;
 		for (int f = 0; f < x->nf; f++) {
 			inner /= x->ext[f];
+			pinner /= px->ext[f];
 			if (!x->stride[f])
 				continue;
-			kf_buf_printf(o, " + (long long)((%s / %lld) %% %lld", z, (long long)(after * inner),
-				      (long long)x->ext[f]);
-			kf_buf_printf(o, ") * %lldLL", (long long)x->stride[f]);
+			kf_buf_printf(o, " + (long long)((%s / ", z);
+			kx_dim(k, o, after * inner, tw ? kx_pmono(k, pafter * pinner) : after * inner);
+			kf_buf_puts(o, ") % ");
+			kx_dim(k, o, x->ext[f], tw ? kx_pmono(k, px->ext[f]) : x->ext[f]);
+			kf_buf_puts(o, ") * ");
+			kx_dimll(k, o, x->stride[f], tw ? kx_pmono(k, px->stride[f]) : x->stride[f]);
 		}
 	}
 	kf_buf_putc(o, ')');
@@ -282,6 +295,8 @@ static void helper_head(kx *k, kf_buf *h, const char *ret, const char *name, boo
 		kf_buf_printf(h, "%sconst %s *__restrict__ p%u", i ? ", " : "", kx_st(kx_dt(k, k->param[i])), i);
 	for (uint32_t i = 0; outs && i < k->nout; i++)
 		kf_buf_printf(h, "%s%s *__restrict__ o%u", i || k->nparam ? ", " : "", kx_st(kx_dt(k, k->out[i])), i);
+	/* the sizes the kernel reads (emit_int.h), right after its parameters */
+	kf_buf_puts(h, KX_KD_PARAMS);
 	kf_buf_puts(h, k->nparam || (outs && k->nout) ? ", " : "");
 }
 
@@ -292,6 +307,7 @@ static void helper_call(const kx *k, kf_buf *b, const char *name, bool outs)
 		kf_buf_printf(b, "p%u, ", i);
 	for (uint32_t i = 0; outs && i < k->nout; i++)
 		kf_buf_printf(b, "o%u, ", i);
+	kf_buf_puts(b, KX_KD_ARGS);
 }
 
 void kx_att_score_call(const kx *k, kf_buf *b) { helper_call(k, b, "score", false); }
@@ -330,13 +346,15 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	}
 	const kf_type *S = kf_vtype(g, kf_res(g, s->at->a.mm1, 0));
 	kf_type OB = s->at->a.B;
+	/* the batch dims' symbolic forms, through the probe's analysis */
+	kf_type sOB = s->at->p && s->at->p->a.B.rank == OB.rank ? kx_ptype(k, &s->at->p->a.B) : OB;
 	kf_dtype dt = kx_dt(k, v);
 	kf_nid d = kf_def(g, v);
 	kf_buf e = {0};
 	int p = kx_param(k, v);
 	if (p >= 0 || (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST)) {
 		kf_buf ix = {0};
-		kx_bidx(k, &OB, NULL, true, true, kf_vtype(g, v), NULL, &ix);
+		kx_bidx(k, &OB, &sOB, true, true, kf_vtype(g, v), kx_stype(k, v), &ix);
 		kf_buf_putc(&ix, '\0');
 		if (p >= 0) {
 			kf_buf_printf(s->h, "  const long long x%d = %s;\n", s->nx, ix.p);
@@ -358,10 +376,16 @@ static const char *sval(sh *s, kf_vid v, int depth)
 		else if (sd == S->rank - 2)
 			kf_buf_puts(&e, "row");
 		else {
-			int64_t after = 1;
-			for (int x = sd + 1; x < OB.rank; x++)
+			int64_t after = 1, safter = 1;
+			for (int x = sd + 1; x < OB.rank; x++) {
 				after *= OB.dim[x];
-			kf_buf_printf(&e, "((z / %lld) %% %lld)", (long long)after, (long long)OB.dim[sd]);
+				safter = kx_smul(k, safter, sOB.dim[x]);
+			}
+			kf_buf_puts(&e, "((z / ");
+			kx_dim(k, &e, after, safter);
+			kf_buf_puts(&e, ") % ");
+			kx_dim(k, &e, OB.dim[sd], sOB.dim[sd]);
+			kf_buf_putc(&e, ')');
 		}
 	} else if (d != KF_NONE && kx_computed(k, v)) {
 		const kf_node *x = kf_N(g, d);
@@ -527,9 +551,10 @@ int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
 		kf_buf_free(&h);
 		return -1;
 	}
-	kx_att_boff(at, &at->o, "z", &off);
-	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * %lldLL + col;\n", (int)off.n, off.p,
-		      (long long)at->ors);
+	kx_att_boff(k, at, &at->o, "z", &off);
+	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * ", (int)off.n, off.p);
+	kx_dimll(k, &h, at->ors, KX_ATT_S(k, at, ors));
+	kf_buf_puts(&h, " + col;\n");
 	kf_buf_free(&off);
 	/* a pair of 2-byte elements at an even index: one 4-byte store */
 	bool packed = pair && kf_dtype_size(at->odt) == 2 && at->ors % 2 == 0 && aligned(&at->o, 2, at->o.rank - 1);
@@ -564,32 +589,53 @@ int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
 void kx_att_tile_scores(kx *k, const kx_att *at, int bn, bool qpart, const char *rowmin)
 {
 	kf_buf *b = &k->b;
-	bool kpart = at->Tk % bn != 0;
+	int64_t sTk = KX_ATT_S(k, at, Tk), sTq = KX_ATT_S(k, at, Tq);
+	bool kpart = !kx_multiple(k, at->Tk, sTk, bn);
 	kf_buf_printf(b, "    const int c0 = jt * %d;\n", bn);
 	kf_buf edge = {0};
 	if (at->causal)
 		kf_buf_printf(&edge, "c0 + %d > %s + %lld", bn - 1, rowmin, (long long)at->off);
-	if (kpart)
-		kf_buf_printf(&edge, "%sc0 + %d > %lld", edge.n ? " || " : "", bn, (long long)at->Tk);
+	if (kpart) {
+		kf_buf_printf(&edge, "%sc0 + %d > ", edge.n ? " || " : "", bn);
+		kx_dim(k, &edge, at->Tk, sTk);
+	}
 	if (edge.n)
 		kf_buf_printf(b, "    const bool edge = %.*s;\n", (int)edge.n, edge.p);
 	kf_buf_free(&edge);
 	/* rows and columns past the edges are computed, masked or never
 	 * written, but read the masks in range */
-	char rtxt[48], ctxt[48];
-	snprintf(rtxt, sizeof rtxt, qpart ? "min(row, %lld)" : "row", (long long)(at->Tq - 1));
-	snprintf(ctxt, sizeof ctxt, kpart ? "min(col, %lld)" : "col", (long long)(at->Tk - 1));
+	kf_buf rtxt = {0}, ctxt = {0};
+	if (qpart) {
+		kf_buf_puts(&rtxt, "min(row, ");
+		kx_dimd(k, &rtxt, at->Tq, sTq, -1);
+		kf_buf_putc(&rtxt, ')');
+	} else {
+		kf_buf_puts(&rtxt, "row");
+	}
+	if (kpart) {
+		kf_buf_puts(&ctxt, "min(col, ");
+		kx_dimd(k, &ctxt, at->Tk, sTk, -1);
+		kf_buf_putc(&ctxt, ')');
+	} else {
+		kf_buf_puts(&ctxt, "col");
+	}
+	kf_buf_putc(&rtxt, '\0');
+	kf_buf_putc(&ctxt, '\0');
 	/* two nested loops (n-tiles, then the 4 of each) unroll fully where
 	 * one of bn / 2 with the helper inlined in it did not (a spill) */
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++)\n#pragma unroll\n      for (int r = 0; r < 4; r++) {\n",
 		      bn / 8);
 	kf_buf_puts(b, "        const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n        float x = ");
 	kx_att_score_call(k, b);
-	kf_buf_printf(b, "z, %s, %s, sc[4 * j + r]);\n", rtxt, ctxt);
+	kf_buf_printf(b, "z, %s, %s, sc[4 * j + r]);\n", rtxt.p, ctxt.p);
+	kf_buf_free(&rtxt);
+	kf_buf_free(&ctxt);
 	if (at->causal || kpart) {
 		kf_buf_puts(b, "        if (edge && (");
-		if (kpart)
-			kf_buf_printf(b, "col >= %lld", (long long)at->Tk);
+		if (kpart) {
+			kf_buf_puts(b, "col >= ");
+			kx_dim(k, b, at->Tk, sTk);
+		}
 		if (at->causal)
 			kf_buf_printf(b, "%scol > row + %lld", kpart ? " || " : "", (long long)at->off);
 		kf_buf_puts(b, ")) x = -KF_INF;\n");
@@ -639,7 +685,9 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
 		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 4) {\n    const int col = (i >> 2) * 8 + 2 * q4;\n", dv / 2);
 	for (int h = 0; h < 2; h++) {
-		kf_buf_printf(b, "    if (r%d < %lld) ", h, (long long)at->Tq);
+		kf_buf_printf(b, "    if (r%d < ", h);
+		kx_dim(k, b, at->Tq, KX_ATT_S(k, at, Tq));
+		kf_buf_puts(b, ") ");
 		kx_att_out_call(k, b, true);
 		kf_buf_printf(b, "z, r%d, col, oacc[i + %d] * i%d, oacc[i + %d] * i%d);\n", h, 2 * h, h, 2 * h + 1, h);
 	}
@@ -651,9 +699,17 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
 
 int kx_emit_attention(kx *k)
 {
-	kx_att at;
+	kx_att at, pat;
 	k->k->why[0] = '\0';
 	int rc = analyse(k, &at);
+	/* a sized plan: the same analysis at the probe's generic sizes */
+	if (rc == 0 && k->dyn && k->dyn->probe && k->dyn->probe->nval == k->g->nval) {
+		kx pk = *k;
+		pk.g = (kf_graph *)k->dyn->probe;
+		if (analyse(&pk, &pat) == 0)
+			at.p = &pat;
+		k->k->why[0] = '\0';
+	}
 	if (rc == 0 && (kx_att_score_helper(k, &at) != 0 || (at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
 		rc = -1;
 	if (rc == 0) {

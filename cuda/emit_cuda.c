@@ -347,6 +347,25 @@ void kx_dimfloor(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m)
 	kf_buf_printf(o, " / %lld * %lld)", (long long)m, (long long)m);
 }
 
+void kx_dimlin(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2)
+{
+	if (!dyn_writes(k, val, sym)) {
+		kf_buf_printf(o, "%lld", (long long)((val + add) / div + add2));
+		return;
+	}
+	kf_buf_putc(o, '(');
+	if (div > 1)
+		kf_buf_putc(o, '(');
+	dyn_expr(k, o, sym);
+	if (add)
+		kf_buf_printf(o, " %c %lld", add < 0 ? '-' : '+', (long long)(add < 0 ? -add : add));
+	if (div > 1)
+		kf_buf_printf(o, ") / %lld", (long long)div);
+	if (add2)
+		kf_buf_printf(o, " %c %lld", add2 < 0 ? '-' : '+', (long long)(add2 < 0 ? -add2 : add2));
+	kf_buf_putc(o, ')');
+}
+
 void kx_dimceil(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m)
 {
 	if (!dyn_writes(k, val, sym) || kx_multiple(k, val, sym, m)) {

@@ -129,6 +129,10 @@ void kx_dimll(kx *k, kf_buf *o, int64_t val, int64_t sym);
  * expression when it is a multiple of m for every size, else
  * "(expr / m * m)". */
 void kx_dimfloor(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m);
+/* Writes (val + add) / div + add2 (C's integer division, div >= 1): the
+ * number, or "((expr + add) / div + add2)" (terms that are 0 or 1 left
+ * out). */
+void kx_dimlin(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2);
 /* Writes ceil(val / m): the number, or "((expr + m - 1) / m)". */
 void kx_dimceil(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m);
 /* Writes val + delta (a number), or "(expr - 1)" (see kx_dim). */

@@ -237,7 +237,51 @@ static const dcase scores = {
 	"fuse-matmul", "fma32x32x16t2x2", 3, {{3, 13}, {4, 16}, {3, 9}}, {-1, 0, 0}, 1e-4, 1e-5,
 };
 
+/* Attention of 2 heads of 32 (q, k and v [B,T,64] seen as [B,2,T,32]):
+ * padding masks [B,1,1,T] added to the scaled scores (BERT), or a causal
+ * mask of iotas (GPT-2); f16 runs the flash kernel on mma.sync, f32 the
+ * SIMT one.  Sizes (B, T): 2x13, 2x16 share a bucket; 3x9 and 2x40 not. */
+#define ATT_HEAD(dt)                                                                                             \
+	"graph @a(%q: " dt "[B,T,64], %k: " dt "[B,T,64], %v: " dt "[B,T,64], %m: " dt "[B,1,1,T]) -> (" dt         \
+	"[B,T,64]) {\n"                                                                                            \
+	"  %q4 = reshape(%q) {shape = [\"B\", \"T\", 2, 32]} : " dt "[B,T,2,32]\n"                                  \
+	"  %qt = transpose(%q4) {perm = [0, 2, 1, 3]} : " dt "[B,2,T,32]\n"                                        \
+	"  %k4 = reshape(%k) {shape = [\"B\", \"T\", 2, 32]} : " dt "[B,T,2,32]\n"                                  \
+	"  %kt = transpose(%k4) {perm = [0, 2, 3, 1]} : " dt "[B,2,32,T]\n"                                        \
+	"  %v4 = reshape(%v) {shape = [\"B\", \"T\", 2, 32]} : " dt "[B,T,2,32]\n"                                  \
+	"  %vt = transpose(%v4) {perm = [0, 2, 1, 3]} : " dt "[B,2,T,32]\n"                                        \
+	"  %s = matmul(%qt, %kt) : " dt "[B,2,T,T]\n"                                                              \
+	"  %c = const 0.1767767 : " dt "[]\n"                                                                      \
+	"  %t = mul(%s, %c) : " dt "[B,2,T,T]\n"
+#define ATT_TAIL(dt)                                                                                             \
+	"  %p = softmax(%u) {axis = -1} : " dt "[B,2,T,T]\n"                                                       \
+	"  %o = matmul(%p, %vt) : " dt "[B,2,T,32]\n"                                                              \
+	"  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : " dt "[B,T,2,32]\n"                                         \
+	"  %y = reshape(%ot) {shape = [\"B\", \"T\", 64]} : " dt "[B,T,64]\n"                                       \
+	"  return %y\n}\n"
+#define ATT_PAD(dt) ATT_HEAD(dt) "  %u = add(%t, %m) : " dt "[B,2,T,T]\n" ATT_TAIL(dt)
+#define ATT_CAUSAL(dt)                                                                                           \
+	ATT_HEAD(dt) "  %r = iota() {axis = 2, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"        \
+	"  %j = iota() {axis = 3, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"                     \
+	"  %keep = le(%j, %r) : i1[1,1,T,T]\n  %f = const -10000.0 : " dt "[]\n"                                   \
+	"  %w = where(%keep, %t, %f) : " dt "[B,2,T,T]\n  %u = add(%w, %m) : " dt "[B,2,T,T]\n" ATT_TAIL(dt)
+static const dcase att_pad_mma = {
+	"att_pad_mma", ATT_PAD("f16"), "fuse-attention", NULL, 4, {{2, 13}, {2, 16}, {3, 9}, {2, 40}}, {-1, 0, -1, -1},
+	2e-2, 4e-3,
+};
+static const dcase att_causal_mma = {
+	"att_causal_mma", ATT_CAUSAL("f16"), "fuse-attention", NULL, 3, {{2, 13}, {2, 16}, {2, 40}}, {-1, 0, -1},
+	2e-2, 4e-3,
+};
+static const dcase att_pad_simt = {
+	"att_pad_simt", ATT_PAD("f32"), "fuse-attention", NULL, 3, {{2, 13}, {2, 16}, {3, 40}}, {-1, 0, -1}, 1e-4,
+	1e-5,
+};
+
 static void test_embed(void **st) { run_case(&embed); }
+static void test_att_pad_mma(void **st) { run_case(&att_pad_mma); }
+static void test_att_causal_mma(void **st) { run_case(&att_causal_mma); }
+static void test_att_pad_simt(void **st) { run_case(&att_pad_simt); }
 static void test_layernorm(void **st) { run_case(&layernorm); }
 static void test_softmax_t(void **st) { run_case(&softmax_t); }
 static void test_linear_fma(void **st) { run_case(&linear_fma); }
@@ -249,6 +293,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_embed),     cmocka_unit_test(test_layernorm), cmocka_unit_test(test_softmax_t),
 		cmocka_unit_test(test_linear_fma), cmocka_unit_test(test_linear_mma), cmocka_unit_test(test_scores),
+		cmocka_unit_test(test_att_pad_mma), cmocka_unit_test(test_att_causal_mma), cmocka_unit_test(test_att_pad_simt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
