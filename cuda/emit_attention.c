@@ -607,14 +607,14 @@ void kx_att_tile_scores(kx *k, const kx_att *at, int bn, bool qpart, const char 
 	kf_buf rtxt = {0}, ctxt = {0};
 	if (qpart) {
 		kf_buf_puts(&rtxt, "min(row, ");
-		kx_dimd(k, &rtxt, at->Tq, sTq, -1);
+		kx_dimlini(k, &rtxt, at->Tq, sTq, 0, 1, -1);
 		kf_buf_putc(&rtxt, ')');
 	} else {
 		kf_buf_puts(&rtxt, "row");
 	}
 	if (kpart) {
 		kf_buf_puts(&ctxt, "min(col, ");
-		kx_dimd(k, &ctxt, at->Tk, sTk, -1);
+		kx_dimlini(k, &ctxt, at->Tk, sTk, 0, 1, -1);
 		kf_buf_putc(&ctxt, ')');
 	} else {
 		kf_buf_puts(&ctxt, "col");

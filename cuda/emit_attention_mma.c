@@ -203,7 +203,7 @@ static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
 	kf_buf_puts(b, "  const int nt = ");
 	if (at->causal)
 		kf_buf_puts(b, "min(");
-	kx_dimlin(k, b, at->Tk, sTk, c->bn - 1, c->bn, 0); /* the key tiles */
+	kx_dimlini(k, b, at->Tk, sTk, c->bn - 1, c->bn, 0); /* the key tiles */
 	if (at->causal)
 		kf_buf_printf(b, ", (q0 + %lld) / %d + 1)", (long long)(c->bm - 1 + at->off), c->bn);
 	kf_buf_puts(b, ";\n");

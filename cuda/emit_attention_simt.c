@@ -197,7 +197,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	kf_buf_puts(b, "  const int kend = ");
 	if (at->causal)
 		kf_buf_puts(b, "min(");
-	kx_dim(k, b, at->Tk, sTk);
+	kx_dimlini(k, b, at->Tk, sTk, 0, 1, 0);
 	if (at->causal)
 		kf_buf_printf(b, ", i + %lld)", (long long)(at->off + 1));
 	kf_buf_puts(b, ";\n");

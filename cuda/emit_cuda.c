@@ -366,6 +366,14 @@ void kx_dimlin(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t 
 	kf_buf_putc(o, ')');
 }
 
+void kx_dimlini(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2)
+{
+	bool e = dyn_writes(k, val, sym);
+	if (e)
+		kf_buf_puts(o, "(int)");
+	kx_dimlin(k, o, val, sym, add, div, add2);
+}
+
 void kx_dimceil(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m)
 {
 	if (!dyn_writes(k, val, sym) || kx_multiple(k, val, sym, m)) {

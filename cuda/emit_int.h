@@ -135,6 +135,10 @@ void kx_dimfloor(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m);
 void kx_dimlin(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2);
 /* Writes ceil(val / m): the number, or "((expr + m - 1) / m)". */
 void kx_dimceil(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m);
+/* kx_dimlin as an int, "(int)(...)" around an expression: for min() and
+ * max() of ints (the size arguments are long long in a kernel of 64-bit
+ * indices, and min(int, long long) is ambiguous). */
+void kx_dimlini(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2);
 /* Writes val + delta (a number), or "(expr - 1)" (see kx_dim). */
 void kx_dimd(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t delta);
 /* a + b where that is a monomial: a number, or one of them being 0; else

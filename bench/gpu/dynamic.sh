@@ -36,7 +36,7 @@ if cc -O2 -I"$root/include" "$here/dynamic.c" -L"$build" -lkfuse -Wl,-rpath,"$bu
 	# buckets (batch, seq) 1, 1 / 1, 8 / 4, 32 / 8, 64 / 2, 32 / 16, 64 / 32, 16 / 2, 8; revisited by
 	# 3, 17 (4, 32) and 5, 40 (8, 64)
 	shapes=1x1,1x8,4x32,8x64,2x17,16x64,32x16,3x17,5x40,2x5
-	pipe="canonicalize,cse,rules,merge-matmul,fuse-attention,fuse-matmul,fuse,dce"
+	pipe="canonicalize,cse,rules,canonicalize,cse,merge-matmul,fuse-attention,fuse-matmul,fuse,dce"
 	for m in bert_dyn gpt2_dyn; do
 		echo "-- $m"
 		timeout 120 "$exe" "$root/tests/models/zoo/$m.onnx" "$pipe" "$shapes" 5 2>&1 | tee "$out/$m.txt"

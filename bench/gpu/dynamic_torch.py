@@ -210,7 +210,8 @@ def main():
                     help="shapes also compiled alone (all, none, or a list)")
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--dtype", default="f16", choices=["f16", "f32"])
-    ap.add_argument("--pipeline", default="canonicalize,cse,rules,merge-matmul,fuse-attention,fuse-matmul,fuse,dce")
+    ap.add_argument("--pipeline", default="canonicalize,cse,rules,canonicalize,cse,merge-matmul,fuse-attention,fuse-matmul,"
+                    "fuse,dce")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--small", action="store_true", help="the zoo's small configurations (plumbing)")
     ap.add_argument("--max-seconds", type=float, default=440, help="stop starting new shapes after this")

@@ -349,6 +349,69 @@ static void test_cuda_matmul_buckets(void **st)
 	kft_rmdir(dir);
 }
 
+/* Causal attention whose batch comes from a broadcast inside the attention
+ * (q, k, v [1,2,T,16] for B batches; a mask [B,1,1,T] gives B): at B =
+ * 40000, T = 100 the scores of the bucket's 65536 batches reach 2^30
+ * elements, so the kernel takes 64-bit indices and long long size
+ * arguments, whose min() with an int must be an int's (the bug this
+ * found: an ambiguous overload).  Planned on the dry-run CUDA backend in
+ * f32 (the SIMT kernel) and f16 (mma.sync), every kernel compiled. */
+static void test_cuda_wide(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	for (int f16 = 0; f16 < 2; f16++) {
+		char dir[] = "/tmp/kf-dyn-wideXXXXXX";
+		assert_non_null(mkdtemp(dir));
+		const char *dt = f16 ? "f16" : "f32";
+		kf_buf text = {0};
+		kf_buf_printf(&text,
+			      "graph @a(%%q: %s[1,2,T,16], %%k: %s[1,2,T,16], %%v: %s[1,2,T,16], %%m: %s[B,1,1,T]) -> (%s[B,2,T,16]) {\n"
+			      "  %%qb = broadcast_to(%%q) {shape = [\"B\", 2, \"T\", 16]} : %s[B,2,T,16]\n"
+			      "  %%kb = broadcast_to(%%k) {shape = [\"B\", 2, \"T\", 16]} : %s[B,2,T,16]\n"
+			      "  %%vb = broadcast_to(%%v) {shape = [\"B\", 2, \"T\", 16]} : %s[B,2,T,16]\n"
+			      "  %%kt = transpose(%%kb) {perm = [0, 1, 3, 2]} : %s[B,2,16,T]\n"
+			      "  %%s = matmul(%%qb, %%kt) : %s[B,2,T,T]\n"
+			      "  %%r = iota() {axis = 2, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"
+			      "  %%j = iota() {axis = 3, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"
+			      "  %%keep = le(%%j, %%r) : i1[1,1,T,T]\n  %%f = const -10000.0 : %s[]\n"
+			      "  %%w = where(%%keep, %%s, %%f) : %s[B,2,T,T]\n"
+			      "  %%u = add(%%w, %%m) : %s[B,2,T,T]\n"
+			      "  %%p = softmax(%%u) {axis = -1} : %s[B,2,T,T]\n"
+			      "  %%o = matmul(%%p, %%vb) : %s[B,2,T,16]\n  return %%o\n}\n",
+			      dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt);
+		kf_buf_putc(&text, '\0');
+		fx f = {.c = kf_ctx_new()};
+		f.m = kft_parse(f.c, text.p);
+		kf_buf_free(&text);
+		kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 2};
+		kf_passreg r = {0};
+		kf_passes_builtin(&r);
+		kf_dyn_opts o = {.pipeline = "fuse-attention", .report = &f.report};
+		f.be = kf_dyn_backend_new(f.c, kf_backend_cuda_new(f.c, &co), &r, &o);
+		kf_passreg_free(&r);
+		f.p = f.be->compile(f.be, f.m->graph[0]);
+		assert_non_null(f.p);
+		kf_dtype d = f16 ? KF_F16 : KF_F32;
+		int64_t qd[4] = {1, 2, 100, 16}, md[4] = {40000, 1, 1, 100};
+		kf_tensor in[4] = {0};
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(kf_tensor_alloc(&in[i], d, 4, qd), 0);
+		assert_int_equal(kf_tensor_alloc(&in[3], d, 4, md), 0);
+		kf_plan *ip = kf_dyn_plan_for(f.p, in, 4);
+		if (!ip)
+			kft_fail_diags(f.c, dt);
+		bool att = false;
+		kf_foreach_node(ip->g, 0, n) att |= kf_N(ip->g, n)->op == KF_OP_FUSION &&
+						    !strcmp(kf_attr_str(ip->g, n, "kind", ""), "attention");
+		assert_true(att);
+		for (int i = 0; i < 4; i++)
+			kf_tensor_free(&in[i]);
+		fx_close(&f);
+		kft_rmdir(dir);
+	}
+}
+
 /* Token ids in [0, 100) (the zoo's vocabulary) and an all-ones mask for
  * the inputs of a zoo transformer at [b,t]. */
 static void zoo_inputs(kf_graph *g, kf_tensor *in, int64_t b, int64_t t)
@@ -365,8 +428,13 @@ static void zoo_inputs(kf_graph *g, kf_tensor *in, int64_t b, int64_t t)
 /* g planned for CUDA without a GPU through the transformer pipeline
  * (attention fused), at [3,16] (every kernel compiles), then at [4,13] and
  * [3,9], whose batch and sequence share [3,16]'s buckets (4 and 16): those
- * compile nothing, and hold as many kernels. */
-static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r)
+ * compile nothing, and hold as many kernels.  Then (wide) at [40000,63],
+ * whose scores at the bucket's batch, 65536, reach 2^30 elements (not
+ * stored, but the attention's body computes them): kernels of 64-bit
+ * indices, whose size arguments are long long, must compile too (the
+ * attention's min() of a row and the last one; GPT-2's rows, a gemm's M,
+ * would pass 65535 row tiles there). */
+static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r, bool wide)
 {
 	char dir[] = "/tmp/kf-dyn-zooXXXXXX";
 	assert_non_null(mkdtemp(dir));
@@ -375,9 +443,9 @@ static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r)
 				     "fuse,dce"};
 	kf_backend *be = kf_dyn_backend_new(c, kf_backend_cuda_new(c, &co), r, &o);
 	kf_plan *p = be ? be->compile(be, g) : NULL;
-	static const int64_t shapes[3][2] = {{3, 16}, {4, 13}, {3, 9}};
+	static const int64_t shapes[4][2] = {{3, 16}, {4, 13}, {3, 9}, {40000, 63}};
 	int kernels = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 3 + wide; i++) {
 		kf_tensor in[2] = {0};
 		zoo_inputs(g, in, shapes[i][0], shapes[i][1]);
 		kf_plan *ip = p ? kf_dyn_plan_for(p, in, (int)g->blk[0].narg) : NULL;
@@ -392,7 +460,7 @@ static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r)
 		assert_int_equal(cs.compiled + cs.cached, cs.programs);
 		if (i == 0)
 			kernels = cs.kernels;
-		else if (cs.compiled != 0 || cs.kernels != kernels)
+		else if (i < 3 && (cs.compiled != 0 || cs.kernels != kernels))
 			fail_msg("shape %d: %d kernels compiled of %d (%d at the first shape)", i, cs.compiled, cs.kernels,
 				 kernels);
 		/* an attention kernel in the plan: the pipeline fused it on the
@@ -461,7 +529,7 @@ static void test_zoo(void **st)
 		kf_plan_free(f.p);
 		kf_backend_free(f.be);
 		if (kft_have_nvrtc())
-			zoo_cuda_plan(f.c, g, &r);
+			zoo_cuda_plan(f.c, g, &r, mi == 0);
 		kf_buf_free(&f.report);
 		kfuse_model_free(km);
 		kfuse_free(k);
@@ -513,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_unsized_symbol),
 		cmocka_unit_test(test_cuda_dry_run),
 		cmocka_unit_test(test_cuda_matmul_buckets),
+		cmocka_unit_test(test_cuda_wide),
 		cmocka_unit_test(test_zoo),
 		cmocka_unit_test(test_api_wraps),
 	};
