@@ -16,7 +16,9 @@
  *     that buffers whose lifetimes do not overlap reuse memory;
  *   - the launch sequence is captured once into a CUDA graph and replayed.
  * Shapes must be static: a graph with symbolic dims reaches this backend
- * through the plan cache of api/dyn.h, one static copy per input shape.
+ * through the plan cache of api/dyn.h, one static copy per input shape,
+ * planned as a sized plan (kf_cuda_session_plan_sized) whose kernels read
+ * those sizes from arguments.
  * docs/fusion.md has the details, docs/dynamic.md the dynamic shapes.
  */
 #ifndef KF_CUDA_BACKEND_H
