@@ -552,14 +552,19 @@ static int tune_var(kx *k, const char *name, int def, int lo, int hi, bool pow2,
 
 /* The defaults are the winners of the H200 sweep (bench/gpu/sweep.sh,
  * bench/results/2026-11-29-gpu-sweep1.txt): one 16-byte vector per thread
- * for loop kernels, four warps per row for row kernels. */
+ * for loop kernels, four warps per row for row kernels of 4-byte values.
+ * KFUSE_ROW_WARPS unset is 0, "by the element size": rows of 2-byte values
+ * take one warp, so that each thread still has several 16-byte loads in
+ * flight (softmax and layer norm over rows of 1024 f16/bf16: 20.1 / 17.4 us
+ * with four warps, 16.8 / 16.4 with one, Nsight Compute on the H200,
+ * bench/results/2026-12-01-gpu-s3b-rowgeom.txt). */
 int kx_tuning(kx *k, kx_tune *t)
 {
 	int fg = 1;
 	if (tune_var(k, "KFUSE_EW_VEC", 1, 1, 8, true, false, &t->ew_vec) ||
 	    tune_var(k, "KFUSE_EW_BLOCK", 256, 32, 1024, true, false, &t->ew_block) ||
 	    tune_var(k, "KFUSE_EW_GRID", 0, 0, 64, false, true, &t->ew_grid) ||
-	    tune_var(k, "KFUSE_ROW_WARPS", 4, 1, 32, true, false, &t->row_warps) ||
+	    tune_var(k, "KFUSE_ROW_WARPS", 0, 1, 32, true, false, &t->row_warps) ||
 	    tune_var(k, "KFUSE_ROW_BLOCK", 128, 32, 1024, true, false, &t->row_block) ||
 	    tune_var(k, "KFUSE_ROW_GRID", 0, 0, 64, false, true, &t->row_grid) ||
 	    tune_var(k, "KFUSE_CACHE_HINTS", 0, 0, 3, false, false, &t->hints) ||

@@ -201,6 +201,105 @@ static void rs_coord_expr(kf_buf *e, const char *mode, const char *c, double s, 
  * sizes}: per dim the input coordinate of the output one; nearest reads
  * the rounded one, linear the 2^k corners of the dims it interpolates,
  * weighted (neighbours clamped into the input, as the interpreter). */
+/* A resize's source index: per dim lo (the element, or the lower of the
+ * two a linear dim interpolates), hi and the fraction w of the ni
+ * interpolated dims interp[]. */
+typedef struct {
+	int lo[KF_MAX_RANK], hi[KF_MAX_RANK], interp[KF_MAX_RANK], ni;
+	kf_buf w[KF_MAX_RANK];
+} rs_src;
+
+/* Fills dim d of *src for output dim O of input dim D at scale s. */
+static void rs_dim(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix, int d, int64_t D, double s,
+		   rs_src *src)
+{
+	kf_graph *g = k->g;
+	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear");
+	const char *cmode = kf_attr_str(g, n, "coordinate_transformation_mode", "half_pixel");
+	const char *nmode = kf_attr_str(g, n, "nearest_mode", "round_prefer_floor"), *it = kx_it(k);
+	int64_t O = out->dim[d];
+	double outlen = (double)D * s;
+	if (kf_attr_get(g, n, "sizes") && D > 0) {
+		s = (double)O / (double)D;
+		outlen = (double)O;
+	}
+	char xs[16];
+	kx_ix_name(ix, xs, sizeof xs);
+	kf_buf c = {0}, ce = {0};
+	if (ix == IX_ZERO)
+		kf_buf_putc(&c, '0');
+	else
+		kx_coord(k, &c, out, sout, d, xs);
+	/* a dim the map leaves alone (batch, channels) is read as it is */
+	bool ident = D == O && (!strcmp(cmode, "align_corners") ||
+				(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
+					    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
+	if (ident) {
+		src->lo[d] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0, 0);
+		return;
+	}
+	kf_buf_putc(&c, '\0');
+	rs_coord_expr(&ce, cmode, c.p, s, D, outlen);
+	kf_buf_putc(&ce, '\0');
+	kf_buf e = {0};
+	if (!linear) {
+		const char *rnd = !strcmp(nmode, "floor") ? "floor(%s)" : !strcmp(nmode, "ceil") ? "ceil(%s)"
+				: !strcmp(nmode, "round_prefer_ceil") ? "floor(%s + 0.5)" : "ceil(%s - 0.5)";
+		kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
+		kf_buf_printf(&e, rnd, ce.p);
+		kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
+		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
+	} else {
+		kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
+		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
+		kf_buf h = {0};
+		kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
+			      (long long)(D - 1));
+		src->hi[d] = kx_ix_add(k, &h, IXF_OTHER, 0, 0);
+		kf_buf_printf(&src->w[src->ni], "(%s - floor(%s))", ce.p, ce.p);
+		src->interp[src->ni++] = d;
+	}
+	kf_buf_free(&c);
+	kf_buf_free(&ce);
+}
+
+/* The weighted sum over the 2^ni corners of *src into acc (the element
+ * read, for nearest); -1 when a read fails. */
+static int rs_corners(kx *k, kf_vid x, kf_dtype dt, const rs_src *src, kf_buf *acc)
+{
+	const kf_type *xt = kf_vtype(k->g, x);
+	int r = xt->rank, ni = src->ni;
+	int64_t sx[KF_MAX_RANK];
+	kx_strides(k, xt, NULL, sx, NULL);
+	for (int corner = 0; corner < (1 << ni); corner++) {
+		kf_buf ie = {0};
+		for (int d = 0, j = 0; d < r; d++) {
+			bool up = j < ni && src->interp[j] == d && (corner >> j & 1);
+			j += j < ni && src->interp[j] == d;
+			int id = up ? src->hi[d] : src->lo[d];
+			if (id == IX_ZERO)
+				kf_buf_printf(&ie, "%s0", d ? " + " : "");
+			else
+				kf_buf_printf(&ie, "%si%d * %lld", d ? " + " : "", id, (long long)sx[d]);
+		}
+		int t = kx_value_at(k, x, kx_ix_add(k, &ie, r ? IXF_OTHER : -2, 0, 0));
+		if (t < 0)
+			return -1;
+		kf_buf_printf(acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
+		/* the weight: per interpolated dim its fraction, or 1 - it
+		 * (each factor closed where it ends: (1.0 - a) * b) */
+		for (int j = 0; j < ni; j++)
+			kf_buf_printf(acc, "%s%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", src->w[j].p,
+				      corner >> j & 1 ? "" : ")");
+		kf_buf_printf(acc, "%s) * t%d", ni ? "" : "1.0", t);
+	}
+	if (!ni) { /* nearest: the element read */
+		acc->n = 0;
+		kf_buf_printf(acc, "t%d", k->ntmp - 1);
+	}
+	return 0;
+}
+
 int kx_resize_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix)
 {
 	kf_graph *g = k->g;
@@ -210,96 +309,18 @@ int kx_resize_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int i
 	int r = xt->rank;
 	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)r)
 		return kx_fail(k, "resize without one scale per dim");
-	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear"), sizes = kf_attr_get(g, n, "sizes");
-	const char *cmode = kf_attr_str(g, n, "coordinate_transformation_mode", "half_pixel");
-	const char *nmode = kf_attr_str(g, n, "nearest_mode", "round_prefer_floor"), *it = kx_it(k);
-	int64_t sx[KF_MAX_RANK];
-	kx_strides(k, xt, NULL, sx, NULL);
-	char xs[16];
-	kx_ix_name(ix, xs, sizeof xs);
-	int lo[KF_MAX_RANK], hi[KF_MAX_RANK], interp[KF_MAX_RANK], ni = 0;
-	kf_buf w[KF_MAX_RANK] = {{0}};
-	for (int d = 0; d < r; d++) {
-		int64_t D = xt->dim[d], O = out->dim[d];
-		double s = sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i;
-		double outlen = (double)D * s;
-		if (sizes && D > 0) {
-			s = (double)O / (double)D;
-			outlen = (double)O;
-		}
-		kf_buf c = {0}, ce = {0};
-		if (ix == IX_ZERO)
-			kf_buf_putc(&c, '0');
-		else
-			kx_coord(k, &c, out, sout, d, xs);
-		/* a dim the map leaves alone (batch, channels) is read as it is */
-		bool ident = D == O && (!strcmp(cmode, "align_corners") ||
-					(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
-						    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
-		if (ident) {
-			lo[d] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0, 0);
-			continue;
-		}
-		kf_buf_putc(&c, '\0');
-		rs_coord_expr(&ce, cmode, c.p, s, D, outlen);
-		kf_buf_putc(&ce, '\0');
-		kf_buf e = {0};
-		if (!linear) {
-			const char *rnd = !strcmp(nmode, "floor") ? "floor(%s)" : !strcmp(nmode, "ceil") ? "ceil(%s)"
-					: !strcmp(nmode, "round_prefer_ceil") ? "floor(%s + 0.5)" : "ceil(%s - 0.5)";
-			kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
-			kf_buf_printf(&e, rnd, ce.p);
-			kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
-			lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
-		} else {
-			kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
-			lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
-			kf_buf h = {0};
-			kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
-				      (long long)(D - 1));
-			hi[d] = kx_ix_add(k, &h, IXF_OTHER, 0, 0);
-			kf_buf_printf(&w[ni], "(%s - floor(%s))", ce.p, ce.p);
-			interp[ni++] = d;
-		}
-		kf_buf_free(&c);
-		kf_buf_free(&ce);
-	}
+	rs_src src = {.ni = 0};
+	for (int d = 0; d < r; d++)
+		rs_dim(k, n, out, sout, ix, d, xt->dim[d],
+		       sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i, &src);
 	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
 	kf_buf acc = {0};
-	int rc = 0;
-	for (int corner = 0; corner < (1 << ni) && rc == 0; corner++) {
-		kf_buf ie = {0};
-		for (int d = 0, j = 0; d < r; d++) {
-			bool up = j < ni && interp[j] == d && (corner >> j & 1);
-			j += j < ni && interp[j] == d;
-			int id = up ? hi[d] : lo[d];
-			if (id == IX_ZERO)
-				kf_buf_printf(&ie, "%s0", d ? " + " : "");
-			else
-				kf_buf_printf(&ie, "%si%d * %lld", d ? " + " : "", id, (long long)sx[d]);
-		}
-		int t = kx_value_at(k, x, kx_ix_add(k, &ie, r ? IXF_OTHER : -2, 0, 0));
-		if (t < 0) {
-			rc = -1;
-			break;
-		}
-		kf_buf_printf(&acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
-		/* the weight: per interpolated dim its fraction, or 1 - it
-		 * (each factor closed where it ends: (1.0 - a) * b) */
-		for (int j = 0; j < ni; j++)
-			kf_buf_printf(&acc, "%s%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", w[j].p,
-				      corner >> j & 1 ? "" : ")");
-		kf_buf_printf(&acc, "%s) * t%d", ni ? "" : "1.0", t);
-	}
-	for (int j = 0; j < ni; j++)
-		kf_buf_free(&w[j]);
+	int rc = rs_corners(k, x, dt, &src, &acc);
+	for (int j = 0; j < src.ni; j++)
+		kf_buf_free(&src.w[j]);
 	if (rc < 0) {
 		kf_buf_free(&acc);
 		return -1;
-	}
-	if (!ni) { /* nearest: the element read */
-		acc.n = 0;
-		kf_buf_printf(&acc, "t%d", k->ntmp - 1);
 	}
 	return kx_tmp(k, kf_res(g, n, 0), ix, kx_ct(dt), &acc);
 }

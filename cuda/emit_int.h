@@ -28,7 +28,7 @@ typedef struct kx_tune {
 	int ew_block;   /* KFUSE_EW_BLOCK: threads per block (32..1024, a power of two) */
 	int ew_grid;    /* KFUSE_EW_GRID: blocks per SM of a grid-stride loop; 0: one
 			   block per tile, no loop; -1 ("wave"): as many as fit */
-	int row_warps;  /* KFUSE_ROW_WARPS: at least this many warps share a row (1..32) */
+	int row_warps;  /* KFUSE_ROW_WARPS: at least this many warps share a row (1..32; 0: by element size) */
 	int row_block;  /* KFUSE_ROW_BLOCK: threads per block (32..1024) */
 	int row_grid;   /* KFUSE_ROW_GRID: as ew_grid, over blocks of rows */
 	int hints;      /* KFUSE_CACHE_HINTS for streamed tensors: 0 none, 1 streaming

@@ -418,7 +418,10 @@ static void geometry(kx *k, row *w)
 	for (uint32_t i = 0; i < k->nnode; i++)
 		nelem += kf_fuse_rowclass(&w->F, w->a, kf_vtype(g, kf_res(g, k->node[i], 0)), false) <= KF_RC_COL;
 	int maxnj = nelem > 16 ? 2 : 8;
-	w->TPR = 32 * k->tune.row_warps;
+	int warps = k->tune.row_warps;
+	if (warps == 0) /* by the element size: kx_tuning says why */
+		warps = maxsz < 4 ? 1 : 4;
+	w->TPR = 32 * warps;
 	while (w->TPR < 1024 && (nvec + w->TPR - 1) / w->TPR > maxnj)
 		w->TPR *= 2;
 	w->NJ = (int)((nvec + w->TPR - 1) / w->TPR);

@@ -19,7 +19,7 @@
 #
 # Environment: KFUSE_MODELS (configurations, name:batch[:seq], space
 # separated; default the issue's anchors), KFUSE_DTYPES (default "f16 f32"),
-# KFUSE_ATTENTION=1 (merge-matmul and fuse-attention in the pipeline),
+# KFUSE_ATTENTION=0 (merge-matmul and fuse-attention left out),
 # KFUSE_TORCH_MODES (default "eager,compile,reduce-overhead"), KFUSE_DYN=0 to
 # skip the dynamic-axes variants; KFUSE_AMP=bf16 (or f16: issue 23,
 # docs/amp.md) gives each f32 model a second row, variant "NAME amp-bf16":
@@ -48,13 +48,14 @@ if ! "$imp" --version > /dev/null 2>&1; then
 	exit 2
 fi
 zoo="$root/bench/models/zoo.py"
-# KFUSE_ATTENTION=1: the transformer pipeline (q/k/v as one matmul, each
-# attention one flash-attention kernel; docs/attention.md)
-# the CNN passes (layout, fuse-conv: docs/conv.md) change nothing in a
-# transformer; the same pipeline as tests/models' CTests
+# The same pipeline as tests/models' CTests: the transformer passes (q/k/v
+# as one matmul, each attention one flash-attention kernel;
+# docs/attention.md) change nothing in a CNN, the CNN passes (layout,
+# fuse-conv: docs/conv.md) nothing in a transformer.  KFUSE_ATTENTION=0
+# leaves merge-matmul and fuse-attention out (attention op by op).
 front="canonicalize,cse,rules{path=$root/patterns},canonicalize,cse,layout,canonicalize,cse"
-pipeline="$front,fuse-conv,fuse-matmul,fuse,dce"
-[ "${KFUSE_ATTENTION:-0}" = 1 ] && pipeline="$front,merge-matmul,fuse-attention,fuse-conv,fuse-matmul,fuse,dce"
+pipeline="$front,merge-matmul,fuse-attention,fuse-conv,fuse-matmul,fuse,dce"
+[ "${KFUSE_ATTENTION:-1}" = 0 ] && pipeline="$front,fuse-conv,fuse-matmul,fuse,dce"
 py=${PYTHON:-python3}
 hf=""
 $py -c "import transformers" 2>/dev/null && hf=--hf

@@ -127,112 +127,128 @@ static bool var_name_ok(const char *s, size_t n, size_t *len, bool *pseudo, kfc_
 }
 
 /* One [[...]] block; s/n is its content without the brackets. */
+/* What a [[...]] block says: a definition (is_def, of var, matching
+ * mre), a use to substitute (subst), numeric or not. */
+typedef struct {
+	bool numeric, is_def, subst, legacy;
+	int var;
+	const char *mre;
+	size_t mrelen;
+} sblock;
+
+/* The head of a string-variable block (NAME or NAME:REGEX) into *b. */
+static bool string_block(kfc_ctx *c, const char *s, size_t n, sblock *b)
+{
+	const char *colon = memchr(s, ':', n);
+	size_t head = colon ? (size_t)(colon - s) : n;
+	for (size_t i = 0; i < head; i++)
+		if (s[i] == ' ' || s[i] == '\t') {
+			kfc_msg(c, s + i, NULL, "error", "unexpected whitespace");
+			return false;
+		}
+	size_t len;
+	bool pseudo;
+	if (!var_name_ok(s, n, &len, &pseudo, c))
+		return false;
+	b->is_def = colon != NULL;
+	if (b->is_def) {
+		if (pseudo || len >= n || s[len] != ':') {
+			kfc_msg(c, s, NULL, "error", "invalid name in string variable definition");
+			return false;
+		}
+		b->var = kfc_var_find(c, s, len);
+		if (b->var >= 0 && c->vars[b->var].numeric) {
+			kfc_msg(c, s, NULL, "error", "numeric variable with name '%.*s' already exists", (int)len, s);
+			return false;
+		}
+		if (b->var < 0)
+			b->var = kfc_var_add(c, s, len, false);
+		b->mre = s + len + 1;
+		b->mrelen = n - len - 1;
+	} else if (pseudo) {
+		b->numeric = b->legacy = true;
+	} else {
+		if (len != n) {
+			kfc_msg(c, s, NULL, "error", "invalid name in string variable use");
+			return false;
+		}
+		b->var = kfc_var_find(c, s, len);
+		if (b->var < 0)
+			b->var = kfc_var_add(c, s, len, false);
+		b->subst = true;
+	}
+	return true;
+}
+
+/* A use: a back-reference to the group of the same line that defined the
+ * string variable, else a substitution made when the line is matched. */
+static bool block_use(pstate *st, const sblock *b, kfc_expr *expr, kfc_fmt fmt, const char *s, size_t n,
+		      size_t insert_at)
+{
+	int group = -1;
+	for (int i = st->nsdefs - 1; !b->numeric && i >= 0 && group < 0; i--)
+		if (st->sdef_var[i] == b->var)
+			group = st->sdef_group[i];
+	if (group >= 0) {
+		if (group < 1 || group > 9) {
+			kfc_msg(st->c, s, NULL, "error", "Can't back-reference more than 9 variables");
+			return false;
+		}
+		kfc_str_printf(&st->re, "\\%d", group);
+	} else {
+		kfc_subst sb = {.at = insert_at, .numeric = b->numeric, .var = b->var,
+			.expr = expr, .fmt = fmt, .from = s, .fromlen = n};
+		KFC_PUSH(st->subs, st->nsubs, st->capsubs, sb);
+	}
+	return true;
+}
+
 static bool subst_block(pstate *st, const char *s, size_t n)
 {
 	kfc_ctx *c = st->c;
-	bool numeric = n && s[0] == '#';
-	bool is_def = false, subst = false, legacy = false;
-	int var = -1;
+	sblock b = {.numeric = n && s[0] == '#', .var = -1};
 	kfc_expr *expr = NULL;
 	kfc_fmt fmt = {0};
-	const char *mre = NULL;
-	size_t mrelen = 0;
 	kfc_str wild = {0};
 	size_t insert_at = st->re.n;
-	if (numeric) {
+	if (b.numeric) {
 		s++;
 		n--;
-	} else {
-		const char *colon = memchr(s, ':', n);
-		size_t head = colon ? (size_t)(colon - s) : n;
-		for (size_t i = 0; i < head; i++)
-			if (s[i] == ' ' || s[i] == '\t') {
-				kfc_msg(c, s + i, NULL, "error", "unexpected whitespace");
-				return false;
-			}
-		size_t len;
-		bool pseudo;
-		if (!var_name_ok(s, n, &len, &pseudo, c))
-			return false;
-		is_def = colon != NULL;
-		if (is_def) {
-			if (pseudo || len >= n || s[len] != ':') {
-				kfc_msg(c, s, NULL, "error", "invalid name in string variable definition");
-				return false;
-			}
-			var = kfc_var_find(c, s, len);
-			if (var >= 0 && c->vars[var].numeric) {
-				kfc_msg(c, s, NULL, "error", "numeric variable with name '%.*s' already exists",
-					(int)len, s);
-				return false;
-			}
-			if (var < 0)
-				var = kfc_var_add(c, s, len, false);
-			mre = s + len + 1;
-			mrelen = n - len - 1;
-		} else if (pseudo) {
-			numeric = legacy = true;
-		} else {
-			if (len != n) {
-				kfc_msg(c, s, NULL, "error", "invalid name in string variable use");
-				return false;
-			}
-			var = kfc_var_find(c, s, len);
-			if (var < 0)
-				var = kfc_var_add(c, s, len, false);
-			subst = true;
-		}
-	}
-	if (numeric) {
+	} else if (!string_block(c, s, n, &b))
+		return false;
+	if (b.numeric) {
 		const char *dn;
 		size_t dl;
-		if (!kfc_expr_block(c, s, n, legacy, st->p->line, &expr, &fmt, &var, &dn, &dl))
+		if (!kfc_expr_block(c, s, n, b.legacy, st->p->line, &expr, &fmt, &b.var, &dn, &dl))
 			return false;
-		subst = expr != NULL;
-		is_def = var >= 0;
-		if (!subst) {
+		b.subst = expr != NULL;
+		b.is_def = b.var >= 0;
+		if (!b.subst) {
 			kfc_fmt_wildcard(fmt, &wild);
-			mre = wild.p;
-			mrelen = wild.n;
+			b.mre = wild.p;
+			b.mrelen = wild.n;
 		}
 	}
 	bool ok = true;
-	if (is_def) {
+	if (b.is_def) {
 		kfc_str_putc(&st->re, '(');
 		insert_at++;
-		kfc_def d = {.var = var, .group = st->cur_paren, .numeric = numeric};
+		kfc_def d = {.var = b.var, .group = st->cur_paren, .numeric = b.numeric};
 		KFC_PUSH(st->defs, st->ndefs, st->capdefs, d);
-		if (!numeric && st->nsdefs < 64) {
-			st->sdef_var[st->nsdefs] = var;
+		if (!b.numeric && st->nsdefs < 64) {
+			st->sdef_var[st->nsdefs] = b.var;
 			st->sdef_group[st->nsdefs++] = st->cur_paren;
 		}
 		st->cur_paren++;
 	}
-	if (mrelen)
-		ok = add_regex(st, mre, mrelen, is_def);
+	if (b.mrelen)
+		ok = add_regex(st, b.mre, b.mrelen, b.is_def);
 	kfc_str_free(&wild);
 	if (!ok)
 		return false;
-	if (is_def)
+	if (b.is_def)
 		kfc_str_putc(&st->re, ')');
-	if (subst) {
-		int group = -1;
-		for (int i = st->nsdefs - 1; !numeric && i >= 0 && group < 0; i--)
-			if (st->sdef_var[i] == var)
-				group = st->sdef_group[i];
-		if (group >= 0) {
-			if (group < 1 || group > 9) {
-				kfc_msg(c, s, NULL, "error", "Can't back-reference more than 9 variables");
-				return false;
-			}
-			kfc_str_printf(&st->re, "\\%d", group);
-		} else {
-			kfc_subst sb = {.at = insert_at, .numeric = numeric, .var = var,
-				.expr = expr, .fmt = fmt, .from = s, .fromlen = n};
-			KFC_PUSH(st->subs, st->nsubs, st->capsubs, sb);
-		}
-	}
-	return true;
+	return !b.subst || block_use(st, &b, expr, fmt, s, n, insert_at);
 }
 
 static bool build_regex(pstate *st, const char *s, size_t n, bool full)

@@ -275,97 +275,65 @@ static void p_bracket(rx *r)
 	emit_set(r->out, set, invert);
 }
 
-static void p_ere_exp(rx *r)
+/* A parenthesised group; the '(' read. */
+static void p_group(rx *r)
 {
-	int c = (unsigned char)*r->s++;
-	bool wascaret = false;
-	switch (c) {
-	case '(': {
-		if (!MORE(r)) {
-			fail(r, E_EPAREN);
-			return;
-		}
-		if (r->depth >= 256) {
-			fail(r, E_EDEPTH);
-			return;
-		}
-		int sub = ++r->nsub;
-		kfc_str_putc(r->out, '(');
-		r->depth++;
-		if (PEEK(r) != ')')
-			p_ere(r, ')');
-		r->depth--;
-		if (r->err)
-			return;
-		if (!(MORE(r) && PEEK(r) == ')')) {
-			fail(r, E_EPAREN);
-			return;
-		}
-		r->s++;
-		if (sub < 10)
-			r->closed[sub] = true;
-		kfc_str_putc(r->out, ')');
-		break;
-	}
-	case ')':
+	if (!MORE(r)) {
 		fail(r, E_EPAREN);
 		return;
-	case '^':
-		kfc_str_putc(r->out, '^');
-		wascaret = true;
-		break;
-	case '$':
-		kfc_str_putc(r->out, '$');
-		break;
-	case '|':
-		fail(r, E_EMPTY);
-		return;
-	case '*': case '+': case '?':
-		fail(r, E_BADRPT);
-		return;
-	case '.':
-		kfc_str_putc(r->out, '.');
-		break;
-	case '[':
-		p_bracket(r);
-		break;
-	case '\\':
-		if (!MORE(r)) {
-			fail(r, E_EESCAPE);
-			return;
-		}
-		c = (unsigned char)*r->s++;
-		if (c >= '1' && c <= '9') {
-			int k = c - '0';
-			if (!r->closed[k]) {
-				fail(r, E_ESUBREG);
-				return;
-			}
-			/* The number is absolute in FileCheck's combined regex, where
-			 * group k may be an earlier piece, this piece's own wrapper
-			 * (still open: never matches) or one of its inner groups. */
-			int j = k - r->first + 1;
-			if ((r->wrapped && k == r->first - 1) || (j >= 1 && !(j < 10 && r->closed[j])))
-				r->dead = true;
-			kfc_str_putc(r->out, '\\');
-			kfc_str_putc(r->out, (char)c);
-		} else
-			literal(r->out, c);
-		break;
-	case '{':
-		if (MORE(r) && isdigit((unsigned char)PEEK(r))) {
-			fail(r, E_BADRPT);
-			return;
-		}
-		literal(r->out, c);
-		break;
-	default:
-		literal(r->out, c);
-		break;
 	}
-	if (r->err || !is_rep_start(r))
+	if (r->depth >= 256) {
+		fail(r, E_EDEPTH);
 		return;
-	c = (unsigned char)*r->s++;
+	}
+	int sub = ++r->nsub;
+	kfc_str_putc(r->out, '(');
+	r->depth++;
+	if (PEEK(r) != ')')
+		p_ere(r, ')');
+	r->depth--;
+	if (r->err)
+		return;
+	if (!(MORE(r) && PEEK(r) == ')')) {
+		fail(r, E_EPAREN);
+		return;
+	}
+	r->s++;
+	if (sub < 10)
+		r->closed[sub] = true;
+	kfc_str_putc(r->out, ')');
+}
+
+/* An escape; the backslash read. */
+static void p_escape(rx *r)
+{
+	if (!MORE(r)) {
+		fail(r, E_EESCAPE);
+		return;
+	}
+	int c = (unsigned char)*r->s++;
+	if (c >= '1' && c <= '9') {
+		int k = c - '0';
+		if (!r->closed[k]) {
+			fail(r, E_ESUBREG);
+			return;
+		}
+		/* The number is absolute in FileCheck's combined regex, where
+		 * group k may be an earlier piece, this piece's own wrapper
+		 * (still open: never matches) or one of its inner groups. */
+		int j = k - r->first + 1;
+		if ((r->wrapped && k == r->first - 1) || (j >= 1 && !(j < 10 && r->closed[j])))
+			r->dead = true;
+		kfc_str_putc(r->out, '\\');
+		kfc_str_putc(r->out, (char)c);
+	} else
+		literal(r->out, c);
+}
+
+/* The repetition after an atom (is_rep_start said one follows). */
+static void p_repeat(rx *r, bool wascaret)
+{
+	int c = (unsigned char)*r->s++;
 	if (wascaret) {
 		fail(r, E_BADRPT);
 		return;
@@ -399,6 +367,55 @@ static void p_ere_exp(rx *r)
 	}
 	if (is_rep_start(r))
 		fail(r, E_BADRPT);
+}
+
+static void p_ere_exp(rx *r)
+{
+	int c = (unsigned char)*r->s++;
+	bool wascaret = false;
+	switch (c) {
+	case '(':
+		p_group(r);
+		break;
+	case ')':
+		fail(r, E_EPAREN);
+		return;
+	case '^':
+		kfc_str_putc(r->out, '^');
+		wascaret = true;
+		break;
+	case '$':
+		kfc_str_putc(r->out, '$');
+		break;
+	case '|':
+		fail(r, E_EMPTY);
+		return;
+	case '*': case '+': case '?':
+		fail(r, E_BADRPT);
+		return;
+	case '.':
+		kfc_str_putc(r->out, '.');
+		break;
+	case '[':
+		p_bracket(r);
+		break;
+	case '\\':
+		p_escape(r);
+		break;
+	case '{':
+		if (MORE(r) && isdigit((unsigned char)PEEK(r))) {
+			fail(r, E_BADRPT);
+			return;
+		}
+		literal(r->out, c);
+		break;
+	default:
+		literal(r->out, c);
+		break;
+	}
+	if (r->err || !is_rep_start(r))
+		return;
+	p_repeat(r, wascaret);
 }
 
 static void p_ere(rx *r, int stop)
