@@ -204,8 +204,8 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="bert,gpt2")
-    ap.add_argument("--shapes", default="1x1,1x7,1x128,2x77,4x256,3x200,8x384,6x300,16x512,13x450,32x200,"
-                    "64x128,48x100,1x2048,8x1024,4x2048,3x1500")
+    ap.add_argument("--shapes", default="2x77,4x256,3x200,8x384,6x300,16x512,13x450,32x200,64x128,48x100,"
+                    "8x1024,4x2048,3x1500,2x2048,1x128,1x2048,1x7,1x1")
     ap.add_argument("--static", default="1x128,4x256,16x512,64x128,8x1024,4x2048",
                     help="shapes also compiled alone (all, none, or a list)")
     ap.add_argument("--n", type=int, default=20)
