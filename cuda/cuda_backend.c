@@ -508,40 +508,6 @@ static void unplan(kf_cuda_session *s)
 	memset(&s->stats, 0, sizeof s->stats);
 }
 
-static void plan_report(kf_cuda_session *s)
-{
-	kf_buf *r = s->o.report;
-	if (!r)
-		return;
-	kf_cuda_stats *t = &s->stats;
-	kf_buf_printf(r, "cuda: @%s for %s: %d kernels (%d distinct) in %d programs: %d compiled, %d from the cache;"
-		      " emit %.1f ms, compile %.1f ms, load %.1f ms, plan %.1f ms total\n",
-		      kf_str(s->c, s->g->name), s->arch, t->kernels, t->distinct, t->programs, t->compiled,
-		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
-	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
-		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
-	if (!s->dyn.n)
-		return;
-	/* a sized plan: how many kernels read their sizes, and the buckets the
-	 * size-dependent choices were made for (one line per distinct one) */
-	int nkd = 0;
-	for (uint32_t i = 0; i < s->nst; i++)
-		nkd += s->st[i].k.kd != 0;
-	kf_buf_printf(r, "cuda: @%s: sized plan: %d of %u kernels read their sizes as arguments\n", kf_str(s->c, s->g->name),
-		      nkd, s->nst);
-	for (uint32_t i = 0; i < s->nst; i++) {
-		const kf_kernel *k = &s->st[i].k;
-		bool seen = false;
-		for (uint32_t j = 0; j < i && !seen; j++)
-			seen = !strcmp(s->st[j].k.name, k->name);
-		if (!k->bucket[0] || seen)
-			continue;
-		const kf_node *x = kf_N(s->g, k->node);
-		kf_buf_printf(r, "cuda: @%s: %s %s%s: bucket %s\n", kf_str(s->c, s->g->name), k->name,
-			      x->sym ? "@" : "", x->sym ? kf_str(s->c, x->sym) : kf_op(s->c, x->op)->name, k->bucket);
-	}
-}
-
 int kf_cuda_session_plan_sized(kf_cuda_session *s, kf_graph *g, const kf_sizes *sz)
 {
 	if (s->g == g && s->gnodes == g->nnode)
@@ -647,7 +613,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		unplan(s);
 		return -1;
 	}
-	plan_report(s);
+	kf_cb_plan_report(s);
 	return 0;
 }
 

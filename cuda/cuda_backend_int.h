@@ -86,6 +86,9 @@ static inline kf_vid kf_cb_root(const kf_cuda_session *s, kf_vid v)
 	return v;
 }
 
+/* The plan notes into s's report (cuda_run.c): kernels, compiles, the
+ * arena; a sized plan's kernels that read their sizes and buckets. */
+void kf_cb_plan_report(kf_cuda_session *s);
 /* Compiles the programs s->pr not yet compiled (cuda_compile.c). */
 int kf_cb_compile(kf_cuda_session *s);
 /* Routes the contraction steps through cuBLASLt or cuBLAS where their

@@ -332,6 +332,35 @@ static const char *sname(sh *s, kf_vid v)
 	return NULL;
 }
 
+/* The coordinate iota node d (of the scores' shape S, batch dims OB, their
+ * symbolic forms sOB) gives at (z, row, col). */
+static void iota_at(kx *k, kf_nid d, const kf_type *S, const kf_type *OB, const kf_type *sOB, kf_buf *e)
+{
+	const kf_type *t = kf_vtype(k->g, kf_res(k->g, d, 0));
+	int ax = (int)kf_attr_int(k->g, d, "axis", 0);
+	if (ax < 0)
+		ax += t->rank;
+	int sd = S->rank - t->rank + ax;
+	if (t->dim[ax] == 1) {
+		kf_buf_puts(e, "0");
+	} else if (sd == S->rank - 1) {
+		kf_buf_puts(e, "col");
+	} else if (sd == S->rank - 2) {
+		kf_buf_puts(e, "row");
+	} else {
+		int64_t after = 1, safter = 1;
+		for (int x = sd + 1; x < OB->rank; x++) {
+			after *= OB->dim[x];
+			safter = kx_smul(k, safter, sOB->dim[x]);
+		}
+		kf_buf_puts(e, "((z / ");
+		kx_dim(k, e, after, safter);
+		kf_buf_puts(e, ") % ");
+		kx_dim(k, e, OB->dim[sd], sOB->dim[sd]);
+		kf_buf_putc(e, ')');
+	}
+}
+
 /* Emits v (and what it needs) at (z, row, col) of the scores; its name. */
 static const char *sval(sh *s, kf_vid v, int depth)
 {
@@ -364,29 +393,7 @@ static const char *sval(sh *s, kf_vid v, int depth)
 		}
 		kf_buf_free(&ix);
 	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_IOTA) {
-		const kf_type *t = kf_vtype(g, v);
-		int ax = (int)kf_attr_int(g, d, "axis", 0);
-		if (ax < 0)
-			ax += t->rank;
-		int sd = S->rank - t->rank + ax;
-		if (t->dim[ax] == 1)
-			kf_buf_puts(&e, "0");
-		else if (sd == S->rank - 1)
-			kf_buf_puts(&e, "col");
-		else if (sd == S->rank - 2)
-			kf_buf_puts(&e, "row");
-		else {
-			int64_t after = 1, safter = 1;
-			for (int x = sd + 1; x < OB.rank; x++) {
-				after *= OB.dim[x];
-				safter = kx_smul(k, safter, sOB.dim[x]);
-			}
-			kf_buf_puts(&e, "((z / ");
-			kx_dim(k, &e, after, safter);
-			kf_buf_puts(&e, ") % ");
-			kx_dim(k, &e, OB.dim[sd], sOB.dim[sd]);
-			kf_buf_putc(&e, ')');
-		}
+		iota_at(k, d, S, &OB, &sOB, &e);
 	} else if (d != KF_NONE && kx_computed(k, v)) {
 		const kf_node *x = kf_N(g, d);
 		const char *a[3] = {"", "", ""};

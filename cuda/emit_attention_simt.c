@@ -140,6 +140,37 @@ static void key_loop(kx *k, const kx_att *at, int V, int VV, bool kv, bool vv)
 		      "      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", SIMT_U, VV);
 }
 
+/* The block's row: its batch index z and query row i (rowg: the row over
+ * the batch), the operands' offsets, and kend, the keys it sees (a causal
+ * mask ends them). */
+static void row_head(kx *k, const kx_att *at, int64_t sTq, int64_t sTk)
+{
+	kf_buf *b = &k->b;
+	kf_buf_puts(b, "  const int z = (int)(rowg / ");
+	kx_dim(k, b, at->Tq, sTq);
+	kf_buf_puts(b, "), i = (int)(rowg % ");
+	kx_dim(k, b, at->Tq, sTq);
+	kf_buf_puts(b, ");\n");
+	kf_buf q = {0}, kk = {0}, vo = {0};
+	kx_att_boff(k, at, &at->q.view, "z", &q);
+	kx_att_boff(k, at, &at->k.view, "z", &kk);
+	kx_att_boff(k, at, &at->v.view, "z", &vo);
+	kf_buf_printf(b, "  const long long qo = %.*s + (long long)i * ", (int)q.n, q.p);
+	kx_dimll(k, b, at->q.rs, KX_ATT_S(k, at, q.rs));
+	kf_buf_printf(b, ", ko = %.*s, vo = %.*s;\n", (int)kk.n, kk.p, (int)vo.n, vo.p);
+	kf_buf_free(&q);
+	kf_buf_free(&kk);
+	kf_buf_free(&vo);
+	/* the row's keys (a causal mask ends them), then this block's slice */
+	kf_buf_puts(b, "  const int kend = ");
+	if (at->causal)
+		kf_buf_puts(b, "min(");
+	kx_dimlini(k, b, at->Tk, sTk, 0, 1, 0);
+	if (at->causal)
+		kf_buf_printf(b, ", i + %lld)", (long long)(at->off + 1));
+	kf_buf_puts(b, ";\n");
+}
+
 int kx_emit_attention_simt(kx *k, kx_att *at)
 {
 	kf_buf *b = &k->b;
@@ -178,29 +209,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
 	kf_buf_printf(b, "  const long long rowg = blockIdx.x / %lld;\n  const int sp = (int)(blockIdx.x %% %lld);\n", (long long)ns,
 		      (long long)ns);
-	kf_buf_puts(b, "  const int z = (int)(rowg / ");
-	kx_dim(k, b, at->Tq, sTq);
-	kf_buf_puts(b, "), i = (int)(rowg % ");
-	kx_dim(k, b, at->Tq, sTq);
-	kf_buf_puts(b, ");\n");
-	kf_buf q = {0}, kk = {0}, vo = {0};
-	kx_att_boff(k, at, &at->q.view, "z", &q);
-	kx_att_boff(k, at, &at->k.view, "z", &kk);
-	kx_att_boff(k, at, &at->v.view, "z", &vo);
-	kf_buf_printf(b, "  const long long qo = %.*s + (long long)i * ", (int)q.n, q.p);
-	kx_dimll(k, b, at->q.rs, KX_ATT_S(k, at, q.rs));
-	kf_buf_printf(b, ", ko = %.*s, vo = %.*s;\n", (int)kk.n, kk.p, (int)vo.n, vo.p);
-	kf_buf_free(&q);
-	kf_buf_free(&kk);
-	kf_buf_free(&vo);
-	/* the row's keys (a causal mask ends them), then this block's slice */
-	kf_buf_puts(b, "  const int kend = ");
-	if (at->causal)
-		kf_buf_puts(b, "min(");
-	kx_dimlini(k, b, at->Tk, sTk, 0, 1, 0);
-	if (at->causal)
-		kf_buf_printf(b, ", i + %lld)", (long long)(at->off + 1));
-	kf_buf_puts(b, ";\n");
+	row_head(k, at, sTq, sTk);
 	kf_buf_printf(b, "  const int per = (kend + %lld) / %lld, kb = sp * per, ke = min(kend, kb + per);\n", (long long)(ns - 1),
 		      (long long)ns);
 	/* q, with its prologue */

@@ -60,6 +60,30 @@ void kx_coord(kx *k, kf_buf *o, const kf_type *t, const kf_type *ts, int d, cons
 	kf_buf_putc(o, ')');
 }
 
+/* One run's term of kx_bcast_expr: ((x / div) % mod) * mul, each part left
+ * out where it is 1 (mod where !wrap); (value, symbolic form) pairs. */
+static void bcast_term(kx *k, kf_buf *o, const char *x, int64_t div, int64_t sdiv, bool wrap, int64_t mod,
+		       int64_t smod, int64_t mul, int64_t smul)
+{
+	kf_buf_putc(o, '(');
+	if (div != 1) {
+		kf_buf_printf(o, "(%s / ", x);
+		kx_dim(k, o, div, sdiv);
+		kf_buf_putc(o, ')');
+	} else {
+		kf_buf_puts(o, x);
+	}
+	if (wrap) {
+		kf_buf_puts(o, " % ");
+		kx_dim(k, o, mod, smod);
+	}
+	kf_buf_putc(o, ')');
+	if (mul != 1) {
+		kf_buf_puts(o, " * ");
+		kx_dim(k, o, mul, smul);
+	}
+}
+
 int kx_bcast_expr(kx *k, const kf_type *from, const kf_type *sfrom, const kf_type *to, const kf_type *sto,
 		  const char *x, kf_buf *o, int64_t *arg, int64_t *sarg)
 {
@@ -110,23 +134,7 @@ int kx_bcast_expr(kx *k, const kf_type *from, const kf_type *sfrom, const kf_typ
 			before *= from->dim[e];
 		if (nterm++)
 			kf_buf_puts(o, " + ");
-		kf_buf_putc(o, '(');
-		if (sf[d1] != 1) {
-			kf_buf_printf(o, "(%s / ", x);
-			kx_dim(k, o, sf[d1], ssf[d1]);
-			kf_buf_putc(o, ')');
-		} else {
-			kf_buf_puts(o, x);
-		}
-		if (before != 1) {
-			kf_buf_puts(o, " % ");
-			kx_dim(k, o, P, sP);
-		}
-		kf_buf_putc(o, ')');
-		if (stt[d1] != 1) {
-			kf_buf_puts(o, " * ");
-			kx_dim(k, o, stt[d1], sstt[d1]);
-		}
+		bcast_term(k, o, x, sf[d1], ssf[d1], before != 1, P, sP, stt[d1], sstt[d1]);
 		if (nterm == 1) {
 			if (sf[d1] == 1 && stt[d1] == 1 && before != 1) {
 				form = IXF_MOD;

@@ -203,6 +203,54 @@ static const char *ident(const char *op, const char *ct)
 	return fl ? "KF_INF" : db ? "KF_DINF" : "9223372036854775807LL";
 }
 
+/* layer_norm(x, scale, bias) of row op n, x read as xs: the mean, the
+ * variance of the deviations, then each element normalised. */
+static int layer_norm_op(kx *k, row *w, kf_nid n, const char *xs)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	kf_vid res = kf_res(g, n, 0);
+	kf_dtype dt = kx_dt(k, res);
+	const char *ct = kx_ct(dt);
+	char buf[64];
+	kf_buf *b = &k->cur;
+	char sc[32] = "", bi[32] = "";
+	if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
+		return -1;
+	if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
+		return -1;
+	double eps = kf_attr_float(g, n, "epsilon", 1e-5);
+	int mu = k->ntmp++, d = k->ntmp++, var = k->ntmp++;
+	kf_buf_printf(b, "    %s t%d = 0;\n", ct, mu);
+	snprintf(buf, sizeof buf, "t%d", mu);
+	accumulate(k, w, buf, xs, "sum");
+	rowred(k, w, mu, ct, "sum");
+	kf_buf_printf(b, "    t%d = t%d / (%s)", mu, mu, ct);
+	put_c(k, b, w);
+	kf_buf_puts(b, ";\n");
+	kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%d;\n",
+		      ct, d, w->K, var, w->K, d, xs, mu);
+	char ds[40];
+	snprintf(ds, sizeof ds, "t%d[e] * t%d[e]", d, d);
+	snprintf(buf, sizeof buf, "t%d", var);
+	accumulate(k, w, buf, ds, "sum");
+	rowred(k, w, var, ct, "sum");
+	kf_buf_printf(b, "    const %s t%dr = kf_rsqrt(t%d / (%s)", ct, var, var, ct);
+	put_c(k, b, w);
+	kf_buf_puts(b, " + ");
+	kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, eps, 0);
+	kf_buf_puts(b, ");\n");
+	int y = memo_add(k, res, 1);
+	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr",
+		      ct, y, w->K, w->K, y, d, var);
+	if (*sc)
+		kf_buf_printf(b, " * %s", sc);
+	if (*bi)
+		kf_buf_printf(b, " + %s", bi);
+	kf_buf_puts(b, ";\n");
+	return 0;
+}
+
 static int row_op(kx *k, row *w, kf_nid n)
 {
 	kf_graph *g = k->g;
@@ -252,43 +300,8 @@ static int row_op(kx *k, row *w, kf_nid n)
 				      ct, y, w->K, ct, s, m, s, w->K, y, xs, s);
 		return 0;
 	}
-	if (op == KF_OP_LAYER_NORM) {
-		char sc[32] = "", bi[32] = "";
-		if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
-			return -1;
-		if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
-			return -1;
-		double eps = kf_attr_float(g, n, "epsilon", 1e-5);
-		int mu = k->ntmp++, d = k->ntmp++, var = k->ntmp++;
-		kf_buf_printf(b, "    %s t%d = 0;\n", ct, mu);
-		snprintf(buf, sizeof buf, "t%d", mu);
-		accumulate(k, w, buf, xs, "sum");
-		rowred(k, w, mu, ct, "sum");
-		kf_buf_printf(b, "    t%d = t%d / (%s)", mu, mu, ct);
-		put_c(k, b, w);
-		kf_buf_puts(b, ";\n");
-		kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%d;\n",
-			      ct, d, w->K, var, w->K, d, xs, mu);
-		char ds[40];
-		snprintf(ds, sizeof ds, "t%d[e] * t%d[e]", d, d);
-		snprintf(buf, sizeof buf, "t%d", var);
-		accumulate(k, w, buf, ds, "sum");
-		rowred(k, w, var, ct, "sum");
-		kf_buf_printf(b, "    const %s t%dr = kf_rsqrt(t%d / (%s)", ct, var, var, ct);
-		put_c(k, b, w);
-		kf_buf_puts(b, " + ");
-		kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, eps, 0);
-		kf_buf_puts(b, ");\n");
-		int y = memo_add(k, res, 1);
-		kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr",
-			      ct, y, w->K, w->K, y, d, var);
-		if (*sc)
-			kf_buf_printf(b, " * %s", sc);
-		if (*bi)
-			kf_buf_printf(b, " + %s", bi);
-		kf_buf_puts(b, ";\n");
-		return 0;
-	}
+	if (op == KF_OP_LAYER_NORM)
+		return layer_norm_op(k, w, n, xs);
 	return kx_fail(k, "op '%s' cannot run in a row kernel", kf_op(k->c, op)->name);
 }
 
