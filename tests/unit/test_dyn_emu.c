@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include "kf_test.h"
 #include "kf_emu.h"
+#include "emit_matmul.h"
 #include "equiv.h"
 #include "interp.h"
 #include "passes.h"
@@ -25,6 +26,9 @@ typedef struct dcase {
 	const char *text;     /* a symbolic graph */
 	const char *pipe;     /* run on it once (NULL: none) */
 	const char *tile;     /* the contraction fusion's tile (NULL: the default) */
+	int part;             /* a contraction's kernel around cuBLAS (KF_MM_PART_EPI: its
+			       * epilogue, which reads the GEMM's result; 0: the whole) */
+	const char *acc;      /* part: a graph of the same inputs giving the GEMM's result */
 	int nsize;
 	int64_t size[4][3];   /* the symbols' sizes, in order of first appearance */
 	int same[4];          /* the text of size i must be the one of size same[i] (-1: any) */
@@ -43,8 +47,9 @@ static void inputs(kf_graph *g, kf_tensor *in, uint64_t seed)
 	}
 }
 
-/* The value of kernel parameter v: a graph input, or a constant's payload. */
-static void param(kf_graph *g, kf_vid v, const kf_tensor *in, kf_tensor *out, bool *own)
+/* The value of kernel parameter v: a graph input, a constant's payload, or
+ * (acc given) the GEMM's result a part reads. */
+static void param(kf_graph *g, kf_vid v, const kf_tensor *in, const kf_tensor *acc, kf_tensor *out, bool *own)
 {
 	for (uint32_t i = 0; i < g->blk[0].narg; i++)
 		if (g->blk[0].arg[i] == v) {
@@ -53,6 +58,11 @@ static void param(kf_graph *g, kf_vid v, const kf_tensor *in, kf_tensor *out, bo
 			return;
 		}
 	kf_nid d = kf_def(g, v);
+	if (acc && (d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST)) {
+		*out = *acc;
+		*own = false;
+		return;
+	}
 	assert_true(d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST);
 	char err[200];
 	assert_int_equal(kf_tensor_alloc_type(out, kf_vtype(g, v)), 0);
@@ -95,7 +105,7 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 	kf_emit_dyn dy = {.sym = sym, .sid = psym, .val = val, .rep = rep, .n = np, .probe = probe, .pval = pval};
 	kf_emit_target t = {.wgmma = 0, .dyn = &dy};
 	kf_kernel k;
-	if (kf_emit_node_for(g, f, &t, &k) != 0)
+	if (kf_emit_node_part(g, f, &t, c->part, &k) != 0)
 		kft_fail_diags(ctx, c->name);
 	assert_int_equal(k.dynbad, 0); /* every symbolic dim evaluated to its number */
 	snprintf(name, 24, "%s", k.name);
@@ -106,8 +116,17 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 	inputs(g, in, 7 + (uint64_t)si);
 	if (kf_interp_run(g, in, (int)na, want, (int)g->nres) != 0)
 		kft_fail_diags(ctx, c->name);
+	kf_tensor acc = {0};
+	if (c->acc) { /* the GEMM's result, as cuBLAS writes it, from the same inputs */
+		kf_module *am = kft_parse(ctx, c->acc);
+		kf_graph *ag = am->graph[0];
+		kf_specialize(ag, psym, c->size[si], np, &changed);
+		if (kf_interp_run(ag, in, (int)ag->blk[0].narg, &acc, 1) != 0)
+			kft_fail_diags(ctx, c->name);
+		kf_module_free(am);
+	}
 	for (uint32_t j = 0; j < k.nin; j++)
-		param(g, k.in[j], in, &par[j], &own[j]);
+		param(g, k.in[j], in, c->acc ? &acc : NULL, &par[j], &own[j]);
 	for (uint32_t j = 0; j < k.nout; j++)
 		assert_int_equal(kf_tensor_alloc_type(&got[j], kf_vtype(g, k.out[j])), 0);
 	int64_t bad = -1;
@@ -129,6 +148,7 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 			kf_tensor_free(&par[j]);
 	for (uint32_t i = 0; i < na; i++)
 		kf_tensor_free(&in[i]);
+	kf_tensor_free(&acc);
 	for (uint32_t j = 0; j < g->nres; j++) {
 		kf_tensor_free(&want[j]);
 		kf_tensor_free(&got[j]);
@@ -182,7 +202,7 @@ static const dcase embed = {
 	"  %z = add(%y, %b) : f32[B,T,32]\n"
 	"  %t = tanh(%z) : f32[B,T,32]\n"
 	"  return %t\n}\n",
-	"fuse", NULL, 4, {{3, 16}, {4, 13}, {3, 9}, {2, 5}}, {-1, 0, 0, -1}, 1e-5, 1e-5,
+	"fuse", NULL, 0, NULL, 4, {{3, 16}, {4, 13}, {3, 9}, {2, 5}}, {-1, 0, 0, -1}, 1e-5, 1e-5,
 };
 
 static const dcase layernorm = {
@@ -191,7 +211,7 @@ static const dcase layernorm = {
 	"  %a = add(%x, %y) : f32[B,T,48]\n"
 	"  %n = layer_norm(%a, %g, %b) {axis = -1, epsilon = 1e-5} : f32[B,T,48]\n"
 	"  return %n\n}\n",
-	"fuse", NULL, 3, {{3, 16}, {4, 13}, {1, 7}}, {-1, 0, -1}, 1e-4, 1e-5,
+	"fuse", NULL, 0, NULL, 3, {{3, 16}, {4, 13}, {1, 7}}, {-1, 0, -1}, 1e-4, 1e-5,
 };
 
 /* Softmax over T keys with a mask over them (the row length symbolic):
@@ -204,7 +224,7 @@ static const dcase softmax_t = {
 	"  %b = add(%a, %m) : f32[B,4,T,T]\n"
 	"  %p = softmax(%b) {axis = -1} : f32[B,4,T,T]\n"
 	"  return %p\n}\n",
-	"fuse", NULL, 4, {{2, 13}, {2, 16}, {1, 200}, {1, 256}}, {-1, 0, -1, 2}, 1e-4, 1e-6,
+	"fuse", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {1, 200}, {1, 256}}, {-1, 0, -1, 2}, 1e-4, 1e-6,
 };
 
 /* A linear layer over B*T rows (the rows symbolic, M of the kernel) with
@@ -216,13 +236,13 @@ static const dcase softmax_t = {
 	"  %g = gelu(%z) {approximate = \"tanh\"} : " dt "[B,T,48]\n"                                               \
 	"  return %g\n}\n"
 static const dcase linear_fma = {
-	"linear_fma", LINEAR("f32"), "fuse-matmul", "fma32x32x16t2x2", 3, {{3, 16}, {4, 13}, {2, 9}}, {-1, 0, -1},
+	"linear_fma", LINEAR("f32"), "fuse-matmul", "fma32x32x16t2x2", 0, NULL, 3, {{3, 16}, {4, 13}, {2, 9}}, {-1, 0, -1},
 	1e-4, 1e-5,
 };
 
 /* The same on mma.sync tiles (f16, cp.async of rows whose count varies). */
 static const dcase linear_mma = {
-	"linear_mma", LINEAR("f16"), "fuse-matmul", "mma64x64x32w2x2s3", 3, {{3, 16}, {4, 13}, {2, 9}}, {-1, 0, 0},
+	"linear_mma", LINEAR("f16"), "fuse-matmul", "mma64x64x32w2x2s3", 0, NULL, 3, {{3, 16}, {4, 13}, {2, 9}}, {-1, 0, 0},
 	2e-2, 2e-2,
 };
 
@@ -234,7 +254,7 @@ static const dcase scores = {
 	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f32[B,4,16,T]\n"
 	"  %s = matmul(%q, %kt) : f32[B,4,T,T]\n"
 	"  return %s\n}\n",
-	"fuse-matmul", "fma32x32x16t2x2", 3, {{3, 13}, {4, 16}, {3, 9}}, {-1, 0, 0}, 1e-4, 1e-5,
+	"fuse-matmul", "fma32x32x16t2x2", 0, NULL, 3, {{3, 13}, {4, 16}, {3, 9}}, {-1, 0, 0}, 1e-4, 1e-5,
 };
 
 /* Attention of 2 heads of 32 (q, k and v [B,T,64] seen as [B,2,T,32]):
@@ -266,19 +286,48 @@ static const dcase scores = {
 	"  %keep = le(%j, %r) : i1[1,1,T,T]\n  %f = const -10000.0 : " dt "[]\n"                                   \
 	"  %w = where(%keep, %t, %f) : " dt "[B,2,T,T]\n  %u = add(%w, %m) : " dt "[B,2,T,T]\n" ATT_TAIL(dt)
 static const dcase att_pad_mma = {
-	"att_pad_mma", ATT_PAD("f16"), "fuse-attention", NULL, 4, {{2, 13}, {2, 16}, {3, 9}, {2, 40}}, {-1, 0, -1, -1},
+	"att_pad_mma", ATT_PAD("f16"), "fuse-attention", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {3, 9}, {2, 40}}, {-1, 0, -1, -1},
 	2e-2, 4e-3,
 };
 static const dcase att_causal_mma = {
-	"att_causal_mma", ATT_CAUSAL("f16"), "fuse-attention", NULL, 3, {{2, 13}, {2, 16}, {2, 40}}, {-1, 0, -1},
+	"att_causal_mma", ATT_CAUSAL("f16"), "fuse-attention", NULL, 0, NULL, 3, {{2, 13}, {2, 16}, {2, 40}}, {-1, 0, -1},
 	2e-2, 4e-3,
 };
 static const dcase att_pad_simt = {
-	"att_pad_simt", ATT_PAD("f32"), "fuse-attention", NULL, 3, {{2, 13}, {2, 16}, {3, 40}}, {-1, 0, -1}, 1e-4,
+	"att_pad_simt", ATT_PAD("f32"), "fuse-attention", NULL, 0, NULL, 3, {{2, 13}, {2, 16}, {3, 40}}, {-1, 0, -1}, 1e-4,
 	1e-5,
 };
 
+/* Causal attention in f32: the SIMT kernel; at 300 and 400 keys (one
+ * bucket) a row's keys are split across two blocks, combined through the
+ * kernel's workspace (sized for the bucket's rows). */
+static const dcase att_causal_simt = {
+	"att_causal_simt", ATT_CAUSAL("f32"), "fuse-attention", NULL, 0, NULL, 3, {{2, 13}, {1, 260}, {1, 300}},
+	{-1, -1, 1}, 1e-4, 1e-5,
+};
+
+/* The epilogue a linear layer's GEMM runs through when cuBLAS computes the
+ * product (bias and gelu on its result, read as a parameter): f16, whose
+ * even rows take column pairs (KF_KERNEL_epi2), and f32. */
+#define LINEAR_ACC(dt)                                                                                           \
+	"graph @m(%x: " dt "[B,T,64], %w: " dt "[64,48], %b: " dt "[48]) -> (" dt "[B,T,48]) {\n"                    \
+	"  %y = matmul(%x, %w) : " dt "[B,T,48]\n  return %y\n}\n"
+static const dcase epi_f16 = {
+	"epi_f16", LINEAR("f16"), "fuse-matmul", NULL, KF_MM_PART_EPI, LINEAR_ACC("f16"), 3,
+	{{3, 16}, {4, 13}, {2, 9}}, {-1, 0, -1}, 2e-2, 2e-2,
+};
+static const dcase epi_f32 = {
+	"epi_f32", LINEAR("f32"), "fuse-matmul", NULL, KF_MM_PART_EPI, LINEAR_ACC("f32"), 2, {{3, 16}, {4, 13}},
+	{-1, 0}, 1e-5, 1e-6,
+};
+
 static void test_embed(void **st) { run_case(&embed); }
+static void test_att_causal_simt(void **st) { run_case(&att_causal_simt); }
+static void test_epi(void **st)
+{
+	run_case(&epi_f16);
+	run_case(&epi_f32);
+}
 static void test_att_pad_mma(void **st) { run_case(&att_pad_mma); }
 static void test_att_causal_mma(void **st) { run_case(&att_causal_mma); }
 static void test_att_pad_simt(void **st) { run_case(&att_pad_simt); }
@@ -294,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_embed),     cmocka_unit_test(test_layernorm), cmocka_unit_test(test_softmax_t),
 		cmocka_unit_test(test_linear_fma), cmocka_unit_test(test_linear_mma), cmocka_unit_test(test_scores),
 		cmocka_unit_test(test_att_pad_mma), cmocka_unit_test(test_att_causal_mma), cmocka_unit_test(test_att_pad_simt),
+		cmocka_unit_test(test_att_causal_simt), cmocka_unit_test(test_epi),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
