@@ -290,7 +290,8 @@ static const dcase att_pad_mma = {
 	2e-2, 4e-3,
 };
 static const dcase att_causal_mma = {
-	"att_causal_mma", ATT_CAUSAL("f16"), "fuse-attention", NULL, 0, NULL, 3, {{2, 13}, {2, 16}, {2, 40}}, {-1, 0, -1},
+	"att_causal_mma", ATT_CAUSAL("f16"), "fuse-attention", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {2, 40}, {1, 100}},
+	{-1, 0, -1, -1},
 	2e-2, 4e-3,
 };
 static const dcase att_pad_simt = {
