@@ -137,10 +137,41 @@ static kf_sid unsized_symbol(kf_graph *g)
 	return 0;
 }
 
+/* Folds the top-level nodes of g that compute from constants alone (the
+ * merged q/k/v weights of merge-matmul, larger than canonicalize folds):
+ * once per model, where each plan would compute them again (every shape's
+ * copy shares the payloads: kf_graph_clone).  Nodes in bodies are left. */
+static void fold_consts(kf_graph *g)
+{
+	for (kf_nid n = g->blk[0].first, next; n != KF_NONE; n = next) {
+		next = g->node[n].next; /* erasing n unlinks it */
+		kf_vid out[KF_MAX_RANK];
+		const kf_node *x = kf_N(g, n);
+		if (x->op == KF_OP_CONST || x->nres > KF_MAX_RANK || !kf_fold_node(g, n, INT64_C(1) << 28, out))
+			continue;
+		for (uint32_t r = 0; r < kf_N(g, n)->nres; r++) {
+			kf_V(g, out[r])->name = kf_V(g, kf_res(g, n, r))->name;
+			kf_replace_all_uses(g, kf_res(g, n, r), out[r]);
+		}
+		kf_nid ops[16];
+		uint32_t nops = 0;
+		for (uint32_t i = 0; i < kf_N(g, n)->nin && nops < 16; i++)
+			ops[nops++] = kf_def(g, kf_in(g, n, i));
+		kf_node_erase(g, n);
+		/* the constants it read that nothing else reads (the weights it
+		 * concatenated) go too */
+		for (uint32_t i = 0; i < nops; i++)
+			if (ops[i] != KF_NONE && ops[i] != next && !(kf_N(g, ops[i])->flags & KF_NODE_DEAD) &&
+			    !kf_has_uses(g, kf_res(g, ops[i], 0)))
+				kf_node_erase(g, ops[i]);
+	}
+}
+
 /* Runs the pipeline once, on a copy of the symbolic graph (the fuse
  * passes group symbolic dims as they would any one size: passes/fuse.c),
- * into d->fm.  When it fails there, the errors become a report line and
- * each shape's copy runs the pipeline instead. */
+ * into d->fm, and folds what it left that computes from constants alone.
+ * When it fails there, the errors become a report line and each shape's
+ * copy runs the pipeline instead. */
 static void fuse_once(dplan *d)
 {
 	dstate *s = d->p.be->state;
@@ -152,8 +183,10 @@ static void fuse_once(dplan *d)
 	d->fm = kf_module_new(c);
 	kf_module_add(d->fm, kf_graph_clone(g));
 	kf_runopts ro = {.verify_each = true};
-	if (kf_pipeline_run(s->pipe, d->fm, &ro) == 0 && kf_nerrors(c) == dm.nerrors)
+	if (kf_pipeline_run(s->pipe, d->fm, &ro) == 0 && kf_nerrors(c) == dm.nerrors) {
+		fold_consts(d->fm->graph[0]);
 		return;
+	}
 	kf_buf why = {0};
 	kf_diag_rewind(c, dm, &why);
 	if (s->o.report)
