@@ -147,7 +147,7 @@ static void fold_consts(kf_graph *g)
 		next = g->node[n].next; /* erasing n unlinks it */
 		kf_vid out[KF_MAX_RANK];
 		const kf_node *x = kf_N(g, n);
-		if (x->op == KF_OP_CONST || x->nres > KF_MAX_RANK || !kf_fold_node(g, n, INT64_C(1) << 28, out))
+		if (x->op == KF_OP_CONST || x->nres > KF_MAX_RANK || !kf_fold_node(g, n, INT64_C(1) << 26, out))
 			continue;
 		for (uint32_t r = 0; r < kf_N(g, n)->nres; r++) {
 			kf_V(g, out[r])->name = kf_V(g, kf_res(g, n, r))->name;
