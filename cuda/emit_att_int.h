@@ -1,8 +1,9 @@
 /* emit_att_int.h: the attention emitter's working state, shared by
  * cuda/emit_attention.c (analysis, helpers, the choice of kernel),
- * emit_attention_mma.c (the tensor-core flash kernel) and
- * emit_attention_simt.c (the split-key kernel for decoding and the rest);
- * not for other modules. */
+ * emit_attention_mma.c (the tensor-core flash kernel),
+ * emit_attention_wgmma.c (the Hopper one), emit_attention_tile.c (their
+ * steps on a key tile) and emit_attention_simt.c (the split-key kernel for
+ * decoding and the rest); not for other modules. */
 #ifndef KF_EMIT_ATT_INT_H
 #define KF_EMIT_ATT_INT_H
 
@@ -37,6 +38,12 @@ typedef struct kx_att {
 	int64_t off;
 	kf_nid cnode;
 	bool tf32;             /* f32 may use tf32 tensor cores (the fusion's tf32) */
+	/* the score chain, the causal mask aside, is one scale by a positive
+	 * constant: node fnode, s * c or s / c (its operand fconst the
+	 * constant); the wgmma kernel folds it into exp2 */
+	bool fold;
+	kf_nid fnode;
+	int fconst;
 	/* a sized plan (kf_emit_dyn.probe): the same analysis of the graph at
 	 * generic sizes, whose numbers say which symbols ours are made of (kx_pmono);
 	 * NULL: none */
@@ -81,14 +88,40 @@ void kx_att_out_call(const kx *k, kf_buf *b, bool pair);
  * packing two floats to f16x2 / bf16x2 (guarded, for the declarations). */
 const char *kx_att_helpers(void);
 int kx_emit_attention_mma(kx *k, kx_att *at);
-/* The flash kernels' tile loop, emitted alike for both (emit_attention.c):
- * in scope: z, jt, r0, r1 (rows of the thread), q4, sc[bn / 2] (the
- * scores, accumulator layout), oacc[dv / 2], m0, m1, l0, l1.  Scores
- * through the score chain and the edge masks (rowmin: the tile's first
- * row, text); the online softmax, which leaves pf[bn / 16][4] (P as A
- * fragments); the end: the division and the stores. */
-void kx_att_tile_scores(kx *k, const kx_att *at, int bn, bool qpart, const char *rowmin);
+/* emit_attention_tile.c: the flash kernels' steps on a key tile, emitted
+ * alike for both (see the file's head for the names in scope). */
+enum { KX_MASK_EDGE, KX_MASK_NONE, KX_MASK_ALL };
+typedef struct kx_att_step {
+	int bn, dv;            /* keys a tile, head dims of v */
+	bool qpart;            /* rows past Tq exist (they read the masks in range) */
+	int mask;              /* the causal and key-range masks: where `edge` (a test
+				  at run time on rowmin, the tile's first row, text)
+				  says, never, or always */
+	const char *rowmin;
+	bool fold;             /* the score chain is at->fold's scale, kf_sl2 in scope
+				  (kx_att_fold_scale): the scores stay as the matmul
+				  made them, the scale goes into exp2 */
+	bool tree;             /* row maxima and sums over 4 partial ones */
+	bool persist;          /* a0, a1 are declared by the caller (they outlive the step) */
+} kx_att_step;
+/* Writes `const float kf_sl2 = ...;` (the folded scale times log2(e)) to o
+ * when at->fold; false otherwise. */
+bool kx_att_fold_scale(const kx *k, const kx_att *at, kf_buf *o);
+/* The scores through the score chain (or the folded scale) and the masks. */
+void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st);
+/* The rows' new maxima (m0, m1), the factors a0, a1 and the sums rescaled. */
+void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st);
+/* oacc[dv / 2] *= a0, a1 by row. */
+void kx_att_tile_rescale(kx *k, int dv);
+/* The exponentials, added to l0, l1: packed into a new pf[bn / 16][4]
+ * (pack), or left in sc in place (then kx_att_tile_pack packs them into
+ * pf, declared by the caller). */
+void kx_att_tile_exp(kx *k, const kx_att *at, const kx_att_step *st, bool pack);
+void kx_att_tile_pack(kx *k, const kx_att *at, int bn);
+/* max, rescale and exp (packed): the mma.sync kernel's softmax. */
 void kx_att_tile_softmax(kx *k, const kx_att *at, int bn, int dv);
+/* After the last tile: the rows' sums over the quad, and oacc[dv / 2]
+ * divided by them, written in pairs of columns through the output view. */
 int kx_att_finish(kx *k, const kx_att *at, int dv);
 
 /* emit_attention_wgmma.c: the flash kernel on wgmma with TMA and a

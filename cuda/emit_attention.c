@@ -185,6 +185,38 @@ static kf_vid chain_in(const kx_att *at, int i)
 	return i ? kf_res(a->g, a->score.n[i - 1], 0) : kf_res(a->g, a->mm1, 0);
 }
 
+/* at->fold: the score chain, but for the causal mask the kernel applies,
+ * is s * c, c * s or s / c with c a positive constant of one element:
+ * the maximum of the scores is c times that of s, so the scale can wait
+ * until the exponential (one multiplication an element fewer). */
+static void fold_of(const kx *k, kx_att *at)
+{
+	kf_graph *g = k->g;
+	const kf_att *a = &at->a;
+	int n = -1;
+	for (int i = 0; i < a->score.nn; i++) {
+		if (at->causal && a->score.n[i] == at->cnode)
+			continue;
+		if (n >= 0)
+			return;
+		n = i;
+	}
+	if (n < 0)
+		return;
+	kf_nid x = a->score.n[n];
+	int op = kf_N(g, x)->op;
+	kf_vid chain = chain_in(at, n);
+	double c;
+	for (int i = 0; i < 2; i++)
+		if ((op == KF_OP_MUL || (op == KF_OP_DIV && i == 1)) && kf_in(g, x, !i) == chain &&
+		    kf_in(g, x, i) != chain && const_val(k, kf_in(g, x, i), &c) && c > 0 && isfinite(c)) {
+			at->fold = true;
+			at->fnode = x;
+			at->fconst = i;
+			return;
+		}
+}
+
 static int analyse(kx *k, kx_att *at)
 {
 	kf_graph *g = k->g;
@@ -245,6 +277,7 @@ static int analyse(kx *k, kx_att *at)
 			at->cnode = a->score.n[i];
 		}
 	at->tf32 = kf_attr_bool(g, k->at, "tf32", false);
+	fold_of(k, at);
 	return 0;
 }
 
@@ -585,123 +618,6 @@ int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
 	return 0;
 }
 
-/* ---- the flash kernels' tile loop (emit_attention_mma.c, _wgmma.c) ------------ */
-
-/* A key tile's scores, after the matmul, in sc[bn / 2]: element i is at
- * row r0 (+ 8 when bit 1 of i) and column c0 + 8 (i >> 2) + 2 q4 + (i & 1)
- * (the accumulator layout of mma.sync m16n8 tiles and of wgmma m64 alike);
- * each goes through the score chain, and on an edge tile (rows from
- * `rowmin` on, keys past Tk, or a causal diagonal) the masked ones become
- * -inf.  qpart: rows past Tq exist (they read the masks in range). */
-void kx_att_tile_scores(kx *k, const kx_att *at, int bn, bool qpart, const char *rowmin)
-{
-	kf_buf *b = &k->b;
-	int64_t sTk = KX_ATT_S(k, at, Tk), sTq = KX_ATT_S(k, at, Tq);
-	bool kpart = !kx_multiple(k, at->Tk, sTk, bn);
-	kf_buf_printf(b, "    const int c0 = jt * %d;\n", bn);
-	kf_buf edge = {0};
-	if (at->causal)
-		kf_buf_printf(&edge, "c0 + %d > %s + %lld", bn - 1, rowmin, (long long)at->off);
-	if (kpart) {
-		kf_buf_printf(&edge, "%sc0 + %d > ", edge.n ? " || " : "", bn);
-		kx_dim(k, &edge, at->Tk, sTk);
-	}
-	if (edge.n)
-		kf_buf_printf(b, "    const bool edge = %.*s;\n", (int)edge.n, edge.p);
-	kf_buf_free(&edge);
-	/* rows and columns past the edges are computed, masked or never
-	 * written, but read the masks in range */
-	kf_buf rtxt = {0}, ctxt = {0};
-	if (qpart) {
-		kf_buf_puts(&rtxt, "min(row, ");
-		kx_dimlini(k, &rtxt, at->Tq, sTq, 0, 1, -1);
-		kf_buf_putc(&rtxt, ')');
-	} else {
-		kf_buf_puts(&rtxt, "row");
-	}
-	if (kpart) {
-		kf_buf_puts(&ctxt, "min(col, ");
-		kx_dimlini(k, &ctxt, at->Tk, sTk, 0, 1, -1);
-		kf_buf_putc(&ctxt, ')');
-	} else {
-		kf_buf_puts(&ctxt, "col");
-	}
-	kf_buf_putc(&rtxt, '\0');
-	kf_buf_putc(&ctxt, '\0');
-	/* two nested loops (n-tiles, then the 4 of each) unroll fully where
-	 * one of bn / 2 with the helper inlined in it did not (a spill) */
-	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++)\n#pragma unroll\n      for (int r = 0; r < 4; r++) {\n",
-		      bn / 8);
-	kf_buf_puts(b, "        const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n        float x = ");
-	kx_att_score_call(k, b);
-	kf_buf_printf(b, "z, %s, %s, sc[4 * j + r]);\n", rtxt.p, ctxt.p);
-	kf_buf_free(&rtxt);
-	kf_buf_free(&ctxt);
-	if (at->causal || kpart) {
-		kf_buf_puts(b, "        if (edge && (");
-		if (kpart) {
-			kf_buf_puts(b, "col >= ");
-			kx_dim(k, b, at->Tk, sTk);
-		}
-		if (at->causal)
-			kf_buf_printf(b, "%scol > row + %lld", kpart ? " || " : "", (long long)at->off);
-		kf_buf_puts(b, ")) x = -KF_INF;\n");
-	}
-	kf_buf_puts(b, "        sc[4 * j + r] = x;\n      }\n");
-}
-
-/* The online softmax of a tile: rows r0 and r1's new maxima over the quad
- * (m0, m1), the output accumulators oacc[dv / 2] and sums l0, l1 rescaled,
- * the probabilities packed into pf[bn / 16][4]: the accumulators of
- * n-tiles 2j and 2j + 1 are the A fragment of k-step j. */
-void kx_att_tile_softmax(kx *k, const kx_att *at, int bn, int dv)
-{
-	kf_buf *b = &k->b;
-	const char *pack = at->mdt == KF_BF16 ? "kf_pack_b2" : "kf_pack_h2";
-	kf_buf_printf(b, "    float mx0 = m0, mx1 = m1;\n#pragma unroll\n    for (int i = 0; i < %d; i += 4) {\n"
-		      "      mx0 = fmaxf(mx0, fmaxf(sc[i], sc[i + 1]));\n      mx1 = fmaxf(mx1, fmaxf(sc[i + 2], sc[i + 3]));\n    }\n",
-		      bn / 2);
-	kf_buf_puts(b, "    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));\n"
-		       "    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));\n"
-		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));\n"
-		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));\n");
-	/* exp(x - m) = 2^(x log2(e) - m log2(e)); a row with nothing but -inf so
-	 * far keeps 0 as its offset, so that no -inf - -inf appears */
-	kf_buf_puts(b, "    const float b0 = mx0 == -KF_INF ? 0.0f : mx0 * 1.44269504f, b1 = mx1 == -KF_INF ? 0.0f : mx1 * 1.44269504f;\n"
-		       "    const float a0 = kf_ex2(m0 * 1.44269504f - b0), a1 = kf_ex2(m1 * 1.44269504f - b1);\n"
-		       "    m0 = mx0;\n    m1 = mx1;\n    l0 *= a0;\n    l1 *= a1;\n");
-	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i += 4) {\n      oacc[i] *= a0;\n      oacc[i + 1] *= a0;\n"
-		      "      oacc[i + 2] *= a1;\n      oacc[i + 3] *= a1;\n    }\n", dv / 2);
-	kf_buf_printf(b, "    unsigned pf[%d][4];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n", bn / 16, bn / 8);
-	kf_buf_puts(b, "      const float e0 = kf_ex2(sc[4 * j] * 1.44269504f - b0), e1 = kf_ex2(sc[4 * j + 1] * 1.44269504f - b0);\n"
-		       "      const float e2 = kf_ex2(sc[4 * j + 2] * 1.44269504f - b1), e3 = kf_ex2(sc[4 * j + 3] * 1.44269504f - b1);\n"
-		       "      l0 += e0 + e1;\n      l1 += e2 + e3;\n");
-	kf_buf_printf(b, "      pf[j >> 1][(j & 1) * 2] = %s(e0, e1);\n      pf[j >> 1][(j & 1) * 2 + 1] = %s(e2, e3);\n    }\n",
-		      pack, pack);
-}
-
-/* After the last tile: the rows' sums over the quad, and oacc[dv / 2]
- * divided by them, written in pairs of columns through the output view. */
-int kx_att_finish(kx *k, const kx_att *at, int dv)
-{
-	kf_buf *b = &k->b;
-	if (kx_att_out_helper(k, at, true) != 0)
-		return -1;
-	kf_buf_puts(b, "  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);\n  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);\n"
-		       "  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);\n  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);\n"
-		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
-	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 4) {\n    const int col = (i >> 2) * 8 + 2 * q4;\n", dv / 2);
-	for (int h = 0; h < 2; h++) {
-		kf_buf_printf(b, "    if (r%d < ", h);
-		kx_dim(k, b, at->Tq, KX_ATT_S(k, at, Tq));
-		kf_buf_puts(b, ") ");
-		kx_att_out_call(k, b, true);
-		kf_buf_printf(b, "z, r%d, col, oacc[i + %d] * i%d, oacc[i + %d] * i%d);\n", h, 2 * h, h, 2 * h + 1, h);
-	}
-	kf_buf_puts(b, "  }\n");
-	return 0;
-}
-
 /* ---- the kernel ------------------------------------------------------------------- */
 
 int kx_emit_attention(kx *k)
@@ -717,15 +633,16 @@ int kx_emit_attention(kx *k)
 			at.p = &pat;
 		k->k->why[0] = '\0';
 	}
-	if (rc == 0 && (kx_att_score_helper(k, &at) != 0 || (at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
-		rc = -1;
-	if (rc == 0) {
+	/* the Hopper kernel declares the helpers it needs itself (none for a
+	 * scale it folds) */
+	if (rc == 0)
 		rc = kx_emit_attention_wgmma(k, &at);
-		if (rc == 1)
-			rc = kx_emit_attention_mma(k, &at);
-		if (rc == 1)
-			rc = kx_emit_attention_simt(k, &at);
-	}
+	if (rc == 1 && (kx_att_score_helper(k, &at) != 0 || (at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
+		rc = -1;
+	if (rc == 1)
+		rc = kx_emit_attention_mma(k, &at);
+	if (rc == 1)
+		rc = kx_emit_attention_simt(k, &at);
 	/* a body the kernels do not take runs op by op (no error was made) */
 	return rc != 0 && k->k->why[0] ? 2 : rc;
 }

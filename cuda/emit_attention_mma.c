@@ -228,7 +228,8 @@ static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, co
 		      "        unsigned t[4];\n        ", D / 16, BN / 8);
 	frag_b(b, tk, tk->keycols, "ks", "j * 8", "kk * 16");
 	kf_buf_printf(b, "\n        %s(sc + 4 * j, qf[kk], t);\n        %s(sc + 4 * (j + 1), qf[kk], t + 2);\n      }\n", mma, mma);
-	kx_att_tile_scores(k, at, BN, !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), "q0");
+	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .mask = KX_MASK_EDGE, .rowmin = "q0"};
+	kx_att_tile_scores(k, at, &st);
 	kx_att_tile_softmax(k, at, BN, DV);
 	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int n = 0; n < %d; n += 2) {\n"
 		      "        unsigned t[4];\n        ", BN / 16, DV / 8);

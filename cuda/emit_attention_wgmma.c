@@ -1,32 +1,56 @@
 /* emit_attention_wgmma.c: the flash-attention kernel for Hopper (sm_90a):
  * TMA loads into a ring of shared-memory stages, wgmma on the tensor
  * cores, a producer warpgroup and consumer warpgroups (the machinery of
- * emit_wgmma.c: its helpers, descriptors and 128-byte swizzled layouts).
+ * emit_wgmma.c: its helpers, descriptors and 128-byte swizzled layouts),
+ * scheduled as FlashAttention-3 does.
  *
- * Tile "wga<BM>x<BN>s<S>" (BM 64 or 128: 1 or 2 consumer warpgroups of 64
- * query rows; BN 64 or 128 keys; S stages).  Warpgroup 0 is the producer:
- * it gives up registers and one thread loads q's tile once (bar_q) and then
- * each key tile's k (K-major: BN rows of 64 head dims, D / 64 boxes) and v
- * (N-major: boxes of 64 keys x 64 head dims) into stage jt % S, completing
- * on the stage's `full` mbarrier after waiting for its `empty` one.  Each
- * consumer warpgroup takes registers and, per key tile: S = Q K^T with
- * wgmma m64nBNk16 (q and k by descriptor), the score chain and the online
- * softmax on the accumulators (the same per-thread layout as mma.sync's:
- * rows 16 warp + lane / 4 and + 8, so the code is emit_attention_mma.c's),
- * the probabilities packed into A fragments in registers, O += P V with
- * wgmma m64nDVk16 (A from registers, v by descriptor, trans-b), and the
- * stage released (one arrival per warp).  The output is divided by the
- * rows' sums and written through its view (KF_KERNEL_out2).
+ * Tile "wga<BM>x<BN>s<S>[p][o]": BM 64, 128 or 192 query rows (1 to 3
+ * consumer warpgroups of 64), BN keys a tile (a multiple of 16 up to
+ * 256), S stages; "p" ping-pong, "o" intra-warpgroup overlap (below).
+ * Warpgroup 0 is the producer: it gives up registers (setmaxnreg) and one
+ * thread loads q's tile once (bar_q), then per key tile k (K-major: BN rows
+ * of 64 head dims a box) and v (N-major: boxes of BN keys x 64 head dims)
+ * into stage i % S, each completing on its own `full` mbarrier after its
+ * `empty` one (k and v apart, so that S = Q K^T starts before v lands; k
+ * of tile i before v of tile i - 1, the order the consumers need them in
+ * with "o").  Each consumer warpgroup takes registers and owns 64 query
+ * rows: S = Q K^T with wgmma m64nBNk16 (q and k by descriptor, scale-d 0
+ * on the first k-step), the score chain and the online softmax on the
+ * accumulators (the per-thread layout of mma.sync's: emit_attention_tile.c
+ * writes the steps for both kernels), the probabilities packed in
+ * registers as the A operand of wgmma m64nDVk16 (v by descriptor, trans-b)
+ * for O += P V.
+ *
+ * The key tiles go from the last to the first: the tiles a causal mask or
+ * the end of the keys cuts come first (their scores masked), then the rest
+ * without a mask (a loop of its own); blocks take the heaviest query tiles
+ * first.  A score chain that is one positive scale goes into the exp2 of
+ * the softmax (kx_att_fold_scale); row maxima and sums reduce over 4
+ * partial values.
+ *
+ * "o" (intra-warpgroup overlap): tile i's S = Q K^T is issued, then O is
+ * rescaled and tile i - 1's O += P V issued, and the softmax of tile i runs
+ * while that product is on the tensor cores; the accumulators of both
+ * products and P live in registers at once.  "p" (ping-pong): the consumer
+ * warpgroups take turns issuing their products, warpgroup c waiting on
+ * named barrier 1 + c and, once its products are issued, letting the next
+ * one go (bar.arrive 1 + (c + 1) % n): one's softmax runs while the
+ * other's products run.  Warpgroup 0 lets itself go first; the last one
+ * does not let anyone go after its last products (every barrier ends with
+ * as many arrivals as waits).  setmaxnreg: producer 56, 24 or 32 and
+ * consumers 240, 240 or 160 registers for 1, 2 or 3 consumers.
  *
  * q, k and v must each be read as stored with contiguous head dims, in a
  * layout a 3-D tensor map takes: [runs][rows][pitch] with the operand's
  * rows a whole run (so TMA zero-fills rows past the sequence) and its head
  * dims at a column offset within the pitch (q, k and v split from one
- * projection, heads side by side).  Head dims 64 or 128.  Otherwise, or
- * without wgmma on the device, the mma.sync kernel runs.  For now a tile
- * must ask for it (the fusion's `tile`, or $KFUSE_ATTN_TILE): it has run
- * on the host emulation (tests/unit/kf_emu.h, which runs the H200-proven
- * wgmma matmul right too), not on a GPU yet.
+ * projection, heads side by side; grouped-query heads).  Head dims 64 or
+ * 128.  Otherwise, or without wgmma on the device, the mma.sync kernel
+ * runs.  The default on a device with wgmma (kf_emit_target.wgmma 1):
+ * default_cfg's rule.  The kernel before this schedule (one loop, k and v
+ * on one barrier) ran right on an H200 at T 1024 to 8192
+ * (bench/results/2026-12-01-gpu-s2c-attn.txt); the schedule has run on
+ * the host emulation (tests/unit/kf_emu.h, test_attention) only so far.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +64,11 @@ static const char wga_helpers[] =
 	"__device__ __forceinline__ void kf_tma3d(unsigned dst, const KfTmap *m, int c0, int c1, int c2, unsigned bar) {\n"
 	"  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\"\n"
 	"               :: \"r\"(dst), \"l\"(m), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_bar_sync(unsigned id, unsigned n) {\n"
+	"  asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_bar_arrive(unsigned id, unsigned n) {\n"
+	"  asm volatile(\"bar.arrive %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
+	"__device__ __forceinline__ int kf_opaque(int x) { asm volatile(\"\" : \"+r\"(x)); return x; }\n"
 	"#endif\n";
 
 /* kf_wgmma_rs_<ty>_n<N>_t1(d, a, db): one wgmma.m64nNk16, A from registers
@@ -97,8 +126,11 @@ static bool tmap_view(kx *k, const kx_att *at, const kx_attop *op, int rd, int h
 			int64_t s = x->stride[f];
 			if (!s)
 				continue;
-			if (s < 0)
+			if (s < 0) {
+				kf_buf_free(&t->run);
+				kf_buf_free(&t->col);
 				return false;
+			}
 			bool whole = s % run == 0;
 			if (!whole)
 				colmax += (x->ext[f] - 1) * s;
@@ -122,74 +154,305 @@ static void tmv_free(tmv *t)
 	kf_buf_free(&t->col);
 }
 
+
 typedef struct wga_cfg {
 	int bm, bn, s;
+	bool pp, ov;
 } wga_cfg;
 
+/* "wga128x176s2po" */
 static bool cfg_parse(const char *t, wga_cfg *c)
 {
-	char end;
-	return t && sscanf(t, "wga%dx%ds%d%c", &c->bm, &c->bn, &c->s, &end) == 3 && (c->bm == 64 || c->bm == 128) &&
-	       (c->bn == 64 || c->bn == 128) && c->s >= 2 && c->s <= 4;
+	int n = 0;
+	memset(c, 0, sizeof *c);
+	if (!t || sscanf(t, "wga%dx%ds%d%n", &c->bm, &c->bn, &c->s, &n) != 3 || n == 0)
+		return false;
+	for (const char *p = t + n; *p; p++) {
+		if (*p == 'p' && !c->pp)
+			c->pp = true;
+		else if (*p == 'o' && !c->ov)
+			c->ov = true;
+		else
+			return false;
+	}
+	return (c->bm == 64 || c->bm == 128 || c->bm == 192) && c->bn >= 16 && c->bn <= 256 && c->bn % 16 == 0 &&
+	       c->s >= 2 && c->s <= 4 && (!c->pp || c->bm > 64);
 }
 
-/* The producer warpgroup: one thread loads q once, then the key tiles. */
-static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, int nc, int ksz, int vsz)
+/* Shared memory of a tile: q, S stages of k and v, the alignment's slack,
+ * the barriers (q; full and empty of k and of v, a stage each). */
+static int smem_of(const kx_att *at, const wga_cfg *c, int *qsz, int *ksz, int *vsz)
+{
+	*qsz = c->bm / 64 * ((int)at->D / 64) * 8192;
+	*ksz = ((int)at->D / 64) * c->bn * 128;
+	*vsz = ((int)at->DV / 64) * c->bn * 128;
+	return *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (1 + 4 * c->s);
+}
+
+/* The default tile (the rule and its measurements: docs/attention.md):
+ * 2 consumers of 64 rows with ping-pong and overlap, unless that leaves
+ * the 132 SMs of an H200 with less than a wave of blocks (short
+ * sequences, few heads): then one consumer of 64 rows; BN 128, 176 for
+ * head dim 128 without a causal mask, never past the keys (rounded up to
+ * 16); as many stages as fit, up to 3. */
+static void default_cfg(const kx_att *at, wga_cfg *c)
+{
+	int64_t blocks128 = (at->Tq + 127) / 128 * at->NB;
+	c->bm = blocks128 < 132 ? 64 : 128;
+	c->bn = at->D == 128 && !at->causal ? 176 : 128;
+	int64_t tk16 = (at->Tk + 15) / 16 * 16;
+	if (c->bn > tk16)
+		c->bn = (int)tk16;
+	c->pp = c->bm > 64;
+	c->ov = true;
+	int q, k, v;
+	for (c->s = 3; c->s > 2; c->s--)
+		if (smem_of(at, c, &q, &k, &v) <= 227 * 1024)
+			break;
+}
+
+/* The producer warpgroup: one thread loads q once, then k of tile i and v
+ * of tile i - 1 (tiles in the order the consumers take them: jt = nt - 1
+ * - i), each into stage i % S once its `empty` barrier says the stage was
+ * read. */
+static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
-	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
-	kf_buf_puts(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");\n"
-		       "    if (threadIdx.x != 0) return;\n");
+	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s, nc = c->bm / 64;
+	kf_buf_printf(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %d;\");\n"
+		      "    if (threadIdx.x != 0) return;\n", nc == 1 ? 56 : nc == 2 ? 24 : 32);
 	kf_buf_printf(b, "    kf_mbar_expect(bar_q, %d);\n", nc * (D / 64) * 8192);
 	for (int cw = 0; cw < nc; cw++)
 		for (int kc = 0; kc < D / 64; kc++)
 			kf_buf_printf(b, "    kf_tma3d(sq + %d, &tm0, %.*s + %d, q0 + %d, %.*s, bar_q);\n", (cw * (D / 64) + kc) * 8192,
 				      (int)m[0].col.n, m[0].col.p, kc * 64, cw * 64, (int)m[0].run.n, m[0].run.p);
-	kf_buf_printf(b, "    for (int jt = 0; jt < nt; jt++) {\n      const int s = jt %% %d;\n", S);
-	kf_buf_printf(b, "      if (jt >= %d) kf_mbar_wait(bar_empty + s * 8, ((jt / %d) - 1) & 1);\n", S, S);
-	kf_buf_printf(b, "      kf_mbar_expect(bar_full + s * 8, %d);\n", ksz + vsz);
-	kf_buf_printf(b, "      const unsigned ks = sk + s * %d, vs = sv + s * %d;\n", ksz, vsz);
+	kf_buf_puts(b, "    for (int i = 0; i <= nt; i++) {\n      if (i < nt) {\n");
+	kf_buf_printf(b, "        const int s = i %% %d, jt = nt - 1 - i;\n", S);
+	kf_buf_printf(b, "        if (i >= %d) kf_mbar_wait(bar_ek + s * 8, ((i / %d) - 1) & 1);\n", S, S);
+	kf_buf_printf(b, "        kf_mbar_expect(bar_fk + s * 8, %d);\n", ksz);
 	for (int kc = 0; kc < D / 64; kc++)
-		kf_buf_printf(b, "      kf_tma3d(ks + %d, &tm1, %.*s + %d, jt * %d, %.*s, bar_full + s * 8);\n", kc * BN * 128,
-			      (int)m[1].col.n, m[1].col.p, kc * 64, BN, (int)m[1].run.n, m[1].run.p);
-	for (int kb = 0; kb < BN / 64; kb++)
-		for (int nb = 0; nb < DV / 64; nb++)
-			kf_buf_printf(b, "      kf_tma3d(vs + %d, &tm2, %.*s + %d, jt * %d + %d, %.*s, bar_full + s * 8);\n",
-				      (kb * (DV / 64) + nb) * 8192, (int)m[2].col.n, m[2].col.p, nb * 64, BN, kb * 64,
-				      (int)m[2].run.n, m[2].run.p);
-	kf_buf_puts(b, "    }\n    return;\n  }\n");
+		kf_buf_printf(b, "        kf_tma3d(sk + s * %d + %d, &tm1, %.*s + %d, jt * %d, %.*s, bar_fk + s * 8);\n", ksz,
+			      kc * BN * 128, (int)m[1].col.n, m[1].col.p, kc * 64, BN, (int)m[1].run.n, m[1].run.p);
+	kf_buf_puts(b, "      }\n      if (i > 0) {\n");
+	kf_buf_printf(b, "        const int s = (i - 1) %% %d, jt = nt - i;\n", S);
+	kf_buf_printf(b, "        if (i > %d) kf_mbar_wait(bar_ev + s * 8, (((i - 1) / %d) - 1) & 1);\n", S, S);
+	kf_buf_printf(b, "        kf_mbar_expect(bar_fv + s * 8, %d);\n", vsz);
+	for (int nb = 0; nb < DV / 64; nb++)
+		kf_buf_printf(b, "        kf_tma3d(sv + s * %d + %d, &tm2, %.*s + %d, jt * %d, %.*s, bar_fv + s * 8);\n", vsz,
+			      nb * BN * 128, (int)m[2].col.n, m[2].col.p, nb * 64, BN, (int)m[2].run.n, m[2].run.p);
+	kf_buf_puts(b, "      }\n    }\n    return;\n  }\n");
+}
+
+/* The consumers' text helpers.  `s` (text): the stage; the accumulators
+ * fenced after each wait, so that the compiler moves no use of them before
+ * it (the tensor cores write them until then). */
+static void wait_full(kf_buf *b, const wga_cfg *c, const char *bar, const char *i)
+{
+	kf_buf_printf(b, "    kf_mbar_wait(%s + ((%s) %% %d) * 8, ((%s) / %d) & 1);\n", bar, i, c->s, i, c->s);
+}
+
+static void release(kf_buf *b, const wga_cfg *c, const char *bar, const char *i)
+{
+	kf_buf_printf(b, "    if (lane == 0) kf_mbar_arrive(%s + ((%s) %% %d) * 8);\n", bar, i, c->s);
+}
+
+static void fence_regs(kf_buf *b, const char *a, int n)
+{
+	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(%s[i]) :: \"memory\");\n", n, a);
+}
+
+/* S = Q K^T of the key tile of iteration i (text), into sc, committed. */
+static void issue_qk(kf_buf *b, const kx_att *at, const wga_cfg *c, const char *ty, int ksz, const char *i)
+{
+	int D = (int)at->D;
+	kf_buf_printf(b, "    kf_wg_fence();\n    {\n      const unsigned ks = sk + ((%s) %% %d) * %d;\n", i, c->s, ksz);
+	/* k-step kk of 16 head dims: box kk / 4, + 32 bytes */
+	for (int kk = 0; kk < D / 16; kk++)
+		kf_buf_printf(b, "      kf_wgmma_%s_n%d_t0%s(sc, kf_wg_desc(sq + %d + cw * %d, 16, 1024), kf_wg_desc(ks + %d, 16, 1024));\n",
+			      ty, c->bn, kk ? "" : "z", (kk / 4) * 8192 + (kk % 4) * 32, (D / 64) * 8192,
+			      (kk / 4) * c->bn * 128 + (kk % 4) * 32);
+	kf_buf_puts(b, "    }\n    kf_wg_commit();\n");
+}
+
+/* O += P V of the key tile of iteration i (text): k-step kk of 16 keys at
+ * + 2048 bytes; the boxes of 64 head dims BN * 128 bytes apart (LBO). */
+static void issue_pv(kf_buf *b, const kx_att *at, const wga_cfg *c, const char *ty, int vsz, const char *i)
+{
+	kf_buf_printf(b, "    kf_wg_fence();\n    {\n      const unsigned vs = sv + ((%s) %% %d) * %d;\n", i, c->s, vsz);
+	kf_buf_printf(b, "#pragma unroll\n      for (int kk = 0; kk < %d; kk++)\n"
+		      "        kf_wgmma_rs_%s_n%d_t1(oacc, pf[kk], kf_wg_desc(vs + kk * 2048, %d, 1024));\n",
+		      c->bn / 16, ty, (int)at->DV, c->bn * 128);
+	kf_buf_puts(b, "    }\n    kf_wg_commit();\n");
+}
+
+/* Ping-pong: wait for this warpgroup's turn; let the next one go (not
+ * after the last products of the last warpgroup: `last`, text, says when
+ * these are those). */
+static void turn_wait(kf_buf *b, const wga_cfg *c)
+{
+	if (c->pp)
+		kf_buf_puts(b, "    kf_bar_sync(1 + cw, 256);\n");
+}
+
+static void turn_pass(kf_buf *b, const wga_cfg *c, const char *last)
+{
+	int nc = c->bm / 64;
+	if (!c->pp)
+		return;
+	if (last)
+		kf_buf_printf(b, "    if (cw != %d || !(%s)) kf_bar_arrive(1 + (cw + 1) %% %d, 256);\n", nc - 1, last, nc);
+	else
+		kf_buf_printf(b, "    kf_bar_arrive(1 + (cw + 1) %% %d, 256);\n", nc);
+}
+
+/* The loops of a consumer with "o": tile 0's S and softmax; then for each
+ * tile i, S of i, O rescaled, O += P V of i - 1, the softmax of i while
+ * that runs (the masked tiles' loop, then the others'); the last P V. */
+static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *st, const char *ty, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int BN = c->bn, DV = (int)at->DV;
+	kf_buf_puts(b, "  {\n    const int it = 0, jt = nt - 1;\n    (void)jt;\n");
+	wait_full(b, c, "bar_fk", "it");
+	turn_wait(b, c);
+	issue_qk(b, at, c, ty, ksz, "it");
+	turn_pass(b, c, NULL);
+	kf_buf_puts(b, "    kf_wg_wait<0>();\n");
+	fence_regs(b, "sc", BN / 2);
+	release(b, c, "bar_ek", "it");
+	st->mask = KX_MASK_EDGE;
+	kx_att_tile_scores(k, at, st);
+	kx_att_tile_max(k, at, st);
+	kx_att_tile_exp(k, at, st, false);
+	kx_att_tile_pack(k, at, BN);
+	kf_buf_puts(b, "  }\n");
+	for (int pass = 0; pass < 2; pass++) {
+		/* not unrolled: two tiles' registers at once would not fit */
+		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = max(nm, 1); it < nt; it++) {\n"
+				    : "#pragma unroll 1\n  for (int it = 1; it < nm; it++) {\n");
+		kf_buf_puts(b, "    const int jt = nt - 1 - it;\n    (void)jt;\n");
+		wait_full(b, c, "bar_fk", "it");
+		turn_wait(b, c);
+		issue_qk(b, at, c, ty, ksz, "it");
+		kx_att_tile_rescale(k, DV);
+		wait_full(b, c, "bar_fv", "it - 1");
+		issue_pv(b, at, c, ty, vsz, "it - 1");
+		turn_pass(b, c, NULL);
+		kf_buf_puts(b, "    kf_wg_wait<1>();\n");
+		fence_regs(b, "sc", BN / 2);
+		release(b, c, "bar_ek", "it");
+		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
+		kx_att_tile_scores(k, at, st);
+		kx_att_tile_max(k, at, st);
+		kx_att_tile_exp(k, at, st, false);
+		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
+		fence_regs(b, "oacc", DV / 2);
+		release(b, c, "bar_ev", "it - 1");
+		kx_att_tile_pack(k, at, BN);
+		kf_buf_puts(b, "  }\n");
+	}
+	kf_buf_puts(b, "  {\n    const int it = nt;\n");
+	kx_att_tile_rescale(k, DV);
+	wait_full(b, c, "bar_fv", "it - 1");
+	turn_wait(b, c);
+	issue_pv(b, at, c, ty, vsz, "it - 1");
+	turn_pass(b, c, "true");
+	kf_buf_puts(b, "    kf_wg_wait<0>();\n");
+	fence_regs(b, "oacc", DV / 2);
+	release(b, c, "bar_ev", "it - 1");
+	kf_buf_puts(b, "  }\n");
+}
+
+/* The loops of a consumer without "o": per tile, S, its softmax, O += P V
+ * (the masked tiles' loop, then the others'). */
+static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *st, const char *ty, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int BN = c->bn, DV = (int)at->DV;
+	for (int pass = 0; pass < 2; pass++) {
+		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = nm; it < nt; it++) {\n"
+				    : "#pragma unroll 1\n  for (int it = 0; it < nm; it++) {\n");
+		kf_buf_puts(b, "    const int jt = nt - 1 - it;\n    (void)jt;\n");
+		wait_full(b, c, "bar_fk", "it");
+		turn_wait(b, c);
+		issue_qk(b, at, c, ty, ksz, "it");
+		turn_pass(b, c, NULL);
+		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
+		fence_regs(b, "sc", BN / 2);
+		release(b, c, "bar_ek", "it");
+		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
+		kx_att_tile_scores(k, at, st);
+		kx_att_tile_max(k, at, st);
+		kx_att_tile_rescale(k, DV);
+		kx_att_tile_exp(k, at, st, false);
+		kx_att_tile_pack(k, at, BN);
+		wait_full(b, c, "bar_fv", "it");
+		turn_wait(b, c);
+		issue_pv(b, at, c, ty, vsz, "it");
+		turn_pass(b, c, "it == nt - 1");
+		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
+		fence_regs(b, "oacc", DV / 2);
+		release(b, c, "bar_ev", "it");
+		kf_buf_puts(b, "  }\n");
+	}
 }
 
 /* A consumer warpgroup: 64 query rows, every key tile. */
-static void consumer(kx *k, const kx_att *at, const wga_cfg *c, int nc, int ksz, int vsz)
+static void consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
-	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
+	int BN = c->bn, DV = (int)at->DV, nc = c->bm / 64;
 	const char *ty = at->mdt == KF_BF16 ? "bf16" : "f16";
-	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", nc == 2 ? 232 : 240);
-	kf_buf_printf(b, "  const int cw = wg - 1, g = lane >> 2, q4 = lane & 3;\n"
-		      "  const int r0 = q0 + cw * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;\n");
+	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", nc == 3 ? 160 : 240);
+	kf_buf_puts(b, "  const int cw = wg - 1, g = lane >> 2, q4 = lane & 3;\n"
+		       "  const int r0 = q0 + cw * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;\n");
+	kx_att_fold_scale(k, at, b);
 	kf_buf_printf(b, "  float oacc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2, DV / 2);
-	kf_buf_puts(b, "  float m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n  kf_mbar_wait(bar_q, 0);\n");
-	kf_buf_printf(b, "  for (int jt = 0; jt < nt; jt++) {\n    const int s = jt %% %d;\n", S);
-	kf_buf_printf(b, "    kf_mbar_wait(bar_full + s * 8, (jt / %d) & 1);\n", S);
-	kf_buf_printf(b, "    const unsigned ks = sk + s * %d, vs = sv + s * %d;\n", ksz, vsz);
-	/* S = Q K^T: k-step kk of 16 head dims, in box kk / 4 at + 32 bytes */
-	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", BN / 2, BN / 2);
-	kf_buf_printf(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n", D / 16);
-	kf_buf_printf(b, "      kf_wgmma_%s_n%d_t0(sc, kf_wg_desc(sq + (cw * %d + kk / 4) * 8192 + (kk %% 4) * 32, 16, 1024),\n"
-		      "                        kf_wg_desc(ks + (kk / 4) * %d + (kk %% 4) * 32, 16, 1024));\n",
-		      ty, BN, D / 64, BN * 128);
-	kf_buf_puts(b, "    kf_wg_commit();\n    kf_wg_wait<0>();\n");
-	/* the scores: sc[i] at row r0 + 8 ((i >> 1) & 1), column 8 (i >> 2) + 2 q4 + (i & 1) */
-	kx_att_tile_scores(k, at, BN, at->Tq % c->bm != 0, "(q0 + cw * 64)");
-	kx_att_tile_softmax(k, at, BN, DV);
-	/* O += P V: k-step kk of 16 keys, in key box kk / 4 at + 2048 bytes;
-	 * head-dim boxes of 64 are 8 KiB apart (LBO) */
-	kf_buf_printf(b, "    kf_wg_fence();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n", BN / 16);
-	kf_buf_printf(b, "      kf_wgmma_rs_%s_n%d_t1(oacc, pf[kk], kf_wg_desc(vs + (kk / 4) * %d + (kk %% 4) * 2048, 8192, 1024));\n",
-		      ty, DV, (DV / 64) * 8192);
-	kf_buf_puts(b, "    kf_wg_commit();\n    kf_wg_wait<0>();\n    if (lane == 0) kf_mbar_arrive(bar_empty + s * 8);\n  }\n");
+	kf_buf_printf(b, "  float sc[%d];\n  unsigned pf[%d][4];\n", BN / 2, BN / 16);
+	kf_buf_puts(b, "  float m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f, a0 = 0.0f, a1 = 0.0f;\n");
+	if (c->pp) /* warpgroup 0 goes first */
+		kf_buf_puts(b, "  if (cw == 0) kf_bar_arrive(1, 256);\n");
+	kf_buf_puts(b, "  kf_mbar_wait(bar_q, 0);\n");
+	kx_att_step st = {.bn = BN, .dv = DV, .qpart = at->Tq % c->bm != 0, .rowmin = "q0", .fold = at->fold, .tree = true,
+			  .persist = true};
+	if (c->ov)
+		loops_overlap(k, at, c, &st, ty, ksz, vsz);
+	else
+		loops_plain(k, at, c, &st, ty, ksz, vsz);
+}
+
+/* The block's indices and shared memory, its barriers set up. */
+static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int S = c->s, BN = c->bn, nc = c->bm / 64;
+	int64_t nqt = (at->Tq + c->bm - 1) / c->bm, NT = (at->Tk + BN - 1) / BN;
+	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
+	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
+		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
+		      "  const unsigned bar_q = sv + %d, bar_fk = bar_q + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, bar_ev = bar_ek + %d;\n",
+		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
+	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
+	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
+		      (long long)(nqt - 1), (long long)at->NB, c->bm);
+	/* nt tiles, the last nt - nm of them (the first walked) masked: those
+	 * past the block's first row's diagonal or the end of the keys */
+	if (at->causal)
+		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1), nm = nt - min((q0 + %lld) / %d, %lld);\n",
+			      (long long)NT, (long long)(c->bm - 1 + at->off), BN, (long long)(at->off + 1), BN,
+			      (long long)(at->Tk / BN));
+	else /* a count the compiler cannot see: it does not unroll a short
+	      * sequence's loops into straight-line code (which spilled: BN 176,
+	      * 2 tiles) */
+		kf_buf_printf(b, "  const int nt = kf_opaque(%lld), nm = nt - %lld;\n", (long long)NT, (long long)(at->Tk / BN));
+	/* full: the producer's expect_tx arrival and the bytes; empty: one
+	 * arrival per consumer warp */
+	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    for (int s = 0; s < %d; s++) {\n"
+		      "      kf_mbar_init(bar_fk + s * 8, 1);\n      kf_mbar_init(bar_fv + s * 8, 1);\n"
+		      "      kf_mbar_init(bar_ek + s * 8, %d);\n      kf_mbar_init(bar_ev + s * 8, %d);\n    }\n"
+		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  __syncthreads();\n",
+		      S, 4 * nc, 4 * nc);
 }
 
 int kx_emit_attention_wgmma(kx *k, kx_att *at)
@@ -198,17 +461,19 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	if (!tile || !*tile)
 		tile = getenv("KFUSE_ATTN_TILE");
 	bool asked = tile && !strncmp(tile, "wga", 3);
-	/* only when a wga tile asks for it (and the device is not known to
-	 * lack wgmma): it has run on the host emulation only (test_attention),
-	 * not yet on a GPU; the mma.sync kernel stays the default until it has */
-	if (k->wg < 0 || !asked)
+	/* a device without wgmma, one not known to have it (kfuse-opt --emit)
+	 * unless a wga tile asks, or an fa tile asked: the mma.sync kernel */
+	if (k->wg < 0 || (k->wg == 0 && !asked) || (tile && *tile && !asked))
 		return 1;
 	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || (at->D != 64 && at->D != 128) || (at->DV != 64 && at->DV != 128) ||
 	    at->Tq < 16)
 		return 1;
-	wga_cfg c = {at->Tq > 64 ? 128 : 64, 128, 2};
+	wga_cfg c;
 	if (asked && !cfg_parse(tile, &c))
-		return kx_fail(k, "attention tile '%s' is not wga<64|128>x<64|128>s<2..4>", tile);
+		return kx_fail(k, "attention tile '%s' is not wga<64|128|192>x<BN>s<2..4>[p][o] (BN a multiple of 16 up to 256; p with 2 or 3 consumers)",
+			       tile);
+	if (!asked)
+		default_cfg(at, &c);
 	int r = at->q.view.rank;
 	tmv m[3];
 	if (!tmap_view(k, at, &at->q, r - 2, r - 1, at->Tq, at->D, &m[0]))
@@ -222,58 +487,43 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 		tmv_free(&m[1]);
 		return 1;
 	}
-	int nc = c.bm / 64, D = (int)at->D, DV = (int)at->DV, BN = c.bn, S = c.s;
-	int qsz = nc * (D / 64) * 8192, ksz = (D / 64) * BN * 128, vsz = (BN / 64) * (DV / 64) * 8192;
-	int smem = qsz + S * (ksz + vsz) + 1024 + 8 * (2 * S + 1);
+	int qsz, ksz, vsz, smem = smem_of(at, &c, &qsz, &ksz, &vsz);
 	if (smem > 227 * 1024) {
 		for (int i = 0; i < 3; i++)
 			tmv_free(&m[i]);
 		return asked ? kx_fail(k, "attention tile %s needs %d bytes of shared memory", tile, smem) : 1;
 	}
+	if (!at->fold && kx_att_score_helper(k, at) != 0) {
+		for (int i = 0; i < 3; i++)
+			tmv_free(&m[i]);
+		return -1;
+	}
 	const char *ty = at->mdt == KF_BF16 ? "bf16" : "f16";
 	kf_buf_puts(&k->decl, kx_wg_helpers());
 	kf_buf_puts(&k->decl, wga_helpers);
 	kf_buf_puts(&k->decl, kx_att_helpers());
-	kx_wg_mma_fn(&k->decl, ty, BN, 0);
-	rs_fn(&k->decl, ty, DV);
-	int64_t nqt = (at->Tq + c.bm - 1) / c.bm, NT = (at->Tk + BN - 1) / BN;
+	kx_wg_mma_fn(&k->decl, ty, c.bn, 0, false);
+	kx_wg_mma_fn(&k->decl, ty, c.bn, 0, true);
+	rs_fn(&k->decl, ty, (int)at->DV);
+	int nc = c.bm / 64;
 	kf_kernel *kk = k->k;
 	kk->sm90a = true;
 	kk->block = 128 * (1 + nc);
-	kk->units = nqt * at->NB;
+	kk->units = (at->Tq + c.bm - 1) / c.bm * at->NB;
 	kk->per_sm = -1;
 	kk->smem = smem;
 	kk->ntmap = 3;
 	const kx_attop *ops[3] = {&at->q, &at->k, &at->v};
-	int box[3] = {64, BN, 64};
+	int box[3] = {64, c.bn, c.bn};
 	for (int i = 0; i < 3; i++)
 		kk->tmap[i] = (kf_tmap_spec){.param = ops[i]->param, .elem = 2, .inner = m[i].pitch, .mid = m[i].rows,
 					     .outer = m[i].runs, .box_inner = 64, .box_outer = box[i]};
-	kf_buf *b = &k->b;
-	kf_buf_printf(b, "  /* wga%dx%ds%d: q, k, v by TMA%s */\n", c.bm, BN, S, at->causal ? ", causal" : "");
-	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
-	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
-		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
-		      "  const unsigned bar_q = sv + %d, bar_full = bar_q + 8, bar_empty = bar_full + %d;\n",
-		      qsz, S * ksz, S * vsz, 8 * S);
-	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
-		      (long long)(nqt - 1), (long long)at->NB, c.bm);
-	if (at->causal)
-		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1);\n", (long long)NT,
-			      (long long)(c.bm - 1 + at->off), BN);
-	else
-		kf_buf_printf(b, "  const int nt = %lld;\n", (long long)NT);
-	/* full: the producer's expect_tx arrival and the bytes; empty: one
-	 * arrival per consumer warp */
-	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    for (int s = 0; s < %d; s++) {\n"
-		      "      kf_mbar_init(bar_full + s * 8, 1);\n      kf_mbar_init(bar_empty + s * 8, %d);\n    }\n"
-		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
-		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  __syncthreads();\n",
-		      S, 4 * nc);
-	producer(k, at, &c, m, nc, ksz, vsz);
-	consumer(k, at, &c, nc, ksz, vsz);
+	kf_buf_printf(&k->b, "  /* wga%dx%ds%d%s%s: q, k, v by TMA%s%s */\n", c.bm, c.bn, c.s, c.pp ? "p" : "", c.ov ? "o" : "",
+		      at->causal ? ", causal" : "", at->fold ? ", the scale in exp2" : "");
+	block_head(k, at, &c, qsz, ksz, vsz);
+	producer(k, at, &c, m, ksz, vsz);
+	consumer(k, at, &c, ksz, vsz);
 	for (int i = 0; i < 3; i++)
 		tmv_free(&m[i]);
-	return kx_att_finish(k, at, DV);
+	return kx_att_finish(k, at, (int)at->DV);
 }

@@ -150,8 +150,9 @@ int kx_mm_emit_part(kx *k, kx_mm *mm);
 int kx_mm_emit_wgmma(kx *k, kx_mm *mm);
 /* Its helpers (TMA, mbarriers, descriptors, wgmma fences; guarded), and
  * the definition of kf_wgmma_<ty>_n<bn>_t<tb>(d, da, db): one
- * wgmma.m64n<bn>k16, both operands by descriptor (guarded). */
+ * wgmma.m64n<bn>k16, both operands by descriptor, d += a b (guarded);
+ * zero: kf_wgmma_<ty>_n<bn>_t<tb>z, d = a b. */
 const char *kx_wg_helpers(void);
-void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb);
+void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb, bool zero);
 
 #endif

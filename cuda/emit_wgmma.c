@@ -100,20 +100,22 @@ static const char helpers[] =
 const char *kx_wg_helpers(void) { return helpers; }
 
 /* kf_wgmma_<ty>_n<BN>_t<tb>(d, da, db): one wgmma.m64nBNk16 with f32
- * accumulators d[BN/2], both operands by descriptor, D += A * B.  Guarded:
- * two kernels of one program (two matmuls of a graph) may both need it. */
-void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb)
+ * accumulators d[BN/2], both operands by descriptor, D += A * B (zero:
+ * kf_wgmma_..._t<tb>z, D = A * B, scale-d 0).  Guarded: two kernels of one
+ * program (two matmuls of a graph) may both need it. */
+void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb, bool zero)
 {
 	int nr = bn / 2;
-	kf_buf_printf(o, "#ifndef KF_WGMMA_%s_N%d_T%d\n#define KF_WGMMA_%s_N%d_T%d\n", ty, bn, tb, ty, bn, tb);
-	kf_buf_printf(o, "__device__ __forceinline__ void kf_wgmma_%s_n%d_t%d(float *d, unsigned long long da, "
+	const char *z = zero ? "z" : "", *Z = zero ? "Z" : "";
+	kf_buf_printf(o, "#ifndef KF_WGMMA_%s_N%d_T%d%s\n#define KF_WGMMA_%s_N%d_T%d%s\n", ty, bn, tb, Z, ty, bn, tb, Z);
+	kf_buf_printf(o, "__device__ __forceinline__ void kf_wgmma_%s_n%d_t%d%s(float *d, unsigned long long da, "
 		      "unsigned long long db) {\n  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-		      ty, bn, tb, bn, ty, ty);
+		      ty, bn, tb, z, bn, ty, ty);
 	for (int i = 0; i < nr; i++)
 		kf_buf_printf(o, "%s%%%d", i ? "," : "", i);
-	kf_buf_printf(o, "}, %%%d, %%%d, 1, 1, 1, 0, %d;\"\n    : ", nr, nr + 1, tb);
+	kf_buf_printf(o, "}, %%%d, %%%d, %d, 1, 1, 0, %d;\"\n    : ", nr, nr + 1, !zero, tb);
 	for (int i = 0; i < nr; i++)
-		kf_buf_printf(o, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+		kf_buf_printf(o, "%s\"%sf\"(d[%d])", i ? ", " : "", zero ? "=" : "+", i);
 	kf_buf_puts(o, "\n    : \"l\"(da), \"l\"(db) : \"memory\"); }\n#endif\n");
 }
 
@@ -613,7 +615,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	const char *ty = mm->dt == KF_BF16 ? "bf16" : "f16";
 	kf_buf *b = &k->b;
 	kf_buf_puts(&k->decl, helpers);
-	kx_wg_mma_fn(&k->decl, ty, c->bn, !mm->b.trans);
+	kx_wg_mma_fn(&k->decl, ty, c->bn, !mm->b.trans, false);
 	if (c->ps)
 		raster_fn(&k->decl);
 	wg_grid(k, mm);

@@ -5,27 +5,41 @@
 #
 # Needs the GPU, CUDA (libnvrtc), python3 with PyTorch and numpy; uses the
 # prebuilt kfuse-opt and kfuse-run of BUILD_DIR (bench/gpu/setup.sh).
-# Cases: sequence 128 to 16384 (queries = keys), head dims 64 and 128,
-# causal and not; batch x heads fill the GPU as the FlashAttention
-# benchmarks do: 16384 tokens a batch (B = 16384 / T) and 2048 channels (H =
-# 2048 / D).  A decode case: one query over 8192 keys (no mask: the last
-# query sees them all), batch 8 x 32 heads, head dim 128, timed in GB/s of
-# q, k, v and o moved (the device copy beside it).
-# Tiles: the default (the mma.sync kernel), the Hopper kernel (wgmma, TMA,
-# a producer warpgroup: $WGA, default wga128x128s2) at every shape, and at
-# T 2048 the alternatives in $TILES.  $TS: the sequence lengths.  About 8
-# minutes on the H200 with the defaults (N 20); each kfuse line prints as
-# it runs, the table at the end.
+# Cases: sequence lengths $TS (default 128 to 16384; queries = keys), head
+# dims 64 and 128, causal and not; batch x heads fill the GPU as the
+# FlashAttention benchmarks do: 16384 tokens a batch (B = 16384 / T) and
+# 2048 channels (H = 2048 / D).  A decode case: one query over 8192 keys (no
+# mask: the last query sees them all), batch 8 x 32 heads, head dim 128,
+# timed in GB/s of q, k, v and o moved (the device copy beside it).
+# kfuse runs as it chooses (the default: on an H200 the Hopper kernel's
+# rule, docs/attention.md), and at the lengths in $SWEEP_T (default 2048
+# 8192) with each tile of $TILES too; "TILE@PAT" runs only on cases whose
+# name holds PAT ("wga128x176s2po@d128_c0").  $BEFORE: another build
+# directory whose default runs beside ("before", e.g. main's), and at
+# $SWEEP_T its tiles in $BEFORE_TILES.  Each kfuse line prints as it runs,
+# the table at the end.  The check of the Hopper kernel's schedule against
+# main's build (about 4 to 5 minutes on the H200):
+#   TS="512 2048 8192 16384" SWEEP_T=8192 RUN_TIMEOUT=30 BEFORE=MAIN_BUILD \
+#   BEFORE_TILES=wga128x128s2 TILES="wga128x128s2po@d128_c0 wga128x192s2po@d64_c0
+#   wga192x128s3o@d64 wga128x128s2@c0" bench/gpu/attention.sh BUILD 10
 # torch.compile recompiles for every shape (tens of seconds each): it runs
-# at the sequence lengths in $COMPILE_T (default 2048).
+# at the sequence lengths in $COMPILE_T (default 2048; 0: none); the
+# PyTorch part has $TORCH_TIMEOUT seconds (default 420).
 # Each kfuse output is checked against PyTorch's (attention_check.py)
-# before its time counts; a failing case says why and the script goes on.
+# before its time counts; a failing case says why and the script goes on
+# (a run has $RUN_TIMEOUT seconds, default 60: a kernel that hangs costs
+# no more).  Inputs and outputs go to /dev/shm when it is there.
 # TFLOP/s: 4 B H Tq Tk D flops, half of it under a causal mask.
 [ $# -ge 2 ] || set -- "${1:-}" 20
+[ -z "${KFUSE_BENCH_OUT:-}" ] && [ -d /dev/shm ] && KFUSE_BENCH_OUT=$(mktemp -d /dev/shm/kfuse-attention.XXXXXX) &&
+	export KFUSE_BENCH_OUT
 . "$(dirname "$0")/setup.sh"
-TILES=${TILES:-"fa128x128s2 fa64x64s2 wga128x64s2"}
+TILES=${TILES:-}
+SWEEP_T=${SWEEP_T:-"2048 8192"}
 TS=${TS:-"128 512 1024 2048 4096 8192 16384"}
-WGA=${WGA:-wga128x128s2}
+BEFORE=${BEFORE:-}
+BEFORE_TILES=${BEFORE_TILES:-}
+RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 py=${PYTHON:-python3}
 
 cases=""
@@ -40,7 +54,7 @@ done
 cases="$cases decode:8:32:1:8192:128:0"
 
 echo "== PyTorch (inputs, references, SDPA backends, torch.compile) =="
-(cd "$here" && COMPILE_T="${COMPILE_T:-2048}" timeout 420 "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"
+(cd "$here" && COMPILE_T="${COMPILE_T:-2048}" timeout "${TORCH_TIMEOUT:-420}" "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"
 rc=$?
 [ $rc = 0 ] || { echo "attention_torch.py failed ($rc):"; tail -20 "$out/torch.log"; }
 
@@ -72,14 +86,14 @@ graph() {
 	} > "$out/$n.kf"
 }
 
-# kfuse NAME VARIANT [ENV...]: fuse, run with the saved inputs, check, time
+# kfuse NAME VARIANT RUN [ENV...]: fuse, run with the saved inputs, check, time
 kfuse() {
-	n=$1 v=$2
-	shift 2
+	n=$1 v=$2 run=$3
+	shift 3
 	f="$out/$n.fused.kf"
 	rm -rf "$out/$n.out"
 	mkdir -p "$out/$n.out"
-	timeout 300 env "$@" "$kfrun" "$f" --backend=cuda --input "q=$out/$n.q.npy" --input "k=$out/$n.k.npy" \
+	timeout "$RUN_TIMEOUT" env "$@" "$run" "$f" --backend=cuda --input "q=$out/$n.q.npy" --input "k=$out/$n.k.npy" \
 		--input "v=$out/$n.v.npy" --output-dir "$out/$n.out" --bench "$N" > "$out/$n.$v.txt" 2>&1
 	rc=$?
 	chk=$($py "$here/attention_check.py" "$out/$n.out/out0.npy" "$out/$n.ref.npy" 2>&1)
@@ -102,10 +116,18 @@ for c in $cases; do
 		cat "$out/$n.opt.log"
 		continue
 	fi
-	kfuse "$n" default
-	[ "$n" = decode ] || kfuse "$n" "$WGA" KFUSE_ATTN_TILE="$WGA"
-	case $n in t2048_*)
-		for t in $TILES; do kfuse "$n" "$t" KFUSE_ATTN_TILE="$t"; done ;;
+	kfuse "$n" default "$kfrun"
+	[ -n "$BEFORE" ] && kfuse "$n" before "$BEFORE/kfuse-run"
+	T=${n#t}
+	T=${T%%_*}
+	case " $SWEEP_T " in *" $T "*)
+		for t in $TILES; do
+			case $t in *@*) case $n in *"${t#*@}"*) ;; *) continue ;; esac ;; esac
+			kfuse "$n" "${t%%@*}" "$kfrun" KFUSE_ATTN_TILE="${t%%@*}"
+		done
+		[ -n "$BEFORE" ] && [ "$n" != decode ] && for t in $BEFORE_TILES; do
+			kfuse "$n" "before-$t" "$BEFORE/kfuse-run" KFUSE_ATTN_TILE="$t"
+		done ;;
 	esac
 	rm -f "$out/$n".*.npy
 	rm -rf "$out/$n.out"
@@ -146,18 +168,27 @@ def rate(n, ms):
     f = 4 * B * H * TQ * TK * D * (0.5 if C else 1.0)
     return f / (ms * 1e9)
 cols = ["flash", "cudnn", "efficient", "compile"]
-unit = lambda n: "GB/s" if n == "decode" else "TFLOP/s"
-print(f"{'case':<16} {'kfuse':>8} {'tile':>12} " + " ".join(f"{c:>9}" for c in cols) + f" {'best torch':>10} {'kfuse/best':>10}  check")
+r = lambda n, ms: rate(n, ms) if not math.isnan(ms) else math.nan
+print(f"{'case':<15} {'default':>8} {'before':>8} {'best tile':>9} {'tile':>15} " + " ".join(f"{c:>9}" for c in cols) +
+      f" {'best torch':>10} {'dflt/best':>9}  check")
+ratios = []
 for n in sorted(runs, key=lambda n: (n == "decode",) + shape(n)[2:]):
     best_v, best = None, math.nan
     for v, (ms, chk) in runs[n].items():
-        if not math.isnan(ms) and (math.isnan(best) or ms < best):
+        if not v.startswith("before") and not math.isnan(ms) and (math.isnan(best) or ms < best):
             best_v, best = v, ms
-    k = rate(n, best) if not math.isnan(best) else math.nan
-    tr = [rate(n, torch.get(n, {}).get(c, math.nan)) if not math.isnan(torch.get(n, {}).get(c, math.nan)) else math.nan for c in cols]
+    d = r(n, runs[n].get("default", (math.nan, ""))[0])
+    bf = r(n, runs[n].get("before", (math.nan, ""))[0])
+    tr = [r(n, torch.get(n, {}).get(c, math.nan)) for c in cols]
     bt = max([x for x in tr if not math.isnan(x)], default=math.nan)
+    if bt == bt and d == d and n != "decode":
+        ratios.append(d / bt)
     chk = runs[n].get("default", (0, "-"))[1]
-    print(f"{n:<16} {k:8.1f} {best_v or '-':>12} " + " ".join(f"{x:9.1f}" for x in tr) + f" {bt:10.1f} {k / bt if bt == bt and bt else math.nan:10.3f}  {chk}")
+    print(f"{n:<15} {d:8.1f} {bf:8.1f} {r(n, best):9.1f} {best_v or '-':>15} " + " ".join(f"{x:9.1f}" for x in tr) +
+          f" {bt:10.1f} {d / bt if bt == bt and bt else math.nan:9.3f}  {chk}")
+if ratios:
+    print(f"default / best torch (attention cases): geometric mean {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} over {len(ratios)} cases, "
+          f"min {min(ratios):.3f}, max {max(ratios):.3f}")
 print(f"(units: TFLOP/s; decode: GB/s of q, k, v and o, device copy {copy:.0f} GB/s)")
 for n in sorted(runs):
     for v, (ms, chk) in sorted(runs[n].items()):

@@ -14,10 +14,13 @@
  * Hopper's machinery too: mbarriers (arrivals, transaction bytes, phase
  * parity), TMA 2-D copies with the 128-byte swizzle (zeros out of range),
  * wgmma m64nNk16 with operands by descriptor (K-major, or N-major with
- * trans-b) or A from registers; clusters and multicast are not emulated.
+ * trans-b) or A from registers, asynchronous (computed at the
+ * wgmma.wait_group that covers it, the accumulators NaN until then); named
+ * barriers (bar.sync, bar.arrive); clusters and multicast are not emulated.
  * The CUDA it implements is in tests/unit/emu/ (cuda_pre.h before the
  * prelude, cuda_post.h after it, launch.h after the kernel); the kernel's
- * text is compiled as written but for three rewrites: `extern __shared__`
+ * text is compiled as written but for four rewrites: the wgmma helpers'
+ * chunks are dropped (the shim has every shape), `extern __shared__`
  * loses its qualifier (kf_smem), other `__shared__` arrays become static
  * (shared by the block's fibers, blocks running in turn), and statements of
  * inline assembly go to kf_emu_asm (fences and register hints pass; others
@@ -84,17 +87,34 @@ static inline void kfe_replace(kf_buf *o, const char *src, const char *from, con
 	kf_buf_puts(o, p);
 }
 
+/* src without the chunks `#ifndef KF_WGMMA...` to their `#endif`: the
+ * wgmma helpers, one for each shape a kernel uses (the shim has them all). */
+static inline void kfe_drop_wgmma(kf_buf *o, const char *src)
+{
+	const char *p = src, *h;
+	while ((h = strstr(p, "#ifndef KF_WGMMA"))) {
+		const char *e = strstr(h, "#endif\n");
+		assert_non_null(e);
+		kf_buf_put(o, p, (size_t)(h - p));
+		p = e + strlen("#endif\n");
+	}
+	kf_buf_puts(o, p);
+}
+
 /* The kernel's text, rewritten for the host (see above). */
 static inline void kfe_kernel_text(const kf_kernel *k, kf_buf *o)
 {
-	kf_buf a = {0}, b = {0};
-	kfe_replace(&a, k->src, "extern __shared__", "extern");
+	kf_buf a = {0}, b = {0}, c = {0};
+	kfe_drop_wgmma(&c, k->src);
+	kf_buf_putc(&c, 0);
+	kfe_replace(&a, c.p, "extern __shared__", "extern");
 	kf_buf_putc(&a, 0);
 	kfe_replace(&b, a.p, "__shared__", "static");
 	kf_buf_putc(&b, 0);
 	kfe_replace(o, b.p, "asm volatile(", "KF_EMU_ASM(");
 	kf_buf_free(&a);
 	kf_buf_free(&b);
+	kf_buf_free(&c);
 }
 
 /* The call of kernel k: each parameter from its signature, pointers from

@@ -30,6 +30,7 @@ typedef struct acase {
 	const char *name, *text, *want, *tile;
 	double rtol, atol;
 	int maxreg;
+	int wgmma; /* the target's (kf_emit_target); 0: unknown (kf_emit_node) */
 } acase;
 
 static const acase plain;
@@ -44,7 +45,8 @@ static kf_module *emit_case(kf_ctx *c, const acase *a, kf_kernel *k, kf_nid *fn)
 	assert_string_equal(kf_attr_str(m->graph[0], *fn, "kind", ""), "attention");
 	if (a->tile)
 		setenv("KFUSE_ATTN_TILE", a->tile, 1);
-	int rc = kf_emit_node(m->graph[0], *fn, k);
+	kf_emit_target t = {.wgmma = a->wgmma};
+	int rc = kf_emit_node_for(m->graph[0], *fn, &t, k);
 	unsetenv("KFUSE_ATTN_TILE");
 	if (rc != 0)
 		kft_fail_diags(c, a->name);
@@ -151,19 +153,20 @@ static const acase causal = {
 /* bf16, head dim 128, 4 query heads over 2 k/v heads (broadcast_to and
  * reshape), an additive padding mask [B, 1, 1, Tk] the score chain loads,
  * 64 query rows over 80 keys, a 64-row tile */
+#define GQA_TEXT "graph @g(%q: bf16[2,4,64,128], %k: bf16[2,2,80,128], %v: bf16[2,2,80,128], %m: bf16[2,1,1,80]) -> (bf16[2,4,64,128]) {\n" \
+	"  %k5 = reshape(%k) {shape = [2, 2, 1, 80, 128]} : bf16[2,2,1,80,128]\n" \
+	"  %ke = broadcast_to(%k5) {shape = [2, 2, 2, 80, 128]} : bf16[2,2,2,80,128]\n" \
+	"  %kr = reshape(%ke) {shape = [2, 4, 80, 128]} : bf16[2,4,80,128]\n" \
+	"  %v5 = reshape(%v) {shape = [2, 2, 1, 80, 128]} : bf16[2,2,1,80,128]\n" \
+	"  %ve = broadcast_to(%v5) {shape = [2, 2, 2, 80, 128]} : bf16[2,2,2,80,128]\n" \
+	"  %vr = reshape(%ve) {shape = [2, 4, 80, 128]} : bf16[2,4,80,128]\n" \
+	"  %kt = transpose(%kr) {perm = [0, 1, 3, 2]} : bf16[2,4,128,80]\n" \
+	"  %s = matmul(%q, %kt) : bf16[2,4,64,80]\n  %c = const 0.088388 : bf16[]\n" \
+	"  %t = mul(%s, %c) : bf16[2,4,64,80]\n  %a = add(%t, %m) : bf16[2,4,64,80]\n" \
+	"  %p = softmax(%a) {axis = -1} : bf16[2,4,64,80]\n" \
+	"  %o = matmul(%p, %vr) : bf16[2,4,64,128]\n  return %o\n}\n"
 static const acase gqa = {
-	"gqa_bf16", "graph @g(%q: bf16[2,4,64,128], %k: bf16[2,2,80,128], %v: bf16[2,2,80,128], %m: bf16[2,1,1,80]) -> (bf16[2,4,64,128]) {\n"
-	"  %k5 = reshape(%k) {shape = [2, 2, 1, 80, 128]} : bf16[2,2,1,80,128]\n"
-	"  %ke = broadcast_to(%k5) {shape = [2, 2, 2, 80, 128]} : bf16[2,2,2,80,128]\n"
-	"  %kr = reshape(%ke) {shape = [2, 4, 80, 128]} : bf16[2,4,80,128]\n"
-	"  %v5 = reshape(%v) {shape = [2, 2, 1, 80, 128]} : bf16[2,2,1,80,128]\n"
-	"  %ve = broadcast_to(%v5) {shape = [2, 2, 2, 80, 128]} : bf16[2,2,2,80,128]\n"
-	"  %vr = reshape(%ve) {shape = [2, 4, 80, 128]} : bf16[2,4,80,128]\n"
-	"  %kt = transpose(%kr) {perm = [0, 1, 3, 2]} : bf16[2,4,128,80]\n"
-	"  %s = matmul(%q, %kt) : bf16[2,4,64,80]\n  %c = const 0.088388 : bf16[]\n"
-	"  %t = mul(%s, %c) : bf16[2,4,64,80]\n  %a = add(%t, %m) : bf16[2,4,64,80]\n"
-	"  %p = softmax(%a) {axis = -1} : bf16[2,4,64,80]\n"
-	"  %o = matmul(%p, %vr) : bf16[2,4,64,128]\n  return %o\n}\n",
+	"gqa_bf16", GQA_TEXT,
 	"fa64x64s2", NULL, 5e-2, 3e-2, 200,
 };
 
@@ -225,13 +228,16 @@ static const acase f32c = {
 };
 
 /* The Hopper kernel (wgmma, TMA, a producer warpgroup), asked for by tile:
- * the plain case with 2 consumer warpgroups and 128-key tiles */
+ * the plain case (the scale folded into exp2) with 2 consumer warpgroups
+ * taking turns (ping-pong) and overlapping each tile's softmax with the
+ * previous tile's P V, 2 key tiles of 64 */
 static const acase wga_plain = {
-	"wga_plain", NULL, "wga128x128s2: q, k, v by TMA */", "wga128x128s2", 2e-2, 4e-3, 232,
+	"wga_plain", NULL, "wga128x64s2po: q, k, v by TMA, the scale in exp2 */", "wga128x64s2po", 2e-2, 4e-3, 168,
 };
 
-/* bf16, head dim 128, causal over 192 rows (a partial 128-row tile and
- * 64-key tiles), 3 stages */
+/* bf16, head dim 128, causal over 192 rows (a partial 128-row tile; the
+ * masked tiles' loop and the unmasked one both run), 64-key tiles, 3
+ * stages, ping-pong and overlap */
 static const acase wga_causal = {
 	"wga_causal", "graph @g(%q: bf16[2,192,128], %k: bf16[2,192,128], %v: bf16[2,192,128]) -> (bf16[2,192,128]) {\n"
 	"  %kt = transpose(%k) {perm = [0, 2, 1]} : bf16[2,128,192]\n"
@@ -241,12 +247,13 @@ static const acase wga_causal = {
 	"  %keep = le(%cc, %r) : i1[192,192]\n  %w = where(%keep, %t, %ninf) : bf16[2,192,192]\n"
 	"  %p = softmax(%w) {axis = -1} : bf16[2,192,192]\n"
 	"  %o = matmul(%p, %v) : bf16[2,192,128]\n  return %o\n}\n",
-	"wga128x64s3: q, k, v by TMA, causal */", "wga128x64s3", 5e-2, 3e-2, 232,
+	"wga128x64s3po: q, k, v by TMA, causal, the scale in exp2 */", "wga128x64s3po", 5e-2, 3e-2, 168,
 };
 
 /* GPT-2's layout: q, k, v split from one [B, T, 3 x H x D] projection,
  * heads side by side within a row (the tensor maps' column offsets), 80
- * rows (partial tiles; TMA zero-fills past the sequence), one consumer */
+ * rows and keys (partial tiles; TMA zero-fills past the sequence), one
+ * consumer, no overlap */
 static const acase wga_split = {
 	"wga_split", "graph @g(%x: f16[2,80,384]) -> (f16[2,80,128]) {\n"
 	"  %h:3 = split(%x) {axis = 2, sizes = [128, 128, 128]} : f16[2,80,128], f16[2,80,128], f16[2,80,128]\n"
@@ -260,12 +267,81 @@ static const acase wga_split = {
 	"  %t = mul(%s, %c) : f16[2,2,80,80]\n  %p = softmax(%t) {axis = -1} : f16[2,2,80,80]\n"
 	"  %o = matmul(%p, %vt) : f16[2,2,80,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f16[2,80,2,64]\n"
 	"  %y = reshape(%ot) {shape = [2, 80, 128]} : f16[2,80,128]\n  return %y\n}\n",
-	"wga64x64s2: q, k, v by TMA */", "wga64x64s2", 2e-2, 4e-3, 240,
+	"wga64x64s2: q, k, v by TMA, the scale in exp2 */", "wga64x64s2", 2e-2, 4e-3, 240,
+};
+
+/* The gqa case (4 query heads over 2 k/v heads, an additive padding mask
+ * [B, 1, 1, Tk] the score chain loads: no folding) on one consumer with
+ * overlap, 32-key tiles over 80 keys (the last one cut) */
+static const acase wga_gqa = {
+	"wga_gqa", GQA_TEXT, "wga64x32s2o: q, k, v by TMA */", "wga64x32s2o", 5e-2, 3e-2, 240,
+};
+
+/* A boolean mask [B, 1, Tq, Tk] through where (finfo.min of f16) and a
+ * division by sqrt(d); 96 query rows on 3 consumers taking turns (the
+ * third's rows all past the sequence) */
+static const acase wga_bool = {
+	"wga_bool", "graph @g(%q: f16[2,2,96,64], %k: f16[2,2,96,64], %v: f16[2,2,96,64], %keep: i1[2,1,96,96]) -> (f16[2,2,96,64]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,2,64,96]\n"
+	"  %s = matmul(%q, %kt) : f16[2,2,96,96]\n  %c = const 8.0 : f16[]\n"
+	"  %t = div(%s, %c) : f16[2,2,96,96]\n  %fm = const -65504.0 : f16[]\n"
+	"  %w = where(%keep, %t, %fm) : f16[2,2,96,96]\n"
+	"  %p = softmax(%w) {axis = -1} : f16[2,2,96,96]\n"
+	"  %o = matmul(%p, %v) : f16[2,2,96,64]\n  return %o\n}\n",
+	"wga192x32s3po: q, k, v by TMA */", "wga192x32s3po", 2e-2, 4e-3, 128,
+};
+
+/* An additive mask of the scores' last two dims [Tq, Tk] (broadcast over
+ * batch and heads), head dim 128 with key tiles of 80 (not a multiple of
+ * 64: v's boxes of head dims 80 x 128 bytes apart), 2 consumers taking
+ * turns with overlap */
+static const acase wga_mask80 = {
+	"wga_mask80", "graph @g(%q: f16[1,2,160,128], %k: f16[1,2,160,128], %v: f16[1,2,160,128], %m: f16[160,160]) -> (f16[1,2,160,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[1,2,128,160]\n"
+	"  %s = matmul(%q, %kt) : f16[1,2,160,160]\n  %c = const 0.088388 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[1,2,160,160]\n  %a = add(%t, %m) : f16[1,2,160,160]\n"
+	"  %p = softmax(%a) {axis = -1} : f16[1,2,160,160]\n"
+	"  %o = matmul(%p, %v) : f16[1,2,160,128]\n  return %o\n}\n",
+	"wga128x80s2po: q, k, v by TMA */", "wga128x80s2po", 2e-2, 4e-3, 168,
+};
+
+/* A bottom-right causal mask over a cache (48 queries past 64 cached
+ * keys: off 64, an additive finfo.min through where), one consumer */
+static const acase wga_cache = {
+	"wga_cache", "graph @g(%q: f16[2,48,64], %k: f16[2,112,64], %v: f16[2,112,64]) -> (f16[2,48,64]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 2, 1]} : f16[2,64,112]\n"
+	"  %s = matmul(%q, %kt) : f16[2,48,112]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,48,112]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %o64 = const 64 : i64[]\n"
+	"  %rr = add(%r, %o64) : i64[48,112]\n  %cut = gt(%cc, %rr) : i1[48,112]\n"
+	"  %z = const 0.0 : f16[]\n  %fm = const -65504.0 : f16[]\n  %mk = where(%cut, %fm, %z) : f16[48,112]\n"
+	"  %a = add(%t, %mk) : f16[2,48,112]\n  %p = softmax(%a) {axis = -1} : f16[2,48,112]\n"
+	"  %o = matmul(%p, %v) : f16[2,48,64]\n  return %o\n}\n",
+	"wga64x32s2o: q, k, v by TMA, causal, the scale in exp2 */", "wga64x32s2o", 2e-2, 4e-3, 240,
+};
+
+/* The default at head dim 128 without a mask: key tiles of 176 (the last
+ * of the 192 keys cut), one consumer for this small grid, 2 stages */
+static const acase wga_default128 = {
+	"wga_default128", "graph @g(%q: f16[1,2,192,128], %k: f16[1,2,192,128], %v: f16[1,2,192,128]) -> (f16[1,2,192,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[1,2,128,192]\n"
+	"  %s = matmul(%q, %kt) : f16[1,2,192,192]\n  %c = const 0.088388 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[1,2,192,192]\n  %p = softmax(%t) {axis = -1} : f16[1,2,192,192]\n"
+	"  %o = matmul(%p, %v) : f16[1,2,192,128]\n  return %o\n}\n",
+	"wga64x176s2o: q, k, v by TMA, the scale in exp2 */", NULL, 2e-2, 4e-3, 240, 1,
+};
+
+/* Without a tile on a device with wgmma: the default rule's tile, one
+ * consumer of 64 rows for a grid this small (8 blocks), overlap */
+static const acase wga_default = {
+	"wga_default", NULL, "wga64x128s3o: q, k, v by TMA, the scale in exp2 */", NULL, 2e-2, 4e-3, 240, 1,
 };
 
 /* ---- the tests ------------------------------------------------------------------- */
 
-static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c, &wga_plain, &wga_causal, &wga_split};
+static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
+				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
+				   &wga_default, &wga_default128};
 
 static void test_ptxas(void **state)
 {
@@ -308,10 +384,78 @@ static void test_emu_f32(void **s) { (void)s; emu_case(&f32c); }
 static void test_emu_wga_plain(void **s) { (void)s; emu_case(&wga_plain); }
 static void test_emu_wga_causal(void **s) { (void)s; emu_case(&wga_causal); }
 static void test_emu_wga_split(void **s) { (void)s; emu_case(&wga_split); }
+static void test_emu_wga_gqa(void **s) { (void)s; emu_case(&wga_gqa); }
+static void test_emu_wga_bool(void **s) { (void)s; emu_case(&wga_bool); }
+static void test_emu_wga_mask80(void **s) { (void)s; emu_case(&wga_mask80); }
+static void test_emu_wga_cache(void **s) { (void)s; emu_case(&wga_cache); }
+static void test_emu_wga_default(void **s) { (void)s; emu_case(&wga_default); }
+static void test_emu_wga_default128(void **s) { (void)s; emu_case(&wga_default128); }
+
+/* The kernel and tile a fusion gets without a tile: on a device with
+ * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
+ * 2 consumers, ping-pong and overlap for a grid of a wave or more, BN 176
+ * at head dim 128 without a mask, stages as fit), else the mma.sync one;
+ * the mma.sync one on a device without wgmma or not known to have it. */
+static void test_default_tile(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t B, H, T, D;
+		bool causal;
+		int wgmma;
+		const char *want;
+	} cases[] = {
+		{4, 16, 8192, 128, false, 1, "wga128x176s2po"}, {2, 32, 8192, 64, true, 1, "wga128x128s3po"},
+		{8, 16, 2048, 128, true, 1, "wga128x128s3po"},  {1, 2, 1024, 64, false, 1, "wga64x128s3o"},
+		{4, 16, 8192, 128, false, 0, "fa128x64s2"},     {4, 16, 8192, 128, false, -1, "fa128x64s2"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[2048], sh[64];
+		long long B = cases[i].B, H = cases[i].H, T = cases[i].T, D = cases[i].D;
+		snprintf(sh, sizeof sh, "%lld,%lld,%lld", B, H, T);
+		int n = snprintf(text, sizeof text,
+				 "graph @g(%%q: f16[%s,%lld], %%k: f16[%s,%lld], %%v: f16[%s,%lld]) -> (f16[%s,%lld]) {\n"
+				 "  %%kt = transpose(%%k) {perm = [0, 1, 3, 2]} : f16[%lld,%lld,%lld,%lld]\n"
+				 "  %%s = matmul(%%q, %%kt) : f16[%s,%lld]\n  %%c = const 0.125 : f16[]\n"
+				 "  %%t = mul(%%s, %%c) : f16[%s,%lld]\n",
+				 sh, D, sh, D, sh, D, sh, D, B, H, D, T, sh, T, sh, T);
+		if (cases[i].causal)
+			n += snprintf(text + n, sizeof text - (size_t)n,
+				      "  %%r = iota() {axis = 0, shape = [%lld, %lld]} : i64[%lld,%lld]\n"
+				      "  %%cc = iota() {axis = 1, shape = [%lld, %lld]} : i64[%lld,%lld]\n"
+				      "  %%keep = le(%%cc, %%r) : i1[%lld,%lld]\n  %%ninf = const -inf : f16[]\n"
+				      "  %%m = where(%%keep, %%t, %%ninf) : f16[%s,%lld]\n",
+				      T, T, T, T, T, T, T, T, T, T, sh, T);
+		snprintf(text + n, sizeof text - (size_t)n,
+			 "  %%p = softmax(%%%s) {axis = -1} : f16[%s,%lld]\n  %%o = matmul(%%p, %%v) : f16[%s,%lld]\n"
+			 "  return %%o\n}\n",
+			 cases[i].causal ? "m" : "t", sh, T, sh, D);
+		acase a = {cases[i].want, text, cases[i].want, NULL, 0, 0, 0, cases[i].wgmma};
+		kf_ctx *c = kf_ctx_new();
+		kf_kernel k;
+		kf_nid f;
+		kf_module *m = emit_case(c, &a, &k, &f);
+		kf_kernel_free(&k);
+		kf_module_free(m);
+		kf_ctx_free(c);
+	}
+	/* k stored transposed (keys contiguous) fits no tensor map: mma.sync */
+	acase a = kcols;
+	a.tile = NULL;
+	a.want = "fa64x64s2: q cp.async, k cp.async, keys as columns";
+	a.wgmma = 1;
+	kf_ctx *c = kf_ctx_new();
+	kf_kernel k;
+	kf_nid f;
+	kf_module *m = emit_case(c, &a, &k, &f);
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
 
 /* The comparison can fail: a kernel that forgets to rescale its output
- * when a row's maximum grows, or whose split-K combination drops a slice,
- * is caught. */
+ * when a row's maximum grows, whose split-K combination drops a slice, or
+ * that reads the scores before the tensor cores wrote them, is caught. */
 static void test_emu_catches(void **s)
 {
 	(void)s;
@@ -322,6 +466,8 @@ static void test_emu_catches(void **s)
 	}
 	assert_true(bad > 0);
 	assert_true(emulate(&decode, "s++) O += __ldcg", "s += 2) O += __ldcg") > 0);
+	/* the Hopper kernel's softmax reading S before its wgmma is done */
+	assert_true(emulate(&wga_causal, "kf_wg_wait<1>();", "kf_wg_wait<2>();") > 0);
 }
 
 /* A dense f32[32,16] constant's text (more than a kernel embeds). */
@@ -405,6 +551,13 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_plain),
 		cmocka_unit_test(test_emu_wga_causal),
 		cmocka_unit_test(test_emu_wga_split),
+		cmocka_unit_test(test_emu_wga_gqa),
+		cmocka_unit_test(test_emu_wga_bool),
+		cmocka_unit_test(test_emu_wga_mask80),
+		cmocka_unit_test(test_emu_wga_cache),
+		cmocka_unit_test(test_emu_wga_default),
+		cmocka_unit_test(test_emu_wga_default128),
+		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,14 +18,26 @@
 #include "kf_emu.h"
 #include "equiv.h"
 
-/* The matmul of text with tile `tile`, emulated against the interpreter;
- * -1 when it cannot run here, else the elements out of tolerance. */
-static int64_t emulate(const char *text, const char *tile)
+/* The matmul of text with tile `tile` (its text's `from` replaced by `to`
+ * where from is given), emulated against the interpreter; -1 when it
+ * cannot run here, else the elements out of tolerance. */
+static int64_t emulate_as(const char *text, const char *tile, const char *from, const char *to)
 {
 	kf_ctx *c = kf_ctx_new();
 	kf_kernel k;
 	kft_emit_contraction(text, 0, tile, &k);
 	assert_non_null(strstr(k.src, strncmp(tile, "wg", 2) ? "kf_mma_" : "kf_wgmma_"));
+	if (from) {
+		char *p = strstr(k.src, from);
+		assert_non_null(p);
+		kf_buf t = {0};
+		kf_buf_put(&t, k.src, (size_t)(p - k.src));
+		kf_buf_puts(&t, to);
+		kf_buf_puts(&t, p + strlen(from));
+		kf_buf_putc(&t, 0);
+		free(k.src);
+		k.src = t.p;
+	}
 	kf_rt_register(c);
 	kf_module *m = kft_parse(c, text);
 	kf_graph *g = m->graph[0];
@@ -72,6 +84,8 @@ static int64_t emulate(const char *text, const char *tile)
 	return bad;
 }
 
+static int64_t emulate(const char *text, const char *tile) { return emulate_as(text, tile, NULL, NULL); }
+
 static const char mm_kn[] = "graph @g(%a: f16[192,256], %b: f16[256,256]) -> (f16[192,256]) {\n"
 			    "  %y = matmul(%a, %b) : f16[192,256]\n  return %y\n}\n";
 static const char mm_nk[] = "graph @g(%a: f16[128,128], %b: f16[192,128]) -> (f16[128,192]) {\n"
@@ -88,6 +102,24 @@ static void check(const char *text, const char *tile)
 	assert_int_equal(bad, 0);
 }
 
+/* wgmma is asynchronous in the emulation as on the GPU: a kernel that
+ * releases a stage before the product reading it is known done (waiting
+ * for all but 2 groups, not 1) computes with the next tile's data, which
+ * the producer loaded there meanwhile. */
+static void test_wgmma_async(void **s)
+{
+	(void)s;
+	static const char mm_long[] = "graph @g(%a: f16[128,640], %b: f16[640,128]) -> (f16[128,128]) {\n"
+				      "  %y = matmul(%a, %b) : f16[128,128]\n  return %y\n}\n";
+	int64_t bad = emulate(mm_long, "wg128x128x64s2");
+	if (bad < 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(bad, 0);
+	assert_true(emulate_as(mm_long, "wg128x128x64s2", "kf_wg_wait<1>();", "kf_wg_wait<2>();") > 0);
+}
+
 static void test_mma(void **s) { (void)s; check(mm_kn, "mma64x64x32w2x2s3"); }
 static void test_wgmma_nmajor(void **s) { (void)s; check(mm_kn, "wg128x128x64s4"); }
 static void test_wgmma_kmajor(void **s) { (void)s; check(mm_nk, "wg128x128x64s4"); }
@@ -100,6 +132,7 @@ int main(void)
 		cmocka_unit_test(test_wgmma_nmajor),
 		cmocka_unit_test(test_wgmma_kmajor),
 		cmocka_unit_test(test_wgmma_bn64),
+		cmocka_unit_test(test_wgmma_async),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

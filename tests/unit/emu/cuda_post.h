@@ -309,8 +309,6 @@ static unsigned long long kf_wg_desc(unsigned a, unsigned lbo, unsigned sbo)
 	       ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
 static void kf_wg_fence() {}
-static void kf_wg_commit() {}
-template <int N> static void kf_wg_wait() {}
 
 // An element of a wgmma operand in shared memory by its descriptor (the
 // 128-byte swizzle): K-major (rows of the M or N dim, 16 k each: row i at
@@ -335,74 +333,201 @@ static float kf_wg_elem(unsigned long long d, bool nmajor, unsigned row, unsigne
 // wgmma.mma_async m64nNk16, f32 accumulators d[N / 2] (row 16 warp +
 // lane / 4 + 8 ((i >> 1) & 1), column 8 (i >> 2) + 2 (lane % 4) + (i & 1));
 // A by descriptor (K-major) or from registers (a: kf_afrag's layout per
-// warp), B by descriptor, trans-b tb.  Synchronous: the warpgroup's
-// commit and wait have nothing left to do.
+// warp), B by descriptor, trans-b tb; zero: D = A B (scale-d 0).
+// Asynchronous, as on the GPU: the warpgroup's issue records the operation
+// and fills every thread's accumulators with NaN; the wgmma.wait_group
+// that covers its commit group computes it (reading shared memory then, so
+// a stage released before the wait and refilled shows) and writes the
+// accumulators back, in issue order.  So a kernel that reads accumulators
+// before the wait sees NaN, one that writes them meanwhile loses the write,
+// and one that refills a stage still being read computes with the new data.
+// An operation on accumulators a pending one writes accumulates onto its
+// result.
 struct kf_wgin {
+	float *dp;
 	unsigned long long da, db;
 	unsigned a[4];
 	float d[128];
 };
-static void kf_wgmma(float *d, const unsigned *ra, unsigned long long da, unsigned long long db, int N, bool tb, bool bf)
+struct kf_wgop {
+	float *dp[128];
+	float C[64][256], A[64][16];
+	bool ra, chained, zero, tb, bf;
+	unsigned long long da, db;
+	int N;
+	unsigned grp;
+};
+static std::vector<kf_wgop *> kf_wgq[8]; // pending, per warpgroup, in issue order
+static unsigned kf_wgcommits[1024];      // wgmma.commit_group calls, per thread
+// each warpgroup's last result on each set of accumulators (a chain's input)
+struct kf_wglast {
+	float *dp;
+	float C[64][256];
+};
+static std::vector<kf_wglast *> kf_wgres[8];
+static void kf_wgmma(float *d, const unsigned *ra, unsigned long long da, unsigned long long db, int N, bool tb, bool bf,
+		     bool zero = false)
 {
 	kf_wgin in;
+	in.dp = d;
 	in.da = da;
 	in.db = db;
 	if (ra)
 		memcpy(in.a, ra, 16);
 	memcpy(in.d, d, (size_t)N / 2 * 4);
-	kf_coll(128, &in, sizeof in, d, (size_t)N / 2 * 4, [&](unsigned b) {
-		static float A[64][16], B[16][256], C[64][256];
+	// the poison goes in while the others wait in the collective: a thread
+	// that reaches a wait first may complete the operation for all
+	float none;
+	kf_coll(128, &in, sizeof in, &none, 0, [&](unsigned b) {
+		unsigned wg = b / 128;
+		kf_wgop *op = new kf_wgop;
+		op->ra = ra != nullptr;
+		op->zero = zero;
+		op->tb = tb;
+		op->bf = bf;
+		op->da = da;
+		op->db = db;
+		op->N = N;
+		op->grp = kf_wgcommits[b];
+		op->chained = false;
+		kf_wgin x0; /* the first thread's: accumulators are told apart by its pointer */
+		memcpy(&x0, kf_cin[b], sizeof x0);
+		for (kf_wgop *p : kf_wgq[wg])
+			if (p->dp[0] == x0.dp)
+				op->chained = true;
 		for (unsigned t = 0; t < 128; t++) {
 			kf_wgin x;
 			memcpy(&x, kf_cin[b + t], sizeof x);
 			unsigned w = t / 32, l = t % 32;
 			if (x.da != in.da || x.db != in.db)
 				kf_die("the threads of a warpgroup gave different wgmma descriptors");
+			if (kf_wgcommits[b + t] != op->grp)
+				kf_die("the threads of a warpgroup committed different numbers of wgmma groups");
+			op->dp[t] = x.dp;
 			for (int i = 0; i < N / 2; i++)
-				C[16 * w + l / 4 + 8 * ((i >> 1) & 1)][8 * (i >> 2) + 2 * (l % 4) + (i & 1)] = x.d[i];
+				op->C[16 * w + l / 4 + 8 * ((i >> 1) & 1)][8 * (i >> 2) + 2 * (l % 4) + (i & 1)] = x.d[i];
 			if (ra) /* each lane's own elements of its warp's 16 rows */
-				kf_afrag(x.a, l, bf, &A[16 * w]);
+				kf_afrag(x.a, l, bf, &op->A[16 * w]);
 		}
-		for (unsigned r = 0; r < 64 && !ra; r++)
-			for (unsigned k = 0; k < 16; k++)
-				A[r][k] = kf_wg_elem(da, false, r, k, bf);
-		for (unsigned k = 0; k < 16; k++)
-			for (int n = 0; n < N; n++)
-				B[k][n] = tb ? kf_wg_elem(db, true, (unsigned)n, k, bf) : kf_wg_elem(db, false, (unsigned)n, k, bf);
-		for (int r = 0; r < 64; r++)
-			for (int n = 0; n < N; n++) {
-				float s = C[r][n];
-				for (int k = 0; k < 16; k++)
-					s += A[r][k] * B[k][n];
-				C[r][n] = s;
-			}
-		for (unsigned t = 0; t < 128; t++) {
-			unsigned w = t / 32, l = t % 32;
-			float o[128];
+		kf_wgq[wg].push_back(op);
+		for (unsigned t = 0; t < 128; t++)
 			for (int i = 0; i < N / 2; i++)
-				o[i] = C[16 * w + l / 4 + 8 * ((i >> 1) & 1)][8 * (i >> 2) + 2 * (l % 4) + (i & 1)];
-			memcpy(kf_cout[b + t], o, (size_t)N / 2 * 4);
-		}
+				op->dp[t][i] = NAN;
 	});
 }
-#define KF_EMU_WGMMA(ty, bf, n, tb)                                                                      \
-	static void kf_wgmma_##ty##_n##n##_t##tb(float *d, unsigned long long da, unsigned long long db) \
-	{                                                                                                \
-		kf_wgmma(d, nullptr, da, db, n, tb, bf);                                                 \
-	}                                                                                                \
-	static void kf_wgmma_rs_##ty##_n##n##_t##tb(float *d, const unsigned *a, unsigned long long db)  \
-	{                                                                                                \
-		kf_wgmma(d, a, 0, db, n, tb, bf);                                                        \
+static void kf_wgmma_done(unsigned wg, kf_wgop *op)
+{
+	static float B[16][256];
+	kf_wglast *res = nullptr;
+	for (kf_wglast *x : kf_wgres[wg])
+		if (x->dp == op->dp[0])
+			res = x;
+	if (op->chained && !res)
+		kf_die("a chained wgmma without the result it accumulates onto");
+	if (!res) {
+		res = new kf_wglast;
+		res->dp = op->dp[0];
+		kf_wgres[wg].push_back(res);
 	}
-KF_EMU_WGMMA(f16, false, 64, 0)
-KF_EMU_WGMMA(f16, false, 64, 1)
-KF_EMU_WGMMA(f16, false, 128, 0)
-KF_EMU_WGMMA(f16, false, 128, 1)
-KF_EMU_WGMMA(f16, false, 256, 0)
-KF_EMU_WGMMA(f16, false, 256, 1)
-KF_EMU_WGMMA(bf16, true, 64, 0)
-KF_EMU_WGMMA(bf16, true, 64, 1)
-KF_EMU_WGMMA(bf16, true, 128, 0)
-KF_EMU_WGMMA(bf16, true, 128, 1)
-KF_EMU_WGMMA(bf16, true, 256, 0)
-KF_EMU_WGMMA(bf16, true, 256, 1)
+	float (*C)[256] = op->chained ? res->C : op->C;
+	for (unsigned r = 0; r < 64 && !op->ra; r++)
+		for (unsigned k = 0; k < 16; k++)
+			op->A[r][k] = kf_wg_elem(op->da, false, r, k, op->bf);
+	for (unsigned k = 0; k < 16; k++)
+		for (int n = 0; n < op->N; n++)
+			B[k][n] = kf_wg_elem(op->db, op->tb, (unsigned)n, k, op->bf);
+	for (int r = 0; r < 64; r++)
+		for (int n = 0; n < op->N; n++) {
+			float s = op->zero ? 0.0f : C[r][n];
+			for (int k = 0; k < 16; k++)
+				s += op->A[r][k] * B[k][n];
+			res->C[r][n] = s;
+		}
+	for (unsigned t = 0; t < 128; t++) {
+		unsigned w = t / 32, l = t % 32;
+		for (int i = 0; i < op->N / 2; i++)
+			op->dp[t][i] = res->C[16 * w + l / 4 + 8 * ((i >> 1) & 1)][8 * (i >> 2) + 2 * (l % 4) + (i & 1)];
+	}
+	delete op;
+}
+static void kf_wg_commit() { kf_wgcommits[kf_me->tid.x]++; }
+// wait_group N: every operation of a commit group older than the N newest
+// this thread committed is done
+template <int N> static void kf_wg_wait()
+{
+	unsigned t = kf_me->tid.x, wg = t / 128, c = kf_wgcommits[t];
+	std::vector<kf_wgop *> &q = kf_wgq[wg];
+	while (!q.empty() && q.front()->grp + N < c) {
+		kf_wgop *op = q.front();
+		q.erase(q.begin());
+		kf_wgmma_done(wg, op);
+	}
+}
+// the block's end: nothing may be left pending
+static void kf_wg_reset(void)
+{
+	for (int w = 0; w < 8; w++) {
+		if (!kf_wgq[w].empty())
+			kf_die("a wgmma never waited for");
+		for (kf_wglast *x : kf_wgres[w])
+			delete x;
+		kf_wgres[w].clear();
+	}
+	memset(kf_wgcommits, 0, sizeof kf_wgcommits);
+}
+#define KF_EMU_WGMMA(ty, bf, n)                                                                          \
+	static void kf_wgmma_##ty##_n##n##_t0(float *d, unsigned long long da, unsigned long long db)    \
+	{                                                                                                \
+		kf_wgmma(d, nullptr, da, db, n, false, bf);                                              \
+	}                                                                                                \
+	static void kf_wgmma_##ty##_n##n##_t1(float *d, unsigned long long da, unsigned long long db)    \
+	{                                                                                                \
+		kf_wgmma(d, nullptr, da, db, n, true, bf);                                               \
+	}                                                                                                \
+	static void kf_wgmma_##ty##_n##n##_t0z(float *d, unsigned long long da, unsigned long long db)   \
+	{                                                                                                \
+		kf_wgmma(d, nullptr, da, db, n, false, bf, true);                                        \
+	}                                                                                                \
+	static void kf_wgmma_rs_##ty##_n##n##_t1(float *d, const unsigned *a, unsigned long long db)     \
+	{                                                                                                \
+		kf_wgmma(d, a, 0, db, n, true, bf);                                                      \
+	}
+// every N a kernel may use (multiples of 16; the emitters' guards,
+// KF_WGMMA_..., are dropped from the kernel's text: kf_emu.h)
+#define KF_EMU_WGMMA_N(ty, bf)                                                                                   \
+	KF_EMU_WGMMA(ty, bf, 16) KF_EMU_WGMMA(ty, bf, 32) KF_EMU_WGMMA(ty, bf, 48) KF_EMU_WGMMA(ty, bf, 64)     \
+	KF_EMU_WGMMA(ty, bf, 80) KF_EMU_WGMMA(ty, bf, 96) KF_EMU_WGMMA(ty, bf, 112) KF_EMU_WGMMA(ty, bf, 128)  \
+	KF_EMU_WGMMA(ty, bf, 144) KF_EMU_WGMMA(ty, bf, 160) KF_EMU_WGMMA(ty, bf, 176) KF_EMU_WGMMA(ty, bf, 192) \
+	KF_EMU_WGMMA(ty, bf, 208) KF_EMU_WGMMA(ty, bf, 224) KF_EMU_WGMMA(ty, bf, 240) KF_EMU_WGMMA(ty, bf, 256)
+KF_EMU_WGMMA_N(f16, false)
+KF_EMU_WGMMA_N(bf16, true)
+
+// Named barriers (bar.sync / bar.arrive id, n; id 0 is __syncthreads'):
+// a phase completes when n threads arrived, those that sync wait for it
+static unsigned kf_nb_n[16], kf_nb_gen[16];
+static bool kf_nb_arrive(unsigned id, unsigned n)
+{
+	if (id == 0 || id >= 16 || n % 32 || n > blockDim.x)
+		kf_die("a named barrier with a bad id or count");
+	if (++kf_nb_n[id] < n)
+		return false;
+	kf_nb_n[id] = 0;
+	kf_nb_gen[id]++;
+	return true;
+}
+static void kf_bar_arrive(unsigned id, unsigned n) { kf_nb_arrive(id, n); }
+static int kf_opaque(int x) { return x; }
+static void kf_bar_sync(unsigned id, unsigned n)
+{
+	unsigned g = kf_nb_gen[id];
+	if (!kf_nb_arrive(id, n))
+		kf_block_on(&kf_nb_gen[id], g);
+}
+// the block's end: a barrier left with arrivals is a schedule out of step
+static void kf_nb_reset(void)
+{
+	for (int i = 0; i < 16; i++)
+		if (kf_nb_n[i])
+			kf_die("a named barrier left with arrivals at the block's end");
+	memset(kf_nb_gen, 0, sizeof kf_nb_gen);
+}

@@ -19,26 +19,11 @@
 #define __grid_constant__
 #define __cluster_dims__(...)
 // the emitters' helpers in inline assembly: cuda_post.h has host versions
+// (the wgmma helpers' chunks, guarded by KF_WGMMA_..., kf_emu.h drops)
 #define KF_MM_HELPERS
 #define KF_ATT_HELPERS
 #define KF_WG_HELPERS
-#define KF_WGMMA_f16_N64_T0
-#define KF_WGMMA_f16_N64_T1
-#define KF_WGMMA_f16_N128_T0
-#define KF_WGMMA_f16_N128_T1
-#define KF_WGMMA_f16_N256_T0
-#define KF_WGMMA_f16_N256_T1
-#define KF_WGMMA_bf16_N64_T0
-#define KF_WGMMA_bf16_N64_T1
-#define KF_WGMMA_bf16_N128_T0
-#define KF_WGMMA_bf16_N128_T1
-#define KF_WGMMA_bf16_N256_T0
-#define KF_WGMMA_bf16_N256_T1
 #define KF_WGA_HELPERS
-#define KF_WGMMA_RS_f16_N64_T1
-#define KF_WGMMA_RS_f16_N128_T1
-#define KF_WGMMA_RS_bf16_N64_T1
-#define KF_WGMMA_RS_bf16_N128_T1
 // statements of inline assembly in a kernel's body (kf_emu.h rewrites
 // `asm volatile(` to this): empty ones, fences and register hints mean
 // nothing here; anything else stops the run

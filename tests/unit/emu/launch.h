@@ -58,6 +58,8 @@ static int kf_run(unsigned gx, unsigned gy, unsigned gz, unsigned nt, void (*bod
 					return 3;
 				}
 			}
+			kf_wg_reset();
+			kf_nb_reset();
 		}
 	kf_me = nullptr;
 	return 0;
