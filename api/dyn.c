@@ -29,6 +29,14 @@ typedef struct dstate {
 
 typedef struct dplan {
 	kf_plan p;
+	kf_module *fm;       /* the pipeline's result on a copy of the symbolic graph,
+				which each shape specialises (NULL: the pipeline runs on
+				each shape's copy instead) */
+	kf_graph *probe;     /* the graph sized plans specialise, at generic sizes
+				(kf_graph_probe, for the backend: runtime/backend.h) */
+	kf_sid psym[KF_PROBE_MAX];
+	int64_t pval[KF_PROBE_MAX];
+	uint32_t np;
 	entry *e;
 	int cap, n;
 	uint64_t tick;
@@ -129,14 +137,75 @@ static kf_sid unsized_symbol(kf_graph *g)
 	return 0;
 }
 
-/* Specialises a copy of p's graph to key k, runs the pipeline and plans
- * it: k's module and plan.  0, or -1 with an error. */
-static int plan_shape(dplan *d, entry *k)
+/* Folds the top-level nodes of g that compute from constants alone (the
+ * merged q/k/v weights of merge-matmul, larger than canonicalize folds):
+ * once per model, where each plan would compute them again (every shape's
+ * copy shares the payloads: kf_graph_clone).  Nodes in bodies are left. */
+static void fold_consts(kf_graph *g)
+{
+	for (kf_nid n = g->blk[0].first, next; n != KF_NONE; n = next) {
+		next = g->node[n].next; /* erasing n unlinks it */
+		kf_vid out[KF_MAX_RANK];
+		const kf_node *x = kf_N(g, n);
+		if (x->op == KF_OP_CONST || x->nres > KF_MAX_RANK || !kf_fold_node(g, n, INT64_C(1) << 26, out))
+			continue;
+		for (uint32_t r = 0; r < kf_N(g, n)->nres; r++) {
+			kf_V(g, out[r])->name = kf_V(g, kf_res(g, n, r))->name;
+			kf_replace_all_uses(g, kf_res(g, n, r), out[r]);
+		}
+		kf_nid ops[16];
+		uint32_t nops = 0;
+		for (uint32_t i = 0; i < kf_N(g, n)->nin && nops < 16; i++)
+			ops[nops++] = kf_def(g, kf_in(g, n, i));
+		kf_node_erase(g, n);
+		/* the constants it read that nothing else reads (the weights it
+		 * concatenated) go too */
+		for (uint32_t i = 0; i < nops; i++)
+			if (ops[i] != KF_NONE && ops[i] != next && !(kf_N(g, ops[i])->flags & KF_NODE_DEAD) &&
+			    !kf_has_uses(g, kf_res(g, ops[i], 0)))
+				kf_node_erase(g, ops[i]);
+	}
+}
+
+/* Runs the pipeline once, on a copy of the symbolic graph (the fuse
+ * passes group symbolic dims as they would any one size: passes/fuse.c),
+ * into d->fm, and folds what it left that computes from constants alone.
+ * When it fails there, the errors become a report line and each shape's
+ * copy runs the pipeline instead. */
+static void fuse_once(dplan *d)
 {
 	dstate *s = d->p.be->state;
 	kf_graph *g = d->p.g;
 	kf_ctx *c = g->ctx;
-	kf_graph *cg = kf_graph_clone(g);
+	if (!s->pipe)
+		return;
+	kf_diag_mark dm = kf_diag_mark_now(c);
+	d->fm = kf_module_new(c);
+	kf_module_add(d->fm, kf_graph_clone(g));
+	kf_runopts ro = {.verify_each = true};
+	if (kf_pipeline_run(s->pipe, d->fm, &ro) == 0 && kf_nerrors(c) == dm.nerrors) {
+		fold_consts(d->fm->graph[0]);
+		return;
+	}
+	kf_buf why = {0};
+	kf_diag_rewind(c, dm, &why);
+	if (s->o.report)
+		kf_buf_printf(s->o.report, "dyn: @%s: the pipeline does not run on the symbolic graph, so it runs on "
+			      "each shape's copy:\n%.*s", kf_str(c, g->name), (int)why.n, why.p ? why.p : "");
+	kf_buf_free(&why);
+	kf_module_free(d->fm);
+	d->fm = NULL;
+}
+
+/* Specialises a copy of the graph the pipeline made once (else of p's
+ * graph, then running the pipeline on it) to key k and plans it: k's
+ * module and plan.  0, or -1 with an error. */
+static int plan_shape(dplan *d, entry *k)
+{
+	dstate *s = d->p.be->state;
+	kf_graph *g = d->p.g, *src = d->fm ? d->fm->graph[0] : g;
+	kf_ctx *c = g->ctx;
+	kf_graph *cg = kf_graph_clone(src);
 	k->m = kf_module_new(c);
 	kf_module_add(k->m, cg);
 	bool changed = false;
@@ -153,9 +222,22 @@ static int plan_shape(dplan *d, entry *k)
 		return -1;
 	}
 	kf_runopts ro = {.verify_each = true};
-	if (s->pipe && kf_pipeline_run(s->pipe, k->m, &ro) != 0)
+	if (s->pipe && !d->fm && kf_pipeline_run(s->pipe, k->m, &ro) != 0)
 		return -1;
-	k->plan = s->inner->compile(s->inner, cg);
+	/* the copy has the ids of src when no pass ran on it since: a backend
+	 * may then read its sizes at run time (runtime/backend.h) */
+	bool sized = s->inner->compile_sized && (d->fm || !s->pipe);
+	if (sized && !d->probe && !d->np)
+		d->probe = kf_graph_probe(src, d->psym, d->pval, &d->np);
+	int64_t pv[k->n + 1];
+	for (uint32_t i = 0; i < k->n; i++) {
+		pv[i] = 0;
+		for (uint32_t j = 0; j < d->np; j++)
+			if (d->psym[j] == k->sym[i])
+				pv[i] = d->pval[j];
+	}
+	kf_sizes sz = {src, k->sym, k->val, k->n, d->probe, pv};
+	k->plan = sized ? s->inner->compile_sized(s->inner, cg, &sz) : s->inner->compile(s->inner, cg);
 	return k->plan ? 0 : -1;
 }
 
@@ -284,6 +366,7 @@ static kf_plan *dyn_compile(kf_backend *be, kf_graph *g)
 	}
 	d->p = (kf_plan){.be = be, .g = g};
 	d->cap = cap;
+	fuse_once(d);
 	return &d->p;
 }
 
@@ -321,6 +404,9 @@ static void dyn_plan_free(kf_plan *p)
 	for (int i = 0; i < d->n; i++)
 		entry_free(&d->e[i]);
 	free(d->e);
+	kf_module_free(d->fm);
+	if (d->probe)
+		kf_graph_free(d->probe);
 	free(d);
 }
 

@@ -2,17 +2,20 @@
  * wants static shapes (cuda), behind the backend interface
  * (runtime/backend.h): a shape-keyed cache of plans.
  *
- * Each run binds the graph's symbols from the concrete input shapes
- * (kf_interp_bind_inputs: a wrong rank, a static dim that differs, or two
- * inputs giving one symbol two sizes is an error naming the input and the
- * symbol), looks the bound sizes up in a bounded LRU of plans, and on a
- * miss specialises a copy of the graph to them (kf_specialize), runs the
- * caller's pipeline on it (fuse etc.: the fuse pass leaves symbolic graphs
- * unfused, so fusion happens here, per shape), verifies it and plans it on
- * the inner backend.  The least recently used plan is freed when the cache
- * is full.  Kernels are therefore specialised per exact shape; the cuda
- * kernel cache (cuda/kcache.h) dedups identical sources, so a shape planned
- * again after an eviction compiles nothing.  docs/dynamic.md has the story.
+ * The caller's pipeline runs once, at compile, on a copy of the symbolic
+ * graph (the fuse passes group symbolic dims at generic sizes; when the
+ * pipeline fails there, it runs on each shape's copy instead, with a report
+ * line).  Each run binds the graph's symbols from the concrete input
+ * shapes (kf_interp_bind_inputs: a wrong rank, a static dim that differs,
+ * or two inputs giving one symbol two sizes is an error naming the input
+ * and the symbol), looks the bound sizes up in a bounded LRU of plans, and
+ * on a miss specialises a copy of the fused graph to them (kf_specialize:
+ * same ids), verifies it and plans it on the inner backend as a sized plan
+ * (runtime/backend.h's compile_sized, where the backend has it: the cuda
+ * kernels then read the sizes from arguments, their size-dependent
+ * choices made per bucket, so the kernel cache serves every shape of known
+ * buckets).  The least recently used plan is freed when the cache is full.
+ * docs/dynamic.md has the story.
  */
 #ifndef KF_API_DYN_H
 #define KF_API_DYN_H

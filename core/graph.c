@@ -542,15 +542,21 @@ kf_graph *kf_graph_clone(const kf_graph *g)
 	r->node = kf_xrealloc(NULL, (g->nnode + 1) * sizeof *r->node);
 	r->use = kf_xrealloc(NULL, (g->nuse + 1) * sizeof *r->use);
 	r->blk = kf_xrealloc(NULL, (g->nblk + 1) * sizeof *r->blk);
-	memcpy(r->val, g->val, g->nval * sizeof *r->val);
-	memcpy(r->node, g->node, g->nnode * sizeof *r->node);
-	memcpy(r->use, g->use, g->nuse * sizeof *r->use);
-	memcpy(r->blk, g->blk, g->nblk * sizeof *r->blk);
+	/* (an empty array may be NULL, which memcpy must not see even for 0 bytes) */
+	if (g->nval)
+		memcpy(r->val, g->val, g->nval * sizeof *r->val);
+	if (g->nnode)
+		memcpy(r->node, g->node, g->nnode * sizeof *r->node);
+	if (g->nuse)
+		memcpy(r->use, g->use, g->nuse * sizeof *r->use);
+	if (g->nblk)
+		memcpy(r->blk, g->blk, g->nblk * sizeof *r->blk);
 	/* what lives in g's arena and may be written in place gets r's own copy */
 	for (uint32_t b = 0; b < g->nblk; b++) {
 		r->blk[b].argcap = g->blk[b].narg;
 		r->blk[b].arg = kf_alloc(&r->arena, (g->blk[b].narg + 1) * sizeof *r->blk[b].arg);
-		memcpy(r->blk[b].arg, g->blk[b].arg, g->blk[b].narg * sizeof *r->blk[b].arg);
+		if (g->blk[b].narg)
+			memcpy(r->blk[b].arg, g->blk[b].arg, g->blk[b].narg * sizeof *r->blk[b].arg);
 	}
 	for (kf_nid n = 0; n < g->nnode; n++)
 		if (g->node[n].nattr)

@@ -405,11 +405,24 @@ static int bind_args(kf_cuda_session *s)
 		free(t->tm);
 		t->tm = NULL;
 		t->ptr = malloc((n + 1) * sizeof *t->ptr);
-		t->args = malloc((n + 3) * sizeof *t->args);
+		t->args = malloc((n + 4 + KF_EMIT_MAXSYM) * sizeof *t->args);
 		for (uint32_t j = 0; j < n; j++) {
 			kf_vid v = j < t->k.nin ? t->k.in[j] : t->k.out[j - t->k.nin];
 			t->ptr[j] = s->vptr[kf_cb_root(s, v)];
 			t->args[j] = &t->ptr[j];
+		}
+		/* the sizes a sized plan's kernel reads, after its tensor maps:
+		 * int or long long, as its text declares them */
+		uint32_t na = n + (uint32_t)(t->blas || t->lt ? 0 : t->k.ntmap);
+		for (uint32_t i = 0, j = 0; i < s->dyn.n && !t->blas && !t->lt; i++) {
+			if (!(t->k.kd >> i & 1))
+				continue;
+			int32_t v32 = (int32_t)s->dyn.val[i];
+			if (t->k.kd64)
+				t->kdv[j] = s->dyn.val[i];
+			else /* the first 4 bytes of the slot hold the int */
+				memcpy(&t->kdv[j], &v32, sizeof v32);
+			t->args[na++] = &t->kdv[j++];
 		}
 		if (t->blas && s->cu && !(t->bop = kf_cublas_prepare(s->blas, &t->bg, t->ptr[0], t->ptr[1], t->ptr[2]))) {
 			kf_note(s->c, kf_N(s->g, t->k.node)->loc, "cuda: the cuBLAS GEMM of this node");
@@ -495,18 +508,25 @@ static void unplan(kf_cuda_session *s)
 	memset(&s->stats, 0, sizeof s->stats);
 }
 
-static void plan_report(kf_cuda_session *s)
+int kf_cuda_session_plan_sized(kf_cuda_session *s, kf_graph *g, const kf_sizes *sz)
 {
-	kf_buf *r = s->o.report;
-	if (!r)
-		return;
-	kf_cuda_stats *t = &s->stats;
-	kf_buf_printf(r, "cuda: @%s for %s: %d kernels (%d distinct) in %d programs: %d compiled, %d from the cache;"
-		      " emit %.1f ms, compile %.1f ms, load %.1f ms, plan %.1f ms total\n",
-		      kf_str(s->c, s->g->name), s->arch, t->kernels, t->distinct, t->programs, t->compiled,
-		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
-	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
-		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
+	if (s->g == g && s->gnodes == g->nnode)
+		return 0;
+	unplan(s);
+	s->dyn = (kf_emit_dyn){0};
+	s->tgt.dyn = NULL;
+	if (sz && sz->n && sz->n <= KF_EMIT_MAXSYM) {
+		for (uint32_t i = 0; i < sz->n; i++) {
+			s->dsid[i] = sz->sid[i];
+			s->dval[i] = sz->val[i];
+			s->drep[i] = kf_emit_bucket(sz->val[i]);
+			s->dpval[i] = sz->pval ? sz->pval[i] : 0;
+		}
+		s->dyn = (kf_emit_dyn){.sym = sz->sym, .sid = s->dsid, .val = s->dval, .rep = s->drep, .n = sz->n,
+				       .probe = sz->pval ? sz->probe : NULL, .pval = s->dpval};
+		s->tgt.dyn = &s->dyn;
+	}
+	return kf_cuda_session_plan(s, g);
 }
 
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
@@ -524,7 +544,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 	if (s->o.allow_tf32)
 		kf_tune_allow_tf32(g);
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
-	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report);
+	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report, &s->tgt);
 	int rc = kf_cb_hoist(s);
 	if (rc == 0)
 		rc = emit_block(s, 0);
@@ -593,7 +613,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		unplan(s);
 		return -1;
 	}
-	plan_report(s);
+	kf_cb_plan_report(s);
 	return 0;
 }
 
@@ -695,7 +715,7 @@ static bool be_available(kf_backend *be, char *why, size_t whylen)
 	return cu != NULL;
 }
 
-static kf_plan *be_compile(kf_backend *be, kf_graph *g)
+static kf_plan *be_compile_sized(kf_backend *be, kf_graph *g, const kf_sizes *sz)
 {
 	cplan *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -704,12 +724,17 @@ static kf_plan *be_compile(kf_backend *be, kf_graph *g)
 	}
 	p->p = (kf_plan){.be = be, .g = g};
 	p->s = kf_cuda_session_new(g->ctx, be->state);
-	if (!p->s || kf_cuda_session_plan(p->s, g) != 0) {
+	if (!p->s || kf_cuda_session_plan_sized(p->s, g, sz) != 0) {
 		kf_cuda_session_free(p->s);
 		free(p);
 		return NULL;
 	}
 	return &p->p;
+}
+
+static kf_plan *be_compile(kf_backend *be, kf_graph *g)
+{
+	return be_compile_sized(be, g, NULL);
 }
 
 static int be_run(kf_plan *p, const kf_tensor *in, int nin, kf_tensor *out, int nout)
@@ -748,7 +773,8 @@ kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o)
 	}
 	kf_cuda_opts *opts = (kf_cuda_opts *)(be + 1);
 	*opts = *o;
-	*be = (kf_backend){.name = "cuda", .available = be_available, .compile = be_compile, .run = be_run,
+	*be = (kf_backend){.name = "cuda", .available = be_available, .compile = be_compile,
+			   .compile_sized = be_compile_sized, .run = be_run,
 			   .run_device = be_run_device, .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = opts};
 	return be;
 }

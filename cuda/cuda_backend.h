@@ -16,7 +16,9 @@
  *     that buffers whose lifetimes do not overlap reuse memory;
  *   - the launch sequence is captured once into a CUDA graph and replayed.
  * Shapes must be static: a graph with symbolic dims reaches this backend
- * through the plan cache of api/dyn.h, one static copy per input shape.
+ * through the plan cache of api/dyn.h, one static copy per input shape,
+ * planned as a sized plan (kf_cuda_session_plan_sized) whose kernels read
+ * those sizes from arguments.
  * docs/fusion.md has the details, docs/dynamic.md the dynamic shapes.
  */
 #ifndef KF_CUDA_BACKEND_H
@@ -61,6 +63,13 @@ int kf_cuda_session_run_device(kf_cuda_session *s, kf_graph *g, const kf_tensor 
 			       const kf_tensor *out, int nout, kf_custream stream);
 /* Plans and compiles g without running it. */
 int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g);
+/* The same for g, a copy of sz->sym specialised to sz's sizes (api/dyn.h):
+ * its kernels read the dims that come from symbols from arguments
+ * (cuda/emit_cuda.h's kf_emit_dyn), so a plan of another size finds them
+ * in the kernel cache; each distinct kernel is a program of its own, so
+ * that one kernel new to a size compiles alone.  sz->sym must outlive the
+ * session's plan.  More than KF_EMIT_MAXSYM symbols: a static plan. */
+int kf_cuda_session_plan_sized(kf_cuda_session *s, kf_graph *g, const kf_sizes *sz);
 
 typedef struct kf_cuda_stats {
 	double plan_s, emit_s, compile_s, load_s; /* wall seconds of the last plan */

@@ -18,6 +18,7 @@ typedef struct step {
 	kf_cufunc f;
 	kf_cuptr *ptr;       /* parameter values */
 	kf_cuda_tmap *tm;    /* tensor maps (k.ntmap), encoded from ptr */
+	int64_t kdv[KF_EMIT_MAXSYM]; /* the sizes the kernel reads (k.kd), as int or long long */
 	void **args;
 	unsigned grid;
 	float ms;            /* profile */
@@ -42,6 +43,9 @@ struct kf_cuda_session {
 	kf_nvrtc *nv;
 	char arch[16];
 	kf_emit_target tgt;    /* what the emitter may use on this device */
+	kf_emit_dyn dyn;       /* a sized plan's symbols (tgt.dyn points here); n 0: static */
+	kf_sid dsid[KF_EMIT_MAXSYM];
+	int64_t dval[KF_EMIT_MAXSYM], drep[KF_EMIT_MAXSYM], dpval[KF_EMIT_MAXSYM];
 	kf_graph *g;
 	uint32_t gnodes;       /* g->nnode when planned, to notice a changed graph */
 	step *st;
@@ -82,6 +86,9 @@ static inline kf_vid kf_cb_root(const kf_cuda_session *s, kf_vid v)
 	return v;
 }
 
+/* The plan notes into s's report (cuda_run.c): kernels, compiles, the
+ * arena; a sized plan's kernels that read their sizes and buckets. */
+void kf_cb_plan_report(kf_cuda_session *s);
 /* Compiles the programs s->pr not yet compiled (cuda_compile.c). */
 int kf_cb_compile(kf_cuda_session *s);
 /* Routes the contraction steps through cuBLASLt or cuBLAS where their

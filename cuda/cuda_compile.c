@@ -159,7 +159,7 @@ static int cmp_name(const void *a, const void *b)
 
 /* Groups the distinct kernels (sorted by name, so that programs and their
  * cache keys do not depend on node order) into programs of PER_PROGRAM
- * and compiles them in parallel. */
+ * (sized plans: of one) and compiles them in parallel. */
 int kf_cb_compile(kf_cuda_session *s)
 {
 	uint32_t n = 0;
@@ -177,8 +177,10 @@ int kf_cb_compile(kf_cuda_session *s)
 		}
 		s->stats.distinct++;
 		/* a program holds up to PER_PROGRAM kernels or PER_PROGRAM_OPS ops,
-		 * so that big kernels compile in parallel */
-		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS ||
+		 * so that big kernels compile in parallel; in a sized plan one, so
+		 * that a kernel another size compiled is found alone in the cache
+		 * (a program of several is found only if all its kernels are) */
+		if (inprog >= PER_PROGRAM || ops + by[i]->k.nops > PER_PROGRAM_OPS || s->dyn.n ||
 		    (s->npr > first && s->pr[s->npr - 1].u.sm90a != by[i]->k.sm90a)) {
 			ops = 0;
 			s->pr = realloc(s->pr, (s->npr + 1) * sizeof *s->pr);

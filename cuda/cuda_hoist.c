@@ -8,7 +8,10 @@
  * fusion of them.  Run every time, they would read and write every weight
  * of the network on each inference.  A node is hoisted when every operand
  * is a const or a hoisted result, it has a CPU kernel and no effect, and
- * its results are static; the values steps read are uploaded once. */
+ * its results are static; the values steps read are uploaded once.
+ * `shape` of any static value is hoisted too: its result is the type's,
+ * whatever the data (a symbolic graph specialised to one size keeps the
+ * shape ops the exporter wrote, which canonicalize would have folded). */
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_backend_int.h"
@@ -36,6 +39,8 @@ static bool hoistable(kf_cuda_session *s, kf_nid n)
 	const kf_opinfo *oi = kf_op(s->c, x->op);
 	if (x->op == KF_OP_CONST || x->nin == 0 || !oi->cpu || (oi->flags & (KF_OPF_EFFECT | KF_OPF_TERMINATOR)))
 		return false;
+	if (x->op == KF_OP_SHAPE)
+		return kf_type_is_static(kf_vtype(g, kf_in(g, n, 0)));
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_vid v = kf_in(g, n, i);
 		kf_nid d = kf_def(g, v);
@@ -64,7 +69,12 @@ int kf_cb_hoist(kf_cuda_session *s)
 		if (x->nin > 16 || x->nres > 16)
 			continue;
 		bool ok = true;
-		for (uint32_t i = 0; i < x->nin && ok; i++) {
+		if (x->op == KF_OP_SHAPE) { /* the dims, no data */
+			const kf_type *t = kf_vtype(g, kf_in(g, n, 0));
+			in[0] = (kf_tensor){.dtype = (kf_dtype)t->dtype, .rank = t->rank};
+			memcpy(in[0].dim, t->dim, sizeof t->dim);
+		}
+		for (uint32_t i = 0; i < x->nin && ok && x->op != KF_OP_SHAPE; i++) {
 			const kf_tensor *t = value_of(s, kf_in(g, n, i), err, sizeof err);
 			ok = t != NULL;
 			if (ok)

@@ -56,7 +56,7 @@ static void route_of(kf_cuda_session *s, const step *t, bool lt_ok, bool blas_ok
 		*why = tile ? "its tile" : "KFUSE_MATMUL_TILE";
 	} else {
 		kf_mm_shape sh;
-		kf_mm_node_shape(g, f, &sh);
+		kf_mm_node_shape_sized(g, f, &s->tgt, &sh); /* a sized plan: its bucket's */
 		sh.wgmma = s->tgt.wgmma;
 		if (s->o.allow_tf32 && sh.in == KF_F32)
 			sh.tf32 = true;

@@ -1,6 +1,6 @@
 /* cuda_run.c: running a planned CUDA session: upload, launch step by
  * step (timed for --profile) or replay the captured CUDA graph, download;
- * and the bench's timed replays. */
+ * the bench's timed replays; the plan's and the profile's reports. */
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_backend_int.h"
@@ -38,6 +38,40 @@ static int launch_all(kf_cuda_session *s, bool timed)
 	return rc;
 }
 
+void kf_cb_plan_report(kf_cuda_session *s)
+{
+	kf_buf *r = s->o.report;
+	if (!r)
+		return;
+	kf_cuda_stats *t = &s->stats;
+	kf_buf_printf(r, "cuda: @%s for %s: %d kernels (%d distinct) in %d programs: %d compiled, %d from the cache;"
+		      " emit %.1f ms, compile %.1f ms, load %.1f ms, plan %.1f ms total\n",
+		      kf_str(s->c, s->g->name), s->arch, t->kernels, t->distinct, t->programs, t->compiled,
+		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
+	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
+		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
+	if (!s->dyn.n)
+		return;
+	/* a sized plan: how many kernels read their sizes, and the buckets the
+	 * size-dependent choices were made for (one line per distinct one) */
+	int nkd = 0;
+	for (uint32_t i = 0; i < s->nst; i++)
+		nkd += s->st[i].k.kd != 0;
+	kf_buf_printf(r, "cuda: @%s: sized plan: %d of %u kernels read their sizes as arguments\n", kf_str(s->c, s->g->name),
+		      nkd, s->nst);
+	for (uint32_t i = 0; i < s->nst; i++) {
+		const kf_kernel *k = &s->st[i].k;
+		bool seen = false;
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(s->st[j].k.name, k->name);
+		if (!k->bucket[0] || seen)
+			continue;
+		const kf_node *x = kf_N(s->g, k->node);
+		kf_buf_printf(r, "cuda: @%s: %s %s%s: bucket %s\n", kf_str(s->c, s->g->name), k->name,
+			      x->sym ? "@" : "", x->sym ? kf_str(s->c, x->sym) : kf_op(s->c, x->op)->name, k->bucket);
+	}
+}
+
 static void profile_report(kf_cuda_session *s)
 {
 	kf_buf *r = s->o.report;
@@ -45,7 +79,12 @@ static void profile_report(kf_cuda_session *s)
 		return;
 	kf_graph *g = s->g;
 	kf_buf_printf(r, "profile @%s (%u kernels, eager launches):\n", kf_str(s->c, g->name), s->nst);
-	kf_buf_printf(r, "  %-20s %-28s %-7s %10s %12s %9s\n", "kernel", "node", "kind", "time us", "bytes", "GB/s");
+	/* a sized plan's kernels: the bucket each was made for (emit_cuda.h) */
+	bool buckets = false;
+	for (uint32_t i = 0; i < s->nst; i++)
+		buckets |= s->st[i].k.bucket[0] != 0;
+	kf_buf_printf(r, "  %-20s %-28s %-7s %10s %12s %9s%s\n", "kernel", "node", "kind", "time us", "bytes", "GB/s",
+		      buckets ? "  bucket" : "");
 	double tot = 0;
 	int64_t totb = 0;
 	for (uint32_t i = 0; i < s->nst; i++) {
@@ -54,9 +93,9 @@ static void profile_report(kf_cuda_session *s)
 		char node[64];
 		snprintf(node, sizeof node, "%s%s%s (%d op%s)", kf_op(s->c, x->op)->name, x->sym ? " @" : "",
 			 x->sym ? kf_str(s->c, x->sym) : "", t->k.nops, t->k.nops == 1 ? "" : "s");
-		kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f\n", t->k.name, node,
+		kf_buf_printf(r, "  %-20s %-28s %-7s %10.1f %12lld %9.1f%s%s\n", t->k.name, node,
 			      kf_kernel_kind_name(t->k.kind), t->ms * 1e3, (long long)t->k.bytes,
-			      t->ms > 0 ? t->k.bytes / (t->ms * 1e6) : 0.0);
+			      t->ms > 0 ? t->k.bytes / (t->ms * 1e6) : 0.0, buckets ? "  " : "", t->k.bucket);
 		tot += t->ms;
 		totb += t->k.bytes;
 	}

@@ -44,14 +44,27 @@ typedef struct kx_att {
 	bool fold;
 	kf_nid fnode;
 	int fconst;
+	/* a sized plan (kf_emit_dyn.probe): the same analysis of the graph at
+	 * generic sizes, whose numbers say which symbols ours are made of (kx_pmono);
+	 * NULL: none */
+	const struct kx_att *p;
 } kx_att;
+
+/* The symbolic form of at's quantity x, read through the probe's analysis
+ * at->p: field f of at (KX_ATT_S), or a field of a struct inside at at the
+ * same place in at->p (kx_att_twin: NULL when there is no twin). */
+#define KX_ATT_S(k, at, f) ((at)->p ? kx_pmono((k), (at)->p->f) : (at)->f)
+static inline const void *kx_att_twin(const kx_att *at, const void *field)
+{
+	return at->p ? (const char *)at->p + ((const char *)field - (const char *)at) : NULL;
+}
 
 /* emit_attention.c; kx_emit_attention (emit_int.h) returns 2 with
  * k->k->why for a body the kernels do not take (the body then runs op by
  * op). */
 /* The offset text of batch z (a linear index over B, a name) in view v,
  * base offset included. */
-void kx_att_boff(const kx_att *at, const kf_view *v, const char *z, kf_buf *o);
+void kx_att_boff(kx *k, const kx_att *at, const kf_view *v, const char *z, kf_buf *o);
 /* Declares KF_KERNEL_score(params..., int z, int row, int col, float s):
  * the score chain at (z, row, col) of the scores s (f32), the causal mask
  * node passed through (the kernel applies it). */

@@ -283,26 +283,39 @@ static int analyse(kx *k, kx_att *at)
 
 /* ---- text helpers -------------------------------------------------------------- */
 
-void kx_att_boff(const kx_att *at, const kf_view *v, const char *z, kf_buf *o)
+void kx_att_boff(kx *k, const kx_att *at, const kf_view *v, const char *z, kf_buf *o)
 {
 	const kf_type *B = &at->a.B;
-	kf_buf_printf(o, "(%lldLL", (long long)v->off);
+	/* the probe's view and batch, where they have the same structure */
+	const kf_view *pv = kx_att_twin(at, v);
+	const kf_type *pB = at->p ? &at->p->a.B : NULL;
+	bool tw = pv && pB && pv->rank == v->rank && pB->rank == B->rank;
+	for (int d = 0; tw && d < at->nb; d++)
+		tw = pv->d[d].nf == v->d[d].nf;
+	kf_buf_putc(o, '(');
+	kx_dimll(k, o, v->off, tw ? kx_pmono(k, pv->off) : v->off);
 	for (int d = 0; d < at->nb; d++) {
-		const kf_view_dim *x = &v->d[d];
+		const kf_view_dim *x = &v->d[d], *px = tw ? &pv->d[d] : x;
 		if (x->nf == 0)
 			continue;
-		int64_t after = 1;
-		for (int e = d + 1; e < at->nb; e++)
+		int64_t after = 1, pafter = 1;
+		for (int e = d + 1; e < at->nb; e++) {
 			after *= B->dim[e];
+			pafter *= tw ? pB->dim[e] : B->dim[e];
+		}
 		/* the batch coordinate, then its factors */
-		int64_t inner = x->size;
+		int64_t inner = x->size, pinner = px->size;
 		for (int f = 0; f < x->nf; f++) {
 			inner /= x->ext[f];
+			pinner /= px->ext[f];
 			if (!x->stride[f])
 				continue;
-			kf_buf_printf(o, " + (long long)((%s / %lld) %% %lld", z, (long long)(after * inner),
-				      (long long)x->ext[f]);
-			kf_buf_printf(o, ") * %lldLL", (long long)x->stride[f]);
+			kf_buf_printf(o, " + (long long)((%s / ", z);
+			kx_dim(k, o, after * inner, tw ? kx_pmono(k, pafter * pinner) : after * inner);
+			kf_buf_puts(o, ") % ");
+			kx_dim(k, o, x->ext[f], tw ? kx_pmono(k, px->ext[f]) : x->ext[f]);
+			kf_buf_puts(o, ") * ");
+			kx_dimll(k, o, x->stride[f], tw ? kx_pmono(k, px->stride[f]) : x->stride[f]);
 		}
 	}
 	kf_buf_putc(o, ')');
@@ -315,6 +328,8 @@ static void helper_head(kx *k, kf_buf *h, const char *ret, const char *name, boo
 		kf_buf_printf(h, "%sconst %s *__restrict__ p%u", i ? ", " : "", kx_st(kx_dt(k, k->param[i])), i);
 	for (uint32_t i = 0; outs && i < k->nout; i++)
 		kf_buf_printf(h, "%s%s *__restrict__ o%u", i || k->nparam ? ", " : "", kx_st(kx_dt(k, k->out[i])), i);
+	/* the sizes the kernel reads (emit_int.h), right after its parameters */
+	kf_buf_puts(h, KX_KD_PARAMS);
 	kf_buf_puts(h, k->nparam || (outs && k->nout) ? ", " : "");
 }
 
@@ -325,6 +340,7 @@ static void helper_call(const kx *k, kf_buf *b, const char *name, bool outs)
 		kf_buf_printf(b, "p%u, ", i);
 	for (uint32_t i = 0; outs && i < k->nout; i++)
 		kf_buf_printf(b, "o%u, ", i);
+	kf_buf_puts(b, KX_KD_ARGS);
 }
 
 void kx_att_score_call(const kx *k, kf_buf *b) { helper_call(k, b, "score", false); }
@@ -349,6 +365,35 @@ static const char *sname(sh *s, kf_vid v)
 	return NULL;
 }
 
+/* The coordinate iota node d (of the scores' shape S, batch dims OB, their
+ * symbolic forms sOB) gives at (z, row, col). */
+static void iota_at(kx *k, kf_nid d, const kf_type *S, const kf_type *OB, const kf_type *sOB, kf_buf *e)
+{
+	const kf_type *t = kf_vtype(k->g, kf_res(k->g, d, 0));
+	int ax = (int)kf_attr_int(k->g, d, "axis", 0);
+	if (ax < 0)
+		ax += t->rank;
+	int sd = S->rank - t->rank + ax;
+	if (t->dim[ax] == 1) {
+		kf_buf_puts(e, "0");
+	} else if (sd == S->rank - 1) {
+		kf_buf_puts(e, "col");
+	} else if (sd == S->rank - 2) {
+		kf_buf_puts(e, "row");
+	} else {
+		int64_t after = 1, safter = 1;
+		for (int x = sd + 1; x < OB->rank; x++) {
+			after *= OB->dim[x];
+			safter = kx_smul(k, safter, sOB->dim[x]);
+		}
+		kf_buf_puts(e, "((z / ");
+		kx_dim(k, e, after, safter);
+		kf_buf_puts(e, ") % ");
+		kx_dim(k, e, OB->dim[sd], sOB->dim[sd]);
+		kf_buf_putc(e, ')');
+	}
+}
+
 /* Emits v (and what it needs) at (z, row, col) of the scores; its name. */
 static const char *sval(sh *s, kf_vid v, int depth)
 {
@@ -363,13 +408,15 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	}
 	const kf_type *S = kf_vtype(g, kf_res(g, s->at->a.mm1, 0));
 	kf_type OB = s->at->a.B;
+	/* the batch dims' symbolic forms, through the probe's analysis */
+	kf_type sOB = s->at->p && s->at->p->a.B.rank == OB.rank ? kx_ptype(k, &s->at->p->a.B) : OB;
 	kf_dtype dt = kx_dt(k, v);
 	kf_nid d = kf_def(g, v);
 	kf_buf e = {0};
 	int p = kx_param(k, v);
 	if (p >= 0 || (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST)) {
 		kf_buf ix = {0};
-		kx_bidx(&OB, true, true, kf_vtype(g, v), &ix);
+		kx_bidx(k, &OB, &sOB, true, true, kf_vtype(g, v), kx_stype(k, v), &ix);
 		kf_buf_putc(&ix, '\0');
 		if (p >= 0) {
 			kf_buf_printf(s->h, "  const long long x%d = %s;\n", s->nx, ix.p);
@@ -379,23 +426,7 @@ static const char *sval(sh *s, kf_vid v, int depth)
 		}
 		kf_buf_free(&ix);
 	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_IOTA) {
-		const kf_type *t = kf_vtype(g, v);
-		int ax = (int)kf_attr_int(g, d, "axis", 0);
-		if (ax < 0)
-			ax += t->rank;
-		int sd = S->rank - t->rank + ax;
-		if (t->dim[ax] == 1)
-			kf_buf_puts(&e, "0");
-		else if (sd == S->rank - 1)
-			kf_buf_puts(&e, "col");
-		else if (sd == S->rank - 2)
-			kf_buf_puts(&e, "row");
-		else {
-			int64_t after = 1;
-			for (int x = sd + 1; x < OB.rank; x++)
-				after *= OB.dim[x];
-			kf_buf_printf(&e, "((z / %lld) %% %lld)", (long long)after, (long long)OB.dim[sd]);
-		}
+		iota_at(k, d, S, &OB, &sOB, &e);
 	} else if (d != KF_NONE && kx_computed(k, v)) {
 		const kf_node *x = kf_N(g, d);
 		const char *a[3] = {"", "", ""};
@@ -560,9 +591,10 @@ int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
 		kf_buf_free(&h);
 		return -1;
 	}
-	kx_att_boff(at, &at->o, "z", &off);
-	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * %lldLL + col;\n", (int)off.n, off.p,
-		      (long long)at->ors);
+	kx_att_boff(k, at, &at->o, "z", &off);
+	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * ", (int)off.n, off.p);
+	kx_dimll(k, &h, at->ors, KX_ATT_S(k, at, ors));
+	kf_buf_puts(&h, " + col;\n");
 	kf_buf_free(&off);
 	/* a pair of 2-byte elements at an even index: one 4-byte store */
 	bool packed = pair && kf_dtype_size(at->odt) == 2 && at->ors % 2 == 0 && aligned(&at->o, 2, at->o.rank - 1);
@@ -590,9 +622,17 @@ int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
 
 int kx_emit_attention(kx *k)
 {
-	kx_att at;
+	kx_att at, pat;
 	k->k->why[0] = '\0';
 	int rc = analyse(k, &at);
+	/* a sized plan: the same analysis at the probe's generic sizes */
+	if (rc == 0 && k->dyn && k->dyn->probe && k->dyn->probe->nval == k->g->nval) {
+		kx pk = *k;
+		pk.g = (kf_graph *)k->dyn->probe;
+		if (analyse(&pk, &pat) == 0)
+			at.p = &pat;
+		k->k->why[0] = '\0';
+	}
 	/* the Hopper kernel declares the helpers it needs itself (none for a
 	 * scale it folds) */
 	if (rc == 0)

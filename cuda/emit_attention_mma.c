@@ -61,14 +61,14 @@ typedef struct tl {
 	int rows, cols, ld;
 } tl;
 
-static tl tile_of(const kx_att *at, const kx_attop *op, int dim, const fa_cfg *c, bool isk)
+static tl tile_of(const kx *k, const kx_att *at, const kx_attop *op, int dim, const fa_cfg *c, bool isk)
 {
 	/* k is [D, Tk]: its keys are the columns; v is [Tk, DV]: the rows */
 	int64_t kstride = isk ? op->cs : op->rs, dstride = isk ? op->rs : op->cs;
 	tl t = {0};
 	if (op->raw && dstride == 1 && dim % 8 == 0)
 		t.raw = true;
-	else if (op->raw && kstride == 1 && at->Tk % 8 == 0)
+	else if (op->raw && kstride == 1 && kx_multiple(k, at->Tk, KX_ATT_S(k, at, Tk), 8))
 		t.raw = t.keycols = true;
 	t.rows = t.keycols ? dim : c->bn;
 	t.cols = t.keycols ? c->bn : dim;
@@ -82,26 +82,35 @@ static void load_kv(kx *k, const kx_att *at, const kx_attop *op, const tl *t, bo
 		    const char *off, int nt)
 {
 	kf_buf *b = &k->b;
+	const kx_attop *pop = kx_att_twin(at, op);
 	int64_t kstride = isk ? op->cs : op->rs, dstride = isk ? op->rs : op->cs;
+	int64_t skstride = pop ? kx_pmono(k, isk ? pop->cs : pop->rs) : kstride;
+	int64_t sdstride = pop ? kx_pmono(k, isk ? pop->rs : pop->cs) : dstride, sTk = KX_ATT_S(k, at, Tk);
 	if (t->raw) {
 		int per = t->cols / 8;
 		kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t->rows * per, nt);
 		kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * 8;\n", per, per);
+		kf_buf_printf(b, "      const int j = j0 + %s;\n      const bool ok = j < ", t->keycols ? "f" : "r");
+		kx_dim(k, b, at->Tk, sTk);
+		kf_buf_printf(b, ";\n      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + (long long)%s * ", s, t->ld, op->param, off,
+			      t->keycols ? "r" : "j");
 		if (!t->keycols)
-			kf_buf_printf(b, "      const int j = j0 + r;\n      const bool ok = j < %lld;\n"
-				      "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + (long long)j * %lldLL + f : 0), ok);\n    }\n",
-				      (long long)at->Tk, s, t->ld, op->param, off, (long long)kstride);
+			kx_dimll(k, b, kstride, skstride);
 		else
-			kf_buf_printf(b, "      const int j = j0 + f;\n      const bool ok = j < %lld;\n"
-				      "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + (long long)r * %lldLL + j : 0), ok);\n    }\n",
-				      (long long)at->Tk, s, t->ld, op->param, off, (long long)dstride);
+			kx_dimll(k, b, dstride, sdstride);
+		kf_buf_printf(b, " + %s : 0), ok);\n    }\n", t->keycols ? "j" : "f");
 		return;
 	}
 	/* element by element, keys as rows: any strides */
 	kf_buf_printf(b, "    for (int c = threadIdx.x; c < %d; c += %d) {\n", t->rows * t->cols, nt);
 	kf_buf_printf(b, "      const int r = c / %d, f = c %% %d, j = j0 + r;\n", t->cols, t->cols);
-	kf_buf_printf(b, "      %s[r * %d + f] = j < %lld ? p%d[%s + (long long)j * %lldLL + (long long)f * %lldLL] : 0;\n    }\n",
-		      s, t->ld, (long long)at->Tk, op->param, off, (long long)kstride, (long long)dstride);
+	kf_buf_printf(b, "      %s[r * %d + f] = j < ", s, t->ld);
+	kx_dim(k, b, at->Tk, sTk);
+	kf_buf_printf(b, " ? p%d[%s + (long long)j * ", op->param, off);
+	kx_dimll(k, b, kstride, skstride);
+	kf_buf_puts(b, " + (long long)f * ");
+	kx_dimll(k, b, dstride, sdstride);
+	kf_buf_puts(b, "] : 0;\n    }\n");
 }
 
 /* The B fragments t[0..1] (n-tile n) and t[2..3] (n-tile n + 1) of k-step
@@ -118,9 +127,10 @@ static void frag_b(kf_buf *b, const tl *t, bool ncols, const char *s, const char
 			      k16, t->ld, n8);
 }
 
-static void default_cfg(const kx_att *at, fa_cfg *c)
+static void default_cfg(const kx *k, const kx_att *at, fa_cfg *c)
 {
-	c->bm = at->Tq > 64 ? 128 : 64;
+	/* a sized plan: for its bucket's rows */
+	c->bm = kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)) > 64 ? 128 : 64;
 	c->bn = 64;
 	c->s = 2;
 }
@@ -132,18 +142,26 @@ static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, 
 {
 	kf_buf *b = &k->b;
 	int D = (int)at->D;
+	int64_t sTq = KX_ATT_S(k, at, Tq), srs = KX_ATT_S(k, at, q.rs), scs = KX_ATT_S(k, at, q.cs);
 	if (qraw) {
 		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * (D / 8), nt);
-		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * 8, i = q0 + r;\n    const bool ok = i < %lld;\n",
-			      D / 8, D / 8, (long long)at->Tq);
-		kf_buf_printf(b, "    kf_cp16(sq + r * %d + f, p%d + (ok ? qo + (long long)i * %lldLL + f : 0), ok);\n  }\n", lq,
-			      at->q.param, (long long)at->q.rs);
+		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * 8, i = q0 + r;\n    const bool ok = i < ", D / 8,
+			      D / 8);
+		kx_dim(k, b, at->Tq, sTq);
+		kf_buf_printf(b, ";\n    kf_cp16(sq + r * %d + f, p%d + (ok ? qo + (long long)i * ", lq, at->q.param);
+		kx_dimll(k, b, at->q.rs, srs);
+		kf_buf_puts(b, " + f : 0), ok);\n  }\n");
 		return;
 	}
 	kf_buf_printf(b, "  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * D, nt);
 	kf_buf_printf(b, "    const int r = c / %d, f = c %% %d, i = q0 + r;\n    float x = 0.0f;\n", D, D);
-	kf_buf_printf(b, "    if (i < %lld) {\n      const long long e = qo + (long long)i * %lldLL + (long long)f * %lldLL;\n",
-		      (long long)at->Tq, (long long)at->q.rs, (long long)at->q.cs);
+	kf_buf_puts(b, "    if (i < ");
+	kx_dim(k, b, at->Tq, sTq);
+	kf_buf_puts(b, ") {\n      const long long e = qo + (long long)i * ");
+	kx_dimll(k, b, at->q.rs, srs);
+	kf_buf_puts(b, " + (long long)f * ");
+	kx_dimll(k, b, at->q.cs, scs);
+	kf_buf_puts(b, ";\n");
 	kf_buf_puts(b, "      x = ");
 	kf_buf lv = {0};
 	kx_load(&lv, at->q.st, "p%d[e]", at->q.param);
@@ -165,23 +183,30 @@ static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, 
 static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
 {
 	kf_buf *b = &k->b;
-	int64_t nqt = (at->Tq + c->bm - 1) / c->bm, NT = (at->Tk + c->bn - 1) / c->bn;
-	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
-		      (long long)(nqt - 1), (long long)at->NB, c->bm);
+	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq), sTk = KX_ATT_S(k, at, Tk);
+	kf_buf_puts(b, "  const int z = blockIdx.x % ");
+	kx_dim(k, b, at->NB, sNB);
+	kf_buf_puts(b, ", q0 = (");
+	kx_dimlin(k, b, at->Tq, sTq, c->bm - 1, c->bm, -1); /* the last query tile */
+	kf_buf_puts(b, " - (int)(blockIdx.x / ");
+	kx_dim(k, b, at->NB, sNB);
+	kf_buf_printf(b, ")) * %d;\n", c->bm);
 	kf_buf q = {0}, kk = {0}, vv = {0};
-	kx_att_boff(at, &at->q.view, "z", &q);
-	kx_att_boff(at, &at->k.view, "z", &kk);
-	kx_att_boff(at, &at->v.view, "z", &vv);
+	kx_att_boff(k, at, &at->q.view, "z", &q);
+	kx_att_boff(k, at, &at->k.view, "z", &kk);
+	kx_att_boff(k, at, &at->v.view, "z", &vv);
 	kf_buf_printf(b, "  const long long qo = %.*s, ko = %.*s, vo = %.*s;\n", (int)q.n, q.p, (int)kk.n, kk.p, (int)vv.n,
 		      vv.p);
 	kf_buf_free(&q);
 	kf_buf_free(&kk);
 	kf_buf_free(&vv);
+	kf_buf_puts(b, "  const int nt = ");
 	if (at->causal)
-		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1);\n", (long long)NT,
-			      (long long)(c->bm - 1 + at->off), c->bn);
-	else
-		kf_buf_printf(b, "  const int nt = %lld;\n", (long long)NT);
+		kf_buf_puts(b, "min(");
+	kx_dimlini(k, b, at->Tk, sTk, c->bn - 1, c->bn, 0); /* the key tiles */
+	if (at->causal)
+		kf_buf_printf(b, ", (q0 + %lld) / %d + 1)", (long long)(c->bm - 1 + at->off), c->bn);
+	kf_buf_puts(b, ";\n");
 }
 
 /* The key-tile loop: the ring's wait and refill, S = Q K^T on the tensor
@@ -203,7 +228,7 @@ static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, co
 		      "        unsigned t[4];\n        ", D / 16, BN / 8);
 	frag_b(b, tk, tk->keycols, "ks", "j * 8", "kk * 16");
 	kf_buf_printf(b, "\n        %s(sc + 4 * j, qf[kk], t);\n        %s(sc + 4 * (j + 1), qf[kk], t + 2);\n      }\n", mma, mma);
-	kx_att_step st = {.bn = BN, .dv = DV, .qpart = at->Tq % c->bm != 0, .mask = KX_MASK_EDGE, .rowmin = "q0"};
+	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .mask = KX_MASK_EDGE, .rowmin = "q0"};
 	kx_att_tile_scores(k, at, &st);
 	kx_att_tile_softmax(k, at, BN, DV);
 	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int n = 0; n < %d; n += 2) {\n"
@@ -215,8 +240,10 @@ static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, co
 
 int kx_emit_attention_mma(kx *k, kx_att *at)
 {
+	/* (a sized plan: at its bucket's rows, so that the bucket shares a kernel;
+	 * fewer rows are a partial tile) */
 	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || at->D % 16 || at->DV % 16 || at->D > 128 || at->DV > 128 ||
-	    at->Tq < 16)
+	    kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)) < 16)
 		return 1;
 	fa_cfg c;
 	const char *tile = kf_attr_str(k->g, k->at, "tile", NULL);
@@ -227,9 +254,9 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 	if (tile && *tile && !cfg_parse(tile, &c))
 		return kx_fail(k, "attention tile '%s' is not fa<64|128>x<32|64|128>s<2..4>", tile);
 	if (!tile || !*tile)
-		default_cfg(at, &c);
+		default_cfg(k, at, &c);
 	int nt = 32 * (c.bm / 16), D = (int)at->D, DV = (int)at->DV, S = c.s;
-	tl tk = tile_of(at, &at->k, D, &c, true), tv = tile_of(at, &at->v, DV, &c, false);
+	tl tk = tile_of(k, at, &at->k, D, &c, true), tv = tile_of(k, at, &at->v, DV, &c, false);
 	int lq = D + 8, qsz = c.bm * lq, ksz = tk.rows * tk.ld, vsz = tv.rows * tv.ld;
 	int smem = (qsz + S * (ksz + vsz)) * 2;
 	if (smem > 227 * 1024)

@@ -117,8 +117,11 @@ static void key_loop(kx *k, const kx_att *at, int V, int VV, bool kv, bool vv)
 	kf_buf_printf(b, "    float kx[%d][%d], vx[%d][%d];\n#pragma unroll\n    for (int u = 0; u < %d; u++) {\n", SIMT_U, V, SIMT_U, VV,
 		      SIMT_U);
 	kf_buf_puts(b, "      const int j = j0 + u;\n      if (j < ke) {\n");
-	kf_buf_printf(b, "        const long long kj = ko + (long long)j * %lldLL, vj = vo + (long long)j * %lldLL;\n",
-		      (long long)at->k.cs, (long long)at->v.rs);
+	kf_buf_puts(b, "        const long long kj = ko + (long long)j * ");
+	kx_dimll(k, b, at->k.cs, KX_ATT_S(k, at, k.cs));
+	kf_buf_puts(b, ", vj = vo + (long long)j * ");
+	kx_dimll(k, b, at->v.rs, KX_ATT_S(k, at, v.rs));
+	kf_buf_puts(b, ";\n");
 	load_run(b, &at->k, V, at->k.rs, at->D, "kj", "kx[u]", kv);
 	load_run(b, &at->v, VV, at->v.cs, at->DV, "vj", "vx[u]", vv);
 	kf_buf_printf(b, "      } else {\n        for (int e = 0; e < %d; e++) kx[u][e] = 0.0f;\n        for (int e = 0; e < %d; e++) "
@@ -137,6 +140,37 @@ static void key_loop(kx *k, const kx_att *at, int V, int VV, bool kv, bool vv)
 		      "      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", SIMT_U, VV);
 }
 
+/* The block's row: its batch index z and query row i (rowg: the row over
+ * the batch), the operands' offsets, and kend, the keys it sees (a causal
+ * mask ends them). */
+static void row_head(kx *k, const kx_att *at, int64_t sTq, int64_t sTk)
+{
+	kf_buf *b = &k->b;
+	kf_buf_puts(b, "  const int z = (int)(rowg / ");
+	kx_dim(k, b, at->Tq, sTq);
+	kf_buf_puts(b, "), i = (int)(rowg % ");
+	kx_dim(k, b, at->Tq, sTq);
+	kf_buf_puts(b, ");\n");
+	kf_buf q = {0}, kk = {0}, vo = {0};
+	kx_att_boff(k, at, &at->q.view, "z", &q);
+	kx_att_boff(k, at, &at->k.view, "z", &kk);
+	kx_att_boff(k, at, &at->v.view, "z", &vo);
+	kf_buf_printf(b, "  const long long qo = %.*s + (long long)i * ", (int)q.n, q.p);
+	kx_dimll(k, b, at->q.rs, KX_ATT_S(k, at, q.rs));
+	kf_buf_printf(b, ", ko = %.*s, vo = %.*s;\n", (int)kk.n, kk.p, (int)vo.n, vo.p);
+	kf_buf_free(&q);
+	kf_buf_free(&kk);
+	kf_buf_free(&vo);
+	/* the row's keys (a causal mask ends them), then this block's slice */
+	kf_buf_puts(b, "  const int kend = ");
+	if (at->causal)
+		kf_buf_puts(b, "min(");
+	kx_dimlini(k, b, at->Tk, sTk, 0, 1, 0);
+	if (at->causal)
+		kf_buf_printf(b, ", i + %lld)", (long long)(at->off + 1));
+	kf_buf_puts(b, ";\n");
+}
+
 int kx_emit_attention_simt(kx *k, kx_att *at)
 {
 	kf_buf *b = &k->b;
@@ -144,11 +178,14 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	if (V > 16 || VV > 16)
 		return kx_fail(k, "attention kernel: head dims over 512 (%lld, %lld)", (long long)at->D, (long long)at->DV);
 	int64_t rows = at->NB * at->Tq;
+	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq), sTk = KX_ATT_S(k, at, Tk);
 	/* keys split across blocks when rows are too few to fill the GPU, each
-	 * slice at least 256 keys, the workspace within 64 MiB */
-	int64_t ns = (SIMT_SMS * 12 + rows - 1) / rows, maxs = (at->Tk + 255) / 256;
+	 * slice at least 256 keys, the workspace within 64 MiB (a sized plan:
+	 * for its bucket's rows and keys, the workspace as large as theirs) */
+	int64_t rrows = kx_rep(k, rows, kx_smul(k, sNB, sTq)), rTk = kx_rep(k, at->Tk, sTk);
+	int64_t ns = (SIMT_SMS * 12 + rrows - 1) / rrows, maxs = (rTk + 255) / 256;
 	ns = ns < 1 ? 1 : ns > maxs ? maxs : ns;
-	while (ns > 1 && rows * ns * (at->DV + 2) * 4 > (64LL << 20))
+	while (ns > 1 && rrows * ns * (at->DV + 2) * 4 > (64LL << 20))
 		ns--;
 	if (ns < 1)
 		ns = 1;
@@ -163,7 +200,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	k->k->smem = (int)((4 * SIMT_WARPS + 4 + SIMT_WARPS * at->DV) * 4);
 	if (ns > 1)
 		kf_buf_printf(&k->decl, "__device__ float KF_KERNEL_ws[%lld];\n__device__ unsigned KF_KERNEL_cnt[%lld];\n",
-			      (long long)(rows * ns * (at->DV + 2)), (long long)rows);
+			      (long long)(rrows * ns * (at->DV + 2)), (long long)rrows);
 	kf_buf_puts(&k->decl, kx_att_helpers());
 	kf_buf_printf(b, "  /* simt: %d warps a row, %d keys a step, %lld slice%s of keys a row */\n", SIMT_WARPS, SIMT_U,
 		      (long long)ns, ns == 1 ? "" : "s");
@@ -172,21 +209,7 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
 	kf_buf_printf(b, "  const long long rowg = blockIdx.x / %lld;\n  const int sp = (int)(blockIdx.x %% %lld);\n", (long long)ns,
 		      (long long)ns);
-	kf_buf_printf(b, "  const int z = (int)(rowg / %lld), i = (int)(rowg %% %lld);\n", (long long)at->Tq, (long long)at->Tq);
-	kf_buf q = {0}, kk = {0}, vo = {0};
-	kx_att_boff(at, &at->q.view, "z", &q);
-	kx_att_boff(at, &at->k.view, "z", &kk);
-	kx_att_boff(at, &at->v.view, "z", &vo);
-	kf_buf_printf(b, "  const long long qo = %.*s + (long long)i * %lldLL, ko = %.*s, vo = %.*s;\n", (int)q.n, q.p,
-		      (long long)at->q.rs, (int)kk.n, kk.p, (int)vo.n, vo.p);
-	kf_buf_free(&q);
-	kf_buf_free(&kk);
-	kf_buf_free(&vo);
-	/* the row's keys (a causal mask ends them), then this block's slice */
-	if (at->causal)
-		kf_buf_printf(b, "  const int kend = min(%lld, i + %lld);\n", (long long)at->Tk, (long long)(at->off + 1));
-	else
-		kf_buf_printf(b, "  const int kend = %lld;\n", (long long)at->Tk);
+	row_head(k, at, sTq, sTk);
 	kf_buf_printf(b, "  const int per = (kend + %lld) / %lld, kb = sp * per, ke = min(kend, kb + per);\n", (long long)(ns - 1),
 		      (long long)ns);
 	/* q, with its prologue */

@@ -33,11 +33,26 @@ bool kx_att_fold_scale(const kx *k, const kx_att *at, kf_buf *o)
 	return true;
 }
 
+/* o = "min(name, T - 1)" where `part` (the tile runs past T), else name;
+ * T of a sized plan as text (an int, min() takes no mix of types). */
+static void clamp(kx *k, kf_buf *o, const char *name, bool part, int64_t T, int64_t sT)
+{
+	if (part) {
+		kf_buf_printf(o, "min(%s, ", name);
+		kx_dimlini(k, o, T, sT, 0, 1, -1);
+		kf_buf_putc(o, ')');
+	} else {
+		kf_buf_puts(o, name);
+	}
+	kf_buf_putc(o, '\0');
+}
+
 void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 {
 	kf_buf *b = &k->b;
 	int bn = st->bn;
-	bool kpart = at->Tk % bn != 0, masks = (at->causal || kpart) && st->mask != KX_MASK_NONE;
+	int64_t sTk = KX_ATT_S(k, at, Tk), sTq = KX_ATT_S(k, at, Tq);
+	bool kpart = !kx_multiple(k, at->Tk, sTk, bn), masks = (at->causal || kpart) && st->mask != KX_MASK_NONE;
 	/* a folded scale and no masks: the scores are used as they are */
 	if (st->fold && !masks)
 		return;
@@ -46,17 +61,19 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 		kf_buf edge = {0};
 		if (at->causal)
 			kf_buf_printf(&edge, "c0 + %d > %s + %lld", bn - 1, st->rowmin, (long long)at->off);
-		if (kpart)
-			kf_buf_printf(&edge, "%sc0 + %d > %lld", edge.n ? " || " : "", bn, (long long)at->Tk);
+		if (kpart) {
+			kf_buf_printf(&edge, "%sc0 + %d > ", edge.n ? " || " : "", bn);
+			kx_dim(k, &edge, at->Tk, sTk);
+		}
 		if (edge.n)
 			kf_buf_printf(b, "    const bool edge = %.*s;\n", (int)edge.n, edge.p);
 		kf_buf_free(&edge);
 	}
 	/* rows and columns past the edges are computed, masked or never
 	 * written, but read the masks in range */
-	char rtxt[48], ctxt[48];
-	snprintf(rtxt, sizeof rtxt, st->qpart ? "min(row, %lld)" : "row", (long long)(at->Tq - 1));
-	snprintf(ctxt, sizeof ctxt, kpart ? "min(col, %lld)" : "col", (long long)(at->Tk - 1));
+	kf_buf rtxt = {0}, ctxt = {0};
+	clamp(k, &rtxt, "row", st->qpart, at->Tq, sTq);
+	clamp(k, &ctxt, "col", kpart, at->Tk, sTk);
 	/* two nested loops (n-tiles, then the 4 of each) unroll fully where
 	 * one of bn / 2 with the helper inlined in it did not (a spill) */
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++)\n#pragma unroll\n      for (int r = 0; r < 4; r++) {\n",
@@ -67,12 +84,16 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 	} else {
 		kf_buf_puts(b, "        float x = ");
 		kx_att_score_call(k, b);
-		kf_buf_printf(b, "z, %s, %s, sc[4 * j + r]);\n", rtxt, ctxt);
+		kf_buf_printf(b, "z, %s, %s, sc[4 * j + r]);\n", rtxt.p, ctxt.p);
 	}
+	kf_buf_free(&rtxt);
+	kf_buf_free(&ctxt);
 	if (masks) {
 		kf_buf_printf(b, "        if (%s(", st->mask == KX_MASK_EDGE ? "edge && " : "");
-		if (kpart)
-			kf_buf_printf(b, "col >= %lld", (long long)at->Tk);
+		if (kpart) {
+			kf_buf_puts(b, "col >= ");
+			kx_dim(k, b, at->Tk, sTk);
+		}
 		if (at->causal)
 			kf_buf_printf(b, "%scol > row + %lld", kpart ? " || " : "", (long long)at->off);
 		kf_buf_puts(b, ")) x = -KF_INF;\n");
@@ -178,7 +199,9 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
 		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 4) {\n    const int col = (i >> 2) * 8 + 2 * q4;\n", dv / 2);
 	for (int h = 0; h < 2; h++) {
-		kf_buf_printf(b, "    if (r%d < %lld) ", h, (long long)at->Tq);
+		kf_buf_printf(b, "    if (r%d < ", h);
+		kx_dim(k, b, at->Tq, KX_ATT_S(k, at, Tq));
+		kf_buf_puts(b, ") ");
 		kx_att_out_call(k, b, true);
 		kf_buf_printf(b, "z, r%d, col, oacc[i + %d] * i%d, oacc[i + %d] * i%d);\n", h, 2 * h, h, 2 * h + 1, h);
 	}

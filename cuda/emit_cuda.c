@@ -491,6 +491,23 @@ static uint64_t fnv1a(const char *s, size_t n)
 	return h;
 }
 
+/* src into out with every `a` replaced by ra and every `b` (NULL: none)
+ * by rb (no terminating NUL). */
+static void replace2(kf_buf *out, const char *src, const char *a, const char *ra, const char *b, const char *rb)
+{
+	const char *p = src;
+	for (;;) {
+		const char *ha = strstr(p, a), *hb = b ? strstr(p, b) : NULL;
+		const char *h = ha && (!hb || ha < hb) ? ha : hb;
+		if (!h)
+			break;
+		kf_buf_put(out, p, (size_t)(h - p));
+		kf_buf_puts(out, h == ha ? ra : rb);
+		p = h + strlen(h == ha ? a : b);
+	}
+	kf_buf_puts(out, p);
+}
+
 /* Joins decl, the signature and the body; the name is the hash of the text
  * written with a placeholder name, so that it depends on structure only. */
 static void finish(kx *k, const char *bounds)
@@ -505,22 +522,40 @@ static void finish(kx *k, const char *bounds)
 			kf_buf_printf(&t, ", const __grid_constant__ KfTmap tm%d", i);
 		kf_buf_putc(&t, ')');
 	}
+	if (k->k->kd) { /* the sizes a sized plan's kernel reads, last */
+		t.n--;
+		k->k->kd64 = k->wide;
+		for (int i = 0; i < 32; i++)
+			if (k->k->kd >> i & 1)
+				kf_buf_printf(&t, "%sconst %s kd%d", t.p[t.n - 1] == '(' ? "" : ", ", kx_it(k), i);
+		kf_buf_putc(&t, ')');
+	}
 	kf_buf_puts(&t, "\n{\n");
 	kf_buf_put(&t, k->b.p ? k->b.p : "", k->b.n);
 	kf_buf_puts(&t, "}\n");
-	snprintf(k->k->name, sizeof k->k->name, "kf_%016llx", (unsigned long long)fnv1a(t.p, t.n));
-	kf_buf out = {0};
+	/* the size arguments of the helpers (KX_KD_PARAMS, KX_KD_ARGS; none in
+	 * a static plan, whose text and name stay what they were), then the
+	 * name from the text's hash */
+	kf_buf kp = {0}, ka = {0}, u = {0};
+	for (int i = 0; i < 32; i++)
+		if (k->k->kd >> i & 1) {
+			kf_buf_printf(&kp, ", const %s kd%d", kx_it(k), i);
+			kf_buf_printf(&ka, "kd%d, ", i);
+		}
+	kf_buf_putc(&kp, '\0');
+	kf_buf_putc(&ka, '\0');
 	kf_buf_putc(&t, '\0');
-	const char *p = t.p, *ph;
-	while ((ph = strstr(p, "KF_KERNEL"))) {
-		kf_buf_put(&out, p, (size_t)(ph - p));
-		kf_buf_puts(&out, k->k->name);
-		p = ph + 9;
-	}
-	kf_buf_puts(&out, p);
+	replace2(&u, t.p, KX_KD_PARAMS, kp.p, KX_KD_ARGS, ka.p);
+	snprintf(k->k->name, sizeof k->k->name, "kf_%016llx", (unsigned long long)fnv1a(u.p, u.n));
+	kf_buf_putc(&u, '\0');
+	kf_buf out = {0};
+	replace2(&out, u.p, "KF_KERNEL", k->k->name, NULL, NULL);
 	kf_buf_putc(&out, '\0');
 	k->k->src = out.p;
 	kf_buf_free(&t);
+	kf_buf_free(&u);
+	kf_buf_free(&kp);
+	kf_buf_free(&ka);
 }
 
 static void kx_free(kx *k)
@@ -653,6 +688,26 @@ static int kernel_kind(kx *k, kf_nid n)
 	return -1;
 }
 
+/* Whether k needs 64-bit indices.  32-bit index arithmetic is cheaper;
+ * products of two indices stay below 2^31 when every tensor has fewer than
+ * 2^30 elements (a sized plan: at its buckets' sizes, so that the bucket
+ * shares the text). */
+static bool wide_indices(kx *k)
+{
+	int64_t big = 0;
+	for (uint32_t i = 0; i < k->nparam; i++) {
+		int64_t m = kx_rep(k, kx_numel(k, k->param[i]), kx_snumel(k, k->param[i]));
+		big = m > big ? m : big;
+	}
+	for (uint32_t i = 0; i < k->nnode; i++)
+		for (uint32_t r = 0; r < kf_N(k->g, k->node[i])->nres; r++) {
+			kf_vid v = kf_res(k->g, k->node[i], r);
+			int64_t m = kx_rep(k, kx_numel(k, v), kx_snumel(k, v));
+			big = m > big ? m : big;
+		}
+	return big >= (1LL << 30);
+}
+
 int kf_emit_node(kf_graph *g, kf_nid n, kf_kernel *out)
 {
 	return kf_emit_node_for(g, n, NULL, out);
@@ -672,7 +727,8 @@ int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, 
 	if (x->op == KF_OP_CONST || x->op == KF_OP_RESHAPE || x->op == KF_OP_RETURN ||
 	    x->op == KF_OP_YIELD || (x->op == KF_OP_FUSION && x->nres == 0))
 		return 1;
-	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0, .part = part};
+	kx k = {.g = g, .c = g->ctx, .at = n, .k = out, .wg = t ? t->wgmma : 0, .part = part,
+		.dyn = t && t->dyn && t->dyn->n ? t->dyn : NULL};
 	out->node = n;
 	out->grid_y = out->grid_z = 1;
 	spec(&k, n);
@@ -691,17 +747,7 @@ int kf_emit_node_part(kf_graph *g, kf_nid n, const kf_emit_target *t, int part, 
 	}
 	out->kind = kind;
 	out->nops = (int)k.nnode;
-	int64_t big = 0;
-	for (uint32_t i = 0; i < k.nparam; i++)
-		big = kx_numel(&k, k.param[i]) > big ? kx_numel(&k, k.param[i]) : big;
-	for (uint32_t i = 0; i < k.nnode; i++)
-		for (uint32_t r = 0; r < kf_N(g, k.node[i])->nres; r++) {
-			int64_t m = kx_numel(&k, kf_res(g, k.node[i], r));
-			big = m > big ? m : big;
-		}
-	/* 32-bit index arithmetic is cheaper; products of two indices stay
-	 * below 2^31 when every tensor has fewer than 2^30 elements */
-	k.wide = big >= (1LL << 30);
+	k.wide = wide_indices(&k);
 	switch (kind) {
 	case KF_KK_LOOP: rc = kx_emit_loop(&k); break;
 	case KF_KK_ROW: rc = kx_emit_row(&k); break;

@@ -71,6 +71,13 @@ typedef struct kf_kernel {
 			       runtime may launch fewer blocks than emitted, and launches
 			       at most what is resident at once (kf_cuda_fit_walk) */
 	char why[160];      /* kf_emit_node_for returned 2: why the fusion's kernel cannot run it */
+	uint32_t kd;        /* sized plans: the sizes it reads (bit i: kf_emit_dyn's symbol i),
+			       parameters after the tensor maps, in increasing i */
+	bool kd64;          /* those parameters are long long (else int) */
+	int dynbad;         /* sized plans: symbolic forms written as numbers because they did
+			       not evaluate to them (kx_dim; the tests want none) */
+	char bucket[48];    /* sized plans: the buckets its choices were made for
+			       ("M<=4096"; empty: none), for reports */
 } kf_kernel;
 
 /* What the emitter may assume of the device.  wgmma: 1 when it is an
@@ -78,8 +85,38 @@ typedef struct kf_kernel {
  * runs there and is the default for f16/bf16), -1 when not (a `wg...` tile
  * is passed over), 0 when unknown (kfuse-opt --emit: a `wg...` tile asked
  * for is emitted, the default stays mma.sync). */
+/* A sized plan (api/dyn.h): the graph being emitted is a copy of `sym`
+ * (same node and value ids) specialised to size val[i] of symbol sid[i].
+ * A kernel then reads the dims that come from symbols from arguments of
+ * its own (kf_kernel.kd) instead of writing the numbers into its text, so
+ * that every size whose choices agree runs the same text (the kernel
+ * cache finds it).  The choices that shape a text (tile configs, vector
+ * widths, 32- or 64-bit indices) are made for rep[i], the bucket of val[i]
+ * (the next power of two, kf_emit_bucket), where they depend on sizes;
+ * divisibility is what the symbolic dim states (768*T is a multiple of
+ * 256, T is not).  Every dim written as an expression is checked to
+ * evaluate to the number it replaces (else the number is written), so a
+ * text is right for each size that emits it. */
+typedef struct kf_emit_dyn {
+	const kf_graph *sym;
+	const kf_sid *sid;
+	const int64_t *val, *rep;
+	uint32_t n;            /* at most KF_EMIT_MAXSYM */
+	/* NULL, or sym at generic sizes (runtime/backend.h's kf_sizes.probe):
+	 * symbol i of size pval[i] (a prime; 0: none).  An emitter that
+	 * computes a quantity from views (attention) computes it there too;
+	 * the primes it is a multiple of say which symbols it is made of. */
+	const kf_graph *probe;
+	const int64_t *pval;
+} kf_emit_dyn;
+#define KF_EMIT_MAXSYM 16
+
+/* The bucket of a size: the next power of two (0 and 1 are their own). */
+int64_t kf_emit_bucket(int64_t v);
+
 typedef struct kf_emit_target {
 	int wgmma;
+	const kf_emit_dyn *dyn; /* NULL: a static plan, every dim a number */
 } kf_emit_target;
 
 typedef struct kf_kernels {

@@ -22,35 +22,76 @@
 
 /* ---- index arithmetic ------------------------------------------------------- */
 
-void kx_strides(const kf_type *t, int64_t *st)
+/* Every function here writes dims through kx_dim with their symbolic form
+ * (ts, the value's type in the symbolic graph: kx_stype; NULL: t itself),
+ * so a sized plan's kernel reads the sizes from its arguments. */
+
+void kx_strides(const kx *k, const kf_type *t, const kf_type *ts, int64_t *st, int64_t *ss)
 {
-	int64_t s = 1;
+	int64_t s = 1, sy = 1;
 	for (int d = t->rank - 1; d >= 0; d--) {
 		st[d] = s;
+		if (ss)
+			ss[d] = sy;
 		s *= t->dim[d];
+		sy = kx_smul(k, sy, ts ? ts->dim[d] : t->dim[d]);
 	}
 }
 
 /* Coordinate d of linear index x in shape t, as text. */
-void kx_coord(kf_buf *o, const kf_type *t, int d, const char *x)
+void kx_coord(kx *k, kf_buf *o, const kf_type *t, const kf_type *ts, int d, const char *x)
 {
-	int64_t st[KF_MAX_RANK], before = 1;
-	kx_strides(t, st);
+	int64_t st[KF_MAX_RANK], ss[KF_MAX_RANK], before = 1;
+	kx_strides(k, t, ts, st, ss);
 	for (int e = 0; e < d; e++)
 		before *= t->dim[e];
 	kf_buf_putc(o, '(');
-	if (st[d] != 1)
-		kf_buf_printf(o, "(%s / %lld)", x, (long long)st[d]);
-	else
+	if (st[d] != 1) {
+		kf_buf_printf(o, "(%s / ", x);
+		kx_dim(k, o, st[d], ss[d]);
+		kf_buf_putc(o, ')');
+	} else {
 		kf_buf_puts(o, x);
-	if (before != 1)
-		kf_buf_printf(o, " %% %lld", (long long)t->dim[d]);
+	}
+	if (before != 1) {
+		kf_buf_puts(o, " % ");
+		kx_dim(k, o, t->dim[d], ts ? ts->dim[d] : t->dim[d]);
+	}
 	kf_buf_putc(o, ')');
 }
 
-int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf *o, int64_t *arg)
+/* One run's term of kx_bcast_expr: ((x / div) % mod) * mul, each part left
+ * out where it is 1 (mod where !wrap); (value, symbolic form) pairs. */
+static void bcast_term(kx *k, kf_buf *o, const char *x, int64_t div, int64_t sdiv, bool wrap, int64_t mod,
+		       int64_t smod, int64_t mul, int64_t smul)
+{
+	kf_buf_putc(o, '(');
+	if (div != 1) {
+		kf_buf_printf(o, "(%s / ", x);
+		kx_dim(k, o, div, sdiv);
+		kf_buf_putc(o, ')');
+	} else {
+		kf_buf_puts(o, x);
+	}
+	if (wrap) {
+		kf_buf_puts(o, " % ");
+		kx_dim(k, o, mod, smod);
+	}
+	kf_buf_putc(o, ')');
+	if (mul != 1) {
+		kf_buf_puts(o, " * ");
+		kx_dim(k, o, mul, smul);
+	}
+}
+
+int kx_bcast_expr(kx *k, const kf_type *from, const kf_type *sfrom, const kf_type *to, const kf_type *sto,
+		  const char *x, kf_buf *o, int64_t *arg, int64_t *sarg)
 {
 	int64_t nf = kf_type_numel(from), nt = kf_type_numel(to);
+	if (!sfrom)
+		sfrom = from;
+	if (!sto)
+		sto = to;
 	if (nt == 1) {
 		kf_buf_putc(o, '0');
 		return -2;
@@ -60,13 +101,15 @@ int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf 
 		return IXF_ROOT;
 	}
 	int r = from->rank, s = to->rank;
-	int64_t sf[KF_MAX_RANK], tdim[KF_MAX_RANK], stt[KF_MAX_RANK];
-	kx_strides(from, sf);
-	int64_t acc = 1;
+	int64_t sf[KF_MAX_RANK], ssf[KF_MAX_RANK], tdim[KF_MAX_RANK], stt[KF_MAX_RANK], sstt[KF_MAX_RANK];
+	kx_strides(k, from, sfrom, sf, ssf);
+	int64_t acc = 1, sacc = 1;
 	for (int d = r - 1; d >= 0; d--) {
 		tdim[d] = d < r - s ? 1 : to->dim[d - (r - s)];
 		stt[d] = acc;
+		sstt[d] = sacc;
 		acc *= tdim[d];
+		sacc = kx_smul(k, sacc, d < r - s ? 1 : sto->dim[d - (r - s)]);
 	}
 	/* runs of kept dims (same size in both, > 1); dims of size 1 in from
 	 * are transparent, broadcast dims end a run */
@@ -78,11 +121,12 @@ int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf 
 			continue;
 		}
 		int d0 = d, d1 = d;
-		int64_t P = 1;
+		int64_t P = 1, sP = 1;
 		while (d < r && (from->dim[d] == 1 || tdim[d] == from->dim[d])) {
 			if (from->dim[d] != 1)
 				d1 = d;
 			P *= from->dim[d];
+			sP = kx_smul(k, sP, sfrom->dim[d]);
 			d++;
 		}
 		int64_t before = 1;
@@ -90,23 +134,16 @@ int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf 
 			before *= from->dim[e];
 		if (nterm++)
 			kf_buf_puts(o, " + ");
-		kf_buf_putc(o, '(');
-		if (sf[d1] != 1)
-			kf_buf_printf(o, "(%s / %lld)", x, (long long)sf[d1]);
-		else
-			kf_buf_puts(o, x);
-		if (before != 1)
-			kf_buf_printf(o, " %% %lld", (long long)P);
-		kf_buf_putc(o, ')');
-		if (stt[d1] != 1)
-			kf_buf_printf(o, " * %lld", (long long)stt[d1]);
+		bcast_term(k, o, x, sf[d1], ssf[d1], before != 1, P, sP, stt[d1], sstt[d1]);
 		if (nterm == 1) {
 			if (sf[d1] == 1 && stt[d1] == 1 && before != 1) {
 				form = IXF_MOD;
 				*arg = P;
+				*sarg = sP;
 			} else if (before == 1 && stt[d1] == 1) {
 				form = IXF_DIV;
 				*arg = sf[d1];
+				*sarg = ssf[d1];
 			}
 		} else {
 			form = IXF_OTHER;
@@ -120,7 +157,7 @@ int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf 
 }
 
 /* An index variable: memoised by its text; returns its number, or IX_ZERO. */
-int kx_ix_add(kx *k, kf_buf *expr, int form, int64_t arg)
+int kx_ix_add(kx *k, kf_buf *expr, int form, int64_t arg, int64_t sarg)
 {
 	if (form == -2) {
 		kf_buf_free(expr);
@@ -137,7 +174,7 @@ int kx_ix_add(kx *k, kf_buf *expr, int form, int64_t arg)
 		k->ix = realloc(k->ix, k->capix * sizeof *k->ix);
 	}
 	int id = (int)k->nix++;
-	k->ix[id] = (kx_ix){expr->p, form, arg};
+	k->ix[id] = (kx_ix){expr->p, form, arg, sarg};
 	kf_buf_printf(&k->cur, "      const %s i%d = %s;\n", kx_it(k), id, expr->p);
 	return id;
 }
@@ -150,23 +187,25 @@ void kx_ix_name(int ix, char *buf, size_t n)
 		snprintf(buf, n, "i%d", ix);
 }
 
-/* Index into `to` read at index ix of `from` under broadcasting. */
-static int ix_bcast(kx *k, int ix, const kf_type *from, const kf_type *to)
+/* Index into value u read at index ix of `from` (value v's shape) under
+ * broadcasting. */
+static int ix_bcast(kx *k, int ix, kf_vid v, kf_vid u)
 {
 	if (ix == IX_ZERO)
 		return IX_ZERO;
 	char x[16];
 	kx_ix_name(ix, x, sizeof x);
 	kf_buf e = {0};
-	int64_t arg = 0;
-	int form = kx_bcast_expr(from, to, x, &e, &arg);
+	int64_t arg = 0, sarg = 0;
+	int form = kx_bcast_expr(k, kf_vtype(k->g, v), kx_stype(k, v), kf_vtype(k->g, u), kx_stype(k, u), x, &e, &arg,
+				 &sarg);
 	if (form == IXF_ROOT) {
 		kf_buf_free(&e);
 		return ix;
 	}
 	if (ix != 0 && form != -2)
 		form = IXF_OTHER;
-	return kx_ix_add(k, &e, form, arg);
+	return kx_ix_add(k, &e, form, arg, sarg);
 }
 
 /* ---- values ----------------------------------------------------------------- */
@@ -194,14 +233,18 @@ static int64_t vec_stride(const kx *k) { return (int64_t)k->k->block * k->V; }
 
 static bool tile_guard(const kx *k)
 {
-	int64_t nv = k->n / k->V;
-	return nv % ((int64_t)k->k->block * k->U) != 0;
+	int64_t nv = k->n / k->V, tile = (int64_t)k->k->block * k->U;
+	/* a sized plan: unless every size is whole tiles (768*T is not) */
+	return nv % tile != 0 || (kx_varies(k, k->sn) && !kx_multiple(k, k->n, k->sn, tile * k->V));
 }
 
-static void guard(kf_buf *b, const kx *k)
+static void guard(kf_buf *b, kx *k)
 {
-	if (tile_guard(k))
-		kf_buf_printf(b, "if (b + j * %lld < %lld) ", (long long)vec_stride(k), (long long)(k->n / k->V * k->V));
+	if (!tile_guard(k))
+		return;
+	kf_buf_printf(b, "if (b + j * %lld < ", (long long)vec_stride(k));
+	kx_dimfloor(k, b, k->n, k->sn, k->V);
+	kf_buf_puts(b, ") ");
 }
 
 static int load_param(kx *k, kf_vid v, int p, int ix)
@@ -211,33 +254,40 @@ static int load_param(kx *k, kf_vid v, int p, int ix)
 	kf_buf e = {0};
 	int V = k->V, U = k->U;
 	int form = ix == IX_ZERO ? -2 : k->ix[ix].form;
-	int64_t arg = ix == IX_ZERO ? 0 : k->ix[ix].arg;
+	int64_t arg = ix == IX_ZERO ? 0 : k->ix[ix].arg, sarg = ix == IX_ZERO ? 0 : k->ix[ix].sarg;
 	bool vec = V > 1 && sz * (size_t)V <= 16 &&
-		   (form == IXF_ROOT || (form == IXF_MOD && arg % V == 0));
+		   (form == IXF_ROOT || (form == IXF_MOD && kx_multiple(k, arg, sarg, V)));
 	if (vec) {
 		/* one 16-byte (or narrower) load per vector of the thread, all
 		 * issued before the lanes use them; a tensor read at the loop
 		 * index is streamed (cache hints), a broadcast row is reused */
 		int t = k->ntmp++;
-		char at[64];
-		if (form == IXF_ROOT)
-			snprintf(at, sizeof at, "b + j * %lld", (long long)vec_stride(k));
-		else
-			snprintf(at, sizeof at, "(b + j * %lld) %% %lld", (long long)vec_stride(k), (long long)arg);
+		kf_buf at = {0};
+		kf_buf_printf(&at, "%sb + j * %lld", form == IXF_ROOT ? "" : "(", (long long)vec_stride(k));
+		if (form != IXF_ROOT) {
+			kf_buf_puts(&at, ") % ");
+			kx_dim(k, &at, arg, sarg);
+		}
+		kf_buf_putc(&at, '\0');
 		kf_buf_printf(&k->pre, "    __align__(16) %s t%d[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) ",
 			      kx_st(dt), t, U * V, U);
 		guard(&k->pre, k);
 		kf_buf_printf(&k->pre, "%s<%s, %d>(t%d + j * %d, p%d + %s);\n",
-			      form == IXF_ROOT ? kx_vld_stream(k) : "kf_vld", kx_st(dt), V, t, V, p, at);
+			      form == IXF_ROOT ? kx_vld_stream(k) : "kf_vld", kx_st(dt), V, t, V, p, at.p);
+		kf_buf_free(&at);
 		kx_load(&e, dt, "t%d[j * %d + l]", t, V);
-	} else if (V > 1 && form == IXF_DIV && arg % V == 0) {
+	} else if (V > 1 && form == IXF_DIV && kx_multiple(k, arg, sarg, V)) {
 		/* the same element for every lane of a vector */
 		int t = k->ntmp++;
 		kf_buf_printf(&k->pre, "    %s t%d[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) ", kx_ct(dt), t,
 			      U, U);
 		guard(&k->pre, k);
 		kf_buf_printf(&k->pre, "t%d[j] = ", t);
-		kx_load(&k->pre, dt, "p%d[(b + j * %lld) / %lld]", p, (long long)vec_stride(k), (long long)arg);
+		kf_buf dv = {0};
+		kx_dim(k, &dv, arg, sarg);
+		kf_buf_putc(&dv, '\0');
+		kx_load(&k->pre, dt, "p%d[(b + j * %lld) / %s]", p, (long long)vec_stride(k), dv.p);
+		kf_buf_free(&dv);
 		kf_buf_puts(&k->pre, ";\n");
 		kf_buf_printf(&e, "t%d[j]", t);
 	} else {
@@ -248,58 +298,73 @@ static int load_param(kx *k, kf_vid v, int p, int ix)
 	return kx_tmp(k, v, ix, kx_ct(dt), &e);
 }
 
-/* The index into operand type `in` of a value read at coordinates
- * start[d] + coord_d(ix in out) * step[d] (transpose: perm maps out dims to
- * operand dims). */
-static int ix_affine(kx *k, int ix, const kf_type *out, const kf_type *in, const int64_t *perm,
-		     const int64_t *start, const int64_t *step)
+/* The index into operand value u of a value v read at coordinates
+ * start[d] + coord_d(ix in v) * step[d] (transpose: perm maps v's dims to
+ * u's dims).  The offset of start is written as a number (starts are
+ * static: a slice's ends and a split's parts may be symbolic, a start past
+ * a symbolic part is written from its symbolic form sstart when given). */
+static int ix_affine(kx *k, int ix, kf_vid v, kf_vid u, const int64_t *perm, const int64_t *start,
+		     const int64_t *sstart, const int64_t *step)
 {
-	int64_t si[KF_MAX_RANK], off = 0;
-	kx_strides(in, si);
+	const kf_type *out = kf_vtype(k->g, v), *sout = kx_stype(k, v), *in = kf_vtype(k->g, u);
+	int64_t si[KF_MAX_RANK], ssi[KF_MAX_RANK], off = 0, soff = 0;
+	kx_strides(k, in, kx_stype(k, u), si, ssi);
 	char x[16];
 	kx_ix_name(ix, x, sizeof x);
 	kf_buf e = {0};
 	int nterm = 0;
-	for (int d = 0; d < in->rank; d++)
+	for (int d = 0; d < in->rank; d++) {
 		off += (start ? start[d] : 0) * si[d];
+		/* a sum of monomials has no dim: the offset is symbolic only when
+		 * one dim contributes */
+		soff = kx_sadd(k, soff, kx_smul(k, sstart ? sstart[d] : start ? start[d] : 0, ssi[d]));
+	}
 	for (int d = 0; d < out->rank; d++) {
 		if (out->dim[d] == 1)
 			continue;
 		int id = perm ? (int)perm[d] : d;
-		int64_t mul = si[id] * (step ? step[id] : 1);
+		int64_t mul = si[id] * (step ? step[id] : 1), smul = kx_smul(k, ssi[id], step ? step[id] : 1);
 		if (nterm++)
 			kf_buf_puts(&e, " + ");
 		if (ix == IX_ZERO)
 			kf_buf_putc(&e, '0');
 		else
-			kx_coord(&e, out, d, x);
-		if (mul != 1)
-			kf_buf_printf(&e, " * %lld", (long long)mul);
+			kx_coord(k, &e, out, sout, d, x);
+		if (mul != 1) {
+			kf_buf_puts(&e, " * ");
+			kx_dim(k, &e, mul, smul);
+		}
 	}
-	if (off || !nterm)
-		kf_buf_printf(&e, "%s%lld", nterm ? " + " : "", (long long)off);
-	return kx_ix_add(k, &e, IXF_OTHER, 0);
+	if (off || !nterm) {
+		kf_buf_puts(&e, nterm ? " + " : "");
+		kx_dim(k, &e, off, soff);
+	}
+	return kx_ix_add(k, &e, IXF_OTHER, 0, 0);
 }
 
-static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
+/* concat along axis: the operands' offsets along it are written as
+ * numbers unless one operand before is symbolic along it and alone so
+ * (then its symbolic size) */
+static int concat_at(kx *k, kf_nid n, kf_vid v, int ix)
 {
 	kf_graph *g = k->g;
 	const kf_node *x = kf_N(g, n);
+	const kf_type *out = kf_vtype(g, v), *sout = kx_stype(k, v);
 	int axis = (int)kf_attr_int(g, n, "axis", 0);
 	if (axis < 0)
 		axis += out->rank;
 	char xs[16];
 	kx_ix_name(ix, xs, sizeof xs);
 	kf_buf ce = {0};
-	kx_coord(&ce, out, axis, xs);
-	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0);
+	kx_coord(k, &ce, out, sout, axis, xs);
+	int cix = kx_ix_add(k, &ce, IXF_OTHER, 0, 0);
 	int *parts = malloc(x->nin * sizeof *parts);
-	int64_t off = 0, *offs = malloc(x->nin * sizeof *offs);
+	int64_t off = 0, soff = 0, *offs = malloc(2 * x->nin * sizeof *offs), *soffs = offs + x->nin;
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_vid u = kf_in(g, n, i);
-		const kf_type *in = kf_vtype(g, u);
-		int64_t si[KF_MAX_RANK];
-		kx_strides(in, si);
+		const kf_type *in = kf_vtype(g, u), *sin = kx_stype(k, u);
+		int64_t si[KF_MAX_RANK], ssi[KF_MAX_RANK];
+		kx_strides(k, in, sin, si, ssi);
 		/* the coordinate along axis is clamped into the operand so that
 		 * every operand can be evaluated; the select below picks one */
 		kf_buf e = {0};
@@ -309,19 +374,26 @@ static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
 				continue;
 			if (nterm++)
 				kf_buf_puts(&e, " + ");
-			if (d == axis)
-				kf_buf_printf(&e, "kf_min(kf_max((%s)i%d - (%s)%lld, (%s)0), (%s)%lld)", kx_it(k),
-					      cix, kx_it(k), (long long)off, kx_it(k), kx_it(k),
-					      (long long)(in->dim[d] - 1));
-			else
-				kx_coord(&e, out, d, xs);
-			if (si[d] != 1)
-				kf_buf_printf(&e, " * %lld", (long long)si[d]);
+			if (d == axis) {
+				kf_buf_printf(&e, "kf_min(kf_max((%s)i%d - (%s)", kx_it(k), cix, kx_it(k));
+				kx_dim(k, &e, off, soff);
+				kf_buf_printf(&e, ", (%s)0), (%s)", kx_it(k), kx_it(k));
+				kx_dimd(k, &e, in->dim[d], sin->dim[d], -1);
+				kf_buf_puts(&e, ")");
+			} else {
+				kx_coord(k, &e, out, sout, d, xs);
+			}
+			if (si[d] != 1) {
+				kf_buf_puts(&e, " * ");
+				kx_dim(k, &e, si[d], ssi[d]);
+			}
 		}
 		if (!nterm)
 			kf_buf_putc(&e, '0');
-		int pix = kx_ix_add(k, &e, IXF_OTHER, 0);
+		int pix = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
 		offs[i] = off;
+		soffs[i] = soff;
+		soff = kx_sadd(k, soff, sin->dim[axis]);
 		off += in->dim[axis];
 		parts[i] = kx_value_at(k, u, pix);
 		if (parts[i] < 0) {
@@ -331,8 +403,11 @@ static int concat_at(kx *k, kf_nid n, const kf_type *out, int ix)
 		}
 	}
 	kf_buf e = {0};
-	for (uint32_t i = 0; i + 1 < x->nin; i++)
-		kf_buf_printf(&e, "i%d < %lld ? t%d : ", cix, (long long)offs[i + 1], parts[i]);
+	for (uint32_t i = 0; i + 1 < x->nin; i++) {
+		kf_buf_printf(&e, "i%d < ", cix);
+		kx_dim(k, &e, offs[i + 1], i + 1 < x->nin ? soffs[i + 1] : 0);
+		kf_buf_printf(&e, " ? t%d : ", parts[i]);
+	}
 	kf_buf_printf(&e, "t%d", parts[x->nin - 1]);
 	free(parts);
 	free(offs);
@@ -352,7 +427,7 @@ int kx_value_at(kx *k, kf_vid v, int ix)
 		return load_param(k, v, p, ix);
 	kf_nid n = kf_def(g, v);
 	const kf_node *x = kf_N(g, n);
-	const kf_type *vt = kf_vtype(g, v);
+	const kf_type *vt = kf_vtype(g, v), *sout = kx_stype(k, v);
 	kf_type out = *vt;
 	kf_dtype dt = (kf_dtype)vt->dtype;
 	char xs[16];
@@ -365,7 +440,7 @@ int kx_value_at(kx *k, kf_vid v, int ix)
 	case KF_OP_RESHAPE:
 		return kx_value_at(k, kf_in(g, n, 0), ix);
 	case KF_OP_BROADCAST_TO:
-		return kx_value_at(k, kf_in(g, n, 0), ix_bcast(k, ix, &out, kf_vtype(g, kf_in(g, n, 0))));
+		return kx_value_at(k, kf_in(g, n, 0), ix_bcast(k, ix, v, kf_in(g, n, 0)));
 	case KF_OP_TRANSPOSE: {
 		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
 		int64_t perm[KF_MAX_RANK];
@@ -375,34 +450,35 @@ int kx_value_at(kx *k, kf_vid v, int ix)
 		for (int d = 0; d < in.rank; d++)
 			if (perm[d] < 0)
 				perm[d] += in.rank;
-		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, perm, NULL, NULL));
+		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, v, kf_in(g, n, 0), perm, NULL, NULL, NULL));
 	}
 	case KF_OP_SLICE: {
-		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
 		int64_t start[KF_MAX_RANK], step[KF_MAX_RANK];
 		kf_slice_geom(g, n, start, step);
-		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, step));
+		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, v, kf_in(g, n, 0), NULL, start, NULL, step));
 	}
 	case KF_OP_SPLIT: {
 		kf_type in = *kf_vtype(g, kf_in(g, n, 0));
 		int axis = (int)kf_attr_int(g, n, "axis", 0);
 		if (axis < 0)
 			axis += in.rank;
-		int64_t start[KF_MAX_RANK] = {0};
-		for (uint32_t r = 0; r < kf_V(g, v)->idx; r++)
+		int64_t start[KF_MAX_RANK] = {0}, sstart[KF_MAX_RANK] = {0};
+		for (uint32_t r = 0; r < kf_V(g, v)->idx; r++) {
 			start[axis] += kf_vtype(g, x->res0 + r)->dim[axis];
-		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, &out, &in, NULL, start, NULL));
+			sstart[axis] = kx_sadd(k, sstart[axis], kx_stype(k, x->res0 + r)->dim[axis]);
+		}
+		return kx_value_at(k, kf_in(g, n, 0), ix_affine(k, ix, v, kf_in(g, n, 0), NULL, start, sstart, NULL));
 	}
 	case KF_OP_CONCAT:
-		return concat_at(k, n, &out, ix);
+		return concat_at(k, n, v, ix);
 	case KF_OP_GATHER:
-		return kx_gather_at(k, n, &out, ix);
+		return kx_gather_at(k, n, &out, sout, ix);
 	case KF_OP_GATHER_ELEMENTS:
-		return kx_gather_elements_at(k, n, &out, ix);
+		return kx_gather_elements_at(k, n, &out, sout, ix);
 	case KF_OP_PAD:
-		return kx_pad_at(k, n, &out, ix);
+		return kx_pad_at(k, n, &out, sout, ix);
 	case KF_OP_RESIZE:
-		return kx_resize_at(k, n, &out, ix);
+		return kx_resize_at(k, n, &out, sout, ix);
 	case KF_OP_IOTA: { /* the coordinate along axis */
 		int a = (int)kf_attr_int(g, n, "axis", 0);
 		if (a < 0)
@@ -411,7 +487,7 @@ int kx_value_at(kx *k, kf_vid v, int ix)
 		if (ix == IX_ZERO)
 			kf_buf_putc(&e, '0');
 		else
-			kx_coord(&e, &out, a, xs);
+			kx_coord(k, &e, &out, sout, a, xs);
 		return kx_tmp(k, v, ix, kx_ct(dt), &e);
 	}
 	default:
@@ -426,7 +502,7 @@ int kx_value_at(kx *k, kf_vid v, int ix)
 		return kx_fail(k, "op '%s' has more than 3 operands", kf_op(k->c, x->op)->name);
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_vid u = kf_in(g, n, i);
-		int t = kx_value_at(k, u, ix_bcast(k, ix, &out, kf_vtype(g, u)));
+		int t = kx_value_at(k, u, ix_bcast(k, ix, v, u));
 		if (t < 0)
 			return -1;
 		snprintf(names[i], sizeof names[i], "t%d", t);
@@ -454,7 +530,7 @@ static void reset_region(kx *k)
 	kf_buf_putc(&r, '\0');
 	k->capix = k->capix ? k->capix : 16;
 	k->ix = realloc(k->ix, k->capix * sizeof *k->ix);
-	k->ix[0] = (kx_ix){r.p, IXF_ROOT, 0};
+	k->ix[0] = (kx_ix){r.p, IXF_ROOT, 0, 0};
 	k->nix = 1;
 }
 
@@ -494,12 +570,15 @@ static int vector_part(kx *k, int64_t nv, const bool *sel)
 	if (lanes(k, true, sel) != 0)
 		return -1;
 	kf_buf *b = &k->b;
-	if (k->k->per_sm < 0)
+	(void)nv;
+	if (k->k->per_sm < 0) {
 		kf_buf_printf(b, "  {\n    const %s b = ((%s)blockIdx.x * %lld + threadIdx.x) * %d;\n", it, it,
 			      (long long)tile, V);
-	else
-		kf_buf_printf(b, "  for (%s b = ((%s)blockIdx.x * %lld + threadIdx.x) * %d; b < %lld; b += (%s)gridDim.x * %lld) {\n",
-			      it, it, (long long)tile, V, (long long)(nv * V), it, (long long)(tile * V));
+	} else {
+		kf_buf_printf(b, "  for (%s b = ((%s)blockIdx.x * %lld + threadIdx.x) * %d; b < ", it, it, (long long)tile, V);
+		kx_dimfloor(k, b, k->n, k->sn, V);
+		kf_buf_printf(b, "; b += (%s)gridDim.x * %lld) {\n", it, (long long)(tile * V));
+	}
 	kf_buf_put(b, k->pre.p ? k->pre.p : "", k->pre.n);
 	for (uint32_t j = 0; j < k->nout; j++)
 		if (!sel || sel[j])
@@ -529,27 +608,41 @@ static int vector_part(kx *k, int64_t nv, const bool *sel)
 	return 0;
 }
 
-/* The loop over the N elements of the outputs sel selects (NULL: all),
- * V lanes wide (one, for few elements), with a scalar tail. */
-static int loop(kx *k, int64_t N, int V, const bool *sel)
+/* The lanes of a loop over N elements (symbolic form sN) of outputs V
+ * lanes wide at most: V, or one for few elements (a sized plan: few at
+ * its bucket's size, so that the bucket shares the text). */
+static int lanes_for(const kx *k, int64_t N, int64_t sN, int V)
+{
+	return kx_rep(k, N, sN) < 4 * V ? 1 : V;
+}
+
+/* The loop over the N elements (symbolic form sN) of the outputs sel
+ * selects (NULL: all), V lanes wide (lanes_for), with a scalar tail. */
+static int loop(kx *k, int64_t N, int64_t sN, int V, const bool *sel)
 {
 	const char *it = kx_it(k);
 	k->n = N;
-	if (N < 4 * V)
-		V = 1;
+	k->sn = sN;
+	V = lanes_for(k, N, sN, V);
 	int64_t nv = N / V;
 	if (V > 1) {
 		k->V = V;
 		if (vector_part(k, nv, sel) != 0)
 			return -1;
 	}
-	if (N % V != 0 || V == 1) {
+	if (!kx_multiple(k, N, sN, V) || V == 1) {
 		k->V = 1;
 		reset_region(k);
 		if (lanes(k, false, sel) != 0)
 			return -1;
-		kf_buf_printf(&k->b, "  for (%s i0 = %lld + blockIdx.x * (%s)blockDim.x + threadIdx.x; i0 < %lld; i0 += (%s)gridDim.x * blockDim.x) {\n",
-			      it, (long long)(nv * V) * (V > 1), it, (long long)N, it);
+		kf_buf_printf(&k->b, "  for (%s i0 = ", it);
+		if (V > 1)
+			kx_dimfloor(k, &k->b, N, sN, V);
+		else
+			kf_buf_puts(&k->b, "0");
+		kf_buf_printf(&k->b, " + blockIdx.x * (%s)blockDim.x + threadIdx.x; i0 < ", it);
+		kx_dim(k, &k->b, N, sN);
+		kf_buf_printf(&k->b, "; i0 += (%s)gridDim.x * blockDim.x) {\n", it);
 		kf_buf_put(&k->b, k->cur.p ? k->cur.p : "", k->cur.n);
 		kf_buf_puts(&k->b, "  }\n");
 	}
@@ -560,12 +653,15 @@ int kx_emit_loop(kx *k)
 {
 	/* the largest output sizes the grid; outputs of other sizes (a split
 	 * of unequal parts) get loops of their own over the same grid */
-	int64_t N = 0;
+	int64_t N = 0, sN = 0;
 	bool uneven = false;
 	for (uint32_t j = 0; j < k->nout; j++) {
 		int64_t n = kx_numel(k, k->out[j]);
 		uneven |= j && n != kx_numel(k, k->out[0]);
-		N = n > N ? n : N;
+		if (n > N || j == 0) {
+			N = n;
+			sN = kx_snumel(k, k->out[j]);
+		}
 	}
 	size_t maxsz = 1;
 	for (uint32_t j = 0; j < k->nout; j++)
@@ -574,7 +670,7 @@ int kx_emit_loop(kx *k)
 	int V = (int)(16 / maxsz);
 	if (V > 8)
 		V = 8;
-	int Vmax = N < 4 * V ? 1 : V;
+	int Vmax = lanes_for(k, N, sN, V);
 	int64_t nv = N / Vmax;
 	int B = k->tune.ew_block;
 	k->k->block = B;
@@ -583,9 +679,11 @@ int kx_emit_loop(kx *k)
 	 * it must when loops of several sizes share it */
 	int grid = k->tune.ew_grid;
 	int64_t units = Vmax > 1 ? (nv + (int64_t)B * k->U - 1) / ((int64_t)B * k->U) : (N + B - 1) / B;
-	kx_grid(k, grid == 0 && (units > 0x7fffffff || uneven) ? -1 : grid, units);
+	/* (a sized plan decides at its bucket's size: the text says which) */
+	int64_t runits = k->dyn ? kx_rep(k, N, sN) / Vmax / ((int64_t)B * k->U) + 1 : units;
+	kx_grid(k, grid == 0 && (units > 0x7fffffff || runits > 0x7fffffff || uneven) ? -1 : grid, units);
 	if (!uneven)
-		return loop(k, N, V, NULL);
+		return loop(k, N, sN, V, NULL);
 	bool *sel = calloc(k->nout, sizeof *sel), *done = calloc(k->nout, sizeof *done);
 	int rc = sel && done ? 0 : kx_fail(k, "out of memory");
 	for (uint32_t j = 0; rc == 0 && j < k->nout; j++) {
@@ -594,7 +692,7 @@ int kx_emit_loop(kx *k)
 		int64_t n = kx_numel(k, k->out[j]);
 		for (uint32_t i = 0; i < k->nout; i++)
 			done[i] |= sel[i] = kx_numel(k, k->out[i]) == n;
-		rc = loop(k, n, V, sel);
+		rc = loop(k, n, kx_snumel(k, k->out[j]), V, sel);
 	}
 	free(sel);
 	free(done);

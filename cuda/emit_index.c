@@ -11,29 +11,32 @@
 /* An index variable for index value t<ti> into a dim of D: negative from
  * the end, clamped into [0, D) (a GPU cannot stop on a bad index as the
  * interpreter does). */
-static int clamped_index(kx *k, int ti, int64_t D)
+static int clamped_index(kx *k, int ti, int64_t D, int64_t sD)
 {
 	kf_buf ce = {0};
-	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + %lld : t%d), (%s)0), (%s)%lld)", kx_it(k), ti, ti,
-		      (long long)D, ti, kx_it(k), kx_it(k), (long long)(D - 1));
-	return kx_ix_add(k, &ce, IXF_OTHER, 0);
+	kf_buf_printf(&ce, "kf_min(kf_max((%s)(t%d < 0 ? t%d + ", kx_it(k), ti, ti);
+	kx_dim(k, &ce, D, sD);
+	kf_buf_printf(&ce, " : t%d), (%s)0), (%s)", ti, kx_it(k), kx_it(k));
+	kx_dimd(k, &ce, D, sD, -1);
+	kf_buf_putc(&ce, ')');
+	return kx_ix_add(k, &ce, IXF_OTHER, 0, 0);
 }
 
 /* gather(data, indices) {axis}: the index tensor read at the coordinates
  * the result takes from it, that value (negative from the end, clamped into
  * the dim: a GPU cannot stop on a bad index as the interpreter does) at
  * `axis` of the data. */
-int kx_gather_at(kx *k, kf_nid n, const kf_type *out, int ix)
+int kx_gather_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix)
 {
 	kf_graph *g = k->g;
 	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
-	const kf_type *xt = kf_vtype(g, x), *it = kf_vtype(g, iv);
+	const kf_type *xt = kf_vtype(g, x), *it = kf_vtype(g, iv), *sxt = kx_stype(k, x);
 	int a = (int)kf_attr_int(g, n, "axis", 0), q = it->rank;
 	if (a < 0)
 		a += xt->rank;
-	int64_t sx[KF_MAX_RANK], si[KF_MAX_RANK];
-	kx_strides(xt, sx);
-	kx_strides(it, si);
+	int64_t sx[KF_MAX_RANK], si[KF_MAX_RANK], ssx[KF_MAX_RANK], ssi[KF_MAX_RANK];
+	kx_strides(k, xt, sxt, sx, ssx);
+	kx_strides(k, it, kx_stype(k, iv), si, ssi);
 	char xs[16];
 	kx_ix_name(ix, xs, sizeof xs);
 	/* the element of the index tensor */
@@ -44,66 +47,74 @@ int kx_gather_at(kx *k, kf_nid n, const kf_type *out, int ix)
 			continue;
 		if (nterm++)
 			kf_buf_puts(&ie, " + ");
-		kx_coord(&ie, out, a + j, xs);
-		if (si[j] != 1)
-			kf_buf_printf(&ie, " * %lld", (long long)si[j]);
+		kx_coord(k, &ie, out, sout, a + j, xs);
+		if (si[j] != 1) {
+			kf_buf_puts(&ie, " * ");
+			kx_dim(k, &ie, si[j], ssi[j]);
+		}
 	}
-	int iix = kx_ix_add(k, &ie, nterm ? IXF_OTHER : -2, 0);
+	int iix = kx_ix_add(k, &ie, nterm ? IXF_OTHER : -2, 0, 0);
 	int ti = kx_value_at(k, iv, iix);
 	if (ti < 0)
 		return -1;
-	int cix = clamped_index(k, ti, xt->dim[a]);
+	int cix = clamped_index(k, ti, xt->dim[a], sxt->dim[a]);
 	kf_buf de = {0};
-	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
+	kf_buf_printf(&de, "i%d * ", cix);
+	kx_dim(k, &de, sx[a], ssx[a]);
 	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
 		if ((d >= a && d < a + q) || out->dim[d] == 1)
 			continue;
 		kf_buf_puts(&de, " + ");
-		kx_coord(&de, out, d, xs);
-		int64_t st = sx[d < a ? d : d - q + 1];
-		if (st != 1)
-			kf_buf_printf(&de, " * %lld", (long long)st);
+		kx_coord(k, &de, out, sout, d, xs);
+		int e = d < a ? d : d - q + 1;
+		if (sx[e] != 1) {
+			kf_buf_puts(&de, " * ");
+			kx_dim(k, &de, sx[e], ssx[e]);
+		}
 	}
-	return kx_value_at(k, x, kx_ix_add(k, &de, IXF_OTHER, 0));
+	return kx_value_at(k, x, kx_ix_add(k, &de, IXF_OTHER, 0, 0));
 }
 
 /* gather_elements(data, indices) {axis}: the index read at the result's
  * own position (one shape), clamped into the dim as gather's is, replaces
  * the `axis` coordinate of the data read. */
-int kx_gather_elements_at(kx *k, kf_nid n, const kf_type *out, int ix)
+int kx_gather_elements_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix)
 {
 	kf_graph *g = k->g;
 	kf_vid x = kf_in(g, n, 0), iv = kf_in(g, n, 1);
-	const kf_type *xt = kf_vtype(g, x);
+	const kf_type *xt = kf_vtype(g, x), *sxt = kx_stype(k, x);
 	int a = (int)kf_attr_int(g, n, "axis", 0);
 	if (a < 0)
 		a += xt->rank;
-	int64_t sx[KF_MAX_RANK];
-	kx_strides(xt, sx);
+	int64_t sx[KF_MAX_RANK], ssx[KF_MAX_RANK];
+	kx_strides(k, xt, sxt, sx, ssx);
 	char xs[16];
 	kx_ix_name(ix, xs, sizeof xs);
 	int ti = kx_value_at(k, iv, ix);
 	if (ti < 0)
 		return -1;
-	int cix = clamped_index(k, ti, xt->dim[a]);
+	int cix = clamped_index(k, ti, xt->dim[a], sxt->dim[a]);
 	kf_buf de = {0};
-	kf_buf_printf(&de, "i%d * %lld", cix, (long long)sx[a]);
+	kf_buf_printf(&de, "i%d * ", cix);
+	kx_dim(k, &de, sx[a], ssx[a]);
 	for (int d = 0; d < out->rank && ix != IX_ZERO; d++) {
 		if (d == a || out->dim[d] == 1)
 			continue;
 		kf_buf_puts(&de, " + ");
-		kx_coord(&de, out, d, xs);
-		if (sx[d] != 1)
-			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
+		kx_coord(k, &de, out, sout, d, xs);
+		if (sx[d] != 1) {
+			kf_buf_puts(&de, " * ");
+			kx_dim(k, &de, sx[d], ssx[d]);
+		}
 	}
-	return kx_value_at(k, x, kx_ix_add(k, &de, IXF_OTHER, 0));
+	return kx_value_at(k, x, kx_ix_add(k, &de, IXF_OTHER, 0, 0));
 }
 
 /* pad {pads, mode, value}: per padded dim the input coordinate of the
  * output one (edge clamps, wrap wraps, reflect folds back without the
  * edge); in constant mode the read is clamped in and a select puts the
  * value where the coordinate fell outside. */
-int kx_pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
+int kx_pad_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix)
 {
 	kf_graph *g = k->g;
 	kf_vid x = kf_in(g, n, 0);
@@ -112,7 +123,7 @@ int kx_pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
 	int r = xt->rank;
 	if (kf_attr_ints(g, n, "pads", p, 2 * KF_MAX_RANK) != 2 * r)
 		return kx_fail(k, "pad without 2 pads per dim");
-	kx_strides(xt, sx);
+	kx_strides(k, xt, NULL, sx, NULL);
 	const char *mode = kf_attr_str(g, n, "mode", "constant"), *it = kx_it(k);
 	bool constant = !strcmp(mode, "constant");
 	char xs[16];
@@ -128,10 +139,10 @@ int kx_pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
 		if (ix == IX_ZERO)
 			kf_buf_putc(&ce, '0');
 		else
-			kx_coord(&ce, out, d, xs);
+			kx_coord(k, &ce, out, sout, d, xs);
 		if (b)
 			kf_buf_printf(&ce, " - (%s)%lld", it, (long long)b);
-		int s = kx_ix_add(k, &ce, IXF_OTHER, 0), m = s;
+		int s = kx_ix_add(k, &ce, IXF_OTHER, 0, 0), m = s;
 		if (b || p[d + r]) {
 			kf_buf me = {0};
 			if (constant) {
@@ -149,13 +160,13 @@ int kx_pad_at(kx *k, kf_nid n, const kf_type *out, int ix)
 						   "%lld - ((i%d %% %lld) + %lld) %% %lld",
 					      s, P, P, P, (long long)D, s, P, P, P, P, s, P, P, P);
 			}
-			m = kx_ix_add(k, &me, IXF_OTHER, 0);
+			m = kx_ix_add(k, &me, IXF_OTHER, 0, 0);
 		}
 		kf_buf_printf(&de, "%si%d", nterm++ ? " + " : "", m);
 		if (sx[d] != 1)
 			kf_buf_printf(&de, " * %lld", (long long)sx[d]);
 	}
-	int t = kx_value_at(k, x, kx_ix_add(k, &de, nterm ? IXF_OTHER : -2, 0));
+	int t = kx_value_at(k, x, kx_ix_add(k, &de, nterm ? IXF_OTHER : -2, 0, 0));
 	if (t < 0 || !valid.n) {
 		kf_buf_free(&valid);
 		return t;
@@ -199,7 +210,8 @@ typedef struct {
 } rs_src;
 
 /* Fills dim d of *src for output dim O of input dim D at scale s. */
-static void rs_dim(kx *k, kf_nid n, const kf_type *out, int ix, int d, int64_t D, double s, rs_src *src)
+static void rs_dim(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix, int d, int64_t D, double s,
+		   rs_src *src)
 {
 	kf_graph *g = k->g;
 	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear");
@@ -217,13 +229,13 @@ static void rs_dim(kx *k, kf_nid n, const kf_type *out, int ix, int d, int64_t D
 	if (ix == IX_ZERO)
 		kf_buf_putc(&c, '0');
 	else
-		kx_coord(&c, out, d, xs);
+		kx_coord(k, &c, out, sout, d, xs);
 	/* a dim the map leaves alone (batch, channels) is read as it is */
 	bool ident = D == O && (!strcmp(cmode, "align_corners") ||
 				(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
 					    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
 	if (ident) {
-		src->lo[d] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0);
+		src->lo[d] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0, 0);
 		return;
 	}
 	kf_buf_putc(&c, '\0');
@@ -236,14 +248,14 @@ static void rs_dim(kx *k, kf_nid n, const kf_type *out, int ix, int d, int64_t D
 		kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
 		kf_buf_printf(&e, rnd, ce.p);
 		kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
-		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0);
+		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
 	} else {
 		kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
-		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0);
+		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
 		kf_buf h = {0};
 		kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
 			      (long long)(D - 1));
-		src->hi[d] = kx_ix_add(k, &h, IXF_OTHER, 0);
+		src->hi[d] = kx_ix_add(k, &h, IXF_OTHER, 0, 0);
 		kf_buf_printf(&src->w[src->ni], "(%s - floor(%s))", ce.p, ce.p);
 		src->interp[src->ni++] = d;
 	}
@@ -258,7 +270,7 @@ static int rs_corners(kx *k, kf_vid x, kf_dtype dt, const rs_src *src, kf_buf *a
 	const kf_type *xt = kf_vtype(k->g, x);
 	int r = xt->rank, ni = src->ni;
 	int64_t sx[KF_MAX_RANK];
-	kx_strides(xt, sx);
+	kx_strides(k, xt, NULL, sx, NULL);
 	for (int corner = 0; corner < (1 << ni); corner++) {
 		kf_buf ie = {0};
 		for (int d = 0, j = 0; d < r; d++) {
@@ -270,7 +282,7 @@ static int rs_corners(kx *k, kf_vid x, kf_dtype dt, const rs_src *src, kf_buf *a
 			else
 				kf_buf_printf(&ie, "%si%d * %lld", d ? " + " : "", id, (long long)sx[d]);
 		}
-		int t = kx_value_at(k, x, kx_ix_add(k, &ie, r ? IXF_OTHER : -2, 0));
+		int t = kx_value_at(k, x, kx_ix_add(k, &ie, r ? IXF_OTHER : -2, 0, 0));
 		if (t < 0)
 			return -1;
 		kf_buf_printf(acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
@@ -288,7 +300,7 @@ static int rs_corners(kx *k, kf_vid x, kf_dtype dt, const rs_src *src, kf_buf *a
 	return 0;
 }
 
-int kx_resize_at(kx *k, kf_nid n, const kf_type *out, int ix)
+int kx_resize_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix)
 {
 	kf_graph *g = k->g;
 	kf_vid x = kf_in(g, n, 0);
@@ -299,7 +311,7 @@ int kx_resize_at(kx *k, kf_nid n, const kf_type *out, int ix)
 		return kx_fail(k, "resize without one scale per dim");
 	rs_src src = {.ni = 0};
 	for (int d = 0; d < r; d++)
-		rs_dim(k, n, out, ix, d, xt->dim[d],
+		rs_dim(k, n, out, sout, ix, d, xt->dim[d],
 		       sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i, &src);
 	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
 	kf_buf acc = {0};

@@ -17,7 +17,7 @@ typedef struct kx_memo {
 typedef struct kx_ix {
 	char *expr;
 	int form;
-	int64_t arg;
+	int64_t arg, sarg; /* sarg: arg's symbolic form (kx_dim) */
 } kx_ix;
 
 /* Launch shapes and code choices that the GPU benchmarks tune, read from
@@ -61,10 +61,12 @@ typedef struct kx {
 	bool wide;     /* 64-bit indices */
 	int V;         /* loop kernels: lanes per thread */
 	int64_t n;     /* loop kernels: the element count of the loop being written */
+	int64_t sn;    /* its symbolic form (kx_dim) */
 	int U;         /* loop kernels: vectors per thread and trip */
 	kx_tune tune;
 	int wg;        /* kf_emit_target.wgmma */
 	int part;      /* a contraction's kernel around cuBLAS (KF_MM_PART_*, emit_matmul.h); 0: the whole */
+	const kf_emit_dyn *dyn; /* a sized plan's symbols (kf_emit_target.dyn); NULL: static */
 	kf_kernel *k;
 } kx;
 
@@ -103,6 +105,64 @@ const char *kx_vst_stream(const kx *k);
  * (blocks) whose grid choice is `grid` (a kx_tune *_grid value). */
 void kx_grid(kx *k, int grid, int64_t units);
 
+/* A device helper of a kernel (an epilogue) that writes dims reads the
+ * kernel's size arguments too: its declaration has KX_KD_PARAMS right
+ * after the kernel's own parameters, its calls KX_KD_ARGS before their
+ * own arguments; the kernel's text gets them when it is finished, once
+ * the sizes it reads are known (nothing, in a static plan). */
+#define KX_KD_PARAMS "KF_KDP"
+#define KX_KD_ARGS "KF_KDA"
+
+/* ---- dims in sized plans (kf_emit_dyn) ----
+ * A dim the emitter writes is a number here (val) and a monomial in the
+ * symbolic graph (sym: `768*B*T`, or a number where it is static).  These
+ * write it, read its bucket and ask what it is a multiple of; in a static
+ * plan they are the number. */
+/* The type of value v in the symbolic graph (or v's own type). */
+const kf_type *kx_stype(const kx *k, kf_vid v);
+/* Writes val: the number, or (a sized plan, sym symbolic and evaluating to
+ * val) an expression over the size arguments, "(768 * kd0 * kd1)". */
+void kx_dim(kx *k, kf_buf *o, int64_t val, int64_t sym);
+/* The same as a long long ("%lldLL"). */
+void kx_dimll(kx *k, kf_buf *o, int64_t val, int64_t sym);
+/* Writes val rounded down to a multiple of m: the number, the
+ * expression when it is a multiple of m for every size, else
+ * "(expr / m * m)". */
+void kx_dimfloor(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m);
+/* Writes (val + add) / div + add2 (C's integer division, div >= 1): the
+ * number, or "((expr + add) / div + add2)" (terms that are 0 or 1 left
+ * out). */
+void kx_dimlin(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2);
+/* Writes ceil(val / m): the number, or "((expr + m - 1) / m)". */
+void kx_dimceil(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t m);
+/* kx_dimlin as an int, "(int)(...)" around an expression: for min() and
+ * max() of ints (the size arguments are long long in a kernel of 64-bit
+ * indices, and min(int, long long) is ambiguous). */
+void kx_dimlini(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t add, int64_t div, int64_t add2);
+/* Writes val + delta (a number), or "(expr - 1)" (see kx_dim). */
+void kx_dimd(kx *k, kf_buf *o, int64_t val, int64_t sym, int64_t delta);
+/* a + b where that is a monomial: a number, or one of them being 0; else
+ * KF_DIM_BAD (a sum of symbols has no dim). */
+int64_t kx_sadd(const kx *k, int64_t a, int64_t b);
+/* The monomial a * b (KF_DIM_BAD when either is, or on overflow). */
+int64_t kx_smul(const kx *k, int64_t a, int64_t b);
+/* Whether dim (val, sym) is a multiple of m for every size (static: val is). */
+bool kx_multiple(const kx *k, int64_t val, int64_t sym, int64_t m);
+/* Whether sym names symbols (the dim varies between sizes). */
+bool kx_varies(const kx *k, int64_t sym);
+/* The size that choices are made for: val, or sym at the buckets' sizes
+ * (at least val). */
+int64_t kx_rep(const kx *k, int64_t val, int64_t sym);
+/* The symbolic numel of v (a monomial, or KF_DIM_BAD). */
+int64_t kx_snumel(const kx *k, kf_vid v);
+/* The monomial whose value at the probe's sizes (kf_emit_dyn.probe) is pv:
+ * the probe's primes pv is a multiple of, as their symbols; the number pv
+ * when there is no probe (kx_dim then checks it against the number it
+ * stands for: a sum of symbols, which is no monomial, is written as a
+ * number).  kx_ptype: each dim of a type of the probe graph so. */
+int64_t kx_pmono(const kx *k, int64_t pv);
+kf_type kx_ptype(const kx *k, const kf_type *pt);
+
 /* ---- the kernel kinds ---- */
 int kx_emit_loop(kx *k);       /* emit_elementwise.c */
 int kx_emit_row(kx *k);        /* emit_reduce.c */
@@ -115,10 +175,13 @@ int kx_emit_pool(kx *k);       /* emit_conv.c: max_pool, avg_pool, conv_transpos
 
 /* Index arithmetic shared by the loop and matmul kernels (emit_elementwise.c):
  * the linear index into a value of type `to` that numpy broadcasting reads
- * for linear index text x into type `from`.  Writes the expression to out
- * and returns its form (IXF_*; IXF_ROOT when it is x itself, *arg = the
- * modulus or divisor); returns -2 for the constant 0. */
-int kx_bcast_expr(const kf_type *from, const kf_type *to, const char *x, kf_buf *out, int64_t *arg);
+ * for linear index text x into type `from` (sfrom, sto: their symbolic
+ * forms, kx_stype; NULL: the same).  Writes the expression to out and
+ * returns its form (IXF_*; IXF_ROOT when it is x itself, *arg = the
+ * modulus or divisor, *sarg its symbolic form); returns -2 for the
+ * constant 0. */
+int kx_bcast_expr(kx *k, const kf_type *from, const kf_type *sfrom, const kf_type *to, const kf_type *sto,
+		  const char *x, kf_buf *out, int64_t *arg, int64_t *sarg);
 
 /* (emit_mma.c) The tensor-core helpers (cp.async, ldmatrix, mma.sync),
  * for a kernel's declarations; guarded, so a program holds them once. */
@@ -126,7 +189,9 @@ const char *kx_mm_helpers(void);
 
 /* (emit_mm_epi.c) The linear index into a value of type P broadcast
  * (numpy) into a result of batch dims OB, then rows (hasM) and columns
- * (hasN), of the element at the names z (batch, linear), row and col. */
-void kx_bidx(const kf_type *OB, bool hasM, bool hasN, const kf_type *P, kf_buf *o);
+ * (hasN), of the element at the names z (batch, linear), row and col;
+ * sOB, sP: their symbolic forms (NULL: the same). */
+void kx_bidx(kx *k, const kf_type *OB, const kf_type *sOB, bool hasM, bool hasN, const kf_type *P,
+	     const kf_type *sP, kf_buf *o);
 
 #endif

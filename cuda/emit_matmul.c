@@ -234,6 +234,51 @@ static const char *epilogue_check(const mmview *v, const kx_mm *mm)
 	return NULL;
 }
 
+/* The symbolic forms of mm's extents (a sized plan: kf_emit_dyn), from
+ * the contraction's operand and result types in the symbolic graph, as
+ * analyse reads the static ones; a conv's stay numbers. */
+static void analyse_sym(kx *k, kx_mm *mm)
+{
+	mm->sM = mm->M, mm->sN = mm->N, mm->sK = mm->K, mm->snb = mm->nb;
+	mm->sO = mm->O, mm->sOB = mm->OB;
+	mm->a.sbatch = mm->a.batch, mm->b.sbatch = mm->b.batch;
+	if (mm->conv || !k->dyn)
+		return;
+	kf_graph *g = k->g;
+	kf_nid c = mm->c;
+	const kf_type *A = kx_stype(k, kf_in(g, c, 0)), *B = kx_stype(k, kf_in(g, c, 1));
+	bool ta = mm->gemm && kf_attr_int(g, c, "trans_a", 0), tb = mm->gemm && kf_attr_int(g, c, "trans_b", 0);
+	mm->sO = *kx_stype(k, kf_res(g, c, 0));
+	if (mm->a.vec) {
+		mm->sM = 1, mm->sK = A->dim[0];
+	} else {
+		mm->sM = ta ? A->dim[A->rank - 1] : A->dim[A->rank - 2];
+		mm->sK = ta ? A->dim[A->rank - 2] : A->dim[A->rank - 1];
+		mm->a.sbatch = sub_type(A, 0, A->rank - 2);
+	}
+	if (mm->b.vec) {
+		mm->sN = 1;
+	} else {
+		mm->sN = tb ? B->dim[B->rank - 2] : B->dim[B->rank - 1];
+		mm->b.sbatch = sub_type(B, 0, B->rank - 2);
+	}
+	mm->sOB = sub_type(&mm->sO, 0, mm->OB.rank);
+	int64_t nb = 1;
+	for (int d = 0; d < mm->sOB.rank; d++)
+		nb = kx_smul(k, nb, mm->sOB.dim[d]);
+	mm->snb = mm->nb == 1 && nb == 1 ? 1 : nb;
+}
+
+void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which)
+{
+	if (which == 'M')
+		kx_dim(k, o, mm->M, mm->sM);
+	else if (which == 'N')
+		kx_dim(k, o, mm->N, mm->sN);
+	else
+		kx_dim(k, o, mm->K, mm->sK);
+}
+
 static int analyse_kx(kx *k, kx_mm *mm)
 {
 	mmview v = {k->g, k->node, k->nnode, k->param, k->nparam};
@@ -242,6 +287,7 @@ static int analyse_kx(kx *k, kx_mm *mm)
 		return kx_fail(k, "%s", why);
 	const kf_node *x = kf_N(k->g, k->at);
 	mm->tf32 = x->op == KF_OP_FUSION && kf_attr_bool(k->g, k->at, "tf32", false);
+	analyse_sym(k, mm);
 	return 0;
 }
 
@@ -392,24 +438,66 @@ static void conv_config(kx *k, kx_mm *mm, kf_mm_shape *sh)
 	kf_conv_own_default(sh, &mm->cfg);
 }
 
+/* The extents of sh that come from symbols at their bucket's size (a
+ * sized plan, kf_emit_dyn): what the choices of a config are made for, so
+ * that a bucket shares them; sh unchanged otherwise.  The bucket into
+ * kernel k's report text. */
+static void sized_shape(const kx *k, const kx_mm *mm, kf_mm_shape *sh)
+{
+	sh->M = kx_rep(k, mm->M, mm->sM);
+	sh->N = kx_rep(k, mm->N, mm->sN);
+	sh->K = kx_rep(k, mm->K, mm->sK);
+	sh->batch = kx_rep(k, mm->nb, mm->snb);
+	kf_buf b = {0};
+	static const char *const nm[4] = {"M", "N", "K", "batch"};
+	const int64_t v[4] = {mm->sM, mm->sN, mm->sK, mm->snb}, r[4] = {sh->M, sh->N, sh->K, sh->batch};
+	for (int i = 0; i < 4; i++)
+		if (kx_varies(k, v[i]))
+			kf_buf_printf(&b, "%s%s<=%lld", b.n ? "," : "", nm[i], (long long)r[i]);
+	if (b.n)
+		snprintf(k->k->bucket, sizeof k->k->bucket, "%.*s", (int)b.n, b.p);
+	kf_buf_free(&b);
+}
+
+bool kf_mm_node_shape_sized(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_mm_shape *sh)
+{
+	if (!kf_mm_node_shape(g, n, sh))
+		return false;
+	kx_mm mm;
+	kf_kernel kk = {0};
+	kx k = {.g = g, .c = g->ctx, .at = n, .dyn = t && t->dyn && t->dyn->n ? t->dyn : NULL, .k = &kk};
+	if (!k.dyn || kx_mm_analyse_node(g, n, &mm))
+		return true;
+	analyse_sym(&k, &mm);
+	sized_shape(&k, &mm, sh);
+	return true;
+}
+
 /* The node's config: its `tile` attribute, $KFUSE_MATMUL_TILE, or the
- * heuristic; one that does not fit the shape is passed over. */
+ * heuristic; one that does not fit the shape is passed over.  A sized
+ * plan chooses for its bucket (sized_shape), then checks the choice fits
+ * the sizes it runs at (else the heuristic at those). */
 static void choose_config(kx *k, kx_mm *mm)
 {
-	kf_mm_shape sh;
+	kf_mm_shape sh, real;
 	shape_of(k->g, mm, mm->tf32, &sh);
 	sh.wgmma = k->wg;
 	if (mm->conv) {
 		conv_config(k, mm, &sh);
 		return;
 	}
+	real = sh;
+	sized_shape(k, mm, &sh);
 	const char *want[2] = {NULL, getenv("KFUSE_MATMUL_TILE")};
 	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
 		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
 	for (int i = 0; i < 2; i++)
-		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && kx_mm_config_fits(&mm->cfg, &sh))
+		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 && kx_mm_config_fits(&mm->cfg, &sh) &&
+		    kx_mm_config_fits(&mm->cfg, &real))
 			return;
 	kf_mm_own_default(&sh, &mm->cfg);
+	if (!kx_mm_config_fits(&mm->cfg, &real))
+		kf_mm_own_default(&real, &mm->cfg);
 }
 
 /* ---- operands, epilogue ------------------------------------------------------------ */
@@ -471,17 +559,19 @@ void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *ou
 	kf_buf_free(&cur);
 }
 
-void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out)
+void kx_mm_batch_off(kx *k, const kx_mm *mm, int which, kf_buf *out)
 {
 	const kx_mmop *op = which ? &mm->b : &mm->a;
-	int64_t mat = which ? mm->K * mm->N : mm->M * mm->K, arg;
+	int64_t mat = which ? mm->K * mm->N : mm->M * mm->K, arg, sarg;
+	int64_t smat = which ? kx_smul(k, mm->sK, mm->sN) : kx_smul(k, mm->sM, mm->sK);
 	kf_buf t = {0};
 	kf_type OB = mm->OB;
-	if (kx_bcast_expr(&OB, &op->batch, "z", &t, &arg) == -2 || mm->nb == 1) {
+	if (mm->nb == 1 || kx_bcast_expr(k, &OB, &mm->sOB, &op->batch, &op->sbatch, "z", &t, &arg, &sarg) == -2) {
 		kf_buf_puts(out, "0");
 	} else {
 		kf_buf_putc(&t, '\0');
-		kf_buf_printf(out, "(%s) * %lldLL", t.p, (long long)mat);
+		kf_buf_printf(out, "(%s) * ", t.p);
+		kx_dimll(k, out, mat, smat);
 	}
 	kf_buf_free(&t);
 }
@@ -497,7 +587,7 @@ static void fma_load(kx *k, const kx_mm *mm, int which, int threads)
 	const char *it = kx_it(k);
 	kf_buf *b = &k->b;
 	int rows = which ? c->bn : c->bm; /* the non-K extent of the tile */
-	int64_t R = which ? mm->N : mm->M, K = mm->K;
+	int64_t R = which ? mm->N : mm->M, K = mm->K, sR = which ? mm->sN : mm->sM, sK = mm->sK;
 	const char *base = which ? "bn" : "bm", *sm = which ? "kf_bs" : "kf_as", *off = which ? "boff" : "aoff";
 	/* stored [R][K] (K contiguous): A plain, B transposed */
 	bool kfast = which ? op->trans : !op->trans;
@@ -518,14 +608,16 @@ static void fma_load(kx *k, const kx_mm *mm, int which, int threads)
 		return;
 	}
 	kf_buf ix = {0}, v = {0};
-	if (kfast)
-		kf_buf_printf(&ix, "%s + gr * %lld + gk", off, (long long)K);
-	else
-		kf_buf_printf(&ix, "%s + gk * %lld + gr", off, (long long)R);
+	kf_buf_printf(&ix, "%s + %s * ", off, kfast ? "gr" : "gk");
+	kx_dim(k, &ix, kfast ? K : R, kfast ? sK : sR);
+	kf_buf_printf(&ix, " + %s", kfast ? "gk" : "gr");
 	kf_buf_putc(&ix, '\0');
 	kx_mm_operand(k, mm, which, ix.p, &v);
-	kf_buf_printf(b, "      %s[kk][rr] = (gr < %lld && gk < %lld) ? %.*s : (%s)0;\n    }\n", sm, (long long)R,
-		      (long long)K, (int)v.n, v.p, kx_mm_acc_type(mm));
+	kf_buf_printf(b, "      %s[kk][rr] = (gr < ", sm);
+	kx_dim(k, b, R, sR);
+	kf_buf_puts(b, " && gk < ");
+	kx_dim(k, b, K, sK);
+	kf_buf_printf(b, ") ? %.*s : (%s)0;\n    }\n", (int)v.n, v.p, kx_mm_acc_type(mm));
 	kf_buf_free(&ix);
 	kf_buf_free(&v);
 }
@@ -542,8 +634,8 @@ static int emit_fma(kx *k, kx_mm *mm)
 	bool split = c->sk > 1;
 	k->k->grid_z = (unsigned)(mm->nb * (split ? c->sk : 1));
 	kf_buf ao = {0}, bo = {0};
-	kx_mm_batch_off(mm, 0, &ao);
-	kx_mm_batch_off(mm, 1, &bo);
+	kx_mm_batch_off(k, mm, 0, &ao);
+	kx_mm_batch_off(k, mm, 1, &bo);
 	kf_buf_printf(b, "  __shared__ %s kf_as[%d][%d], kf_bs[%d][%d];\n", acc, c->bk, c->bm + 1, c->bk, c->bn + 1);
 	if (split) {
 		kx_mm_splitk_head(k, mm);
@@ -561,8 +653,11 @@ static int emit_fma(kx *k, kx_mm *mm)
 		      "    for (int j = 0; j < %d; j++) acc[i][j] = 0;\n", acc, c->wm, c->wn, c->wm, c->wn);
 	if (split)
 		kf_buf_printf(b, "  for (%s k0 = kbeg; k0 < kend; k0 += %d) {\n", it, c->bk);
-	else
-		kf_buf_printf(b, "  for (%s k0 = 0; k0 < %lld; k0 += %d) {\n", it, (long long)mm->K, c->bk);
+	else {
+		kf_buf_printf(b, "  for (%s k0 = 0; k0 < ", it);
+		kx_mm_dim(k, b, mm, 'K');
+		kf_buf_printf(b, "; k0 += %d) {\n", c->bk);
+	}
 	fma_load(k, mm, 0, threads);
 	fma_load(k, mm, 1, threads);
 	kf_buf_printf(b, "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n", c->bk);
@@ -579,7 +674,11 @@ static int emit_fma(kx *k, kx_mm *mm)
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++)\n#pragma unroll\n  for (int j = 0; j < %d; j++) {\n",
 		      c->wm, c->wn);
 	kf_buf_printf(b, "    const %s row = bm + ty + i * %d, col = bn + tx + j * %d;\n", it, ty, tx);
-	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kf_buf_puts(b, "    if (row < ");
+	kx_mm_dim(k, b, mm, 'M');
+	kf_buf_puts(b, " && col < ");
+	kx_mm_dim(k, b, mm, 'N');
+	kf_buf_puts(b, ") ");
 	kx_mm_epi_call(k, b);
 	kf_buf_puts(b, "z, row, col, acc[i][j]);\n  }\n");
 	return 0;

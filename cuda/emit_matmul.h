@@ -182,6 +182,11 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
  * conv, or a fusion of kind "conv", channels last, one group, static
  * shapes; cuda/emit_conv.c); fills *sh (may be NULL). */
 bool kf_conv_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
+/* kf_mm_node_shape for a plan of target t: a sized plan's
+ * (kf_emit_target.dyn) extents that come from symbols are their bucket's
+ * sizes, which its choices (tile, route, tuned config) are made for. */
+struct kf_emit_target;
+bool kf_mm_node_shape_sized(kf_graph *g, kf_nid n, const struct kf_emit_target *t, kf_mm_shape *sh);
 /* The tuner's key of a shape on arch: one token, no spaces; a conv's
  * geometry ("conv" and kf_mm_shape.geo), then the tag, if any, last
  * ("sm_90:f16>f16:b1:m64:n512:k512:nn:.add+gelu_tanh"). */

@@ -181,8 +181,10 @@ static int emit_prologue(kx *k, const kx_mm *mm, int w, kf_vid v)
 	kx_mm_operand(k, mm, w, "i", &x);
 	kf_buf_putc(&x, '\0');
 	kf_buf_printf(&k->b, "#pragma unroll\n  for (int j = 0; j < %d; j++) {\n"
-		      "    const %s i = (%s)blockIdx.x * %d + j * %d + threadIdx.x;\n    if (i < %lld) o0[i] = ",
-		      PART_PER, it, it, PART_BLOCK * PART_PER, PART_BLOCK, (long long)n);
+		      "    const %s i = (%s)blockIdx.x * %d + j * %d + threadIdx.x;\n    if (i < ",
+		      PART_PER, it, it, PART_BLOCK * PART_PER, PART_BLOCK);
+	kx_dim(k, &k->b, n, kx_snumel(k, k->param[op->param]));
+	kf_buf_puts(&k->b, ") o0[i] = ");
 	kx_store(&k->b, mm->dt, "%s", x.p);
 	kf_buf_puts(&k->b, ";\n  }\n");
 	kf_buf_free(&x);
@@ -205,19 +207,29 @@ static int emit_epilogue(kx *k, kx_mm *mm, kf_vid acc)
 	if (kx_mm_epilogue(k, mm) != 0)
 		return -1;
 	const char *it = kx_it(k), *at = kx_mm_acc_type(mm);
-	bool pair = kf_dtype_size(mm->rt) == 2 && mm->N % 2 == 0;
+	bool pair = kf_dtype_size(mm->rt) == 2 && kx_multiple(k, mm->N, mm->sN, 2);
 	int rc = pair ? kx_mm_epilogue2(k, mm) : 1;
 	if (rc < 0)
 		return -1;
 	pair = rc == 0;
 	int64_t mn = mm->M * mm->N, n = mn * mm->nb, v = pair ? 2 : 1;
+	int64_t smn = kx_smul(k, mm->sM, mm->sN), sn = kx_smul(k, smn, mm->snb);
 	unsigned ap = k->nparam - 1;
 	part_grid(k, n / v);
-	kf_buf_printf(&k->b, "#pragma unroll\n  for (int j = 0; j < %d; j++) {\n"
-		      "    const %s i = ((%s)blockIdx.x * %d + j * %d + threadIdx.x) * %lld;\n    if (i >= %lld) break;\n",
-		      PART_PER, it, it, PART_BLOCK * PART_PER, PART_BLOCK, (long long)v, (long long)n);
-	kf_buf_printf(&k->b, "    const int z = (int)(i / %lld);\n    const %s r = i - (%s)z * %lld, row = r / %lld, col = r %% %lld;\n",
-		      (long long)mn, it, it, (long long)mn, (long long)mm->N, (long long)mm->N);
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j++) {\n"
+		      "    const %s i = ((%s)blockIdx.x * %d + j * %d + threadIdx.x) * %lld;\n    if (i >= ",
+		      PART_PER, it, it, PART_BLOCK * PART_PER, PART_BLOCK, (long long)v);
+	kx_dim(k, b, n, sn);
+	kf_buf_puts(b, ") break;\n    const int z = (int)(i / ");
+	kx_dim(k, b, mn, smn);
+	kf_buf_printf(b, ");\n    const %s r = i - (%s)z * ", it, it);
+	kx_dim(k, b, mn, smn);
+	kf_buf_puts(b, ", row = r / ");
+	kx_mm_dim(k, b, mm, 'N');
+	kf_buf_puts(b, ", col = r % ");
+	kx_mm_dim(k, b, mm, 'N');
+	kf_buf_puts(b, ";\n");
 	kf_buf ld = {0};
 	if (pair) {
 		const char *cv = mm->rt == KF_F16 ? "kf_h2f" : "kf_b2f";

@@ -8,11 +8,16 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
-void kx_bidx(const kf_type *OB, bool hasM, bool hasN, const kf_type *P, kf_buf *o)
+void kx_bidx(kx *k, const kf_type *OB, const kf_type *sOB, bool hasM, bool hasN, const kf_type *P,
+	     const kf_type *sP, kf_buf *o)
 {
 	int r = OB->rank + hasM + hasN;
-	int64_t stride = 1;
+	int64_t stride = 1, sstride = 1;
 	bool any = false;
+	if (!sOB || sOB->rank != OB->rank)
+		sOB = OB;
+	if (!sP || sP->rank != P->rank)
+		sP = P;
 	kf_buf_putc(o, '(');
 	for (int j = P->rank - 1; j >= 0; j--) {
 		int d = r - (P->rank - j);
@@ -23,28 +28,36 @@ void kx_bidx(const kf_type *OB, bool hasM, bool hasN, const kf_type *P, kf_buf *
 			} else if (hasM && d == r - 1 - hasN) {
 				kf_buf_puts(o, "row");
 			} else {
-				int64_t after = 1;
-				for (int e = d + 1; e < OB->rank; e++)
+				int64_t after = 1, safter = 1;
+				for (int e = d + 1; e < OB->rank; e++) {
 					after *= OB->dim[e];
-				kf_buf_printf(o, "((z / %lld) %% %lld)", (long long)after, (long long)OB->dim[d]);
+					safter = kx_smul(k, safter, sOB->dim[e]);
+				}
+				kf_buf_puts(o, "((z / ");
+				kx_dim(k, o, after, safter);
+				kf_buf_puts(o, ") % ");
+				kx_dim(k, o, OB->dim[d], sOB->dim[d]);
+				kf_buf_putc(o, ')');
 			}
-			kf_buf_printf(o, " * %lld", (long long)stride);
+			kf_buf_puts(o, " * ");
+			kx_dim(k, o, stride, sstride);
 			any = true;
 		}
 		stride *= P->dim[j];
+		sstride = kx_smul(k, sstride, sP->dim[j]);
 	}
 	kf_buf_puts(o, any ? ")" : "0)");
 }
 
 /* The index into a value of type P (broadcast to the result's shape) of
  * the element at (z, row, col). */
-static void bidx(const kx_mm *mm, const kf_type *P, kf_buf *o)
+static void bidx(kx *k, const kx_mm *mm, kf_vid v, kf_buf *o)
 {
 	if (mm->conv) { /* rows are output positions (emit_conv.c) */
-		kx_conv_bidx(mm, P, o);
+		kx_conv_bidx(mm, kf_vtype(k->g, v), o);
 		return;
 	}
-	kx_bidx(&mm->OB, !mm->a.vec, !mm->b.vec, P, o);
+	kx_bidx(k, &mm->OB, &mm->sOB, !mm->a.vec, !mm->b.vec, kf_vtype(k->g, v), kx_stype(k, v), o);
 }
 
 /* Text of value v inside the epilogue helper. */
@@ -57,7 +70,7 @@ static int epi_value(kx *k, const kx_mm *mm, kf_vid v, kf_buf *o)
 	}
 	int p = kx_param(k, v);
 	kf_buf ix = {0};
-	bidx(mm, kf_vtype(g, v), &ix);
+	bidx(k, mm, v, &ix);
 	kf_buf_putc(&ix, '\0');
 	kf_nid d = kf_def(g, v);
 	int rc = 0;
@@ -85,6 +98,7 @@ static void helper_call(kx *k, kf_buf *b, const char *name)
 		kf_buf_printf(b, "p%u, ", i);
 	for (uint32_t i = 0; i < k->nout; i++)
 		kf_buf_printf(b, "o%u, ", i);
+	kf_buf_puts(b, KX_KD_ARGS); /* the sizes the kernel reads (emit_int.h) */
 }
 
 void kx_mm_epi_call(kx *k, kf_buf *b) { helper_call(k, b, "epi"); }
@@ -150,8 +164,11 @@ static int epi_body(kx *k, const kx_mm *mm, kf_buf *h, int pair)
 		kx_conv_off(mm, h);
 		kf_buf_puts(h, ";\n");
 	} else if (!pair) {
-		kf_buf_printf(h, "  const %s off = (%s)z * %lld + row * %lld + col;\n", it, it, (long long)(mm->M * mm->N),
-			      (long long)mm->N);
+		kf_buf_printf(h, "  const %s off = (%s)z * ", it, it);
+		kx_dim(k, h, mm->M * mm->N, kx_smul(k, mm->sM, mm->sN));
+		kf_buf_puts(h, " + row * ");
+		kx_mm_dim(k, h, mm, 'N');
+		kf_buf_puts(h, " + col;\n");
 	}
 	for (uint32_t i = 0; i < k->nout; i++) {
 		kf_buf v = {0};
@@ -179,6 +196,7 @@ static void epi_head(kx *k, kf_buf *h, const char *ret, const char *name)
 	sig.n--; /* drop ')' */
 	kf_buf_printf(h, "static __device__ __forceinline__ %s KF_KERNEL_%s", ret, name);
 	kf_buf_put(h, sig.p, sig.n);
+	kf_buf_puts(h, KX_KD_PARAMS); /* the sizes the kernel reads (emit_int.h) */
 	kf_buf_free(&sig);
 }
 
@@ -209,8 +227,12 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm)
 	/* one 4-byte store per output where the pair is in range and every
 	 * address 4-byte aligned (checked: N may be odd, a view start anywhere);
 	 * else the scalar epilogue twice */
-	kf_buf_printf(&h, "  const %s off = (%s)z * %lld + row * %lld + colp;\n  if (colp + 1 < %lld", it, it,
-		      (long long)(mm->M * mm->N), (long long)mm->N, (long long)mm->N);
+	kf_buf_printf(&h, "  const %s off = (%s)z * ", it, it);
+	kx_dim(k, &h, mm->M * mm->N, kx_smul(k, mm->sM, mm->sN));
+	kf_buf_puts(&h, " + row * ");
+	kx_mm_dim(k, &h, mm, 'N');
+	kf_buf_puts(&h, " + colp;\n  if (colp + 1 < ");
+	kx_mm_dim(k, &h, mm, 'N');
 	for (uint32_t i = 0; i < k->nout; i++)
 		kf_buf_printf(&h, " && !((unsigned long long)(o%u + off) & 3)", i);
 	kf_buf_puts(&h, ") {\n");
@@ -230,7 +252,9 @@ int kx_mm_epilogue2(kx *k, const kx_mm *mm)
 		kf_buf_printf(&h, "  *(unsigned *)(o%u + off) = (unsigned)v%u[0] | ((unsigned)v%u[1] << 16);\n", i, i, i);
 	kf_buf_puts(&h, "  } else {\n    ");
 	kx_mm_epi_call(k, &h);
-	kf_buf_printf(&h, "z, row, colp, accp0);\n    if (colp + 1 < %lld) ", (long long)mm->N);
+	kf_buf_puts(&h, "z, row, colp, accp0);\n    if (colp + 1 < ");
+	kx_mm_dim(k, &h, mm, 'N');
+	kf_buf_puts(&h, ") ");
 	kx_mm_epi_call(k, &h);
 	kf_buf_puts(&h, "z, row, colp + 1, accp1);\n  }\n}\n");
 	kf_buf_put(&k->decl, h.p, h.n);
@@ -257,8 +281,13 @@ int kx_mm_epilogue_s(kx *k, const kx_mm *mm, bool whole)
 	for (int p = 0; p < 2; p++) {
 		if (whole) /* no bounds to check: loads the compiler may share */
 			kf_buf_puts(&h, "  {\n");
-		else
-			kf_buf_printf(&h, "  if (row < %lld && colp + %d < %lld) {\n", (long long)mm->M, p, (long long)mm->N);
+		else {
+			kf_buf_puts(&h, "  if (row < ");
+			kx_mm_dim(k, &h, mm, 'M');
+			kf_buf_printf(&h, " && colp + %d < ", p);
+			kx_mm_dim(k, &h, mm, 'N');
+			kf_buf_puts(&h, ") {\n");
+		}
 		kf_buf_printf(&h, "  const %s col = colp + %d;\n  const %s acc = accp%d;\n", it, p, acc, p);
 		if (epi_body(k, mm, &h, p + 1) != 0) {
 			kf_buf_free(&h);

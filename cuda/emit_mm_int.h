@@ -18,6 +18,7 @@ typedef struct kx_mmop {
 	bool trans;           /* stored [K, M] (A) or [N, K] (B) */
 	bool vec;             /* a 1-D operand */
 	kf_type batch;        /* batch dims of the operand */
+	kf_type sbatch;       /* their symbolic form (kx_stype) */
 } kx_mmop;
 
 /* A conv's geometry (emit_conv.c), spatial dims padded to 3 at the front
@@ -37,8 +38,10 @@ typedef struct kx_mm {
 	kf_dtype dt;          /* operand dtype (after the prologue) */
 	kf_dtype rt;          /* the contraction's result dtype */
 	int64_t M, N, K, nb;
+	int64_t sM, sN, sK, snb; /* their symbolic forms (kx_dim; a number in a static plan) */
 	kf_type O;            /* the contraction's result type */
 	kf_type OB;           /* its batch dims */
+	kf_type sO, sOB;      /* their symbolic forms */
 	kx_mmop a, b;
 	bool tf32;
 	kf_mm_config cfg;
@@ -51,6 +54,8 @@ bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh);
 bool kx_mm_mma_dtype(const kf_mm_shape *sh);
 
 /* emit_matmul.c */
+/* Writes M (N, K) of mm: kx_dim of the number and its symbolic form. */
+void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which);
 /* Fills mm (config aside) for node n: a matmul or gemm alone, or a
  * contraction fusion (its body); NULL, or why n is no contraction kernel. */
 const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm);
@@ -60,7 +65,7 @@ const char *kx_mm_analyse_conv(kf_graph *g, kf_nid n, kx_mm *mm);
  * expression), prologue applied, in the accumulation type. */
 void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *out);
 /* The element offset of batch z in operand which's storage, as text. */
-void kx_mm_batch_off(const kx_mm *mm, int which, kf_buf *out);
+void kx_mm_batch_off(kx *k, const kx_mm *mm, int which, kf_buf *out);
 /* The accumulation type of the kernel: float, double or long long. */
 const char *kx_mm_acc_type(const kx_mm *mm);
 /* True when body node n is in an operand's prologue chain. */

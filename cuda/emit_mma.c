@@ -55,6 +55,7 @@ typedef struct tile {
 	int rows, cols;            /* tile extents along slow, fast */
 	const char *sbase, *fbase; /* block origin along slow, fast */
 	int64_t slim, flim, ld;    /* bounds, global row length */
+	int64_t sslim, sflim, sld; /* their symbolic forms (kx_dim) */
 } tile;
 
 static tile tile_of(const kx_mm *mm, int which)
@@ -62,12 +63,12 @@ static tile tile_of(const kx_mm *mm, int which)
 	const kf_mm_config *c = &mm->cfg;
 	const kx_mmop *op = which ? &mm->b : &mm->a;
 	if (!which && !op->trans)
-		return (tile){c->bm, c->bk, "bm", "k0", mm->M, mm->K, mm->K};
+		return (tile){c->bm, c->bk, "bm", "k0", mm->M, mm->K, mm->K, mm->sM, mm->sK, mm->sK};
 	if (!which)
-		return (tile){c->bk, c->bm, "k0", "bm", mm->K, mm->M, mm->M};
+		return (tile){c->bk, c->bm, "k0", "bm", mm->K, mm->M, mm->M, mm->sK, mm->sM, mm->sM};
 	if (!op->trans)
-		return (tile){c->bk, c->bn, "k0", "bn", mm->K, mm->N, mm->N};
-	return (tile){c->bn, c->bk, "bn", "k0", mm->N, mm->K, mm->K};
+		return (tile){c->bk, c->bn, "k0", "bn", mm->K, mm->N, mm->N, mm->sK, mm->sN, mm->sN};
+	return (tile){c->bn, c->bk, "bn", "k0", mm->N, mm->K, mm->K, mm->sN, mm->sK, mm->sK};
 }
 
 /* The statements that fill one stage of operand `which` (inside the load
@@ -81,7 +82,7 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 	kf_buf *b = &k->b;
 	bool conv = !which && mm->conv; /* A gathered: the im2col element (emit_conv.c) */
 	bool raw = conv ? kx_conv_a_raw(k, mm, e)
-			: kx_mm_raw(k, op) && t.ld % ve == 0 && kf_dtype_size(op->st) == (size_t)e;
+			: kx_mm_raw(k, op) && kx_multiple(k, t.ld, t.sld, ve) && kf_dtype_size(op->st) == (size_t)e;
 	int v = raw ? ve : 1, per = t.cols / v;
 	if (conv && raw && kx_conv_rows_fixed(t.rows, per, threads)) { /* rows split before the K loop */
 		char dst[64];
@@ -92,7 +93,11 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 	kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t.rows * per, threads);
 	kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * %d;\n", per, per, v);
 	kf_buf_printf(b, "      const %s gs = %s + r, gf = %s + f;\n", it, t.sbase, t.fbase);
-	kf_buf_printf(b, "      const bool ok = gs < %lld && gf < %lld;\n", (long long)t.slim, (long long)t.flim);
+	kf_buf_puts(b, "      const bool ok = gs < ");
+	kx_dim(k, b, t.slim, t.sslim);
+	kf_buf_puts(b, " && gf < ");
+	kx_dim(k, b, t.flim, t.sflim);
+	kf_buf_puts(b, ";\n");
 	if (conv) {
 		const char *cv = mm->dt == KF_F16 ? "kf_f2h" : mm->dt == KF_BF16 ? "kf_f2b" : "";
 		kf_buf_puts(b, "      long long cix = 0;\n      const bool in = ok && ");
@@ -109,12 +114,15 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 		return;
 	}
 	if (raw) {
-		kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + gs * %lldLL + gf : 0), ok);\n    }\n", sm,
-			      t.cols + pad, op->param, off, (long long)t.ld);
+		kf_buf_printf(b, "      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + gs * ", sm, t.cols + pad, op->param, off);
+		kx_dimll(k, b, t.ld, t.sld);
+		kf_buf_puts(b, " + gf : 0), ok);\n    }\n");
 		return;
 	}
 	kf_buf ix = {0}, x = {0};
-	kf_buf_printf(&ix, "%s + gs * %lldLL + gf", off, (long long)t.ld);
+	kf_buf_printf(&ix, "%s + gs * ", off);
+	kx_dimll(k, &ix, t.ld, t.sld);
+	kf_buf_puts(&ix, " + gf");
 	kf_buf_putc(&ix, '\0');
 	kx_mm_operand(k, mm, which, ix.p, &x);
 	const char *cv = mm->dt == KF_F16 ? "kf_f2h" : mm->dt == KF_BF16 ? "kf_f2b" : "";
@@ -193,8 +201,8 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 	k->k->grid_z = (unsigned)(mm->nb * (split ? c->sk : 1));
 	k->k->smem = S * (asz + bsz) * e;
 	kf_buf ao = {0}, bo = {0};
-	kx_mm_batch_off(mm, 0, &ao);
-	kx_mm_batch_off(mm, 1, &bo);
+	kx_mm_batch_off(k, mm, 0, &ao);
+	kx_mm_batch_off(k, mm, 1, &bo);
 	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n");
 	kf_buf_printf(b, "  %s *const kf_sa = (%s *)kf_smem, *const kf_sb = kf_sa + %d;\n", st, st, S * asz);
 	kf_buf_printf(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;\n");
@@ -230,14 +238,20 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 		kf_buf_printf(b, "    if (kt + %d < nkt) load((kt + %d) %% %d, kt0 + kt + %d);\n    kf_cp_commit();\n", S - 1,
 			      S - 1, S, S - 1);
 	} else {
-		kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < %lld) load(s, s);\n    kf_cp_commit();\n  }\n",
-			      S - 1, (long long)kt);
-		kf_buf_printf(b, "  for (int kt = 0; kt < %lld; kt++) {\n    kf_cp_wait<%d>();\n    __syncthreads();\n", (long long)kt,
+		/* the K tiles: a number, or (K symbolic) a constant of the kernel */
+		kf_buf nk = {0};
+		kx_dimceil(k, &nk, mm->K, mm->sK, c->bk);
+		kf_buf_putc(&nk, '\0');
+		(void)kt;
+		kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < %s) load(s, s);\n    kf_cp_commit();\n  }\n",
+			      S - 1, nk.p);
+		kf_buf_printf(b, "  for (int kt = 0; kt < %s; kt++) {\n    kf_cp_wait<%d>();\n    __syncthreads();\n", nk.p,
 			      S - 2);
 		/* the stage refilled now was read in the previous iteration, which
 		 * every warp has finished: they all passed the barrier above */
-		kf_buf_printf(b, "    if (kt + %d < %lld) load((kt + %d) %% %d, kt + %d);\n    kf_cp_commit();\n", S - 1,
-			      (long long)kt, S - 1, S, S - 1);
+		kf_buf_printf(b, "    if (kt + %d < %s) load((kt + %d) %% %d, kt + %d);\n    kf_cp_commit();\n", S - 1,
+			      nk.p, S - 1, S, S - 1);
+		kf_buf_free(&nk);
 	}
 	kf_buf_printf(b, "    const %s *const sa = kf_sa + (kt %% %d) * %d, *const sb = kf_sb + (kt %% %d) * %d;\n", st, S,
 		      asz, S, bsz);
@@ -254,7 +268,11 @@ int kx_mm_emit_mma(kx *k, kx_mm *mm)
 		      "#pragma unroll\n  for (int h = 0; h < 4; h++) {\n", mi, ni);
 	kf_buf_printf(b, "    const %s row = bm + wm * %d + i * 16 + g + (h >> 1) * 8, col = bn + wn * %d + j * 8 + q * 2 + (h & 1);\n",
 		      it, wtm, wtn);
-	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kf_buf_puts(b, "    if (row < ");
+	kx_mm_dim(k, b, mm, 'M');
+	kf_buf_puts(b, " && col < ");
+	kx_mm_dim(k, b, mm, 'N');
+	kf_buf_puts(b, ") ");
 	kx_mm_epi_call(k, b);
 	kf_buf_puts(b, "z, row, col, acc[i][j][h]);\n  }\n");
 	(void)pad;

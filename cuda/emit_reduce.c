@@ -21,6 +21,8 @@ typedef struct row {
 	kf_type F;
 	int a;
 	int64_t R, C;
+	int64_t sR, sC;    /* R's and C's symbolic forms (kx_dim): rows B*T of a [B,T,768] row
+			    * kernel; C is symbolic in a softmax over T keys */
 	int V, TPR, NJ, K, RPB, block;
 	bool need_mask;
 	unsigned smem;     /* bit per compute kind that needs shared memory: f, d, l */
@@ -62,23 +64,40 @@ static const char *sm_name(const char *ct, row *w)
 	return "kf_smf";
 }
 
-static void valid(kf_buf *b, row *w, const char *e)
+/* Writes C (kx_dim). */
+static void put_c(kx *k, kf_buf *b, const row *w)
+{
+	kx_dim(k, b, w->C, w->sC);
+}
+
+static void valid(kx *k, kf_buf *b, row *w, const char *e)
 {
 	if (w->V > 1)
-		kf_buf_printf(b, "(lane + (%s / %d) * %d) * %d < %lld", e, w->V, w->TPR, w->V, (long long)w->C);
+		kf_buf_printf(b, "(lane + (%s / %d) * %d) * %d < ", e, w->V, w->TPR, w->V);
 	else
-		kf_buf_printf(b, "lane + %s * %d < %lld", e, w->TPR, (long long)w->C);
+		kf_buf_printf(b, "lane + %s * %d < ", e, w->TPR);
+	put_c(k, b, w);
 }
 
 /* The condition for touching vector j of a row: rv when the last block has
  * rows past the end (with_row), c0 < C when the row's vectors do not fill
  * every thread's NJ; false when it always holds. */
-static bool guard_cond(const row *w, bool with_row, char *out, size_t n)
+/* Whether the last block can have rows past R (a sized plan: for some
+ * size, unless R is a multiple of RPB for every one). */
+static bool rows_past(const kx *k, const row *w)
 {
-	bool col = w->need_mask, rw = with_row && w->R % w->RPB != 0;
-	snprintf(out, n, "%s%s", rw ? "rv" : "", rw && col ? " && " : "");
-	if (col)
-		snprintf(out + strlen(out), n - strlen(out), "c0 < %lld", (long long)w->C);
+	return !kx_multiple(k, w->R, w->sR, w->RPB);
+}
+
+static bool guard_cond(kx *k, const row *w, bool with_row, kf_buf *out)
+{
+	bool col = w->need_mask, rw = with_row && rows_past(k, w);
+	kf_buf_printf(out, "%s%s", rw ? "rv" : "", rw && col ? " && " : "");
+	if (col) {
+		kf_buf_puts(out, "c0 < ");
+		put_c(k, out, w);
+	}
+	kf_buf_putc(out, '\0');
 	return col || rw;
 }
 
@@ -104,23 +123,29 @@ static int load(kx *k, row *w, kf_vid v, int p, kf_rowclass rc, int *arr)
 	}
 	int t = memo_add(k, v, 1);
 	*arr = 1;
-	char at[64], cond[64];
-	if (rc == KF_RC_FULL)
-		snprintf(at, sizeof at, "row * %lld + c0", (long long)w->C);
-	else
-		snprintf(at, sizeof at, "c0");
+	kf_buf at = {0}, cond = {0};
+	if (rc == KF_RC_FULL) {
+		kf_buf_puts(&at, "row * ");
+		put_c(k, &at, w);
+		kf_buf_puts(&at, " + c0");
+	} else {
+		kf_buf_puts(&at, "c0");
+	}
+	kf_buf_putc(&at, '\0');
 	/* a FULL input is streamed (read once: cache hints); a COL one (a
 	 * gamma) is read by every row */
 	const char *ld = rc == KF_RC_FULL ? kx_vld_stream(k) : "kf_vld";
 	kf_buf_printf(b, "    __align__(16) %s t%ds[%d];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n"
 		      "      const int c0 = (lane + j * %d) * %d;\n",
 		      st, t, w->K, w->NJ, w->TPR, w->V);
-	if (guard_cond(w, rc == KF_RC_FULL, cond, sizeof cond))
+	if (guard_cond(k, w, rc == KF_RC_FULL, &cond))
 		kf_buf_printf(b, "      if (%s) %s<%s, %d>(t%ds + j * %d, p%d + %s);\n"
 			      "      else for (int l = 0; l < %d; l++) t%ds[j * %d + l] = (%s)0;\n    }\n",
-			      cond, ld, st, w->V, t, w->V, p, at, w->V, t, w->V, st);
+			      cond.p, ld, st, w->V, t, w->V, p, at.p, w->V, t, w->V, st);
 	else
-		kf_buf_printf(b, "      %s<%s, %d>(t%ds + j * %d, p%d + %s);\n    }\n", ld, st, w->V, t, w->V, p, at);
+		kf_buf_printf(b, "      %s<%s, %d>(t%ds + j * %d, p%d + %s);\n    }\n", ld, st, w->V, t, w->V, p, at.p);
+	kf_buf_free(&at);
+	kf_buf_free(&cond);
 	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = ", ct, t, w->K,
 		      w->K, t);
 	kx_load(b, dt, "t%ds[e]", t);
@@ -159,7 +184,7 @@ static void accumulate(kx *k, row *w, const char *acc, const char *fmt_src, cons
 	kf_buf_printf(&k->cur, "%d; e++) ", w->K);
 	if (w->need_mask) {
 		kf_buf_puts(&k->cur, "if (");
-		valid(&k->cur, w, "e");
+		valid(k, &k->cur, w, "e");
 		kf_buf_puts(&k->cur, ") ");
 	}
 	if (strcmp(op, "sum") == 0)
@@ -176,6 +201,54 @@ static const char *ident(const char *op, const char *ct)
 	if (strcmp(op, "max") == 0)
 		return fl ? "-KF_INF" : db ? "-KF_DINF" : "(-9223372036854775807LL - 1)";
 	return fl ? "KF_INF" : db ? "KF_DINF" : "9223372036854775807LL";
+}
+
+/* layer_norm(x, scale, bias) of row op n, x read as xs: the mean, the
+ * variance of the deviations, then each element normalised. */
+static int layer_norm_op(kx *k, row *w, kf_nid n, const char *xs)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	kf_vid res = kf_res(g, n, 0);
+	kf_dtype dt = kx_dt(k, res);
+	const char *ct = kx_ct(dt);
+	char buf[64];
+	kf_buf *b = &k->cur;
+	char sc[32] = "", bi[32] = "";
+	if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
+		return -1;
+	if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
+		return -1;
+	double eps = kf_attr_float(g, n, "epsilon", 1e-5);
+	int mu = k->ntmp++, d = k->ntmp++, var = k->ntmp++;
+	kf_buf_printf(b, "    %s t%d = 0;\n", ct, mu);
+	snprintf(buf, sizeof buf, "t%d", mu);
+	accumulate(k, w, buf, xs, "sum");
+	rowred(k, w, mu, ct, "sum");
+	kf_buf_printf(b, "    t%d = t%d / (%s)", mu, mu, ct);
+	put_c(k, b, w);
+	kf_buf_puts(b, ";\n");
+	kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%d;\n",
+		      ct, d, w->K, var, w->K, d, xs, mu);
+	char ds[40];
+	snprintf(ds, sizeof ds, "t%d[e] * t%d[e]", d, d);
+	snprintf(buf, sizeof buf, "t%d", var);
+	accumulate(k, w, buf, ds, "sum");
+	rowred(k, w, var, ct, "sum");
+	kf_buf_printf(b, "    const %s t%dr = kf_rsqrt(t%d / (%s)", ct, var, var, ct);
+	put_c(k, b, w);
+	kf_buf_puts(b, " + ");
+	kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, eps, 0);
+	kf_buf_puts(b, ");\n");
+	int y = memo_add(k, res, 1);
+	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr",
+		      ct, y, w->K, w->K, y, d, var);
+	if (*sc)
+		kf_buf_printf(b, " * %s", sc);
+	if (*bi)
+		kf_buf_printf(b, " + %s", bi);
+	kf_buf_puts(b, ";\n");
+	return 0;
 }
 
 static int row_op(kx *k, row *w, kf_nid n)
@@ -198,8 +271,11 @@ static int row_op(kx *k, row *w, kf_nid n)
 		snprintf(buf, sizeof buf, "t%d", t);
 		accumulate(k, w, buf, xs, o);
 		rowred(k, w, t, ct, o);
-		if (op == KF_OP_REDUCE_MEAN)
-			kf_buf_printf(b, "    t%d = t%d / (%s)%lld;\n", t, t, ct, (long long)w->C);
+		if (op == KF_OP_REDUCE_MEAN) {
+			kf_buf_printf(b, "    t%d = t%d / (%s)", t, t, ct);
+			put_c(k, b, w);
+			kf_buf_puts(b, ";\n");
+		}
 		return 0;
 	}
 	if (op == KF_OP_SOFTMAX || op == KF_OP_LOG_SOFTMAX) {
@@ -224,39 +300,8 @@ static int row_op(kx *k, row *w, kf_nid n)
 				      ct, y, w->K, ct, s, m, s, w->K, y, xs, s);
 		return 0;
 	}
-	if (op == KF_OP_LAYER_NORM) {
-		char sc[32] = "", bi[32] = "";
-		if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
-			return -1;
-		if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
-			return -1;
-		double eps = kf_attr_float(g, n, "epsilon", 1e-5);
-		int mu = k->ntmp++, d = k->ntmp++, var = k->ntmp++;
-		kf_buf_printf(b, "    %s t%d = 0;\n", ct, mu);
-		snprintf(buf, sizeof buf, "t%d", mu);
-		accumulate(k, w, buf, xs, "sum");
-		rowred(k, w, mu, ct, "sum");
-		kf_buf_printf(b, "    t%d = t%d / (%s)%lld;\n", mu, mu, ct, (long long)w->C);
-		kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%d;\n",
-			      ct, d, w->K, var, w->K, d, xs, mu);
-		char ds[40];
-		snprintf(ds, sizeof ds, "t%d[e] * t%d[e]", d, d);
-		snprintf(buf, sizeof buf, "t%d", var);
-		accumulate(k, w, buf, ds, "sum");
-		rowred(k, w, var, ct, "sum");
-		kf_buf_printf(b, "    const %s t%dr = kf_rsqrt(t%d / (%s)%lld + ", ct, var, var, ct, (long long)w->C);
-		kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, eps, 0);
-		kf_buf_puts(b, ");\n");
-		int y = memo_add(k, res, 1);
-		kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr",
-			      ct, y, w->K, w->K, y, d, var);
-		if (*sc)
-			kf_buf_printf(b, " * %s", sc);
-		if (*bi)
-			kf_buf_printf(b, " + %s", bi);
-		kf_buf_puts(b, ";\n");
-		return 0;
-	}
+	if (op == KF_OP_LAYER_NORM)
+		return layer_norm_op(k, w, n, xs);
 	return kx_fail(k, "op '%s' cannot run in a row kernel", kf_op(k->c, op)->name);
 }
 
@@ -275,10 +320,13 @@ static int elem_op(kx *k, row *w, kf_nid n)
 		/* small dense constants index by their class; splats are literals */
 		const char *ix = rc == KF_RC_FULL ? "row * 0" : "0";
 		char ib[96];
+		kf_buf fb = {0};
 		if (rc == KF_RC_FULL) {
-			snprintf(ib, sizeof ib, "row * %lld + (lane + (e / %d) * %d) * %d + e %% %d",
-				 (long long)w->C, w->V, w->TPR, w->V, w->V);
-			ix = ib;
+			kf_buf_puts(&fb, "row * ");
+			put_c(k, &fb, w);
+			kf_buf_printf(&fb, " + (lane + (e / %d) * %d) * %d + e %% %d", w->V, w->TPR, w->V, w->V);
+			kf_buf_putc(&fb, '\0');
+			ix = fb.p;
 		} else if (rc == KF_RC_COL) {
 			snprintf(ib, sizeof ib, "(lane + (e / %d) * %d) * %d + e %% %d", w->V, w->TPR, w->V, w->V);
 			ix = ib;
@@ -286,6 +334,7 @@ static int elem_op(kx *k, row *w, kf_nid n)
 			ix = "row";
 		}
 		kx_const_elem(k, n, ix, &e);
+		kf_buf_free(&fb);
 	} else {
 		char names[3][32];
 		const char *a[3] = {names[0], names[1], names[2]};
@@ -339,17 +388,19 @@ static int store(kx *k, row *w, uint32_t j)
 	}
 	if (kx_numel(k, v) != w->R * w->C)
 		return kx_fail(k, "a row kernel writes a per-element output that is not a full row");
-	char cond[64];
-	bool g = guard_cond(w, true, cond, sizeof cond);
+	kf_buf cond = {0};
+	bool g = guard_cond(k, w, true, &cond);
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int c0 = (lane + j * %d) * %d;\n"
 		      "      %s%s%s{\n        __align__(16) %s r[%d];\n#pragma unroll\n"
 		      "        for (int l = 0; l < %d; l++) r[l] = ",
-		      w->NJ, w->TPR, w->V, g ? "if (" : "", g ? cond : "", g ? ") " : "", kx_st(dt), w->V, w->V);
+		      w->NJ, w->TPR, w->V, g ? "if (" : "", g ? cond.p : "", g ? ") " : "", kx_st(dt), w->V, w->V);
+	kf_buf_free(&cond);
 	char src[32];
 	snprintf(src, sizeof src, "t%d[j * %d + l]", t, w->V);
 	kx_store(b, dt, "%s", src);
-	kf_buf_printf(b, ";\n        %s<%s, %d>(o%u + row * %lld + c0, r);\n      }\n    }\n", kx_vst_stream(k),
-		      kx_st(dt), w->V, j, (long long)w->C);
+	kf_buf_printf(b, ";\n        %s<%s, %d>(o%u + row * ", kx_vst_stream(k), kx_st(dt), w->V, j);
+	put_c(k, b, w);
+	kf_buf_puts(b, " + c0, r);\n      }\n    }\n");
 	return 0;
 }
 
@@ -368,9 +419,11 @@ static void geometry(kx *k, row *w)
 	w->V = (int)(16 / maxsz);
 	if (w->V > 8)
 		w->V = 8;
-	while (w->V > 1 && w->C % w->V != 0)
+	while (w->V > 1 && !kx_multiple(k, w->C, w->sC, w->V))
 		w->V /= 2;
-	int64_t nvec = w->C / w->V;
+	/* a row length that varies (a sized plan): the geometry of its bucket's
+	 * length, every vector masked */
+	int64_t C = kx_rep(k, w->C, w->sC), nvec = (C + w->V - 1) / w->V;
 	/* up to 8 vectors of a row per thread (a warp holds a row of 1024
 	 * floats); a long body gets 2, so that its unrolled code (and the
 	 * compile time) stays small: more threads share the row instead */
@@ -388,13 +441,14 @@ static void geometry(kx *k, row *w)
 	if (w->NJ < 1)
 		w->NJ = 1;
 	w->K = w->NJ * w->V;
-	w->need_mask = nvec % w->TPR != 0 || nvec < w->TPR;
+	w->need_mask = nvec % w->TPR != 0 || nvec < w->TPR || kx_varies(k, w->sC);
 	w->block = w->TPR < k->tune.row_block ? k->tune.row_block : w->TPR;
 	w->RPB = w->block / w->TPR;
 	k->k->block = w->block;
-	int64_t units = (w->R + w->RPB - 1) / w->RPB;
-	/* a grid of one block per RPB rows must fit gridDim.x; else it loops */
-	kx_grid(k, k->tune.row_grid == 0 && units > 0x7fffffff ? -1 : k->tune.row_grid, units);
+	int64_t units = (w->R + w->RPB - 1) / w->RPB, runits = (kx_rep(k, w->R, w->sR) + w->RPB - 1) / w->RPB;
+	/* a grid of one block per RPB rows must fit gridDim.x; else it loops
+	 * (a sized plan decides at its bucket's size: the text says which) */
+	kx_grid(k, k->tune.row_grid == 0 && (units > 0x7fffffff || runits > 0x7fffffff) ? -1 : k->tune.row_grid, units);
 }
 
 int kx_emit_row(kx *k)
@@ -408,6 +462,14 @@ int kx_emit_row(kx *k)
 	if (rn == KF_NONE || !kf_fuse_row_split(g, rn, &w.a, &w.R, &w.C))
 		return kx_fail(k, "a reduce kernel without a reduction over trailing axes");
 	w.F = *kf_vtype(g, kf_in(g, rn, 0));
+	/* the rows' symbolic form: the dims before the reduced ones */
+	const kf_type *sF = kx_stype(k, kf_in(g, rn, 0));
+	w.sR = w.sC = 1;
+	for (int d = 0; d < sF->rank; d++)
+		if (d < w.a)
+			w.sR = kx_smul(k, w.sR, sF->dim[d]);
+		else
+			w.sC = kx_smul(k, w.sC, sF->dim[d]);
 	geometry(k, &w);
 	k->cur.n = 0;
 	for (uint32_t i = 0; i < k->nnode; i++) {
@@ -437,15 +499,20 @@ int kx_emit_row(kx *k)
 	}
 	if (k->k->per_sm < 0)
 		kf_buf_printf(b, "  {\n    const %s r0 = (%s)blockIdx.x * %d;\n", it, it, w.RPB);
-	else
-		kf_buf_printf(b, "  for (%s r0 = (%s)blockIdx.x * %d; r0 < %lld; r0 += (%s)gridDim.x * %d) {\n", it, it,
-			      w.RPB, (long long)w.R, it, w.RPB);
+	else {
+		kf_buf_printf(b, "  for (%s r0 = (%s)blockIdx.x * %d; r0 < ", it, it, w.RPB);
+		kx_dim(k, b, w.R, w.sR);
+		kf_buf_printf(b, "; r0 += (%s)gridDim.x * %d) {\n", it, w.RPB);
+	}
 	/* rv: the row exists (only the last block can have rows past R) */
 	kf_buf_printf(b, "    const %s row = r0 + sub;\n", it);
-	if (w.R % w.RPB != 0)
-		kf_buf_printf(b, "    const bool rv = row < %lld;\n", (long long)w.R);
-	else
+	if (rows_past(k, &w)) {
+		kf_buf_puts(b, "    const bool rv = row < ");
+		kx_dim(k, b, w.R, w.sR);
+		kf_buf_puts(b, ";\n");
+	} else {
 		kf_buf_puts(b, "    const bool rv = true;\n");
+	}
 	kf_buf_put(b, k->cur.p ? k->cur.p : "", k->cur.n);
 	kf_buf_puts(b, "  }\n");
 	return 0;
@@ -586,8 +653,8 @@ int kx_emit_reduce(kx *k)
 		for (uint32_t i = 1; i < x->nin; i++) {
 			kf_vid u = kf_in(g, n, i);
 			kf_buf ix = {0};
-			int64_t arg;
-			kx_bcast_expr(&R, kf_vtype(g, u), "j", &ix, &arg);
+			int64_t arg, sarg;
+			kx_bcast_expr(k, &R, NULL, kf_vtype(g, u), NULL, "j", &ix, &arg, &sarg);
 			kf_buf_putc(&ix, '\0');
 			kf_buf_printf(b, " %s (%s)", i == 1 ? "*" : "+", acc);
 			kx_load(b, kx_dt(k, u), "p%d[%s]", kx_param(k, u), ix.p);

@@ -188,10 +188,11 @@ static void set_tile(kf_graph *g, kf_nid n, const char *cfg)
 
 int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report)
 {
-	return kf_tune_apply_for(g, arch, NULL, cache_dir, report);
+	return kf_tune_apply_for(g, arch, NULL, cache_dir, report, NULL);
 }
 
-int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report)
+int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report,
+		      const struct kf_emit_target *tg)
 {
 	kf_mm_shape sh;
 	bool any = false;
@@ -209,6 +210,7 @@ int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const c
 		char key[128];
 		if (!is_contraction(g, n, &sh) || kf_attr_get(g, n, "tile"))
 			continue;
+		kf_mm_node_shape_sized(g, n, tg, &sh);
 		kf_mm_shape_key(&sh, arch, key, sizeof key);
 		const kf_tune_entry *e = kf_tune_find(&t, key);
 		const char *from = path.p;

@@ -70,8 +70,11 @@ void kf_tune_table_free(kf_tune_table *t);
  * without one.  Returns how many it set (a note per node into report). */
 int kf_tune_apply(kf_graph *g, const char *arch, const char *cache_dir, kf_buf *report);
 /* The same, then from the shipped table of device (NULL: none) for keys
- * the cache lacks. */
-int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report);
+ * the cache lacks; a sized plan's (t->dyn; t may be NULL) keys are of its
+ * buckets' shapes (kf_mm_node_shape_sized). */
+struct kf_emit_target;
+int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const char *cache_dir, kf_buf *report,
+		      const struct kf_emit_target *t);
 
 /* PyTorch's allow_tf32 for g: sets tf32 = true on every top-level
  * contraction fusion of f32 operands (the kernels and cuBLAS may then round

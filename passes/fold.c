@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "passes.h"
+#include "view.h"
 #include "tensor.h"
 
 const kf_const *kf_fold_const_of(const kf_graph *g, kf_vid v)
@@ -201,13 +202,52 @@ done:
 	return ok;
 }
 
-/* shape(x) of a static x: its dims, whatever x's values (x need not be a
- * constant; the kernel reads only its shape). */
+/* Whether dims [lo, hi) of shape node n's operand are static (its result's
+ * range, attributes start and end). */
+static bool shape_static(const kf_graph *g, kf_nid n)
+{
+	const kf_type *x = kf_vtype(g, kf_in(g, n, 0));
+	int64_t lo = kf_attr_int(g, n, "start", 0), hi = kf_attr_int(g, n, "end", x->rank);
+	kf_shape_range(x->rank, &lo, &hi);
+	for (int64_t d = lo; d < hi; d++)
+		if (KF_IS_SYM(x->dim[d]))
+			return false;
+	return true;
+}
+
+/* slice(shape(x)) of the static dims of an x whose other dims are
+ * symbolic (an exporter's v.size(-1) under dynamic axes): those dims. */
+static int fold_shape_slice(kf_graph *g, kf_nid n, kf_nid sh, kf_vid *out)
+{
+	const kf_type *x = kf_vtype(g, kf_in(g, sh, 0)), *rt = kf_vtype(g, kf_res(g, n, 0));
+	int64_t start[KF_MAX_RANK], step[KF_MAX_RANK], cnt = kf_type_numel(rt);
+	if (rt->rank != 1 || cnt < 0 || !kf_slice_geom(g, n, start, step))
+		return 0;
+	kf_tensor t;
+	if (kf_tensor_alloc_type(&t, rt) < 0)
+		return 0;
+	int64_t xlo = kf_attr_int(g, sh, "start", 0), xhi = kf_attr_int(g, sh, "end", x->rank);
+	kf_shape_range(x->rank, &xlo, &xhi);
+	int ok = 1;
+	for (int64_t i = 0; i < cnt && ok; i++) {
+		int64_t d = xlo + start[0] + i * step[0];
+		ok = d >= xlo && d < xhi && !KF_IS_SYM(x->dim[d]);
+		if (ok)
+			kf_tensor_set_i64(&t, i, x->dim[d]);
+	}
+	if (ok)
+		out[0] = const_from(g, n, kf_V(g, kf_res(g, n, 0))->type, &t);
+	kf_tensor_free(&t);
+	return ok;
+}
+
+/* shape(x) of the static dims of x: those dims, whatever x's values (x
+ * need not be a constant; the kernel reads only its shape). */
 static int fold_shape(kf_graph *g, kf_nid n, kf_vid *out)
 {
 	const kf_type *x = kf_vtype(g, kf_in(g, n, 0));
 	kf_tensor in = {.dtype = x->dtype, .rank = x->rank}, t;
-	memcpy(in.dim, x->dim, sizeof in.dim);
+	memcpy(in.dim, x->dim, sizeof in.dim); /* the symbolic ones are not read */
 	kf_cpu_fn cpu = kf_op(g->ctx, KF_OP_SHAPE)->cpu;
 	char err[64];
 	if (!cpu || kf_tensor_alloc_type(&t, kf_vtype(g, kf_res(g, n, 0))) < 0)
@@ -223,8 +263,11 @@ int kf_fold_node(kf_graph *g, kf_nid n, int64_t max, kf_vid *out)
 {
 	/* The common case first and cheaply: some operand is not a constant. */
 	const kf_node *nd = kf_N(g, n);
-	if (nd->op == KF_OP_SHAPE && kf_type_is_static(kf_vtype(g, kf_in(g, n, 0))))
+	if (nd->op == KF_OP_SHAPE && shape_static(g, n))
 		return fold_shape(g, n, out);
+	if (nd->op == KF_OP_SLICE && kf_def(g, kf_in(g, n, 0)) != KF_NONE &&
+	    kf_N(g, kf_def(g, kf_in(g, n, 0)))->op == KF_OP_SHAPE)
+		return fold_shape_slice(g, n, kf_def(g, kf_in(g, n, 0)), out);
 	if (nd->nin == 0 && nd->op != KF_OP_IOTA)
 		return 0;
 	for (uint32_t i = 0; i < nd->nin; i++) {

@@ -1,7 +1,10 @@
 /* fuse.c: the fuse pass: groups top-level nodes into fusion nodes, one
  * kernel each.
  *
- * requires: a verified graph with static shapes (symbolic ones stay unfused);
+ * requires: a verified graph; symbolic dims (f32[B,T,768]) are grouped at
+ *   generic sizes, on a copy (kf_graph_probe), so that they fuse as the same
+ *   graph would at any one size: two dims are equal at those sizes only when
+ *   they are equal symbolically, so a group's shapes agree for every size;
  * keeps: values, names and locations of every op (moved into bodies);
  * breaks: node order (the block is re-sorted topologically at the end).
  *
@@ -54,6 +57,7 @@
 #include "fuse.h"
 #include "fuse_int.h"
 #include "pass.h"
+#include "passes.h"
 
 static const char *const reason_code[] = {
 #define X(id, text) #id,
@@ -443,11 +447,17 @@ static void teardown(fz *z)
 int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 {
 	fz z;
-	setup(&z, g, o);
+	/* a graph with symbolic dims is grouped on a copy at generic sizes
+	 * (kf_graph_probe: dims equal there are equal for every size), and the
+	 * groups, positions of nodes both share, become fusion nodes of g
+	 * itself, whose bodies keep the symbolic types */
+	kf_graph *pg = kf_graph_probe(g, NULL, NULL, NULL);
+	setup(&z, pg ? pg : g, o);
 	group_edges(&z);
 	if (o->siblings)
 		group_siblings(&z);
 	kf_fuse_detach_views(&z);
+	z.g = g;
 	bool explain = o->explain && o->log;
 	if (explain) {
 		kf_fuse_explain_collect(&z);
@@ -477,6 +487,8 @@ int kf_fuse_run(kf_graph *g, const kf_fuse_opts *o, bool *changed)
 		kf_buf_printf(o->log, "fuse: @%s: %d fusion kernel%s from %d ops\n",
 			      kf_str(g->ctx, g->name), made, made == 1 ? "" : "s", fused_ops);
 	teardown(&z);
+	if (pg)
+		kf_graph_free(pg);
 	return 0;
 }
 

@@ -45,6 +45,11 @@
  * iotas (op iota), equal element for element, so the kernel reads no mask
  * and skips the tiles above the diagonal.
  *
+ * Symbolic dims (f32[B,12,T,T]): the anatomy is found on a copy of the
+ * graph at generic sizes (passes.h's kf_graph_probe: the views are
+ * strides, numbers), where it holds for every size, and the group is built
+ * on the graph itself; the CUDA kernel reads the sizes as arguments.
+ *
  * Cost: each softmax looks at the chains around it (bounded lengths), so
  * the pass is linear in the graph.  With KF_PASSF_EXPLAIN it says, at each
  * softmax it leaves alone, why.
@@ -128,8 +133,9 @@ static kf_nid new_iota(kf_graph *g, kf_nid before, const kf_type *t, int axis)
 	kf_ctx *c = g->ctx;
 	kf_nid n = new_node(g, before, KF_OP_IOTA, NULL, 0, t);
 	kf_attrval dims[KF_MAX_RANK];
-	for (int i = 0; i < t->rank; i++)
-		dims[i] = (kf_attrval){.kind = KF_ATTR_INT, .i = t->dim[i]};
+	for (int i = 0; i < t->rank; i++) /* a symbolic dim by its name ("seq", "2*seq") */
+		dims[i] = KF_IS_SYM(t->dim[i]) ? (kf_attrval){.kind = KF_ATTR_STR, .s = KF_SYM_SID(t->dim[i])}
+					       : (kf_attrval){.kind = KF_ATTR_INT, .i = t->dim[i]};
 	kf_attrval list = {.kind = KF_ATTR_LIST, .n = t->rank, .list = dims};
 	kf_node_set_attr(g, n, kf_intern_cstr(c, "shape"), kf_attrval_copy(g, &list));
 	kf_node_set_attr(g, n, kf_intern_cstr(c, "axis"), (kf_attrval){.kind = KF_ATTR_INT, .i = axis});
@@ -138,10 +144,35 @@ static kf_nid new_iota(kf_graph *g, kf_nid before, const kf_type *t, int axis)
 	return n;
 }
 
+/* The constant whose leading block m is: m itself a constant, or slices
+ * of one that all start at 0 with step 1 (GPT-2's bias[:, :, :T, :T],
+ * whose T may be symbolic); KF_NONE otherwise. */
+static kf_nid prefix_const(const kf_graph *g, kf_vid m)
+{
+	for (int depth = 0; depth < 8; depth++) {
+		kf_nid d = kf_def(g, m);
+		if (d == KF_NONE)
+			return KF_NONE;
+		if (kf_N(g, d)->op == KF_OP_CONST)
+			return kf_type_is_static(kf_vtype(g, m)) ? d : KF_NONE;
+		if (kf_N(g, d)->op != KF_OP_SLICE)
+			return KF_NONE;
+		int64_t st[KF_MAX_RANK], sp[KF_MAX_RANK];
+		kf_slice_geom(g, d, st, sp);
+		for (int i = 0; i < kf_vtype(g, m)->rank; i++)
+			if (st[i] != 0 || sp[i] != 1)
+				return KF_NONE;
+		m = kf_in(g, d, 0);
+	}
+	return KF_NONE;
+}
+
 /* Replaces each constant causal mask the score chain reads by comparisons
  * of two iotas placed before its reader; the new nodes are added to *extra
  * and their reader to *reader (they join the group).  Equal element for element, so nothing changes
- * but where the mask comes from. */
+ * but where the mask comes from.  A leading block of a causal constant (a
+ * slice from the origin: prefix_const) is causal with the same offset,
+ * whatever its size. */
 static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 {
 	kf_graph *g = a->g;
@@ -153,12 +184,12 @@ static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 		kf_vid chainv = i ? kf_res(g, a->score.n[i - 1], 0) : kf_res(g, a->mm1, 0);
 		for (uint32_t j = 0; j < kf_N(g, n)->nin; j++) {
 			kf_vid m = kf_in(g, n, j);
-			kf_nid d = kf_def(g, m);
+			kf_nid d = prefix_const(g, m);
 			bool additive = op == KF_OP_ADD, cond = op == KF_OP_WHERE && j == 0;
-			if (m == chainv || d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST || (!additive && !cond))
+			if (m == chainv || d == KF_NONE || (!additive && !cond))
 				continue;
 			const kf_type mtv = *kf_vtype(g, m), *mt = &mtv;
-			if (additive != kf_dtype_is_float((kf_dtype)mt->dtype) || !kf_type_is_static(mt))
+			if (additive != kf_dtype_is_float((kf_dtype)mt->dtype))
 				continue;
 			kf_tensor t;
 			int64_t off;
@@ -202,8 +233,12 @@ static void causal_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 					reader[e] = n;
 			kf_V(g, mask)->name = kf_V(g, m)->name;
 			kf_set_operand(g, n, j, mask);
-			if (!kf_has_uses(g, m))
-				kf_node_erase(g, d);
+			/* the mask, and the slices it came through, nobody else reads */
+			for (kf_nid e = kf_def(g, m); e != KF_NONE && !kf_has_uses(g, kf_res(g, e, 0));) {
+				kf_nid up = kf_N(g, e)->op == KF_OP_SLICE ? kf_def(g, kf_in(g, e, 0)) : KF_NONE;
+				kf_node_erase(g, e);
+				e = up;
+			}
 		}
 	}
 }
@@ -391,6 +426,22 @@ static bool primitive_softmax(const kf_graph *g, kf_nid mm)
 	return false;
 }
 
+/* Every node of a's anatomy is still a top-level node of a->g (no
+ * attention built before moved it into its body). */
+static bool members_live(const kf_att *a)
+{
+	const kf_graph *g = a->g;
+	const kf_att_chain *cs[] = {&a->pro[0], &a->pro[1], &a->pro[2], &a->score, &a->prob, &a->out};
+	kf_nid one[3] = {a->mm1, a->sm, a->mm2};
+	for (size_t k = 0; k < sizeof cs / sizeof cs[0] + 1; k++)
+		for (int i = 0; i < (k < 6 ? cs[k]->nn : 3); i++) {
+			kf_nid n = k < 6 ? cs[k]->n[i] : one[i];
+			if (n >= g->nnode || (kf_N(g, n)->flags & KF_NODE_DEAD) || kf_N(g, n)->blk != 0)
+				return false;
+		}
+	return true;
+}
+
 static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 {
 	bool why = po->log && (po->flags & KF_PASSF_EXPLAIN);
@@ -409,15 +460,28 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 	}
 	int made = 0, index = first_index(g);
 	kf_att a;
+	/* symbolic dims: recognised on a copy at generic sizes (the views of
+	 * q, k and v are strides, numbers: kf_graph_probe), built on g, whose
+	 * nodes have the same ids as long as no attention built before took
+	 * them (then it is left alone) */
+	kf_graph *pg = kf_graph_probe(g, NULL, NULL, NULL);
 	for (uint32_t i = 0; i < nsm; i++) {
-		if (!kf_att_recognise(g, todo[i], &a)) {
+		if (!kf_att_recognise(pg ? pg : g, todo[i], &a)) {
 			if (why)
 				explain(po->log, g, todo[i], a.why);
+			continue;
+		}
+		a.g = g;
+		if (pg && !members_live(&a)) {
+			if (why)
+				explain(po->log, g, todo[i], "it shares ops with an attention before it");
 			continue;
 		}
 		build(&a, index++, &pos, &npos);
 		made++;
 	}
+	if (pg)
+		kf_graph_free(pg);
 	free(pos);
 	free(todo);
 	if (made)

@@ -5,7 +5,10 @@
  * writes the final value once.
  *
  * requires: a verified graph; runs before `fuse` (which leaves fusion nodes
- * alone).  keeps: values, names, attributes and locations of every op
+ * alone).  Symbolic dims (f32[B,T,768]) fuse too: every check compares
+ * dims as monomials (equal for every size) or asks for one element; a
+ * symbolic graph reaches the CUDA kernels specialised to each input
+ * size (api/dyn.h).  keeps: values, names, attributes and locations of every op
  * (moved into bodies).  breaks: nothing; the fusion takes the place of its
  * last op, where every input is already defined.
  *
@@ -46,25 +49,11 @@ static bool only_user(const kf_graph *g, kf_vid v, kf_nid *u)
 	return *u != KF_NONE;
 }
 
-/* Every operand and result of n has a static shape (the CUDA kernels need it). */
-static bool static_node(const kf_graph *g, kf_nid n)
-{
-	const kf_node *x = kf_N(g, n);
-	for (uint32_t i = 0; i < x->nin; i++)
-		if (!kf_type_is_static(kf_vtype(g, kf_in(g, n, i))))
-			return false;
-	for (uint32_t i = 0; i < x->nres; i++)
-		if (!kf_type_is_static(kf_vtype(g, kf_res(g, n, i))))
-			return false;
-	return true;
-}
-
 static bool ew(const kf_graph *g, kf_nid n)
 {
 	const kf_node *x = kf_N(g, n);
 	int t = kf_op(g->ctx, x->op)->trait;
-	return (t == KF_TRAIT_ELEMENTWISE || t == KF_TRAIT_BROADCAST) && x->nres == 1 && x->blk == 0 &&
-	       static_node(g, n);
+	return (t == KF_TRAIT_ELEMENTWISE || t == KF_TRAIT_BROADCAST) && x->nres == 1 && x->blk == 0;
 }
 
 /* The operand of n that carries the matrix, when n is a prologue op. */
@@ -293,7 +282,7 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 	uint32_t nt = 0;
 	kf_foreach_node(g, 0, n) {
 		int op = kf_N(g, n)->op;
-		if ((op == KF_OP_MATMUL || op == KF_OP_GEMM) && static_node(g, n))
+		if (op == KF_OP_MATMUL || op == KF_OP_GEMM)
 			todo[nt++] = n;
 	}
 	/* each contraction copies at most 3 constants per member in */

@@ -30,17 +30,17 @@
 #define MAXM 16
 
 /* A matmul u that reads x as its left operand and a constant matrix as its
- * right one, static shapes: its weight, else KF_NONE. */
+ * right one: its weight, else KF_NONE.  x may have symbolic dims (the
+ * rows B*T of a transformer); the weights are static, so N and K are. */
 static kf_vid weight_of(const kf_graph *g, kf_nid u, kf_vid x)
 {
 	const kf_node *n = kf_N(g, u);
-	if (n->op != KF_OP_MATMUL || n->blk != 0 || kf_in(g, u, 0) != x || kf_in(g, u, 1) == x ||
-	    !kf_fuse_node_static(g, u))
+	if (n->op != KF_OP_MATMUL || n->blk != 0 || kf_in(g, u, 0) != x || kf_in(g, u, 1) == x)
 		return KF_NONE;
 	kf_vid w = kf_in(g, u, 1);
 	kf_nid d = kf_def(g, w);
 	const kf_type *wt = kf_vtype(g, w), *xt = kf_vtype(g, x);
-	if (d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST || wt->rank != 2 || xt->rank < 1 ||
+	if (d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST || wt->rank != 2 || xt->rank < 1 || !kf_type_is_static(wt) ||
 	    wt->dim[0] != xt->dim[xt->rank - 1])
 		return KF_NONE;
 	return w;

@@ -23,6 +23,19 @@ bool kf_pass_node_pinned(const kf_graph *g, kf_nid n);
  * val[i] (val[i] >= 0) in every type and dim attribute of g; *changed is
  * set when something changed.  The pass parses its options into this. */
 void kf_specialize(kf_graph *g, const kf_sid *sym, const int64_t *val, uint32_t n, bool *changed);
+/* The symbols of g's types (values' and results'), each once, in order of
+ * first appearance, into out[0..max); returns how many there are (which
+ * may be more than max). */
+uint32_t kf_graph_symbols(const kf_graph *g, kf_sid *out, uint32_t max);
+/* A copy of g (kf_graph_clone: same ids) with every symbol given a
+ * distinct prime size near 1000: generic sizes, at which two dims are
+ * equal only when they are equal as monomials, for the passes that decide
+ * on numbers (fuse) to decide once for every size; NULL when g has no
+ * symbol.  The copy is for looking at, not for running (a slice may end
+ * past its operand).  When sym and val are given, the symbols and their
+ * sizes go there (at most KF_PROBE_MAX; *n how many). */
+#define KF_PROBE_MAX 16
+kf_graph *kf_graph_probe(const kf_graph *g, kf_sid *sym, int64_t *val, uint32_t *n);
 /* True when no result of n has a use. */
 static inline bool kf_pass_node_dead(const kf_graph *g, kf_nid n)
 {

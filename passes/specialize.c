@@ -113,6 +113,55 @@ void kf_specialize(kf_graph *g, const kf_sid *sym, const int64_t *val, uint32_t 
 	}
 }
 
+uint32_t kf_graph_symbols(const kf_graph *g, kf_sid *out, uint32_t max)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < g->nval + g->nres; i++) {
+		const kf_type *t = kf_type_get(g->ctx, i < g->nval ? g->val[i].type : g->res[i - g->nval]);
+		for (int d = 0; d < t->rank; d++) {
+			kf_mono m;
+			if (!KF_IS_SYM(t->dim[d]) || !kf_dim_split(g->ctx, t->dim[d], &m))
+				continue;
+			for (int j = 0; j < m.n; j++) {
+				bool seen = false;
+				for (uint32_t k = 0; k < n && k < max && !seen; k++)
+					seen = out[k] == m.sym[j];
+				if (seen)
+					continue;
+				if (n < max)
+					out[n] = m.sym[j];
+				n++; /* past max the count may repeat a symbol: callers only compare it with max */
+			}
+		}
+	}
+	return n;
+}
+
+kf_graph *kf_graph_probe(const kf_graph *g, kf_sid *osym, int64_t *oval, uint32_t *on)
+{
+	/* primes: a product of static dims is never a multiple of one in any
+	 * model seen (so numel comparisons mean what they mean symbolically),
+	 * and a product of three stays far from overflow */
+	static const int64_t primes[KF_PROBE_MAX] = {1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049,
+						     1051, 1061, 1063, 1069, 1087, 1091, 1093, 1097};
+	kf_sid sym[KF_PROBE_MAX];
+	uint32_t n = kf_graph_symbols(g, sym, KF_PROBE_MAX);
+	if (n > KF_PROBE_MAX)
+		n = KF_PROBE_MAX; /* the rest stay symbolic: the passes leave what they touch alone */
+	if (on)
+		*on = n;
+	for (uint32_t i = 0; osym && i < n; i++) {
+		osym[i] = sym[i];
+		oval[i] = primes[i];
+	}
+	if (!n)
+		return NULL;
+	kf_graph *p = kf_graph_clone(g);
+	bool changed = false;
+	kf_specialize(p, sym, primes, n, &changed);
+	return p;
+}
+
 static int spec_run(kf_graph *g, const kf_passopts *o, bool *changed)
 {
 	kf_sid *sym = calloc(o->n + 1, sizeof *sym);

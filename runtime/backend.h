@@ -21,6 +21,22 @@
 
 typedef struct kf_backend kf_backend;
 
+/* The sizes a graph was specialised to (api/dyn.h): it is a copy of the
+ * symbolic graph `sym` (kf_graph_clone, then kf_specialize: the same node
+ * and value ids) with symbol sid[i] of size val[i]. */
+typedef struct kf_sizes {
+	const kf_graph *sym;
+	const kf_sid *sid;
+	const int64_t *val;
+	uint32_t n;
+	/* NULL, or sym specialised to generic sizes (passes.h's
+	 * kf_graph_probe: distinct primes, pval[i] for sid[i], 0 where it has
+	 * none): a backend may compute a quantity there too, and read which
+	 * symbols it is made of by factoring (same ids again) */
+	const kf_graph *probe;
+	const int64_t *pval;
+} kf_sizes;
+
 /* Every backend's plan begins with this head; backends extend it. */
 typedef struct kf_plan {
 	kf_backend *be;
@@ -35,6 +51,12 @@ struct kf_backend {
 	bool (*available)(kf_backend *be, char *why, size_t whylen);
 	/* Plans g.  NULL with an error in g's context. */
 	kf_plan *(*compile)(kf_backend *be, kf_graph *g);
+	/* NULL, or plans g, which is sz->sym specialised to sz's sizes, as
+	 * compile does; the backend may make code that reads those sizes at run
+	 * time, so that the plans of other sizes share it (cuda: kernels that
+	 * take their dims as arguments, cuda/emit_cuda.h's kf_emit_dyn).  sz->sym
+	 * outlives the plan; the arrays are read now. */
+	kf_plan *(*compile_sized)(kf_backend *be, kf_graph *g, const kf_sizes *sz);
 	/* Runs plan p on in[0..nin) (one per graph input, in order; borrowed)
 	 * and allocates out[0..nout) (the graph's result count; the caller
 	 * frees them with kf_tensor_free).  0, or -1 with an error in the

@@ -166,16 +166,20 @@ static void frame_use_done(frame *f, kf_vid v)
 }
 
 static int run_block(kf_graph *g, kf_bid b, const kf_tensor *args, int nargs, kf_tensor *res,
-		     int nres, char *err, size_t errlen, kf_interp_watch *w);
+		     int nres, char *err, size_t errlen, kf_interp_watch *w, const env *outer);
 
 /* Runs a fusion node's body on its operands; res[i] receives the yields. */
+/* outer: the sizes of the symbols bound where the fusion runs (NULL: none),
+ * which the body starts from: a symbol the body's arguments cannot size
+ * (`batch` of a reshape to [batch,seq,96] inside a body that reads
+ * [batch*seq,96]) is the same symbol as outside. */
 static int fusion_eval(kf_graph *g, kf_nid n, const kf_tensor *in, int nin, kf_tensor *res, int nres,
-		       char *err, size_t errlen)
+		       char *err, size_t errlen, const env *outer)
 {
 	kf_bid body = kf_N(g, n)->body;
 	if (body == KF_NONE)
 		return kf_rt_fail(err, errlen, "fusion node has no body");
-	return run_block(g, body, in, nin, res, nres, err, errlen, NULL);
+	return run_block(g, body, in, nin, res, nres, err, errlen, NULL, outer);
 }
 
 /* The registry's entry for fusion (for callers other than the interpreter,
@@ -186,7 +190,7 @@ int kf_cpu_fusion(KF_RT_CPU_ARGS)
 	kf_tensor *res = calloc(nout ? nout : 1, sizeof *res);
 	if (!res)
 		return kf_rt_fail(err, errlen, "out of memory");
-	int rc = fusion_eval(g, n, in, nin, res, nout, err, errlen);
+	int rc = fusion_eval(g, n, in, nin, res, nout, err, errlen, NULL);
 	for (int i = 0; rc == 0 && i < nout; i++)
 		if (!kf_tensor_same_shape(&res[i], &out[i])) {
 			char a[200], b2[200];
@@ -279,7 +283,7 @@ static int run_node(frame *f, kf_nid n, char *err, size_t errlen)
 	if (nd->op == KF_OP_FUSION && info->cpu == kf_cpu_fusion) {
 		/* run the body directly: its yields are the results, whatever
 		 * symbols only the body can size */
-		rc = fusion_eval(g, n, in, nin, res, nres, err, errlen);
+		rc = fusion_eval(g, n, in, nin, res, nres, err, errlen, &f->env);
 		for (int i = 0; rc == 0 && i < nres; i++) {
 			char why[200];
 			if (unify(g->ctx, &f->env, kf_vtype(g, kf_res(g, n, i)), res[i].rank, res[i].dim, why,
@@ -331,13 +335,15 @@ static int run_term(frame *f, kf_nid n, kf_tensor *res, int nres, char *err, siz
 }
 
 static int run_block(kf_graph *g, kf_bid b, const kf_tensor *args, int nargs, kf_tensor *res,
-		     int nres, char *err, size_t errlen, kf_interp_watch *w)
+		     int nres, char *err, size_t errlen, kf_interp_watch *w, const env *outer)
 {
 	kf_ctx *c = g->ctx;
 	const kf_block *blk = &g->blk[b];
 	if ((int)blk->narg != nargs)
 		return kf_rt_fail(err, errlen, "%d operands for a body of %u arguments", nargs, blk->narg);
 	frame f = {.g = g, .watch = w};
+	for (uint32_t i = 0; outer && i < outer->n; i++)
+		env_bind(&f.env, outer->sym[i], outer->val[i]);
 	f.t = calloc(g->nval ? g->nval : 1, sizeof *f.t);
 	f.owned = calloc(g->nval ? g->nval : 1, sizeof *f.owned);
 	f.left = calloc(g->nval ? g->nval : 1, sizeof *f.left);
@@ -452,7 +458,7 @@ int kf_interp_run_watch(kf_graph *g, const kf_tensor *in, int nin, kf_tensor *ou
 	if (bad)
 		return -1;
 	char err[512] = "";
-	if (run_block(g, 0, in, nin, out, nout, err, sizeof err, w) != 0) {
+	if (run_block(g, 0, in, nin, out, nout, err, sizeof err, w, NULL) != 0) {
 		/* a node failure is already reported at the node */
 		if (strncmp(err, "failed at", 9) != 0)
 			kf_error(c, g->loc, "@%s: %s", kf_str(c, g->name), err);

@@ -118,7 +118,8 @@ static inline void kfe_kernel_text(const kf_kernel *k, kf_buf *o)
 }
 
 /* The call of kernel k: each parameter from its signature, pointers from
- * kf_p[], tensor maps from kf_tm[] (built from k->tmap). */
+ * kf_p[], tensor maps from kf_tm[] (built from k->tmap), a sized plan's
+ * size arguments kd<i> from kf_kd[i]. */
 static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 {
 	const char *sig = strstr(k->src, "extern \"C\"");
@@ -143,6 +144,8 @@ static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 			kf_buf_puts(o, ", ");
 		if (strstr(p, "KfTmap") && strstr(p, "KfTmap") < e)
 			kf_buf_printf(o, "kf_tm[%d]", nt++);
+		else if (w[0] == 'k' && w[1] == 'd' && w[2] >= '0' && w[2] <= '9')
+			kf_buf_printf(o, "(%.*s)kf_kd[%d]", (int)(w - p), p, atoi(w + 2));
 		else
 			kf_buf_printf(o, "(%.*s)kf_p[%d]", (int)(w - p), p, np++);
 		p = c ? c + 1 : end;
@@ -150,56 +153,111 @@ static inline void kfe_call(const kf_kernel *k, kf_buf *o)
 	kf_buf_puts(o, ")");
 }
 
+/* The host program of kernel k: the kernel, and a main that reads its
+ * launch from DIR/launch.txt (grid x, y, z, threads, then per parameter
+ * its bytes and whether it is read, then the size arguments, then per
+ * tensor map param elem inner outer mid box_inner box_outer) and the
+ * parameters from DIR/p<j>.bin, runs the grid and writes the outputs back:
+ * so one compile of a kernel's text runs it at every size. */
+static inline void kfe_program(const kf_kernel *k, kf_buf *src)
+{
+	kf_buf_puts(src, "#include \"cuda_pre.h\"\n");
+	kfe_prelude(src);
+	kf_buf_puts(src, "#include \"cuda_post.h\"\n");
+	kfe_kernel_text(k, src);
+	kf_buf_puts(src, "\n#include \"launch.h\"\n");
+	uint32_t np = k->nin + k->nout;
+	kf_buf_printf(src, "static unsigned char *kf_p[%u];\nstatic KfTmap kf_tm[4];\nstatic long long kf_kd[32];\n"
+			   "static void kf_body(void) { ", np + 1);
+	kfe_call(k, src);
+	kf_buf_printf(src, "; }\nint main(int argc, char **argv) {\n  (void)argc;\n  char path[4200];\n"
+			   "  snprintf(path, sizeof path, \"%%s/launch.txt\", argv[1]);\n  FILE *f = fopen(path, \"r\");\n"
+			   "  unsigned gx, gy, gz, nt;\n  size_t n[%u];\n  int rd[%u];\n"
+			   "  if (!f || fscanf(f, \"%%u %%u %%u %%u\", &gx, &gy, &gz, &nt) != 4) return 2;\n"
+			   "  for (unsigned j = 0; j < %u; j++) {\n    char name[32];\n"
+			   "    if (fscanf(f, \"%%zu %%d\", &n[j], &rd[j]) != 2) return 2;\n"
+			   "    snprintf(name, sizeof name, \"p%%u.bin\", j);\n    kf_p[j] = kf_load(argv[1], name, n[j], rd[j]);\n  }\n"
+			   "  for (int i = 0; i < 32; i++) if (fscanf(f, \"%%lld\", &kf_kd[i]) != 1) return 2;\n"
+			   "  for (int i = 0; i < %d; i++) {\n    int pa, el, bi, bo;\n    long long in, ou, mi;\n"
+			   "    if (fscanf(f, \"%%d %%d %%lld %%lld %%lld %%d %%d\", &pa, &el, &in, &ou, &mi, &bi, &bo) != 7) return 2;\n"
+			   "    kf_tm[i] = {kf_p[pa], el, in, ou, mi, bi, bo};\n  }\n  fclose(f);\n"
+			   "  int rc = kf_run(gx, gy, gz, nt, kf_body);\n  if (rc) return rc;\n"
+			   "  for (unsigned j = %u; j < %u; j++) {\n    char name[32];\n"
+			   "    snprintf(name, sizeof name, \"p%%u.bin\", j);\n"
+			   "    if (kf_save(argv[1], name, kf_p[j], n[j])) return 2;\n  }\n  return 0;\n}\n",
+		      np + 1, np + 1, np, k->ntmap, k->nin, np);
+}
+
 /* Runs kernel k on the host over params in[0..k->nin) (in the kernel's
  * parameter order, their data as stored), writing out[0..k->nout)
  * (allocated by the caller with their types).  The grid is k->units x
- * k->grid_y x k->grid_z blocks of k->block threads.  Returns false when
- * there is no C++ compiler. */
-static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *out)
+ * k->grid_y x k->grid_z blocks of k->block threads; kd: a sized plan's
+ * sizes (kf_emit_dyn's order; NULL: none).  The program of a kernel's text
+ * is compiled once per process (by its name, in $TMPDIR) and run for each
+ * call.  Returns false when there is no C++ compiler. */
+static char kfe_bindir[64];
+
+/* Removes the programs at exit (KFE_KEEP=1 keeps them). */
+static inline void kfe_cleanup(void)
 {
-	char dir[] = "/tmp/kfuse-emu-XXXXXX", name[64], cmd[512];
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", kfe_bindir);
+	if (kfe_bindir[0] && !getenv("KFE_KEEP") && system(cmd) != 0)
+		fprintf(stderr, "emu: %s not removed\n", kfe_bindir);
+}
+
+static inline bool kfe_run_sized(const kf_kernel *k, const kf_tensor *in, kf_tensor *out, const int64_t *kd, int nkd)
+{
+	char *bindir = kfe_bindir;
+	char dir[] = "/tmp/kfuse-emu-XXXXXX", name[64], cmd[1024], exe[160];
 	if (system("c++ --version > /dev/null 2>&1") != 0)
 		return false;
-	assert_non_null(mkdtemp(dir));
-	assert_true(k->cluster <= 1);
-	kf_buf src = {0};
-	kf_buf_puts(&src, "#include \"cuda_pre.h\"\n");
-	kfe_prelude(&src);
-	kf_buf_puts(&src, "#include \"cuda_post.h\"\n");
-	kfe_kernel_text(k, &src);
-	kf_buf_puts(&src, "\n#include \"launch.h\"\n");
-	uint32_t np = k->nin + k->nout;
-	kf_buf_printf(&src, "static unsigned char *kf_p[%u];\nstatic KfTmap kf_tm[4];\nstatic void kf_body(void) { ", np + 1);
-	kfe_call(k, &src);
-	kf_buf_puts(&src, "; }\nint main(int argc, char **argv) {\n  (void)argc;\n");
-	for (uint32_t j = 0; j < np; j++) {
-		const kf_tensor *t = j < k->nin ? &in[j] : &out[j - k->nin];
-		kf_buf_printf(&src, "  kf_p[%u] = kf_load(argv[1], \"p%u.bin\", %zu, %s);\n", j, j, t->nbytes,
-			      j < k->nin ? "true" : "false");
+	assert_true(k->cluster <= 1 && k->ntmap <= 4 && nkd <= 32);
+	if (!bindir[0]) {
+		snprintf(bindir, sizeof kfe_bindir, "/tmp/kfuse-emu-bin-XXXXXX");
+		assert_non_null(mkdtemp(bindir));
+		atexit(kfe_cleanup);
 	}
+	assert_non_null(mkdtemp(dir));
+	/* by the text's hash, not the kernel's name: a test may change the text */
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const char *c = k->src; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	snprintf(exe, sizeof exe, "%s/%016llx", bindir, (unsigned long long)h);
+	if (access(exe, X_OK) != 0) {
+		kf_buf src = {0};
+		kfe_program(k, &src);
+		snprintf(name, sizeof name, "%016llx.cc", (unsigned long long)h);
+		assert_true(kfe_write(bindir, name, src.p, src.n));
+		kf_buf_free(&src);
+		snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -I%s/unit/emu -o %s %s.cc 2> %s/cc.log || (cat %s/cc.log >&2; false)",
+			 KF_TEST_DATA, exe, exe, bindir, bindir);
+		int rc = system(cmd);
+		if (rc != 0)
+			fprintf(stderr, "emu: the kernel does not compile on the host (kept in %s)\n", bindir);
+		assert_int_equal(rc, 0);
+	}
+	uint32_t np = k->nin + k->nout;
+	kf_buf l = {0};
+	kf_buf_printf(&l, "%lld %u %u %d\n", (long long)k->units, k->grid_y ? k->grid_y : 1, k->grid_z ? k->grid_z : 1,
+		      k->block);
+	for (uint32_t j = 0; j < np; j++)
+		kf_buf_printf(&l, "%zu %d\n", j < k->nin ? in[j].nbytes : out[j - k->nin].nbytes, j < k->nin);
+	for (int i = 0; i < 32; i++)
+		kf_buf_printf(&l, "%lld ", (long long)(i < nkd ? kd[i] : 0));
+	kf_buf_putc(&l, '\n');
 	for (int j = 0; j < k->ntmap; j++) {
 		const kf_tmap_spec *m = &k->tmap[j];
-		kf_buf_printf(&src, "  kf_tm[%d] = {kf_p[%d], %d, %lldLL, %lldLL, %lldLL, %d, %d};\n", j, m->param, m->elem,
-			      (long long)m->inner, (long long)m->outer, (long long)m->mid, m->box_inner, m->box_outer);
+		kf_buf_printf(&l, "%d %d %lld %lld %lld %d %d\n", m->param, m->elem, (long long)m->inner, (long long)m->outer,
+			      (long long)m->mid, m->box_inner, m->box_outer);
 	}
-	kf_buf_printf(&src, "  int rc = kf_run(%lld, %u, %u, %d, kf_body);\n  if (rc) return rc;\n", (long long)k->units,
-		      k->grid_y ? k->grid_y : 1, k->grid_z ? k->grid_z : 1, k->block);
-	for (uint32_t j = k->nin; j < np; j++)
-		kf_buf_printf(&src, "  if (kf_save(argv[1], \"p%u.bin\", kf_p[%u], %zu)) return 2;\n", j, j,
-			      out[j - k->nin].nbytes);
-	kf_buf_puts(&src, "  return 0;\n}\n");
-	assert_true(kfe_write(dir, "emu.cc", src.p, src.n));
+	assert_true(kfe_write(dir, "launch.txt", l.p, l.n));
+	kf_buf_free(&l);
 	for (uint32_t j = 0; j < k->nin; j++) {
 		snprintf(name, sizeof name, "p%u.bin", j);
 		assert_true(kfe_write(dir, name, in[j].data, in[j].nbytes));
 	}
-	snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -I%s/unit/emu -o %s/emu %s/emu.cc 2> %s/cc.log || (cat %s/cc.log >&2; false)",
-		 KF_TEST_DATA, dir, dir, dir, dir);
-	int rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "emu: the kernel does not compile on the host (kept in %s)\n", dir);
-	assert_int_equal(rc, 0);
-	snprintf(cmd, sizeof cmd, "%s/emu %s", dir, dir);
+	snprintf(cmd, sizeof cmd, "%s %s", exe, dir);
 	assert_int_equal(system(cmd), 0);
 	for (uint32_t j = 0; j < k->nout; j++) {
 		char path[600];
@@ -211,12 +269,16 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 	}
 	/* KFE_KEEP=1 keeps the program and its data, for a debugger */
 	if (getenv("KFE_KEEP"))
-		fprintf(stderr, "emu: kept in %s\n", dir);
+		fprintf(stderr, "emu: kept in %s (program %s)\n", dir, exe);
 	else {
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 		assert_int_equal(system(cmd), 0);
 	}
-	kf_buf_free(&src);
 	return true;
+}
+
+static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *out)
+{
+	return kfe_run_sized(k, in, out, NULL, 0);
 }
 #endif

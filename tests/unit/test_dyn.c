@@ -1,9 +1,12 @@
 /* Unit tests of the shape-keyed plan cache (api/dyn.h): a symbolic graph
  * on a backend that wants static shapes.  Over the CPU backend the plans
- * run (each shape's copy, specialised and fused, against the interpreter
- * on the symbolic graph); over a dry-run CUDA backend they are planned and
- * compiled by NVRTC without a GPU: hits, misses, evictions, the kernel
- * cache making a re-planned shape compile nothing, and the errors. */
+ * run (each shape's copy of the graph the pipeline fused once, specialised,
+ * against the interpreter on the symbolic graph); over a dry-run CUDA
+ * backend they are planned and compiled by NVRTC without a GPU: hits,
+ * misses, evictions, sized plans whose kernels read their sizes, so that a
+ * new shape within known buckets compiles nothing (row, loop, contraction
+ * and attention kernels; the zoo's BERT and GPT-2), and the errors.  The
+ * kernels' results at several sizes are test_dyn_emu's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +22,8 @@
 #include "kfuse_int.h"
 
 /* Two inputs sharing B and T, one elementwise chain and a reduction: the
- * fuse pass leaves it unfused while symbolic, fuses it once static. */
+ * pipeline fuses a copy of it once (the fuse pass groups symbolic dims at
+ * generic sizes), which each shape specialises. */
 static const char *sym_graph = "graph @f(%x: f32[B,T,16], %y: f32[B,T,16]) -> (f32[B,T,16], f32[B,T]) {\n"
 			       "  %a = add(%x, %y) : f32[B,T,16]\n"
 			       "  %b = mul(%a, %a) : f32[B,T,16]\n"
@@ -245,10 +249,10 @@ static const char *sym_graph_d = "graph @f(%x: f32[B,T,D], %y: f32[B,T,D]) -> (f
 				 "}\n";
 
 /* Over a dry-run CUDA backend keeping one plan: each shape is planned and
- * its kernels compiled by NVRTC.  The fused row kernel bakes in its row
- * length (D) but takes its row count (B*T) as an argument, so a new B or T
- * compiles nothing, a new D compiles, and a shape planned again after its
- * eviction finds every kernel in the kernel cache. */
+ * its kernels compiled by NVRTC.  The fused row kernel takes its row count
+ * (B*T) and its row length (D) as arguments, its geometry made for D's
+ * bucket, which here fits 16 and 32 alike; so no shape after the first
+ * compiles, and the plan reads its sizes (a sized plan). */
 static void test_cuda_dry_run(void **st)
 {
 	if (!kft_have_nvrtc())
@@ -257,10 +261,10 @@ static void test_cuda_dry_run(void **st)
 	assert_non_null(mkdtemp(dir));
 	fx f = {.c = kf_ctx_new()};
 	f.m = kft_parse(f.c, sym_graph_d);
-	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 1};
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 1, .report = &f.report};
 	fx_open(&f, kf_backend_cuda_new(f.c, &co), 1);
 	static const int64_t shapes[4][3] = {{2, 8, 16}, {3, 5, 16}, {2, 8, 32}, {2, 8, 16}};
-	static const bool compiles[4] = {true, false, true, false};
+	static const bool compiles[4] = {true, false, false, false};
 	for (int i = 0; i < 4; i++) {
 		kf_tensor in[2] = {0};
 		uint64_t seed = 3;
@@ -273,6 +277,7 @@ static void test_cuda_dry_run(void **st)
 		kf_cuda_stats cs;
 		kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
 		assert_true(cs.kernels >= 1);
+		assert_non_null(strstr(f.report.p, "sized plan:"));
 		if (compiles[i] != (cs.compiled > 0))
 			fail_msg("shape %d: %d kernels compiled, %d from the cache", i, cs.compiled, cs.cached);
 		kf_tensor_free(&in[0]);
@@ -284,6 +289,127 @@ static void test_cuda_dry_run(void **st)
 	assert_int_equal(s.evictions, 3);
 	fx_close(&f);
 	kft_rmdir(dir);
+}
+
+/* A linear layer as GPT-2 exports it (gemm over B*T rows, with its bias;
+ * an own SIMT kernel, cuBLAS not taking a gemm with C unfused) on the
+ * dry-run CUDA backend: the tile is chosen for the bucket of M = B*T (the
+ * product of B's and T's buckets), so B, T = 3, 16 and 4, 13 share one
+ * kernel (M <= 64), 2, 9 is another (M <= 32) which 2, 16 then shares,
+ * and 3, 9 (M <= 64 again) compiles nothing either.  Without the sized
+ * plan every new M compiles (the matmul's M in its text). */
+static const char *gemm_graph = "graph @l(%x: f32[B,T,64], %w: f32[64,96], %b: f32[96]) -> (f32[B,T,96]) {\n"
+				"  %x2 = reshape(%x) {shape = [-1, 64]} : f32[B*T,64]\n"
+				"  %y = gemm(%x2, %w, %b) {alpha = 1.0, beta = 1.0, trans_a = 0, trans_b = 0} : f32[B*T,96]\n"
+				"  %y3 = reshape(%y) {shape = [\"B\", \"T\", 96]} : f32[B,T,96]\n"
+				"  %g = gelu(%y3) {approximate = \"tanh\"} : f32[B,T,96]\n"
+				"  return %g\n"
+				"}\n";
+
+static void test_cuda_matmul_buckets(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	char dir[] = "/tmp/kf-dyn-mmXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	fx f = {.c = kf_ctx_new()};
+	f.m = kft_parse(f.c, gemm_graph);
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 1, .report = &f.report};
+	kf_passreg r = {0};
+	kf_passes_builtin(&r);
+	kf_dyn_opts o = {.pipeline = "fuse-matmul,fuse", .max_plans = 8, .report = &f.report};
+	f.be = kf_dyn_backend_new(f.c, kf_backend_cuda_new(f.c, &co), &r, &o);
+	kf_passreg_free(&r);
+	f.p = f.be->compile(f.be, f.m->graph[0]);
+	assert_non_null(f.p);
+	static const int64_t shapes[5][2] = {{3, 16}, {4, 13}, {2, 9}, {2, 16}, {3, 9}};
+	static const bool compiles[5] = {true, false, true, false, false};
+	for (int i = 0; i < 5; i++) {
+		kf_tensor in[3] = {0};
+		int64_t d[3] = {shapes[i][0], shapes[i][1], 64}, w[2] = {64, 96}, b = 96;
+		uint64_t seed = 5;
+		assert_int_equal(kf_tensor_random(&in[0], KF_F32, 3, d, &seed), 0);
+		assert_int_equal(kf_tensor_random(&in[1], KF_F32, 2, w, &seed), 0);
+		assert_int_equal(kf_tensor_random(&in[2], KF_F32, 1, &b, &seed), 0);
+		kf_plan *ip = kf_dyn_plan_for(f.p, in, 3);
+		if (!ip)
+			kft_fail_diags(f.c, "dyn plan");
+		kf_cuda_stats cs;
+		kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
+		if (compiles[i] != (cs.compiled > 0))
+			fail_msg("shape %d: %d kernels compiled, %d from the cache\n%s", i, cs.compiled, cs.cached,
+				 f.report.p);
+		for (int j = 0; j < 3; j++)
+			kf_tensor_free(&in[j]);
+	}
+	/* the buckets the contraction's tile was chosen for, in the plan notes */
+	assert_non_null(strstr(f.report.p, "bucket M<=64"));
+	assert_non_null(strstr(f.report.p, "bucket M<=32"));
+	fx_close(&f);
+	kft_rmdir(dir);
+}
+
+/* Causal attention whose batch comes from a broadcast inside the attention
+ * (q, k, v [1,2,T,16] for B batches; a mask [B,1,1,T] gives B): at B =
+ * 40000, T = 100 the scores of the bucket's 65536 batches reach 2^30
+ * elements, so the kernel takes 64-bit indices and long long size
+ * arguments, whose min() with an int must be an int's (the bug this
+ * found: an ambiguous overload).  Planned on the dry-run CUDA backend in
+ * f32 (the SIMT kernel) and f16 (mma.sync), every kernel compiled. */
+static void test_cuda_wide(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	for (int f16 = 0; f16 < 2; f16++) {
+		char dir[] = "/tmp/kf-dyn-wideXXXXXX";
+		assert_non_null(mkdtemp(dir));
+		const char *dt = f16 ? "f16" : "f32";
+		kf_buf text = {0};
+		kf_buf_printf(&text,
+			      "graph @a(%%q: %s[1,2,T,16], %%k: %s[1,2,T,16], %%v: %s[1,2,T,16], %%m: %s[B,1,1,T]) -> (%s[B,2,T,16]) {\n"
+			      "  %%qb = broadcast_to(%%q) {shape = [\"B\", 2, \"T\", 16]} : %s[B,2,T,16]\n"
+			      "  %%kb = broadcast_to(%%k) {shape = [\"B\", 2, \"T\", 16]} : %s[B,2,T,16]\n"
+			      "  %%vb = broadcast_to(%%v) {shape = [\"B\", 2, \"T\", 16]} : %s[B,2,T,16]\n"
+			      "  %%kt = transpose(%%kb) {perm = [0, 1, 3, 2]} : %s[B,2,16,T]\n"
+			      "  %%s = matmul(%%qb, %%kt) : %s[B,2,T,T]\n"
+			      "  %%r = iota() {axis = 2, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"
+			      "  %%j = iota() {axis = 3, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"
+			      "  %%keep = le(%%j, %%r) : i1[1,1,T,T]\n  %%f = const -10000.0 : %s[]\n"
+			      "  %%w = where(%%keep, %%s, %%f) : %s[B,2,T,T]\n"
+			      "  %%u = add(%%w, %%m) : %s[B,2,T,T]\n"
+			      "  %%p = softmax(%%u) {axis = -1} : %s[B,2,T,T]\n"
+			      "  %%o = matmul(%%p, %%vb) : %s[B,2,T,16]\n  return %%o\n}\n",
+			      dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt);
+		kf_buf_putc(&text, '\0');
+		fx f = {.c = kf_ctx_new()};
+		f.m = kft_parse(f.c, text.p);
+		kf_buf_free(&text);
+		kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 2};
+		kf_passreg r = {0};
+		kf_passes_builtin(&r);
+		kf_dyn_opts o = {.pipeline = "fuse-attention", .report = &f.report};
+		f.be = kf_dyn_backend_new(f.c, kf_backend_cuda_new(f.c, &co), &r, &o);
+		kf_passreg_free(&r);
+		f.p = f.be->compile(f.be, f.m->graph[0]);
+		assert_non_null(f.p);
+		kf_dtype d = f16 ? KF_F16 : KF_F32;
+		int64_t qd[4] = {1, 2, 100, 16}, md[4] = {40000, 1, 1, 100};
+		kf_tensor in[4] = {0};
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(kf_tensor_alloc(&in[i], d, 4, qd), 0);
+		assert_int_equal(kf_tensor_alloc(&in[3], d, 4, md), 0);
+		kf_plan *ip = kf_dyn_plan_for(f.p, in, 4);
+		if (!ip)
+			kft_fail_diags(f.c, dt);
+		bool att = false;
+		kf_foreach_node(ip->g, 0, n) att |= kf_N(ip->g, n)->op == KF_OP_FUSION &&
+						    !strcmp(kf_attr_str(ip->g, n, "kind", ""), "attention");
+		assert_true(att);
+		for (int i = 0; i < 4; i++)
+			kf_tensor_free(&in[i]);
+		fx_close(&f);
+		kft_rmdir(dir);
+	}
 }
 
 /* Token ids in [0, 100) (the zoo's vocabulary) and an all-ones mask for
@@ -299,28 +425,53 @@ static void zoo_inputs(kf_graph *g, kf_tensor *in, int64_t b, int64_t t)
 	}
 }
 
-/* g planned for CUDA at [2,16] without a GPU: every kernel compiles. */
-static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r)
+/* g planned for CUDA without a GPU through the transformer pipeline
+ * (attention fused), at [3,16] (every kernel compiles), then at [4,13] and
+ * [3,9], whose batch and sequence share [3,16]'s buckets (4 and 16): those
+ * compile nothing, and hold as many kernels.  Then (wide) at [40000,63],
+ * whose scores at the bucket's batch, 65536, reach 2^30 elements (not
+ * stored, but the attention's body computes them): kernels of 64-bit
+ * indices, whose size arguments are long long, must compile too (the
+ * attention's min() of a row and the last one; GPT-2's rows, a gemm's M,
+ * would pass 65535 row tiles there). */
+static void zoo_cuda_plan(kf_ctx *c, kf_graph *g, const kf_passreg *r, bool wide)
 {
 	char dir[] = "/tmp/kf-dyn-zooXXXXXX";
 	assert_non_null(mkdtemp(dir));
 	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 2};
-	kf_dyn_opts o = {.pipeline = "canonicalize,cse,rules,fuse,dce"};
+	kf_dyn_opts o = {.pipeline = "canonicalize,cse,rules,canonicalize,cse,merge-matmul,fuse-attention,fuse-matmul,"
+				     "fuse,dce"};
 	kf_backend *be = kf_dyn_backend_new(c, kf_backend_cuda_new(c, &co), r, &o);
 	kf_plan *p = be ? be->compile(be, g) : NULL;
-	kf_tensor in[2] = {0};
-	zoo_inputs(g, in, 2, 16);
-	kf_plan *ip = p ? kf_dyn_plan_for(p, in, (int)g->blk[0].narg) : NULL;
-	if (!ip)
-		kft_fail_diags(c, "zoo cuda plan");
-	kf_cuda_stats cs;
-	kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
-	if (getenv("KF_TEST_VERBOSE"))
-		print_message("cuda: %d kernels, %d programs, %d compiled\n", cs.kernels, cs.programs, cs.compiled);
-	assert_true(cs.kernels > 4);
-	assert_int_equal(cs.compiled + cs.cached, cs.programs);
-	kf_tensor_free(&in[0]);
-	kf_tensor_free(&in[1]);
+	static const int64_t shapes[4][2] = {{3, 16}, {4, 13}, {3, 9}, {40000, 63}};
+	int kernels = 0;
+	for (int i = 0; i < 3 + wide; i++) {
+		kf_tensor in[2] = {0};
+		zoo_inputs(g, in, shapes[i][0], shapes[i][1]);
+		kf_plan *ip = p ? kf_dyn_plan_for(p, in, (int)g->blk[0].narg) : NULL;
+		if (!ip)
+			kft_fail_diags(c, "zoo cuda plan");
+		kf_cuda_stats cs;
+		kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
+		if (getenv("KF_TEST_VERBOSE"))
+			print_message("cuda at %lldx%lld: %d kernels, %d programs, %d compiled\n", (long long)shapes[i][0],
+				      (long long)shapes[i][1], cs.kernels, cs.programs, cs.compiled);
+		assert_true(cs.kernels > 4);
+		assert_int_equal(cs.compiled + cs.cached, cs.programs);
+		if (i == 0)
+			kernels = cs.kernels;
+		else if (i < 3 && (cs.compiled != 0 || cs.kernels != kernels))
+			fail_msg("shape %d: %d kernels compiled of %d (%d at the first shape)", i, cs.compiled, cs.kernels,
+				 kernels);
+		/* an attention kernel in the plan: the pipeline fused it on the
+		 * symbolic graph */
+		bool att = false;
+		kf_foreach_node(ip->g, 0, n) att |= kf_N(ip->g, n)->op == KF_OP_FUSION &&
+						    !strcmp(kf_attr_str(ip->g, n, "kind", ""), "attention");
+		assert_true(att);
+		kf_tensor_free(&in[0]);
+		kf_tensor_free(&in[1]);
+	}
 	kf_plan_free(p);
 	kf_backend_free(be);
 	kft_rmdir(dir);
@@ -378,7 +529,7 @@ static void test_zoo(void **st)
 		kf_plan_free(f.p);
 		kf_backend_free(f.be);
 		if (kft_have_nvrtc())
-			zoo_cuda_plan(f.c, g, &r);
+			zoo_cuda_plan(f.c, g, &r, mi == 0);
 		kf_buf_free(&f.report);
 		kfuse_model_free(km);
 		kfuse_free(k);
@@ -429,6 +580,8 @@ int main(void)
 		cmocka_unit_test(test_bind_errors),
 		cmocka_unit_test(test_unsized_symbol),
 		cmocka_unit_test(test_cuda_dry_run),
+		cmocka_unit_test(test_cuda_matmul_buckets),
+		cmocka_unit_test(test_cuda_wide),
 		cmocka_unit_test(test_zoo),
 		cmocka_unit_test(test_api_wraps),
 	};

@@ -398,12 +398,12 @@ static void test_shipped_table(void **st)
 	kf_nid f = first_contraction(g);
 	char dir[] = "/tmp/kf-ship-XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H100 80GB HBM3", dir, NULL), 0);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H100 80GB HBM3", dir, NULL, NULL), 0);
 	setenv("KFUSE_TUNE_SHIPPED", "0", 1);
-	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 0);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL, NULL), 0);
 	unsetenv("KFUSE_TUNE_SHIPPED");
 	assert_null(kf_attr_get(g, f, "tile"));
-	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 1);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL, NULL), 1);
 	assert_string_equal(kf_attr_str(g, f, "tile", ""), "cublaslt");
 	kf_module_free(m);
 	/* the user's cache comes first */
@@ -421,7 +421,7 @@ static void test_shipped_table(void **st)
 	assert_int_equal(kf_tune_path(dir, &path), 0);
 	kf_tune_set(&t, key, "wg128x256x64s4c2pvs", 0.19);
 	assert_int_equal(kf_tune_save(c, path.p, &t), 0);
-	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 1);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL, NULL), 1);
 	assert_string_equal(kf_attr_str(g, f, "tile", ""), "wg128x256x64s4c2pvs");
 	kf_tune_table_free(&t);
 	kf_buf_free(&path);
