@@ -376,7 +376,7 @@ static void tune_lines(void **st)
 	for (int i = 0; i < 3; i++)
 		kf_node_set_attr(g, f[i], kf_intern_cstr(c, "kind"),
 				 (kf_attrval){.kind = KF_ATTR_STR, .s = kf_intern_cstr(c, "conv")});
-	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL), 3);
+	assert_int_equal(kf_tune_apply_for(g, "sm_90", "NVIDIA H200", dir, NULL, NULL), 3);
 	assert_string_equal(kf_attr_str(g, f[0], "tile", ""), "wgc64x64x64s6k4s");
 	assert_string_equal(kf_attr_str(g, f[2], "tile", ""), "wgc64x64x64s8s");
 	kf_buf_free(&report);
