@@ -155,7 +155,49 @@ void kx_conv_gather_call(const kx_mm *mm, const char *m, const char *kk, kf_buf 
 
 bool kx_conv_a_raw(const kx *k, const kx_mm *mm, int e)
 {
+	(void)k;
 	return mm->a.nchain == 0 && kf_dtype_size(mm->a.st) == (size_t)e && mm->cv.G == 1 && mm->cv.Cg % (16 / e) == 0;
+}
+
+/* dims [from, 3) of v joined by 'x' after tag */
+static int geo_part(char *o, size_t n, const char *tag, const int64_t *v, int from)
+{
+	int w = snprintf(o, n, "%s", tag);
+	for (int i = from; i < 3 && w >= 0 && (size_t)w < n; i++)
+		w += snprintf(o + w, n - (size_t)w, "%s%lld", i > from ? "x" : "", (long long)v[i]);
+	return w;
+}
+
+void kx_conv_shape(const kx_mm *mm, kf_mm_shape *sh)
+{
+	const kx_conv *cv = &mm->cv;
+	int e = mm->dt == KF_F32 ? 4 : mm->dt == KF_F64 ? 8 : 2;
+	sh->conv = true;
+	sh->raw = mm->a.st == mm->dt && kx_conv_a_raw(NULL, mm, e);
+	sh->pw = sh->raw && cv->KK == 1;
+	for (int i = 0; i < 3; i++)
+		sh->pw &= cv->s[i] == 1 && cv->pb[i] == 0 && cv->pe[i] == 0;
+	/* the spatial dims the conv has (a 2-D conv is a 3-D one with a
+	 * leading dim of 1) */
+	int from = 0;
+	while (from < 2 && cv->in[from] == 1 && cv->k[from] == 1 && cv->s[from] == 1 && cv->pb[from] == 0 &&
+	       cv->pe[from] == 0)
+		from++;
+	int64_t pads[6];
+	int np = 0;
+	for (int i = from; i < 3; i++)
+		pads[np++] = cv->pb[i];
+	for (int i = from; i < 3; i++)
+		pads[np++] = cv->pe[i];
+	char *o = sh->geo;
+	size_t n = sizeof sh->geo;
+	int w = geo_part(o, n, "", cv->k, from);
+	w += geo_part(o + w, n - (size_t)w, "s", cv->s, from);
+	w += snprintf(o + w, n - (size_t)w, "p");
+	for (int i = 0; i < np; i++)
+		w += snprintf(o + w, n - (size_t)w, "%s%lld", i ? "x" : "", (long long)pads[i]);
+	w += geo_part(o + w, n - (size_t)w, "d", cv->d, from);
+	geo_part(o + w, n - (size_t)w, "i", cv->in, from);
 }
 
 /* Statements splitting output position `row` into n, od, oh, ow. */
@@ -198,7 +240,7 @@ void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int th
 	kf_buf_printf(b, "    kf_xb[i] = n * %lldLL;\n  }\n", (long long)(cv->in[0] * cv->in[1] * cv->in[2] * cv->C));
 }
 
-void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, int lds, int param)
+void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, const char *dst, int param)
 {
 	const kx_conv *cv = &mm->cv;
 	int R = rows * per / threads;
@@ -214,8 +256,8 @@ void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, i
 		      (long long)cv->d[0], (long long)cv->d[1], (long long)cv->d[2]);
 	kf_buf_printf(b, "        const bool in = kok && (unsigned)id < %lldu && (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
 		      (long long)cv->in[0], (long long)cv->in[1], (long long)cv->in[2]);
-	kf_buf_printf(b, "        kf_cp16(sa + r * %d + kf_cf, p%d + (in ? kf_xb[i] + ((id * %lld + ih) * %lld + iw) * %lld + c : 0), in);\n"
-		      "      }\n    }\n", lds, param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
+	kf_buf_printf(b, "        kf_cp16(%s, p%d + (in ? kf_xb[i] + ((id * %lld + ih) * %lld + iw) * %lld + c : 0), in);\n"
+		      "      }\n    }\n", dst, param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
 }
 
 /* ---- the direct kernels --------------------------------------------------------------- */
@@ -393,6 +435,27 @@ static int emit_conv_transpose(kx *k)
 	return 0;
 }
 
+/* The taps and the store of a channels-last pool of V channels a thread
+ * (c the first, n/od/oh/ow the position, cnt the average's count): f32
+ * accumulators, NaN winning a max (kf_max) as in the interpreter. */
+static void pool_vec(kx *k, const kx_conv *cv, bool max, kf_dtype dt, int V)
+{
+	kf_buf *b = &k->b;
+	const char *it = kx_it(k), *st = kx_st(dt);
+	kf_buf_printf(b, "  float m[%d];\n#pragma unroll\n  for (int j = 0; j < %d; j++) m[j] = %s;\n", V, V,
+		      max ? "-KF_INF" : "0.0f");
+	open_taps(b, cv);
+	kf_buf_printf(b, "    const %s xi = (((n * %lld + id) * %lld + ih) * %lld + iw) * %lld + c;\n", it,
+		      (long long)cv->in[0], (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C);
+	kf_buf_printf(b, "    __align__(16) %s xv[%d];\n    *(uint4 *)xv = __ldg((const uint4 *)(p0 + xi));\n", st, V);
+	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const float v = ", V);
+	kx_load(b, dt, "xv[j]");
+	kf_buf_puts(b, max ? ";\n      m[j] = kf_max(v, m[j]);\n    }\n  }}}\n" : ";\n      m[j] += v;\n    }\n  }}}\n");
+	kf_buf_printf(b, "  __align__(16) %s ov[%d];\n#pragma unroll\n  for (int j = 0; j < %d; j++) ov[j] = ", st, V, V);
+	kx_store(b, dt, max ? "m[j]" : "m[j] / (float)cnt");
+	kf_buf_printf(b, ";\n  *(uint4 *)(o0 + idx * %d) = *(const uint4 *)ov;\n", V);
+}
+
 int kx_emit_pool(kx *k)
 {
 	kf_graph *g = k->g;
@@ -408,7 +471,15 @@ int kx_emit_pool(kx *k)
 	kf_dtype dt = kx_dt(k, k->param[0]);
 	const char *it = kx_it(k);
 	const char *acc = dt == KF_F64 ? "double" : kf_dtype_is_float(dt) ? "float" : "long long";
-	int64_t total = kx_numel(k, k->out[0]), block = 256;
+	/* channels last with the channels in 16-byte runs of f16, bf16 or
+	 * f32: a thread takes V channels of one position, each tap one 16-byte
+	 * load, one 16-byte store (a memory-bound kernel: 2-byte accesses
+	 * were an instruction each) */
+	int V = 1;
+	if (w.cl && (dt == KF_F16 || dt == KF_BF16 || dt == KF_F32) && kx_dt(k, k->out[0]) == dt &&
+	    cv.C % (16 / (int64_t)kf_dtype_size(dt)) == 0)
+		V = 16 / (int)kf_dtype_size(dt);
+	int64_t total = kx_numel(k, k->out[0]) / V, block = 256;
 	kf_buf *b = &k->b;
 	k->k->block = (int)block;
 	k->k->units = (total + block - 1) / block;
@@ -419,7 +490,8 @@ int kx_emit_pool(kx *k)
 		      (long long)block, (long long)total);
 	int64_t P = cv.out[0] * cv.out[1] * cv.out[2], Pin = cv.in[0] * cv.in[1] * cv.in[2];
 	if (w.cl) {
-		kf_buf_printf(b, "  const %s c = idx %% %lld, row = idx / %lld;\n", it, (long long)cv.C, (long long)cv.C);
+		kf_buf_printf(b, "  const %s c = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)(cv.C / V), V,
+			      (long long)(cv.C / V));
 		split_row(b, &cv, it, "row");
 	} else {
 		kf_buf_printf(b, "  const %s p = idx %% %lld, nc = idx / %lld;\n", it, (long long)P, (long long)P);
@@ -440,6 +512,10 @@ int kx_emit_pool(kx *k)
 				      "t += i >= %lld && i < %lld; }\n    cnt *= t; }\n", (long long)cv.k[a], on[a],
 				      (long long)cv.s[a], (long long)cv.pb[a], (long long)cv.d[a], (long long)lo, (long long)hi);
 		}
+	}
+	if (V > 1) {
+		pool_vec(k, &cv, max, dt, V);
+		return 0;
 	}
 	if (max)
 		kf_buf_printf(b, "  %s m = %s;\n", acc,

@@ -306,19 +306,23 @@ static void shape_of(kf_graph *g, const kx_mm *mm, bool tf32, kf_mm_shape *sh)
 			    .raw = kx_mm_chain_raw(g, &mm->a) && kx_mm_chain_raw(g, &mm->b) && !mm->a.vec && !mm->b.vec};
 }
 
-const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm)
+/* kx_mm_analyse_node of a node whose op is one of ops[0..nop) alone, or a
+ * fusion of kind `kind`. */
+static const char *analyse_top(kf_graph *g, kf_nid n, const int *ops, int nop, const char *kind, kx_mm *mm)
 {
 	const kf_node *x = kf_N(g, n);
 	const char *why;
-	if (x->op == KF_OP_MATMUL || x->op == KF_OP_GEMM) {
+	bool alone = false;
+	for (int i = 0; i < nop; i++)
+		alone |= x->op == ops[i];
+	if (alone) {
 		kf_vid in[3];
 		uint32_t nin = 0;
 		for (uint32_t i = 0; i < x->nin; i++)
 			in[nin++] = kf_in(g, n, i);
 		mmview v = {g, &n, 1, in, nin};
 		why = analyse(&v, mm);
-	} else if (x->op == KF_OP_FUSION && x->body != KF_NONE &&
-		   !strcmp(kf_attr_str(g, n, "kind", ""), "contraction")) {
+	} else if (x->op == KF_OP_FUSION && x->body != KF_NONE && !strcmp(kf_attr_str(g, n, "kind", ""), kind)) {
 		const kf_block *b = &g->blk[x->body];
 		uint32_t cnt = 0;
 		kf_foreach_node(g, x->body, m)
@@ -337,6 +341,19 @@ const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm)
 	if (!why)
 		mm->tf32 = x->op == KF_OP_FUSION && kf_attr_bool(g, n, "tf32", false);
 	return why;
+}
+
+const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm)
+{
+	static const int ops[] = {KF_OP_MATMUL, KF_OP_GEMM};
+	return analyse_top(g, n, ops, 2, "contraction", mm);
+}
+
+const char *kx_mm_analyse_conv(kf_graph *g, kf_nid n, kx_mm *mm)
+{
+	static const int ops[] = {KF_OP_CONV};
+	const char *why = analyse_top(g, n, ops, 1, "conv", mm);
+	return why ? why : mm->conv ? NULL : "not a conv";
 }
 
 /* sh->tag of fusion n (see emit_matmul.h): the ops before the contraction
@@ -388,39 +405,37 @@ bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 	return true;
 }
 
-/* A conv's config (the implicit GEMM: mma.sync or the SIMT kernel, whose
- * A loads gather; never wgmma's TMA, GEMV or cuBLASLt, which read A as a
- * dense matrix): the fusion's `tile`, $KFUSE_CONV_TILE, or by the blocks
- * its tiles make (below). */
+bool kf_conv_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh)
+{
+	kx_mm mm;
+	if (kx_mm_analyse_conv(g, n, &mm) || mm.cv.G != 1 || !mm.cv.cl)
+		return false;
+	if (sh) {
+		shape_of(g, &mm, mm.tf32, sh);
+		kx_conv_shape(&mm, sh);
+		shape_tag(g, n, &mm, sh);
+	}
+	return true;
+}
+
+/* A conv's config (the implicit GEMM: the wgmma conv of emit_conv_wg.c,
+ * mma.sync or the SIMT kernel, whose A loads gather; the matmul's TMA
+ * wgmma kernel for a pointwise conv, whose A is x as stored; never GEMV or
+ * a library): the fusion's `tile`, $KFUSE_CONV_TILE, or
+ * kf_conv_own_default. */
 static void conv_config(kx *k, kx_mm *mm, kf_mm_shape *sh)
 {
-	sh->wgmma = -1;
-	sh->raw = false;
+	kx_conv_shape(mm, sh);
 	const char *want[2] = {NULL, getenv("KFUSE_CONV_TILE")};
 	if (kf_N(k->g, k->at)->op == KF_OP_FUSION)
 		want[0] = kf_attr_str(k->g, k->at, "tile", NULL);
 	for (int i = 0; i < 2; i++)
 		if (want[i] && kf_mm_config_parse(want[i], &mm->cfg) == 0 &&
-		    (mm->cfg.algo == KF_MM_MMA || mm->cfg.algo == KF_MM_FMA) && kx_mm_config_fits(&mm->cfg, sh))
+		    (mm->cfg.algo == KF_MM_MMA || mm->cfg.algo == KF_MM_FMA || mm->cfg.algo == KF_MM_WGC ||
+		     mm->cfg.algo == KF_MM_WG) &&
+		    kx_mm_config_fits(&mm->cfg, sh))
 			return;
-	if (kx_mm_mma_dtype(sh) && sh->K >= 16) {
-		/* the largest tile that still gives most of the 132 SMs of an
-		 * H100/H200 a block (a 7 x 7 map at batch 1 has 49 rows), never
-		 * 128 columns for 64 channels; else the smallest */
-		static const char *const tiles[] = {"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4",
-						    "mma64x64x32w2x2s4", "mma32x64x32w1x2s4", "mma32x32x32w1x1s4"};
-		kf_mm_config c;
-		for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
-			kf_mm_config_parse(tiles[i], &c);
-			if (!kx_mm_config_fits(&c, sh) || (sh->N <= 64 && c.bn > 64))
-				continue;
-			mm->cfg = c;
-			if (((sh->M + c.bm - 1) / c.bm) * ((sh->N + c.bn - 1) / c.bn) >= 120)
-				break;
-		}
-		return;
-	}
-	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", &mm->cfg);
+	kf_conv_own_default(sh, &mm->cfg);
 }
 
 /* The extents of sh that come from symbols at their bucket's size (a
@@ -690,13 +705,14 @@ int kx_emit_matmul(kx *k)
 		return kx_fail(k, "matmul with more than 65535 row tiles");
 	if (mm.conv)
 		kx_conv_helpers(k);
-	bool staged = mm.cfg.algo == KF_MM_WG && mm.cfg.ss && kx_mm_epis_fits(k);
+	bool staged = (mm.cfg.algo == KF_MM_WG || mm.cfg.algo == KF_MM_WGC) && mm.cfg.ss && kx_mm_epis_fits(k);
 	if (!staged && kx_mm_epilogue(k, &mm) != 0)
 		return -1;
 	switch (mm.cfg.algo) {
 	case KF_MM_MMA: return kx_mm_emit_mma(k, &mm);
 	case KF_MM_GEMV: return kx_mm_emit_gemv(k, &mm);
 	case KF_MM_WG: return kx_mm_emit_wgmma(k, &mm);
+	case KF_MM_WGC: return kx_conv_emit_wgc(k, &mm);
 	default: return emit_fma(k, &mm);
 	}
 }

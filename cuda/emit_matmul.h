@@ -23,16 +23,20 @@
  * (cuda/cublas.h); the emitter passes it over (its kernel, the
  * fallback, takes the heuristic's config). */
 /* KF_MM_WG: the Hopper kernel (cuda/emit_wgmma.c), sm_90a only. */
+/* KF_MM_WGC ("wgcBMxBNx64sS[kK][v|s]"): the Hopper implicit-GEMM conv
+ * (cuda/emit_conv_wg.c), sm_90a only: A gathered by cp.async into the
+ * 128-byte swizzle, wgmma from shared memory; convs only. */
 /* KF_MM_BLAS ("cublas"): the runtime runs the contraction as a cuBLAS
  * GEMM between the kernels of its prologue and epilogue (the parts below);
  * the emitter's whole kernel (the fallback) takes the heuristic's config. */
-typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG, KF_MM_BLAS } kf_mm_algo;
+typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG, KF_MM_BLAS, KF_MM_WGC } kf_mm_algo;
 
 typedef struct kf_mm_config {
 	int algo;          /* kf_mm_algo */
 	int bm, bn, bk;    /* block tile (FMA, MMA) */
 	int wm, wn;        /* MMA: warps along M and N; FMA: outputs per thread along M, N */
-	int stages;        /* MMA: cp.async pipeline depth (2..4); WG: TMA ring stages (2..8) */
+	int stages;        /* MMA: cp.async pipeline depth (2..4); WG: TMA ring stages (2..8);
+			    * WGC: cp.async ring stages (3..8) */
 	int ks;            /* GEMV: B [K, N]: K split across blocks; B [N, K]: warps per
 			    * output (1, 2, 4, 8); 0: chosen from the shape */
 	int un;            /* GEMV: 16-byte weight loads issued together per thread (0: 8) */
@@ -55,7 +59,7 @@ typedef struct kf_mm_config {
 			    * K in one block of 1024 threads: no K split, no second pass */
 	int bulk;          /* GEMV "gemvb[S]": B [N, K] streamed by bulk copies into
 			    * shared memory, S chunks per CTA (in stages; 0: 4) */
-	int sk;            /* FMA, MMA: K split over sk blocks per output tile (suffix
+	int sk;            /* FMA, MMA, WGC: K split over sk blocks per output tile (suffix
 			    * "kS", last: "fma32x32x16t2x2k8"), the partial tiles summed
 			    * in split order by the tile's last block, which runs the
 			    * epilogue (cuda/emit_mm_splitk.c); 0 or 1: no split */
@@ -161,18 +165,31 @@ typedef struct kf_mm_shape {
 	char tag[56];      /* the body's other ops, which a config's speed depends on
 			    * (kf_mm_node_shape): the prologue's and the epilogue's op
 			    * names, "cast+mul.add+gelu_tanh" (empty: a bare contraction) */
+	bool conv;         /* an implicit-GEMM conv (channels last, one group:
+			    * kf_conv_node_shape); raw then says A's rows are copied
+			    * 16 bytes at a time (x read as stored, whole 16-byte runs
+			    * of channels) */
+	bool pw;           /* a pointwise conv (1x1, stride 1, no pads): A is x as
+			    * stored, the dense [M, C] matrix the wgmma kernel's TMA reads */
+	char geo[64];      /* a conv's geometry in the key: kernel, strides, pads,
+			    * dilations, input extents ("3x3s2p1d1i56x56") */
 } kf_mm_shape;
 
 /* True when top-level node n is a contraction kernel (matmul, gemm, or a
  * fusion of kind "contraction"); fills *sh (may be NULL). */
 bool kf_mm_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
-/* The same, for a plan of target t: a sized plan's (kf_emit_target.dyn)
- * extents that come from symbols are their bucket's sizes, which its
- * choices (tile, route, tuned config) are made for. */
+/* True when top-level node n is a conv that runs as an implicit GEMM (a
+ * conv, or a fusion of kind "conv", channels last, one group, static
+ * shapes; cuda/emit_conv.c); fills *sh (may be NULL). */
+bool kf_conv_node_shape(kf_graph *g, kf_nid n, kf_mm_shape *sh);
+/* kf_mm_node_shape for a plan of target t: a sized plan's
+ * (kf_emit_target.dyn) extents that come from symbols are their bucket's
+ * sizes, which its choices (tile, route, tuned config) are made for. */
 struct kf_emit_target;
 bool kf_mm_node_shape_sized(kf_graph *g, kf_nid n, const struct kf_emit_target *t, kf_mm_shape *sh);
-/* The tuner's key of a shape on arch: one token, no spaces; the tag, if
- * any, last ("sm_90:f16>f16:b1:m64:n512:k512:nn:.add+gelu_tanh"). */
+/* The tuner's key of a shape on arch: one token, no spaces; a conv's
+ * geometry ("conv" and kf_mm_shape.geo), then the tag, if any, last
+ * ("sm_90:f16>f16:b1:m64:n512:k512:nn:.add+gelu_tanh"). */
 void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n);
 /* The candidate configs for a shape (texts into out[i], each 32 bytes);
  * returns how many (at most max). */
@@ -228,6 +245,15 @@ bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *p);
 /* The emitter's own default config for a shape (GEMV, wgmma, mma.sync or
  * SIMT tiles by the heuristics of emit_matmul.c). */
 void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c);
+
+/* A conv's default config (emit_matmul.c's conv_config, untuned): on a
+ * device with wgmma, f16/bf16 with channels in 16-byte runs, the rule
+ * fitted to ResNet-50's layers tuned on an H200 (emit_mm_config.c: the
+ * matmul's TMA kernel for a wide pointwise conv, else the largest wgmma
+ * conv tile that makes 90 tiles, else 64 x 64 tiles, split 4 ways along a
+ * long K); otherwise mma.sync tiles likewise, the SIMT kernel for the
+ * rest. */
+void kf_conv_own_default(const kf_mm_shape *sh, kf_mm_config *c);
 
 /* Which library routes a contraction can take. */
 typedef struct kf_mm_libs {

@@ -37,6 +37,24 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
+	if (sscanf(s, "wgc%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
+		/* the conv kernel: [kK] (split-K) then v or s (the epilogue) */
+		c->algo = KF_MM_WGC;
+		int m = 0;
+		if (s[n] == 'k' && (sscanf(s + n, "k%d%n", &c->sk, &m) != 1 || c->sk < 2 || c->sk > 64 || s[n + 1] < '1' ||
+				    s[n + 1] > '9'))
+			return -1;
+		n += m;
+		c->vs = s[n] == 'v';
+		n += c->vs;
+		c->ss = !c->vs && s[n] == 's';
+		n += c->ss;
+		return !s[n] && c->bm >= 64 && c->bm <= 256 && c->bm % 64 == 0 && c->bn >= 64 && c->bn <= 256 &&
+			       c->bn % 64 == 0 && 4 * c->bn >= c->bm && c->bk == 64 && c->stages >= 3 && c->stages <= 8 &&
+			       kf_wg_stage_cols(c) >= 0
+			       ? 0
+			       : -1;
+	}
 	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
 		c->algo = KF_MM_WG;
 		int m = 0;
@@ -129,6 +147,13 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 	case KF_MM_BLAS:
 		snprintf(out, n, "cublas");
 		break;
+	case KF_MM_WGC: {
+		char k[16] = "";
+		if (c->sk > 1)
+			snprintf(k, sizeof k, "k%d", c->sk);
+		snprintf(out, n, "wgc%dx%dx%ds%d%s%s", c->bm, c->bn, c->bk, c->stages, k, c->vs ? "v" : c->ss ? "s" : "");
+		break;
+	}
 	case KF_MM_WG:
 		if (c->cl)
 			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
@@ -185,7 +210,8 @@ bool kx_mm_mma_dtype(const kf_mm_shape *sh)
  * coordinates in 32 bits, the ring in 227 KiB; a device that has it. */
 static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 {
-	if ((sh->in != KF_F16 && sh->in != KF_BF16) || !sh->raw || sh->batch != 1 || sh->ta || sh->wgmma < 0)
+	if ((sh->in != KF_F16 && sh->in != KF_BF16) || !sh->raw || sh->batch != 1 || sh->ta || sh->wgmma < 0 ||
+	    (sh->conv && !sh->pw))
 		return false;
 	if (sh->K % 8 || (!sh->tb && sh->N % 8) || sh->M >= (1LL << 31) || sh->N >= (1LL << 31) ||
 	    sh->K >= (1LL << 31))
@@ -195,6 +221,16 @@ static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		return false;
 	/* + 1024 of static shared memory (the barriers) */
 	return kf_wg_stage_cols(c) >= 0 && kf_wg_smem(c) + 1024 <= 227 * 1024;
+}
+
+/* The wgmma conv (emit_conv_wg.c): an implicit-GEMM conv of f16/bf16
+ * whose A rows copy 16 bytes at a time (and the weight's rows: K % 8), a
+ * device that has wgmma, the ring and the staging tiles in 227 KiB (+ 1024
+ * of static shared memory for the split's flag). */
+static bool wgc_fits(const kf_mm_config *c, const kf_mm_shape *sh)
+{
+	return sh->conv && (sh->in == KF_F16 || sh->in == KF_BF16) && sh->raw && sh->batch == 1 && sh->wgmma >= 0 &&
+	       sh->K % 8 == 0 && sh->M < (1LL << 31) && kf_wg_stage_cols(c) >= 0 && kf_wg_smem(c) + 1024 <= 227 * 1024;
 }
 
 /* The bulk-copy GEMV: B [N, K] of f32/f16/bf16 read as stored (bulk
@@ -218,9 +254,11 @@ static bool splitk_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 /* Whether config c can run shape sh (the kernels' structural limits). */
 bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 {
-	if ((c->algo == KF_MM_FMA || c->algo == KF_MM_MMA) && !splitk_fits(c, sh))
+	if ((c->algo == KF_MM_FMA || c->algo == KF_MM_MMA || c->algo == KF_MM_WGC) && !splitk_fits(c, sh))
 		return false;
 	switch (c->algo) {
+	case KF_MM_WGC:
+		return wgc_fits(c, sh);
 	case KF_MM_WG:
 		return wg_fits(c, sh);
 	case KF_MM_MMA: {
@@ -307,8 +345,117 @@ void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", c);
 }
 
+/* Tiles of config text t over sh's M x N. */
+static int64_t tiles_of(const kf_mm_shape *sh, const char *t, kf_mm_config *c)
+{
+	kf_mm_config_parse(t, c);
+	return ((sh->M + c->bm - 1) / c->bm) * ((sh->N + c->bn - 1) / c->bn);
+}
+
+/* The wgmma default, from ResNet-50's layers tuned on an H200 at batch 1
+ * and 32 (bench/results/2026-12-01-gpu-s3-conv2-tune.txt: this rule picks
+ * the measured winner, or one within 16% of it, for all 46):
+ *  - a pointwise conv of 128 or more channels whose 128 x 128 tiles number
+ *    52 or more: the matmul's TMA kernel, persistent, staged stores (it
+ *    beat the gather by 10-30% there; at 64 channels half its tile idles);
+ *  - else the first wgmma-conv tile that makes 90 or more tiles: 256 x 128
+ *    (4 warpgroups; where K >= 1024, else it lost to 128 x 128), 128 x 128,
+ *    128 x 64, 64 x 128, never 128 columns for fewer channels;
+ *  - else 64 x 64 tiles, K split 4 ways when they number 66 or fewer over
+ *    16 or more K tiles (4 splits beat 2, 8 and 16 wherever a split won:
+ *    10.8 us against 22.7 for 8 at 7 x 7 x 512 -> 512). */
+static void wgc_default(const kf_mm_shape *sh, kf_mm_config *c)
+{
+	if (sh->pw && sh->N >= 128 && tiles_of(sh, "wg128x128x64s4pvs", c) >= 52 && kx_mm_config_fits(c, sh))
+		return;
+	static const struct {
+		const char *t;
+		int64_t min_k, min_n;
+	} tl[] = {{"wgc256x128x64s4s", 1024, 128}, {"wgc128x128x64s4s", 0, 128}, {"wgc128x64x64s6s", 0, 0},
+		  {"wgc64x128x64s6s", 0, 128}};
+	for (size_t i = 0; i < sizeof tl / sizeof *tl; i++)
+		if (sh->K >= tl[i].min_k && sh->N >= tl[i].min_n && tiles_of(sh, tl[i].t, c) >= 90 &&
+		    kx_mm_config_fits(c, sh))
+			return;
+	int64_t t64 = tiles_of(sh, "wgc64x64x64s8s", c);
+	if (t64 <= 66 && (sh->K + 63) / 64 >= 16 && kf_mm_config_parse("wgc64x64x64s6k4s", c) == 0 &&
+	    kx_mm_config_fits(c, sh))
+		return;
+	kf_mm_config_parse("wgc64x64x64s8s", c);
+}
+
+void kf_conv_own_default(const kf_mm_shape *sh, kf_mm_config *c)
+{
+	if (sh->wgmma > 0 && (sh->in == KF_F16 || sh->in == KF_BF16) && sh->raw) {
+		wgc_default(sh, c);
+		if (kx_mm_config_fits(c, sh))
+			return;
+	}
+	if (kx_mm_mma_dtype(sh) && sh->K >= 16) {
+		/* the largest tile that still gives most of the 132 SMs of an
+		 * H100/H200 a block (a 7 x 7 map at batch 1 has 49 rows), never
+		 * 128 columns for 64 channels; else the smallest, split along K */
+		static const char *const tl[] = {"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4",
+						 "mma64x64x32w2x2s4", "mma32x64x32w1x2s4", "mma32x32x32w1x1s4"};
+		kf_mm_config best;
+		kf_mm_config_parse(tl[0], &best);
+		for (size_t i = 0; i < sizeof tl / sizeof *tl; i++) {
+			int64_t n = tiles_of(sh, tl[i], c);
+			if (!kx_mm_config_fits(c, sh) || (sh->N <= 64 && c->bn > 64))
+				continue;
+			best = *c;
+			if (n >= 120)
+				break;
+		}
+		/* few tiles over a long K: split 4 ways, as the wgmma conv
+		 * (unmeasured for mma.sync itself: an H200 runs the wgmma one) */
+		if (tiles_of(sh, "mma64x64x32w2x2s4k4", c) <= 66 && sh->K >= 1024 && kx_mm_config_fits(c, sh))
+			return;
+		*c = best;
+		return;
+	}
+	kf_mm_config_parse(sh->M >= 64 && sh->N >= 64 ? "fma64x64x16t4x4" : "fma32x32x16t2x2", c);
+}
+
+/* A conv's candidates: the wgmma conv (tiles by the rows and channels
+ * they cover, stages, split-K for few tiles over a long K), the matmul's
+ * TMA kernel where the conv is pointwise, mma.sync with and without
+ * split-K. */
+static int conv_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
+{
+	static const char *const all[] = {
+		"wgc128x128x64s4s", "wgc128x128x64s6s", "wgc128x64x64s6s", "wgc128x256x64s4s", "wgc256x128x64s4s",
+		"wgc64x128x64s6s", "wgc64x64x64s8s", "wgc128x128x64s4v",
+		/* few stages: two blocks a multiprocessor, one's epilogue under
+		 * the other's K loop (for a short K: the stem, 1x1 convs) */
+		"wgc128x64x64s3s", "wgc128x128x64s3s", "wgc64x64x64s4s",
+		"wgc64x64x64s6k2s", "wgc64x64x64s6k4s", "wgc64x64x64s6k8s", "wgc64x128x64s6k4s", "wgc64x128x64s6k8s",
+		"wgc64x64x64s6k16s", "wgc128x64x64s6k2s", "wgc128x128x64s4k2s",
+		"wg128x128x64s4pvs", "wg128x256x64s4c2pvs", "wg64x128x64s8v",
+		"mma128x128x32w2x4s3", "mma128x64x32w2x2s4", "mma64x128x32w2x2s4", "mma64x64x32w2x2s4",
+		"mma64x64x32w2x2s4k4", "mma64x64x32w2x2s4k8", "mma32x64x32w1x2s4k8",
+		"fma64x64x16t4x4", "fma32x32x16t2x2",
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof all / sizeof *all && n < max; i++) {
+		kf_mm_config c;
+		kf_mm_config_parse(all[i], &c);
+		int64_t tiles = ((sh->M + c.bm - 1) / c.bm) * ((sh->N + c.bn - 1) / c.bn);
+		/* tensor-core shapes try no SIMT tiles; a split only where the
+		 * tiles leave most of the SMs idle */
+		if (!kx_mm_config_fits(&c, sh) || (c.algo == KF_MM_FMA && kx_mm_mma_dtype(sh)) ||
+		    (c.sk > 1 && tiles * c.sk > 4 * KF_MM_SMS) || (c.sk > 1 && tiles >= KF_MM_SMS) ||
+		    ((c.algo == KF_MM_WG || c.algo == KF_MM_WGC) && sh->wgmma <= 0))
+			continue;
+		snprintf(out[n++], 32, "%s", all[i]);
+	}
+	return n;
+}
+
 int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 {
+	if (sh->conv)
+		return conv_candidates(sh, out, max);
 	static const char *const all[] = {
 		/* "s" (staged epilogue) beside the default, untimed on a device yet */
 		"wg128x256x64s4c2pvs", "wg128x256x64s3pvs", "wg128x256x64s4pvs", "wg128x256x64s4pv", "wg128x256x64s4v", "wg128x256x64s3v", "wg128x256x64s4",
@@ -343,8 +490,8 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 
 void kf_mm_shape_key(const kf_mm_shape *sh, const char *arch, char *out, size_t n)
 {
-	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c%s%s", arch, kf_dtype_name(sh->in),
+	snprintf(out, n, "%s:%s%s>%s:b%lld:m%lld:n%lld:k%lld:%c%c%s%s%s%s", arch, kf_dtype_name(sh->in),
 		 sh->tf32 ? "+tf32" : "", kf_dtype_name(sh->out), (long long)sh->batch, (long long)sh->M,
-		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n', sh->tag[0] ? ":" : "",
-		 sh->tag);
+		 (long long)sh->N, (long long)sh->K, sh->ta ? 't' : 'n', sh->tb ? 't' : 'n', sh->conv ? ":conv" : "",
+		 sh->conv ? sh->geo : "", sh->tag[0] ? ":" : "", sh->tag);
 }

@@ -59,6 +59,8 @@ void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which);
 /* Fills mm (config aside) for node n: a matmul or gemm alone, or a
  * contraction fusion (its body); NULL, or why n is no contraction kernel. */
 const char *kx_mm_analyse_node(kf_graph *g, kf_nid n, kx_mm *mm);
+/* The same for a conv alone or a fusion of kind "conv". */
+const char *kx_mm_analyse_conv(kf_graph *g, kf_nid n, kx_mm *mm);
 /* Text of operand `which` (0: A, 1: B) at stored linear index `ix` (an
  * expression), prologue applied, in the accumulation type. */
 void kx_mm_operand(kx *k, const kx_mm *mm, int which, const char *ix, kf_buf *out);
@@ -118,15 +120,23 @@ void kx_conv_gather_call(const kx_mm *mm, const char *m, const char *kk, kf_buf 
 bool kx_conv_a_raw(const kx *k, const kx_mm *mm, int e);
 /* The output's offset of (row, col) of a channels-first conv, as text. */
 void kx_conv_off(const kx_mm *mm, kf_buf *o);
-/* The tensor-core kernel's A rows (emit_mma.c): whether each thread keeps
- * its rows and column through the K loop; the per-thread setup before it;
- * a stage's 16-byte copies inside the load lambda (lds: the tile's row
- * length in shared memory, param: x's parameter). */
+/* The tensor-core kernels' A rows (emit_mma.c, emit_conv_wg.c): whether
+ * each thread keeps its rows and column through the K loop; the
+ * per-thread setup before it (kf_cf: the thread's column; row i of the
+ * thread: threadIdx.x / per + i * threads / per); a stage's 16-byte copies
+ * inside the load lambda (dst: the shared address of row i, local row r,
+ * as text; param: x's parameter). */
 bool kx_conv_rows_fixed(int rows, int per, int threads);
 void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int threads);
-void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, int lds, int param);
+void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, const char *dst, int param);
 /* The direct kernel of a grouped, depthwise or channels-first conv. */
 int kx_conv_emit_direct(kx *k, kx_mm *mm);
+/* The conv part of sh (set from mm by the contraction's shape_of): conv,
+ * pw, geo, and raw (A's rows copied 16 bytes at a time). */
+void kx_conv_shape(const kx_mm *mm, kf_mm_shape *sh);
+
+/* emit_conv_wg.c: the wgmma implicit-GEMM conv (KF_MM_WGC). */
+int kx_conv_emit_wgc(kx *k, kx_mm *mm);
 
 /* emit_mma.c */
 int kx_mm_emit_mma(kx *k, kx_mm *mm);
@@ -154,5 +164,19 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm);
  * zero: kf_wgmma_<ty>_n<bn>_t<tb>z, d = a b. */
 const char *kx_wg_helpers(void);
 void kx_wg_mma_fn(kf_buf *o, const char *ty, int bn, int tb, bool zero);
+/* The epilogues of a consumer warpgroup's 64 x BN accumulators acc[a0 i]
+ * at rows bm + rb (rb: text, "cw * 64"), columns bn, as the wgmma
+ * kernel's (emit_conv_wg.c shares them): per element or column pair
+ * (pair: KF_KERNEL_epi2 declared), or "s", through the staging tile of
+ * consumer cw after a ring of cfg.stages x (BM + BN) x 128 bytes at
+ * sbase, sc columns at a time (rnd: the accumulators rounded to the
+ * result type first).  In scope: bm, bn, cw, warp, lane, sbase, acc. */
+void kx_wg_epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const char *a0);
+void kx_wg_epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0, bool rnd);
+/* Whether the tiles cover the output exactly (the "s" epilogue then
+ * checks no bounds). */
+bool kx_wg_whole_tiles(const kx_mm *mm);
+/* The device copy of the staging tile's index math (guarded). */
+void kx_wg_staging_fn(kf_buf *o);
 
 #endif

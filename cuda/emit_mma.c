@@ -85,7 +85,9 @@ static void mma_load(kx *k, const kx_mm *mm, int which, int e, int threads)
 			: kx_mm_raw(k, op) && kx_multiple(k, t.ld, t.sld, ve) && kf_dtype_size(op->st) == (size_t)e;
 	int v = raw ? ve : 1, per = t.cols / v;
 	if (conv && raw && kx_conv_rows_fixed(t.rows, per, threads)) { /* rows split before the K loop */
-		kx_conv_rows_load(k, mm, t.rows, per, threads, t.cols + pad, op->param);
+		char dst[64];
+		snprintf(dst, sizeof dst, "sa + r * %d + kf_cf", t.cols + pad);
+		kx_conv_rows_load(k, mm, t.rows, per, threads, dst, op->param);
 		return;
 	}
 	kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t.rows * per, threads);

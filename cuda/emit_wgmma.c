@@ -95,6 +95,17 @@ static const char helpers[] =
 	"__device__ __forceinline__ void kf_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
 	"template <int N> __device__ __forceinline__ void kf_wg_wait() {\n"
 	"  asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
+	/* the staging tile's accesses; the store without a "memory" clobber,
+	 * which would make the compiler reload every operand (the bias) after
+	 * each store: the shared-memory accesses are all volatile asm, which
+	 * keep their order */
+	"__device__ __forceinline__ void kf_sts32(unsigned a, unsigned v) {\n"
+	"  asm volatile(\"st.shared.u32 [%0], %1;\" :: \"r\"(a), \"r\"(v)); }\n"
+	"__device__ __forceinline__ void kf_lds128(unsigned a, unsigned &w0, unsigned &w1, unsigned &w2, unsigned &w3) {\n"
+	"  asm volatile(\"ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\" : \"=r\"(w0), \"=r\"(w1), \"=r\"(w2), \"=r\"(w3)\n"
+	"               : \"r\"(a) : \"memory\"); }\n"
+	"__device__ __forceinline__ void kf_bar_wg(unsigned id) {\n"
+	"  asm volatile(\"bar.sync %0, 128;\" :: \"r\"(id) : \"memory\"); }\n"
 	"#endif\n";
 
 const char *kx_wg_helpers(void) { return helpers; }
@@ -212,7 +223,7 @@ static void raster_fn(kf_buf *o)
 
 /* "s": the device copies of the staging tile's index math, from the
  * same text as the host's (emit_matmul.h; guarded like kx_wg_mma_fn). */
-static void staging_fn(kf_buf *o)
+void kx_wg_staging_fn(kf_buf *o)
 {
 	kf_buf_puts(o, "#ifndef KF_WG_STG\n#define KF_WG_STG\n");
 	kf_buf_puts(o, "__device__ __forceinline__ unsigned kf_wg_stg_off(int row, int col, int sc) {\n  return ");
@@ -307,7 +318,7 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 /* The epilogue of 64 x BN accumulators, acc[a0...], at rows bm + rb
  * (rb: "cw * 64", a consumer's share of the tile, or a "pp" row block's
  * offset), columns bn; in a block of its own, as it may be emitted twice. */
-static void epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const char *a0)
+void kx_wg_epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const char *a0)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -334,7 +345,7 @@ static void epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const ch
 /* Whether the tiles cover the output exactly: the "s" epilogue then checks
  * no bounds, which also lets the compiler load a bias column once for the
  * two rows of a thread that share it. */
-static bool whole_tiles(const kx_mm *mm)
+bool kx_wg_whole_tiles(const kx_mm *mm)
 {
 	const kf_mm_config *c = &mm->cfg;
 	int cl = c->cl > 1 ? c->cl : 1; /* and no cluster's extra M tiles */
@@ -359,7 +370,7 @@ static void chunk_store(kf_buf *b, const kx_mm *mm, const char *it)
 {
 	long long M = (long long)mm->M, N = (long long)mm->N;
 	kf_buf_puts(b, "      do {\n");
-	if (!whole_tiles(mm))
+	if (!kx_wg_whole_tiles(mm))
 		kf_buf_printf(b, "      if (row >= %lld) break;\n", M);
 	kf_buf_printf(b, "      const %s off = row * %lld + col;\n", it, N);
 	kf_buf_printf(b, "      if (col + 8 <= %lld && !((unsigned long long)(o0 + off) & 15)) {\n"
@@ -389,7 +400,7 @@ static void acc_arg(kf_buf *b, const kx_mm *mm, const char *a0, const char *j, b
 	kx_load(b, mm->rt, "%s", r);
 }
 
-static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0, bool rnd)
+void kx_wg_epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0, bool rnd)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
@@ -408,20 +419,15 @@ static void epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, cons
 	kf_buf_puts(b, ", ");
 	acc_arg(b, mm, a0, "i + 1", rnd);
 	kf_buf_puts(b, ");\n");
-	/* no "memory" clobber: it would make the compiler reload every
-	 * operand (the bias) after each store; the shared-memory accesses are
-	 * all volatile asm, which keep their order */
-	kf_buf_printf(b, "      asm volatile(\"st.shared.u32 [%%0], %%1;\" :: \"r\"(stg + kf_wg_stg_off(rl, cc, %d)), "
-		      "\"r\"(v));\n    }\n", sc);
-	kf_buf_puts(b, "    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n");
+	kf_buf_printf(b, "      kf_sts32(stg + kf_wg_stg_off(rl, cc, %d), v);\n    }\n", sc);
+	kf_buf_puts(b, "    kf_bar_wg(1 + cw);\n");
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n      int rl, cc;\n", 64 * sc / 8 / 128);
 	kf_buf_printf(b, "      kf_wg_stg_chunk(threadIdx.x & 127, j, %d, &rl, &cc);\n", sc);
 	kf_buf_puts(b, "      unsigned w0, w1, w2, w3;\n");
-	kf_buf_printf(b, "      asm volatile(\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(w0), \"=r\"(w1), "
-		      "\"=r\"(w2), \"=r\"(w3) : \"r\"(stg + kf_wg_stg_off(rl, cc, %d)) : \"memory\");\n", sc);
+	kf_buf_printf(b, "      kf_lds128(stg + kf_wg_stg_off(rl, cc, %d), w0, w1, w2, w3);\n", sc);
 	kf_buf_printf(b, "      const %s row = bm + %s + rl, col = bn + h * %d + cc;\n", it, rb, sc);
 	chunk_store(b, mm, it);
-	kf_buf_puts(b, "    }\n    asm volatile(\"bar.sync %0, 128;\" :: \"r\"(1 + cw) : \"memory\");\n  }\n  }\n");
+	kf_buf_puts(b, "    }\n    kf_bar_wg(1 + cw);\n  }\n  }\n");
 }
 
 /* "e", the consumers' side: after the previous tile's results left the
@@ -439,7 +445,7 @@ static void stage_out(kx *k, const kx_mm *mm, int64_t kt, int sc)
 	kf_buf_printf(b, "  {\n  const int tn = it / %lld - 1;\n", (long long)kt);
 	kf_buf_puts(b, "  if (tn > 0) kf_mbar_wait(bar_sempty, (tn - 1) & 1);\n");
 	kf_buf_printf(b, "  if (t + gridDim.x >= %d) {\n", ntm * ntn);
-	epilogue_staged(k, mm, sc, "cw * 64", "", true);
+	kx_wg_epilogue_staged(k, mm, sc, "cw * 64", "", true);
 	kf_buf_puts(b, "  } else {\n");
 	kf_buf_printf(b, "  const int rl0 = cw * 64 + (warp & 3) * 16 + (lane >> 2);\n  const unsigned stg = sbase + %d;\n",
 		      c->stages * (c->bm + c->bn) * 128);
@@ -449,8 +455,8 @@ static void stage_out(kx *k, const kx_mm *mm, int64_t kt, int sc)
 	kx_store(b, mm->rt, "acc[j]");
 	kf_buf_puts(b, " | ((unsigned)");
 	kx_store(b, mm->rt, "acc[j + 1]");
-	kf_buf_printf(b, " << 16);\n    asm volatile(\"st.shared.u32 [%%0], %%1;\" :: \"r\"(stg + kf_wg_stg_off(rl, cc, %d)), "
-		      "\"r\"(v));\n  }\n  kf_mbar_arrive(bar_sfull);\n  }\n  }\n", c->bn);
+	kf_buf_printf(b, " << 16);\n    kf_sts32(stg + kf_wg_stg_off(rl, cc, %d), v);\n  }\n  kf_mbar_arrive(bar_sfull);\n  }\n  }\n",
+		      c->bn);
 }
 
 /* "e", the epilogue warps (warps 1-3 of the producer warpgroup, 96
@@ -474,8 +480,7 @@ static void epilogue_warps(kx *k, const kx_mm *mm)
 	kf_buf_puts(b, "      kf_mbar_wait(bar_sfull, tn & 1);\n");
 	kf_buf_printf(b, "      for (int q = threadIdx.x - 32; q < %d; q += 96) {\n", c->bm * c->bn / 8);
 	kf_buf_printf(b, "      const int rl = q / %d, cc = q %% %d * 8;\n      unsigned u[4];\n", c->bn / 8, c->bn / 8);
-	kf_buf_printf(b, "      asm volatile(\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(u[0]), \"=r\"(u[1]), "
-		      "\"=r\"(u[2]), \"=r\"(u[3]) : \"r\"(stg + kf_wg_stg_off(rl, cc, %d)) : \"memory\");\n", c->bn);
+	kf_buf_printf(b, "      kf_lds128(stg + kf_wg_stg_off(rl, cc, %d), u[0], u[1], u[2], u[3]);\n", c->bn);
 	kf_buf_puts(b, "      unsigned r[4];\n#pragma unroll\n      for (int e = 0; e < 4; e++)\n        r[e] = ");
 	kx_mm_epis_call(k, b);
 	kf_buf_printf(b, "0, (%s)(bm + rl), (%s)(bn + cc + 2 * e), ", it, it);
@@ -569,9 +574,9 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 		if (r)
 			snprintf(a0, sizeof a0, "%d + ", r * nr);
 		if (sc > 0)
-			epilogue_staged(k, mm, sc, rb, a0, false);
+			kx_wg_epilogue_staged(k, mm, sc, rb, a0, false);
 		else
-			epilogue(k, mm, pair, rb, a0);
+			kx_wg_epilogue(k, mm, pair, rb, a0);
 	}
 	if (c->ps)
 		kf_buf_puts(b, "  }\n");
@@ -621,12 +626,12 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	wg_grid(k, mm);
 	/* "s": the staged epilogue where there is one 2-byte output, else
 	 * the "v" / scalar one */
-	int stg = c->ss ? kx_mm_epilogue_s(k, mm, whole_tiles(mm)) : 1;
+	int stg = c->ss ? kx_mm_epilogue_s(k, mm, kx_wg_whole_tiles(mm)) : 1;
 	if (stg < 0)
 		return -1;
 	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
 	if (sc > 0)
-		staging_fn(&k->decl);
+		kx_wg_staging_fn(&k->decl);
 	/* "e": where the whole tile is staged and the staged value is the
 	 * graph's (a matmul's result in its 2-byte type; gemm's alpha and
 	 * beta would round twice) */

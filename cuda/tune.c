@@ -41,6 +41,15 @@ const kf_tune_entry *kf_tune_find(const kf_tune_table *t, const char *key)
 	return NULL;
 }
 
+const kf_tune_entry *kf_tune_find_prefix(const kf_tune_table *t, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	for (uint32_t i = t->n; i-- > 0;)
+		if (!strncmp(t->e[i].key, prefix, n) && (t->e[i].key[n] == ':' || !t->e[i].key[n]))
+			return &t->e[i];
+	return NULL;
+}
+
 void kf_tune_set(kf_tune_table *t, const char *key, const char *cfg, double ms)
 {
 	kf_tune_entry *e = (kf_tune_entry *)kf_tune_find(t, key);
@@ -164,9 +173,11 @@ int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t)
 	return 0;
 }
 
+/* A fusion the tuner tunes: a contraction, or a conv that runs as an
+ * implicit GEMM (its key has the conv's geometry). */
 static bool is_contraction(kf_graph *g, kf_nid n, kf_mm_shape *sh)
 {
-	return kf_N(g, n)->op == KF_OP_FUSION && kf_mm_node_shape(g, n, sh);
+	return kf_N(g, n)->op == KF_OP_FUSION && (kf_mm_node_shape(g, n, sh) || kf_conv_node_shape(g, n, sh));
 }
 
 static void set_tile(kf_graph *g, kf_nid n, const char *cfg)
@@ -205,13 +216,27 @@ int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const c
 		const char *from = path.p;
 		if (!e && (e = kf_tune_find(&ship, key)))
 			from = which;
+		/* a conv of a tuned geometry with another epilogue (a residual
+		 * add, no activation): the mainloop decides its config, so the
+		 * geometry's line applies (its "s" epilogue falls back by itself
+		 * where the outputs do not suit it) */
+		if (!e && sh.conv) {
+			char geo[128];
+			sh.tag[0] = 0;
+			kf_mm_shape_key(&sh, arch, geo, sizeof geo);
+			if ((e = kf_tune_find_prefix(&t, geo)))
+				from = path.p;
+			else if ((e = kf_tune_find_prefix(&ship, geo)))
+				from = which;
+		}
 		if (!e)
 			continue;
 		set_tile(g, n, e->cfg);
 		set++;
 		if (report)
-			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s\n", kf_str(g->ctx, g->name),
-				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, from);
+			kf_buf_printf(report, "tune: @%s: fusion @%s: %s from %s%s\n", kf_str(g->ctx, g->name),
+				      kf_str(g->ctx, kf_N(g, n)->sym), e->cfg, from,
+				      strcmp(e->key, key) ? " (its conv geometry)" : "");
 	}
 done:
 	kf_buf_free(&path);
@@ -225,7 +250,9 @@ int kf_tune_allow_tf32(kf_graph *g)
 	kf_mm_shape sh;
 	int set = 0;
 	kf_foreach_node(g, 0, n) {
-		if (!is_contraction(g, n, &sh) || sh.in != KF_F32 || kf_attr_bool(g, n, "tf32", false))
+		/* (PyTorch's allow_tf32 is for matmuls: convs keep f32) */
+		if (kf_N(g, n)->op != KF_OP_FUSION || !kf_mm_node_shape(g, n, &sh) || sh.in != KF_F32 ||
+		    kf_attr_bool(g, n, "tf32", false))
 			continue;
 		kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
 		set++;
@@ -539,6 +566,21 @@ static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, ca
 	kf_mm_shape shw = *sh;
 	shw.wgmma = b->tgt.wgmma;
 	int ncfg = kf_mm_candidates(&shw, cfg, 62), nc = 0;
+	/* $KFUSE_TUNE_CANDIDATES (a comma list of configs): only those of the
+	 * node's candidates, for a sweep that must fit a time budget */
+	const char *only = getenv("KFUSE_TUNE_CANDIDATES");
+	if (only && *only) {
+		int k = 0;
+		for (int i = 0; i < ncfg; i++) {
+			size_t l = strlen(cfg[i]);
+			for (const char *p = only; (p = strstr(p, cfg[i])); p += l)
+				if ((p == only || p[-1] == ',') && (p[l] == ',' || !p[l])) {
+					memmove(cfg[k++], cfg[i], 32);
+					break;
+				}
+		}
+		ncfg = k;
+	}
 	if (kf_mm_blas_plan(g, n, bp))
 		snprintf(cfg[ncfg++], 32, "cublas");
 	if (kf_cublaslt_plan(g, n, lp))

@@ -21,6 +21,11 @@
  * warning naming file and line.  Writes are atomic (temporary file and
  * rename); the last line of a key wins.
  *
+ * A conv (kf_conv_node_shape) whose key no table has takes the line of a
+ * conv of the same geometry, shape and dtypes with another epilogue (the
+ * key without its tag; kf_tune_find_prefix): its mainloop decides the
+ * config.
+ *
  * Shipped tables: kfuse carries tables of the same format for the devices
  * it was tuned on (cuda/tune_h200.txt, built into the binary; each line
  * measured there by kfuse-run --tune: bench/gpu/shapes.sh writes it).  A
@@ -55,6 +60,9 @@ void kf_tune_parse(kf_ctx *c, const char *name, const char *text, kf_tune_table 
 const char *kf_tune_shipped(const char *device, const char **which);
 int kf_tune_save(kf_ctx *c, const char *path, const kf_tune_table *t);
 const kf_tune_entry *kf_tune_find(const kf_tune_table *t, const char *key);
+/* The last entry whose key is prefix or prefix then ':' (a conv's key
+ * without its epilogue's tag: another epilogue of the same geometry). */
+const kf_tune_entry *kf_tune_find_prefix(const kf_tune_table *t, const char *prefix);
 void kf_tune_set(kf_tune_table *t, const char *key, const char *cfg, double ms);
 void kf_tune_table_free(kf_tune_table *t);
 

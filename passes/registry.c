@@ -16,6 +16,7 @@
 	X(fuse_attention) \
 	X(fuse_matmul) \
 	X(layout) \
+	X(pad_channels) \
 	X(fuse_conv) \
 	X(fuse)
 

@@ -308,7 +308,7 @@ def build(seed):
     return text
 
 
-DEFAULT_PIPELINE = ('canonicalize,cse,rules{path=%s},canonicalize,cse,layout,canonicalize,cse,fuse-conv,fuse,dce'
+DEFAULT_PIPELINE = ('canonicalize,cse,rules{path=%s},canonicalize,cse,layout,pad-channels,canonicalize,cse,fuse-conv,fuse,dce'
                     % os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'patterns'))
 
 

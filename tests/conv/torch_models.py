@@ -101,7 +101,7 @@ def main():
     ap.add_argument('model', choices=MODELS)
     ap.add_argument('build')
     ap.add_argument('work')
-    ap.add_argument('--pipeline', default='canonicalize,cse,rules{path=%s},canonicalize,cse,layout,canonicalize,'
+    ap.add_argument('--pipeline', default='canonicalize,cse,rules{path=%s},canonicalize,cse,layout,pad-channels,canonicalize,'
                     'cse,fuse-conv,fuse,dce' % os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                                                             'patterns'))
     ap.add_argument('--count', action='append', default=[],

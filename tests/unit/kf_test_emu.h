@@ -26,7 +26,9 @@ static const char kft_emu_shim[] =
 	"#include <pthread.h>\n"
 	"#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
 	"#define __restrict__ __restrict\n#define __align__(n) __attribute__((aligned(n)))\n#define __shared__ static\n"
-	"#define __ldg(p) (*(p))\n"
+	"#define __ldg(p) (*(p))\n#define __ldcg(p) (*(p))\nstatic void __threadfence() {}\n"
+	/* blocks run one after another: an atomic is a plain update */
+	"static unsigned atomicInc(unsigned *p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }\n"
 	"struct kf_d3 { unsigned x, y, z; };\nstruct uint4 { unsigned x, y, z, w; };\nstruct uint2 { unsigned x, y; };\n"
 	"static kf_d3 gridDim, blockDim, blockIdx;\nstatic thread_local kf_d3 threadIdx;\n"
 	"static pthread_barrier_t kf_bar, kf_wbar[32];\n"

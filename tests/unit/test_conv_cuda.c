@@ -99,6 +99,50 @@ static void ptxas_convs(void **st)
 	compile_all(pools, NULL);
 }
 
+/* The Hopper conv kernels (sm_90a): the wgmma conv's tiles that the
+ * default and the shipped table use, on a 3x3 conv with a residual
+ * epilogue (staged stores) and the split one's workspace; the matmul's TMA
+ * kernel on a pointwise conv.  No spills, no stack. */
+static const char hopper[] =
+	"graph @g(%x: f16[4,28,28,64], %w: f16[128,3,3,64], %b: f16[128], %r: f16[4,28,28,128], %v: f16[256,1,1,64],\n"
+	"         %c: f16[256]) -> (f16[4,28,28,128], f16[4,28,28,256]) {\n"
+	"  %y = fusion @c0(%x, %w, %b, %r) {kind = \"conv\"} : f16[4,28,28,128] {\n"
+	"  ^(%0: f16[4,28,28,64], %1: f16[128,3,3,64], %2: f16[128], %3: f16[4,28,28,128]):\n"
+	"    %k = conv(%0, %1, %2) {channels_last = true, pads = [1, 1, 1, 1]} : f16[4,28,28,128]\n"
+	"    %a = add(%k, %3) : f16[4,28,28,128]\n    %e = relu(%a) : f16[4,28,28,128]\n    yield %e\n  }\n"
+	"  %p = fusion @c1(%x, %v, %c) {kind = \"conv\"} : f16[4,28,28,256] {\n"
+	"  ^(%0: f16[4,28,28,64], %1: f16[256,1,1,64], %2: f16[256]):\n"
+	"    %k = conv(%0, %1, %2) {channels_last = true} : f16[4,28,28,256]\n"
+	"    %e = relu(%k) : f16[4,28,28,256]\n    yield %e\n  }\n"
+	"  return %y, %p\n}\n";
+
+static void ptxas_hopper(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	static const char *const tiles[] = {"wgc256x128x64s4s", "wgc128x128x64s4s", "wgc128x256x64s4s", "wgc128x64x64s6s",
+					    "wgc64x128x64s6s",  "wgc64x64x64s8s",   "wgc64x64x64s6k4s", "wg128x128x64s4pvs"};
+	for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
+		kf_ctx *c = kf_ctx_new();
+		kf_module *m = kft_parse(c, hopper);
+		kf_graph *g = m->graph[0];
+		setenv("KFUSE_CONV_TILE", tiles[i], 1);
+		kf_emit_target t = {1};
+		kf_nid n = g->blk[0].first;
+		if (!strncmp(tiles[i], "wg1", 3)) /* the TMA kernel: the pointwise conv */
+			n = kf_N(g, n)->next;
+		kf_kernel k;
+		if (kf_emit_node_for(g, n, &t, &k) != 0)
+			kft_fail_diags(c, "emit");
+		unsetenv("KFUSE_CONV_TILE");
+		assert_true(k.sm90a);
+		kft_ptxas_checked(&k, "sm_90a", 0);
+		kf_kernel_free(&k);
+		kf_module_free(m);
+		kf_ctx_free(c);
+	}
+}
+
 /* The weight's transpose and its scaling depend on constants alone: one
  * kernel (the conv) runs; the plan says what it computed instead. */
 static void hoisting(void **st)
@@ -137,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hoisting),
 		cmocka_unit_test(ptxas_convs),
+		cmocka_unit_test(ptxas_hopper),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

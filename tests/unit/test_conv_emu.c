@@ -257,6 +257,9 @@ static void conv_gemm(void **st)
 		/* small maps (batch 1, 3 x 3): the heuristic's small tiles */
 		{"f16", true, 2, 1, 64, 96, 1, {5, 5}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL},
 		{"bf16", true, 2, 1, 16, 24, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, "mma32x32x32w1x1s4"},
+		/* split along K: 3 splits of 7, 7 and 4 K tiles, summed by the
+		 * tile's last block, then every epilogue */
+		{"f16", true, 2, 1, 72, 40, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, "mma64x64x32w2x2s4k3"},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
 		check_conv(&cs[i], 100 + i);
@@ -309,6 +312,13 @@ static void pools(void **st)
 		"  return %y\n}\n",
 		"graph @t(%x: f16[1,3,6], %w: f16[3,2,3]) -> (f16[1,2,12]) {\n"
 		"  %y = conv_transpose(%x, %w) {strides = [2], pads = [2, 1], dilations = [2]} : f16[1,2,12]\n"
+		"  return %y\n}\n",
+		/* channels in 16-byte runs: a thread a run (bf16 x 8, f32 x 4) */
+		"graph @p(%x: bf16[1,7,9,24]) -> (bf16[1,4,5,24]) {\n"
+		"  %y = avg_pool(%x) {channels_last = true, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : bf16[1,4,5,24]\n"
+		"  return %y\n}\n",
+		"graph @p(%x: f32[2,5,6,8]) -> (f32[2,3,3,8]) {\n"
+		"  %y = max_pool(%x) {channels_last = true, kernel_shape = [2, 2], strides = [1, 2], dilations = [2, 1]} : f32[2,3,3,8]\n"
 		"  return %y\n}\n",
 		"graph @p(%x: f32[1,4,5,6,7]) -> (f32[1,4,3,3,4]) {\n"
 		"  %y = avg_pool(%x) {kernel_shape = [2, 2, 2], pads = [1, 1, 1, 0, 0, 0], strides = [2, 2, 2]} : f32[1,4,3,3,4]\n"

@@ -443,9 +443,10 @@ static void test_staging_model(void **state)
 	assert_non_null(strstr(k.src, "const unsigned stg = sbase + 196608 + cw * 16384;"));
 	assert_non_null(strstr(k.src, "for (int h = 0; h < 2; h++)"));
 	assert_non_null(strstr(k.src, "_epis("));
-	const char *bs = strstr(k.src, "bar.sync %0, 128;");
+	const char *bs = strstr(k.src, "kf_bar_wg(1 + cw);");
 	assert_non_null(bs);
-	assert_non_null(strstr(bs + 1, "bar.sync %0, 128;"));
+	assert_non_null(strstr(bs + 1, "kf_bar_wg(1 + cw);"));
+	assert_non_null(strstr(k.src, "asm volatile(\"bar.sync %0, 128;\""));
 	kf_kernel_free(&k);
 }
 

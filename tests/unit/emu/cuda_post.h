@@ -303,6 +303,22 @@ static void kf_mbar_arrive_cl(unsigned, unsigned) { kf_die("clusters are not emu
 static unsigned kf_cl_rank() { return 0; }
 static void kf_cl_sync() { kf_die("clusters are not emulated"); }
 
+// the staging tile's 4- and 16-byte accesses at shared addresses (its
+// named barrier of a warpgroup, kf_bar_wg, is kf_bar_sync's, below)
+static unsigned char *kf_shared_at(unsigned a, unsigned n)
+{
+	if (a % n || a + n > sizeof kf_smem)
+		kf_die("a shared-memory access past the dynamic window or misaligned");
+	return kf_smem + a;
+}
+static void kf_sts32(unsigned a, unsigned v) { memcpy(kf_shared_at(a, 4), &v, 4); }
+static void kf_lds128(unsigned a, unsigned &w0, unsigned &w1, unsigned &w2, unsigned &w3)
+{
+	unsigned w[4];
+	memcpy(w, kf_shared_at(a, 16), 16);
+	w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+}
+
 static unsigned long long kf_wg_desc(unsigned a, unsigned lbo, unsigned sbo)
 {
 	return (unsigned long long)((a & 0x3ffff) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
@@ -523,6 +539,8 @@ static void kf_bar_sync(unsigned id, unsigned n)
 	if (!kf_nb_arrive(id, n))
 		kf_block_on(&kf_nb_gen[id], g);
 }
+// the wgmma kernels' staging tile: bar.sync id, 128 (its warpgroup)
+static void kf_bar_wg(unsigned id) { kf_bar_sync(id, 128); }
 // the block's end: a barrier left with arrivals is a schedule out of step
 static void kf_nb_reset(void)
 {

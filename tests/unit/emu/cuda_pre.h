@@ -47,6 +47,7 @@ struct uint2 {
 struct uint4 {
 	unsigned x, y, z, w;
 };
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
@@ -63,6 +64,7 @@ template <typename T> static inline void __stcs(T *p, T v) { *p = v; }
 static inline void __threadfence(void) {}
 // blocks run one after another: an atomic is a plain update
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
+static inline unsigned atomicInc(unsigned *p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }
 
 // f16 and bf16, rounding to nearest even as the cvt instructions do
 static inline float kf_h2f(unsigned short h)

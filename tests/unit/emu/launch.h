@@ -3,7 +3,8 @@
 static void (*kf_entry)(void);
 static void kf_trampoline(void) { kf_entry(); }
 
-// Runs the grid gx x gy x gz of nt-thread blocks; 0, or 3 on a deadlock.
+// Runs the grid gx x gy x gz of nt-thread blocks, one block after the
+// other (x fastest); 0, or 3 on a deadlock.
 static int kf_run(unsigned gx, unsigned gy, unsigned gz, unsigned nt, void (*body)(void))
 {
 	enum { STK = 1 << 17 };
