@@ -131,7 +131,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 	for (uint32_t i = 0; i < s->nst; i++) {
 		step *t = &s->st[i];
 		spilled[i] = false;
-		if (t->f || t->blas) /* a cuBLAS GEMM has no kernel of ours */
+		if (t->f || t->blas || t->lt) /* cuBLAS's and cuBLASLt's steps: no kernel of ours */
 			continue;
 		if (kf_cuda_function(s->cu, s->pr[t->prog].mod, t->k.name, &t->f) != 0)
 			return -1;

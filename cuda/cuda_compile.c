@@ -164,8 +164,11 @@ int kf_cb_compile(kf_cuda_session *s)
 {
 	uint32_t n = 0;
 	step **by = malloc((s->nst + 1) * sizeof *by);
+	/* a cuBLAS GEMM has no kernel of ours; a contraction cuBLASLt runs
+	 * (prepared on a device: a dry run compiles its own kernel) never
+	 * launches its own */
 	for (uint32_t i = 0; i < s->nst; i++)
-		if (s->st[i].prog < 0 && !s->st[i].blas)
+		if (s->st[i].prog < 0 && !s->st[i].blas && !s->st[i].lt)
 			by[n++] = &s->st[i];
 	qsort(by, n, sizeof *by, cmp_name);
 	uint32_t first = s->npr, inprog = PER_PROGRAM;

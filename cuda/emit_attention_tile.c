@@ -102,19 +102,24 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 }
 
 /* v = the reduction of sc[i], sc[i + 1] over the n-tiles of row h (max:
- * fmaxf, else +), over 4 partial results: independent instructions, where
- * one running value would be a chain of bn / 4 dependent ones. */
+ * fmaxf, else +), over 4 partial results (2 when bn is 16: 2 n-tiles):
+ * independent instructions, where one running value would be a chain of
+ * bn / 4 dependent ones. */
 static void tree(kf_buf *b, int bn, int h, const char *v, bool max)
 {
 	const char *f = max ? "fmaxf(" : "(", *sep = max ? ", " : " + ";
+	int np = bn / 8 < 4 ? bn / 8 : 4;
 	for (int j = 0; j < bn / 8; j++) {
 		int e = 4 * j + 2 * h;
-		if (j < 4)
+		if (j < np)
 			kf_buf_printf(b, "    float %s%d = %ssc[%d]%ssc[%d]);\n", v, j, f, e, sep, e + 1);
 		else
-			kf_buf_printf(b, "    %s%d = %s%s%d%s%ssc[%d]%ssc[%d]));\n", v, j % 4, f, v, j % 4, sep, f, e, sep, e + 1);
+			kf_buf_printf(b, "    %s%d = %s%s%d%s%ssc[%d]%ssc[%d]));\n", v, j % np, f, v, j % np, sep, f, e, sep, e + 1);
 	}
-	kf_buf_printf(b, "    const float %s = %s%s%s0%s%s1)%s%s%s2%s%s3));\n", v, f, f, v, sep, v, sep, f, v, sep, v);
+	if (np == 4)
+		kf_buf_printf(b, "    const float %s = %s%s%s0%s%s1)%s%s%s2%s%s3));\n", v, f, f, v, sep, v, sep, f, v, sep, v);
+	else /* bn is a multiple of 16: 2 */
+		kf_buf_printf(b, "    const float %s = %s%s0%s%s1);\n", v, f, v, sep, v);
 }
 
 void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st)

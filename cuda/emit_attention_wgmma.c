@@ -51,6 +51,11 @@
  * on one barrier) ran right on an H200 at T 1024 to 8192
  * (bench/results/2026-12-01-gpu-s2c-attn.txt); the schedule has run on
  * the host emulation (tests/unit/kf_emu.h, test_attention) only so far.
+ *
+ * In a sized plan (kf_emit_dyn) the query and key counts, the batch and
+ * the tensor maps' offsets that come from symbols are size arguments, the
+ * tile is chosen for the bucket's sizes, and the maps are encoded per plan
+ * for the sizes run (test_dyn_emu runs the sizes of a bucket on one text).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,11 +101,23 @@ typedef struct tmv {
 	kf_buf run, col;
 } tmv;
 
-/* The map of operand op whose rows (the sequence: dim `rd` of its view)
- * have stride P and whose head dims (dim `hd`, `cols` of them) are
- * contiguous: every batch factor either moves whole runs of rows * P or
- * stays within a row's pitch; false when the layout does not fit. */
-static bool tmap_view(kx *k, const kx_att *at, const kx_attop *op, int rd, int hd, int64_t rows, int64_t cols, tmv *t)
+/* The symbolic form (a sized plan) of a / b, quantities whose values at
+ * the probe's sizes are pa and pb; the number without a probe. */
+static int64_t squot(const kx *k, int64_t a, int64_t pa, int64_t pb)
+{
+	if (!k->dyn || !k->dyn->probe)
+		return a;
+	return pb > 0 && pa % pb == 0 ? kx_pmono(k, pa / pb) : KF_DIM_BAD;
+}
+
+/* The map of operand op whose rows (the sequence: dim `rd` of its view;
+ * prows of them at the probe's sizes) have stride P and whose head dims
+ * (dim `hd`, `cols` of them) are contiguous: every batch factor either moves whole runs of rows * P or
+ * stays within a row's pitch; false when the layout does not fit.  In a
+ * sized plan the offsets' numbers that come from symbols are expressions
+ * (read off the probe's view, at->p, when it has the same structure). */
+static bool tmap_view(kx *k, const kx_att *at, const kx_attop *op, int rd, int hd, int64_t rows, int64_t prows, int64_t cols,
+		      tmv *t)
 {
 	const kf_view *v = &op->view;
 	int64_t P = kf_view_stride(v, rd), run = rows * P, e = (int64_t)kf_dtype_size(op->st);
@@ -109,20 +126,36 @@ static bool tmap_view(kx *k, const kx_att *at, const kx_attop *op, int rd, int h
 	int64_t numel = kx_numel(k, k->param[op->param]);
 	if (numel % run || v->off % run >= P)
 		return false;
+	/* the probe's view and batch, where they have the same structure */
+	const kf_view *pv = kx_att_twin(at, v);
+	const kf_type *pB = at->p ? &at->p->a.B : NULL;
+	bool tw = pv && pB && pv->rank == v->rank && pB->rank == at->a.B.rank;
+	for (int d = 0; tw && d < at->nb; d++)
+		tw = pv->d[d].nf == v->d[d].nf;
+	if (!tw) {
+		pv = v;
+		pB = &at->a.B;
+	}
+	int64_t prun = (tw ? prows : rows) * kf_view_stride(pv, rd);
 	memset(t, 0, sizeof *t);
 	t->pitch = P;
 	t->rows = rows;
 	t->runs = numel / run;
 	int64_t colmax = v->off % run;
-	kf_buf_printf(&t->run, "(%lld", (long long)(v->off / run));
-	kf_buf_printf(&t->col, "(%lld", (long long)(v->off % run));
+	kf_buf_puts(&t->run, "(");
+	kx_dim(k, &t->run, v->off / run, tw ? squot(k, v->off / run, pv->off, prun) : v->off / run);
+	kf_buf_puts(&t->col, "(");
+	kx_dim(k, &t->col, v->off % run, tw && prun > 0 ? kx_pmono(k, pv->off % prun) : v->off % run);
 	for (int d = 0; d < at->nb; d++) {
-		const kf_view_dim *x = &v->d[d];
-		int64_t after = 1, inner = x->size;
-		for (int f = d + 1; f < at->nb; f++)
+		const kf_view_dim *x = &v->d[d], *px = &pv->d[d];
+		int64_t after = 1, inner = x->size, pafter = 1, pinner = px->size;
+		for (int f = d + 1; f < at->nb; f++) {
 			after *= at->a.B.dim[f];
+			pafter *= pB->dim[f];
+		}
 		for (int f = 0; f < x->nf; f++) {
 			inner /= x->ext[f];
+			pinner /= px->ext[f];
 			int64_t s = x->stride[f];
 			if (!s)
 				continue;
@@ -134,8 +167,16 @@ static bool tmap_view(kx *k, const kx_att *at, const kx_attop *op, int rd, int h
 			bool whole = s % run == 0;
 			if (!whole)
 				colmax += (x->ext[f] - 1) * s;
-			kf_buf_printf(whole ? &t->run : &t->col, " + (int)((z / %lld) %% %lld) * %lld", (long long)(after * inner),
-				      (long long)x->ext[f], (long long)(whole ? s / run : s));
+			kf_buf *o = whole ? &t->run : &t->col;
+			kf_buf_puts(o, " + (int)((z / ");
+			kx_dim(k, o, after * inner, tw ? kx_pmono(k, pafter * pinner) : after * inner);
+			kf_buf_puts(o, ") % ");
+			kx_dim(k, o, x->ext[f], tw ? kx_pmono(k, px->ext[f]) : x->ext[f]);
+			kf_buf_puts(o, ") * ");
+			if (whole)
+				kx_dim(k, o, s / run, tw ? squot(k, s / run, px->stride[f], prun) : s / run);
+			else
+				kx_dim(k, o, s, tw ? kx_pmono(k, px->stride[f]) : s);
 		}
 	}
 	kf_buf_putc(&t->run, ')');
@@ -195,19 +236,21 @@ static int smem_of(const kx_att *at, const wga_cfg *c, int *qsz, int *ksz, int *
  * sequences, few heads): then one consumer of 64 rows; BN 128, 176 for
  * head dim 128 without a causal mask, never past the keys (rounded up to
  * 16); as many stages as fit, up to 3. */
-static void default_cfg(const kx_att *at, wga_cfg *c)
+static void default_cfg(const kx *k, const kx_att *at, wga_cfg *c)
 {
-	int64_t blocks128 = (at->Tq + 127) / 128 * at->NB;
+	/* (a sized plan: for its buckets' sizes, so that a bucket shares a kernel) */
+	int64_t Tq = kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)), Tk = kx_rep(k, at->Tk, KX_ATT_S(k, at, Tk));
+	int64_t blocks128 = (Tq + 127) / 128 * kx_rep(k, at->NB, KX_ATT_S(k, at, NB));
 	c->bm = blocks128 < 132 ? 64 : 128;
 	c->bn = at->D == 128 && !at->causal ? 176 : 128;
-	int64_t tk16 = (at->Tk + 15) / 16 * 16;
+	int64_t tk16 = (Tk + 15) / 16 * 16;
 	if (c->bn > tk16)
 		c->bn = (int)tk16;
 	c->pp = c->bm > 64;
 	c->ov = true;
-	int q, k, v;
+	int qs, ks, vs;
 	for (c->s = 3; c->s > 2; c->s--)
-		if (smem_of(at, c, &q, &k, &v) <= 227 * 1024)
+		if (smem_of(at, c, &qs, &ks, &vs) <= 227 * 1024)
 			break;
 }
 
@@ -413,7 +456,7 @@ static void consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz
 	if (c->pp) /* warpgroup 0 goes first */
 		kf_buf_puts(b, "  if (cw == 0) kf_bar_arrive(1, 256);\n");
 	kf_buf_puts(b, "  kf_mbar_wait(bar_q, 0);\n");
-	kx_att_step st = {.bn = BN, .dv = DV, .qpart = at->Tq % c->bm != 0, .rowmin = "q0", .fold = at->fold, .tree = true,
+	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .rowmin = "q0", .fold = at->fold, .tree = true,
 			  .persist = true};
 	if (c->ov)
 		loops_overlap(k, at, c, &st, ty, ksz, vsz);
@@ -426,25 +469,38 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 {
 	kf_buf *b = &k->b;
 	int S = c->s, BN = c->bn, nc = c->bm / 64;
-	int64_t nqt = (at->Tq + c->bm - 1) / c->bm, NT = (at->Tk + BN - 1) / BN;
+	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq), sTk = KX_ATT_S(k, at, Tk);
 	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
 		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
 		      "  const unsigned bar_q = sv + %d, bar_fk = bar_q + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, bar_ev = bar_ek + %d;\n",
 		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	kf_buf_printf(b, "  const int z = blockIdx.x %% %lld, q0 = (%lld - (int)(blockIdx.x / %lld)) * %d;\n", (long long)at->NB,
-		      (long long)(nqt - 1), (long long)at->NB, c->bm);
+	kf_buf_puts(b, "  const int z = blockIdx.x % ");
+	kx_dim(k, b, at->NB, sNB);
+	kf_buf_puts(b, ", q0 = (");
+	kx_dimlin(k, b, at->Tq, sTq, c->bm - 1, c->bm, -1); /* the last query tile */
+	kf_buf_puts(b, " - (int)(blockIdx.x / ");
+	kx_dim(k, b, at->NB, sNB);
+	kf_buf_printf(b, ")) * %d;\n", c->bm);
 	/* nt tiles, the last nt - nm of them (the first walked) masked: those
 	 * past the block's first row's diagonal or the end of the keys */
-	if (at->causal)
-		kf_buf_printf(b, "  const int nt = min(%lld, (q0 + %lld) / %d + 1), nm = nt - min((q0 + %lld) / %d, %lld);\n",
-			      (long long)NT, (long long)(c->bm - 1 + at->off), BN, (long long)(at->off + 1), BN,
-			      (long long)(at->Tk / BN));
-	else /* a count the compiler cannot see: it does not unroll a short
-	      * sequence's loops into straight-line code (which spilled: BN 176,
-	      * 2 tiles) */
-		kf_buf_printf(b, "  const int nt = kf_opaque(%lld), nm = nt - %lld;\n", (long long)NT, (long long)(at->Tk / BN));
+	if (at->causal) {
+		kf_buf_puts(b, "  const int nt = min(");
+		kx_dimlini(k, b, at->Tk, sTk, BN - 1, BN, 0);
+		kf_buf_printf(b, ", (q0 + %lld) / %d + 1), nm = nt - min((q0 + %lld) / %d, ", (long long)(c->bm - 1 + at->off), BN,
+			      (long long)(at->off + 1), BN);
+		kx_dimlini(k, b, at->Tk, sTk, 0, BN, 0);
+		kf_buf_puts(b, ");\n");
+	} else { /* a count the compiler cannot see: it does not unroll a short
+		  * sequence's loops into straight-line code (which spilled: BN 176,
+		  * 2 tiles) */
+		kf_buf_puts(b, "  const int nt = kf_opaque(");
+		kx_dimlini(k, b, at->Tk, sTk, BN - 1, BN, 0);
+		kf_buf_puts(b, "), nm = nt - ");
+		kx_dimlin(k, b, at->Tk, sTk, 0, BN, 0);
+		kf_buf_puts(b, ";\n");
+	}
 	/* full: the producer's expect_tx arrival and the bytes; empty: one
 	 * arrival per consumer warp */
 	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    for (int s = 0; s < %d; s++) {\n"
@@ -466,23 +522,24 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	if (k->wg < 0 || (k->wg == 0 && !asked) || (tile && *tile && !asked))
 		return 1;
 	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || (at->D != 64 && at->D != 128) || (at->DV != 64 && at->DV != 128) ||
-	    at->Tq < 16)
+	    kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)) < 16)
 		return 1;
 	wga_cfg c;
 	if (asked && !cfg_parse(tile, &c))
 		return kx_fail(k, "attention tile '%s' is not wga<64|128|192>x<BN>s<2..4>[p][o] (BN a multiple of 16 up to 256; p with 2 or 3 consumers)",
 			       tile);
 	if (!asked)
-		default_cfg(at, &c);
+		default_cfg(k, at, &c);
 	int r = at->q.view.rank;
+	int64_t pTq = at->p ? at->p->Tq : at->Tq, pTk = at->p ? at->p->Tk : at->Tk;
 	tmv m[3];
-	if (!tmap_view(k, at, &at->q, r - 2, r - 1, at->Tq, at->D, &m[0]))
+	if (!tmap_view(k, at, &at->q, r - 2, r - 1, at->Tq, pTq, at->D, &m[0]))
 		return 1;
-	if (!tmap_view(k, at, &at->k, r - 1, r - 2, at->Tk, at->D, &m[1])) {
+	if (!tmap_view(k, at, &at->k, r - 1, r - 2, at->Tk, pTk, at->D, &m[1])) {
 		tmv_free(&m[0]);
 		return 1;
 	}
-	if (!tmap_view(k, at, &at->v, r - 2, r - 1, at->Tk, at->DV, &m[2])) {
+	if (!tmap_view(k, at, &at->v, r - 2, r - 1, at->Tk, pTk, at->DV, &m[2])) {
 		tmv_free(&m[0]);
 		tmv_free(&m[1]);
 		return 1;

@@ -349,6 +349,70 @@ static void test_cuda_matmul_buckets(void **st)
 	kft_rmdir(dir);
 }
 
+/* Attention of 2 heads of 64 in f16 (q, k, v [B,T,128], a padding mask):
+ * on the dry run for sm_90 the Hopper kernel (TMA, wgmma), whose key-tile
+ * counts, batch and tensor-map offsets are size arguments: B, T = 2, 300
+ * and 2, 400 share a kernel (3 and 4 key tiles of 128), 2, 13 compiles
+ * another (keys a tile for its bucket: 16) that 2, 16 shares. */
+static const char *wga_graph =
+	"graph @a(%q: f16[B,T,128], %k: f16[B,T,128], %v: f16[B,T,128], %m: f16[B,1,1,T]) -> (f16[B,T,128]) {\n"
+	"  %q4 = reshape(%q) {shape = [\"B\", \"T\", 2, 64]} : f16[B,T,2,64]\n"
+	"  %qt = transpose(%q4) {perm = [0, 2, 1, 3]} : f16[B,2,T,64]\n"
+	"  %k4 = reshape(%k) {shape = [\"B\", \"T\", 2, 64]} : f16[B,T,2,64]\n"
+	"  %kt = transpose(%k4) {perm = [0, 2, 3, 1]} : f16[B,2,64,T]\n"
+	"  %v4 = reshape(%v) {shape = [\"B\", \"T\", 2, 64]} : f16[B,T,2,64]\n"
+	"  %vt = transpose(%v4) {perm = [0, 2, 1, 3]} : f16[B,2,T,64]\n"
+	"  %s = matmul(%qt, %kt) : f16[B,2,T,T]\n"
+	"  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[B,2,T,T]\n"
+	"  %u = add(%t, %m) : f16[B,2,T,T]\n"
+	"  %p = softmax(%u) {axis = -1} : f16[B,2,T,T]\n"
+	"  %o = matmul(%p, %vt) : f16[B,2,T,64]\n"
+	"  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f16[B,T,2,64]\n"
+	"  %y = reshape(%ot) {shape = [\"B\", \"T\", 128]} : f16[B,T,128]\n"
+	"  return %y\n}\n";
+
+static void test_cuda_wgmma_attention(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	char dir[] = "/tmp/kf-dyn-wgaXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	fx f = {.c = kf_ctx_new()};
+	f.m = kft_parse(f.c, wga_graph);
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 1, .report = &f.report};
+	kf_passreg r = {0};
+	kf_passes_builtin(&r);
+	kf_dyn_opts o = {.pipeline = "fuse-attention", .max_plans = 8, .report = &f.report};
+	f.be = kf_dyn_backend_new(f.c, kf_backend_cuda_new(f.c, &co), &r, &o);
+	kf_passreg_free(&r);
+	f.p = f.be->compile(f.be, f.m->graph[0]);
+	assert_non_null(f.p);
+	static const int64_t shapes[4][2] = {{2, 300}, {2, 400}, {2, 13}, {2, 16}};
+	static const bool compiles[4] = {true, false, true, false};
+	for (int i = 0; i < 4; i++) {
+		kf_tensor in[4] = {0};
+		int64_t d[3] = {shapes[i][0], shapes[i][1], 128}, md[4] = {shapes[i][0], 1, 1, shapes[i][1]};
+		for (int j = 0; j < 3; j++)
+			assert_int_equal(kf_tensor_alloc(&in[j], KF_F16, 3, d), 0);
+		assert_int_equal(kf_tensor_alloc(&in[3], KF_F16, 4, md), 0);
+		kf_plan *ip = kf_dyn_plan_for(f.p, in, 4);
+		if (!ip)
+			kft_fail_diags(f.c, "dyn plan");
+		kf_cuda_stats cs;
+		kf_cuda_session_stats(kf_cuda_plan_session(ip), &cs);
+		if (compiles[i] != (cs.compiled > 0))
+			fail_msg("shape %d: %d kernels compiled, %d from the cache\n%s", i, cs.compiled, cs.cached,
+				 f.report.p);
+		for (int j = 0; j < 4; j++)
+			kf_tensor_free(&in[j]);
+	}
+	if (!strstr(f.report.p, "wgmma kernel"))
+		fail_msg("not the wgmma kernel:\n%s", f.report.p);
+	fx_close(&f);
+	kft_rmdir(dir);
+}
+
 /* Causal attention whose batch comes from a broadcast inside the attention
  * (q, k, v [1,2,T,16] for B batches; a mask [B,1,1,T] gives B): at B =
  * 40000, T = 100 the scores of the bucket's 65536 batches reach 2^30
@@ -581,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_unsized_symbol),
 		cmocka_unit_test(test_cuda_dry_run),
 		cmocka_unit_test(test_cuda_matmul_buckets),
+		cmocka_unit_test(test_cuda_wgmma_attention),
 		cmocka_unit_test(test_cuda_wide),
 		cmocka_unit_test(test_zoo),
 		cmocka_unit_test(test_api_wraps),

@@ -33,6 +33,7 @@ typedef struct dcase {
 	int64_t size[4][3];   /* the symbols' sizes, in order of first appearance */
 	int same[4];          /* the text of size i must be the one of size same[i] (-1: any) */
 	double rtol, atol;
+	int wg;               /* the device has wgmma (kf_emit_target.wgmma): the kernel must be the Hopper one */
 } dcase;
 
 /* Random inputs of g's types (ids in [0, 64): the tables below have 64 rows). */
@@ -103,10 +104,12 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 		rep[i] = kf_emit_bucket(val[i]);
 	}
 	kf_emit_dyn dy = {.sym = sym, .sid = psym, .val = val, .rep = rep, .n = np, .probe = probe, .pval = pval};
-	kf_emit_target t = {.wgmma = 0, .dyn = &dy};
+	kf_emit_target t = {.wgmma = c->wg, .dyn = &dy};
 	kf_kernel k;
 	if (kf_emit_node_part(g, f, &t, c->part, &k) != 0)
 		kft_fail_diags(ctx, c->name);
+	if (c->wg && !k.sm90a)
+		fail_msg("%s: size %d: not the wgmma kernel", c->name, si);
 	assert_int_equal(k.dynbad, 0); /* every symbolic dim evaluated to its number */
 	snprintf(name, 24, "%s", k.name);
 	uint32_t na = g->blk[0].narg;
@@ -260,31 +263,37 @@ static const dcase scores = {
 /* Attention of 2 heads of 32 (q, k and v [B,T,64] seen as [B,2,T,32]):
  * padding masks [B,1,1,T] added to the scaled scores (BERT), or a causal
  * mask of iotas (GPT-2); f16 runs the flash kernel on mma.sync, f32 the
- * SIMT one.  Sizes (B, T): 2x13, 2x16 share a bucket; 3x9 and 2x40 not. */
-#define ATT_HEAD(dt)                                                                                             \
-	"graph @a(%q: " dt "[B,T,64], %k: " dt "[B,T,64], %v: " dt "[B,T,64], %m: " dt "[B,1,1,T]) -> (" dt         \
-	"[B,T,64]) {\n"                                                                                            \
-	"  %q4 = reshape(%q) {shape = [\"B\", \"T\", 2, 32]} : " dt "[B,T,2,32]\n"                                  \
-	"  %qt = transpose(%q4) {perm = [0, 2, 1, 3]} : " dt "[B,2,T,32]\n"                                        \
-	"  %k4 = reshape(%k) {shape = [\"B\", \"T\", 2, 32]} : " dt "[B,T,2,32]\n"                                  \
-	"  %kt = transpose(%k4) {perm = [0, 2, 3, 1]} : " dt "[B,2,32,T]\n"                                        \
-	"  %v4 = reshape(%v) {shape = [\"B\", \"T\", 2, 32]} : " dt "[B,T,2,32]\n"                                  \
-	"  %vt = transpose(%v4) {perm = [0, 2, 1, 3]} : " dt "[B,2,T,32]\n"                                        \
+ * SIMT one.  Sizes (B, T): 2x13, 2x16 share a bucket; 3x9 and 2x40 not.
+ * With heads of 64 (W 128) and wgmma on the device, f16 runs the Hopper
+ * kernel (q, k, v by tensor maps): 2x13 and 2x16 share a bucket, and 1x300
+ * and 1x400 another (3 and 4 key tiles of 128). */
+#define ATT_HEADW(dt, W, D, scale)                                                                               \
+	"graph @a(%q: " dt "[B,T," W "], %k: " dt "[B,T," W "], %v: " dt "[B,T," W "], %m: " dt "[B,1,1,T]) -> (" dt  \
+	"[B,T," W "]) {\n"                                                                                         \
+	"  %q4 = reshape(%q) {shape = [\"B\", \"T\", 2, " D "]} : " dt "[B,T,2," D "]\n"                            \
+	"  %qt = transpose(%q4) {perm = [0, 2, 1, 3]} : " dt "[B,2,T," D "]\n"                                      \
+	"  %k4 = reshape(%k) {shape = [\"B\", \"T\", 2, " D "]} : " dt "[B,T,2," D "]\n"                            \
+	"  %kt = transpose(%k4) {perm = [0, 2, 3, 1]} : " dt "[B,2," D ",T]\n"                                      \
+	"  %v4 = reshape(%v) {shape = [\"B\", \"T\", 2, " D "]} : " dt "[B,T,2," D "]\n"                            \
+	"  %vt = transpose(%v4) {perm = [0, 2, 1, 3]} : " dt "[B,2,T," D "]\n"                                      \
 	"  %s = matmul(%qt, %kt) : " dt "[B,2,T,T]\n"                                                              \
-	"  %c = const 0.1767767 : " dt "[]\n"                                                                      \
+	"  %c = const " scale " : " dt "[]\n"                                                                      \
 	"  %t = mul(%s, %c) : " dt "[B,2,T,T]\n"
-#define ATT_TAIL(dt)                                                                                             \
+#define ATT_TAILW(dt, W, D)                                                                                      \
 	"  %p = softmax(%u) {axis = -1} : " dt "[B,2,T,T]\n"                                                       \
-	"  %o = matmul(%p, %vt) : " dt "[B,2,T,32]\n"                                                              \
-	"  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : " dt "[B,T,2,32]\n"                                         \
-	"  %y = reshape(%ot) {shape = [\"B\", \"T\", 64]} : " dt "[B,T,64]\n"                                       \
+	"  %o = matmul(%p, %vt) : " dt "[B,2,T," D "]\n"                                                            \
+	"  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : " dt "[B,T,2," D "]\n"                                       \
+	"  %y = reshape(%ot) {shape = [\"B\", \"T\", " W "]} : " dt "[B,T," W "]\n"                                 \
 	"  return %y\n}\n"
-#define ATT_PAD(dt) ATT_HEAD(dt) "  %u = add(%t, %m) : " dt "[B,2,T,T]\n" ATT_TAIL(dt)
-#define ATT_CAUSAL(dt)                                                                                           \
-	ATT_HEAD(dt) "  %r = iota() {axis = 2, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"        \
-	"  %j = iota() {axis = 3, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"                     \
+#define ATT_CAUSAL_MASK(dt)                                                                                      \
+	"  %r = iota() {axis = 2, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"                      \
+	"  %j = iota() {axis = 3, dtype = \"i64\", shape = [1, 1, \"T\", \"T\"]} : i64[1,1,T,T]\n"                      \
 	"  %keep = le(%j, %r) : i1[1,1,T,T]\n  %f = const -10000.0 : " dt "[]\n"                                   \
-	"  %w = where(%keep, %t, %f) : " dt "[B,2,T,T]\n  %u = add(%w, %m) : " dt "[B,2,T,T]\n" ATT_TAIL(dt)
+	"  %w = where(%keep, %t, %f) : " dt "[B,2,T,T]\n  %u = add(%w, %m) : " dt "[B,2,T,T]\n"
+#define ATT_PAD(dt) ATT_HEADW(dt, "64", "32", "0.1767767") "  %u = add(%t, %m) : " dt "[B,2,T,T]\n" ATT_TAILW(dt, "64", "32")
+#define ATT_CAUSAL(dt) ATT_HEADW(dt, "64", "32", "0.1767767") ATT_CAUSAL_MASK(dt) ATT_TAILW(dt, "64", "32")
+#define ATT_PAD64(dt) ATT_HEADW(dt, "128", "64", "0.125") "  %u = add(%t, %m) : " dt "[B,2,T,T]\n" ATT_TAILW(dt, "128", "64")
+#define ATT_CAUSAL64(dt) ATT_HEADW(dt, "128", "64", "0.125") ATT_CAUSAL_MASK(dt) ATT_TAILW(dt, "128", "64")
 static const dcase att_pad_mma = {
 	"att_pad_mma", ATT_PAD("f16"), "fuse-attention", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {3, 9}, {2, 40}}, {-1, 0, -1, -1},
 	2e-2, 4e-3,
@@ -297,6 +306,15 @@ static const dcase att_causal_mma = {
 static const dcase att_pad_simt = {
 	"att_pad_simt", ATT_PAD("f32"), "fuse-attention", NULL, 0, NULL, 3, {{2, 13}, {2, 16}, {3, 40}}, {-1, 0, -1}, 1e-4,
 	1e-5,
+};
+
+static const dcase att_pad_wga = {
+	"att_pad_wga", ATT_PAD64("f16"), "fuse-attention", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {1, 300}, {1, 400}},
+	{-1, 0, -1, 2}, 2e-2, 4e-3, 1,
+};
+static const dcase att_causal_wga = {
+	"att_causal_wga", ATT_CAUSAL64("f16"), "fuse-attention", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {1, 300}, {1, 400}},
+	{-1, 0, -1, 2}, 2e-2, 4e-3, 1,
 };
 
 /* Causal attention in f32: the SIMT kernel; at 300 and 400 keys (one
@@ -332,6 +350,8 @@ static void test_epi(void **st)
 static void test_att_pad_mma(void **st) { run_case(&att_pad_mma); }
 static void test_att_causal_mma(void **st) { run_case(&att_causal_mma); }
 static void test_att_pad_simt(void **st) { run_case(&att_pad_simt); }
+static void test_att_pad_wga(void **st) { run_case(&att_pad_wga); }
+static void test_att_causal_wga(void **st) { run_case(&att_causal_wga); }
 static void test_layernorm(void **st) { run_case(&layernorm); }
 static void test_softmax_t(void **st) { run_case(&softmax_t); }
 static void test_linear_fma(void **st) { run_case(&linear_fma); }
@@ -344,7 +364,8 @@ int main(void)
 		cmocka_unit_test(test_embed),     cmocka_unit_test(test_layernorm), cmocka_unit_test(test_softmax_t),
 		cmocka_unit_test(test_linear_fma), cmocka_unit_test(test_linear_mma), cmocka_unit_test(test_scores),
 		cmocka_unit_test(test_att_pad_mma), cmocka_unit_test(test_att_causal_mma), cmocka_unit_test(test_att_pad_simt),
-		cmocka_unit_test(test_att_causal_simt), cmocka_unit_test(test_epi),
+		cmocka_unit_test(test_att_causal_simt), cmocka_unit_test(test_att_pad_wga), cmocka_unit_test(test_att_causal_wga),
+		cmocka_unit_test(test_epi),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
