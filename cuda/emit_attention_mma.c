@@ -183,14 +183,8 @@ static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, 
 static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
 {
 	kf_buf *b = &k->b;
-	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq), sTk = KX_ATT_S(k, at, Tk);
-	kf_buf_puts(b, "  const int z = blockIdx.x % ");
-	kx_dim(k, b, at->NB, sNB);
-	kf_buf_puts(b, ", q0 = (");
-	kx_dimlin(k, b, at->Tq, sTq, c->bm - 1, c->bm, -1); /* the last query tile */
-	kf_buf_puts(b, " - (int)(blockIdx.x / ");
-	kx_dim(k, b, at->NB, sNB);
-	kf_buf_printf(b, ")) * %d;\n", c->bm);
+	int64_t sTk = KX_ATT_S(k, at, Tk);
+	kx_att_block_z_q0(k, at, c->bm);
 	kf_buf q = {0}, kk = {0}, vv = {0};
 	kx_att_boff(k, at, &at->q.view, "z", &q);
 	kx_att_boff(k, at, &at->k.view, "z", &kk);

@@ -213,3 +213,16 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
 	kf_buf_puts(b, "  }\n");
 	return 0;
 }
+
+void kx_att_block_z_q0(kx *k, const kx_att *at, int bm)
+{
+	kf_buf *b = &k->b;
+	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq);
+	kf_buf_puts(b, "  const int z = blockIdx.x % ");
+	kx_dim(k, b, at->NB, sNB);
+	kf_buf_puts(b, ", q0 = (");
+	kx_dimlin(k, b, at->Tq, sTq, bm - 1, bm, -1); /* the last query tile */
+	kf_buf_puts(b, " - (int)(blockIdx.x / ");
+	kx_dim(k, b, at->NB, sNB);
+	kf_buf_printf(b, ")) * %d;\n", bm);
+}

@@ -469,20 +469,14 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 {
 	kf_buf *b = &k->b;
 	int S = c->s, BN = c->bn, nc = c->bm / 64;
-	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq), sTk = KX_ATT_S(k, at, Tk);
+	int64_t sTk = KX_ATT_S(k, at, Tk);
 	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
 		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
 		      "  const unsigned bar_q = sv + %d, bar_fk = bar_q + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, bar_ev = bar_ek + %d;\n",
 		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	kf_buf_puts(b, "  const int z = blockIdx.x % ");
-	kx_dim(k, b, at->NB, sNB);
-	kf_buf_puts(b, ", q0 = (");
-	kx_dimlin(k, b, at->Tq, sTq, c->bm - 1, c->bm, -1); /* the last query tile */
-	kf_buf_puts(b, " - (int)(blockIdx.x / ");
-	kx_dim(k, b, at->NB, sNB);
-	kf_buf_printf(b, ")) * %d;\n", c->bm);
+	kx_att_block_z_q0(k, at, c->bm);
 	/* nt tiles, the last nt - nm of them (the first walked) masked: those
 	 * past the block's first row's diagonal or the end of the keys */
 	if (at->causal) {
