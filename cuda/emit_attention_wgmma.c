@@ -49,8 +49,9 @@
  * runs.  The default on a device with wgmma (kf_emit_target.wgmma 1):
  * default_cfg's rule.  The kernel before this schedule (one loop, k and v
  * on one barrier) ran right on an H200 at T 1024 to 8192
- * (bench/results/2026-12-01-gpu-s2c-attn.txt); the schedule has run on
- * the host emulation (tests/unit/kf_emu.h, test_attention) only so far.
+ * (bench/results/2026-12-01-gpu-s2c-attn.txt); the schedule and the rule
+ * ran right there too (57 case/tile checks, -s3-attn2-tiles.txt; timings
+ * in -s3-attn2-attention.txt and docs/attention.md).
  *
  * In a sized plan (kf_emit_dyn) the query and key counts, the batch and
  * the tensor maps' offsets that come from symbols are size arguments, the
