@@ -381,16 +381,7 @@ static void iota_at(kx *k, kf_nid d, const kf_type *S, const kf_type *OB, const 
 	} else if (sd == S->rank - 2) {
 		kf_buf_puts(e, "row");
 	} else {
-		int64_t after = 1, safter = 1;
-		for (int x = sd + 1; x < OB->rank; x++) {
-			after *= OB->dim[x];
-			safter = kx_smul(k, safter, sOB->dim[x]);
-		}
-		kf_buf_puts(e, "((z / ");
-		kx_dim(k, e, after, safter);
-		kf_buf_puts(e, ") % ");
-		kx_dim(k, e, OB->dim[sd], sOB->dim[sd]);
-		kf_buf_putc(e, ')');
+		kx_batch_coord(k, OB, sOB, sd, e);
 	}
 }
 

@@ -193,5 +193,8 @@ const char *kx_mm_helpers(void);
  * sOB, sP: their symbolic forms (NULL: the same). */
 void kx_bidx(kx *k, const kf_type *OB, const kf_type *sOB, bool hasM, bool hasN, const kf_type *P,
 	     const kf_type *sP, kf_buf *o);
+/* (emit_mm_epi.c) Batch dim d's coordinate of the linear batch index z in
+ * batch dims OB (sOB: their symbolic form): ((z / after) % OB[d]). */
+void kx_batch_coord(kx *k, const kf_type *OB, const kf_type *sOB, int d, kf_buf *o);
 
 #endif

@@ -8,6 +8,20 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
+void kx_batch_coord(kx *k, const kf_type *OB, const kf_type *sOB, int d, kf_buf *o)
+{
+	int64_t after = 1, safter = 1;
+	for (int e = d + 1; e < OB->rank; e++) {
+		after *= OB->dim[e];
+		safter = kx_smul(k, safter, sOB->dim[e]);
+	}
+	kf_buf_puts(o, "((z / ");
+	kx_dim(k, o, after, safter);
+	kf_buf_puts(o, ") % ");
+	kx_dim(k, o, OB->dim[d], sOB->dim[d]);
+	kf_buf_putc(o, ')');
+}
+
 void kx_bidx(kx *k, const kf_type *OB, const kf_type *sOB, bool hasM, bool hasN, const kf_type *P,
 	     const kf_type *sP, kf_buf *o)
 {
@@ -28,16 +42,7 @@ void kx_bidx(kx *k, const kf_type *OB, const kf_type *sOB, bool hasM, bool hasN,
 			} else if (hasM && d == r - 1 - hasN) {
 				kf_buf_puts(o, "row");
 			} else {
-				int64_t after = 1, safter = 1;
-				for (int e = d + 1; e < OB->rank; e++) {
-					after *= OB->dim[e];
-					safter = kx_smul(k, safter, sOB->dim[e]);
-				}
-				kf_buf_puts(o, "((z / ");
-				kx_dim(k, o, after, safter);
-				kf_buf_puts(o, ") % ");
-				kx_dim(k, o, OB->dim[d], sOB->dim[d]);
-				kf_buf_putc(o, ')');
+				kx_batch_coord(k, OB, sOB, d, o);
 			}
 			kf_buf_puts(o, " * ");
 			kx_dim(k, o, stride, sstride);
