@@ -56,12 +56,9 @@ int kx_conv_emit_wgc(kx *k, kx_mm *mm)
 	k->k->grid_z = c->sk > 1 ? (unsigned)c->sk : 1;
 	/* "s": the staged epilogue where there is one 2-byte output, else
 	 * "v"'s or the scalar one (as in emit_wgmma.c) */
-	int stg = c->ss ? kx_mm_epilogue_s(k, mm, kx_wg_whole_tiles(mm)) : 1;
-	if (stg < 0)
+	int sc = kx_wg_stage_pick(k, mm, c);
+	if (sc < 0)
 		return -1;
-	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
-	if (sc > 0)
-		kx_wg_staging_fn(&k->decl);
 	int pair = c->vs && sc == 0 ? kx_mm_epilogue2(k, mm) : 1;
 	if (pair < 0)
 		return -1;

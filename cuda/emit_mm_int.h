@@ -178,5 +178,10 @@ void kx_wg_epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const
 bool kx_wg_whole_tiles(const kx_mm *mm);
 /* The device copy of the staging tile's index math (guarded). */
 void kx_wg_staging_fn(kf_buf *o);
+/* The columns a consumer stages its epilogue through (0: none): where
+ * config c asks for it ("s") and the staged epilogue takes the kernel (one
+ * 2-byte output), kf_wg_stage_cols(c), with the staging helpers declared;
+ * -1 on an error. */
+int kx_wg_stage_pick(kx *k, const kx_mm *mm, const kf_mm_config *c);
 
 #endif

@@ -223,6 +223,17 @@ static void raster_fn(kf_buf *o)
 
 /* "s": the device copies of the staging tile's index math, from the
  * same text as the host's (emit_matmul.h; guarded like kx_wg_mma_fn). */
+int kx_wg_stage_pick(kx *k, const kx_mm *mm, const kf_mm_config *c)
+{
+	int stg = c->ss ? kx_mm_epilogue_s(k, mm, kx_wg_whole_tiles(mm)) : 1;
+	if (stg < 0)
+		return -1;
+	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
+	if (sc > 0)
+		kx_wg_staging_fn(&k->decl);
+	return sc;
+}
+
 void kx_wg_staging_fn(kf_buf *o)
 {
 	kf_buf_puts(o, "#ifndef KF_WG_STG\n#define KF_WG_STG\n");
@@ -626,12 +637,9 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	wg_grid(k, mm);
 	/* "s": the staged epilogue where there is one 2-byte output, else
 	 * the "v" / scalar one */
-	int stg = c->ss ? kx_mm_epilogue_s(k, mm, kx_wg_whole_tiles(mm)) : 1;
-	if (stg < 0)
+	int sc = kx_wg_stage_pick(k, mm, c);
+	if (sc < 0)
 		return -1;
-	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
-	if (sc > 0)
-		kx_wg_staging_fn(&k->decl);
 	/* "e": where the whole tile is staged and the staged value is the
 	 * graph's (a matmul's result in its 2-byte type; gemm's alpha and
 	 * beta would round twice) */
