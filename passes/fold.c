@@ -85,12 +85,12 @@ static kf_vid const_from(kf_graph *g, kf_nid n, kf_tid tid, const kf_tensor *t)
 	k->n = uniform ? 1 : (uint64_t)cnt;
 	if (fl) {
 		k->f = kf_alloc(&g->arena, k->n * sizeof *k->f);
-		for (uint64_t j = 0; j < k->n; j++)
-			k->f[j] = kf_tensor_get(t, (int64_t)j);
+		for (uint64_t j = 0; j < k->n; j++) /* an empty t: a splat of 0 */
+			k->f[j] = cnt ? kf_tensor_get(t, (int64_t)j) : 0;
 	} else {
 		k->i = kf_alloc(&g->arena, k->n * sizeof *k->i);
 		for (uint64_t j = 0; j < k->n; j++)
-			k->i[j] = kf_tensor_get_i64(t, (int64_t)j);
+			k->i[j] = cnt ? kf_tensor_get_i64(t, (int64_t)j) : 0;
 	}
 	kf_N(g, c)->cst = k;
 	return kf_res(g, c, 0);
