@@ -104,8 +104,18 @@ static bool init_input(rnn *R, size_t i, kf_tensor *t)
 			tp = a->t;
 	}
 	char err[200];
-	return tp && kf_onnx_tensor(tp, R->I->dir[0] ? R->I->dir : NULL, t, err, sizeof err) == 0 &&
-	       kf_dtype_is_float((kf_dtype)t->dtype);
+	if (!tp || kf_onnx_tensor(tp, R->I->dir[0] ? R->I->dir : NULL, t, err, sizeof err) != 0)
+		return false;
+	/* only the tensor the input's value holds: a graph input or a second
+	 * initializer of that name can give the value another shape, and the
+	 * translation indexes t by the value's dims (found by fuzzing) */
+	const kf_type *vt = kf_vtype(R->I->g, kf_imp_input(R->I, np, i));
+	bool same = kf_dtype_is_float((kf_dtype)t->dtype) && vt->rank == t->rank;
+	for (int d = 0; same && d < t->rank; d++)
+		same = vt->dim[d] == t->dim[d];
+	if (!same)
+		kf_tensor_free(t);
+	return same;
 }
 
 /* A constant of shape[rank] from n elements of t at off (plus those at
@@ -343,6 +353,50 @@ static int attrs(rnn *R, bool *rev, bool *bi)
 }
 
 /* X as [T*B, In] in time order, and the sequence-length mask. */
+/* "[d0, d1, ...]" into buf (96 bytes: three dims of any size). */
+static const char *dims_str(char *buf, int rank, const int64_t *dim)
+{
+	int n = snprintf(buf, 96, "[");
+	for (int d = 0; d < rank && n < 80; d++)
+		n += snprintf(buf + n, (size_t)(96 - n), d ? ", %lld" : "%lld", (long long)dim[d]);
+	snprintf(buf + n, (size_t)(96 - n), "]");
+	return buf;
+}
+
+/* The shapes ONNX gives W, R, B, P, initial_h and initial_c for D
+ * directions, G gates and H hidden units: the translation slices them by
+ * those numbers (a hidden_size that disagrees with W: found by fuzzing). */
+static int check_shapes(rnn *R)
+{
+	int64_t G = R->cell == CELL_LSTM ? 4 : R->cell == CELL_GRU ? 3 : 1, D = R->D, H = R->H;
+	int64_t sb = R->layout ? R->B : D, sd = R->layout ? D : R->B; /* initial state [D,B,H] or [B,D,H] */
+	const struct {
+		kf_vid v;
+		const char *name;
+		int rank;
+		int64_t dim[3];
+	} want[] = {
+		{R->w, "W", 3, {D, G * H, R->In}}, {R->r, "R", 3, {D, G * H, H}}, {R->b, "B", 2, {D, 2 * G * H}},
+		{R->p, "P", 2, {D, 3 * H}}, {R->h0, "initial_h", 3, {sb, sd, H}}, {R->c0, "initial_c", 3, {sb, sd, H}},
+		{R->lens, "sequence_lens", 1, {R->B}},
+	};
+	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+		if (want[k].v == KF_NONE)
+			continue;
+		const kf_type *t = kf_vtype(R->I->g, want[k].v);
+		bool ok = t->rank == want[k].rank;
+		for (int d = 0; ok && d < t->rank; d++)
+			ok = t->dim[d] == want[k].dim[d];
+		if (!ok) {
+			char has[96], need[96];
+			return kf_imp_fail(R->I, "%s has shape %s; %lld direction(s), %lld gate(s) and hidden_size %lld need %s",
+					   want[k].name, dims_str(has, t->rank, t->dim), (long long)D, (long long)G,
+					   (long long)H, dims_str(need, want[k].rank, want[k].dim));
+		}
+	}
+	return 0;
+}
+
 static int inputs(rnn *R)
 {
 	kf_imp *I = R->I;
@@ -356,6 +410,8 @@ static int inputs(rnn *R)
 	R->H = a ? a->i : kf_vtype(I->g, R->r)->dim[2];
 	if (R->T < 1 || R->H < 1 || R->B < 1)
 		return kf_imp_fail(I, "needs at least one step, one sequence and one hidden unit");
+	if (check_shapes(R) < 0)
+		return -1;
 	kf_vid x = R->layout ? kf_tr_transpose(I, R->x, (int64_t[]){1, 0, 2}, 3) : R->x;
 	R->x2 = rs(R, x, (int64_t[]){R->T * R->B, R->In}, 2);
 	R->mask = KF_NONE;
