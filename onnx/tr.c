@@ -148,3 +148,24 @@ int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 					   input, np->input[input], kf_str(I->c, KF_SYM_SID(out[i])));
 	return n;
 }
+
+/* A per-channel parameter [C] as [C,1,...,1] so it broadcasts over NC... */
+kf_vid kf_tr_per_channel(kf_imp *I, kf_vid p, int rank)
+{
+	const kf_type *t = kf_tr_ty(I, p);
+	int64_t s[KF_MAX_RANK];
+	if (t->rank != 1 || rank < 2)
+		return p;
+	s[0] = t->dim[0];
+	for (int i = 1; i < rank - 1; i++)
+		s[i] = 1;
+	return kf_tr_reshape(I, p, s, rank - 1);
+}
+
+kf_vid kf_tr_iota(kf_imp *I, kf_dtype dt, const int64_t *dims, int rank, int axis)
+{
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a[3] = {kf_tr_as(I, "dtype", kf_dtype_name(dt)), kf_tr_dims(I, "shape", items, dims, rank),
+			kf_imp_int_attr(I, "axis", axis)};
+	return kf_imp_op(I, KF_OP_IOTA, NULL, 0, a, 3);
+}

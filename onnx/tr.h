@@ -1,5 +1,5 @@
 /* tr.h: what the node translators (translate.c, layout.c, resize.c,
- * einsum.c, shapes.c, opaque.c, rnn.c) share beyond importer.h (whose
+ * einsum.c, compose.c, shapes.c, opaque.c, rnn.c) share beyond importer.h (whose
  * attr.c reads ONNX attributes and inputs).  Private to onnx/.
  *
  * Each translator builds kfuse ops through kf_imp_op, which infers their
@@ -77,6 +77,11 @@ kf_vid kf_tr_slice(kf_imp *I, kf_vid x, int64_t axis, int64_t start, int64_t end
 kf_vid kf_tr_transpose(kf_imp *I, kf_vid x, const int64_t *perm, int rank);
 kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis);
 kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to);
+/* A per-channel parameter [C] as [C,1,...,1], to broadcast over an
+ * [N,C,...] of that rank (other shapes as they are). */
+kf_vid kf_tr_per_channel(kf_imp *I, kf_vid p, int rank);
+/* iota {dtype, shape = dims, axis}: each element its index along axis. */
+kf_vid kf_tr_iota(kf_imp *I, kf_dtype dt, const int64_t *dims, int rank, int axis);
 /* An error (-1) unless x's shape is static. */
 int kf_tr_need_static(kf_imp *I, kf_vid x);
 
@@ -91,6 +96,8 @@ KF_TR(Reshape) KF_TR(Flatten) KF_TR(Squeeze) KF_TR(Expand) KF_TR(Slice) KF_TR(Sh
 KF_TR(ConstantOfShape) KF_TR(Range) KF_TR(Gather) KF_TR(Trilu) KF_TR(GatherElements) KF_TR(Mod)
 KF_TR(Pad) KF_TR(Resize)                                                                   /* resize.c */
 KF_TR(Einsum)                                                                              /* einsum.c */
+KF_TR(InstanceNormalization) KF_TR(ArgExtreme) KF_TR(CumSum) KF_TR(ScatterND) KF_TR(Tile)    /* compose.c */
+KF_TR(DepthSpace) KF_TR(OneHot) KF_TR(ReduceProd)
 #undef KF_TR
 
 #endif

@@ -338,8 +338,14 @@ static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		return -1;
 	if (kf_tr_has_in(np, 2)) {
 		int64_t train;
-		if (kf_imp_const_ints(I, kf_imp_input(I, np, 2), &train, 1) != 1 || train)
-			return kf_imp_fail(I, "training mode is not supported (it is random)");
+		double ratio = 0.5; /* the default when training mode gives none */
+		if (kf_tr_has_in(np, 1) && !kf_imp_const_scalar(I, kf_imp_input(I, np, 1), &ratio))
+			ratio = -1;
+		/* training mode with ratio 0 drops nothing: the identity (torchvision's
+		 * Swin exports F.dropout(p=0.0, training=self.training) so) */
+		if (kf_imp_const_ints(I, kf_imp_input(I, np, 2), &train, 1) != 1 || (train && ratio != 0))
+			return kf_imp_fail(I, "training mode is not supported (it is random) unless its ratio is a "
+					      "constant 0");
 	}
 	out[0] = x;
 	if (np->n_output < 2 || !np->output[1][0])
@@ -357,19 +363,6 @@ static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	return out[1] == KF_NONE ? -1 : 2;
 }
 
-/* A per-channel parameter [C] as [C,1,...,1] so it broadcasts over NC... */
-static kf_vid per_channel(kf_imp *I, kf_vid p, int rank)
-{
-	const kf_type *t = kf_tr_ty(I, p);
-	int64_t s[KF_MAX_RANK];
-	if (t->rank != 1 || rank < 2)
-		return p;
-	s[0] = t->dim[0];
-	for (int i = 1; i < rank - 1; i++)
-		s[i] = 1;
-	return kf_tr_reshape(I, p, s, rank - 1);
-}
-
 static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	if (kf_imp_attr_int(np, "training_mode", 0))
@@ -381,8 +374,8 @@ static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (x == KF_NONE)
 		return -1;
 	int r = kf_tr_ty(I, x)->rank;
-	kf_vid scale = per_channel(I, kf_imp_input(I, np, 1), r), b = per_channel(I, kf_imp_input(I, np, 2), r);
-	kf_vid mean = per_channel(I, kf_imp_input(I, np, 3), r), var = per_channel(I, kf_imp_input(I, np, 4), r);
+	kf_vid scale = kf_tr_per_channel(I, kf_imp_input(I, np, 1), r), b = kf_tr_per_channel(I, kf_imp_input(I, np, 2), r);
+	kf_vid mean = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r), var = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
 	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, var, kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), x)));
 	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, x, mean), kf_tr_op2(I, KF_OP_MUL, inv, scale));
 	return (out[0] = kf_tr_op2(I, KF_OP_ADD, y, b)) != KF_NONE;
@@ -487,6 +480,13 @@ static const struct {
 	{"Pad", kf_tr_Pad, 0, "mode pads value"},
 	{"Resize", kf_tr_Resize, 0, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
 				    "extrapolation_value antialias axes keep_aspect_ratio_policy"},
+	{"InstanceNormalization", kf_tr_InstanceNormalization, 0, "epsilon"},
+	{"ArgMax", kf_tr_ArgExtreme, 1, "axis keepdims select_last_index"},
+	{"ArgMin", kf_tr_ArgExtreme, 0, "axis keepdims select_last_index"},
+	{"CumSum", kf_tr_CumSum, 0, "exclusive reverse"}, {"ScatterND", kf_tr_ScatterND, 0, "reduction"},
+	{"Tile", kf_tr_Tile, 0, ""}, {"DepthToSpace", kf_tr_DepthSpace, 0, "blocksize mode"},
+	{"SpaceToDepth", kf_tr_DepthSpace, 1, "blocksize"}, {"OneHot", kf_tr_OneHot, 0, "axis"},
+	{"ReduceProd", kf_tr_ReduceProd, 0, "axes keepdims noop_with_empty_axes"},
 	{"Einsum", kf_tr_Einsum, 0, "equation"}, {"Sin", tr_unary, KF_OP_SIN, ""}, {"Cos", tr_unary, KF_OP_COS, ""},
 };
 

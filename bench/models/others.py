@@ -16,6 +16,15 @@ import is the test that the importer is not fitted to the zoo:
     bigru         a bidirectional two-layer GRU
     pad_resize    reflect / replicate / constant padding and nearest / bilinear resizing without convolutions
     gather_ops    embedding bags as exporters write them: index_select, gather by argmax-free indices, take
+    swin          torchvision's Swin Transformer (shifted windows: roll, ScatterND-built masks, relative bias)
+    tcn           a temporal conv net: dilated causal Conv1d with weight norm, chomped padding
+    video         Conv3d, BatchNorm3d, MaxPool3d, adaptive 3-D average pooling
+    diffusion     a diffusion U-Net res block: GroupNorm, SiLU, timestep embedding, nearest upsample, PixelShuffle
+    style         style transfer: reflection pad, InstanceNorm2d, ConvTranspose2d, tanh
+    crossattn     nn.MultiheadAttention cross-attention with a key padding mask, post-norm, tanh GELU
+    cliptext      a CLIP-style text encoder: causal pre-norm layers, pooling at the argmax token
+    conformer     a Conformer conv module: GLU, depthwise Conv1d, BatchNorm1d, SiLU
+    activations   cumsum positions, mish, softplus, hardswish, elu, leaky relu, clamp, log_softmax, std
 
     others.py [--out DIR] [--only a,b] [--list]
 Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
@@ -198,12 +207,125 @@ def gather_ops():
     return Entry(GatherOps(), [ids, torch.randn(4, 7)], ["ids", "x"], ["bag", "picked", "ends"])
 
 
+# round 2, session 4: architectures tried after the zoo and the first others
+# (each needed something: ScatterND, Dropout(p=0) in training mode, ArgMax,
+# InstanceNormalization for GroupNorm, DepthToSpace, CumSum, ReduceProd)
+
+def swin():
+    """torchvision's Swin Transformer, small: shifted windows (roll, ScatterND masks)."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    m = SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4], num_classes=10)
+    return Entry(m, [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+
+class TCN(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.convs = nn.ModuleList([nn.utils.weight_norm(nn.Conv1d(8 if i else 4, 8, 3, dilation=2**i, padding=2*2**i)) for i in range(3)])
+        s.out = nn.Linear(8, 2)
+    def forward(s, x):
+        for c in s.convs:
+            y = c(x)[:, :, :-c.padding[0]]
+            x = F.relu(y) + (x if x.shape[1] == y.shape[1] else 0)
+        return s.out(x[:, :, -1])
+def tcn(): return Entry(TCN(), [torch.randn(2, 4, 30)], ["x"], ["y"])
+
+class Video(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c1 = nn.Conv3d(3, 8, (3, 3, 3), padding=1); s.bn = nn.BatchNorm3d(8)
+        s.pool = nn.MaxPool3d((1, 2, 2)); s.c2 = nn.Conv3d(8, 8, (1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1))
+        s.fc = nn.Linear(8, 5)
+    def forward(s, x):
+        x = s.pool(F.relu(s.bn(s.c1(x))))
+        x = F.relu(s.c2(x))
+        return s.fc(F.adaptive_avg_pool3d(x, 1).flatten(1))
+def video(): return Entry(randomize_norms(Video(), 11), [torch.randn(1, 3, 4, 16, 16)], ["x"], ["y"])
+
+class ResBlockT(nn.Module):  # diffusion U-Net res block: GroupNorm, SiLU, timestep embedding
+    def __init__(s, c=16, t=8):
+        super().__init__()
+        s.n1 = nn.GroupNorm(4, c); s.c1 = nn.Conv2d(c, c, 3, padding=1)
+        s.emb = nn.Linear(t, c); s.n2 = nn.GroupNorm(4, c); s.c2 = nn.Conv2d(c, c, 3, padding=1)
+        s.up = nn.Upsample(scale_factor=2, mode="nearest"); s.ps = nn.PixelShuffle(2); s.cps = nn.Conv2d(c, 4 * 3, 3, padding=1)
+    def forward(s, x, t):
+        h = s.c1(F.silu(s.n1(x)))
+        h = h + s.emb(F.silu(t))[:, :, None, None]
+        h = s.c2(F.silu(s.n2(h))) + x
+        h = s.up(h)
+        return s.ps(s.cps(h))
+def diffusion(): return Entry(ResBlockT(), [torch.randn(2, 16, 8, 8), torch.randn(2, 8)], ["x", "t"], ["y"])
+
+class Style(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.p = nn.ReflectionPad2d(2); s.c = nn.Conv2d(3, 8, 5); s.n = nn.InstanceNorm2d(8, affine=True)
+        s.d = nn.ConvTranspose2d(8, 3, 3, stride=2, padding=1, output_padding=1)
+    def forward(s, x):
+        h = F.relu(s.n(s.c(s.p(x))))
+        return torch.tanh(s.d(h))
+def style(): return Entry(Style(), [torch.randn(1, 3, 20, 20)], ["x"], ["y"])
+
+class CrossAttn(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.mha = nn.MultiheadAttention(32, 4, batch_first=True); s.ln = nn.LayerNorm(32)
+        s.ff = nn.Sequential(nn.Linear(32, 64), nn.GELU(approximate="tanh"), nn.Linear(64, 32))
+    def forward(s, q, kv, pad):
+        a, _ = s.mha(q, kv, kv, key_padding_mask=pad, need_weights=False)
+        h = s.ln(q + a)
+        return h + s.ff(h)
+def crossattn():
+    pad = torch.zeros(2, 7, dtype=torch.bool); pad[1, 5:] = True
+    return Entry(CrossAttn(), [torch.randn(2, 5, 32), torch.randn(2, 7, 32), pad], ["q", "kv", "pad"], ["y"])
+
+class CLIPText(nn.Module):
+    def __init__(s, v=50, d=32, t=8):
+        super().__init__()
+        s.tok = nn.Embedding(v, d); s.pos = nn.Parameter(torch.randn(t, d) * 0.1)
+        layer = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, batch_first=True, norm_first=True, activation="gelu")
+        s.enc = nn.TransformerEncoder(layer, 2); s.ln = nn.LayerNorm(d); s.proj = nn.Linear(d, 16, bias=False)
+        s.register_buffer("mask", torch.full((t, t), float("-inf")).triu(1))
+    def forward(s, ids):
+        x = s.tok(ids) + s.pos
+        x = s.ln(s.enc(x, mask=s.mask))
+        x = x[torch.arange(x.shape[0]), ids.argmax(dim=-1)]
+        return s.proj(x)
+def cliptext(): return Entry(CLIPText(), [torch.randint(0, 50, (3, 8))], ["ids"], ["y"])
+
+class ConformerConv(nn.Module):
+    def __init__(s, d=16):
+        super().__init__()
+        s.ln = nn.LayerNorm(d); s.pw1 = nn.Conv1d(d, 2 * d, 1); s.dw = nn.Conv1d(d, d, 7, padding=3, groups=d)
+        s.bn = nn.BatchNorm1d(d); s.pw2 = nn.Conv1d(d, d, 1)
+    def forward(s, x):
+        h = s.ln(x).transpose(1, 2)
+        h = F.glu(s.pw1(h), dim=1)
+        h = s.pw2(F.silu(s.bn(s.dw(h))))
+        return x + h.transpose(1, 2)
+def conformer(): return Entry(randomize_norms(ConformerConv(), 12), [torch.randn(2, 20, 16)], ["x"], ["y"])
+
+class Activations(nn.Module):  # cumsum positions, clamp, where, mish, softplus, hardswish, elu, log_softmax, std
+    def __init__(s):
+        super().__init__(); s.l = nn.Linear(12, 12)
+    def forward(s, x, m):
+        pos = torch.cumsum(m.long(), dim=1) * m.long()
+        h = s.l(x) + pos[..., None].float() * 0.01
+        h = F.mish(h) + F.softplus(h) - F.hardswish(h) + F.elu(h) + F.leaky_relu(h, 0.1)
+        h = torch.where(m[..., None], h, torch.zeros_like(h)).clamp(-3, 3)
+        return F.log_softmax(h, dim=-1), h.amax(dim=1), h.std(dim=-1)
+def activations():
+    m = torch.rand(2, 6) > 0.3
+    return Entry(Activations(), [torch.randn(2, 6, 12), m], ["x", "m"], ["y", "mx", "sd"])
+
 OTHERS = {
     "squeezenet": squeezenet, "shufflenet": shufflenet, "densenet": densenet, "resnext": resnext,
     "unet": unet, "masked_attn": masked_attn, "decoder_layer": decoder_layer, "mixer": mixer, "bigru": bigru,
     "pad_resize": pad_resize, "gather_ops": gather_ops,
+    "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
+    "cliptext": cliptext, "conformer": conformer, "activations": activations,
 }
-NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet"}
+NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet", "swin", "tcn", "video", "diffusion", "style",
+              "conformer"}
 
 
 def main():
