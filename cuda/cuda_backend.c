@@ -618,6 +618,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 }
 
 void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out) { *out = s->stats; }
+const char *kf_cuda_session_arch(const kf_cuda_session *s) { return s->arch; }
 
 kf_cuda_session *kf_cuda_session_new(kf_ctx *c, const kf_cuda_opts *o)
 {

@@ -80,6 +80,8 @@ typedef struct kf_cuda_stats {
 	int64_t flush_bytes;             /* the last bench's L2 flush per replay (0: none) */
 } kf_cuda_stats;
 void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out);
+/* The architecture s compiles for ("sm_90"). */
+const char *kf_cuda_session_arch(const kf_cuda_session *s);
 
 /* Times n replays of the last run's launches on the device (inputs stay
  * resident; CUDA events around each replay).  Median and min in ms.

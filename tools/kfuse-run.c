@@ -59,6 +59,11 @@ static const char usage[] =
 	"                          models from elsewhere\n"
 	"  --max-memory SIZE       memory budget of all tensors (e.g. 8G, 512M; default 3/4 of\n"
 	"                          physical memory)\n"
+	"  --compile-only          cuda without a GPU: plan the graph at its inputs' shapes (and each\n"
+	"                          --shape) and compile every kernel for sm_90 with NVRTC; nothing\n"
+	"                          runs. Reports the kernels each shape compiled (0: all were in the\n"
+	"                          cache): checks a model compiles for the GPU, or fills the kernel\n"
+	"                          cache ($KFUSE_CACHE_DIR) on a build machine\n"
 	"  --allow-tf32            cuda: f32 contractions may round their inputs to tf32 for the tensor\n"
 	"                          cores (PyTorch's allow_tf32; off by default; about 3e-4 relative\n"
 	"                          error: docs/matmul.md, \"TF32\")\n"
@@ -72,7 +77,7 @@ typedef struct opt {
 	const char *input[MAXKV], *dim[MAXKV], *expect[MAXKV], *plugin[MAXKV], *shape[MAXKV];
 	const char *shape_pipeline;
 	int ninput, ndim, nexpect, nplugin, bench, nshape, max_plans;
-	bool random, profile, no_graph, tf32;
+	bool random, profile, no_graph, tf32, compile_only;
 	int tune;            /* 1: --tune, 2: --tune=force */
 	uint64_t seed;
 	double rtol, atol, l2;
@@ -82,6 +87,7 @@ enum {
 	O_GRAPH = 256, O_PLUGIN, O_INPUT, O_RANDOM, O_SEED, O_DIM, O_SAVE, O_OUTDIR, O_BACKEND, O_COMPARE,
 	O_EXPECT, O_RTOL, O_ATOL, O_L2, O_BENCH, O_PROFILE, O_NO_GRAPH, O_TUNE, O_VERSION,
 	O_DATA_ROOT, O_MAXMEM, O_TF32, O_SHAPE, O_SHAPE_PIPELINE, O_MAX_PLANS,
+	O_COMPILE_ONLY,
 };
 
 /* Appends v to list (at most MAXKV) when it has an '='; else a usage error. */
@@ -113,7 +119,8 @@ static int parse_args(int argc, char **argv, opt *o)
 		{"version", no_argument, 0, O_VERSION}, {"data-root", required_argument, 0, O_DATA_ROOT},
 		{"max-memory", required_argument, 0, O_MAXMEM}, {"shape", required_argument, 0, O_SHAPE},
 		{"shape-pipeline", required_argument, 0, O_SHAPE_PIPELINE},
-		{"max-plans", required_argument, 0, O_MAX_PLANS}, {0, 0, 0, 0},
+		{"max-plans", required_argument, 0, O_MAX_PLANS}, {"compile-only", no_argument, 0, O_COMPILE_ONLY},
+		{0, 0, 0, 0},
 	};
 	*o = (opt){.rtol = 1e-4, .atol = 1e-5, .backend = "cpu", .shape_pipeline = "canonicalize,cse,rules,fuse,dce"};
 	int ch;
@@ -171,6 +178,7 @@ static int parse_args(int argc, char **argv, opt *o)
 		case O_PROFILE: o->profile = true; break;
 		case O_TF32: o->tf32 = true; break;
 		case O_NO_GRAPH: o->no_graph = true; break;
+		case O_COMPILE_ONLY: o->compile_only = o->random = true; break;
 		case O_BENCH:
 			ok = kf_cli_int("--bench", optarg, 1, 1000000, &n);
 			o->bench = (int)n;
@@ -189,6 +197,11 @@ static int parse_args(int argc, char **argv, opt *o)
 		return kf_cli_usage("no input file (use - for stdin)") + 1;
 	if (o->nshape && !o->random)
 		return kf_cli_usage("--shape needs --random-inputs (it sizes the random inputs)") + 1;
+	if (o->compile_only && (strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda")))
+		return kf_cli_usage("--compile-only plans for cuda; --backend=%s says otherwise", o->backend) + 1;
+	if (o->compile_only && (o->tune || o->bench || o->profile || o->compare || o->nexpect || o->outdir))
+		return kf_cli_usage("--compile-only runs nothing: --tune, --bench, --profile, --compare, --expect and "
+				    "--output-dir need a run") + 1;
 	return 0;
 }
 
@@ -541,15 +554,48 @@ static int run_shape(kfuse_compiled *x, kf_graph *g, const opt *o, const char *s
 	return rc;
 }
 
+/* --compile-only: x planned (kernels compiled, nothing run) at in's shapes
+ * and at each --shape's, with a line each.  in[] holds the inputs. */
+static int compile_only(kfuse_compiled *x, kf_graph *g, const opt *o, kf_tensor *in)
+{
+	uint32_t nin = g->blk[0].narg;
+	int rc = 0;
+	for (int i = -1; rc == 0 && i < o->nshape; i++) {
+		char buf[1024];
+		opt o2;
+		bool *given = calloc(nin + 1, sizeof *given);
+		rc = given ? 0 : -1;
+		if (rc == 0 && i >= 0) { /* new random inputs of --shape's sizes */
+			rc = shape_opt(g->ctx, o, o->shape[i], &o2, buf, sizeof buf);
+			for (uint32_t k = 0; rc == 0 && k < nin; k++)
+				kf_tensor_free(&in[k]);
+			rc = rc == 0 ? random_inputs(g, &o2, in, given) : rc;
+		}
+		free(given);
+		bool dyn = kf_dyn_is(x->plan);
+		kf_plan *p = rc != 0 ? NULL : dyn ? kf_dyn_plan_for(x->plan, in, (int)nin) : x->plan;
+		kf_cuda_session *s = p ? kf_cuda_plan_session(p) : NULL;
+		if (!s)
+			return -1;
+		kf_cuda_stats st;
+		kf_cuda_session_stats(s, &st);
+		printf("@%s%s%s compiled for %s (no GPU): %d kernels, %d compiled now, %d from the cache\n",
+		       kf_str(g->ctx, g->name), i >= 0 ? " at " : "", i >= 0 ? o->shape[i] : "",
+		       kf_cuda_session_arch(s), st.kernels, st.compiled, st.cached);
+	}
+	return rc;
+}
+
 /* Through the embedding API (include/kfuse/kfuse.h): the tool adds its
  * inputs (files, random), reports and checks. */
 static int run(kfuse_ctx *k, const opt *o)
 {
 	kf_ctx *c = k->c;
 	kf_buf report = {0};
-	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .allow_tf32 = o->tf32, .report = &report};
+	kf_cuda_opts co = {.profile = o->profile, .no_graph = o->no_graph, .allow_tf32 = o->tf32, .report = &report,
+			   .dry_run = o->compile_only};
 	char why[512] = "";
-	kf_backend *be = kf_api_backend(c, o->backend, &co, why, sizeof why);
+	kf_backend *be = kf_api_backend(c, o->compile_only ? "cuda" : o->backend, &co, why, sizeof why);
 	if (be && why[0])
 		fprintf(stderr, "kfuse-run: note: --backend=auto runs on the CPU interpreter: %s\n", why);
 	bool cuda = be && !strcmp(be->name, "cuda");
@@ -604,6 +650,10 @@ static int run(kfuse_ctx *k, const opt *o)
 		be = NULL;
 		rc = x ? 0 : -1;
 	}
+	if (rc == 0 && o->compile_only) {
+		rc = compile_only(x, g, o, in);
+		goto done;
+	}
 	if (rc == 0)
 		rc = kf_api_run(x, in, (int)nin, out, (int)g->nres);
 	if (rc == 0) {
@@ -622,6 +672,7 @@ static int run(kfuse_ctx *k, const opt *o)
 		rc = bench(x->plan, in, nin, o->bench);
 	for (int i = 0; rc == 0 && i < o->nshape; i++)
 		rc = run_shape(x, g, o, o->shape[i], in, &report, cuda);
+done:
 	for (uint32_t i = 0; in && i < nin + g->nres; i++)
 		kf_tensor_free(&in[i]);
 	free(in);

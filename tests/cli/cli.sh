@@ -67,6 +67,8 @@ usage_error kfuse-run 2 "--bench needs an integer in 1..1000000, not 'many'" $kf
 usage_error kfuse-run 2 "--input wants NAME=FILE.npy" $kf --input x
 usage_error kfuse-run 2 "--tune takes no value or =force" $kf --tune=always
 usage_error kfuse-run 2 "unknown option '-x'" $kf -x
+usage_error kfuse-run 2 "--compile-only plans for cuda; --backend=auto says otherwise" $kf --compile-only --backend=auto
+usage_error kfuse-run 2 "--compile-only runs nothing" $kf --compile-only --bench 3
 usage_error kfuse-verify-rules 2 "--seed needs a non-negative integer, not 'abc'" --seed abc
 usage_error kfuse-verify-rules 2 "--trials needs an integer in 1..1000, not '2.5'" --trials 2.5
 usage_error kfuse-verify-rules 2 "unknown option '--verify'" --verify
