@@ -258,12 +258,17 @@ int kf_tr_Tile(kf_imp *I, kf_np *np, kf_vid *out, int op)
 int kf_tr_DepthSpace(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid x = kf_imp_input(I, np, 0);
-	if (x == KF_NONE || kf_tr_need_static(I, x) < 0)
+	if (x == KF_NONE)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x);
 	int64_t b = kf_imp_attr_int(np, "blocksize", 0);
 	if (t->rank != 4 || b < 1)
 		return kf_imp_fail(I, "needs a rank-4 [N, C, H, W] input and a blocksize >= 1");
+	/* the batch may be symbolic; C, H and W are multiplied and divided */
+	for (int d = 1; d < 4; d++)
+		if (KF_IS_SYM(t->dim[d]))
+			return kf_imp_fail(I, "dim %d of the input is symbolic (%s): only the batch may be", d,
+					   kf_str(I->c, KF_SYM_SID(t->dim[d])));
 	int64_t N = t->dim[0], C = t->dim[1], H = t->dim[2], W = t->dim[3];
 	char mode[8];
 	kf_imp_attr_str(np, "mode", "DCR", mode, sizeof mode);
@@ -327,6 +332,21 @@ int kf_tr_ReduceProd(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		return -1;
 	const kf_const *k = kf_fold_const_of(I->g, x);
 	const kf_type *t = kf_tr_ty(I, x);
+	int64_t sv[KF_SV_MAX];
+	bool sym[KF_SV_MAX];
+	int nsv = k ? -1 : kf_sv_dims(I, x, sv, sym, KF_SV_MAX);
+	if (nsv >= 0 && t->rank == 1) { /* a shape value (numel, a count) whose dims are all known */
+		int64_t prod = 1;
+		bool known = true;
+		for (int i = 0; i < nsv; i++) {
+			known &= !sym[i];
+			prod = (int64_t)((uint64_t)prod * (uint64_t)sv[i]);
+		}
+		int64_t one = 1;
+		kf_vid p = kf_imp_scalar(I, (double)prod, kf_tr_dt(I, x));
+		if (known && !kf_tr_has_in(np, 1) && !kf_imp_attr(np, "axes")) /* all of it */
+			return (out[0] = kf_imp_attr_int(np, "keepdims", 1) ? kf_tr_reshape(I, p, &one, 1) : p) != KF_NONE;
+	}
 	if (!k || !kf_type_is_static(t))
 		return kf_imp_fail(I, "the product of a computed tensor is not supported (kfuse has no product reduction; "
 				      "a constant's product folds)");

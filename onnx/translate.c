@@ -350,16 +350,12 @@ static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	out[0] = x;
 	if (np->n_output < 2 || !np->output[1][0])
 		return 1;
-	if (kf_tr_need_static(I, x) < 0)
-		return -1;
+	/* the mask: true broadcast to x's shape (symbolic dims too) */
 	const kf_type *t = kf_tr_ty(I, x);
-	kf_tensor m;
-	if (kf_tensor_alloc(&m, KF_I1, t->rank, t->dim) < 0)
-		return -1;
-	for (int64_t i = 0, n = kf_tensor_numel(&m); i < n; i++)
-		kf_tensor_set(&m, i, 1);
-	out[1] = kf_imp_tensor_const(I, &m, np->output[1]);
-	kf_tensor_free(&m);
+	kf_attrval items[KF_MAX_RANK];
+	kf_attr a = kf_tr_dims(I, "shape", items, t->dim, t->rank);
+	kf_vid yes = kf_imp_scalar(I, 1, KF_I1);
+	out[1] = kf_imp_op(I, KF_OP_BROADCAST_TO, &yes, 1, &a, 1);
 	return out[1] == KF_NONE ? -1 : 2;
 }
 

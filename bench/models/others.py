@@ -16,15 +16,16 @@ import is the test that the importer is not fitted to the zoo:
     bigru         a bidirectional two-layer GRU
     pad_resize    reflect / replicate / constant padding and nearest / bilinear resizing without convolutions
     gather_ops    embedding bags as exporters write them: index_select, gather by argmax-free indices, take
-    swin          torchvision's Swin Transformer (shifted windows: roll, ScatterND-built masks, relative bias)
+    (the ones below marked * are exported with dynamic axes and tested at another size)
+    swin*         torchvision's Swin Transformer (shifted windows: roll, ScatterND-built masks, relative bias)
     tcn           a temporal conv net: dilated causal Conv1d with weight norm, chomped padding
-    video         Conv3d, BatchNorm3d, MaxPool3d, adaptive 3-D average pooling
-    diffusion     a diffusion U-Net res block: GroupNorm, SiLU, timestep embedding, nearest upsample, PixelShuffle
+    video*        Conv3d, BatchNorm3d, MaxPool3d, adaptive 3-D average pooling
+    diffusion*    a diffusion U-Net res block: GroupNorm, SiLU, timestep embedding, nearest upsample, PixelShuffle
     style         style transfer: reflection pad, InstanceNorm2d, ConvTranspose2d, tanh
-    crossattn     nn.MultiheadAttention cross-attention with a key padding mask, post-norm, tanh GELU
-    cliptext      a CLIP-style text encoder: causal pre-norm layers, pooling at the argmax token
-    conformer     a Conformer conv module: GLU, depthwise Conv1d, BatchNorm1d, SiLU
-    activations   cumsum positions, mish, softplus, hardswish, elu, leaky relu, clamp, log_softmax, std
+    crossattn*    nn.MultiheadAttention cross-attention with a key padding mask, post-norm, tanh GELU
+    cliptext*     a CLIP-style text encoder: causal pre-norm layers, pooling at the argmax token
+    conformer*    a Conformer conv module: GLU, depthwise Conv1d, BatchNorm1d, SiLU
+    activations*  cumsum positions, mish, softplus, hardswish, elu, leaky relu, clamp, log_softmax, std
 
     others.py [--out DIR] [--only a,b] [--list]
 Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
@@ -215,7 +216,8 @@ def swin():
     """torchvision's Swin Transformer, small: shifted windows (roll, ScatterND masks)."""
     from torchvision.models.swin_transformer import SwinTransformer
     m = SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4], num_classes=10)
-    return Entry(m, [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+    return Entry(m, [torch.randn(1, 3, 64, 64)], ["input"], ["logits"], {"input": {0: "batch"}, "logits": {0: "batch"}},
+                 [torch.randn(3, 3, 64, 64)])
 
 class TCN(nn.Module):
     def __init__(s):
@@ -239,7 +241,9 @@ class Video(nn.Module):
         x = s.pool(F.relu(s.bn(s.c1(x))))
         x = F.relu(s.c2(x))
         return s.fc(F.adaptive_avg_pool3d(x, 1).flatten(1))
-def video(): return Entry(randomize_norms(Video(), 11), [torch.randn(1, 3, 4, 16, 16)], ["x"], ["y"])
+def video():
+    return Entry(randomize_norms(Video(), 11), [torch.randn(1, 3, 4, 16, 16)], ["x"], ["y"],
+                 {"x": {0: "batch", 2: "frames"}, "y": {0: "batch"}}, [torch.randn(2, 3, 6, 16, 16)])
 
 class ResBlockT(nn.Module):  # diffusion U-Net res block: GroupNorm, SiLU, timestep embedding
     def __init__(s, c=16, t=8):
@@ -253,7 +257,9 @@ class ResBlockT(nn.Module):  # diffusion U-Net res block: GroupNorm, SiLU, times
         h = s.c2(F.silu(s.n2(h))) + x
         h = s.up(h)
         return s.ps(s.cps(h))
-def diffusion(): return Entry(ResBlockT(), [torch.randn(2, 16, 8, 8), torch.randn(2, 8)], ["x", "t"], ["y"])
+def diffusion():
+    return Entry(ResBlockT(), [torch.randn(2, 16, 8, 8), torch.randn(2, 8)], ["x", "t"], ["y"],
+                 {"x": {0: "batch"}, "t": {0: "batch"}, "y": {0: "batch"}}, [torch.randn(3, 16, 8, 8), torch.randn(3, 8)])
 
 class Style(nn.Module):
     def __init__(s):
@@ -276,7 +282,11 @@ class CrossAttn(nn.Module):
         return h + s.ff(h)
 def crossattn():
     pad = torch.zeros(2, 7, dtype=torch.bool); pad[1, 5:] = True
-    return Entry(CrossAttn(), [torch.randn(2, 5, 32), torch.randn(2, 7, 32), pad], ["q", "kv", "pad"], ["y"])
+    pad2 = torch.zeros(3, 9, dtype=torch.bool)
+    pad2[0, 6:] = True
+    return Entry(CrossAttn(), [torch.randn(2, 5, 32), torch.randn(2, 7, 32), pad], ["q", "kv", "pad"], ["y"],
+                 {"q": {0: "batch", 1: "tq"}, "kv": {0: "batch", 1: "tk"}, "pad": {0: "batch", 1: "tk"},
+                  "y": {0: "batch", 1: "tq"}}, [torch.randn(3, 6, 32), torch.randn(3, 9, 32), pad2])
 
 class CLIPText(nn.Module):
     def __init__(s, v=50, d=32, t=8):
@@ -290,7 +300,9 @@ class CLIPText(nn.Module):
         x = s.ln(s.enc(x, mask=s.mask))
         x = x[torch.arange(x.shape[0]), ids.argmax(dim=-1)]
         return s.proj(x)
-def cliptext(): return Entry(CLIPText(), [torch.randint(0, 50, (3, 8))], ["ids"], ["y"])
+def cliptext():
+    return Entry(CLIPText(), [torch.randint(0, 50, (3, 8))], ["ids"], ["y"], {"ids": {0: "batch"}, "y": {0: "batch"}},
+                 [torch.randint(0, 50, (5, 8))])
 
 class ConformerConv(nn.Module):
     def __init__(s, d=16):
@@ -302,7 +314,9 @@ class ConformerConv(nn.Module):
         h = F.glu(s.pw1(h), dim=1)
         h = s.pw2(F.silu(s.bn(s.dw(h))))
         return x + h.transpose(1, 2)
-def conformer(): return Entry(randomize_norms(ConformerConv(), 12), [torch.randn(2, 20, 16)], ["x"], ["y"])
+def conformer():
+    return Entry(randomize_norms(ConformerConv(), 12), [torch.randn(2, 20, 16)], ["x"], ["y"],
+                 {"x": {0: "batch", 1: "time"}, "y": {0: "batch", 1: "time"}}, [torch.randn(3, 33, 16)])
 
 class Activations(nn.Module):  # cumsum positions, clamp, where, mish, softplus, hardswish, elu, log_softmax, std
     def __init__(s):
@@ -315,7 +329,9 @@ class Activations(nn.Module):  # cumsum positions, clamp, where, mish, softplus,
         return F.log_softmax(h, dim=-1), h.amax(dim=1), h.std(dim=-1)
 def activations():
     m = torch.rand(2, 6) > 0.3
-    return Entry(Activations(), [torch.randn(2, 6, 12), m], ["x", "m"], ["y", "mx", "sd"])
+    return Entry(Activations(), [torch.randn(2, 6, 12), m], ["x", "m"], ["y", "mx", "sd"],
+                 {"x": {0: "batch", 1: "t"}, "m": {0: "batch", 1: "t"}, "y": {0: "batch", 1: "t"}, "mx": {0: "batch"},
+                  "sd": {0: "batch", 1: "t"}}, [torch.randn(3, 9, 12), torch.rand(3, 9) > 0.3])
 
 OTHERS = {
     "squeezenet": squeezenet, "shufflenet": shufflenet, "densenet": densenet, "resnext": resnext,
