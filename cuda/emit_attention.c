@@ -476,7 +476,27 @@ int kx_att_score_helper(kx *k, const kx_att *at)
 		kf_buf_free(&h);
 		return -1;
 	}
-	kf_buf_printf(&h, "  return (float)%s;\n}\n", last);
+	/* A mask of finite huge negatives (finfo.min, as HF models fill) times
+	 * log2(e) and the scale overflows to -inf in the exponent, where the
+	 * running maximum of a slice of keys all masked then gives -inf - -inf
+	 * (NaN: found by emulating BERT with padding).  Such scores become
+	 * -1e38, still weightless beside any real score, and equal to each
+	 * other, so that a row masked whole averages v as PyTorch's softmax
+	 * does; -inf and NaN stay what they are.  Only a chain that adds or
+	 * selects (a mask) in a type that reaches 1e38 (f32, bf16; f16 stops at
+	 * 65504) needs it: f16 kernels keep their registers. */
+	bool masked = false, wide = false;
+	for (int i = 0; i < a->score.nn; i++) {
+		int op = kf_N(g, a->score.n[i])->op;
+		kf_dtype rt = kx_dt(k, kf_res(g, a->score.n[i], 0));
+		masked |= op == KF_OP_ADD || op == KF_OP_SUB || op == KF_OP_WHERE;
+		wide |= rt == KF_F32 || rt == KF_BF16 || rt == KF_F64;
+	}
+	masked &= wide;
+	if (masked)
+		kf_buf_printf(&h, "  const float r = (float)%s;\n  return r < -1e38f && r > -KF_INF ? -1e38f : r;\n}\n", last);
+	else
+		kf_buf_printf(&h, "  return (float)%s;\n}\n", last);
 	kf_buf_put(&k->decl, h.p, h.n);
 	kf_buf_free(&h);
 	return 0;

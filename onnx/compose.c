@@ -84,7 +84,12 @@ int kf_tr_ArgExtreme(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	kf_vid hit = kf_tr_op2(I, KF_OP_EQ, x, ext);
 	if (kf_dtype_is_float(kf_tr_dt(I, x)))
 		hit = kf_tr_op2(I, KF_OP_OR, hit, kf_tr_op2(I, KF_OP_NE, x, x));
-	kf_vid idx = kf_tr_iota(I, KF_I64, t->dim, t->rank, axis);
+	/* the index along axis only ([1, .., n, .., 1]): it broadcasts, and a
+	 * folded one is n elements, not x's count */
+	int64_t id[KF_MAX_RANK];
+	for (int d = 0; d < t->rank; d++)
+		id[d] = d == axis ? t->dim[d] : 1;
+	kf_vid idx = kf_tr_iota(I, KF_I64, id, t->rank, axis);
 	/* 2^62: above any index, and exact as the double the scalar is made from */
 	kf_vid cand = kf_tr_op3(I, KF_OP_WHERE, hit, idx, kf_imp_scalar(I, last ? -1.0 : 0x1p62, KF_I64));
 	return (out[0] = kf_tr_reduce(I, last ? KF_OP_REDUCE_MAX : KF_OP_REDUCE_MIN, cand, &ax, 1, keep)) != KF_NONE;

@@ -337,11 +337,48 @@ static const acase wga_default = {
 	"wga_default", NULL, "wga64x128s3o: q, k, v by TMA, the scale in exp2 */", NULL, 2e-2, 4e-3, 240, 1,
 };
 
+/* Padding as Hugging Face models mask it: finfo(dtype).min added to the
+ * scores of the keys from NKEEP on, and every key of the rows from NROW on
+ * (a row masked whole: softmax averages v).  Whole key tiles (or a SIMT
+ * warp's keys) are masked: their maximum times log2(e) overflowed to -inf
+ * and -inf - -inf made NaN (found emulating BERT with padding). */
+#define PAD_TEXT(DT, T, D, FMIN, NKEEP, NROW)                                                                         \
+	"graph @g(%q: " DT "[2,2," T "," D "], %k: " DT "[2,2," T "," D "], %v: " DT "[2,2," T "," D "]) -> (" DT     \
+	"[2,2," T "," D "]) {\n"                                                                                      \
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : " DT "[2,2," D "," T "]\n"                                     \
+	"  %s = matmul(%q, %kt) : " DT "[2,2," T "," T "]\n  %c = const 0.125 : " DT "[]\n"                          \
+	"  %t = mul(%s, %c) : " DT "[2,2," T "," T "]\n"                                                              \
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [" T ", " T "]} : i64[" T "," T "]\n"                     \
+	"  %cc = iota() {axis = 1, dtype = \"i64\", shape = [" T ", " T "]} : i64[" T "," T "]\n"                    \
+	"  %nk = const " NKEEP " : i64[]\n  %nr = const " NROW " : i64[]\n"                                          \
+	"  %ck = ge(%cc, %nk) : i1[" T "," T "]\n  %cr = ge(%r, %nr) : i1[" T "," T "]\n"                            \
+	"  %cut = or(%ck, %cr) : i1[" T "," T "]\n"                                                                 \
+	"  %z = const 0.0 : " DT "[]\n  %fm = const " FMIN " : " DT "[]\n"                                           \
+	"  %mk = where(%cut, %fm, %z) : " DT "[" T "," T "]\n  %a = add(%t, %mk) : " DT "[2,2," T "," T "]\n"         \
+	"  %p = softmax(%a) {axis = -1} : " DT "[2,2," T "," T "]\n"                                                 \
+	"  %o = matmul(%p, %v) : " DT "[2,2," T "," D "]\n  return %o\n}\n"
+
+/* bf16 on the Hopper kernel's default tile: key tiles 64 to 127 masked
+ * (bf16's rounding of p: a looser atol than f16's) */
+static const acase wga_pad = {
+	"wga_pad", PAD_TEXT("bf16", "128", "64", "-3.3895314e+38", "40", "100"), "by TMA", NULL, 2e-2, 8e-3, 240, 1,
+};
+/* the same on the mma.sync kernel */
+static const acase fa_pad = {
+	"fa_pad", PAD_TEXT("bf16", "128", "64", "-3.3895314e+38", "40", "100"), "fa128x64s2", "fa128x64s2", 2e-2, 8e-3,
+	168,
+};
+/* f32 on the SIMT kernel: warp 3's keys (12-15, 28-31) all masked */
+static const acase simt_pad = {
+	"simt_pad", PAD_TEXT("f32", "40", "40", "-3.4028235e+38", "12", "30"), "simt: 4 warps a row", NULL, 1e-4, 1e-5,
+	128,
+};
+
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
 				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
-				   &wga_default, &wga_default128};
+				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad};
 
 static void test_ptxas(void **state)
 {
@@ -390,6 +427,9 @@ static void test_emu_wga_mask80(void **s) { (void)s; emu_case(&wga_mask80); }
 static void test_emu_wga_cache(void **s) { (void)s; emu_case(&wga_cache); }
 static void test_emu_wga_default(void **s) { (void)s; emu_case(&wga_default); }
 static void test_emu_wga_default128(void **s) { (void)s; emu_case(&wga_default128); }
+static void test_emu_wga_pad(void **s) { (void)s; emu_case(&wga_pad); }
+static void test_emu_fa_pad(void **s) { (void)s; emu_case(&fa_pad); }
+static void test_emu_simt_pad(void **s) { (void)s; emu_case(&simt_pad); }
 
 /* The kernel and tile a fusion gets without a tile: on a device with
  * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
@@ -557,6 +597,9 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_cache),
 		cmocka_unit_test(test_emu_wga_default),
 		cmocka_unit_test(test_emu_wga_default128),
+		cmocka_unit_test(test_emu_wga_pad),
+		cmocka_unit_test(test_emu_fa_pad),
+		cmocka_unit_test(test_emu_simt_pad),
 		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};

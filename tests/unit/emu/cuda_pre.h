@@ -59,6 +59,7 @@ static inline long long min(long long a, long long b) { return a < b ? a : b; }
 static inline long long max(long long a, long long b) { return a > b ? a : b; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
 template <typename T> static inline T __ldcs(const T *p) { return *p; }
+template <typename T> static inline T kf_ldna(const T *p) { return *p; } /* the prelude's are inline assembly */
 template <typename T> static inline T __ldcg(const T *p) { return *p; }
 template <typename T> static inline void __stcs(T *p, T v) { *p = v; }
 static inline void __threadfence(void) {}

@@ -1,0 +1,206 @@
+/* Every kernel of real models, run on the host (tests/unit/kf_emu.h)
+ * against the interpreter: a model of tests/models (PyTorch exports) is
+ * loaded, specialised to the sizes its test inputs give, run through the
+ * standard pipeline, and each top-level node that has a kernel for the
+ * H200 (kf_emit_node_for with wgmma) is emulated on the values the
+ * interpreter computes for its inputs; its outputs must be what the
+ * interpreter computes for them.  Node by node, so that a wrong kernel is
+ * named, and no error carries from one kernel to the next.
+ *
+ * This is the check that no GPU is needed for: every kernel a model
+ * compiles to (the new ONNX compositions' i64 reductions and iotas, the
+ * Hopper attention and wgmma contractions, the row and loop kernels)
+ * computes the model, not only compiles (tests/models/compile_model.sh).
+ * What it does not cover: the CUDA backend's routing (cuBLAS for some
+ * contractions, split-K, the persistent kernels), which only a GPU runs.
+ * Skipped without a C++ compiler. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "kf_test.h"
+#include "kf_emu.h"
+#include "kfuse_int.h"
+#include "equiv.h"
+#include "interp.h"
+#include "npy.h"
+#include "passes.h"
+
+#define PIPELINE                                                                                                  \
+	"canonicalize,cse,rules,canonicalize,cse,layout,pad-channels,canonicalize,cse,merge-matmul,fuse-attention," \
+	"fuse-conv,fuse-matmul,fuse,dce"
+
+/* The test inputs of DIR/NAME (NAME.in<i>.npy); their count. */
+static int load_inputs(kf_ctx *c, const char *model, kf_tensor *in, int max)
+{
+	int n = 0;
+	for (; n < max; n++) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/models/%s.in%d.npy", KF_TEST_DATA, model, n);
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			break;
+		fclose(f);
+		if (kf_npy_read(c, path, &in[n]) != 0)
+			kft_fail_diags(c, path);
+	}
+	return n;
+}
+
+/* g2 (a copy of g, same ids) returns the values kernel k reads, then the
+ * ones it writes: the interpreter's values for its parameters. */
+static void return_params(kf_graph *g2, const kf_kernel *k)
+{
+	uint32_t np = k->nin + k->nout;
+	kf_vid ret[64];
+	kf_tid ty[64];
+	assert_true(np <= 64);
+	for (uint32_t j = 0; j < np; j++) {
+		ret[j] = j < k->nin ? k->in[j] : k->out[j - k->nin];
+		ty[j] = kf_V(g2, ret[j])->type;
+	}
+	kf_node_erase(g2, kf_block_terminator(g2, 0));
+	kf_node_new(g2, 0, KF_NONE, KF_OP_RETURN, ret, np, NULL, 0);
+	kf_graph_set_results(g2, ty, np);
+}
+
+/* Node n's kernel k emulated on the interpreter's values of its inputs;
+ * the elements of its outputs out of tolerance. */
+static int64_t check_kernel(kf_graph *g, kf_nid n, const kf_kernel *k, const kf_tensor *in, int nin,
+			    const char *model)
+{
+	uint32_t np = k->nin + k->nout;
+	kf_graph *g2 = kf_graph_clone(g);
+	return_params(g2, k);
+	kf_tensor *val = calloc(np, sizeof *val), *got = calloc(k->nout + 1, sizeof *got);
+	assert_non_null(val);
+	if (kf_interp_run(g2, in, nin, val, (int)np) != 0)
+		kft_fail_diags(g->ctx, model);
+	for (uint32_t j = 0; j < k->nout; j++)
+		assert_int_equal(kf_tensor_alloc_type(&got[j], kf_vtype(g, k->out[j])), 0);
+	int64_t bad = 0;
+	if (kfe_run(k, val, got)) {
+		for (uint32_t j = 0; j < k->nout; j++) {
+			const kf_tensor *want = &val[k->nin + j];
+			/* f32 kernels against the interpreter's f64 math; tensor
+			 * cores round to 16 bits (the models' values are O(1)) */
+			bool lowp = want->dtype == KF_F16 || want->dtype == KF_BF16 || k->sm90a;
+			double rtol = lowp ? 2e-2 : 2e-3, atol = lowp ? 2e-2 : 2e-4;
+			kf_equiv_stat st;
+			kf_equiv_compare(&got[j], want, rtol, atol, &st);
+			if (st.nbad) {
+				kf_buf d = {0};
+				kf_equiv_describe(&d, &st);
+				fprintf(stderr, "emu %s: %s (%s %s, tile %s) output %u: %.*s\n", model, k->name,
+					kf_op(g->ctx, kf_N(g, n)->op)->name, kf_attr_str(g, n, "kind", ""),
+					kf_attr_str(g, n, "tile", "default"), j, (int)d.n, d.p);
+				kf_buf_free(&d);
+			}
+			bad += st.nbad;
+		}
+	}
+	for (uint32_t j = 0; j < np; j++)
+		kf_tensor_free(&val[j]);
+	for (uint32_t j = 0; j < k->nout; j++)
+		kf_tensor_free(&got[j]);
+	free(val);
+	free(got);
+	kf_graph_free(g2);
+	return bad;
+}
+
+static void run_model(const char *model)
+{
+	if (system("c++ --version > /dev/null 2>&1") != 0) {
+		fprintf(stderr, "emu: no C++ compiler, %s not emulated\n", model);
+		return;
+	}
+	char path[600];
+	snprintf(path, sizeof path, "%s/models/%s.onnx", KF_TEST_DATA, model);
+	kfuse_ctx *kc = kfuse_new();
+	kfuse_model *km = kfuse_load(kc, path);
+	if (!km)
+		fail_msg("%s", kfuse_error(kc));
+	kf_ctx *c = kc->c;
+	kf_rt_register(c);
+	kf_graph *g = km->m->graph[0];
+	kf_tensor in[8] = {0};
+	int nin = load_inputs(c, model, in, 8);
+	assert_int_equal(nin, (int)g->blk[0].narg);
+	/* the sizes of the test inputs, as a sized plan sees them */
+	kf_symbind b = {0};
+	if (kf_interp_bind_inputs(g, in, nin, &b) != 0)
+		kft_fail_diags(c, model);
+	bool changed = false;
+	kf_specialize(g, b.sym, b.val, b.n, &changed);
+	kf_symbind_free(&b);
+	kft_run_pipe(c, km->m, PIPELINE);
+	kf_emit_target t = {.wgmma = 1};
+	int kernels = 0, bad_kernels = 0;
+	kf_foreach_node(g, 0, n) {
+		kf_kernel k;
+		int rc = kf_emit_node_for(g, n, &t, &k);
+		if (rc < 0)
+			kft_fail_diags(c, model);
+		if (rc != 0)
+			continue; /* no kernel: a const, an alias, a body run op by op */
+		kernels++;
+		if (check_kernel(g, n, &k, in, nin, model) > 0)
+			bad_kernels++;
+		kf_kernel_free(&k);
+	}
+	fprintf(stderr, "emu %s: %d kernels, %d differ from the interpreter\n", model, kernels, bad_kernels);
+	for (int i = 0; i < nin; i++)
+		kf_tensor_free(&in[i]);
+	kfuse_model_free(km);
+	kfuse_free(kc);
+	assert_true(kernels > 0);
+	assert_int_equal(bad_kernels, 0);
+}
+
+/* The importer's compositions (onnx/compose.c) in the models that need
+ * them: ArgMax's i64 reductions, CumSum's masked sum, InstanceNormalization
+ * (GroupNorm), DepthToSpace, ScatterND's gather (Swin's masks fold). */
+static void test_activations(void **s) { (void)s; run_model("others/activations"); }
+static void test_cliptext(void **s) { (void)s; run_model("others/cliptext"); }
+static void test_diffusion(void **s) { (void)s; run_model("others/diffusion"); }
+static void test_style(void **s) { (void)s; run_model("others/style"); }
+/* attention with a key padding mask, the Hopper attention kernel */
+static void test_crossattn(void **s) { (void)s; run_model("others/crossattn"); }
+static void test_conformer(void **s) { (void)s; run_model("others/conformer"); }
+static void test_gather_ops(void **s) { (void)s; run_model("others/gather_ops"); }
+/* BERT with padding (its test inputs mask keys of one sequence: the
+ * attention kernel's finfo.min overflow was found here) and GPT-2's causal
+ * attention at the sizes of the dynamic export's test inputs */
+static void test_bert_dyn(void **s) { (void)s; run_model("zoo/bert_dyn"); }
+static void test_gpt2_dyn(void **s) { (void)s; run_model("zoo/gpt2_dyn"); }
+/* convolutions: the wgmma implicit GEMM, depthwise, pooling */
+static void test_resnet18(void **s) { (void)s; run_model("zoo/resnet18"); }
+
+/* $KF_EMU_MODELS: a comma-separated list (zoo/bert,others/swin) instead */
+static void test_env(void **s)
+{
+	(void)s;
+	char list[1024];
+	snprintf(list, sizeof list, "%s", getenv("KF_EMU_MODELS"));
+	for (char *m = strtok(list, ","); m; m = strtok(NULL, ","))
+		run_model(m);
+}
+
+int main(void)
+{
+	if (getenv("KF_EMU_MODELS")) {
+		const struct CMUnitTest env[] = {cmocka_unit_test(test_env)};
+		return cmocka_run_group_tests(env, NULL, NULL);
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_activations), cmocka_unit_test(test_cliptext), cmocka_unit_test(test_diffusion),
+		cmocka_unit_test(test_style), cmocka_unit_test(test_crossattn), cmocka_unit_test(test_conformer),
+		cmocka_unit_test(test_gather_ops), cmocka_unit_test(test_bert_dyn), cmocka_unit_test(test_gpt2_dyn),
+		cmocka_unit_test(test_resnet18),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
