@@ -546,64 +546,74 @@ static void sub_index(kf_buf *o, const kf_type *full, const bool *sel, bool want
 	kf_buf_putc(o, ')');
 }
 
-int kx_emit_reduce(kx *k)
+/* The accumulator's C type: floats accumulate in double here, as the
+ * interpreter does. */
+static const char *acc_type(kf_dtype dt) { return kf_dtype_is_float(dt) ? "double" : kx_ct(dt); }
+
+/* reduce_{sum,mean,max,min} over its axes: a thread per output element. */
+static int generic_reduce(kx *k)
 {
 	kf_graph *g = k->g;
-	if (k->nnode != 1)
-		return kx_fail(k, "a generic reduction kernel runs one op");
 	kf_nid n = k->node[0];
 	const kf_node *x = kf_N(g, n);
-	kf_vid in = kf_in(g, n, 0), res = kf_res(g, n, 0);
-	kf_type X = *kf_vtype(g, in);
+	kf_vid res = kf_res(g, n, 0);
+	kf_type X = *kf_vtype(g, kf_in(g, n, 0));
 	kf_dtype dt = kx_dt(k, res);
-	const char *it = kx_it(k);
-	/* floats accumulate in double here, as the interpreter does */
-	const char *acc = kf_dtype_is_float(dt) ? "double" : kx_ct(dt);
+	const char *it = kx_it(k), *acc = acc_type(dt);
 	kf_buf *b = &k->b;
-	int p = kx_param(k, in);
+	int p = kx_param(k, kf_in(g, n, 0));
 	bool sel[KF_MAX_RANK] = {0};
 	int64_t M, RN = 1;
-	k->k->block = 256;
-	if (x->op == KF_OP_REDUCE_SUM || x->op == KF_OP_REDUCE_MEAN || x->op == KF_OP_REDUCE_MAX ||
-	    x->op == KF_OP_REDUCE_MIN) {
-		int64_t ax[KF_MAX_RANK];
-		int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
-		for (int d = 0; d < X.rank; d++)
-			sel[d] = na <= 0;
-		for (int i = 0; i < na && i < KF_MAX_RANK; i++)
-			sel[ax[i] < 0 ? ax[i] + X.rank : ax[i]] = true;
-		for (int d = 0; d < X.rank; d++)
-			RN *= sel[d] ? X.dim[d] : 1;
-		M = kx_numel(k, res);
-		const char *o = x->op == KF_OP_REDUCE_MAX ? "max" : x->op == KF_OP_REDUCE_MIN ? "min" : "sum";
-		kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
-			      it, it, (long long)M, it);
-		kf_buf_printf(b, "    const %s base = ", it);
-		sub_index(b, &X, sel, false, "o");
-		kf_buf_printf(b, ";\n    %s acc = %s;\n    for (%s r = 0; r < %lld; r++) {\n      const %s v = ", acc,
-			      ident(o, acc), it, (long long)RN, acc);
-		kf_buf_printf(b, "(%s)", acc);
-		kf_buf tmpb = {0};
-		sub_index(&tmpb, &X, sel, true, "r");
-		kf_buf_putc(&tmpb, '\0');
-		char lv[600];
-		snprintf(lv, sizeof lv, "p%d[base + %s]", p, tmpb.p);
-		kf_buf_free(&tmpb);
-		kx_load(b, (kf_dtype)X.dtype, "%s", lv);
-		if (strcmp(o, "sum") == 0)
-			kf_buf_puts(b, ";\n      acc += v;\n    }\n");
-		else
-			kf_buf_printf(b, ";\n      acc = kf_%s(acc, v);\n    }\n", o);
-		if (x->op == KF_OP_REDUCE_MEAN)
-			kf_buf_printf(b, "    acc = acc / (%s)%lld;\n", acc, (long long)RN);
-		kf_buf_puts(b, "    o0[o] = ");
-		kx_store(b, dt, "acc");
-		kf_buf_puts(b, ";\n  }\n");
-		k->k->units = (M + 255) / 256;
-		return 0;
-	}
-	if (x->op != KF_OP_SOFTMAX && x->op != KF_OP_LOG_SOFTMAX && x->op != KF_OP_LAYER_NORM)
-		return kx_fail(k, "op '%s' has no CUDA implementation", kf_op(k->c, x->op)->name);
+	int64_t ax[KF_MAX_RANK];
+	int na = kf_attr_ints(g, n, "axes", ax, KF_MAX_RANK);
+	for (int d = 0; d < X.rank; d++)
+		sel[d] = na <= 0;
+	for (int i = 0; i < na && i < KF_MAX_RANK; i++)
+		sel[ax[i] < 0 ? ax[i] + X.rank : ax[i]] = true;
+	for (int d = 0; d < X.rank; d++)
+		RN *= sel[d] ? X.dim[d] : 1;
+	M = kx_numel(k, res);
+	const char *o = x->op == KF_OP_REDUCE_MAX ? "max" : x->op == KF_OP_REDUCE_MIN ? "min" : "sum";
+	kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
+		      it, it, (long long)M, it);
+	kf_buf_printf(b, "    const %s base = ", it);
+	sub_index(b, &X, sel, false, "o");
+	kf_buf_printf(b, ";\n    %s acc = %s;\n    for (%s r = 0; r < %lld; r++) {\n      const %s v = ", acc,
+		      ident(o, acc), it, (long long)RN, acc);
+	kf_buf_printf(b, "(%s)", acc);
+	kf_buf tmpb = {0};
+	sub_index(&tmpb, &X, sel, true, "r");
+	kf_buf_putc(&tmpb, '\0');
+	char lv[600];
+	snprintf(lv, sizeof lv, "p%d[base + %s]", p, tmpb.p);
+	kf_buf_free(&tmpb);
+	kx_load(b, (kf_dtype)X.dtype, "%s", lv);
+	if (strcmp(o, "sum") == 0)
+		kf_buf_puts(b, ";\n      acc += v;\n    }\n");
+	else
+		kf_buf_printf(b, ";\n      acc = kf_%s(acc, v);\n    }\n", o);
+	if (x->op == KF_OP_REDUCE_MEAN)
+		kf_buf_printf(b, "    acc = acc / (%s)%lld;\n", acc, (long long)RN);
+	kf_buf_puts(b, "    o0[o] = ");
+	kx_store(b, dt, "acc");
+	kf_buf_puts(b, ";\n  }\n");
+	k->k->units = (M + 255) / 256;
+	return 0;
+}
+
+/* softmax, log_softmax, layer_norm: a thread per row, three passes over it. */
+static int generic_row(kx *k)
+{
+	kf_graph *g = k->g;
+	kf_nid n = k->node[0];
+	const kf_node *x = kf_N(g, n);
+	kf_vid res = kf_res(g, n, 0);
+	kf_type X = *kf_vtype(g, kf_in(g, n, 0));
+	kf_dtype dt = kx_dt(k, res);
+	const char *it = kx_it(k), *acc = acc_type(dt);
+	kf_buf *b = &k->b;
+	int p = kx_param(k, kf_in(g, n, 0));
+	int64_t M;
 	int a = (int)kf_attr_int(g, n, "axis", -1);
 	if (a < 0)
 		a += X.rank;
@@ -665,4 +675,17 @@ int kx_emit_reduce(kx *k)
 	kx_store(b, dt, "y");
 	kf_buf_puts(b, ";\n    }\n  }\n");
 	return 0;
+}
+
+int kx_emit_reduce(kx *k)
+{
+	if (k->nnode != 1)
+		return kx_fail(k, "a generic reduction kernel runs one op");
+	int op = kf_N(k->g, k->node[0])->op;
+	k->k->block = 256;
+	if (op == KF_OP_REDUCE_SUM || op == KF_OP_REDUCE_MEAN || op == KF_OP_REDUCE_MAX || op == KF_OP_REDUCE_MIN)
+		return generic_reduce(k);
+	if (op != KF_OP_SOFTMAX && op != KF_OP_LOG_SOFTMAX && op != KF_OP_LAYER_NORM)
+		return kx_fail(k, "op '%s' has no CUDA implementation", kf_op(k->c, op)->name);
+	return generic_row(k);
 }

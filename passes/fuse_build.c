@@ -30,17 +30,14 @@ static void grow_values(fz *z)
 	}
 }
 
-int kf_fuse_make_node(fz *z, uint32_t root, int index)
+/* The group's boundary: ins[] the values its members read from outside
+ * (embeddable constants aside: the body copies them), outs[] (types rt[])
+ * the results something outside reads.  z->mem[0..cnt) are the members. */
+static void boundary(fz *z, uint32_t root, uint32_t cnt, kf_vid *ins, uint32_t *nin, kf_vid *outs, kf_tid *rt,
+		     uint32_t *nout)
 {
 	kf_graph *g = z->g;
-	kf_ctx *c = g->ctx;
-	grow_values(z);
-	uint32_t cnt = 0, all = kf_fuse_members(z, root, root);
-	for (uint32_t i = 0; i < all; i++)
-		if (z->gr[z->mem[i]].kind) /* not a view left outside */
-			z->mem[cnt++] = z->mem[i];
-	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
-	uint32_t nin = 0, nout = 0;
+	*nin = *nout = 0;
 	z->epoch++;
 	for (uint32_t i = 0; i < cnt; i++) {
 		kf_nid n = z->order[z->mem[i]];
@@ -53,34 +50,25 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 			if (d != KF_NONE && kf_fuse_const_embeddable(g, d))
 				continue;
 			z->vmark[v] = z->epoch;
-			ins[nin++] = v;
+			ins[(*nin)++] = v;
 		}
 	}
-	kf_tid *rt = malloc((cnt * 8 + 1) * sizeof *rt);
 	for (uint32_t i = 0; i < cnt; i++) {
 		const kf_node *x = kf_N(g, z->order[z->mem[i]]);
 		for (uint32_t r = 0; r < x->nres; r++)
 			if (fz_outside_user(z, x->res0 + r, root, root)) {
-				rt[nout] = kf_V(g, x->res0 + r)->type;
-				outs[nout++] = x->res0 + r;
+				rt[*nout] = kf_V(g, x->res0 + r)->type;
+				outs[(*nout)++] = x->res0 + r;
 			}
 	}
-	kf_nid last = z->order[z->mem[cnt - 1]];
-	kf_nid f = kf_node_new(g, 0, last, KF_OP_FUSION, ins, nin, rt, nout);
-	free(rt);
-	char name[32];
-	snprintf(name, sizeof name, "k%d", index);
-	kf_N(g, f)->sym = kf_intern_cstr(c, name);
-	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
-	kf_sid kind = kf_intern_cstr(c, z->gr[root].gkind == G_ROW   ? "reduce"
-					: z->gr[root].gkind == G_COL ? "colreduce"
-								  : "elementwise");
-	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
-	kf_bid b = kf_block_new(g, f);
-	kf_N(g, f)->body = b;
-	/* map: outer value -> body value, through vmap (reset below) */
-	for (uint32_t i = 0; i < nin; i++)
-		z->vmap[ins[i]] = kf_block_add_arg(g, b, kf_V(g, ins[i])->type, 0);
+}
+
+/* Copies the members, in order, into body b (z->vmap: outer value -> body
+ * value; the block's arguments are mapped already), then the yield of
+ * outs[0..nout). */
+static void copy_members(fz *z, uint32_t cnt, kf_bid b, const kf_vid *outs, uint32_t nout)
+{
+	kf_graph *g = z->g;
 	kf_vid *tmp = malloc(64 * sizeof *tmp);
 	uint32_t tmpcap = 64;
 	for (uint32_t i = 0; i < cnt; i++) {
@@ -120,7 +108,13 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 	for (uint32_t i = 0; i < nout; i++)
 		tmp[i] = z->vmap[outs[i]];
 	kf_node_new(g, b, KF_NONE, KF_OP_YIELD, tmp, nout, NULL, 0);
-	/* outside users now read the fusion's results */
+	free(tmp);
+}
+
+/* Outside users of outs[i] read result i of fusion f instead. */
+static void redirect_users(fz *z, uint32_t root, kf_nid f, const kf_vid *outs, uint32_t nout)
+{
+	kf_graph *g = z->g;
 	for (uint32_t i = 0; i < nout; i++) {
 		kf_vid nv = kf_res(g, f, i);
 		if (nout == 1)
@@ -136,7 +130,39 @@ int kf_fuse_make_node(fz *z, uint32_t root, int index)
 			kf_set_operand(g, g->use[u].user, u - kf_N(g, g->use[u].user)->in0, nv);
 		}
 	}
-	free(tmp);
+}
+
+int kf_fuse_make_node(fz *z, uint32_t root, int index)
+{
+	kf_graph *g = z->g;
+	kf_ctx *c = g->ctx;
+	grow_values(z);
+	uint32_t cnt = 0, all = kf_fuse_members(z, root, root);
+	for (uint32_t i = 0; i < all; i++)
+		if (z->gr[z->mem[i]].kind) /* not a view left outside */
+			z->mem[cnt++] = z->mem[i];
+	kf_vid *ins = z->vbuf, *outs = z->vbuf + z->nvbuf / 2;
+	uint32_t nin, nout;
+	kf_tid *rt = malloc((cnt * 8 + 1) * sizeof *rt);
+	boundary(z, root, cnt, ins, &nin, outs, rt, &nout);
+	kf_nid last = z->order[z->mem[cnt - 1]];
+	kf_nid f = kf_node_new(g, 0, last, KF_OP_FUSION, ins, nin, rt, nout);
+	free(rt);
+	char name[32];
+	snprintf(name, sizeof name, "k%d", index);
+	kf_N(g, f)->sym = kf_intern_cstr(c, name);
+	kf_N(g, f)->loc = kf_N(g, z->order[z->mem[0]])->loc;
+	kf_sid kind = kf_intern_cstr(c, z->gr[root].gkind == G_ROW   ? "reduce"
+					: z->gr[root].gkind == G_COL ? "colreduce"
+								  : "elementwise");
+	kf_node_set_attr(g, f, kf_intern_cstr(c, "kind"), (kf_attrval){.kind = KF_ATTR_STR, .s = kind});
+	kf_bid b = kf_block_new(g, f);
+	kf_N(g, f)->body = b;
+	/* map: outer value -> body value, through vmap (reset below) */
+	for (uint32_t i = 0; i < nin; i++)
+		z->vmap[ins[i]] = kf_block_add_arg(g, b, kf_V(g, ins[i])->type, 0);
+	copy_members(z, cnt, b, outs, nout);
+	redirect_users(z, root, f, outs, nout);
 	/* reset the map for the next group: every entry set above is an
 	 * operand or a result of a member */
 	for (uint32_t i = 0; i < cnt; i++) {

@@ -586,6 +586,47 @@ static int compile_only(kfuse_compiled *x, kf_graph *g, const opt *o, kf_tensor 
 	return rc;
 }
 
+/* The inputs not given: random with --random-inputs, else an error naming
+ * the first; then --save-inputs. */
+static int complete_inputs(kf_graph *g, const opt *o, kf_tensor *in, const bool *given)
+{
+	kf_ctx *c = g->ctx;
+	uint32_t nin = g->blk[0].narg;
+	for (uint32_t i = 0; i < nin; i++) {
+		if (!given[i] && !o->random) {
+			kf_error(c, g->loc, "@%s: input %%%s is not given (--input %s=FILE.npy, or --random-inputs)",
+				 kf_str(c, g->name), kf_str(c, kf_V(g, g->blk[0].arg[i])->name),
+				 kf_str(c, kf_V(g, g->blk[0].arg[i])->name));
+			return -1;
+		}
+	}
+	int rc = o->random ? random_inputs(g, o, in, given) : 0;
+	if (rc == 0 && o->savedir)
+		rc = write_tensors(c, o->savedir, "", g, true, in, nin);
+	return rc;
+}
+
+/* --allow-tf32 and --tune, which need the cuda backend. */
+static int tune(kf_graph *g, const opt *o, bool cuda, kf_buf *report)
+{
+	kf_ctx *c = g->ctx;
+	if (o->tune && !cuda) {
+		kf_error(c, KF_NOLOC, "--tune needs --backend=cuda");
+		return -1;
+	}
+	if (o->tf32 && !cuda) {
+		kf_error(c, KF_NOLOC, "--allow-tf32 needs --backend=cuda (the interpreter computes f32 exactly)");
+		return -1;
+	}
+	/* before tuning: the tuner keys and tries tf32 configs */
+	if (o->tf32)
+		kf_tune_allow_tf32(g);
+	if (!o->tune)
+		return 0;
+	kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = report};
+	return kf_tune_graph(g, &to);
+}
+
 /* Through the embedding API (include/kfuse/kfuse.h): the tool adds its
  * inputs (files, random), reports and checks. */
 static int run(kfuse_ctx *k, const opt *o)
@@ -615,33 +656,10 @@ static int run(kfuse_ctx *k, const opt *o)
 	kf_tensor *in = calloc(nin + g->nres + 1, sizeof *in), *out = in + nin;
 	bool *given = calloc(nin + 1, sizeof *given);
 	int rc = in && given ? load_inputs(g, o, in, given) : -1;
-	for (uint32_t i = 0; rc == 0 && i < nin; i++) {
-		if (!given[i] && !o->random) {
-			kf_error(c, g->loc, "@%s: input %%%s is not given (--input %s=FILE.npy, or --random-inputs)",
-				 kf_str(c, g->name), kf_str(c, kf_V(g, g->blk[0].arg[i])->name),
-				 kf_str(c, kf_V(g, g->blk[0].arg[i])->name));
-			rc = -1;
-		}
-	}
-	if (rc == 0 && o->random)
-		rc = random_inputs(g, o, in, given);
-	if (rc == 0 && o->savedir)
-		rc = write_tensors(c, o->savedir, "", g, true, in, nin);
-	if (rc == 0 && o->tune && !cuda) {
-		kf_error(c, KF_NOLOC, "--tune needs --backend=cuda");
-		rc = -1;
-	}
-	if (rc == 0 && o->tf32 && !cuda) {
-		kf_error(c, KF_NOLOC, "--allow-tf32 needs --backend=cuda (the interpreter computes f32 exactly)");
-		rc = -1;
-	}
-	/* before tuning: the tuner keys and tries tf32 configs */
-	if (rc == 0 && o->tf32)
-		kf_tune_allow_tf32(g);
-	if (rc == 0 && o->tune) {
-		kf_tune_opts to = {.reps = 20, .force = o->tune == 2, .report = &report};
-		rc = kf_tune_graph(g, &to);
-	}
+	if (rc == 0)
+		rc = complete_inputs(g, o, in, given);
+	if (rc == 0)
+		rc = tune(g, o, cuda, &report);
 	kfuse_compiled *x = NULL;
 	if (rc == 0) {
 		kf_dyn_opts dyn = {.pipeline = o->shape_pipeline, .max_plans = o->max_plans, .report = &report,
