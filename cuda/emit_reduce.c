@@ -551,17 +551,12 @@ static void sub_index(kf_buf *o, const kf_type *full, const bool *sel, bool want
 static const char *acc_type(kf_dtype dt) { return kf_dtype_is_float(dt) ? "double" : kx_ct(dt); }
 
 /* reduce_{sum,mean,max,min} over its axes: a thread per output element. */
-static int generic_reduce(kx *k)
+static int generic_reduce(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 {
 	kf_graph *g = k->g;
-	kf_nid n = k->node[0];
 	const kf_node *x = kf_N(g, n);
-	kf_vid res = kf_res(g, n, 0);
-	kf_type X = *kf_vtype(g, kf_in(g, n, 0));
-	kf_dtype dt = kx_dt(k, res);
 	const char *it = kx_it(k), *acc = acc_type(dt);
 	kf_buf *b = &k->b;
-	int p = kx_param(k, kf_in(g, n, 0));
 	bool sel[KF_MAX_RANK] = {0};
 	int64_t M, RN = 1;
 	int64_t ax[KF_MAX_RANK];
@@ -572,7 +567,7 @@ static int generic_reduce(kx *k)
 		sel[ax[i] < 0 ? ax[i] + X.rank : ax[i]] = true;
 	for (int d = 0; d < X.rank; d++)
 		RN *= sel[d] ? X.dim[d] : 1;
-	M = kx_numel(k, res);
+	M = kx_numel(k, kf_res(g, n, 0));
 	const char *o = x->op == KF_OP_REDUCE_MAX ? "max" : x->op == KF_OP_REDUCE_MIN ? "min" : "sum";
 	kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
 		      it, it, (long long)M, it);
@@ -602,17 +597,12 @@ static int generic_reduce(kx *k)
 }
 
 /* softmax, log_softmax, layer_norm: a thread per row, three passes over it. */
-static int generic_row(kx *k)
+static int generic_row(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 {
 	kf_graph *g = k->g;
-	kf_nid n = k->node[0];
 	const kf_node *x = kf_N(g, n);
-	kf_vid res = kf_res(g, n, 0);
-	kf_type X = *kf_vtype(g, kf_in(g, n, 0));
-	kf_dtype dt = kx_dt(k, res);
 	const char *it = kx_it(k), *acc = acc_type(dt);
 	kf_buf *b = &k->b;
-	int p = kx_param(k, kf_in(g, n, 0));
 	int64_t M;
 	int a = (int)kf_attr_int(g, n, "axis", -1);
 	if (a < 0)
@@ -681,11 +671,15 @@ int kx_emit_reduce(kx *k)
 {
 	if (k->nnode != 1)
 		return kx_fail(k, "a generic reduction kernel runs one op");
-	int op = kf_N(k->g, k->node[0])->op;
+	kf_graph *g = k->g;
+	kf_nid n = k->node[0];
+	int op = kf_N(g, n)->op, p = kx_param(k, kf_in(g, n, 0));
+	kf_type X = *kf_vtype(g, kf_in(g, n, 0));
+	kf_dtype dt = kx_dt(k, kf_res(g, n, 0));
 	k->k->block = 256;
 	if (op == KF_OP_REDUCE_SUM || op == KF_OP_REDUCE_MEAN || op == KF_OP_REDUCE_MAX || op == KF_OP_REDUCE_MIN)
-		return generic_reduce(k);
+		return generic_reduce(k, n, X, dt, p);
 	if (op != KF_OP_SOFTMAX && op != KF_OP_LOG_SOFTMAX && op != KF_OP_LAYER_NORM)
 		return kx_fail(k, "op '%s' has no CUDA implementation", kf_op(k->c, op)->name);
-	return generic_row(k);
+	return generic_row(k, n, X, dt, p);
 }
