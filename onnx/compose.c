@@ -109,9 +109,10 @@ int kf_tr_CumSum(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	if (axis < 0)
 		return -1;
 	bool excl = kf_imp_attr_int(np, "exclusive", 0) != 0, rev = kf_imp_attr_int(np, "reverse", 0) != 0;
-	int64_t n = t->dim[axis], nn[2] = {n, n}, ms[KF_MAX_RANK];
-	/* mask[i, j]: output i sums input j (j <= i; j < i exclusive; >=, > reversed) */
-	kf_vid i = kf_tr_iota(I, KF_I64, nn, 2, 0), j = kf_tr_iota(I, KF_I64, nn, 2, 1);
+	int64_t n = t->dim[axis], n1[2] = {n, 1}, one_n[2] = {1, n}, ms[KF_MAX_RANK];
+	/* mask[i, j]: output i sums input j (j <= i; j < i exclusive; >=, > reversed);
+	 * the iotas [n, 1] and [1, n] broadcast */
+	kf_vid i = kf_tr_iota(I, KF_I64, n1, 2, 0), j = kf_tr_iota(I, KF_I64, one_n, 2, 1);
 	int cmp = rev ? (excl ? KF_OP_GT : KF_OP_GE) : (excl ? KF_OP_LT : KF_OP_LE);
 	int mr = 2 + t->rank - 1 - axis; /* [n, n, 1...] broadcasts against x's dims after axis */
 	if (mr > KF_MAX_RANK || t->rank + 1 > KF_MAX_RANK)
