@@ -243,6 +243,9 @@ int kf_tr_Tile(kf_imp *I, kf_np *np, kf_vid *out, int op)
 			return kf_imp_fail(I, "repeats[%d] = %lld is negative", i, (long long)rep[i]);
 		if (rep[i] != 1 && KF_IS_SYM(t->dim[i]))
 			return kf_imp_fail(I, "dim %d is symbolic and repeated %lld times", i, (long long)rep[i]);
+		if (rep[i] > 1 && t->dim[i] > (INT64_C(1) << 62) / rep[i])
+			return kf_imp_fail(I, "dim %d (%lld) repeated %lld times is too large", i, (long long)t->dim[i],
+					   (long long)rep[i]);
 		if (rep[i] != 1 && r + 2 > KF_MAX_RANK)
 			return kf_imp_fail(I, "too many repeated dims for rank %d", KF_MAX_RANK);
 		if (rep[i] != 1) {
@@ -268,8 +271,8 @@ int kf_tr_DepthSpace(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		return -1;
 	const kf_type *t = kf_tr_ty(I, x);
 	int64_t b = kf_imp_attr_int(np, "blocksize", 0);
-	if (t->rank != 4 || b < 1)
-		return kf_imp_fail(I, "needs a rank-4 [N, C, H, W] input and a blocksize >= 1");
+	if (t->rank != 4 || b < 1 || b > (1 << 16)) /* b * b and H * b stay far from overflow */
+		return kf_imp_fail(I, "needs a rank-4 [N, C, H, W] input and a blocksize in [1, 65536]");
 	/* the batch may be symbolic; C, H and W are multiplied and divided */
 	for (int d = 1; d < 4; d++)
 		if (KF_IS_SYM(t->dim[d]))
@@ -281,6 +284,8 @@ int kf_tr_DepthSpace(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	bool crd = !strcmp(mode, "CRD");
 	if (!crd && strcmp(mode, "DCR"))
 		return kf_imp_fail(I, "mode '%s' is neither DCR nor CRD", mode);
+	if (C > (INT64_C(1) << 40) || H > (INT64_C(1) << 40) || W > (INT64_C(1) << 40))
+		return kf_imp_fail(I, "the input's dims are too large");
 	if (op == 0 && C % (b * b))
 		return kf_imp_fail(I, "channels %lld are not a multiple of blocksize^2 = %lld", (long long)C, (long long)(b * b));
 	if (op == 1 && (H % b || W % b))
