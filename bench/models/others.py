@@ -26,6 +26,9 @@ import is the test that the importer is not fitted to the zoo:
     cliptext*     a CLIP-style text encoder: causal pre-norm layers, pooling at the argmax token
     conformer*    a Conformer conv module: GLU, depthwise Conv1d, BatchNorm1d, SiLU
     activations*  cumsum positions, mish, softplus, hardswish, elu, leaky relu, clamp, log_softmax, std
+    moe           top-1 mixture of experts: argmax routing, one_hot, einsum experts
+    retrieval     F.normalize, cosine similarity, masked_fill(-inf), pixel_unshuffle, GLU
+    resample      bilinear (align_corners) and nearest interpolate, adaptive pools, flip, roll
 
     others.py [--out DIR] [--only a,b] [--list]
 Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
@@ -333,12 +336,49 @@ def activations():
                  {"x": {0: "batch", 1: "t"}, "m": {0: "batch", 1: "t"}, "y": {0: "batch", 1: "t"}, "mx": {0: "batch"},
                   "sd": {0: "batch", 1: "t"}}, [torch.randn(3, 9, 12), torch.rand(3, 9) > 0.3])
 
+# the third batch (session 4): seven more written without the importer in view;
+# six imported and matched at once (the seventh, EmbeddingBag, exports an ONNX Loop)
+
+class MoE(nn.Module):  # top-1 routing by argmax, one_hot dispatch, einsum experts
+    def __init__(s, d=16, e=4, h=32):
+        super().__init__(); s.gate = nn.Linear(d, e); s.w1 = nn.Parameter(torch.randn(e, d, h) * 0.2); s.w2 = nn.Parameter(torch.randn(e, h, d) * 0.2)
+    def forward(s, x):
+        g = torch.softmax(s.gate(x), -1)
+        idx = g.argmax(-1)
+        oh = F.one_hot(idx, g.shape[-1]).to(x.dtype)
+        w = (g * oh).sum(-1, keepdim=True)
+        h = F.gelu(torch.einsum("btd,edh->bteh", x, s.w1))
+        y = torch.einsum("bteh,ehd->bted", h, s.w2)
+        return (y * oh[..., None]).sum(2) * w
+def moe(): return Entry(MoE(), [torch.randn(2, 5, 16)], ["x"], ["y"])
+
+class Retrieval(nn.Module):  # normalize, cosine similarity, pixel unshuffle, glu, masked_fill
+    def __init__(s):
+        super().__init__(); s.p = nn.Linear(12, 16)
+    def forward(s, q, k, img):
+        qn = F.normalize(s.p(q), dim=-1); kn = F.normalize(s.p(k), dim=-1)
+        sim = qn @ kn.transpose(-1, -2)
+        sim = sim.masked_fill(sim < -0.5, float("-inf"))
+        z = F.pixel_unshuffle(img, 2)
+        return torch.softmax(sim * 10, -1), F.glu(z, dim=1), F.cosine_similarity(q, k[:, :q.shape[1]], dim=-1)
+def retrieval(): return Entry(Retrieval(), [torch.randn(2, 4, 12), torch.randn(2, 6, 12), torch.randn(1, 4, 8, 8)], ["q", "k", "img"], ["p", "g", "c"])
+
+class Resample(nn.Module):
+    def forward(s, x):
+        a = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+        b = F.interpolate(x, size=(7, 5), mode="nearest")
+        c = F.adaptive_avg_pool2d(x, (2, 2)); d = F.adaptive_max_pool2d(x, 1)
+        return a, b, c + d, torch.flip(x, dims=[-1]), torch.roll(x, 1, dims=2)
+def resample(): return Entry(Resample(), [torch.randn(1, 2, 4, 6)], ["x"], ["a", "b", "c", "f", "r"])
+
+
 OTHERS = {
     "squeezenet": squeezenet, "shufflenet": shufflenet, "densenet": densenet, "resnext": resnext,
     "unet": unet, "masked_attn": masked_attn, "decoder_layer": decoder_layer, "mixer": mixer, "bigru": bigru,
     "pad_resize": pad_resize, "gather_ops": gather_ops,
     "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
     "cliptext": cliptext, "conformer": conformer, "activations": activations,
+    "moe": moe, "retrieval": retrieval, "resample": resample,
 }
 NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet", "swin", "tcn", "video", "diffusion", "style",
               "conformer"}
