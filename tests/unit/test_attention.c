@@ -374,11 +374,27 @@ static const acase simt_pad = {
 	128,
 };
 
+/* bf16 decoding with the keys from 300 on masked by finfo.min: the key
+ * slices of most blocks are masked whole, and the last block's combination
+ * must weigh them zero */
+static const acase decode_pad = {
+	"decode_pad", "graph @g(%q: bf16[2,4,1,128], %k: bf16[2,4,1200,128], %v: bf16[2,4,1200,128]) -> (bf16[2,4,1,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : bf16[2,4,128,1200]\n"
+	"  %s = matmul(%q, %kt) : bf16[2,4,1,1200]\n  %c = const 0.088388 : bf16[]\n"
+	"  %t = mul(%s, %c) : bf16[2,4,1,1200]\n"
+	"  %cc = iota() {axis = 1, dtype = \"i64\", shape = [1, 1200]} : i64[1,1200]\n  %nk = const 300 : i64[]\n"
+	"  %cut = ge(%cc, %nk) : i1[1,1200]\n  %z = const 0.0 : bf16[]\n  %fm = const -3.3895314e+38 : bf16[]\n"
+	"  %mk = where(%cut, %fm, %z) : bf16[1,1200]\n  %a = add(%t, %mk) : bf16[2,4,1,1200]\n"
+	"  %p = softmax(%a) {axis = -1} : bf16[2,4,1,1200]\n"
+	"  %o = matmul(%p, %v) : bf16[2,4,1,128]\n  return %o\n}\n",
+	"slices of keys a row */", NULL, 2e-2, 8e-3, 96,
+};
+
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
 				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
-				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad};
+				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad, &decode_pad};
 
 static void test_ptxas(void **state)
 {
@@ -430,6 +446,7 @@ static void test_emu_wga_default128(void **s) { (void)s; emu_case(&wga_default12
 static void test_emu_wga_pad(void **s) { (void)s; emu_case(&wga_pad); }
 static void test_emu_fa_pad(void **s) { (void)s; emu_case(&fa_pad); }
 static void test_emu_simt_pad(void **s) { (void)s; emu_case(&simt_pad); }
+static void test_emu_decode_pad(void **s) { (void)s; emu_case(&decode_pad); }
 
 /* The kernel and tile a fusion gets without a tile: on a device with
  * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
@@ -600,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_pad),
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),
+		cmocka_unit_test(test_emu_decode_pad),
 		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};
