@@ -16,8 +16,9 @@
  *   DepthToSpace,           reshape, transpose, reshape (PixelShuffle,
  *   SpaceToDepth            PixelUnshuffle)
  *   OneHot                  where(indices == iota, on, off)
- *   ReduceProd              of a constant only (torch's numel and the count
- *                           its var/std divide by), folded here
+ *   ReduceProd              of a constant or of a shape value whose dims are
+ *                           known (torch's numel, the count var/std divide
+ *                           by), folded here; kfuse has no product reduction
  */
 #include <math.h>
 #include <stdlib.h>
