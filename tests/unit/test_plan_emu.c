@@ -13,7 +13,13 @@
  * computes the model, not only compiles (tests/models/compile_model.sh).
  * What it does not cover: the CUDA backend's routing (cuBLAS for some
  * contractions, split-K, the persistent kernels), which only a GPU runs.
- * Skipped without a C++ compiler. */
+ * Skipped without a C++ compiler.
+ *
+ * By hand: KF_EMU_MODELS=zoo/bert,others/swin (any models of tests/models),
+ * KF_EMU_AMP="amp{dtype=bf16}," (a pipeline prefix), KF_EMU_INPUTS=zeros|
+ * huge|nan (edge-case inputs; "huge" through bf16 convolutions differs by
+ * cancellation, within bf16's rounding, element by element). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,6 +54,28 @@ static int load_inputs(kf_ctx *c, const char *model, kf_tensor *in, int max)
 			kft_fail_diags(c, path);
 	}
 	return n;
+}
+
+/* $KF_EMU_INPUTS: the float inputs replaced by edge cases, where kernels
+ * and the interpreter must still agree (NaN matching NaN): "zeros" (a mask
+ * of zeros pads everything: rows masked whole), "huge" (1e30: overflow in
+ * squares and exponents), "nan" (every 7th element NaN); ints stay. */
+static void extreme_inputs(kf_tensor *in, int n, const char *mode)
+{
+	if (!mode)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (!kf_dtype_is_float((kf_dtype)in[i].dtype) && strcmp(mode, "zeros"))
+			continue;
+		for (int64_t e = 0, ne = kf_tensor_numel(&in[i]); e < ne; e++) {
+			if (!strcmp(mode, "zeros"))
+				kf_tensor_set(&in[i], e, kf_dtype_is_float((kf_dtype)in[i].dtype) ? 0 : kf_tensor_get(&in[i], e) * 0);
+			else if (!strcmp(mode, "huge"))
+				kf_tensor_set(&in[i], e, kf_tensor_get(&in[i], e) * 1e30);
+			else if (!strcmp(mode, "nan") && e % 7 == 3)
+				kf_tensor_set(&in[i], e, NAN);
+		}
+	}
 }
 
 /* g2 (a copy of g, same ids) returns the values kernel k reads, then the
@@ -141,6 +169,7 @@ static void run_model_amp(const char *model, const char *pre)
 	kf_graph *g = km->m->graph[0];
 	kf_tensor in[8] = {0};
 	int nin = load_inputs(c, model, in, 8);
+	extreme_inputs(in, nin, getenv("KF_EMU_INPUTS"));
 	assert_int_equal(nin, (int)g->blk[0].narg);
 	/* the sizes of the test inputs, as a sized plan sees them */
 	kf_symbind b = {0};
