@@ -30,7 +30,7 @@ import is the test that the importer is not fitted to the zoo:
     retrieval     F.normalize, cosine similarity, masked_fill(-inf), pixel_unshuffle, GLU
     resample      bilinear (align_corners) and nearest interpolate, adaptive pools, flip, roll
 
-    others.py [--out DIR] [--only a,b] [--list]
+    others.py [--out DIR] [--only a,b] [--list] [--large]
 Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
 """
 import argparse
@@ -372,6 +372,44 @@ class Resample(nn.Module):
 def resample(): return Entry(Resample(), [torch.randn(1, 2, 4, 6)], ["x"], ["a", "b", "c", "f", "r"])
 
 
+# Large torchvision CNNs, written the same way (session 4's second batch) but
+# not committed (4 to 270 MB each): `others.py --large --out DIR` writes them;
+# tests/models/run_model.sh and test_plan_emu (KF_EMU_MODELS) take them from there.
+def tvm():
+    import torchvision.models as m
+    return m
+
+
+def googlenet():
+    m = tvm().GoogLeNet(num_classes=10, aux_logits=False, init_weights=True)
+    return Entry(randomize_norms(m, 3), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+def inception():
+    m = tvm().Inception3(num_classes=10, aux_logits=False, init_weights=True)
+    return Entry(randomize_norms(m, 4), [torch.randn(1, 3, 80, 80)], ["input"], ["logits"])
+def mnasnet():
+    m = tvm().mnasnet0_5(num_classes=10)
+    return Entry(randomize_norms(m, 5), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+def mbv3_large():
+    m = tvm().mobilenet_v3_large(num_classes=10)
+    return Entry(randomize_norms(m, 6), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+def regnet_x():
+    m = tvm().regnet_x_400mf(num_classes=10)
+    return Entry(randomize_norms(m, 7), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+def effv2():
+    m = tvm().efficientnet_v2_s(num_classes=10)
+    return Entry(randomize_norms(m, 8), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+def alexnet():
+    m = tvm().alexnet(num_classes=10)
+    return Entry(m, [torch.randn(1, 3, 224, 224)], ["input"], ["logits"])
+def vgg():
+    m = tvm().vgg11_bn(num_classes=10)
+    m.classifier = nn.Sequential(nn.Linear(512*7*7, 64), nn.ReLU(True), nn.Dropout(), nn.Linear(64, 10))
+    return Entry(randomize_norms(m, 9), [torch.randn(1, 3, 224, 224)], ["input"], ["logits"])
+def wide():
+    m = tvm().wide_resnet50_2(num_classes=10)
+    return Entry(randomize_norms(m, 10), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
+
+
 OTHERS = {
     "squeezenet": squeezenet, "shufflenet": shufflenet, "densenet": densenet, "resnext": resnext,
     "unet": unet, "masked_attn": masked_attn, "decoder_layer": decoder_layer, "mixer": mixer, "bigru": bigru,
@@ -379,6 +417,10 @@ OTHERS = {
     "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
     "cliptext": cliptext, "conformer": conformer, "activations": activations,
     "moe": moe, "retrieval": retrieval, "resample": resample,
+}
+LARGE = {
+    "googlenet": googlenet, "inception": inception, "mnasnet": mnasnet, "mbv3_large": mbv3_large,
+    "regnet_x": regnet_x, "effv2": effv2, "alexnet": alexnet, "vgg": vgg, "wide": wide,
 }
 NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet", "swin", "tcn", "video", "diffusion", "style",
               "conformer"}
@@ -389,19 +431,21 @@ def main():
     ap.add_argument("--out", default="others")
     ap.add_argument("--only", default="")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--large", action="store_true", help="the large torchvision CNNs (not test data) instead")
     a = ap.parse_args()
+    models = LARGE if a.large else OTHERS
     if a.list:
-        for n in OTHERS:
+        for n in models:
             print(n + ("  (needs conv)" if n in NEEDS_CONV else ""))
         return 0
     os.makedirs(a.out, exist_ok=True)
     rc = 0
-    for i, n in enumerate(OTHERS):
+    for i, n in enumerate(models):
         if a.only and n not in a.only.split(","):
             continue
-        torch.manual_seed(100 + i)
+        torch.manual_seed((300 if a.large else 100) + i)
         try:
-            e = OTHERS[n]()
+            e = models[n]()
             model = e.model.eval()
             path = os.path.join(a.out, n)
             export(model, e.inputs, e.input_names, e.output_names, path + ".onnx", e.dynamic)
