@@ -354,10 +354,11 @@ int kf_tr_ReduceProd(kf_imp *I, kf_np *np, kf_vid *out, int op)
 			known &= !sym[i];
 			prod = (int64_t)((uint64_t)prod * (uint64_t)sv[i]);
 		}
-		int64_t one = 1;
-		kf_vid p = kf_imp_scalar(I, (double)prod, kf_tr_dt(I, x));
-		if (known && !kf_tr_has_in(np, 1) && !kf_imp_attr(np, "axes")) /* all of it */
+		if (known && !kf_tr_has_in(np, 1) && !kf_imp_attr(np, "axes")) { /* all of it */
+			int64_t one = 1;
+			kf_vid p = kf_imp_scalar(I, (double)prod, kf_tr_dt(I, x));
 			return (out[0] = kf_imp_attr_int(np, "keepdims", 1) ? kf_tr_reshape(I, p, &one, 1) : p) != KF_NONE;
+		}
 	}
 	if (!k || !kf_type_is_static(t))
 		return kf_imp_fail(I, "the product of a computed tensor is not supported (kfuse has no product reduction; "

@@ -514,15 +514,10 @@ static int shape_opt(kf_ctx *c, const opt *o, const char *shape, opt *o2, char *
 	return 0;
 }
 
-/* --shape: new random inputs of those sizes, run twice through the same
- * compiled graph (the first run of a new shape plans it, the second finds
- * the plan: both timed from the host), checked and reported as the first
- * run is.  in[] holds the inputs, then the outputs. */
-static int run_shape(kfuse_compiled *x, kf_graph *g, const opt *o, const char *shape, kf_tensor *in,
-		     kf_buf *report, bool cuda)
+/* in[0..nin) replaced by new random inputs of --shape's sizes. */
+static int shape_inputs(kf_graph *g, const opt *o, const char *shape, kf_tensor *in)
 {
 	uint32_t nin = g->blk[0].narg;
-	kf_tensor *out = in + nin;
 	char buf[1024];
 	opt o2;
 	bool *given = calloc(nin + 1, sizeof *given);
@@ -532,6 +527,19 @@ static int run_shape(kfuse_compiled *x, kf_graph *g, const opt *o, const char *s
 	if (rc == 0)
 		rc = random_inputs(g, &o2, in, given);
 	free(given);
+	return rc;
+}
+
+/* --shape: new random inputs of those sizes, run twice through the same
+ * compiled graph (the first run of a new shape plans it, the second finds
+ * the plan: both timed from the host), checked and reported as the first
+ * run is.  in[] holds the inputs, then the outputs. */
+static int run_shape(kfuse_compiled *x, kf_graph *g, const opt *o, const char *shape, kf_tensor *in,
+		     kf_buf *report, bool cuda)
+{
+	uint32_t nin = g->blk[0].narg;
+	kf_tensor *out = in + nin;
+	int rc = shape_inputs(g, o, shape, in);
 	double ms[2] = {0};
 	for (int k = 0; rc == 0 && k < 2; k++) {
 		for (uint32_t i = 0; i < g->nres; i++)
@@ -561,19 +569,9 @@ static int compile_only(kfuse_compiled *x, kf_graph *g, const opt *o, kf_tensor 
 	uint32_t nin = g->blk[0].narg;
 	int rc = 0;
 	for (int i = -1; rc == 0 && i < o->nshape; i++) {
-		char buf[1024];
-		opt o2;
-		bool *given = calloc(nin + 1, sizeof *given);
-		rc = given ? 0 : -1;
-		if (rc == 0 && i >= 0) { /* new random inputs of --shape's sizes */
-			rc = shape_opt(g->ctx, o, o->shape[i], &o2, buf, sizeof buf);
-			for (uint32_t k = 0; rc == 0 && k < nin; k++)
-				kf_tensor_free(&in[k]);
-			rc = rc == 0 ? random_inputs(g, &o2, in, given) : rc;
-		}
-		free(given);
-		bool dyn = kf_dyn_is(x->plan);
-		kf_plan *p = rc != 0 ? NULL : dyn ? kf_dyn_plan_for(x->plan, in, (int)nin) : x->plan;
+		if (i >= 0)
+			rc = shape_inputs(g, o, o->shape[i], in);
+		kf_plan *p = rc != 0 ? NULL : kf_dyn_is(x->plan) ? kf_dyn_plan_for(x->plan, in, (int)nin) : x->plan;
 		kf_cuda_session *s = p ? kf_cuda_plan_session(p) : NULL;
 		if (!s)
 			return -1;

@@ -56,20 +56,22 @@ static int load_inputs(kf_ctx *c, const char *model, kf_tensor *in, int max)
 	return n;
 }
 
-/* $KF_EMU_INPUTS: the float inputs replaced by edge cases, where kernels
- * and the interpreter must still agree (NaN matching NaN): "zeros" (a mask
- * of zeros pads everything: rows masked whole), "huge" (1e30: overflow in
- * squares and exponents), "nan" (every 7th element NaN); ints stay. */
+/* $KF_EMU_INPUTS: the inputs replaced by edge cases, where kernels and
+ * the interpreter must still agree (NaN matching NaN): "zeros" (every
+ * input, ints too: a mask of zeros pads everything, rows masked whole),
+ * "huge" (floats times 1e30: overflow in squares and exponents), "nan"
+ * (every 7th float NaN). */
 static void extreme_inputs(kf_tensor *in, int n, const char *mode)
 {
 	if (!mode)
 		return;
+	bool zeros = !strcmp(mode, "zeros");
 	for (int i = 0; i < n; i++) {
-		if (!kf_dtype_is_float((kf_dtype)in[i].dtype) && strcmp(mode, "zeros"))
+		if (!zeros && !kf_dtype_is_float((kf_dtype)in[i].dtype))
 			continue;
 		for (int64_t e = 0, ne = kf_tensor_numel(&in[i]); e < ne; e++) {
-			if (!strcmp(mode, "zeros"))
-				kf_tensor_set(&in[i], e, kf_dtype_is_float((kf_dtype)in[i].dtype) ? 0 : kf_tensor_get(&in[i], e) * 0);
+			if (zeros)
+				kf_tensor_set(&in[i], e, 0);
 			else if (!strcmp(mode, "huge"))
 				kf_tensor_set(&in[i], e, kf_tensor_get(&in[i], e) * 1e30);
 			else if (!strcmp(mode, "nan") && e % 7 == 3)
