@@ -281,4 +281,28 @@ static inline bool kfe_run(const kf_kernel *k, const kf_tensor *in, kf_tensor *o
 {
 	return kfe_run_sized(k, in, out, NULL, 0);
 }
+/* The emulation's verdict on a kernel: skipped when it could not run here
+ * (bad < 0: no C++ compiler), else no element out of tolerance. */
+static inline void kfe_expect_clean(int64_t bad)
+{
+	if (bad < 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* par[j]: the graph input of g that kernel k reads as its parameter j (the
+ * unit tests' kernels read graph inputs only). */
+static inline void kfe_params_from_inputs(const kf_graph *g, const kf_kernel *k, const kf_tensor *in, kf_tensor *par)
+{
+	uint32_t na = g->blk[0].narg;
+	for (uint32_t j = 0; j < k->nin; j++) {
+		uint32_t i = 0;
+		while (i < na && g->blk[0].arg[i] != k->in[j])
+			i++;
+		assert_true(i < na);
+		par[j] = in[i];
+	}
+}
 #endif
