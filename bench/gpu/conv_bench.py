@@ -154,6 +154,16 @@ def layer_kf_padded(tag, wfile, B, C, O, k, s, p, d, g, H, W):
             % (tag, xt, bt, yt, wfile, wt, attrs, yt, yt)), (OH, OW)
 
 
+def copy_gbs():
+    """The device's copy bandwidth, measured as the depthwise bar's
+    ceiling: read and write of 1 GiB of f16."""
+    a = torch.empty(1 << 29, device=dev, dtype=torch.float16)
+    b = torch.empty_like(a)
+    ms = do_bench(lambda: b.copy_(a))
+    del a, b
+    return 2.0 * (1 << 30) / (ms * 1e-3) / 1e9
+
+
 def torch_layer(B, C, O, k, s, p, d, g, H, W):
     x = torch.randn(B, C, H, W, device=dev, dtype=torch.float16).to(memory_format=torch.channels_last)
     w = (torch.randn(O, C // g, k[0], k[1], device=dev, dtype=torch.float16) / (C // g * k[0] * k[1]) ** 0.5)
@@ -171,7 +181,10 @@ def run_layers():
     say('%-14s %-3s %-46s %5s %-10s %9s %9s %9s %7s %s' % ('model', 'b', 'layer (C>O kxk /s pad dil grp HxW)',
                                                             'batch', 'check', 'kfuse', 'cudnn+epi', 'compile',
                                                             'ratio', 'note'))
-    ratios = []
+    ratios, dw = [], []
+    copy = copy_gbs()
+    say('copy ceiling (torch copy_ of 1 GiB, f16): %.0f GB/s; depthwise rows note GB/s = (x + w + y bytes) / kfuse time'
+        % copy)
     for mname in MODELS:
         try:
             layers = layers_of(mname)
@@ -235,6 +248,12 @@ def run_layers():
                 ratio = cu / kf if kf and cu else None
                 if ratio:
                     ratios.append((ratio, row['check'] == 'ok', g == C))
+                if g == C and kf and row.get('check') == 'ok':
+                    # a depthwise conv is memory-bound: x, w and y each cross memory once at best
+                    OH, OW = out_hw(H, k[0], s[0], p[0], d[0]), out_hw(W, k[1], s[1], p[1], d[1])
+                    gbs = 2.0 * (B * H * W * C + O * k[0] * k[1] + O + B * OH * OW * O) / (kf * 1e-3) / 1e9
+                    dw.append((B, gbs / copy))
+                    note.append('%.0f GB/s, %.0f%% of copy' % (gbs, 100.0 * gbs / copy))
                 fmt = lambda v: '%9.4f' % v if v else '%9s' % '-'
                 say('%-14s %-3d %-46s %5d %-10s %s %s %s %7s %s' % (
                     mname, li, desc, B, row.get('check', '?'), fmt(kf), fmt(cu), fmt(row.get('compile')),
@@ -245,6 +264,11 @@ def run_layers():
         fast = sum(1 for r in ok if r >= 1.0)
         say('\nlayers checked and timed: %d; kfuse at least as fast as cuDNN + separate ReLU in %d (%.0f%%; the bar '
             'is 90%%)' % (len(ok), fast, 100.0 * fast / max(len(ok), 1)))
+    for B in BATCHES:
+        f = [r for b, r in dw if b == B]
+        if f:
+            say('depthwise layers, batch %d: %d, at 80%% of copy or more: %d (lowest %.0f%%, median %.0f%%)' % (
+                B, len(f), sum(1 for r in f if r >= 0.8), 100 * min(f), 100 * sorted(f)[len(f) // 2]))
 
 
 # ---- ResNet-50 end to end -----------------------------------------------------------------------

@@ -192,13 +192,31 @@ def make_mlp(cfg):
     return Entry(MLP(*d), [torch.randn(cfg.batch or 8, d[0])], ["x"], ["y"])
 
 
+class EncoderLayerExplicit(nn.Module):
+    """nn.TransformerEncoderLayer's post-norm forward with the same weights,
+    its attention asked for weights (need_weights=True: matmuls and a
+    softmax, not scaled_dot_product_attention).  The export when the layer's
+    own fails: PyTorch 2.11's TorchScript exporter traces SDPA's is_causal
+    as a tensor and stops.  PyTorch still times the layer itself."""
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, src):
+        m = self.layer
+        a = m.self_attn(src, src, src, need_weights=True)[0]
+        x = m.norm1(src + m.dropout1(a))
+        return m.norm2(x + m.dropout2(m.linear2(m.dropout(m.activation(m.linear1(x))))))
+
+
 def make_encoder_layer(cfg):
     d, h, ff = (768, 12, 3072) if cfg.full else (32, 4, 64)
     model = nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=True, activation="gelu")
     b, t = cfg.batch or 2, cfg.seq or (128 if cfg.full else 8)
     return Entry(model, [torch.randn(b, t, d)], ["src"], ["out"],
                  dynamic={"src": {0: "batch", 1: "seq"}, "out": {0: "batch", 1: "seq"}},
-                 test=[torch.randn(other_size(cfg, b, 1), other_size(cfg, t, 3), d)])
+                 test=[torch.randn(other_size(cfg, b, 1), other_size(cfg, t, 3), d)],
+                 fallback=EncoderLayerExplicit(model))
 
 
 class RNNModel(nn.Module):
@@ -282,9 +300,11 @@ class Bert(nn.Module):
         self.pooler = nn.Linear(c.hidden, c.hidden)
 
     def forward(self, input_ids, attention_mask):
-        ext = attention_mask[:, None, None, :].to(torch.float32)
-        ext = (1.0 - ext) * torch.finfo(torch.float32).min
         h = self.embeddings(input_ids)
+        # the mask in the model's dtype, as transformers makes it (an f32
+        # mask would promote f16 scores and stop the next matmul)
+        ext = attention_mask[:, None, None, :].to(h.dtype)
+        ext = (1.0 - ext) * torch.finfo(h.dtype).min
         for layer in self.layers:
             h = layer(h, ext)
         return h, torch.tanh(self.pooler(h[:, 0]))

@@ -328,6 +328,34 @@ static void pools(void **st)
 		check_graph(g[i], NULL, 2e-3, 2e-3, 300 + i);
 }
 
+/* The generic reductions (emit_reduce.c), whose pools feed squeeze-excite
+ * blocks: short ranges a thread per output, long ones a block of 1024
+ * threads per 8 outputs (X's last dim kept) or per output (reduced). */
+static void reductions(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	static const char *const g[] = {
+		/* a channels-last global pool: 400 positions, 24 channels (3 blocks of 8) */
+		"graph @r(%x: f16[2,20,20,24]) -> (f16[2,1,1,24]) {\n"
+		"  %y = reduce_mean(%x) {axes = [1, 2], keepdims = true} : f16[2,1,1,24]\n  return %y\n}\n",
+		/* x.isinf().any() as exported: an i64 sum of everything (one block; a row
+		 * of more than 32768 is not the row kernel's) */
+		"graph @r(%x: i64[1,128,300]) -> (i64[]) {\n"
+		"  %y = reduce_sum(%x) {keepdims = false} : i64[]\n  return %y\n}\n",
+		/* 7 columns of 100: the guard of a block's unused outputs */
+		"graph @r(%x: f32[100,7]) -> (f32[7]) {\n"
+		"  %y = reduce_max(%x) {axes = [0], keepdims = false} : f32[7]\n  return %y\n}\n",
+		"graph @r(%x: i64[3,90,5]) -> (i64[5]) {\n"
+		"  %y = reduce_min(%x) {axes = [0, 1], keepdims = false} : i64[5]\n  return %y\n}\n",
+		/* a middle axis reduced, short: a thread per output */
+		"graph @r(%x: f64[4,9,6]) -> (f64[4,6]) {\n"
+		"  %y = reduce_sum(%x) {axes = [1], keepdims = false} : f64[4,6]\n  return %y\n}\n",
+	};
+	for (size_t i = 0; i < sizeof g / sizeof *g; i++)
+		check_graph(g[i], NULL, 1e-3, 1e-3, 400 + i);
+}
+
 /* The host copy of the gather (emit_conv.h) is the device's text: its
  * answers against the definition of im2col. */
 static void gather_host(void **st)
@@ -359,6 +387,7 @@ int main(void)
 		cmocka_unit_test(conv_gemm),
 		cmocka_unit_test(conv_direct),
 		cmocka_unit_test(pools),
+		cmocka_unit_test(reductions),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
