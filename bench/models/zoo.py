@@ -194,19 +194,24 @@ def make_mlp(cfg):
 
 class EncoderLayerExplicit(nn.Module):
     """nn.TransformerEncoderLayer's post-norm forward with the same weights,
-    its attention asked for weights (need_weights=True: matmuls and a
-    softmax, not scaled_dot_product_attention).  The export when the layer's
-    own fails: PyTorch 2.11's TorchScript exporter traces SDPA's is_causal
-    as a tensor and stops.  PyTorch still times the layer itself."""
+    its attention written out (matmuls and a softmax, the heads split by
+    the input's own sizes).  The export when the layer's own fails:
+    PyTorch 2.11's TorchScript exporter traces SDPA's is_causal as a tensor
+    and stops, and its need_weights path bakes the sequence length into a
+    Reshape.  PyTorch still times the layer itself."""
     def __init__(self, layer):
         super().__init__()
         self.layer = layer
 
     def forward(self, src):
-        m = self.layer
-        a = m.self_attn(src, src, src, need_weights=True)[0]
-        x = m.norm1(src + m.dropout1(a))
-        return m.norm2(x + m.dropout2(m.linear2(m.dropout(m.activation(m.linear1(x))))))
+        m, a = self.layer, self.layer.self_attn
+        b, t, d = src.shape
+        q, k, v = F.linear(src, a.in_proj_weight, a.in_proj_bias).chunk(3, dim=-1)
+        q, k, v = (y.reshape(b, t, a.num_heads, -1).transpose(1, 2) for y in (q, k, v))
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        o = torch.matmul(s.softmax(-1), v).transpose(1, 2).reshape(b, t, d)
+        x = m.norm1(src + a.out_proj(o))
+        return m.norm2(x + m.linear2(m.activation(m.linear1(x))))
 
 
 def make_encoder_layer(cfg):
