@@ -28,6 +28,7 @@ typedef struct col {
 	kf_type F;
 	unsigned S;
 	int64_t M, L;
+	int TX, TY;  /* split mode: a block's 1024 threads as TX columns x TY rows; TY = 1: a thread a column */
 	kf_buf *tb;  /* per-column code before the current loop */
 	kf_buf *lb;  /* the current loop's body; NULL outside a loop */
 } col;
@@ -214,7 +215,7 @@ static void flush_loop(kx *k, col *w, kf_buf *body, kf_buf *tb, kf_buf *lb)
 {
 	const char *it = kx_it(k);
 	kf_buf_put(body, tb->p ? tb->p : "", tb->n);
-	kf_buf_printf(body, "    for (%s j = 0; j < %lld; j++) {\n", it, (long long)w->L);
+	kf_buf_printf(body, "    for (%s j = ty; j < %lld; j += %d) {\n", it, (long long)w->L, w->TY);
 	coords(k, w, body, true, "j", w->L, "      ");
 	kf_buf_put(body, lb->p ? lb->p : "", lb->n);
 	kf_buf_puts(body, "    }\n");
@@ -222,11 +223,25 @@ static void flush_loop(kx *k, col *w, kf_buf *body, kf_buf *tb, kf_buf *lb)
 	memo_end_loop(k);
 }
 
+/* Split mode: accumulator t<a> of every row of the block combined through
+ * the shared array arr (a tree over the TY rows), the total in every row's
+ * t<a>.  Floats pass through double exactly; op NULL is a sum. */
+static void combine(kf_buf *b, int a, const char *arr, const char *op, int TY)
+{
+	kf_buf_printf(b, "    %s[ty][tx] = t%d;\n    __syncthreads();\n", arr, a);
+	kf_buf_printf(b, "    for (int s = %d; s > 0; s >>= 1) {\n      if (ty < s) %s[ty][tx] = ", TY / 2, arr);
+	if (op)
+		kf_buf_printf(b, "kf_%s(%s[ty][tx], %s[ty + s][tx]);\n", op, arr, arr);
+	else
+		kf_buf_printf(b, "%s[ty][tx] + %s[ty + s][tx];\n", arr, arr);
+	kf_buf_printf(b, "      __syncthreads();\n    }\n    t%d = %s[0][tx];\n    __syncthreads();\n", a, arr);
+}
+
 /* The loop of level `lv`: accumulates every reduction of that level. */
 static int reduce_loop(kx *k, col *w, const int *lvl, int lv, kf_buf *body)
 {
 	kf_graph *g = k->g;
-	kf_buf tb = {0}, lb = {0}, fin = {0};
+	kf_buf tb = {0}, lb = {0}, fin = {0}, comb = {0};
 	w->tb = &tb;
 	w->lb = &lb;
 	int rc = 0;
@@ -263,13 +278,18 @@ static int reduce_loop(kx *k, col *w, const int *lvl, int lv, kf_buf *body)
 		else
 			kf_buf_printf(&fin, "t%d;\n", a);
 		memo_add(k, res, 0, t);
+		if (w->TY > 1) /* the rows' partial accumulators, combined after the loop */
+			combine(&comb, a, fl || db ? "kf_rd" : "kf_rl", sum ? NULL : op == KF_OP_REDUCE_MAX ? "max" : "min",
+				w->TY);
 	}
 	if (rc == 0) {
 		/* the results join the memo above only after the loop: nothing in
 		 * the loop reads them (levels) */
 		flush_loop(k, w, body, &tb, &lb);
+		kf_buf_put(body, comb.p ? comb.p : "", comb.n);
 		kf_buf_put(body, fin.p ? fin.p : "", fin.n);
 	}
+	kf_buf_free(&comb);
 	kf_buf_free(&tb);
 	kf_buf_free(&lb);
 	kf_buf_free(&fin);
@@ -308,7 +328,10 @@ static int stores(kx *k, col *w, kf_buf *body)
 			else
 				kf_buf_putc(&ix, 'o');
 			kf_buf_putc(&ix, '\0');
-			kf_buf_printf(b, "%so%u[%s] = ", elem ? "      " : "    ", j, ix.p);
+			/* a clamped column (o >= M) stores nothing; a column's own
+			 * value is stored by its first row */
+			kf_buf_printf(b, "%sif (%s) o%u[%s] = ", elem ? "      " : "    ", elem ? "kf_live" : "kf_live && ty == 0",
+				      j, ix.p);
 			kx_store(b, kx_dt(k, v), "t%d", x);
 			kf_buf_puts(b, ";\n");
 			kf_buf_free(&ix);
@@ -329,6 +352,24 @@ static int stores(kx *k, col *w, kf_buf *body)
 	return rc;
 }
 
+/* A thread a column walks its L elements alone: right for many short
+ * columns, slow for few long ones (an instance norm over 256x256 positions
+ * of 32 channels is 32 threads).  Long columns (L >= 64) with fewer than
+ * 65536 of them: a block of 1024 threads takes TX columns, its TY rows
+ * split each loop, and combine each reduction before the next level reads
+ * it.  TX = 8 adjacent columns when F's last dim is kept (a row then reads
+ * 8 adjacent elements), else 1 (the rows read along the column). */
+static void split_mode(col *w)
+{
+	w->TX = 1;
+	w->TY = 1;
+	if (w->L < 64 || w->M >= 65536)
+		return;
+	int r = w->F.rank;
+	w->TX = r > 0 && !(w->S >> (r - 1) & 1) && w->F.dim[r - 1] > 1 ? 8 : 1;
+	w->TY = 1024 / w->TX;
+}
+
 int kx_emit_colreduce(kx *k)
 {
 	kf_graph *g = k->g;
@@ -340,6 +381,7 @@ int kx_emit_colreduce(kx *k)
 	if (rn == KF_NONE || !kf_fuse_col_split(g, rn, &w.S, &w.M, &w.L))
 		return kx_fail(k, "a colreduce kernel without a reduction it can take");
 	w.F = *kf_vtype(g, kf_in(g, rn, 0));
+	split_mode(&w);
 	for (uint32_t i = 0; i < k->nnode; i++) {
 		kf_nid n = k->node[i];
 		unsigned s2;
@@ -363,10 +405,27 @@ int kx_emit_colreduce(kx *k)
 	}
 	const char *it = kx_it(k);
 	kf_buf *b = &k->b;
-	k->k->block = 256;
-	k->k->units = (w.M + 255) / 256 < 1 ? 1 : (w.M + 255) / 256;
-	kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
-		      it, it, (long long)w.M, it);
+	if (w.TY == 1) {
+		k->k->block = 256;
+		k->k->units = (w.M + 255) / 256 < 1 ? 1 : (w.M + 255) / 256;
+		kf_buf_puts(b, "  const int tx = 0, ty = 0;\n  const bool kf_live = true;\n");
+		kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
+			      it, it, (long long)w.M, it);
+	} else {
+		k->k->block = 1024;
+		k->k->units = (w.M + w.TX - 1) / w.TX;
+		if (k->k->units >= (1LL << 31))
+			return kx_fail(k, "a colreduce kernel with more than 2^31 blocks");
+		kf_buf_printf(b, "  __shared__ double kf_rd[%d][%d];\n  __shared__ long long kf_rl[%d][%d];\n", w.TY, w.TX,
+			      w.TY, w.TX);
+		kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n", w.TX, w.TX);
+		/* block-uniform loop (every thread meets each __syncthreads); a
+		 * column past M computes column M - 1's values and stores nothing */
+		kf_buf_printf(b, "  for (%s ob = (%s)blockIdx.x * %d; ob < %lld; ob += (%s)gridDim.x * %d) {\n", it, it, w.TX,
+			      (long long)w.M, it, w.TX);
+		kf_buf_printf(b, "    const bool kf_live = ob + tx < %lld;\n    const %s o = kf_live ? ob + tx : %lld;\n",
+			      (long long)w.M, it, (long long)(w.M - 1));
+	}
 	coords(k, &w, b, false, "o", w.M, "    ");
 	kf_buf_put(b, body.p ? body.p : "", body.n);
 	kf_buf_puts(b, "  }\n");

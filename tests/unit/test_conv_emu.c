@@ -354,6 +354,27 @@ static void reductions(void **st)
 	};
 	for (size_t i = 0; i < sizeof g / sizeof *g; i++)
 		check_graph(g[i], NULL, 1e-3, 1e-3, 400 + i);
+	/* column kernels (emit_colreduce.c) of long columns: a block's rows
+	 * split each level's loop and combine before the next level */
+	static const char *const cg[] = {
+		/* an instance norm, channels-last: 900 positions x 32 columns */
+		"graph @n(%x: f32[2,30,30,16]) -> (f32[2,30,30,16]) {\n"
+		"  %m = reduce_mean(%x) {axes = [1, 2], keepdims = true} : f32[2,1,1,16]\n"
+		"  %d = sub(%x, %m) : f32[2,30,30,16]\n  %q = mul(%d, %d) : f32[2,30,30,16]\n"
+		"  %v = reduce_mean(%q) {axes = [1, 2], keepdims = true} : f32[2,1,1,16]\n"
+		"  %e = const 0.00001 : f32[]\n  %a = add(%v, %e) : f32[2,1,1,16]\n  %r = sqrt(%a) : f32[2,1,1,16]\n"
+		"  %y = div(%d, %r) : f32[2,30,30,16]\n  return %y\n}\n",
+		/* columns normalised over axis 0: 5 columns (3 of the block's 8 past M) */
+		"graph @s(%x: f16[300,5]) -> (f16[300,5]) {\n"
+		"  %e = exp(%x) : f16[300,5]\n  %m = reduce_sum(%e) {axes = [0], keepdims = true} : f16[1,5]\n"
+		"  %y = div(%e, %m) : f16[300,5]\n  return %y\n}\n",
+		/* a max over the reduced last dim, read along the column */
+		"graph @c(%x: f32[3,70,40]) -> (f32[1,70,1]) {\n"
+		"  %y = reduce_max(%x) {axes = [0, 2], keepdims = true} : f32[1,70,1]\n  %z = exp(%y) : f32[1,70,1]\n"
+		"  return %z\n}\n",
+	};
+	for (size_t i = 0; i < sizeof cg / sizeof *cg; i++)
+		check_graph(cg[i], "fuse", 2e-3, 2e-3, 420 + i);
 }
 
 /* The host copy of the gather (emit_conv.h) is the device's text: its
