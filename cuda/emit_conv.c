@@ -3,7 +3,7 @@
  * analyses a conv as it does a matmul, emit_mma.c and the SIMT kernel load
  * A through kf_conv_gather); this file has the conv's geometry, its
  * gather, the epilogue's index of a value broadcast to the conv's result,
- * the direct kernel of grouped and depthwise convs, and the pools.
+ * the direct kernels of depthwise and grouped convs, and the pools.
  *
  * requires: static shapes, convs channels-last (pools either form).
  * Numerics: as the matmul kernels: f16/bf16/f32 accumulate in f32, f64 in
@@ -301,6 +301,7 @@ static void open_taps(kf_buf *b, const kx_conv *cv)
  * wide), called as before with (row, channel). */
 typedef struct dw_plan {
 	int V, asz, R, CS, P, TR, L;
+	int MB;                /* __launch_bounds__'s blocks per SM; 0: DW_WARPS' worth */
 	uint64_t used;         /* bit i: a row's input vector i is read by some (kw, r) */
 	int64_t G, NS, OWG, Q; /* channel vectors, slices of CS, tiles per output row, tiles per channel vector */
 } dw_plan;
@@ -308,10 +309,17 @@ typedef struct dw_plan {
 /* A block's weights: under the 48 KiB of static shared memory, and small
  * enough that 5 blocks fit an H200 SM's 228 KiB. */
 #define DW_SMEM (40 * 1024)
-/* The 4-byte registers a tile's converted inputs and accumulators may take:
- * under the kernel's cap of 128 (__launch_bounds__ below), room left for
- * indices and weights, so that nothing spills. */
-#define DW_REGS 112
+/* Warps an SM should hold, through __launch_bounds__'s blocks per SM (a
+ * cap of 65536 / (32 x warps) registers a thread), and the 4-byte
+ * registers a tile's converted inputs and accumulators may then take (room
+ * left for indices and weights: nothing spills, checked with ptxas on
+ * MobileNetV2's and ConvNeXt-T's layers).  Up to 3x3 taps the kernel is
+ * memory-bound (a multiply-add or two per byte moved): 24 warps, 85
+ * registers, for more loads in flight; larger kernels are bound by their
+ * multiply-adds: 16 warps, 128 registers, for larger tiles (fewer loads
+ * and conversions an output). */
+#define DW_WARPS(cv) ((cv)->KK <= 9 ? 24 : 16)
+#define DW_REGS(cv) ((cv)->KK <= 9 ? 80 : 112)
 /* Blocks wanted at least before a small conv's blocks are made smaller: 2
  * per SM of an H200 (132 SMs), so that a batch-1 layer spreads over the
  * GPU instead of queueing on a few SMs. */
@@ -356,7 +364,7 @@ static int dw_pick_r(const kx_conv *cv, const dw_plan *p)
 	int64_t bc = 0;
 	for (int R = 1; R <= 8 && R <= cv->out[2]; R++) {
 		int L = dw_span(cv, R);
-		if (L > 64 || (R > 1 && (L + R) * p->V * p->asz / 4 > DW_REGS))
+		if (L > 64 || (R > 1 && (L + R) * p->V * p->asz / 4 > DW_REGS(cv)))
 			continue;
 		int64_t c = dw_cost(cv, p, R);
 		if (!best || c < bc)
@@ -396,23 +404,24 @@ static void dw_pick_block(const kx_conv *cv, dw_plan *p)
 		p->TR *= 2;
 }
 
-/* $KFUSE_DEPTHWISE, "r<R>c<CS>p<P>t<TR>" (any of them: "r3c2"), over the
- * choices: for measuring others on a GPU, and for tests of uncommon ones. */
+/* $KFUSE_DEPTHWISE, "r<R>c<CS>p<P>t<TR>b<MB>" (any of them: "r3c2"), over
+ * the choices: for measuring others on a GPU, and for tests of uncommon
+ * ones. */
 static int dw_override(kx *k, const kx_conv *cv, dw_plan *p, const char *env)
 {
 	for (const char *s = env; *s;) {
 		char c = *s++, *e;
 		long v = strtol(s, &e, 10);
-		if (e == s || v < 1 || v > 1024 || !strchr("rcpt", c))
-			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not r<R>c<CS>p<P>t<TR>", env);
+		if (e == s || v < 1 || v > 1024 || !strchr("rcptb", c))
+			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not r<R>c<CS>p<P>t<TR>b<MB>", env);
 		s = e;
-		*(c == 'r' ? &p->R : c == 'c' ? &p->CS : c == 'p' ? &p->P : &p->TR) = (int)v;
+		*(c == 'r' ? &p->R : c == 'c' ? &p->CS : c == 'p' ? &p->P : c == 't' ? &p->TR : &p->MB) = (int)v;
 	}
 	p->NS = p->G / p->CS;
 	if (p->R > 8 || dw_span(cv, p->R) > 64 || p->G % p->CS || cv->KK * p->CS * p->V * p->asz > DW_SMEM ||
-	    p->CS * p->P > 1024 || p->TR > 64)
+	    p->CS * p->P > 1024 || p->TR > 64 || p->MB > 32)
 		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' does not fit this conv (R <= 8, CS dividing %lld, "
-			       "its weights in %d bytes, CS x P <= 1024, TR <= 64)", env, (long long)p->G, DW_SMEM);
+			       "its weights in %d bytes, CS x P <= 1024, TR <= 64, MB <= 32)", env, (long long)p->G, DW_SMEM);
 	return 0;
 }
 
@@ -547,10 +556,8 @@ static int emit_depthwise(kx *k, kx_mm *mm, int V)
 	k->k->block = T;
 	k->k->units = dw_units(&p);
 	k->k->per_sm = -1;
-	/* at most 128 registers a thread (DW_REGS's budget), so that 16
-	 * warps an SM keep their loads in flight */
 	int warps = (T + 31) / 32;
-	k->k->min_blocks = warps < 16 ? 16 / warps : 1;
+	k->k->min_blocks = p.MB ? p.MB : warps < DW_WARPS(cv) ? DW_WARPS(cv) / warps : 1;
 	if (k->k->units >= (1LL << 31))
 		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
 	bool pair = kx_mm_epilogue2(k, mm) == 0;
