@@ -9,8 +9,10 @@
  * gathered on the way into shared memory (16-byte cp.async chunks of 8
  * f16 channels where C allows), W [O, KD, KH, KW, C] read as the [O, K]
  * operand it already is, and the epilogue (bias, activation, residual) of
- * the matmul kernels on the accumulator.  A grouped or depthwise conv runs
- * as a direct kernel (a thread per output element, the same epilogue), and
+ * the matmul kernels on the accumulator.  A depthwise conv runs as a
+ * direct kernel of its own (weights in shared memory, a thread a row of
+ * outputs of one channel vector), a grouped conv as a direct kernel (a
+ * thread per output element), both with the same epilogue, and
  * max_pool / avg_pool as a direct kernel of their own.  2-D and 1-D convs
  * are 3-D ones with leading dims of size 1.
  */

@@ -163,6 +163,7 @@ typedef struct conv_case {
 	int epi;          /* 0: none; 1: bias; 2: bias, per-channel scale, residual, relu */
 	const char *tile; /* KFUSE_CONV_TILE, or NULL */
 	bool tf32;
+	const char *dw;   /* KFUSE_DEPTHWISE (the depthwise kernel's choices), or NULL */
 } conv_case;
 
 static void shape_text(char *o, size_t n, const char *dt, int N, int C, int nsp, const int *sp, bool cl)
@@ -187,7 +188,8 @@ static void list_text(char *o, size_t n, const int *a, int cnt, const int *b)
 	snprintf(o + k, n - (size_t)k, "]");
 }
 
-static void check_conv(const conv_case *cc, uint64_t seed)
+/* The graph of case cc: a conv fusion over x, w and the epilogue's operands. */
+static void conv_text(const conv_case *cc, char *text, size_t size)
 {
 	int out[3], Cg = cc->C / cc->G;
 	for (int i = 0; i < cc->nsp; i++)
@@ -214,25 +216,33 @@ static void check_conv(const conv_case *cc, uint64_t seed)
 		snprintf(ops + strlen(ops), sizeof ops - strlen(ops), "%s%%%s", i ? ", " : "", nm[i]);
 		snprintf(bargs + strlen(bargs), sizeof bargs - strlen(bargs), "%s%%%d: %s", i ? ", " : "", i, ty[i]);
 	}
-	char text[4096];
-	int n = snprintf(text, sizeof text,
+	int n = snprintf(text, size,
 			 "graph @c(%s) -> (%s) {\n  %%y = fusion @c0(%s) {kind = \"conv\"%s} : %s {\n  ^(%s):\n"
 			 "    %%c = conv(%%0, %%1%s) {%sdilations = %s, group = %d, pads = %s, strides = %s} : %s\n",
 			 args, yt, ops, cc->tf32 ? ", tf32 = true" : "", yt, bargs, cc->epi ? ", %2" : "",
 			 cc->cl ? "channels_last = true, " : "", dd, cc->G, pp, ss, yt);
 	if (cc->epi == 2)
-		n += snprintf(text + n, sizeof text - (size_t)n,
+		n += snprintf(text + n, size - (size_t)n,
 			      "    %%m = mul(%%c, %%3) : %s\n    %%a = add(%%m, %%4) : %s\n    %%z = relu(%%a) : %s\n"
 			      "    yield %%z\n  }\n  return %%y\n}\n", yt, yt, yt);
 	else
-		n += snprintf(text + n, sizeof text - (size_t)n, "    yield %%c\n  }\n  return %%y\n}\n");
-	assert_true(n < (int)sizeof text);
+		n += snprintf(text + n, size - (size_t)n, "    yield %%c\n  }\n  return %%y\n}\n");
+	assert_true(n < (int)size);
+}
+
+static void check_conv(const conv_case *cc, uint64_t seed)
+{
+	char text[4096];
+	conv_text(cc, text, sizeof text);
 	if (cc->tile)
 		setenv("KFUSE_CONV_TILE", cc->tile, 1);
+	if (cc->dw)
+		setenv("KFUSE_DEPTHWISE", cc->dw, 1);
 	bool lowp = !strcmp(cc->dt, "f16") || !strcmp(cc->dt, "bf16") || cc->tf32;
 	double tol = !strcmp(cc->dt, "bf16") ? 3e-2 : lowp ? 6e-3 : 1e-4;
 	check_graph(text, NULL, tol, tol, seed);
 	unsetenv("KFUSE_CONV_TILE");
+	unsetenv("KFUSE_DEPTHWISE");
 }
 
 static void conv_gemm(void **st)
@@ -287,6 +297,85 @@ static void conv_direct(void **st)
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
 		check_conv(&cs[i], 200 + i);
+}
+
+/* The depthwise kernel (a block's weights in shared memory, a thread R
+ * outputs along W of one 16-byte channel vector): 7x7 and 3x3 (ConvNeXt's
+ * and MobileNet's), strides whose last tile passes the row's end, a
+ * dilation, strides that skip input vectors, channel vectors that are no
+ * power of two (24) or one, batches, 1-D and 3-D, every dtype, every
+ * epilogue, and the block shapes $KFUSE_DEPTHWISE forces: several channel
+ * slices, several trips, blocks whose last tiles are past the output. */
+static void conv_depthwise(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	conv_case cs[] = {
+		{"f16", true, 2, 2, 24, 24, 24, {6, 9}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 1, NULL},
+		{"f16", true, 2, 1, 192, 192, 192, {4, 5}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 2, NULL},
+		{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, NULL},
+		{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "r3"},
+		{"f32", true, 2, 2, 12, 12, 12, {7, 10}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 2, NULL},
+		{"f16", true, 2, 3, 8, 8, 8, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL},
+		{"bf16", true, 2, 2, 8, 8, 8, {7, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, 2, NULL},
+		{"bf16", true, 2, 1, 24, 24, 24, {6, 7}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 2, NULL},
+		{"f16", true, 1, 2, 16, 16, 16, {19}, {5}, {1}, {1}, {2}, {2}, 1, NULL},
+		{"f32", true, 1, 1, 8, 8, 8, {17}, {3}, {2}, {2}, {2}, {1}, 0, NULL},
+		{"f32", true, 1, 1, 4, 4, 4, {20}, {2}, {3}, {1}, {0}, {1}, 1, NULL, false, "r4"},
+		{"f16", true, 3, 1, 8, 8, 8, {4, 5, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, NULL},
+		{"f64", true, 2, 1, 4, 4, 4, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL},
+		{"f16", true, 2, 2, 48, 48, 48, {7, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "r3c2p3t2"},
+		{"f32", true, 2, 1, 16, 16, 16, {9, 6}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "c1p5t3r2"},
+		/* weights past the shared memory (1331 taps): the generic direct kernel */
+		{"f16", true, 3, 1, 8, 8, 8, {11, 11, 11}, {11, 11, 11}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, NULL},
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+		check_conv(&cs[i], 400 + i);
+}
+
+/* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
+static int emit_case(const conv_case *cc, const char *dw, kf_kernel *k)
+{
+	char text[4096];
+	conv_text(cc, text, sizeof text);
+	kf_ctx *c = kf_ctx_new();
+	kf_module *m = kft_parse(c, text);
+	kf_graph *g = m->graph[0];
+	if (dw)
+		setenv("KFUSE_DEPTHWISE", dw, 1);
+	int rc = kf_emit_node(g, g->blk[0].first, k);
+	unsetenv("KFUSE_DEPTHWISE");
+	kf_module_free(m);
+	kf_ctx_free(c);
+	return rc;
+}
+
+/* Which kernel a depthwise conv gets, and its launch: weights through
+ * shared memory; the generic kernel when they do not fit; a block of
+ * CS x P threads, NS x ceil(Q / (P TR)) blocks; a bad $KFUSE_DEPTHWISE
+ * an error. */
+static void depthwise_plan(void **st)
+{
+	conv_case dw = {"f16", true, 2, 32, 192, 192, 192, {28, 28}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 1, NULL};
+	kf_kernel k;
+	unsetenv("KFUSE_DEPTHWISE"); /* a failed check_conv may have left it */
+	assert_int_equal(emit_case(&dw, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "__shared__ __align__(16) float kf_w[9408]")); /* 49 taps x 192 channels */
+	assert_null(strstr(k.src, "ow0 + r >=")); /* R = 4 divides 28: no row-end guard */
+	assert_int_equal(k.block, 240); /* 24 vectors x 10 tiles */
+	assert_int_equal(k.units, (32 * 28 * 7 + 9) / 10);
+	kf_kernel_free(&k);
+	assert_int_equal(emit_case(&dw, "r3c8p4t2", &k), 0); /* 3 slices of 8 vectors; 28 = 9 x 3 + 1 */
+	assert_int_equal(k.block, 32);
+	assert_int_equal(k.units, 3 * ((32 * 28 * 10 + 7) / 8));
+	assert_non_null(strstr(k.src, "if (ow0 + r >= 28) break;"));
+	kf_kernel_free(&k);
+	assert_int_not_equal(emit_case(&dw, "c5", &k), 0); /* 5 does not divide 24 */
+	assert_int_not_equal(emit_case(&dw, "r9", &k), 0);
+	conv_case big = {"f16", true, 3, 1, 8, 8, 8, {11, 11, 11}, {11, 11, 11}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 0, NULL};
+	assert_int_equal(emit_case(&big, NULL, &k), 0);
+	assert_null(strstr(k.src, "kf_w"));
+	kf_kernel_free(&k);
 }
 
 static void pools(void **st)
@@ -407,6 +496,8 @@ int main(void)
 		cmocka_unit_test(emu_catches),
 		cmocka_unit_test(conv_gemm),
 		cmocka_unit_test(conv_direct),
+		cmocka_unit_test(conv_depthwise),
+		cmocka_unit_test(depthwise_plan),
 		cmocka_unit_test(pools),
 		cmocka_unit_test(reductions),
 	};
