@@ -131,6 +131,15 @@ void kx_conv_rows_setup(kx *k, const kx_mm *mm, int rows, int per, int v, int th
 void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, const char *dst, int param);
 /* The direct kernel of a grouped, depthwise or channels-first conv. */
 int kx_conv_emit_direct(kx *k, kx_mm *mm);
+/* The direct kernels' shared text: statements splitting output position
+ * `row` into n, od, oh, ow; the loops over the taps (kd, kh, kw) that land
+ * inside the input, id, ih, iw in scope (three closing braces end them). */
+void kx_conv_split_row(kf_buf *b, const kx_conv *cv, const char *it, const char *row);
+void kx_conv_open_taps(kf_buf *b, const kx_conv *cv);
+/* emit_depthwise.c: a channels-last depthwise conv whose channels come in
+ * 16-byte vectors of V; 1 when it takes another kernel (weights too large
+ * for its shared memory), else 0 or an emit error. */
+int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V);
 /* The conv part of sh (set from mm by the contraction's shape_of): conv,
  * pw, geo, and raw (A's rows copied 16 bytes at a time). */
 void kx_conv_shape(const kx_mm *mm, kf_mm_shape *sh);

@@ -329,8 +329,14 @@ static void conv_depthwise(void **st)
 		/* weights past the shared memory (1331 taps): the generic direct kernel */
 		{"f16", true, 3, 1, 8, 8, 8, {11, 11, 11}, {11, 11, 11}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, NULL},
 	};
-	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
-		check_conv(&cs[i], 400 + i);
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		check_conv(&cs[i], 400 + i); /* these small convs: the vector kernel, unless forced */
+		if (!cs[i].dw) {             /* and the tiled kernel with its own choices */
+			conv_case t = cs[i];
+			t.dw = "";
+			check_conv(&t, 450 + i);
+		}
+	}
 }
 
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
@@ -364,6 +370,15 @@ static void depthwise_plan(void **st)
 	assert_null(strstr(k.src, "ow0 + r >=")); /* R = 4 divides 28: no row-end guard */
 	assert_int_equal(k.block, 240); /* 24 vectors x 10 tiles */
 	assert_int_equal(k.units, (32 * 28 * 7 + 9) / 10);
+	kf_kernel_free(&k);
+	/* batch 1 (150528 outputs, under 2^19): the vector kernel, no shared weights */
+	conv_case small = dw;
+	small.N = 1;
+	assert_int_equal(emit_case(&small, NULL, &k), 0);
+	assert_null(strstr(k.src, "__shared__"));
+	kf_kernel_free(&k);
+	assert_int_equal(emit_case(&small, "", &k), 0); /* $KFUSE_DEPTHWISE set: the tiled one */
+	assert_non_null(strstr(k.src, "kf_w["));
 	kf_kernel_free(&k);
 	assert_int_equal(emit_case(&dw, "r3c8p4t2", &k), 0); /* 3 slices of 8 vectors; 28 = 9 x 3 + 1 */
 	assert_int_equal(k.block, 32);
