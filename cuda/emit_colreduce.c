@@ -28,7 +28,7 @@ typedef struct col {
 	kf_type F;
 	unsigned S;
 	int64_t M, L;
-	int TX, TY;  /* split mode: a block's 1024 threads as TX columns x TY rows; TY = 1: a thread a column */
+	int TX, TY;  /* split mode: a block of TX columns x TY rows; TY = 1: a thread a column */
 	kf_buf *tb;  /* per-column code before the current loop */
 	kf_buf *lb;  /* the current loop's body; NULL outside a loop */
 } col;
@@ -355,7 +355,7 @@ static int stores(kx *k, col *w, kf_buf *body)
 /* A thread a column walks its L elements alone: right for many short
  * columns, slow for few long ones (an instance norm over 256x256 positions
  * of 32 channels is 32 threads).  Long columns (L >= 64) with fewer than
- * 65536 of them: a block of 1024 threads takes TX columns, its TY rows
+ * 65536 of them: a block takes TX columns, its TY rows (kx_split_rows)
  * split each loop, and combine each reduction before the next level reads
  * it.  TX = 8 adjacent columns when F's last dim is kept (a row then reads
  * 8 adjacent elements), else 1 (the rows read along the column). */
@@ -367,7 +367,7 @@ static void split_mode(col *w)
 		return;
 	int r = w->F.rank;
 	w->TX = r > 0 && !(w->S >> (r - 1) & 1) && w->F.dim[r - 1] > 1 ? 8 : 1;
-	w->TY = 1024 / w->TX;
+	w->TY = kx_split_rows(w->L, w->TX);
 }
 
 int kx_emit_colreduce(kx *k)
@@ -412,7 +412,7 @@ int kx_emit_colreduce(kx *k)
 		kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
 			      it, it, (long long)w.M, it);
 	} else {
-		k->k->block = 1024;
+		k->k->block = w.TX * w.TY;
 		k->k->units = (w.M + w.TX - 1) / w.TX;
 		if (k->k->units >= (1LL << 31))
 			return kx_fail(k, "a colreduce kernel with more than 2^31 blocks");

@@ -167,6 +167,10 @@ kf_type kx_ptype(const kx *k, const kf_type *pt);
 int kx_emit_loop(kx *k);       /* emit_elementwise.c */
 int kx_emit_row(kx *k);        /* emit_reduce.c */
 int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
+/* Rows of a block that splits reductions of L elements, TX outputs wide: a
+ * power of two leaving each row 16 or more elements, the block 32 to 1024
+ * threads (emit_reduce.c; the column kernels use it too). */
+int kx_split_rows(int64_t L, int TX);
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
 int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */

@@ -571,13 +571,23 @@ static void reduce_loop(kx *k, kf_buf *b, const kf_type *X, const bool *sel, int
 		kf_buf_printf(b, ";\n      acc = kf_%s(acc, v);\n    }\n", o);
 }
 
+int kx_split_rows(int64_t L, int TX)
+{
+	int TY = 1;
+	while (TY * 2 * TX <= 1024 && TY * 2 * 16 <= L)
+		TY *= 2;
+	while (TY * TX < 32)
+		TY *= 2;
+	return TY;
+}
+
 /* reduce_{sum,mean,max,min} over its axes.  Many outputs over short
  * ranges: a thread per output.  A long range (a global pool over 112x112
  * positions, an .any() over a whole tensor): a thread per output would
  * walk it alone (a T5 isinf().any() took 1.45 ms, an EfficientNet
- * squeeze-excite pool 0.78 ms on the H200), so a block of 1024 threads
- * takes TX outputs, its TY = 1024 / TX thread rows split the range, and a
- * shared-memory tree combines them.  TX = 8 consecutive outputs when X's
+ * squeeze-excite pool 0.78 ms on the H200), so a block takes TX outputs,
+ * its TY thread rows (kx_split_rows: up to 1024 / TX, 16 or more elements
+ * each) split the range, and a shared-memory tree combines them.  TX = 8 consecutive outputs when X's
  * last dim is kept (a channels-last pool: a thread row then reads 8
  * adjacent elements), else TX = 1 and the rows read the range itself
  * coalesced.  The sum's order differs from the interpreter's sequential
@@ -615,8 +625,8 @@ static int generic_reduce(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 		k->k->units = (M + 255) / 256;
 		return 0;
 	}
-	int TX = X.rank > 0 && !sel[X.rank - 1] && X.dim[X.rank - 1] > 1 ? 8 : 1, TY = 1024 / TX;
-	k->k->block = 1024;
+	int TX = X.rank > 0 && !sel[X.rank - 1] && X.dim[X.rank - 1] > 1 ? 8 : 1, TY = kx_split_rows(RN, TX);
+	k->k->block = TX * TY;
 	k->k->units = (M + TX - 1) / TX;
 	if (k->k->units >= (1LL << 31))
 		return kx_fail(k, "a reduction with more than 2^31 blocks of outputs");
