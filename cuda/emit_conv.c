@@ -263,6 +263,21 @@ void kx_conv_rows_load(kx *k, const kx_mm *mm, int rows, int per, int threads, c
 
 /* ---- the direct kernels --------------------------------------------------------------- */
 
+/* A thread an output unit (an element, or a vector of channels): blocks of
+ * 256 over `total` units, and `idx`, the thread's unit, in scope (threads
+ * past the end return).  `what` names the op in the error. */
+int kx_conv_thread_grid(kx *k, int64_t total, const char *what)
+{
+	k->k->block = 256;
+	k->k->units = (total + 255) / 256;
+	k->k->per_sm = -1;
+	if (k->k->units >= (1LL << 31))
+		return kx_fail(k, "a %s with more than 2^31 blocks of outputs", what);
+	kf_buf_printf(&k->b, "  const %s idx = (%s)blockIdx.x * 256 + threadIdx.x;\n  if (idx >= %lldLL) return;\n", kx_it(k),
+		      kx_it(k), (long long)total);
+	return 0;
+}
+
 /* Opens the loops over the taps (kd, kh, kw) that land inside the input,
  * with id, ih, iw in scope; three closing braces end them. */
 void kx_conv_open_taps(kf_buf *b, const kx_conv *cv)
@@ -288,16 +303,11 @@ int kx_conv_emit_direct(kx *k, kx_mm *mm)
 			return rc;
 	}
 	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm);
-	int64_t total = mm->M * mm->N, block = 256, P = cv->out[0] * cv->out[1] * cv->out[2];
+	int64_t P = cv->out[0] * cv->out[1] * cv->out[2];
 	int64_t Pin = cv->in[0] * cv->in[1] * cv->in[2];
 	kf_buf *b = &k->b;
-	k->k->block = (int)block;
-	k->k->units = (total + block - 1) / block;
-	k->k->per_sm = -1;
-	if (k->k->units >= (1LL << 31))
-		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
-	kf_buf_printf(b, "  const %s idx = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (idx >= %lldLL) return;\n", it, it,
-		      (long long)block, (long long)total);
+	if (kx_conv_thread_grid(k, mm->M * mm->N, "conv") != 0)
+		return -1;
 	/* consecutive threads along the layout's innermost dim: channels, or
 	 * positions channels-first */
 	if (cv->cl)
@@ -348,16 +358,11 @@ static int emit_conv_transpose(kx *k)
 	pad3(&w, &cv);
 	kf_dtype xt = kx_dt(k, k->param[0]), wt = kx_dt(k, k->param[1]);
 	const char *it = kx_it(k), *acc = xt == KF_F64 ? "double" : "float";
-	int64_t total = kx_numel(k, k->out[0]), block = 256, P = cv.out[0] * cv.out[1] * cv.out[2];
+	int64_t P = cv.out[0] * cv.out[1] * cv.out[2];
 	int64_t Pin = cv.in[0] * cv.in[1] * cv.in[2];
 	kf_buf *b = &k->b;
-	k->k->block = (int)block;
-	k->k->units = (total + block - 1) / block;
-	k->k->per_sm = -1;
-	if (k->k->units >= (1LL << 31))
-		return kx_fail(k, "a conv_transpose with more than 2^31 blocks of outputs");
-	kf_buf_printf(b, "  const %s idx = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (idx >= %lldLL) return;\n", it, it,
-		      (long long)block, (long long)total);
+	if (kx_conv_thread_grid(k, kx_numel(k, k->out[0]), "conv_transpose") != 0)
+		return -1;
 	kf_buf_printf(b, "  const %s p = idx %% %lld, o = idx / %lld %% %lld, n = idx / %lld;\n", it, (long long)P,
 		      (long long)P, (long long)cv.O, (long long)(P * cv.O));
 	kf_buf_printf(b, "  const int ow = (int)(p %% %lld), oh = (int)(p / %lld %% %lld), od = (int)(p / %lld);\n",
@@ -437,15 +442,9 @@ int kx_emit_pool(kx *k)
 	if (w.cl && (dt == KF_F16 || dt == KF_BF16 || dt == KF_F32) && kx_dt(k, k->out[0]) == dt &&
 	    cv.C % (16 / (int64_t)kf_dtype_size(dt)) == 0)
 		V = 16 / (int)kf_dtype_size(dt);
-	int64_t total = kx_numel(k, k->out[0]) / V, block = 256;
 	kf_buf *b = &k->b;
-	k->k->block = (int)block;
-	k->k->units = (total + block - 1) / block;
-	k->k->per_sm = -1;
-	if (k->k->units >= (1LL << 31))
-		return kx_fail(k, "a pool with more than 2^31 blocks of outputs");
-	kf_buf_printf(b, "  const %s idx = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (idx >= %lldLL) return;\n", it, it,
-		      (long long)block, (long long)total);
+	if (kx_conv_thread_grid(k, kx_numel(k, k->out[0]) / V, "pool") != 0)
+		return -1;
 	int64_t P = cv.out[0] * cv.out[1] * cv.out[2], Pin = cv.in[0] * cv.in[1] * cv.in[2];
 	if (w.cl) {
 		kf_buf_printf(b, "  const %s c = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)(cv.C / V), V,

@@ -35,16 +35,11 @@ static int emit_vector(kx *k, kx_mm *mm, int V)
 {
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm), *st = kx_st(mm->a.st);
-	int64_t groups = cv->C / V, total = mm->M * groups, block = 256;
+	int64_t groups = cv->C / V;
 	kf_buf *b = &k->b;
-	k->k->block = (int)block;
-	k->k->units = (total + block - 1) / block;
-	k->k->per_sm = -1;
-	if (k->k->units >= (1LL << 31))
-		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
 	bool pair = kx_mm_epilogue2(k, mm) == 0;
-	kf_buf_printf(b, "  const %s idx = (%s)blockIdx.x * %lld + threadIdx.x;\n  if (idx >= %lldLL) return;\n", it, it,
-		      (long long)block, (long long)total);
+	if (kx_conv_thread_grid(k, mm->M * groups, "conv") != 0)
+		return -1;
 	kf_buf_printf(b, "  const %s col = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)groups, V,
 		      (long long)groups);
 	kx_conv_split_row(b, cv, it, "row");

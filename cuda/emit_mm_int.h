@@ -136,6 +136,9 @@ int kx_conv_emit_direct(kx *k, kx_mm *mm);
  * inside the input, id, ih, iw in scope (three closing braces end them). */
 void kx_conv_split_row(kf_buf *b, const kx_conv *cv, const char *it, const char *row);
 void kx_conv_open_taps(kf_buf *b, const kx_conv *cv);
+/* A thread a unit of `total`: the launch (blocks of 256) and `idx`, the
+ * thread's unit, in scope; an error naming `what` past 2^31 blocks. */
+int kx_conv_thread_grid(kx *k, int64_t total, const char *what);
 /* emit_depthwise.c: a channels-last depthwise conv whose channels come in
  * 16-byte vectors of V; 1 when it takes another kernel (weights too large
  * for its shared memory), else 0 or an emit error. */
