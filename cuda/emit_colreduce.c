@@ -215,7 +215,10 @@ static void flush_loop(kx *k, col *w, kf_buf *body, kf_buf *tb, kf_buf *lb)
 {
 	const char *it = kx_it(k);
 	kf_buf_put(body, tb->p ? tb->p : "", tb->n);
-	kf_buf_printf(body, "    for (%s j = ty; j < %lld; j += %d) {\n", it, (long long)w->L, w->TY);
+	if (w->TY == 1)
+		kf_buf_printf(body, "    for (%s j = 0; j < %lld; j++) {\n", it, (long long)w->L);
+	else
+		kf_buf_printf(body, "    for (%s j = ty; j < %lld; j += %d) {\n", it, (long long)w->L, w->TY);
 	coords(k, w, body, true, "j", w->L, "      ");
 	kf_buf_put(body, lb->p ? lb->p : "", lb->n);
 	kf_buf_puts(body, "    }\n");
@@ -330,8 +333,8 @@ static int stores(kx *k, col *w, kf_buf *body)
 			kf_buf_putc(&ix, '\0');
 			/* a clamped column (o >= M) stores nothing; a column's own
 			 * value is stored by its first row */
-			kf_buf_printf(b, "%sif (%s) o%u[%s] = ", elem ? "      " : "    ", elem ? "kf_live" : "kf_live && ty == 0",
-				      j, ix.p);
+			const char *guard = w->TY == 1 ? "" : elem ? "if (kf_live) " : "if (kf_live && ty == 0) ";
+			kf_buf_printf(b, "%s%so%u[%s] = ", elem ? "      " : "    ", guard, j, ix.p);
 			kx_store(b, kx_dt(k, v), "t%d", x);
 			kf_buf_puts(b, ";\n");
 			kf_buf_free(&ix);
@@ -408,7 +411,6 @@ int kx_emit_colreduce(kx *k)
 	if (w.TY == 1) {
 		k->k->block = 256;
 		k->k->units = (w.M + 255) / 256 < 1 ? 1 : (w.M + 255) / 256;
-		kf_buf_puts(b, "  const int tx = 0, ty = 0;\n  const bool kf_live = true;\n");
 		kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
 			      it, it, (long long)w.M, it);
 	} else {

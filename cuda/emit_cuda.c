@@ -384,7 +384,30 @@ static int cast_expr(kx *k, kf_nid n, const char *a, kf_buf *o)
 	return 0;
 }
 
+/* Integers live in long long in a kernel; an op whose result type is
+ * narrower (i8, i32) wraps to it, as the interpreter's store does (and
+ * numpy and PyTorch: abs(INT32_MIN) is INT32_MIN, INT32_MAX + 1 is
+ * INT32_MIN), before the next op of a fused body reads it.  Comparisons,
+ * where, min and max stay in range; casts convert in cast_expr. */
+static int op_expr_wide(kx *k, kf_nid n, const char *const *a, kf_buf *o);
+
+static bool wraps(int op)
+{
+	return op == KF_OP_ADD || op == KF_OP_SUB || op == KF_OP_MUL || op == KF_OP_DIV || op == KF_OP_POW ||
+	       op == KF_OP_NEG || op == KF_OP_ABS;
+}
+
 int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
+{
+	kf_dtype rt = kx_dt(k, kf_res(k->g, n, 0));
+	if ((rt == KF_I32 || rt == KF_I8) && wraps(kf_N(k->g, n)->op)) {
+		kf_buf_printf(o, "(long long)(%s)", rt == KF_I32 ? "int" : "signed char");
+	}
+	return op_expr_wide(k, n, a, o);
+}
+
+/* kx_op_expr in the kernel's wide types (long long, float, double). */
+static int op_expr_wide(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 {
 	kf_graph *g = k->g;
 	int op = kf_N(g, n)->op;

@@ -308,6 +308,28 @@ static int row_op(kx *k, row *w, kf_nid n)
 	return kx_fail(k, "op '%s' cannot run in a row kernel", kf_op(k->c, op)->name);
 }
 
+/* A constant's class by how the kernel reads it: a [2] constant in rows
+ * of F = [2, 2] is a value per row to a per-row op and a column to a
+ * layer norm's scale or an element-wise op over the row (numpy's
+ * alignment from the right).  rc: its class as a per-row value. */
+static kf_rowclass const_class(kx *k, const row *w, kf_vid v, kf_rowclass rc)
+{
+	kf_graph *g = k->g;
+	bool along = false;
+	kf_foreach_use(g, v, u) {
+		kf_nid un = g->use[u].user;
+		const kf_node *y = kf_N(g, un);
+		if (y->op == KF_OP_YIELD)
+			continue;
+		bool ln_operand = false;
+		for (uint32_t i = 1; y->op == KF_OP_LAYER_NORM && i < y->nin; i++)
+			ln_operand = ln_operand || kf_in(g, un, i) == v;
+		kf_rowclass yc = y->nres ? kf_fuse_rowclass(&w->F, w->a, kf_vtype(g, kf_res(g, un, 0)), false) : rc;
+		along = along || ln_operand || yc == KF_RC_FULL || yc == KF_RC_COL;
+	}
+	return along ? kf_fuse_rowclass(&w->F, w->a, kf_vtype(g, v), true) : rc;
+}
+
 static int elem_op(kx *k, row *w, kf_nid n)
 {
 	kf_graph *g = k->g;
@@ -315,6 +337,8 @@ static int elem_op(kx *k, row *w, kf_nid n)
 	kf_vid res = kf_res(g, n, 0);
 	kf_dtype dt = kx_dt(k, res);
 	kf_rowclass rc = kf_fuse_rowclass(&w->F, w->a, kf_vtype(g, res), false);
+	if (x->op == KF_OP_CONST)
+		rc = const_class(k, w, res, rc);
 	if (rc == KF_RC_BAD)
 		return kx_fail(k, "'%s' does not fit the rows of this kernel", kf_op(k->c, x->op)->name);
 	bool elem = rc == KF_RC_FULL || rc == KF_RC_COL;

@@ -135,9 +135,18 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 			if (!fz_same_dims(g, kf_V(g, kf_in(g, n, 0))->type, FT) || a2 != a)
 				return KF_FR_SHAPE_MISMATCH;
 			for (uint32_t i = 1; i < x->nin; i++) { /* layer_norm scale, bias */
-				kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, kf_in(g, n, i)), true);
+				kf_vid v = kf_in(g, n, i);
+				kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, v), true);
 				if (k != KF_RC_COL && k != KF_RC_SCALAR && k != KF_RC_FULL)
 					return KF_FR_SHAPE_MISMATCH;
+				/* read along the row (aligned from the right); one computed
+				 * in the kernel per row (a [R] value when R's dims equal the
+				 * row's: F = [2, 2]) would be read wrong.  A constant is
+				 * indexed as its uses read it (emit_reduce.c). */
+				kf_nid dn = kf_def(g, v);
+				if (k == KF_RC_COL && fz_rmember(z, fz_pos_of(z, v), ga, gb) && dn != KF_NONE &&
+				    kf_N(g, dn)->op != KF_OP_CONST && kf_fuse_rowclass(F, a, kf_vtype(g, v), false) >= KF_RC_ROW)
+					return KF_FR_REDUCE_THEN_BROADCAST_MISMATCH;
 			}
 			after_reduce = true;
 			/* a long chain of row ops (layer norm after layer norm) is

@@ -82,70 +82,6 @@ static void extreme_inputs(kf_tensor *in, int n, const char *mode)
 
 /* g2 (a copy of g, same ids) returns the values kernel k reads, then the
  * ones it writes: the interpreter's values for its parameters. */
-static void return_params(kf_graph *g2, const kf_kernel *k)
-{
-	uint32_t np = k->nin + k->nout;
-	kf_vid ret[64];
-	kf_tid ty[64];
-	assert_true(np <= 64);
-	for (uint32_t j = 0; j < np; j++) {
-		ret[j] = j < k->nin ? k->in[j] : k->out[j - k->nin];
-		ty[j] = kf_V(g2, ret[j])->type;
-	}
-	kf_node_erase(g2, kf_block_terminator(g2, 0));
-	kf_node_new(g2, 0, KF_NONE, KF_OP_RETURN, ret, np, NULL, 0);
-	kf_graph_set_results(g2, ty, np);
-}
-
-/* Node n's kernel k emulated on the interpreter's values of its inputs;
- * the elements of its outputs out of tolerance. */
-static int64_t check_kernel(kf_graph *g, kf_nid n, const kf_kernel *k, const kf_tensor *in, int nin,
-			    const char *model)
-{
-	uint32_t np = k->nin + k->nout;
-	kf_graph *g2 = kf_graph_clone(g);
-	return_params(g2, k);
-	kf_tensor *val = calloc(np, sizeof *val), *got = calloc(k->nout + 1, sizeof *got);
-	assert_non_null(val);
-	if (kf_interp_run(g2, in, nin, val, (int)np) != 0)
-		kft_fail_diags(g->ctx, model);
-	for (uint32_t j = 0; j < k->nout; j++)
-		assert_int_equal(kf_tensor_alloc_type(&got[j], kf_vtype(g, k->out[j])), 0);
-	int64_t bad = 0;
-	if (kfe_run(k, val, got)) {
-		for (uint32_t j = 0; j < k->nout; j++) {
-			const kf_tensor *want = &val[k->nin + j];
-			/* f32 kernels against the interpreter's f64 math; tensor
-			 * cores round to 16 bits, and a kernel over 16-bit values
-			 * keeps in f32 what the interpreter rounds after each op
-			 * (the models' values are O(1)) */
-			bool lowp = k->sm90a;
-			for (uint32_t q = 0; q < np; q++)
-				lowp |= val[q].dtype == KF_F16 || val[q].dtype == KF_BF16;
-			double rtol = lowp ? 2e-2 : 2e-3, atol = lowp ? 2e-2 : 2e-4;
-			kf_equiv_stat st;
-			kf_equiv_compare(&got[j], want, rtol, atol, &st);
-			if (st.nbad) {
-				kf_buf d = {0};
-				kf_equiv_describe(&d, &st);
-				fprintf(stderr, "emu %s: %s (%s %s, tile %s) output %u: %.*s\n", model, k->name,
-					kf_op(g->ctx, kf_N(g, n)->op)->name, kf_attr_str(g, n, "kind", ""),
-					kf_attr_str(g, n, "tile", "default"), j, (int)d.n, d.p);
-				kf_buf_free(&d);
-			}
-			bad += st.nbad;
-		}
-	}
-	for (uint32_t j = 0; j < np; j++)
-		kf_tensor_free(&val[j]);
-	for (uint32_t j = 0; j < k->nout; j++)
-		kf_tensor_free(&got[j]);
-	free(val);
-	free(got);
-	kf_graph_free(g2);
-	return bad;
-}
-
 /* model through `amp` (pre: "amp{dtype=bf16},") or none (""). */
 static void run_model_amp(const char *model, const char *pre);
 
@@ -193,7 +129,7 @@ static void run_model_amp(const char *model, const char *pre)
 		if (rc != 0)
 			continue; /* no kernel: a const, an alias, a body run op by op */
 		kernels++;
-		if (check_kernel(g, n, &k, in, nin, model) > 0)
+		if (kfe_check_node(g, n, &k, in, nin, model) > 0)
 			bad_kernels++;
 		kf_kernel_free(&k);
 	}
