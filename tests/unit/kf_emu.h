@@ -350,6 +350,13 @@ static inline int64_t kfe_check_node(kf_graph *g, kf_nid n, const kf_kernel *k, 
 			bool lowp = k->sm90a;
 			for (uint32_t q = 0; q < np; q++)
 				lowp |= val[q].dtype == KF_F16 || val[q].dtype == KF_BF16;
+			/* a fused body's 16-bit intermediates, kept in f32 by the kernel */
+			if (kf_N(g, n)->op == KF_OP_FUSION)
+				kf_foreach_node(g, kf_N(g, n)->body, m)
+					for (uint32_t r = 0; r < kf_N(g, m)->nres; r++) {
+						kf_dtype dt = (kf_dtype)kf_vtype(g, kf_res(g, m, r))->dtype;
+						lowp |= dt == KF_F16 || dt == KF_BF16;
+					}
 			double rtol = lowp ? 2e-2 : 2e-3, atol = lowp ? 2e-2 : 2e-4;
 			kf_equiv_stat st;
 			kf_equiv_compare(&got[j], want, rtol, atol, &st);

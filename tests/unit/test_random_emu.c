@@ -11,8 +11,10 @@
  * constants are not, and a kernel computing in f32 what the interpreter
  * computes in f64 may round an ill-conditioned result differently (a
  * difference of two large values), so a kernel whose inputs or body
- * constants hold a non-finite value or one beyond 1e4 may differ (the
- * count is printed); any other difference fails.
+ * constants hold a non-finite value or one beyond 100 may differ (the
+ * count is printed); any other difference fails.  A fused body's f16 and
+ * bf16 intermediates are kept in f32 by design (docs/fusion.md): such a
+ * kernel is judged by the 16-bit tolerance.
  * Skipped without a C++ compiler.
  *
  * The default seeds are a range and the seeds that found bugs: 15 (i32
@@ -39,11 +41,12 @@ static const char *const PIPES[] = {
 };
 
 /* Whether x is a value whose f32 arithmetic the f64 interpreter matches
- * to the tolerance: finite and of modest size (a difference of two values
- * near 1e8 is rounding, not a bug). */
+ * to the tolerance: finite and of the inputs' size (a layer norm of a row
+ * near 1e4 with a spread of 1 loses 1e4 x 6e-8 in f32, beyond the
+ * tolerance near 0: rounding, not a bug). */
 static bool tame(double x)
 {
-	return x == x && x <= 1e4 && x >= -1e4;
+	return x == x && x <= 100 && x >= -100;
 }
 
 /* Whether the constants in fusion node n's body are tame (a mean of eight
