@@ -22,7 +22,8 @@
  * [2, 2] read per row).  By hand: KF_EMU_SEEDS=FIRST-LAST, KF_EMU_NODES (ops a
  * graph, default 40), KF_EMU_NUMEL (elements a tensor at most, default
  * 4096: columns and rows long enough for the split reductions),
- * KF_EMU_STRICT=1 (every difference counts, with the graph printed). */
+ * KF_EMU_STRICT=1 (every difference counts, with the graph printed),
+ * KF_EMU_PIPE (one pipeline for every graph: "amp{dtype=bf16},fuse"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,7 +149,8 @@ static void one_graph(uint64_t seed, uint32_t nodes, int64_t numel, int *kernels
 	kf_print_graph(&text, g0);
 	kf_buf_putc(&text, '\0');
 	kf_graph_free(g0);
-	check_text(c, text.p, PIPES[seed % (sizeof PIPES / sizeof *PIPES)], seed, kernels, bad);
+	const char *pipe = getenv("KF_EMU_PIPE") ? getenv("KF_EMU_PIPE") : PIPES[seed % (sizeof PIPES / sizeof *PIPES)];
+	check_text(c, text.p, pipe, seed, kernels, bad);
 	kf_buf_free(&text);
 	kf_ctx_free(c);
 }
