@@ -226,20 +226,6 @@ static void flush_loop(kx *k, col *w, kf_buf *body, kf_buf *tb, kf_buf *lb)
 	memo_end_loop(k);
 }
 
-/* Split mode: accumulator t<a> of every row of the block combined through
- * the shared array arr (a tree over the TY rows), the total in every row's
- * t<a>.  Floats pass through double exactly; op NULL is a sum. */
-static void combine(kf_buf *b, int a, const char *arr, const char *op, int TY)
-{
-	kf_buf_printf(b, "    %s[ty][tx] = t%d;\n    __syncthreads();\n", arr, a);
-	kf_buf_printf(b, "    for (int s = %d; s > 0; s >>= 1) {\n      if (ty < s) %s[ty][tx] = ", TY / 2, arr);
-	if (op)
-		kf_buf_printf(b, "kf_%s(%s[ty][tx], %s[ty + s][tx]);\n", op, arr, arr);
-	else
-		kf_buf_printf(b, "%s[ty][tx] + %s[ty + s][tx];\n", arr, arr);
-	kf_buf_printf(b, "      __syncthreads();\n    }\n    t%d = %s[0][tx];\n    __syncthreads();\n", a, arr);
-}
-
 /* The loop of level `lv`: accumulates every reduction of that level. */
 static int reduce_loop(kx *k, col *w, const int *lvl, int lv, kf_buf *body)
 {
@@ -281,9 +267,12 @@ static int reduce_loop(kx *k, col *w, const int *lvl, int lv, kf_buf *body)
 		else
 			kf_buf_printf(&fin, "t%d;\n", a);
 		memo_add(k, res, 0, t);
-		if (w->TY > 1) /* the rows' partial accumulators, combined after the loop */
-			combine(&comb, a, fl || db ? "kf_rd" : "kf_rl", sum ? NULL : op == KF_OP_REDUCE_MAX ? "max" : "min",
-				w->TY);
+		if (w->TY > 1) { /* the rows' partial accumulators, combined after the loop (floats exactly through double) */
+			char var[16];
+			snprintf(var, sizeof var, "t%d", a);
+			kx_tree_combine(&comb, var, fl || db ? "kf_rd" : "kf_rl",
+					sum ? NULL : op == KF_OP_REDUCE_MAX ? "max" : "min", w->TY);
+		}
 	}
 	if (rc == 0) {
 		/* the results join the memo above only after the loop: nothing in

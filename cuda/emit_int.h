@@ -171,6 +171,10 @@ int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
  * power of two leaving each row 16 or more elements, the block 32 to 1024
  * threads (emit_reduce.c; the column kernels use it too). */
 int kx_split_rows(int64_t L, int TX);
+/* The split kernels' combine: var of every row ty of the block's column tx
+ * through the shared array arr[TY][tx] (a tree; op "max"/"min" or NULL for
+ * a sum), the total back in every row's var; every thread must reach it. */
+void kx_tree_combine(kf_buf *b, const char *var, const char *arr, const char *op, int TY);
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
 int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */

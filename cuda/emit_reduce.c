@@ -605,6 +605,17 @@ int kx_split_rows(int64_t L, int TX)
 	return TY;
 }
 
+void kx_tree_combine(kf_buf *b, const char *var, const char *arr, const char *op, int TY)
+{
+	kf_buf_printf(b, "    %s[ty][tx] = %s;\n    __syncthreads();\n", arr, var);
+	kf_buf_printf(b, "    for (int s = %d; s > 0; s >>= 1) {\n      if (ty < s) %s[ty][tx] = ", TY / 2, arr);
+	if (op)
+		kf_buf_printf(b, "kf_%s(%s[ty][tx], %s[ty + s][tx]);\n", op, arr, arr);
+	else
+		kf_buf_printf(b, "%s[ty][tx] + %s[ty + s][tx];\n", arr, arr);
+	kf_buf_printf(b, "      __syncthreads();\n    }\n    %s = %s[0][tx];\n    __syncthreads();\n", var, arr);
+}
+
 /* reduce_{sum,mean,max,min} over its axes.  Many outputs over short
  * ranges: a thread per output.  A long range (a global pool over 112x112
  * positions, an .any() over a whole tensor): a thread per output would
@@ -666,63 +677,46 @@ static int generic_reduce(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 	char step[16];
 	snprintf(step, sizeof step, "%d", TY);
 	reduce_loop(k, b, &X, sel, p, o, acc, RN, "ty", step);
-	kf_buf_printf(b, "    }\n    kf_red[ty][tx] = acc;\n    __syncthreads();\n");
-	kf_buf_printf(b, "    for (int s = %d; s > 0; s >>= 1) {\n      if (ty < s) kf_red[ty][tx] = ", TY / 2);
-	kf_buf_printf(b, strcmp(o, "sum") == 0 ? "kf_red[ty][tx] + kf_red[ty + s][tx]" : "kf_%s(kf_red[ty][tx], kf_red[ty + s][tx])", o);
-	kf_buf_puts(b, ";\n      __syncthreads();\n    }\n    if (ty == 0 && o < ");
-	kf_buf_printf(b, "%lld) {\n      acc = kf_red[0][tx];\n", (long long)M);
+	kf_buf_puts(b, "    }\n");
+	kx_tree_combine(b, "acc", "kf_red", strcmp(o, "sum") == 0 ? NULL : o, TY);
+	kf_buf_printf(b, "    if (ty == 0 && o < %lld) {\n", (long long)M);
 	kf_buf_printf(b, fin, acc, (long long)RN);
 	kf_buf_puts(b, "      o0[o] = ");
 	kx_store(b, dt, "acc");
-	kf_buf_puts(b, ";\n    }\n    __syncthreads();\n  }\n");
+	kf_buf_puts(b, ";\n    }\n  }\n");
 	return 0;
 }
 
-/* softmax, log_softmax, layer_norm: a thread per row, three passes over it. */
-static int generic_row(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
+/* The rows of generic_row: M rows of A elements I apart; split mode (TY > 1)
+ * as generic_reduce's: TX rows a block, TY threads along each. */
+typedef struct grow {
+	int64_t M, A, I;
+	int TX, TY;
+	const char *acc, *xv;
+	kf_dtype xt;
+} grow;
+
+/* Opens a pass over a row's elements j, v the element (closed by the caller). */
+static void grow_pass(kx *k, const grow *r)
+{
+	kf_buf *b = &k->b;
+	if (r->TY == 1)
+		kf_buf_printf(b, "    for (%s j = 0; j < %lld; j++) {\n      const %s v = ", kx_it(k), (long long)r->A, r->acc);
+	else
+		kf_buf_printf(b, "    for (%s j = ty; j < %lld; j += %d) {\n      const %s v = ", kx_it(k), (long long)r->A,
+			      r->TY, r->acc);
+	kx_load(b, r->xt, "%s", r->xv);
+	kf_buf_puts(b, ";\n");
+}
+
+/* The third pass's body: y, the output element, from v and s1, s2 (and a
+ * layer norm's scale and bias), stored; closes the pass and the rows. */
+static int grow_write(kx *k, kf_nid n, const grow *r, kf_type X, int a, kf_dtype dt)
 {
 	kf_graph *g = k->g;
 	const kf_node *x = kf_N(g, n);
-	const char *it = kx_it(k), *acc = acc_type(dt);
 	kf_buf *b = &k->b;
-	int64_t M;
-	int a = (int)kf_attr_int(g, n, "axis", -1);
-	if (a < 0)
-		a += X.rank;
-	int64_t O = 1, A = 1, I = 1;
-	for (int d = 0; d < X.rank; d++) {
-		if (d < a)
-			O *= X.dim[d];
-		else if (d == a || x->op == KF_OP_LAYER_NORM)
-			A *= X.dim[d];
-		else
-			I *= X.dim[d];
-	}
-	M = O * I;
-	k->k->units = (M + 255) / 256;
-	kf_buf_printf(b, "  for (%s m = blockIdx.x * (%s)blockDim.x + threadIdx.x; m < %lld; m += (%s)gridDim.x * blockDim.x) {\n",
-		      it, it, (long long)M, it);
-	kf_buf_printf(b, "    const %s base = (m / %lld) * %lld + m %% %lld;\n", it, (long long)I, (long long)(A * I),
-		      (long long)I);
-	char xv[64];
-	snprintf(xv, sizeof xv, "p%d[base + j * %lld]", p, (long long)I);
-	kf_buf_printf(b, "    %s s1 = %s, s2 = 0;\n    for (%s j = 0; j < %lld; j++) { const %s v = ", acc,
-		      x->op == KF_OP_LAYER_NORM ? "0" : ident("max", acc), it, (long long)A, acc);
-	kx_load(b, (kf_dtype)X.dtype, "%s", xv);
-	kf_buf_printf(b, "; s1 = %s; }\n", x->op == KF_OP_LAYER_NORM ? "s1 + v" : "kf_max(s1, v)");
-	if (x->op == KF_OP_LAYER_NORM)
-		kf_buf_printf(b, "    s1 = s1 / %lld;\n", (long long)A);
-	kf_buf_printf(b, "    for (%s j = 0; j < %lld; j++) { const %s v = ", it, (long long)A, acc);
-	kx_load(b, (kf_dtype)X.dtype, "%s", xv);
-	kf_buf_printf(b, "; s2 += %s; }\n", x->op == KF_OP_LAYER_NORM ? "(v - s1) * (v - s1)" : "kf_exp(v - s1)");
-	if (x->op == KF_OP_LAYER_NORM) {
-		kf_buf_printf(b, "    s2 = 1.0 / sqrt(s2 / %lld + ", (long long)A);
-		kx_literal(b, KF_F64, kf_attr_float(g, n, "epsilon", 1e-5), 0);
-		kf_buf_puts(b, ");\n");
-	}
-	kf_buf_printf(b, "    for (%s j = 0; j < %lld; j++) {\n      const %s v = ", it, (long long)A, acc);
-	kx_load(b, (kf_dtype)X.dtype, "%s", xv);
-	kf_buf_printf(b, ";\n      %s y = ", acc);
+	kf_buf_printf(b, "      %s y = ", r->acc);
 	if (x->op == KF_OP_SOFTMAX) {
 		kf_buf_puts(b, "kf_exp(v - s1) / s2");
 	} else if (x->op == KF_OP_LOG_SOFTMAX) {
@@ -738,15 +732,80 @@ static int generic_row(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 			int64_t arg, sarg;
 			kx_bcast_expr(k, &R, NULL, kf_vtype(g, u), NULL, "j", &ix, &arg, &sarg);
 			kf_buf_putc(&ix, '\0');
-			kf_buf_printf(b, " %s (%s)", i == 1 ? "*" : "+", acc);
+			kf_buf_printf(b, " %s (%s)", i == 1 ? "*" : "+", r->acc);
 			kx_load(b, kx_dt(k, u), "p%d[%s]", kx_param(k, u), ix.p);
 			kf_buf_free(&ix);
 		}
 	}
-	kf_buf_printf(b, ";\n      o0[base + j * %lld] = ", (long long)I);
+	kf_buf_printf(b, ";\n      %so0[base + j * %lld] = ", r->TY > 1 ? "if (kf_live) " : "", (long long)r->I);
 	kx_store(b, dt, "y");
 	kf_buf_puts(b, ";\n    }\n  }\n");
 	return 0;
+}
+
+/* softmax, log_softmax, layer_norm: three passes over each row (the max or
+ * mean, the sum of exponentials or squared deviations, the outputs).  A
+ * thread per row; long rows of few (a softmax over 65536 keys, a layer
+ * norm over a non-last axis of a small batch) split over a block, each
+ * pass's accumulator combined (kx_tree_combine) before the next reads it. */
+static int generic_row(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
+{
+	kf_graph *g = k->g;
+	const kf_node *x = kf_N(g, n);
+	const char *it = kx_it(k);
+	kf_buf *b = &k->b;
+	bool ln = x->op == KF_OP_LAYER_NORM;
+	int a = (int)kf_attr_int(g, n, "axis", -1);
+	if (a < 0)
+		a += X.rank;
+	grow r = {.A = 1, .I = 1, .acc = acc_type(dt), .xt = (kf_dtype)X.dtype};
+	int64_t O = 1;
+	for (int d = 0; d < X.rank; d++)
+		*(d < a ? &O : d == a || ln ? &r.A : &r.I) *= X.dim[d];
+	r.M = O * r.I;
+	char xv[64];
+	snprintf(xv, sizeof xv, "p%d[base + j * %lld]", p, (long long)r.I);
+	r.xv = xv;
+	r.TX = r.I > 1 ? 8 : 1;
+	r.TY = r.A >= 64 && r.M < 65536 ? kx_split_rows(r.A, r.TX) : 1;
+	if (r.TY == 1) {
+		r.TX = 1;
+		k->k->units = (r.M + 255) / 256;
+		kf_buf_printf(b, "  for (%s m = blockIdx.x * (%s)blockDim.x + threadIdx.x; m < %lld; m += (%s)gridDim.x * blockDim.x) {\n",
+			      it, it, (long long)r.M, it);
+	} else {
+		k->k->block = r.TX * r.TY;
+		k->k->units = (r.M + r.TX - 1) / r.TX;
+		if (k->k->units >= (1LL << 31))
+			return kx_fail(k, "a row kernel with more than 2^31 blocks");
+		kf_buf_printf(b, "  __shared__ %s kf_red[%d][%d];\n  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n",
+			      r.acc, r.TY, r.TX, r.TX, r.TX);
+		/* block-uniform; a row past M computes row M - 1 and writes nothing */
+		kf_buf_printf(b, "  for (%s mb = (%s)blockIdx.x * %d; mb < %lld; mb += (%s)gridDim.x * %d) {\n", it, it, r.TX,
+			      (long long)r.M, it, r.TX);
+		kf_buf_printf(b, "    const bool kf_live = mb + tx < %lld;\n    const %s m = kf_live ? mb + tx : %lld;\n",
+			      (long long)r.M, it, (long long)(r.M - 1));
+	}
+	kf_buf_printf(b, "    const %s base = (m / %lld) * %lld + m %% %lld;\n", it, (long long)r.I,
+		      (long long)(r.A * r.I), (long long)r.I);
+	kf_buf_printf(b, "    %s s1 = %s, s2 = 0;\n", r.acc, ln ? "0" : ident("max", r.acc));
+	grow_pass(k, &r);
+	kf_buf_printf(b, "      s1 = %s;\n    }\n", ln ? "s1 + v" : "kf_max(s1, v)");
+	if (r.TY > 1)
+		kx_tree_combine(b, "s1", "kf_red", ln ? NULL : "max", r.TY);
+	if (ln)
+		kf_buf_printf(b, "    s1 = s1 / %lld;\n", (long long)r.A);
+	grow_pass(k, &r);
+	kf_buf_printf(b, "      s2 += %s;\n    }\n", ln ? "(v - s1) * (v - s1)" : "kf_exp(v - s1)");
+	if (r.TY > 1)
+		kx_tree_combine(b, "s2", "kf_red", NULL, r.TY);
+	if (ln) {
+		kf_buf_printf(b, "    s2 = 1.0 / sqrt(s2 / %lld + ", (long long)r.A);
+		kx_literal(b, KF_F64, kf_attr_float(g, n, "epsilon", 1e-5), 0);
+		kf_buf_puts(b, ");\n");
+	}
+	grow_pass(k, &r);
+	return grow_write(k, n, &r, X, a, dt);
 }
 
 int kx_emit_reduce(kx *k)

@@ -452,6 +452,15 @@ static void reductions(void **st)
 		"  %y = reduce_max(%x) {axes = [0], keepdims = false} : f32[7]\n  return %y\n}\n",
 		"graph @r(%x: i64[3,90,5]) -> (i64[5]) {\n"
 		"  %y = reduce_min(%x) {axes = [0, 1], keepdims = false} : i64[5]\n  return %y\n}\n",
+		/* generic_row's split mode: a softmax over axis 0 of 5 columns
+		 * (8 a block, 3 past M), rows longer than the row kernel's 32768
+		 * (a log_softmax, a layer norm of everything with a scale) */
+		"graph @r(%x: f32[300,5]) -> (f32[300,5]) {\n"
+		"  %y = softmax(%x) {axis = 0} : f32[300,5]\n  return %y\n}\n",
+		"graph @r(%x: f32[2,40000]) -> (f32[2,40000]) {\n"
+		"  %y = log_softmax(%x) {axis = 1} : f32[2,40000]\n  return %y\n}\n",
+		"graph @r(%x: f32[200,200], %s: f32[200,200]) -> (f32[200,200]) {\n"
+		"  %y = layer_norm(%x, %s) {axis = 0, epsilon = 0.00001} : f32[200,200]\n  return %y\n}\n",
 		/* a middle axis reduced, short: a thread per output */
 		"graph @r(%x: f64[4,9,6]) -> (f64[4,6]) {\n"
 		"  %y = reduce_sum(%x) {axes = [1], keepdims = false} : f64[4,6]\n  return %y\n}\n",
