@@ -403,19 +403,10 @@ int kx_emit_colreduce(kx *k)
 		kf_buf_printf(b, "  for (%s o = blockIdx.x * (%s)blockDim.x + threadIdx.x; o < %lld; o += (%s)gridDim.x * blockDim.x) {\n",
 			      it, it, (long long)w.M, it);
 	} else {
-		k->k->block = w.TX * w.TY;
-		k->k->units = (w.M + w.TX - 1) / w.TX;
-		if (k->k->units >= (1LL << 31))
-			return kx_fail(k, "a colreduce kernel with more than 2^31 blocks");
 		kf_buf_printf(b, "  __shared__ double kf_rd[%d][%d];\n  __shared__ long long kf_rl[%d][%d];\n", w.TY, w.TX,
 			      w.TY, w.TX);
-		kf_buf_printf(b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n", w.TX, w.TX);
-		/* block-uniform loop (every thread meets each __syncthreads); a
-		 * column past M computes column M - 1's values and stores nothing */
-		kf_buf_printf(b, "  for (%s ob = (%s)blockIdx.x * %d; ob < %lld; ob += (%s)gridDim.x * %d) {\n", it, it, w.TX,
-			      (long long)w.M, it, w.TX);
-		kf_buf_printf(b, "    const bool kf_live = ob + tx < %lld;\n    const %s o = kf_live ? ob + tx : %lld;\n",
-			      (long long)w.M, it, (long long)(w.M - 1));
+		if (kx_split_open(k, "o", w.M, w.TX, w.TY) != 0)
+			return -1;
 	}
 	coords(k, &w, b, false, "o", w.M, "    ");
 	kf_buf_put(b, body.p ? body.p : "", body.n);

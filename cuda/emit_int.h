@@ -175,6 +175,11 @@ int kx_split_rows(int64_t L, int TX);
  * through the shared array arr[TY][tx] (a tree; op "max"/"min" or NULL for
  * a sum), the total back in every row's var; every thread must reach it. */
 void kx_tree_combine(kf_buf *b, const char *var, const char *arr, const char *op, int TY);
+/* The split kernels' launch (TX x TY threads a block, a block per TX units
+ * of M) and head: tx, ty, a block-uniform loop whose unit `var` is clamped
+ * to M - 1 past the end, kf_live saying whether it is real; the caller
+ * closes the loop.  An emit error past 2^31 blocks. */
+int kx_split_open(kx *k, const char *var, int64_t M, int TX, int TY);
 int kx_emit_matmul(kx *k);     /* emit_matmul.c */
 int kx_emit_persistent(kx *k); /* emit_persistent.c */
 int kx_emit_colreduce(kx *k);  /* emit_colreduce.c */

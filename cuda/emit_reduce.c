@@ -616,6 +616,23 @@ void kx_tree_combine(kf_buf *b, const char *var, const char *arr, const char *op
 	kf_buf_printf(b, "      __syncthreads();\n    }\n    %s = %s[0][tx];\n    __syncthreads();\n", var, arr);
 }
 
+int kx_split_open(kx *k, const char *var, int64_t M, int TX, int TY)
+{
+	const char *it = kx_it(k);
+	k->k->block = TX * TY;
+	k->k->units = (M + TX - 1) / TX;
+	if (k->k->units >= (1LL << 31))
+		return kx_fail(k, "a split reduction with more than 2^31 blocks");
+	kf_buf_printf(&k->b, "  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n", TX, TX);
+	/* block-uniform: every thread reaches each __syncthreads; a unit past
+	 * M computes unit M - 1's values and stores nothing */
+	kf_buf_printf(&k->b, "  for (%s kf_b = (%s)blockIdx.x * %d; kf_b < %lld; kf_b += (%s)gridDim.x * %d) {\n", it, it, TX,
+		      (long long)M, it, TX);
+	kf_buf_printf(&k->b, "    const bool kf_live = kf_b + tx < %lld;\n    const %s %s = kf_live ? kf_b + tx : %lld;\n",
+		      (long long)M, it, var, (long long)(M - 1));
+	return 0;
+}
+
 /* reduce_{sum,mean,max,min} over its axes.  Many outputs over short
  * ranges: a thread per output.  A long range (a global pool over 112x112
  * positions, an .any() over a whole tensor): a thread per output would
@@ -661,25 +678,17 @@ static int generic_reduce(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 		return 0;
 	}
 	int TX = X.rank > 0 && !sel[X.rank - 1] && X.dim[X.rank - 1] > 1 ? 8 : 1, TY = kx_split_rows(RN, TX);
-	k->k->block = TX * TY;
-	k->k->units = (M + TX - 1) / TX;
-	if (k->k->units >= (1LL << 31))
-		return kx_fail(k, "a reduction with more than 2^31 blocks of outputs");
-	kf_buf_printf(b, "  __shared__ %s kf_red[%d][%d];\n  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n", acc,
-		      TY, TX, TX, TX);
-	/* block-uniform loop: every thread reaches each __syncthreads */
-	kf_buf_printf(b, "  for (%s ob = (%s)blockIdx.x * %d; ob < %lld; ob += (%s)gridDim.x * %d) {\n", it, it, TX,
-		      (long long)M, it, TX);
-	kf_buf_printf(b, "    const %s o = ob + tx;\n    %s acc = %s;\n    if (o < %lld) {\n    const %s base = ", it, acc,
-		      ident(o, acc), (long long)M, it);
+	kf_buf_printf(b, "  __shared__ %s kf_red[%d][%d];\n", acc, TY, TX);
+	if (kx_split_open(k, "o", M, TX, TY) != 0)
+		return -1;
+	kf_buf_printf(b, "    %s acc = %s;\n    const %s base = ", acc, ident(o, acc), it);
 	sub_index(b, &X, sel, false, "o");
 	kf_buf_puts(b, ";\n");
 	char step[16];
 	snprintf(step, sizeof step, "%d", TY);
 	reduce_loop(k, b, &X, sel, p, o, acc, RN, "ty", step);
-	kf_buf_puts(b, "    }\n");
 	kx_tree_combine(b, "acc", "kf_red", strcmp(o, "sum") == 0 ? NULL : o, TY);
-	kf_buf_printf(b, "    if (ty == 0 && o < %lld) {\n", (long long)M);
+	kf_buf_puts(b, "    if (ty == 0 && kf_live) {\n");
 	kf_buf_printf(b, fin, acc, (long long)RN);
 	kf_buf_puts(b, "      o0[o] = ");
 	kx_store(b, dt, "acc");
@@ -774,17 +783,9 @@ static int generic_row(kx *k, kf_nid n, kf_type X, kf_dtype dt, int p)
 		kf_buf_printf(b, "  for (%s m = blockIdx.x * (%s)blockDim.x + threadIdx.x; m < %lld; m += (%s)gridDim.x * blockDim.x) {\n",
 			      it, it, (long long)r.M, it);
 	} else {
-		k->k->block = r.TX * r.TY;
-		k->k->units = (r.M + r.TX - 1) / r.TX;
-		if (k->k->units >= (1LL << 31))
-			return kx_fail(k, "a row kernel with more than 2^31 blocks");
-		kf_buf_printf(b, "  __shared__ %s kf_red[%d][%d];\n  const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;\n",
-			      r.acc, r.TY, r.TX, r.TX, r.TX);
-		/* block-uniform; a row past M computes row M - 1 and writes nothing */
-		kf_buf_printf(b, "  for (%s mb = (%s)blockIdx.x * %d; mb < %lld; mb += (%s)gridDim.x * %d) {\n", it, it, r.TX,
-			      (long long)r.M, it, r.TX);
-		kf_buf_printf(b, "    const bool kf_live = mb + tx < %lld;\n    const %s m = kf_live ? mb + tx : %lld;\n",
-			      (long long)r.M, it, (long long)(r.M - 1));
+		kf_buf_printf(b, "  __shared__ %s kf_red[%d][%d];\n", r.acc, r.TY, r.TX);
+		if (kx_split_open(k, "m", r.M, r.TX, r.TY) != 0)
+			return -1;
 	}
 	kf_buf_printf(b, "    const %s base = (m / %lld) * %lld + m %% %lld;\n", it, (long long)r.I,
 		      (long long)(r.A * r.I), (long long)r.I);
