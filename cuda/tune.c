@@ -273,7 +273,17 @@ typedef struct bench {
 	bool lt_tried;
 	kf_cublas *blas; /* opened at the first cublas candidate */
 	bool blas_tried;
+	kf_cuptr flush;  /* TUNE_FLUSH bytes overwritten before each sample (0: not made yet) */
 } bench;
+
+/* Bytes written over the L2 before each timed sample: 256 MiB, five
+ * times an H200's 50 MiB L2.  A model reads each weight once a forward
+ * pass, from memory; a candidate timed back to back with its operands
+ * in L2 is timed at L2 speed instead.  Without the flush the tuner chose
+ * wgmma tiles over cuBLAS for Llama's M=128 contractions that were
+ * 1.1-1.4x slower than cuBLAS when timed as kfuse-run --bench times
+ * them (bench/results/2026-12-02-gpu-s6a-shapes.txt). */
+#define TUNE_FLUSH ((size_t)256 << 20)
 
 static int cmp_f(const void *a, const void *b)
 {
@@ -339,35 +349,33 @@ static void bufset_free(bench *b, bufset *s)
 }
 
 /* Median ms of one launch of fn(arg) over b->reps samples (default
- * stream); negative when one fails.  A sample is B launches back to back
- * between two events, divided by B: B = 1 for long kernels, 10 for ones
- * under 50 us, whose single-launch time is mostly launch overhead (a 4 us
- * GEMV read 9 us that way, every candidate alike).  Each sample follows
- * one untimed launch, still running when the first event is queued, so
- * the host's time to submit (cuBLASLt's ~10 us of it made cuBLASLt read
- * 0.197 ms at 4096^3 where its graph replays take 0.184) is not counted:
- * the device time, as the graph replays of kfuse-run see it. */
+ * stream); negative when one fails.  A sample is one launch between two
+ * events, after an untimed memset of TUNE_FLUSH bytes: the operands come
+ * from memory, as in a model's forward pass and in kfuse-run --bench with
+ * KFUSE_BENCH_FLUSH (triton's do_bench does the same).  The memset, still
+ * running when the launch is queued, also hides the host's time to
+ * submit (cuBLASLt's ~10 us of it made cuBLASLt read 0.197 ms at 4096^3
+ * where its graph replays take 0.184): the device time is measured. */
 static double time_launches(bench *b, int (*fn)(void *), void *arg)
 {
 	kf_cuevent e0 = NULL, e1 = NULL;
 	float *t = calloc((size_t)b->reps, sizeof *t);
 	double ms = -1;
-	int B = 1;
+	if (!b->flush && kf_cuda_malloc(b->cu, TUNE_FLUSH, &b->flush) != 0)
+		goto out;
 	if (kf_cuda_event_new(b->cu, &e0) != 0 || kf_cuda_event_new(b->cu, &e1) != 0)
 		goto out;
-	for (int r = -2; r < b->reps; r++) { /* two warm-up samples, the second sets B */
+	for (int r = -2; r < b->reps; r++) { /* two warm-up samples */
 		float x = 0;
-		int rc = fn(arg);
+		int rc = kf_cuda_memset_async(b->cu, b->flush, (uint8_t)r, TUNE_FLUSH, NULL);
 		if (rc == 0)
 			rc = kf_cuda_event_record(b->cu, e0, NULL);
-		for (int i = 0; i < B && rc == 0; i++)
+		if (rc == 0)
 			rc = fn(arg);
 		if (rc != 0 || kf_cuda_event_record(b->cu, e1, NULL) != 0 || kf_cuda_event_elapsed(b->cu, e0, e1, &x) != 0)
 			goto out;
-		if (r == -1 && x < 0.05f)
-			B = 10;
 		if (r >= 0)
-			t[r] = x / (float)B;
+			t[r] = x;
 	}
 	qsort(t, (size_t)b->reps, sizeof *t, cmp_f);
 	ms = t[b->reps / 2];
@@ -753,6 +761,8 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 			      tuned == 1 ? "" : "s", path.p);
 	rc = 0;
 done_libs:
+	if (b.flush)
+		kf_cuda_free(b.cu, b.flush);
 	kf_cublaslt_close(b.lt);
 	kf_cublas_close(b.blas);
 done:

@@ -441,13 +441,13 @@ def table(d, res, tj):
         kf[(n, dt, v)] = f
     for l in open(tj) if os.path.exists(tj) else []:
         try:
-            d = json.loads(l)
+            j = json.loads(l)
         except ValueError:
             continue
-        if d["variant"] == "copy":
-            copy = d["gbs"]
+        if j["variant"] == "copy":
+            copy = j["gbs"]
         else:
-            th[(d["name"], d["dt"], d["variant"])] = d["ms"]
+            th[(j["name"], j["dt"], j["variant"])] = j["ms"]
     cs = {c["name"]: c for c in cases()}
     zoo = {}
     for dt in ("f16", "bf16", "f32"):
