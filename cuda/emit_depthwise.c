@@ -26,6 +26,47 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
+/* How a thread stores its V outputs of one position: 16 (one 16-byte
+ * store of the epilogue's staged pairs, kx_mm_epis: the outputs 2 bytes
+ * wide and V = 8), 4 (pairs, epi2) or 0 (each element alone).  A warp's
+ * threads own adjacent channel vectors, so 16-byte stores are whole
+ * sectors; 4-byte pairs wrote each 32-byte sector in four partial writes
+ * (four times the L2's store transactions). */
+static int dw_store_kind(kx *k, const kx_mm *mm, int V)
+{
+	bool pair = kx_mm_epilogue2(k, mm) == 0;
+	if (pair && V == 8 && kx_mm_epis_fits(k) && kx_mm_epilogue_s(k, mm, true) == 0)
+		return 16;
+	return pair ? 4 : 0;
+}
+
+/* The statement storing acc<a>[0..V) at output (row, col) as kind sb
+ * says; an unaligned output (a view) falls back to pairs. */
+static void dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a)
+{
+	if (sb == 16) {
+		kf_buf_printf(b, "{\n  const %s voff = (%s) * ", kx_it(k), row);
+		kx_mm_dim(k, b, mm, 'N');
+		kf_buf_puts(b, " + col;\n  if (!((unsigned long long)(o0 + voff) & 15)) {\n    uint4 kv;\n");
+		for (int j = 0; j < V; j += 2) {
+			kf_buf_printf(b, "    kv.%c = ", "xyzw"[j / 2]);
+			kx_mm_epis_call(k, b);
+			kf_buf_printf(b, "0, %s, col + %d, %s[%d], %s[%d]);\n", row, j, a, j, a, j + 1);
+		}
+		kf_buf_puts(b, "    *(uint4 *)(o0 + voff) = kv;\n  } else\n");
+	}
+	kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j += %d)\n    ", V, sb ? 2 : 1);
+	if (sb) {
+		kx_mm_epi2_call(k, b);
+		kf_buf_printf(b, "0, %s, col + j, %s[j], %s[j + 1]);\n", row, a, a);
+	} else {
+		kx_mm_epi_call(k, b);
+		kf_buf_printf(b, "0, %s, col + j, %s[j]);\n", row, a);
+	}
+	if (sb == 16)
+		kf_buf_puts(b, "}\n");
+}
+
 /* A depthwise conv channels-last (one input channel per output channel)
  * whose channels come in whole 16-byte vectors: a thread computes V
  * consecutive channels of one output position, each tap one vector load
@@ -37,7 +78,7 @@ static int emit_vector(kx *k, kx_mm *mm, int V)
 	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm), *st = kx_st(mm->a.st);
 	int64_t groups = cv->C / V;
 	kf_buf *b = &k->b;
-	bool pair = kx_mm_epilogue2(k, mm) == 0;
+	int sb = dw_store_kind(k, mm, V);
 	if (kx_conv_thread_grid(k, mm->M * groups, "conv") != 0)
 		return -1;
 	kf_buf_printf(b, "  const %s col = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)groups, V,
@@ -55,15 +96,7 @@ static int emit_vector(kx *k, kx_mm *mm, int V)
 	kf_buf_puts(b, " * ");
 	kx_load(b, mm->b.st, "p%d[(col + j) * %lld + tap]", mm->b.param, (long long)cv->KK);
 	kf_buf_puts(b, ";\n  }}}\n");
-	if (pair) {
-		kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j += 2)\n    ", V);
-		kx_mm_epi2_call(k, b);
-		kf_buf_puts(b, "0, row, col + j, acc[j], acc[j + 1]);\n");
-	} else {
-		kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j++)\n    ", V);
-		kx_mm_epi_call(k, b);
-		kf_buf_puts(b, "0, row, col + j, acc[j]);\n");
-	}
+	dw_store_vec(k, mm, b, sb, V, "row", "acc");
 	return 0;
 }
 
@@ -91,6 +124,7 @@ static int emit_vector(kx *k, kx_mm *mm, int V)
 typedef struct dw_plan {
 	int V, asz, R, CS, P, TR, L;
 	int MB;                /* __launch_bounds__'s blocks per SM; 0: DW_WARPS' worth */
+	int SB;                /* bytes a thread stores at once: 16 (staged), 4 (pairs) or the element's */
 	uint64_t used;         /* bit i: a row's input vector i is read by some (kw, r) */
 	int64_t G, NS, OWG, Q; /* channel vectors, slices of CS, tiles per output row, tiles per channel vector */
 } dw_plan;
@@ -193,18 +227,19 @@ static void dw_pick_block(const kx_conv *cv, dw_plan *p)
 		p->TR *= 2;
 }
 
-/* $KFUSE_DEPTHWISE, "r<R>c<CS>p<P>t<TR>b<MB>" (any of them: "r3c2"), over
- * the choices: for measuring others on a GPU, and for tests of uncommon
- * ones. */
+/* $KFUSE_DEPTHWISE, "r<R>c<CS>p<P>t<TR>b<MB>s<SB>" (any of them: "r3c2";
+ * s: 16, 4 or 1 bytes a store at most), over the choices: for measuring
+ * others on a GPU, and for tests of uncommon ones. */
 static int dw_override(kx *k, const kx_conv *cv, dw_plan *p, const char *env)
 {
 	for (const char *s = env; *s;) {
 		char c = *s++, *e;
 		long v = strtol(s, &e, 10);
-		if (e == s || v < 1 || v > 1024 || !strchr("rcptb", c))
-			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not r<R>c<CS>p<P>t<TR>b<MB>", env);
+		if (e == s || v < 1 || v > 1024 || !strchr("rcptbs", c) || (c == 's' && v != 16 && v != 4 && v != 1))
+			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not r<R>c<CS>p<P>t<TR>b<MB>s<16|4|1>", env);
 		s = e;
-		*(c == 'r' ? &p->R : c == 'c' ? &p->CS : c == 'p' ? &p->P : c == 't' ? &p->TR : &p->MB) = (int)v;
+		*(c == 'r' ? &p->R : c == 'c' ? &p->CS : c == 'p' ? &p->P : c == 't' ? &p->TR : c == 'b' ? &p->MB : &p->SB) =
+			c == 's' && v == 1 ? 0 : (int)v;
 	}
 	p->NS = p->G / p->CS;
 	if (p->R > 8 || dw_span(cv, p->R) > 64 || p->G % p->CS || cv->KK * p->CS * p->V * p->asz > DW_SMEM ||
@@ -220,7 +255,7 @@ static int dw_plan_of(kx *k, const kx_mm *mm, int V, dw_plan *p)
 {
 	const kx_conv *cv = &mm->cv;
 	const char *acc = kx_mm_acc_type(mm);
-	*p = (dw_plan){.V = V, .asz = strcmp(acc, "float") ? 8 : 4, .G = cv->C / V};
+	*p = (dw_plan){.V = V, .asz = strcmp(acc, "float") ? 8 : 4, .G = cv->C / V, .SB = 16};
 	p->R = dw_pick_r(cv, p);
 	if (!p->R || !dw_pick_cs(cv, p, 32))
 		return 1;
@@ -316,20 +351,15 @@ static void dw_rows(kx *k, const kx_mm *mm, const dw_plan *p)
 }
 
 /* The tile's outputs through the epilogue, those before the row's end. */
-static void dw_store(kx *k, const kx_conv *cv, const dw_plan *p, bool pair)
+static void dw_store(kx *k, const kx_mm *mm, const dw_plan *p)
 {
+	const kx_conv *cv = &mm->cv;
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "#pragma unroll\n    for (int r = 0; r < %d; r++) {\n", p->R);
 	if (cv->out[2] % p->R)
 		kf_buf_printf(b, "      if (ow0 + r >= %lld) break;\n", (long long)cv->out[2]);
-	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j += %d)\n        ", p->V, pair ? 2 : 1);
-	if (pair) {
-		kx_mm_epi2_call(k, b);
-		kf_buf_puts(b, "0, rb + r, col + j, acc[r][j], acc[r][j + 1]);\n    }\n");
-	} else {
-		kx_mm_epi_call(k, b);
-		kf_buf_puts(b, "0, rb + r, col + j, acc[r][j]);\n    }\n");
-	}
+	dw_store_vec(k, mm, b, p->SB, p->V, "rb + r", "acc[r]");
+	kf_buf_puts(b, "    }\n");
 }
 
 static int emit_tiled(kx *k, kx_mm *mm, int V)
@@ -349,7 +379,9 @@ static int emit_tiled(kx *k, kx_mm *mm, int V)
 	k->k->min_blocks = p.MB ? p.MB : warps < DW_WARPS(cv) ? DW_WARPS(cv) / warps : 1;
 	if (k->k->units >= (1LL << 31))
 		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
-	bool pair = kx_mm_epilogue2(k, mm) == 0;
+	int sb = dw_store_kind(k, mm, V);
+	if (p.SB > sb) /* the widest the outputs allow, or the override's */
+		p.SB = sb;
 	dw_stage(k, mm, &p);
 	kf_buf_printf(b, "  const int cl = threadIdx.x %% %d * %d;\n  const %s col = c0 + cl;\n", p.CS, V, it);
 	kf_buf_printf(b, "  const %s tb = (%s)(blockIdx.x / %lldu) * %lld + threadIdx.x / %d;\n", it, it, (long long)p.NS,
@@ -359,7 +391,7 @@ static int emit_tiled(kx *k, kx_mm *mm, int V)
 	kf_buf_printf(b, "    %s acc[%d][%d];\n#pragma unroll\n    for (int r = 0; r < %d; r++)\n#pragma unroll\n"
 		      "      for (int j = 0; j < %d; j++) acc[r][j] = 0;\n", acc, p.R, V, p.R, V);
 	dw_rows(k, mm, &p);
-	dw_store(k, cv, &p, pair);
+	dw_store(k, mm, &p);
 	kf_buf_puts(b, "  }\n");
 	return 0;
 }
