@@ -289,6 +289,21 @@ static int own_buffer(kf_cuda_session *s, kf_vid v, size_t n)
 	return 0;
 }
 
+/* Records that the plan holds the shared constant of key (taking key's
+ * text); the table already counts it. */
+static int hold_shared(kf_cuda_session *s, kf_buf *key)
+{
+	char **k = realloc(s->shared, (s->nshared + 1) * sizeof *k);
+	if (!k) {
+		kf_error(s->c, KF_NOLOC, "cuda: out of memory");
+		return -1;
+	}
+	s->shared = k;
+	s->shared[s->nshared++] = key->p;
+	*key = (kf_buf){0};
+	return 0;
+}
+
 /* Whether a step or the return (ret, KF_NONE if none) reads root value v. */
 static bool read_by_plan(kf_cuda_session *s, kf_nid ret, kf_vid v)
 {
@@ -302,23 +317,48 @@ static bool read_by_plan(kf_cuda_session *s, kf_nid ret, kf_vid v)
 	return false;
 }
 
-/* Uploads a const node's payload (through the interpreter's const kernel). */
+/* Uploads a const node's payload (through the interpreter's const kernel);
+ * a file constant another plan of the backend uploaded is that plan's
+ * buffer (cuda_consts.c). */
 static int upload_const(kf_cuda_session *s, kf_nid n)
 {
 	kf_graph *g = s->g;
 	kf_vid v = kf_res(g, n, 0);
-	kf_tensor t;
+	kf_buf key = {0};
+	kf_cuptr p = 0;
+	if (s->consts && kf_cb_consts_key(g, n, &key) == 0 && kf_cb_consts_get(s->consts, key.p, &p)) {
+		s->vptr[v] = p;
+		s->stats.shared_bytes += (int64_t)vbytes(g, v);
+		return hold_shared(s, &key);
+	}
+	s->stats.const_bytes += (int64_t)vbytes(g, v);
+	kf_tensor t = {0};
 	char err[256] = "";
+	int rc = -1;
 	if (kf_tensor_alloc_type(&t, kf_vtype(g, v)) != 0 ||
 	    kf_op(s->c, KF_OP_CONST)->cpu(g, n, NULL, 0, &t, 1, err, sizeof err) != 0) {
 		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
-		kf_tensor_free(&t);
-		return -1;
+		goto out;
 	}
-	int rc = own_buffer(s, v, vbytes(g, v));
+	if (key.n) { /* a file constant: the backend's table owns the buffer */
+		if (s->cu && kf_cuda_malloc(s->cu, vbytes(g, v), &p) != 0)
+			goto out;
+		s->vptr[v] = p;
+		if (kf_cb_consts_put(s->consts, key.p, p) != 0) {
+			if (p)
+				kf_cuda_free(s->cu, p);
+			kf_error(s->c, KF_NOLOC, "cuda: out of memory");
+			goto out;
+		}
+		rc = hold_shared(s, &key);
+	} else {
+		rc = own_buffer(s, v, vbytes(g, v));
+	}
 	if (rc == 0 && s->cu && t.nbytes)
 		rc = kf_cuda_h2d(s->cu, s->vptr[v], t.data, t.nbytes);
+out:
 	kf_tensor_free(&t);
+	kf_buf_free(&key);
 	return rc;
 }
 
@@ -492,6 +532,15 @@ static void unplan(kf_cuda_session *s)
 	free(s->own);
 	s->own = NULL;
 	s->nown = 0;
+	for (uint32_t i = 0; i < s->nshared; i++) {
+		kf_cuptr p = 0;
+		if (kf_cb_consts_drop(s->consts, s->shared[i], &p) && s->cu && p)
+			kf_cuda_free(s->cu, p);
+		free(s->shared[i]);
+	}
+	free(s->shared);
+	s->shared = NULL;
+	s->nshared = 0;
 	if (s->cu && s->arena)
 		kf_cuda_free(s->cu, s->arena);
 	s->arena = 0;
@@ -660,6 +709,7 @@ void kf_cuda_session_free(kf_cuda_session *s)
 	if (!s)
 		return;
 	unplan(s);
+	kf_cb_consts_release(s->consts);
 	kf_cublas_close(s->blas);
 	kf_cublaslt_close(s->lt);
 	if (s->cu && s->ev_in)
@@ -695,9 +745,16 @@ typedef struct cplan {
 	kf_cuda_session *s;
 } cplan;
 
+/* The backend's state: the options every plan takes, the constants its
+ * plans share. */
+typedef struct cstate {
+	kf_cuda_opts o;
+	kf_cb_consts *consts;
+} cstate;
+
 static bool be_available(kf_backend *be, char *why, size_t whylen)
 {
-	kf_cuda_opts *o = be->state;
+	kf_cuda_opts *o = &((cstate *)be->state)->o;
 	kf_ctx *c = kf_ctx_new();
 	kf_cuda *cu = kf_cuda_open(c, o->device);
 	if (cu) {
@@ -724,7 +781,10 @@ static kf_plan *be_compile_sized(kf_backend *be, kf_graph *g, const kf_sizes *sz
 		return NULL;
 	}
 	p->p = (kf_plan){.be = be, .g = g};
-	p->s = kf_cuda_session_new(g->ctx, be->state);
+	cstate *st = be->state;
+	p->s = kf_cuda_session_new(g->ctx, &st->o);
+	if (p->s)
+		p->s->consts = kf_cb_consts_retain(st->consts);
 	if (!p->s || kf_cuda_session_plan_sized(p->s, g, sz) != 0) {
 		kf_cuda_session_free(p->s);
 		free(p);
@@ -761,22 +821,26 @@ static void be_plan_free(kf_plan *p)
 
 static void be_free(kf_backend *be)
 {
+	kf_cb_consts_release(((cstate *)be->state)->consts);
 	free(be);
 }
 
 kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o)
 {
-	/* one allocation: the table, then the options it reads */
-	kf_backend *be = calloc(1, sizeof *be + sizeof *o);
-	if (!be) {
+	/* one allocation: the table, then the state it reads */
+	kf_backend *be = calloc(1, sizeof *be + sizeof(cstate));
+	kf_cb_consts *cc = kf_cb_consts_new();
+	if (!be || !cc) {
+		free(be);
+		free(cc);
 		kf_error(c, KF_NOLOC, "cuda: out of memory");
 		return NULL;
 	}
-	kf_cuda_opts *opts = (kf_cuda_opts *)(be + 1);
-	*opts = *o;
+	cstate *st = (cstate *)(be + 1);
+	*st = (cstate){.o = *o, .consts = cc};
 	*be = (kf_backend){.name = "cuda", .available = be_available, .compile = be_compile,
 			   .compile_sized = be_compile_sized, .run = be_run,
-			   .run_device = be_run_device, .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = opts};
+			   .run_device = be_run_device, .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = st};
 	return be;
 }
 

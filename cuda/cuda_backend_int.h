@@ -36,6 +36,23 @@ typedef struct prog {
 	kf_cumodule mod;
 } prog;
 
+/* Device copies of file constants shared by the plans of one backend
+ * (cuda_consts.c): keyed by the file's resolved path and the declared
+ * type, counted by the sessions that read them.  A table is counted too:
+ * the backend and each session holding it. */
+typedef struct kf_cb_consts kf_cb_consts;
+kf_cb_consts *kf_cb_consts_new(void);
+kf_cb_consts *kf_cb_consts_retain(kf_cb_consts *cc);
+void kf_cb_consts_release(kf_cb_consts *cc);
+/* const node n's key into key (NUL-terminated); -1: not a file constant */
+int kf_cb_consts_key(kf_graph *g, kf_nid n, kf_buf *key);
+/* the buffer of key, counting one more user; false: none yet */
+bool kf_cb_consts_get(kf_cb_consts *cc, const char *key, kf_cuptr *p);
+/* a new entry (one user) for buffer p; -1 out of memory */
+int kf_cb_consts_put(kf_cb_consts *cc, const char *key, kf_cuptr p);
+/* one user less; true (and *p) when it was the last: the caller frees p */
+bool kf_cb_consts_drop(kf_cb_consts *cc, const char *key, kf_cuptr *p);
+
 struct kf_cuda_session {
 	kf_ctx *c;
 	kf_cuda_opts o;
@@ -56,6 +73,9 @@ struct kf_cuda_session {
 	kf_cuptr *vptr;        /* value -> device address */
 	kf_cuptr arena, *own;  /* the arena; inputs and consts own buffers */
 	uint32_t nown;
+	kf_cb_consts *consts;  /* the backend's shared constants (NULL: each plan owns its own) */
+	char **shared;         /* the keys of the shared ones this plan holds */
+	uint32_t nshared;
 	kf_custream stream;
 	kf_cuevent ev_in, ev_out; /* run_device: the caller's stream and ours, ordered */
 	kf_cugraph graph;

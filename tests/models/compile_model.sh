@@ -30,3 +30,10 @@ if grep -q "cannot load NVRTC" "$tmp/out"; then
 	exit 77
 fi
 [ $rc = 0 ] || { cat "$tmp/out" | tail -30; echo "FAIL: $name does not compile for CUDA"; exit 1; }
+# the second shape's plan reads no weight file again: the first plan's
+# device copies are shared (cuda/cuda_consts.c)
+if [ $# -gt 0 ] && grep -q ' file("' "$tmp/$name.opt.kf" && ! grep -q "shared with other plans" "$tmp/out"; then
+	grep -E "constants|dyn:" "$tmp/out"
+	echo "FAIL: $name: the plan of the second shape did not share the first's constants"
+	exit 1
+fi
