@@ -331,7 +331,6 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 		s->stats.shared_bytes += (int64_t)vbytes(g, v);
 		return hold_shared(s, &key);
 	}
-	s->stats.const_bytes += (int64_t)vbytes(g, v);
 	kf_tensor t = {0};
 	char err[256] = "";
 	int rc = -1;
@@ -351,6 +350,7 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 			goto out;
 		}
 		rc = hold_shared(s, &key);
+		s->stats.file_bytes += (int64_t)vbytes(g, v);
 	} else {
 		rc = own_buffer(s, v, vbytes(g, v));
 	}

@@ -78,7 +78,7 @@ typedef struct kf_cuda_stats {
 	int64_t graph_bytes;             /* inputs + outputs: the ideal traffic */
 	int64_t kernel_bytes;            /* what the kernels read and write */
 	int64_t flush_bytes;             /* the last bench's L2 flush per replay (0: none) */
-	int64_t const_bytes;             /* constants this plan read and uploaded */
+	int64_t file_bytes;              /* file constants this plan read and uploaded */
 	int64_t shared_bytes;            /* file constants another plan of the backend had uploaded */
 } kf_cuda_stats;
 void kf_cuda_session_stats(const kf_cuda_session *s, kf_cuda_stats *out);

@@ -50,9 +50,9 @@ void kf_cb_plan_report(kf_cuda_session *s)
 		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
 	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
 		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
-	if (t->shared_bytes) /* the plan of another shape uploaded them (cuda_consts.c) */
-		kf_buf_printf(r, "cuda: @%s: constants %.2f MiB read and uploaded, %.2f MiB shared with other plans\n",
-			      kf_str(s->c, s->g->name), t->const_bytes / 1048576.0, t->shared_bytes / 1048576.0);
+	if (t->file_bytes || t->shared_bytes) /* plans of other shapes share them (cuda_consts.c) */
+		kf_buf_printf(r, "cuda: @%s: file constants %.2f MiB read and uploaded, %.2f MiB shared with other plans\n",
+			      kf_str(s->c, s->g->name), t->file_bytes / 1048576.0, t->shared_bytes / 1048576.0);
 	if (!s->dyn.n)
 		return;
 	/* a sized plan: how many kernels read their sizes, and the buckets the

@@ -48,12 +48,13 @@ if ! "$imp" --version > /dev/null 2>&1; then
 	exit 2
 fi
 zoo="$root/bench/models/zoo.py"
-# The same pipeline as tests/models' CTests: the transformer passes (q/k/v
+# The same pipeline as tests/models' CTests: persistent (an RNN's steps as one
+# kernel, docs/persistent.md; nothing else matches), the transformer passes (q/k/v
 # as one matmul, each attention one flash-attention kernel;
 # docs/attention.md) change nothing in a CNN, the CNN passes (layout,
 # pad-channels, fuse-conv: docs/conv.md) nothing in a transformer.  KFUSE_ATTENTION=0
 # leaves merge-matmul and fuse-attention out (attention op by op).
-front="canonicalize,cse,rules{path=$root/patterns},canonicalize,cse,layout,pad-channels,canonicalize,cse"
+front="canonicalize,cse,persistent,rules{path=$root/patterns},canonicalize,cse,layout,pad-channels,canonicalize,cse"
 pipeline="$front,merge-matmul,fuse-attention,fuse-conv,fuse-matmul,fuse,dce"
 [ "${KFUSE_ATTENTION:-1}" = 0 ] && pipeline="$front,fuse-conv,fuse-matmul,fuse,dce"
 py=${PYTHON:-python3}
