@@ -326,7 +326,8 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 	kf_vid v = kf_res(g, n, 0);
 	kf_buf key = {0};
 	kf_cuptr p = 0;
-	if (s->consts && kf_cb_consts_key(g, n, &key) == 0 && kf_cb_consts_get(s->consts, key.p, &p)) {
+	bool file = kf_cb_consts_key(g, n, &key) == 0, share = file && s->consts;
+	if (share && kf_cb_consts_get(s->consts, key.p, &p)) {
 		s->vptr[v] = p;
 		s->stats.shared_bytes += (int64_t)vbytes(g, v);
 		return hold_shared(s, &key);
@@ -339,7 +340,9 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
 		goto out;
 	}
-	if (key.n) { /* a file constant: the backend's table owns the buffer */
+	if (file)
+		s->stats.file_bytes += (int64_t)vbytes(g, v);
+	if (share) { /* the backend's table owns the buffer */
 		if (s->cu && kf_cuda_malloc(s->cu, vbytes(g, v), &p) != 0)
 			goto out;
 		s->vptr[v] = p;
@@ -350,7 +353,6 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 			goto out;
 		}
 		rc = hold_shared(s, &key);
-		s->stats.file_bytes += (int64_t)vbytes(g, v);
 	} else {
 		rc = own_buffer(s, v, vbytes(g, v));
 	}
