@@ -294,6 +294,8 @@ int kx_mm_epilogue_s(kx *k, const kx_mm *mm, bool whole)
 			kf_buf_puts(&h, ") {\n");
 		}
 		kf_buf_printf(&h, "  const %s col = colp + %d;\n  const %s acc = accp%d;\n", it, p, acc, p);
+		if (mm->conv) /* (an epilogue may not need the column) */
+			kf_buf_puts(&h, "  (void)col;\n");
 		if (epi_body(k, mm, &h, p + 1) != 0) {
 			kf_buf_free(&h);
 			return -1;
