@@ -25,6 +25,61 @@ static int splitk_suffix(const char *s, kf_mm_config *c)
 	return n;
 }
 
+/* The rest of a "wgc<M>x<N>x<K>s<S>" config (the conv kernel), from
+ * s + n: [k<K>] (split-K) then v or s (the epilogue); 0, or -1 for a bad
+ * one. */
+static int parse_wgc(const char *s, int n, kf_mm_config *c)
+{
+	c->algo = KF_MM_WGC;
+	int m = 0;
+	if (s[n] == 'k' && (sscanf(s + n, "k%d%n", &c->sk, &m) != 1 || c->sk < 2 || c->sk > 64 || s[n + 1] < '1' ||
+			    s[n + 1] > '9'))
+		return -1;
+	n += m;
+	c->vs = s[n] == 'v';
+	n += c->vs;
+	c->ss = !c->vs && s[n] == 's';
+	n += c->ss;
+	return !s[n] && c->bm >= 64 && c->bm <= 256 && c->bm % 64 == 0 && c->bn >= 64 && c->bn <= 256 &&
+		       c->bn % 64 == 0 && 4 * c->bn >= c->bm && c->bk == 64 && c->stages >= 3 && c->stages <= 8 &&
+		       kf_wg_stage_cols(c) >= 0
+		       ? 0
+		       : -1;
+}
+
+/* The rest of a "wg<M>x<N>x<K>s<S>" config, from s + n: [c<2|4>]
+ * (cluster), p or pp (persistent, ping-pong), v, s, e (the epilogue's
+ * stores, staging, warps); 0, or -1 for a bad one. */
+static int parse_wg(const char *s, int n, kf_mm_config *c)
+{
+	c->algo = KF_MM_WG;
+	int m = 0;
+	if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
+		return -1;
+	n += m;
+	c->ps = s[n] == 'p';
+	n += c->ps;
+	c->pp = c->ps && s[n] == 'p';
+	n += c->pp;
+	if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
+		return -1;
+	c->vs = s[n] == 'v';
+	n += c->vs;
+	c->ss = s[n] == 's';
+	n += c->ss;
+	c->ew = c->ss && s[n] == 'e';
+	n += c->ew;
+	if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
+		return -1;
+	return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
+		       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
+		       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
+		       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
+		       kf_wg_stage_cols(c) >= 0 && (!c->ew || kf_wg_stage_cols(c) == c->bn)
+		       ? 0
+		       : -1;
+}
+
 int kf_mm_config_parse(const char *s, kf_mm_config *c)
 {
 	memset(c, 0, sizeof *c);
@@ -37,52 +92,10 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 			       ? 0
 			       : -1;
 	}
-	if (sscanf(s, "wgc%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
-		/* the conv kernel: [kK] (split-K) then v or s (the epilogue) */
-		c->algo = KF_MM_WGC;
-		int m = 0;
-		if (s[n] == 'k' && (sscanf(s + n, "k%d%n", &c->sk, &m) != 1 || c->sk < 2 || c->sk > 64 || s[n + 1] < '1' ||
-				    s[n + 1] > '9'))
-			return -1;
-		n += m;
-		c->vs = s[n] == 'v';
-		n += c->vs;
-		c->ss = !c->vs && s[n] == 's';
-		n += c->ss;
-		return !s[n] && c->bm >= 64 && c->bm <= 256 && c->bm % 64 == 0 && c->bn >= 64 && c->bn <= 256 &&
-			       c->bn % 64 == 0 && 4 * c->bn >= c->bm && c->bk == 64 && c->stages >= 3 && c->stages <= 8 &&
-			       kf_wg_stage_cols(c) >= 0
-			       ? 0
-			       : -1;
-	}
-	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4) {
-		c->algo = KF_MM_WG;
-		int m = 0;
-		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
-			return -1;
-		n += m;
-		c->ps = s[n] == 'p';
-		n += c->ps;
-		c->pp = c->ps && s[n] == 'p';
-		n += c->pp;
-		if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
-			return -1;
-		c->vs = s[n] == 'v';
-		n += c->vs;
-		c->ss = s[n] == 's';
-		n += c->ss;
-		c->ew = c->ss && s[n] == 'e';
-		n += c->ew;
-		if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
-			return -1;
-		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
-			       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
-			       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
-			       (!c->cl || kf_wg_bpieces(c->bn, false, c->cl, 0, &m, &m, NULL) > 0) &&
-			       kf_wg_stage_cols(c) >= 0 && (!c->ew || kf_wg_stage_cols(c) == c->bn)
-			       ? 0
-			       : -1;
-	}
+	if (sscanf(s, "wgc%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4)
+		return parse_wgc(s, n, c);
+	if (sscanf(s, "wg%dx%dx%ds%d%n", &c->bm, &c->bn, &c->bk, &c->stages, &n) == 4)
+		return parse_wg(s, n, c);
 	if (sscanf(s, "fma%dx%dx%dt%dx%d%n", &c->bm, &c->bn, &c->bk, &c->wm, &c->wn, &n) == 5 &&
 	    splitk_suffix(s + n, c) >= 0) {
 		c->algo = KF_MM_FMA;

@@ -76,6 +76,8 @@ enum {
 	O_QUIET, O_DATA_ROOT, O_MAXMEM,
 };
 
+static int check_args(int argc, char **argv, opt *o);
+
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
 static int parse_args(int argc, char **argv, opt *o)
 {
@@ -162,6 +164,12 @@ static int parse_args(int argc, char **argv, opt *o)
 		default: return kf_cli_bad_option(ch, argv) + 1;
 		}
 	}
+	return check_args(argc, argv, o);
+}
+
+/* The file operand and the --emit kind; parse_args's result. */
+static int check_args(int argc, char **argv, opt *o)
+{
 	for (int i = optind; i < argc; i++) {
 		if (o->input)
 			return kf_cli_usage("more than one input file ('%s')", argv[i]) + 1;

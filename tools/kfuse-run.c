@@ -101,6 +101,8 @@ static bool add_kv(const char **list, int *n, const char *opt, const char *want,
 	return true;
 }
 
+static int check_args(int argc, char **argv, opt *o);
+
 /* 0 to go on; else main returns parse_args's value - 1 (so --help is 0). */
 static int parse_args(int argc, char **argv, opt *o)
 {
@@ -188,6 +190,13 @@ static int parse_args(int argc, char **argv, opt *o)
 	}
 	if (!ok)
 		return kf_cli_status() + 1;
+	return check_args(argc, argv, o);
+}
+
+/* The file operand and the options that need each other; parse_args's
+ * result. */
+static int check_args(int argc, char **argv, opt *o)
+{
 	for (int i = optind; i < argc; i++) {
 		if (o->file)
 			return kf_cli_usage("one input file only ('%s' is a second)", argv[i]) + 1;

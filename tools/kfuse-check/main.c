@@ -209,6 +209,20 @@ enum {
 	O_VERSION,
 };
 
+/* An option getopt_long rejected (ch ':': its value is missing), in
+ * FileCheck's words; parse_args's status 2. */
+static int bad_option(int ch, char **argv)
+{
+	if (ch == ':' && optopt == 'D')
+		fputs("kfuse-check: for the -D option: requires a value!\n", stderr);
+	else if (ch == ':')
+		fprintf(stderr, "kfuse-check: option '%s' requires a value\n", argv[optind - 1]);
+	else
+		fprintf(stderr, "kfuse-check: Unknown command line argument '%s'.  Try: 'kfuse-check --help'\n",
+			argv[optind - 1]);
+	return 2;
+}
+
 /* Returns 0 to go on, else the exit status + 1.  Options are LLVM's: one
  * or two dashes, `-opt=V` or `-opt V` (getopt_long_only), -DVAR=VAL
  * attached; messages are FileCheck's, which tests compare. */
@@ -287,17 +301,7 @@ static int parse_args(int argc, char **argv, kfc_opts *o, args *a)
 			kf_cli_version();
 			puts("FileCheck 19 compatible");
 			return 1;
-		case ':':
-			if (optopt == 'D') {
-				fputs("kfuse-check: for the -D option: requires a value!\n", stderr);
-				return 2;
-			}
-			fprintf(stderr, "kfuse-check: option '%s' requires a value\n", argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "kfuse-check: Unknown command line argument '%s'.  Try: 'kfuse-check --help'\n",
-				argv[optind - 1]);
-			return 2;
+		default: return bad_option(ch, argv);
 		}
 	}
 	for (int i = optind; i < argc; i++) {
