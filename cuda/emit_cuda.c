@@ -414,9 +414,20 @@ static int op_expr_wide(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	kf_dtype rt = kx_dt(k, kf_res(g, n, 0));
 	bool fl = kf_dtype_is_float(rt);
 	switch (op) {
-	case KF_OP_ADD: kf_buf_printf(o, "(%s + %s)", a[0], a[1]); return 0;
-	case KF_OP_SUB: kf_buf_printf(o, "(%s - %s)", a[0], a[1]); return 0;
-	case KF_OP_MUL: kf_buf_printf(o, "(%s * %s)", a[0], a[1]); return 0;
+	/* integers add, subtract and multiply unsigned: a long long that
+	 * overflows is undefined in C++, and NVRTC (and the host compiler of
+	 * the emulation) then folds INT64_MAX + relu(x) to INT64_MAX where
+	 * the interpreter, numpy and PyTorch wrap (test_random_emu, seed 215) */
+	case KF_OP_ADD:
+	case KF_OP_SUB:
+	case KF_OP_MUL: {
+		char c = op == KF_OP_ADD ? '+' : op == KF_OP_SUB ? '-' : '*';
+		if (fl)
+			kf_buf_printf(o, "(%s %c %s)", a[0], c, a[1]);
+		else
+			kf_buf_printf(o, "(long long)((unsigned long long)(%s) %c (unsigned long long)(%s))", a[0], c, a[1]);
+		return 0;
+	}
 	case KF_OP_DIV: kf_buf_printf(o, fl ? "(%s / %s)" : "kf_div(%s, %s)", a[0], a[1]); return 0;
 	case KF_OP_POW: kf_buf_printf(o, "kf_pow(%s, %s)", a[0], a[1]); return 0;
 	case KF_OP_MAX: kf_buf_printf(o, "kf_max(%s, %s)", a[0], a[1]); return 0;
