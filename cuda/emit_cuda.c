@@ -397,13 +397,45 @@ static bool wraps(int op)
 	       op == KF_OP_NEG || op == KF_OP_ABS;
 }
 
+/* Whether op n's result jumps where its operand moves by an ulp: a
+ * comparison, a cast to an integer or i1. */
+static bool discontinuous(kx *k, kf_nid n)
+{
+	int op = kf_N(k->g, n)->op;
+	return (op >= KF_OP_EQ && op <= KF_OP_GE) ||
+	       (op == KF_OP_CAST && !kf_dtype_is_float(kx_dt(k, kf_res(k->g, n, 0))));
+}
+
 int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 {
 	kf_dtype rt = kx_dt(k, kf_res(k->g, n, 0));
 	if ((rt == KF_I32 || rt == KF_I8) && wraps(kf_N(k->g, n)->op)) {
 		kf_buf_printf(o, "(long long)(%s)", rt == KF_I32 ? "int" : "signed char");
 	}
-	return op_expr_wide(k, n, a, o);
+	if (!discontinuous(k, n))
+		return op_expr_wide(k, n, a, o);
+	/* A fused body keeps f16/bf16 intermediates in f32 (the more precise
+	 * by up to an ulp of the 16-bit type); an op that jumps on an ulp
+	 * reads them rounded to their type, as the interpreter stores them
+	 * (test_random_emu seed 238: cast(0.5 / x) to i32 in bf16 gave 2, the
+	 * interpreter's bf16 quotient 3.0 gives 3).  A loaded value is exact
+	 * already; rounding it again changes nothing. */
+	kf_buf r[2] = {{0}, {0}};
+	const char *b[2] = {NULL, NULL}; /* comparisons and casts: at most two operands */
+	uint32_t nin = kf_N(k->g, n)->nin;
+	for (uint32_t j = 0; j < nin && j < 2; j++) {
+		b[j] = a[j];
+		kf_dtype t = kx_dt(k, kf_in(k->g, n, j));
+		if (t != KF_F16 && t != KF_BF16)
+			continue;
+		kf_buf_printf(&r[j], t == KF_F16 ? "kf_h2f(kf_f2h(%s))" : "kf_b2f(kf_f2b(%s))", a[j]);
+		kf_buf_putc(&r[j], '\0');
+		b[j] = r[j].p;
+	}
+	int rc = op_expr_wide(k, n, b, o);
+	kf_buf_free(&r[0]);
+	kf_buf_free(&r[1]);
+	return rc;
 }
 
 /* kx_op_expr in the kernel's wide types (long long, float, double). */
