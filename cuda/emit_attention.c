@@ -462,6 +462,7 @@ int kx_att_score_helper(kx *k, const kx_att *at)
 	snprintf(s.name[0], sizeof s.name[0], "s");
 	s.n = 1;
 	const char *last = "s";
+	k->keep16 = true; /* scores stay f32 through the chain's casts, as in flash attention */
 	for (int i = 0; i < a->score.nn && last; i++) {
 		kf_nid n = a->score.n[i];
 		if (at->causal && n == at->cnode) {
@@ -472,6 +473,7 @@ int kx_att_score_helper(kx *k, const kx_att *at)
 		}
 		last = sval(&s, kf_res(g, n, 0), 0);
 	}
+	k->keep16 = false;
 	if (!last) {
 		kf_buf_free(&h);
 		return -1;

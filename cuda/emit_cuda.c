@@ -397,13 +397,14 @@ static bool wraps(int op)
 	       op == KF_OP_NEG || op == KF_OP_ABS;
 }
 
-/* Whether op n's result jumps where its operand moves by an ulp: a
- * comparison, a cast to an integer or i1. */
-static bool discontinuous(kx *k, kf_nid n)
+/* Whether op n reads its f16/bf16 operands as their type holds them: a
+ * comparison and a cast to an integer jump where an operand moves by an
+ * ulp, and a cast (to f32 above all: what amp writes around the ops it
+ * keeps in f32) says the value is one of its source type. */
+static bool reads_rounded(kx *k, kf_nid n)
 {
 	int op = kf_N(k->g, n)->op;
-	return (op >= KF_OP_EQ && op <= KF_OP_GE) ||
-	       (op == KF_OP_CAST && !kf_dtype_is_float(kx_dt(k, kf_res(k->g, n, 0))));
+	return (op >= KF_OP_EQ && op <= KF_OP_GE) || op == KF_OP_CAST;
 }
 
 int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
@@ -412,14 +413,16 @@ int kx_op_expr(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	if ((rt == KF_I32 || rt == KF_I8) && wraps(kf_N(k->g, n)->op)) {
 		kf_buf_printf(o, "(long long)(%s)", rt == KF_I32 ? "int" : "signed char");
 	}
-	if (!discontinuous(k, n))
+	if (k->keep16 || !reads_rounded(k, n))
 		return op_expr_wide(k, n, a, o);
 	/* A fused body keeps f16/bf16 intermediates in f32 (the more precise
-	 * by up to an ulp of the 16-bit type); an op that jumps on an ulp
-	 * reads them rounded to their type, as the interpreter stores them
-	 * (test_random_emu seed 238: cast(0.5 / x) to i32 in bf16 gave 2, the
-	 * interpreter's bf16 quotient 3.0 gives 3).  A loaded value is exact
-	 * already; rounding it again changes nothing. */
+	 * by up to an ulp of the 16-bit type); these ops read them rounded to
+	 * their type, as the interpreter stores them (test_random_emu seed
+	 * 238: cast(0.5 / x) to i32 in bf16 gave 2, the interpreter's bf16
+	 * quotient 3.0 gives 3; amp f16 seeds 14 and session 5's 28:
+	 * pow(negative, cast(tanh(..)) to f32) was NaN where the f16 tanh is
+	 * exactly -1).  A loaded value is exact already; rounding it again
+	 * changes nothing. */
 	kf_buf r[2] = {{0}, {0}};
 	const char *b[2] = {NULL, NULL}; /* comparisons and casts: at most two operands */
 	uint32_t nin = kf_N(k->g, n)->nin;

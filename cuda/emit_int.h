@@ -59,6 +59,8 @@ typedef struct kx {
 	kx_ix *ix;
 	uint32_t nix, capix;
 	bool wide;     /* 64-bit indices */
+	bool keep16;   /* casts and comparisons read f16/bf16 intermediates unrounded
+			  (kx_op_expr; attention scores: flash attention keeps them in f32) */
 	int V;         /* loop kernels: lanes per thread */
 	int64_t n;     /* loop kernels: the element count of the loop being written */
 	int64_t sn;    /* its symbolic form (kx_dim) */
