@@ -228,7 +228,7 @@ static void found_graphs(void **st)
 		"  %q = div(%x, %d) : f16[256]\n  %y = cast(%q) {to = \"f32\"} : f32[256]\n"
 		"  %x32 = cast(%x) {to = \"f32\"} : f32[256]\n  %d32 = cast(%d) {to = \"f32\"} : f32[256]\n"
 		"  %q32 = div(%x32, %d32) : f32[256]\n  %e = sub(%y, %q32) : f32[256]\n"
-		"  %k = const 65536.0 : f32[]\n  %z = mul(%e, %k) : f32[256]\n  return %z\n}\n",
+		"  %k = const 100.0 : f32[]\n  %z = mul(%e, %k) : f32[256]\n  return %z\n}\n",
 	};
 	int kernels = 0, bad = 0;
 	for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
