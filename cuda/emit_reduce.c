@@ -408,7 +408,13 @@ static int store(kx *k, row *w, uint32_t j)
 	}
 	kf_buf *b = &k->cur;
 	if (!arr) {
-		kf_buf_printf(b, "    if (rv && lane == 0) o%u[row] = ", j);
+		/* one value a row; a rank-0 output (a value no row changes, as
+		 * gelu(0) beside a layer norm) is written once, by row 0: each
+		 * row wrote o[row] past its one element (test_random_emu, seed
+		 * 263) */
+		bool one = kx_numel(k, v) == 1;
+		kf_buf_printf(b, one ? "    if (rv && lane == 0 && row == 0) o%u[0] = " : "    if (rv && lane == 0) o%u[row] = ",
+			      j);
 		kx_store(b, dt, "t%d", t);
 		kf_buf_puts(b, ";\n");
 		return 0;
