@@ -230,10 +230,13 @@ static void found_graphs(void **st)
 		"  %x32 = cast(%x) {to = \"f32\"} : f32[256]\n  %d32 = cast(%d) {to = \"f32\"} : f32[256]\n"
 		"  %q32 = div(%x32, %d32) : f32[256]\n  %e = sub(%y, %q32) : f32[256]\n"
 		"  %k = const 100.0 : f32[]\n  %z = mul(%e, %k) : f32[256]\n  return %z\n}\n",
-		"graph @g(%x: f32[2,2,8,2]) -> (f32[], f32[2,2,8,2]) {\n"
-		"  %z = const 0.0 : f32[]\n  %c = gelu(%z) {approximate = \"tanh\"} : f32[]\n"
-		"  %s = const dense<-3.5> : f32[2]\n  %y = layer_norm(%x, %s) {axis = 3, epsilon = 1e-05} : f32[2,2,8,2]\n"
-		"  %n = neg(%y) : f32[2,2,8,2]\n  return %c, %n\n}\n",
+		"graph @g(%x: f32[2,2,8,2]) -> (f32[], f32[2,2,8,2], f32[]) {\n"
+		"  %f:3 = fusion @k0(%x) {kind = \"reduce\"} : f32[], f32[2,2,8,2], f32[] {\n"
+		"  ^(%0: f32[2,2,8,2]):\n    %z = const 0.0 : f32[]\n    %c = gelu(%z) {approximate = \"tanh\"} : f32[]\n"
+		"    %s = const dense<-3.5> : f32[2]\n"
+		"    %y = layer_norm(%0, %s) {axis = 3, epsilon = 1e-05} : f32[2,2,8,2]\n"
+		"    %n = neg(%y) : f32[2,2,8,2]\n    %o = const 1.5 : f32[]\n    %d = add(%c, %o) : f32[]\n"
+		"    yield %c, %n, %d\n  }\n  return %f#0, %f#1, %f#2\n}\n",
 	};
 	int kernels = 0, bad = 0;
 	for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
