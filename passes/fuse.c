@@ -108,6 +108,24 @@ static bool merged_rowshape(fz *z, uint32_t ga, uint32_t gb, kf_tid *F, int *a)
 
 /* Checks that every op of the merged group can run in a row kernel over
  * F split at a; returns a reason or KF_FR_NONE; *regs gets the estimate. */
+/* Notes that the group being checked reads v along its rows (how 1) or
+ * one value a row (how 2); true when it read v the other way already.
+ * When the rows' dims equal the row's ([8, 8]) an [8] value can be
+ * either, and a kernel holds it one way: a layer norm's scale read along
+ * the row beside an add that takes the same input per row (random graph
+ * 294 of test_random_emu) made a kernel the emitter refused. */
+static bool read_as(fz *z, kf_vid v, uint8_t how)
+{
+	if (z->ra_epoch[v] != z->vepoch) {
+		z->ra_epoch[v] = z->vepoch;
+		z->ra_how[v] = 0;
+	}
+	if (z->ra_how[v] && z->ra_how[v] != how)
+		return true;
+	z->ra_how[v] = how;
+	return false;
+}
+
 static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int a, int *regs)
 {
 	kf_graph *g = z->g;
@@ -139,6 +157,8 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 				kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, v), true);
 				if (k != KF_RC_COL && k != KF_RC_SCALAR && k != KF_RC_FULL)
 					return KF_FR_SHAPE_MISMATCH;
+				if (k == KF_RC_COL && read_as(z, v, 1))
+					return KF_FR_SHAPE_MISMATCH;
 				/* read along the row (aligned from the right); one computed
 				 * in the kernel per row (a [R] value when R's dims equal the
 				 * row's: F = [2, 2]) would be read wrong.  A constant is
@@ -168,6 +188,8 @@ static kf_fuse_reason check_row(fz *z, uint32_t ga, uint32_t gb, kf_tid FT, int 
 			kf_rowclass k = kf_fuse_rowclass(F, a, kf_vtype(g, v), elem);
 			if (k == KF_RC_BAD)
 				return KF_FR_REDUCE_THEN_BROADCAST_MISMATCH;
+			if ((k == KF_RC_COL || k == KF_RC_ROW) && read_as(z, v, k == KF_RC_COL ? 1 : 2))
+				return KF_FR_SHAPE_MISMATCH;
 			/* a value computed per row read per element must be indexed by
 			 * row; one computed per element must not be read per row */
 			uint32_t q = fz_pos_of(z, v);
@@ -384,6 +406,8 @@ static void setup(fz *z, kf_graph *g, const kf_fuse_opts *o)
 	z->rowA = calloc(n, sizeof *z->rowA);
 	z->colS = calloc(n, sizeof *z->colS);
 	z->vw = calloc(n, sizeof *z->vw);
+	z->ra_epoch = calloc((size_t)g->nval + 1, sizeof *z->ra_epoch);
+	z->ra_how = calloc((size_t)g->nval + 1, 1);
 	z->view = calloc(n, 1);
 	z->mem = malloc(n * sizeof *z->mem);
 	z->nvmark = g->nval + 1;
@@ -444,6 +468,7 @@ static void teardown(fz *z)
 	free(z->rowT); free(z->rowA);
 	free(z->mem); free(z->vmark); free(z->why); free(z->vmap); free(z->vbuf);
 	free(z->ubuf); free(z->ckind); free(z->colS); free(z->vw); free(z->view);
+	free(z->ra_epoch); free(z->ra_how);
 	for (uint32_t p = 0; p < z->n; p++) {
 		kf_fuse_vec_free(&z->gin[p]);
 		kf_fuse_vec_free(&z->gout[p]);

@@ -64,6 +64,8 @@ typedef struct fz {
 	int *rowA;            /* G_ROW: the first reduced axis */
 	unsigned *colS;       /* G_COL: the mask of reduced dims */
 	uint32_t *vw, vepoch; /* boundary reshapes of the group being checked */
+	uint32_t *ra_epoch;   /* per value: the check (vepoch) ra_how belongs to */
+	uint8_t *ra_how;      /* per value: how that check's row group reads it (fuse.c read_as) */
 	uint8_t *view;        /* boundary reshapes left outside their group */
 	uint32_t *mem, epoch;
 	uint32_t *vmark;      /* per value, compared with epoch */
