@@ -658,8 +658,8 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 	kf_buf *report = o->report;
 	enum { MAXC = 64 };
 	cand *c = calloc(MAXC, sizeof *c);
-	char best[32] = "", lbest[2][32] = {"", ""}; /* the fastest own config, library route */
-	double bms = -1, lms[2] = {-1, -1};
+	char lbest[2][32] = {"", ""}; /* the fastest own config, library route */
+	double lms[2] = {-1, -1};
 	const kf_attrval *old = kf_attr_get(g, n, "tile");
 	char keep[64] = "";
 	if (old && old->kind == KF_ATTR_STR)
@@ -687,16 +687,16 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 		bool lib = c[i].kind != C_OWN;
 		if (ms >= 0 && (lms[lib] < 0 || ms < lms[lib])) {
 			lms[lib] = ms;
-			memcpy(lbest[lib], c[i].cfg, sizeof best);
+			memcpy(lbest[lib], c[i].cfg, sizeof lbest[lib]);
 		}
 	}
 	/* cuBLAS(Lt) is the floor: an own kernel wins only by more than
 	 * TUNE_MARGIN, the spread between the tuner's times and graph replays
 	 * of the same kernels (an own tile 4% ahead here ran 11% behind
 	 * cuBLAS in replays: -s6b-shapes.txt) */
-	bool own = lms[0] >= 0 && (lms[1] < 0 || lms[0] < lms[1] * (1.0 - TUNE_MARGIN));
-	bms = lms[own ? 0 : 1];
-	memcpy(best, lbest[own ? 0 : 1], sizeof best);
+	int w = lms[0] >= 0 && (lms[1] < 0 || lms[0] < lms[1] * (1.0 - TUNE_MARGIN)) ? 0 : 1;
+	const char *best = lbest[w];
+	double bms = lms[w];
 	bufset_free(b, &bs);
 	for (int i = 0; i < nc; i++)
 		cand_free(&c[i]);
