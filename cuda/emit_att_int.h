@@ -109,9 +109,10 @@ typedef struct kx_att_step {
 bool kx_att_fold_scale(const kx *k, const kx_att *at, kf_buf *o);
 /* The scores through the score chain (or the folded scale) and the masks. */
 /* A flash kernel's block indices: z, its batch index, and q0, its first
- * query row, the heaviest query tiles (the last, under a causal mask)
- * first, for blocks of bm query rows (blockIdx.x walks z fastest). */
-void kx_att_block_z_q0(kx *k, const kx_att *at, int bm);
+ * query row, for blocks of bm query rows: heads in groups sharing L2,
+ * within a group the heaviest query tiles (the last, under a causal mask)
+ * first. */
+void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped);
 void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st);
 /* The rows' new maxima (m0, m1), the factors a0, a1 and the sums rescaled. */
 void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st);

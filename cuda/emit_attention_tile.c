@@ -214,15 +214,47 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
 	return 0;
 }
 
-void kx_att_block_z_q0(kx *k, const kx_att *at, int bm)
+/* The block's head z and first query row q0.  Heads go in groups whose
+ * keys and values fit L2 together (~24 MB): within a group the query
+ * tiles of all its heads, the last (under a causal mask the longest)
+ * first, heads fastest; then the next group.  The blocks resident at once
+ * then share their heads' k and v, read from memory once.  With one group
+ * of every head, a wave of 132 blocks at 2048 keys and head dim 128
+ * streamed 132 heads' k and v (132 MB, past L2's 50) in a tile's time:
+ * bound by memory bandwidth (0.85x of cuDNN).  A group keeps the longest
+ * tiles first for the balance of the grid's end (one head a group left
+ * a causal grid's last head's longest tile running alone).  `grouped`
+ * false: one group of every head (the mma.sync kernel, which spilled
+ * with the group's arithmetic). */
+void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped)
 {
 	kf_buf *b = &k->b;
-	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq);
-	kf_buf_puts(b, "  const int z = blockIdx.x % ");
-	kx_dim(k, b, at->NB, sNB);
-	kf_buf_puts(b, ", q0 = (");
-	kx_dimlin(k, b, at->Tq, sTq, bm - 1, bm, -1); /* the last query tile */
-	kf_buf_puts(b, " - (int)(blockIdx.x / ");
-	kx_dim(k, b, at->NB, sNB);
-	kf_buf_printf(b, ")) * %d;\n", bm);
+	int64_t sTq = KX_ATT_S(k, at, Tq), sNB = KX_ATT_S(k, at, NB);
+	if (!grouped) { /* heads fastest (a kernel short of registers: z and q0
+			 * are recomputed from blockIdx where they are used) */
+		kf_buf_puts(b, "  const int z = blockIdx.x % ");
+		kx_dim(k, b, at->NB, sNB);
+		kf_buf_puts(b, ", q0 = (");
+		kx_dimlin(k, b, at->Tq, sTq, bm - 1, bm, -1); /* the last query tile */
+		kf_buf_puts(b, " - (int)(blockIdx.x / ");
+		kx_dim(k, b, at->NB, sNB);
+		kf_buf_printf(b, ")) * %d;\n", bm);
+		return;
+	}
+	int64_t head = kx_rep(k, at->Tk, KX_ATT_S(k, at, Tk)) * (at->D + at->DV) * 2;
+	int64_t grp = head > 0 ? (24 << 20) / head : 1;
+	if (grp < 1)
+		grp = 1;
+	if (grp > 4096)
+		grp = 4096;
+	kf_buf nq = {0}, nb = {0};
+	kx_dimlini(k, &nq, at->Tq, sTq, bm - 1, bm, 0);
+	kx_dim(k, &nb, at->NB, sNB);
+	kf_buf_printf(b, "  const int kf_gq = %lld * %.*s, kf_g = (int)blockIdx.x / kf_gq, kf_r = (int)blockIdx.x %% kf_gq;\n"
+		      "  const int kf_gs = min(%lld, (int)(%.*s) - kf_g * %lld);\n"
+		      "  const int z = kf_g * %lld + kf_r %% kf_gs, q0 = (%.*s - 1 - kf_r / kf_gs) * %d;\n",
+		      (long long)grp, (int)nq.n, nq.p, (long long)grp, (int)nb.n, nb.p, (long long)grp, (long long)grp,
+		      (int)nq.n, nq.p, bm);
+	kf_buf_free(&nq);
+	kf_buf_free(&nb);
 }

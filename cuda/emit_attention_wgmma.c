@@ -477,7 +477,7 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 		      "  const unsigned bar_q = sv + %d, bar_fk = bar_q + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, bar_ev = bar_ek + %d;\n",
 		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	kx_att_block_z_q0(k, at, c->bm);
+	kx_att_block_z_q0(k, at, c->bm, true);
 	/* nt tiles, the last nt - nm of them (the first walked) masked: those
 	 * past the block's first row's diagonal or the end of the keys */
 	if (at->causal) {

@@ -14,20 +14,34 @@
 # the f32 graphs, then each in f16 and bf16 (every f32 of the text made the
 # low type: inputs, outputs and intermediates; reductions still accumulate
 # in f32 inside the kernels)
+# in f32 (NAME.f16: the f32 row's element count, half its bytes; copy.f16
+# is kfuse's copy of those bytes).  NAME.f16x2: twice the elements, so the
+# bytes of the f32 row (134 MB; copy.f16x2 and torch's copy134 move the
+# same); NAME.f16x4: 268 MB, where a launch's fixed cost no longer shows.
+# The "% same-size copy" column divides by kfuse's copy of the row's bytes.
 low="ew_chain.f16 ew_chain.bf16 bias_gelu.f16 bias_gelu.bf16 layer_norm.f16 layer_norm.bf16 softmax.f16 softmax.bf16"
-for f in ew_chain ew_chain3 bias_gelu layer_norm softmax copy probe $low; do
+for x in x2 x4; do
+	low="$low copy.f16$x"
+	for f in ew_chain bias_gelu layer_norm softmax; do low="$low $f.f16$x $f.bf16$x"; done
+done
+for f in ew_chain ew_chain3 bias_gelu layer_norm softmax copy probe copy.f16 $low; do
 	g="$here/$f.kf"
 	tol="--rtol 1e-3 --atol 1e-4"
 	case $f in *.*)
 		g="$out/$f.kf"
-		sed "s/f32/${f#*.}/g" "$here/${f%.*}.kf" > "$g"
+		dt=${f#*.} k=1
+		case $dt in *x*) k=${dt#*x} dt=${dt%x*} ;; esac
+		# the leading dim of every shape the graphs have, times k
+		sed -e "s/f32/$dt/g" -e "s/\[16777216\]/[$((16777216 * k))]/g" \
+			-e "s/\[16384,/[$((16384 * k)),/g" -e "s/\[8192,/[$((8192 * k)),/g" \
+			"$here/${f%.*}.kf" > "$g"
 		# the interpreter rounds every intermediate to the low type, the
 		# kernels keep them in f32: compared as low-precision graphs are
 		tol="--l2 2e-2" ;;
 	esac
 	"$opt" "$g" -p fuse -o "$out/$f.fused.kf" 2> "$out/$f.fuse.log" || { echo "FAIL fuse $f"; cat "$out/$f.fuse.log"; }
 	vs="fused unfused"
-	case $f in copy|probe) vs=fused ;; esac # references: one kernel either way
+	case $f in copy*|probe|*x2|*x4) vs=fused ;; esac # references: one kernel either way
 	for v in $vs; do
 		src=$g
 		[ $v = fused ] && src="$out/$f.fused.kf"
@@ -45,7 +59,7 @@ for f in ew_chain ew_chain3 bias_gelu layer_norm softmax copy probe $low; do
 done
 
 echo "torch: eager and torch.compile"
-python3 "$here/torch_ref.py" ew_chain ew_chain3 bias_gelu layer_norm softmax $low > "$out/torch.jsonl" 2> "$out/torch.err" || { echo "torch_ref.py failed:"; tail -5 "$out/torch.err"; }
+python3 "$here/torch_ref.py" ew_chain ew_chain3 bias_gelu layer_norm softmax $(echo $low | tr ' ' '\n' | grep -v ^copy) > "$out/torch.jsonl" 2> "$out/torch.err" || { echo "torch_ref.py failed:"; tail -5 "$out/torch.err"; }
 
 # compile time of a ~1000-node graph: cold (empty kernel cache), then warm
 python3 "$here/gen_big.py" --nodes 1000 --out "$out/big.kf" > /dev/null
@@ -65,7 +79,7 @@ done
 python3 - "$log" "$out/torch.jsonl" <<'PY'
 import json, re, sys
 log, tj = sys.argv[1], sys.argv[2]
-torch, copy = {}, None
+torch, copy, tcopies = {}, None, {}
 copy134 = None  # torch's copy at the benchmarks' own size (134 MB moved)
 try:
     for l in open(tj):
@@ -74,6 +88,8 @@ try:
             copy = d["gbs"]
         elif d["name"] == "copy134":
             copy134 = d
+        elif d["name"].startswith("copy"):
+            tcopies[d["bytes"]] = d
         else:
             torch[d["name"]] = d
 except OSError:
@@ -97,27 +113,41 @@ print(f"device copy bandwidth (ceiling, 1 GiB torch copy): {copy:.0f} GB/s" if c
 if copy134:
     print(f"torch copy at 134 MB (the ew_chain size): {copy134['ms'] * 1e3:.1f} us, {copy134['gbs']:.0f} GB/s"
           f" = {100 * copy134['gbs'] / copy:.1f}% of the ceiling" if copy else "")
+for b, d in sorted(tcopies.items()):
+    print(f"torch copy at {b / 1e6:.0f} MB: {d['ms'] * 1e3:.1f} us, {d['gbs']:.0f} GB/s" +
+          (f" = {100 * d['gbs'] / copy:.1f}% of the ceiling" if copy else ""))
+# kfuse's own copy of each size: what "% same-size copy" divides by
+kcopy = {r[6]: r[6] / r[5] / 1e6 for r in rows if r[0].startswith("copy") and not r[2] and r[5]}
 for r in rows:
-    if r[0] in ("copy", "probe") and not r[2] and r[5]:
-        what = "kfuse copy at 134 MB" if r[0] == "copy" else "bench fixed cost (tiny graph)"
-        extra = f", {r[6] / r[5] / 1e6:.0f} GB/s = {100 * r[6] / r[5] / 1e6 / copy:.1f}% of the ceiling" if r[0] == "copy" and copy else ""
+    if (r[0].startswith("copy") or r[0] == "probe") and not r[2] and r[5]:
+        what = f"kfuse {r[0]} at {r[6] / 1e6:.0f} MB" if r[0] != "probe" else "bench fixed cost (tiny graph)"
+        extra = f", {r[6] / r[5] / 1e6:.0f} GB/s = {100 * r[6] / r[5] / 1e6 / copy:.1f}% of the ceiling" if r[0] != "probe" and copy else ""
         print(f"{what}: {r[5] * 1e3:.1f} us per replay{extra}")
-hdr = f"{'benchmark':<16} {'variant':<10} {'kernels':>7} {'time ms':>9} {'GB/s':>7} {'% copy':>7} {'vs t.compile':>12} {'check':>6}"
+
+
+def same_size_copy(nb):
+    near = [b for b in kcopy if abs(b - nb) <= 0.01 * nb]
+    return kcopy[near[0]] if near else None
+
+
+hdr = f"{'benchmark':<16} {'variant':<10} {'kernels':>7} {'time ms':>9} {'GB/s':>7} {'% copy':>7} {'% same-size copy':>16} {'vs t.compile':>12} {'check':>6}"
 print(hdr)
 print("-" * len(hdr))
 fused = {r[0]: r for r in rows if r[1] == "fused"}
 for name, var, rc, ok, bad, ms, nb, k in rows:
-    if name in ("copy", "probe"):
+    if name.startswith("copy") or name == "probe":
         continue
     if rc or ms is None:
         print(f"{name:<16} {var:<10} {'FAILED (rc=%d)' % rc}")
         continue
     gbs = nb / ms / 1e6
     pct = f"{100 * gbs / copy:6.1f}%" if copy else "n/a"
+    sc = same_size_copy(nb)
+    spct = f"{100 * gbs / sc:6.1f}%" if sc else "n/a"
     tc = torch.get(name, {}).get("compile_ms")
     ratio = f"{tc / ms:11.2f}x" if tc and tc == tc else "n/a"
     chk = "ok" if ok and not bad else "BAD"
-    print(f"{name:<16} {var:<10} {k:>7} {ms:9.4f} {gbs:7.0f} {pct:>7} {ratio:>12} {chk:>6}")
+    print(f"{name:<16} {var:<10} {k:>7} {ms:9.4f} {gbs:7.0f} {pct:>7} {spct:>16} {ratio:>12} {chk:>6}")
 for name in torch:
     d = torch[name]
     for var, key in (("eager", "eager_ms"), ("t.compile", "compile_ms")):

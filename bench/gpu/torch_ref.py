@@ -64,6 +64,10 @@ def main():
     for name in names:
         base, _, dt = name.partition(".")
         fn, shapes = CASES[base]
+        # NAME.f16x2: the first input's leading dim times 2 (bench/gpu/run.sh)
+        dt, _, k = dt.partition("x")
+        if k:
+            shapes = [(shapes[0][0] * int(k),) + tuple(shapes[0][1:])] + shapes[1:]
         args = [torch.randn(*s, device=dev, dtype=DTYPES[dt or "f32"]) for s in shapes]
         out = fn(*args)
         nbytes = sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
@@ -78,7 +82,8 @@ def main():
         print(json.dumps({"name": name, "bytes": nbytes, "eager_ms": eager, "compile_ms": comp}), flush=True)
     # the ceiling: a device-to-device copy of 1 GiB (read + write counted);
     # and the same copy at the benchmarks' own size, 16M f32 (134 MB moved)
-    for name, n in (("copy", 1 << 28), ("copy134", 1 << 24)):
+    # (copy67, copy268: the bytes of the .f16 and .f16x4 rows)
+    for name, n in (("copy", 1 << 28), ("copy134", 1 << 24), ("copy67", 1 << 23), ("copy268", 1 << 25)):
         a = torch.randn(n, device=dev, dtype=torch.float32)
         b = torch.empty_like(a)
         ms = do_bench(lambda: b.copy_(a), return_mode="median")
