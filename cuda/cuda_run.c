@@ -136,7 +136,14 @@ static int launch(kf_cuda_session *s)
 {
 	int rc;
 	if (!s->ran || s->o.no_graph || s->o.profile) {
-		rc = launch_all(s, s->o.profile);
+		/* a profile times a second run: the first pays for the modules'
+		 * lazy loading and the libraries' first calls (GPT-2's matmuls
+		 * summed to 4.6x its replay in it) */
+		rc = s->o.profile && !s->ran ? launch_all(s, false) : 0;
+		if (rc == 0 && s->o.profile)
+			rc = kf_cuda_sync(s->cu, s->stream);
+		if (rc == 0)
+			rc = launch_all(s, s->o.profile);
 		if (rc == 0)
 			rc = kf_cuda_sync(s->cu, s->stream);
 		if (rc == 0 && s->o.profile)
