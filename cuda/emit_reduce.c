@@ -478,6 +478,14 @@ static void geometry(kx *k, row *w)
 	w->block = w->TPR < k->tune.row_block ? k->tune.row_block : w->TPR;
 	w->RPB = w->block / w->TPR;
 	k->k->block = w->block;
+	/* 16 or more of a row's values a thread: a block per SM to fit, else
+	 * ptxas 13 (no minimum given) caps the registers at 64 for occupancy
+	 * and spills, and the backend splits the spilling kernel into a
+	 * kernel per op (an f16 layer norm over rows of 1024, 32 values a
+	 * thread: 8 bytes spilled, 9 kernels, 5x the time; 79 registers
+	 * with the bound) */
+	if (w->K >= 16)
+		k->k->min_blocks = 1;
 	int64_t units = (w->R + w->RPB - 1) / w->RPB, runits = (kx_rep(k, w->R, w->sR) + w->RPB - 1) / w->RPB;
 	/* a grid of one block per RPB rows must fit gridDim.x; else it loops
 	 * (a sized plan decides at its bucket's size: the text says which) */
