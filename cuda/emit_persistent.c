@@ -142,6 +142,8 @@ static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 }
 
 static int ex(pm *p, kf_vid v, int64_t off, bool zc, bool zr, kf_buf *o);
+static int ex_in(pm *p, kf_nid n, uint32_t j, int64_t off, bool zc, bool zr, kf_buf *o);
+static int ex_s(pm *p, kf_vid v, int hs, int64_t off, bool zc, bool zr, kf_buf *o);
 
 /* A load e of the cell that does not depend on h (a per-step input row,
  * a bias, an initial state) is issued for the block's first group into a
@@ -197,7 +199,7 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zc, bool zr, kf_buf *o)
 		} else if (width(g, a) != width(g, kf_res(g, n, 0)) || rows(g, a) != rows(g, kf_res(g, n, 0))) {
 			return kx_pm_bad(p, "a reshape changes the row");
 		}
-		return ex(p, a, off + st, zc, zr, o);
+		return ex_in(p, n, 0, off + st, zc, zr, o);
 	}
 	const char *args[KF_REC_MAXIN];
 	kf_buf ab[KF_REC_MAXIN] = {{0}};
@@ -205,7 +207,7 @@ static int ex_node(pm *p, kf_nid n, int64_t off, bool zc, bool zr, kf_buf *o)
 	for (uint32_t i = 0; i < x->nin && rc == 0; i++) {
 		kf_vid a = kf_in(g, n, i);
 		bool one = width(g, a) == 1;
-		rc = ex(p, a, one ? 0 : off, zc || one, zr || rows(g, a) == 1, &ab[i]);
+		rc = ex_in(p, n, i, one ? 0 : off, zc || one, zr || rows(g, a) == 1, &ab[i]);
 		kf_buf_putc(&ab[i], 0);
 		args[i] = ab[i].p;
 	}
@@ -258,21 +260,42 @@ static int per_step(pm *p, kf_vid v, kf_nid d, bool zr, const char *col, kf_buf 
 
 /* The expression of step-0 value v at row b (zr: 0) and column j + off
  * (zc: off). */
+/* ex of operand j of step-0 node n: a state operand names its slot (two
+ * states may start from one value: CSE made the zero h0 and c0 of an LSTM
+ * one constant, and the value alone read c as h on the H200) */
+static int ex_in(pm *p, kf_nid n, uint32_t j, int64_t off, bool zc, bool zr, kf_buf *o)
+{
+	const kf_rec *r = &p->r;
+	kf_vid v = kf_in(p->k->g, n, j);
+	int hs = -1;
+	if (n < r->nnode && r->stepof[n] == 1 && j < KF_REC_MAXIN && r->cls[r->idx[n] * KF_REC_MAXIN + j] == KF_REC_SLOT)
+		hs = r->slot[r->idx[n] * KF_REC_MAXIN + j];
+	return ex_s(p, v, hs, off, zc, zr, o);
+}
+
 static int ex(pm *p, kf_vid v, int64_t off, bool zc, bool zr, kf_buf *o)
+{
+	return ex_s(p, v, -1, off, zc, zr, o);
+}
+
+/* ex of value v, read as state slot hs when hs >= 0 (else the slot v
+ * starts, if any) */
+static int ex_s(pm *p, kf_vid v, int hs, int64_t off, bool zc, bool zr, kf_buf *o)
 {
 	kf_graph *g = p->k->g;
 	if (!row_shape(p, v))
 		return kx_pm_bad(p, "the cell has a value that is not one f32 row per sequence");
 	zr = zr || rows(g, v) == 1;
+	int s = hs >= 0 ? hs : slot_of(p, v);
 	for (int i = 0; i < p->nmemo; i++)
-		if (p->memo[i].v == v && p->memo[i].off == off && p->memo[i].zc == zc && p->memo[i].zr == zr) {
+		if (p->memo[i].v == v && p->memo[i].s == s && p->memo[i].off == off && p->memo[i].zc == zc &&
+		    p->memo[i].zr == zr) {
 			kf_buf_printf(o, "t%d", p->memo[i].t);
 			return 0;
 		}
 	char ix[96];
 	cell_ix(p, width(g, v), zc, zr, off, ix, sizeof ix);
 	kf_nid d = kf_def(g, v);
-	int s = slot_of(p, v);
 	kf_buf e = {0};
 	int rc = 0;
 	int64_t ax, st, len;
@@ -330,7 +353,7 @@ done:
 		}
 		kf_buf_printf(o, "t%d", t);
 		if (p->nmemo < 512)
-			p->memo[p->nmemo++] = (typeof(p->memo[0])){v, off, zc, zr, t};
+			p->memo[p->nmemo++] = (typeof(p->memo[0])){v, off, zc, zr, s, t};
 	}
 	kf_buf_free(&e);
 	return rc;

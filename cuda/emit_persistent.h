@@ -40,7 +40,7 @@ typedef struct pm {
 	uint32_t ny;
 	kf_buf ew;         /* the element-wise part of a step */
 	kf_buf pf0, pfs;   /* prefetches: once before the steps, per step before the wait */
-	struct { kf_vid v; int64_t off; bool zc, zr; int t; } memo[512];
+	struct { kf_vid v; int64_t off; bool zc, zr; int s, t; } memo[512]; /* s: the state slot read, or -1 */
 	int nmemo, ntmp;
 	char why[200];
 } pm;

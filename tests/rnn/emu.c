@@ -2,7 +2,8 @@
  * (tests/rnn/data/NAME.onnx, tests/rnn/gen.py) run on the host
  * (tests/unit/persistent_emu.h) against the interpreter, on the inputs
  * PyTorch saw: each persistent node of the model after the standard
- * pipeline's `canonicalize,cse,persistent`, with a grid smaller than its
+ * pipeline's `canonicalize,cse,persistent,canonicalize,cse` (cse inside
+ * the node's body, as the models' pipeline runs it), with a grid smaller than its
  * groups (a block loops over several) and a second launch bit-identical
  * to the first. */
 #include <setjmp.h>
@@ -35,7 +36,7 @@ static kf_module *import(kf_ctx *c, const char *name, const char *dir)
 	assert_non_null(m);
 	kf_passreg reg = {0};
 	kf_passes_builtin(&reg);
-	kf_pipeline *p = kf_pipeline_parse(c, &reg, "canonicalize,cse,persistent");
+	kf_pipeline *p = kf_pipeline_parse(c, &reg, "canonicalize,cse,persistent,canonicalize,cse");
 	assert_non_null(p);
 	kf_runopts ro = {.verify_each = true};
 	int rc = kf_pipeline_run(p, m, &ro);
