@@ -24,7 +24,9 @@
  * earlier launch never matches.  Every block must be resident at once: the
  * backend launches it with cuLaunchCooperativeKernel.
  *
- * Supported: batch 1 (states f32[1,H]), f32, one recurrent matmul per step
+ * Supported: batch 1 (states [1,H]), f32, f16 and bf16 (an amp graph's:
+ * loaded widened to f32, computed in f32, the outputs stored rounded; h
+ * handed over and the weights held in f32), one recurrent matmul per step
  * whose weight is a body argument [K,G] or its transpose, the cell's ops
  * element-wise with slices along the last axis, per-step inputs as row
  * slices of arguments.  kf_emit_persistent_check says why a node is not.
@@ -67,11 +69,12 @@ static int64_t rows(const kf_graph *g, kf_vid v)
 }
 
 /* A value of the cell is [R,N] or [N] or a scalar, R being 1 or the batch:
- * f32, or i1 (a sequence-length mask, kept in a float temporary). */
+ * f32, f16 or bf16 (computed in f32), or i1 (a sequence-length mask, kept in
+ * a float temporary). */
 static bool row_shape(const pm *p, kf_vid v)
 {
 	const kf_type *t = kf_vtype(p->k->g, v);
-	return (t->dtype == KF_F32 || t->dtype == KF_I1) && t->rank <= 2 &&
+	return (t->dtype == KF_F32 || t->dtype == KF_F16 || t->dtype == KF_BF16 || t->dtype == KF_I1) && t->rank <= 2 &&
 	       (t->rank < 2 || t->dim[0] == 1 || t->dim[0] == p->B) && kf_type_is_static(t);
 }
 
@@ -134,10 +137,8 @@ static int load_ext(pm *p, kf_vid v, const char *ix, kf_buf *o)
 	int a = kx_pm_param(p, v);
 	if (a < 0 || d != KF_NONE)
 		return kx_pm_bad(p, "the cell reads a value computed outside its steps");
-	if (kx_dt(k, v) == KF_I1)
-		kf_buf_printf(o, "(__ldg(p%d + (%s)) != 0)", a, ix);
-	else
-		kf_buf_printf(o, "__ldg(p%d + (%s))", a, ix);
+	/* f16/bf16 widened to f32, i1 a bool */
+	kx_load(o, kx_dt(k, v), "__ldg(p%d + (%s))", a, ix);
 	return 0;
 }
 
@@ -153,7 +154,9 @@ static int ex_s(pm *p, kf_vid v, int hs, int64_t off, bool zc, bool zr, kf_buf *
  * (a grid smaller than the groups) load it where it is used. */
 static void prefetch(pm *p, kf_buf *e, bool step)
 {
-	if (!p->pf || e->n < 5 || strncmp(e->p, "__ldg", 5) != 0)
+	/* a load, as it is or widened from f16/bf16 (kx_load) */
+	if (!p->pf || !e->p || (strncmp(e->p, "__ldg", 5) != 0 && strncmp(e->p, "kf_h2f(__ldg", 12) != 0 &&
+				strncmp(e->p, "kf_b2f(__ldg", 12) != 0))
 		return;
 	int r = p->npf++;
 	kf_buf_printf(step ? &p->pfs : &p->pf0, "      kf_pf%d = %.*s;\n", r, (int)e->n, e->p);
@@ -376,8 +379,10 @@ int kx_pm_analyze(pm *p)
 	p->B = A->dim[0];
 	if (p->B < 1 || p->B > KF_PM_BMAX)
 		return kx_pm_bad(p, "batch sizes above 16 are not supported");
-	if (A->dtype != KF_F32)
-		return kx_pm_bad(p, "only f32 is supported");
+	/* f16/bf16 (an amp graph): loaded widened, computed in f32, stored
+	 * rounded; the weights in registers as f32 */
+	if ((A->dtype != KF_F32 && A->dtype != KF_F16 && A->dtype != KF_BF16) || R->dtype != A->dtype)
+		return kx_pm_bad(p, "only f32, f16 and bf16 are supported");
 	p->K = A->dim[1];
 	p->G = R->dim[1];
 	p->H = p->K;
@@ -438,17 +443,28 @@ void kx_pm_wexpr(pm *p, const char *row, const char *kk, kf_buf *o)
 {
 	kf_graph *g = p->k->g;
 	kf_nid d = kf_def(g, p->r.R);
+	kf_dtype dt = kx_dt(p->k, p->r.R); /* f16/bf16 widened: the registers hold f32 */
 	if (d == KF_NONE) {
-		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", kx_pm_param(p, p->r.R), kk, (long long)p->G, row);
+		kx_load(o, dt, "__ldg(p%d + (%s) * %lld + (%s))", kx_pm_param(p, p->r.R), kk, (long long)p->G, row);
 		return;
 	}
 	int64_t perm[2] = {1, 0};
 	kf_attr_ints(g, d, "perm", perm, 2);
 	int a = kx_pm_param(p, kf_in(g, d, 0));
 	if (perm[0] == 1) /* R = W^T: W[row][kk], read along kk: coalesced */
-		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", a, row, (long long)p->K, kk);
+		kx_load(o, dt, "__ldg(p%d + (%s) * %lld + (%s))", a, row, (long long)p->K, kk);
 	else
-		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", a, kk, (long long)p->G, row);
+		kx_load(o, dt, "__ldg(p%d + (%s) * %lld + (%s))", a, kk, (long long)p->G, row);
+}
+
+/* e as output y stores it: rounded to f16/bf16, else as it is */
+static void out_val(const kx *k, kf_vid y, const kf_buf *e, kf_buf *o)
+{
+	kf_dtype dt = kx_dt(k, y);
+	if (dt == KF_F16 || dt == KF_BF16)
+		kx_store(o, dt, "%.*s", (int)e->n, e->p);
+	else
+		kf_buf_put(o, e->p, e->n);
 }
 
 /* The cell of one unit: states kept, h published, outputs written. */
@@ -508,11 +524,14 @@ int kx_pm_cell(pm *p, unsigned T)
 			}
 			char tt[32];
 			snprintf(tt, sizeof tt, fw ? "t" : "(%u - t)", T - 1);
+			kf_buf sv = {0};
+			out_val(k, y, &e, &sv);
 			if (p->B == 1)
-				kf_buf_printf(&st, "      o%d[%s * %lld + j] = %.*s;\n", q, tt, (long long)p->H, (int)e.n, e.p);
+				kf_buf_printf(&st, "      o%d[%s * %lld + j] = %.*s;\n", q, tt, (long long)p->H, (int)sv.n, sv.p);
 			else
 				kf_buf_printf(&st, "      o%d[(%s * %lld + b) * %lld + j] = %.*s;\n", q, tt, (long long)p->B,
-					      (long long)p->H, (int)e.n, e.p);
+					      (long long)p->H, (int)sv.n, sv.p);
+			kf_buf_free(&sv);
 		} else if (d != KF_NONE && d < r->nnode && r->stepof[d] == T) {
 			kf_nid n0 = r->node[r->idx[d]];
 			if (width(g, y) != p->H || rows(g, y) != p->B ||
@@ -521,7 +540,10 @@ int kx_pm_cell(pm *p, unsigned T)
 				rc = rc ? rc : kx_pm_bad(p, "an output is not as wide as the state");
 				break;
 			}
-			kf_buf_printf(&st, "      if (t == %u) o%d[%s] = %.*s;\n", T - 1, q, sj, (int)e.n, e.p);
+			kf_buf sv = {0};
+			out_val(k, y, &e, &sv);
+			kf_buf_printf(&st, "      if (t == %u) o%d[%s] = %.*s;\n", T - 1, q, sj, (int)sv.n, sv.p);
+			kf_buf_free(&sv);
 		} else {
 			rc = kx_pm_bad(p, "an output is neither a step's value nor the sequence of one");
 		}

@@ -68,7 +68,9 @@ int kx_stack_xrow(pm *p, int64_t off, kf_buf *o)
 	int a = kx_param(p->k, p->xb);
 	if (a < 0)
 		return kx_pm_bad(p, "the input projection's bias is not an argument");
-	kf_buf_printf(o, "(%s + __ldg(p%d + j + %lld))", g, a, (long long)off);
+	kf_buf_printf(o, "(%s + ", g);
+	kx_load(o, kx_dt(p->k, p->xb), "__ldg(p%d + j + %lld)", a, (long long)off);
+	kf_buf_putc(o, ')');
 	return 0;
 }
 
@@ -78,12 +80,13 @@ static void xwexpr(pm *p, const char *row, const char *kk, kf_buf *o)
 	kf_graph *g = p->k->g;
 	kf_nid d = kf_def(g, p->xw);
 	int64_t G = kf_vtype(g, p->xw)->dim[1];
+	kf_dtype dt = kx_dt(p->k, p->xw); /* f16/bf16 widened */
 	if (d == KF_NONE) {
-		kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", kx_param(p->k, p->xw), kk, (long long)G, row);
+		kx_load(o, dt, "__ldg(p%d + (%s) * %lld + (%s))", kx_param(p->k, p->xw), kk, (long long)G, row);
 		return;
 	}
 	/* the transpose of an argument W [G, K]: W[row][kk], coalesced */
-	kf_buf_printf(o, "__ldg(p%d + (%s) * %lld + (%s))", kx_param(p->k, kf_in(g, d, 0)), row, (long long)p->K, kk);
+	kx_load(o, dt, "__ldg(p%d + (%s) * %lld + (%s))", kx_param(p->k, kf_in(g, d, 0)), row, (long long)p->K, kk);
 }
 
 /* The projection of layer l (>= 1) of the stack: operand j of node B is

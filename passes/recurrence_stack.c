@@ -38,15 +38,16 @@ static bool from_consts(const kf_graph *g, kf_vid v, int depth)
 	return true;
 }
 
-/* A weight the projection may read: an argument, a constant, or the
+/* A weight the projection may read: an argument, a constant, the
  * transpose of one computed from those (gen_rnn.py's form, the
- * importer's). */
+ * importer's), or a cast of one computed from those (amp's f16 copy of
+ * the transposed weight: the stack reads it as an argument [K, G]). */
 static bool plain_weight(const kf_graph *g, kf_vid w)
 {
 	kf_nid d = kf_def(g, w);
 	if (d == KF_NONE || kf_N(g, d)->op == KF_OP_CONST)
 		return true;
-	return kf_N(g, d)->op == KF_OP_TRANSPOSE && from_consts(g, kf_in(g, d, 0), 6);
+	return (kf_N(g, d)->op == KF_OP_TRANSPOSE || kf_N(g, d)->op == KF_OP_CAST) && from_consts(g, kf_in(g, d, 0), 6);
 }
 
 /* A projection used once: `matmul(seq, W)`, or `add(matmul(seq, W), b)`

@@ -24,7 +24,7 @@
 /* The model as kfuse-import-onnx -o FILE imports it: weights of more than
  * 64 elements in files of dir (inline ones fold where they meet a zero
  * state: step 0's matmul would be a constant). */
-static kf_module *import(kf_ctx *c, const char *name, const char *dir)
+static kf_module *import(kf_ctx *c, const char *name, const char *dir, const char *amp)
 {
 	char path[512], ref[512];
 	snprintf(path, sizeof path, "%s/%s.onnx", KF_RNN_DATA, name);
@@ -36,7 +36,10 @@ static kf_module *import(kf_ctx *c, const char *name, const char *dir)
 	assert_non_null(m);
 	kf_passreg reg = {0};
 	kf_passes_builtin(&reg);
-	kf_pipeline *p = kf_pipeline_parse(c, &reg, "canonicalize,cse,persistent,canonicalize,cse");
+	char pipe[160];
+	snprintf(pipe, sizeof pipe, "%s%s%scanonicalize,cse,persistent,canonicalize,cse", amp ? "amp{dtype=" : "",
+		 amp ? amp : "", amp ? "}," : "");
+	kf_pipeline *p = kf_pipeline_parse(c, &reg, pipe);
 	assert_non_null(p);
 	kf_runopts ro = {.verify_each = true};
 	int rc = kf_pipeline_run(p, m, &ro);
@@ -50,12 +53,22 @@ static kf_module *import(kf_ctx *c, const char *name, const char *dir)
 
 static void model(void **st)
 {
-	const char *name = *st;
+	/* NAME@f16, NAME@bf16: the model after amp{dtype=...} (the f32
+	 * inputs; the kernel computes in f32 what the interpreter rounds at
+	 * every op: compared within a few of the type's ulps) */
+	char name[128];
+	snprintf(name, sizeof name, "%s", (const char *)*st);
+	char *at = strchr(name, '@');
+	const char *amp = NULL;
+	if (at) {
+		*at = 0;
+		amp = at + 1;
+	}
 	kf_ctx *c = kf_ctx_new();
 	kf_rt_register(c);
 	char dir[] = "/tmp/kfuse-rnn-emu-XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	kf_module *m = import(c, name, dir), *m2 = import(c, name, dir);
+	kf_module *m = import(c, name, dir, amp), *m2 = import(c, name, dir, amp);
 	kf_graph *g = m->graph[0], *g2 = m2->graph[0];
 	uint32_t na = g2->blk[0].narg;
 	kf_tensor in[16];
@@ -74,11 +87,15 @@ static void model(void **st)
 		n++;
 	assert_true(n > 0);
 	for (int i = 0; i < n; i++) {
-		char label[128];
+		char label[200];
 		snprintf(label, sizeof label, "%s node %d", name, i);
 		/* g2 becomes the graph of node i's parameters: a fresh one each */
-		kf_module *mi = i ? import(c, name, dir) : NULL;
+		kf_module *mi = i ? import(c, name, dir, amp) : NULL;
 		kft_emu e = {.grid = 3, .label = label};
+		if (amp && !strcmp(amp, "f16"))
+			e.rtol = 2e-2, e.atol = 4e-3;
+		else if (amp)
+			e.rtol = 5e-2, e.atol = 3e-2;
 		int64_t bad = kft_emu_run(g, mi ? mi->graph[0] : g2, i, &e, in);
 		if (bad >= 0)
 			assert_int_equal(bad, 0);

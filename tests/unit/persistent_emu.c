@@ -53,6 +53,13 @@ static const char emu_shim[] =
 	"static void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
 	"static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
 	"static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
+	/* f16 and bf16 as the device converts them (round to nearest even) */
+	"static float kf_h2f(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return (float)x; }\n"
+	"static unsigned short kf_f2h(float f) { _Float16 x = (_Float16)f; unsigned short h; memcpy(&h, &x, 2); return h; }\n"
+	"static float kf_b2f(unsigned short h) { unsigned u = (unsigned)h << 16; float f; memcpy(&f, &u, 4); return f; }\n"
+	"static unsigned short kf_f2b(float f)\n{\n  unsigned u;\n  memcpy(&u, &f, 4);\n"
+	"  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);\n"
+	"  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"
 	"static float kf_exp(float x) { return expf(x); }\nstatic float kf_log(float x) { return logf(x); }\n"
 	"static float kf_tanh(float x) { return tanhf(x); }\nstatic float kf_abs(float x) { return fabsf(x); }\n"
 	"static float kf_sqrt(float x) { return sqrtf(x); }\nstatic float kf_rsqrt(float x) { return 1.0f / sqrtf(x); }\n"
@@ -260,7 +267,7 @@ int64_t kft_emu_run(kf_graph *g, kf_graph *g2, int node, const kft_emu *e, const
 			kf_tensor *want = &val[k.nin + q], t = *want;
 			t.data = got[q];
 			kf_equiv_stat st;
-			kf_equiv_compare(&t, want, 1e-4, 1e-5, &st);
+			kf_equiv_compare(&t, want, e->rtol > 0 ? e->rtol : 1e-4, e->atol > 0 ? e->atol : 1e-5, &st);
 			kf_buf d = {0};
 			kf_equiv_describe(&d, &st);
 			fprintf(stderr, "emu %s upb=%s sync=%s hv=%s pf=%s grid=%d out%u: %.*s\n", e->label ? e->label : "",

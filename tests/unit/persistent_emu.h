@@ -15,6 +15,7 @@ typedef struct kft_emu {
 	int grid;               /* blocks */
 	const char *from, *to;  /* a corruption of the kernel text (NULL: none) */
 	const char *label;      /* for the report line */
+	double rtol, atol;      /* the comparison's tolerances (0: 1e-4 and 1e-5) */
 } kft_emu;
 
 /* The i-th persistent node of g's top level (KF_NONE: none). */
@@ -24,7 +25,7 @@ kf_nid kft_nth_persistent(kf_graph *g, int i);
  * and run on the host with e->grid blocks against the interpreter; g2 is a
  * second copy of g (it becomes the graph that returns the kernel's
  * parameters), in[] g's arguments.  Returns the output elements out of
- * tolerance (rtol 1e-4, atol 1e-5) and checks that a second launch gives
+ * tolerance (e->rtol, e->atol; default 1e-4, 1e-5) and checks that a second launch gives
  * the first's bits; -1 when there is no C compiler here. */
 int64_t kft_emu_run(kf_graph *g, kf_graph *g2, int node, const kft_emu *e, const kf_tensor *in);
 
