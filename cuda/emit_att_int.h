@@ -112,7 +112,7 @@ bool kx_att_fold_scale(const kx *k, const kx_att *at, kf_buf *o);
  * query row, for blocks of bm query rows: heads in groups sharing L2,
  * within a group the heaviest query tiles (the last, under a causal mask)
  * first. */
-void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped);
+void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped, const char *idx);
 void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st);
 /* The rows' new maxima (m0, m1), the factors a0, a1 and the sums rescaled. */
 void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st);

@@ -225,8 +225,9 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
  * tiles first for the balance of the grid's end (one head a group left
  * a causal grid's last head's longest tile running alone).  `grouped`
  * false: one group of every head (the mma.sync kernel, which spilled
- * with the group's arithmetic). */
-void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped)
+ * with the group's arithmetic).  idx: the tile's index (text; grouped
+ * only: the other reads blockIdx.x). */
+void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped, const char *idx)
 {
 	kf_buf *b = &k->b;
 	int64_t sTq = KX_ATT_S(k, at, Tq), sNB = KX_ATT_S(k, at, NB);
@@ -250,10 +251,10 @@ void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped)
 	kf_buf nq = {0}, nb = {0};
 	kx_dimlini(k, &nq, at->Tq, sTq, bm - 1, bm, 0);
 	kx_dim(k, &nb, at->NB, sNB);
-	kf_buf_printf(b, "  const int kf_gq = %lld * %.*s, kf_g = (int)blockIdx.x / kf_gq, kf_r = (int)blockIdx.x %% kf_gq;\n"
+	kf_buf_printf(b, "  const int kf_gq = %lld * %.*s, kf_g = %s / kf_gq, kf_r = %s %% kf_gq;\n"
 		      "  const int kf_gs = min(%lld, (int)(%.*s) - kf_g * %lld);\n"
 		      "  const int z = kf_g * %lld + kf_r %% kf_gs, q0 = (%.*s - 1 - kf_r / kf_gs) * %d;\n",
-		      (long long)grp, (int)nq.n, nq.p, (long long)grp, (int)nb.n, nb.p, (long long)grp, (long long)grp,
+		      (long long)grp, (int)nq.n, nq.p, idx, idx, (long long)grp, (int)nb.n, nb.p, (long long)grp, (long long)grp,
 		      (int)nq.n, nq.p, bm);
 	kf_buf_free(&nq);
 	kf_buf_free(&nb);

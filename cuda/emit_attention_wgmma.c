@@ -199,10 +199,14 @@ static void tmv_free(tmv *t)
 
 typedef struct wga_cfg {
 	int bm, bn, s;
-	bool pp, ov;
+	bool pp, ov, pw;
+	/* the stage counter of iteration it and it - 1 (text): it, or with
+	 * "w" the block's iterations of its earlier tiles added (kf_gi); the
+	 * condition of a block's last products (for ping-pong's last turn) */
+	const char *it, *it1, *last;
 } wga_cfg;
 
-/* "wga128x176s2po" */
+/* "wga128x176s2po", "w": the block walks its tiles */
 static bool cfg_parse(const char *t, wga_cfg *c)
 {
 	int n = 0;
@@ -214,6 +218,8 @@ static bool cfg_parse(const char *t, wga_cfg *c)
 			c->pp = true;
 		else if (*p == 'o' && !c->ov)
 			c->ov = true;
+		else if (*p == 'w' && !c->pw)
+			c->pw = true;
 		else
 			return false;
 	}
@@ -222,13 +228,14 @@ static bool cfg_parse(const char *t, wga_cfg *c)
 }
 
 /* Shared memory of a tile: q, S stages of k and v, the alignment's slack,
- * the barriers (q; full and empty of k and of v, a stage each). */
+ * the barriers (q full and empty; full and empty of k and of v, a stage
+ * each). */
 static int smem_of(const kx_att *at, const wga_cfg *c, int *qsz, int *ksz, int *vsz)
 {
 	*qsz = c->bm / 64 * ((int)at->D / 64) * 8192;
 	*ksz = ((int)at->D / 64) * c->bn * 128;
 	*vsz = ((int)at->DV / 64) * c->bn * 128;
-	return *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (1 + 4 * c->s);
+	return *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (2 + 4 * c->s);
 }
 
 /* The default tile (the rule and its measurements: docs/attention.md):
@@ -255,36 +262,60 @@ static void default_cfg(const kx *k, const kx_att *at, wga_cfg *c)
 			break;
 }
 
-/* The producer warpgroup: one thread loads q once, then k of tile i and v
- * of tile i - 1 (tiles in the order the consumers take them: jt = nt - 1
- * - i), each into stage i % S once its `empty` barrier says the stage was
- * read. */
+static void tile_indices(kx *k, const kx_att *at, const wga_cfg *c, const char *idx);
+
+/* q's tile of query rows q0 into its buffer, completing on bar_q. */
+static void load_q(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, const char *ind)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D, nc = c->bm / 64;
+	kf_buf_printf(b, "%skf_mbar_expect(bar_q, %d);\n", ind, nc * (D / 64) * 8192);
+	for (int cw = 0; cw < nc; cw++)
+		for (int kc = 0; kc < D / 64; kc++)
+			kf_buf_printf(b, "%skf_tma3d(sq + %d, &tm0, %.*s + %d, q0 + %d, %.*s, bar_q);\n", ind,
+				      (cw * (D / 64) + kc) * 8192, (int)m[0].col.n, m[0].col.p, kc * 64, cw * 64, (int)m[0].run.n,
+				      m[0].run.p);
+}
+
+/* The producer warpgroup: one thread loads q, then k of tile i and v of
+ * tile i - 1 (tiles in the order the consumers take them: jt = nt - 1 -
+ * i), each into stage i % S once its `empty` barrier says the stage was
+ * read.  With "w" it walks the block's tiles (kf_gi: the iterations of the
+ * earlier ones, so that the stages' phases go on), loading a tile's q once
+ * the consumers have released the last one's (bar_qe). */
 static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
 	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s, nc = c->bm / 64;
 	kf_buf_printf(b, "  if (wg == 0) {\n    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %d;\");\n"
 		      "    if (threadIdx.x != 0) return;\n", nc == 1 ? 56 : nc == 2 ? 24 : 32);
-	kf_buf_printf(b, "    kf_mbar_expect(bar_q, %d);\n", nc * (D / 64) * 8192);
-	for (int cw = 0; cw < nc; cw++)
-		for (int kc = 0; kc < D / 64; kc++)
-			kf_buf_printf(b, "    kf_tma3d(sq + %d, &tm0, %.*s + %d, q0 + %d, %.*s, bar_q);\n", (cw * (D / 64) + kc) * 8192,
-				      (int)m[0].col.n, m[0].col.p, kc * 64, cw * 64, (int)m[0].run.n, m[0].run.p);
+	const char *g = c->pw ? "kf_gi + " : "";
+	if (c->pw) {
+		kf_buf_puts(b, "    int kf_gi = 0;\n    for (int kf_t = blockIdx.x, kf_tc = 0; kf_t < kf_ntiles; kf_t += gridDim.x, kf_tc++) {\n");
+		tile_indices(k, at, c, "kf_t");
+		kf_buf_puts(b, "    (void)nm;\n    if (kf_tc > 0) kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
+		load_q(k, at, c, m, "    ");
+	} else {
+		load_q(k, at, c, m, "    ");
+	}
 	kf_buf_puts(b, "    for (int i = 0; i <= nt; i++) {\n      if (i < nt) {\n");
-	kf_buf_printf(b, "        const int s = i %% %d, jt = nt - 1 - i;\n", S);
-	kf_buf_printf(b, "        if (i >= %d) kf_mbar_wait(bar_ek + s * 8, ((i / %d) - 1) & 1);\n", S, S);
+	kf_buf_printf(b, "        const int s = (%si) %% %d, jt = nt - 1 - i;\n", g, S);
+	kf_buf_printf(b, "        if (%si >= %d) kf_mbar_wait(bar_ek + s * 8, (((%si) / %d) - 1) & 1);\n", g, S, g, S);
 	kf_buf_printf(b, "        kf_mbar_expect(bar_fk + s * 8, %d);\n", ksz);
 	for (int kc = 0; kc < D / 64; kc++)
 		kf_buf_printf(b, "        kf_tma3d(sk + s * %d + %d, &tm1, %.*s + %d, jt * %d, %.*s, bar_fk + s * 8);\n", ksz,
 			      kc * BN * 128, (int)m[1].col.n, m[1].col.p, kc * 64, BN, (int)m[1].run.n, m[1].run.p);
 	kf_buf_puts(b, "      }\n      if (i > 0) {\n");
-	kf_buf_printf(b, "        const int s = (i - 1) %% %d, jt = nt - i;\n", S);
-	kf_buf_printf(b, "        if (i > %d) kf_mbar_wait(bar_ev + s * 8, (((i - 1) / %d) - 1) & 1);\n", S, S);
+	kf_buf_printf(b, "        const int s = (%si - 1) %% %d, jt = nt - i;\n", g, S);
+	kf_buf_printf(b, "        if (%si - 1 >= %d) kf_mbar_wait(bar_ev + s * 8, (((%si - 1) / %d) - 1) & 1);\n", g, S, g, S);
 	kf_buf_printf(b, "        kf_mbar_expect(bar_fv + s * 8, %d);\n", vsz);
 	for (int nb = 0; nb < DV / 64; nb++)
 		kf_buf_printf(b, "        kf_tma3d(sv + s * %d + %d, &tm2, %.*s + %d, jt * %d, %.*s, bar_fv + s * 8);\n", vsz,
 			      nb * BN * 128, (int)m[2].col.n, m[2].col.p, nb * 64, BN, (int)m[2].run.n, m[2].run.p);
-	kf_buf_puts(b, "      }\n    }\n    return;\n  }\n");
+	kf_buf_puts(b, "      }\n    }\n");
+	if (c->pw)
+		kf_buf_puts(b, "    kf_gi += nt;\n    }\n");
+	kf_buf_puts(b, "    return;\n  }\n");
 }
 
 /* The consumers' text helpers.  `s` (text): the stage; the accumulators
@@ -357,13 +388,13 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 	kf_buf *b = &k->b;
 	int BN = c->bn, DV = (int)at->DV;
 	kf_buf_puts(b, "  {\n    const int it = 0, jt = nt - 1;\n    (void)jt;\n");
-	wait_full(b, c, "bar_fk", "it");
+	wait_full(b, c, "bar_fk", c->it);
 	turn_wait(b, c);
-	issue_qk(b, at, c, ty, ksz, "it");
+	issue_qk(b, at, c, ty, ksz, c->it);
 	turn_pass(b, c, NULL);
 	kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 	fence_regs(b, "sc", BN / 2);
-	release(b, c, "bar_ek", "it");
+	release(b, c, "bar_ek", c->it);
 	st->mask = KX_MASK_EDGE;
 	kx_att_tile_scores(k, at, st);
 	kx_att_tile_max(k, at, st);
@@ -375,35 +406,35 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = max(nm, 1); it < nt; it++) {\n"
 				    : "#pragma unroll 1\n  for (int it = 1; it < nm; it++) {\n");
 		kf_buf_puts(b, "    const int jt = nt - 1 - it;\n    (void)jt;\n");
-		wait_full(b, c, "bar_fk", "it");
+		wait_full(b, c, "bar_fk", c->it);
 		turn_wait(b, c);
-		issue_qk(b, at, c, ty, ksz, "it");
+		issue_qk(b, at, c, ty, ksz, c->it);
 		kx_att_tile_rescale(k, DV);
-		wait_full(b, c, "bar_fv", "it - 1");
-		issue_pv(b, at, c, ty, vsz, "it - 1");
+		wait_full(b, c, "bar_fv", c->it1);
+		issue_pv(b, at, c, ty, vsz, c->it1);
 		turn_pass(b, c, NULL);
 		kf_buf_puts(b, "    kf_wg_wait<1>();\n");
 		fence_regs(b, "sc", BN / 2);
-		release(b, c, "bar_ek", "it");
+		release(b, c, "bar_ek", c->it);
 		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
 		kx_att_tile_scores(k, at, st);
 		kx_att_tile_max(k, at, st);
 		kx_att_tile_exp(k, at, st, false);
 		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 		fence_regs(b, "oacc", DV / 2);
-		release(b, c, "bar_ev", "it - 1");
+		release(b, c, "bar_ev", c->it1);
 		kx_att_tile_pack(k, at, BN);
 		kf_buf_puts(b, "  }\n");
 	}
 	kf_buf_puts(b, "  {\n    const int it = nt;\n");
 	kx_att_tile_rescale(k, DV);
-	wait_full(b, c, "bar_fv", "it - 1");
+	wait_full(b, c, "bar_fv", c->it1);
 	turn_wait(b, c);
-	issue_pv(b, at, c, ty, vsz, "it - 1");
-	turn_pass(b, c, "true");
+	issue_pv(b, at, c, ty, vsz, c->it1);
+	turn_pass(b, c, c->last);
 	kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 	fence_regs(b, "oacc", DV / 2);
-	release(b, c, "bar_ev", "it - 1");
+	release(b, c, "bar_ev", c->it1);
 	kf_buf_puts(b, "  }\n");
 }
 
@@ -417,69 +448,82 @@ static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *
 		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = nm; it < nt; it++) {\n"
 				    : "#pragma unroll 1\n  for (int it = 0; it < nm; it++) {\n");
 		kf_buf_puts(b, "    const int jt = nt - 1 - it;\n    (void)jt;\n");
-		wait_full(b, c, "bar_fk", "it");
+		wait_full(b, c, "bar_fk", c->it);
 		turn_wait(b, c);
-		issue_qk(b, at, c, ty, ksz, "it");
+		issue_qk(b, at, c, ty, ksz, c->it);
 		turn_pass(b, c, NULL);
 		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 		fence_regs(b, "sc", BN / 2);
-		release(b, c, "bar_ek", "it");
+		release(b, c, "bar_ek", c->it);
 		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
 		kx_att_tile_scores(k, at, st);
 		kx_att_tile_max(k, at, st);
 		kx_att_tile_rescale(k, DV);
 		kx_att_tile_exp(k, at, st, false);
 		kx_att_tile_pack(k, at, BN);
-		wait_full(b, c, "bar_fv", "it");
+		wait_full(b, c, "bar_fv", c->it);
 		turn_wait(b, c);
-		issue_pv(b, at, c, ty, vsz, "it");
-		turn_pass(b, c, "it == nt - 1");
+		issue_pv(b, at, c, ty, vsz, c->it);
+		char last[48];
+		snprintf(last, sizeof last, "it == nt - 1 && %s", c->last);
+		turn_pass(b, c, last);
 		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 		fence_regs(b, "oacc", DV / 2);
-		release(b, c, "bar_ev", "it");
+		release(b, c, "bar_ev", c->it);
 		kf_buf_puts(b, "  }\n");
 	}
 }
 
-/* A consumer warpgroup: 64 query rows, every key tile. */
-static void consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
+/* A consumer warpgroup: 64 query rows, every key tile; with "w" for each
+ * tile of the block's walk, releasing q's buffer (bar_qe) once its
+ * products are done and writing the tile's output. */
+static int consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
 	int BN = c->bn, DV = (int)at->DV, nc = c->bm / 64;
 	const char *ty = at->mdt == KF_BF16 ? "bf16" : "f16";
 	kf_buf_printf(b, "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %d;\");\n", nc == 3 ? 160 : 240);
-	kf_buf_puts(b, "  const int cw = wg - 1, g = lane >> 2, q4 = lane & 3;\n"
-		       "  const int r0 = q0 + cw * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;\n");
+	kf_buf_puts(b, "  const int cw = wg - 1, g = lane >> 2, q4 = lane & 3;\n");
 	kx_att_fold_scale(k, at, b);
-	kf_buf_printf(b, "  float oacc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2, DV / 2);
+	kf_buf_printf(b, "  float oacc[%d];\n", DV / 2);
 	kf_buf_printf(b, "  float sc[%d];\n  unsigned pf[%d][4];\n", BN / 2, BN / 16);
-	kf_buf_puts(b, "  float m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f, a0 = 0.0f, a1 = 0.0f;\n");
+	kf_buf_puts(b, "  float m0, m1, l0, l1, a0 = 0.0f, a1 = 0.0f;\n");
 	if (c->pp) /* warpgroup 0 goes first */
 		kf_buf_puts(b, "  if (cw == 0) kf_bar_arrive(1, 256);\n");
-	kf_buf_puts(b, "  kf_mbar_wait(bar_q, 0);\n");
+	if (c->pw) {
+		kf_buf_puts(b, "  int kf_gi = 0;\n  for (int kf_t = blockIdx.x, kf_tc = 0; kf_t < kf_ntiles; kf_t += gridDim.x, kf_tc++) {\n");
+		tile_indices(k, at, c, "kf_t");
+		kf_buf_puts(b, "  const bool kf_last = kf_t + (int)gridDim.x >= kf_ntiles;\n  (void)kf_last;\n");
+	}
+	kf_buf_puts(b, "  const int r0 = q0 + cw * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;\n");
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2);
+	kf_buf_puts(b, "  m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n");
+	kf_buf_puts(b, c->pw ? "  kf_mbar_wait(bar_q, kf_tc & 1);\n" : "  kf_mbar_wait(bar_q, 0);\n");
 	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .rowmin = "q0", .fold = at->fold, .tree = true,
 			  .persist = true};
 	if (c->ov)
 		loops_overlap(k, at, c, &st, ty, ksz, vsz);
 	else
 		loops_plain(k, at, c, &st, ty, ksz, vsz);
+	if (!c->pw)
+		return 0;
+	/* every product of the tile is done (the loops waited for them) */
+	kf_buf_puts(b, "  if (lane == 0) kf_mbar_arrive(bar_qe);\n");
+	if (kx_att_finish(k, at, DV) != 0)
+		return -1;
+	kf_buf_puts(b, "  kf_gi += nt;\n  }\n");
+	return 0;
 }
 
-/* The block's indices and shared memory, its barriers set up. */
-static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int ksz, int vsz)
+/* A tile's head z, first query row q0, key tiles nt, the last nt - nm of
+ * them (the first walked) masked: those past the block's first row's
+ * diagonal or the end of the keys.  idx: the tile's index (text). */
+static void tile_indices(kx *k, const kx_att *at, const wga_cfg *c, const char *idx)
 {
 	kf_buf *b = &k->b;
-	int S = c->s, BN = c->bn, nc = c->bm / 64;
+	int BN = c->bn;
 	int64_t sTk = KX_ATT_S(k, at, Tk);
-	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
-	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
-		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
-		      "  const unsigned bar_q = sv + %d, bar_fk = bar_q + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, bar_ev = bar_ek + %d;\n",
-		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
-	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	kx_att_block_z_q0(k, at, c->bm, true);
-	/* nt tiles, the last nt - nm of them (the first walked) masked: those
-	 * past the block's first row's diagonal or the end of the keys */
+	kx_att_block_z_q0(k, at, c->bm, true, idx);
 	if (at->causal) {
 		kf_buf_puts(b, "  const int nt = min(");
 		kx_dimlini(k, b, at->Tk, sTk, BN - 1, BN, 0);
@@ -496,14 +540,40 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 		kx_dimlin(k, b, at->Tk, sTk, 0, BN, 0);
 		kf_buf_puts(b, ";\n");
 	}
+}
+
+/* The block's shared memory and its barriers set up; its tile's indices
+ * (with "w": the count of tiles the blocks walk). */
+static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int S = c->s, nc = c->bm / 64;
+	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
+	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
+		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
+		      "  const unsigned bar_q = sv + %d, bar_qe = bar_q + 8, bar_fk = bar_qe + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, "
+		      "bar_ev = bar_ek + %d;\n  (void)bar_qe;\n",
+		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
+	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
+	if (c->pw) {
+		int64_t sTq = KX_ATT_S(k, at, Tq), sNB = KX_ATT_S(k, at, NB);
+		kf_buf_puts(b, "  const int kf_ntiles = ");
+		kx_dimlini(k, b, at->Tq, sTq, c->bm - 1, c->bm, 0);
+		kf_buf_puts(b, " * (int)(");
+		kx_dim(k, b, at->NB, sNB);
+		kf_buf_puts(b, ");\n");
+	} else {
+		tile_indices(k, at, c, "(int)blockIdx.x");
+	}
 	/* full: the producer's expect_tx arrival and the bytes; empty: one
 	 * arrival per consumer warp */
-	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    for (int s = 0; s < %d; s++) {\n"
+	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    kf_mbar_init(bar_qe, %d);\n"
+		      "    for (int s = 0; s < %d; s++) {\n"
 		      "      kf_mbar_init(bar_fk + s * 8, 1);\n      kf_mbar_init(bar_fv + s * 8, 1);\n"
 		      "      kf_mbar_init(bar_ek + s * 8, %d);\n      kf_mbar_init(bar_ev + s * 8, %d);\n    }\n"
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
 		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  __syncthreads();\n",
-		      S, 4 * nc, 4 * nc);
+		      4 * nc, S, 4 * nc, 4 * nc);
 }
 
 int kx_emit_attention_wgmma(kx *k, kx_att *at)
@@ -521,10 +591,13 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 		return 1;
 	wga_cfg c;
 	if (asked && !cfg_parse(tile, &c))
-		return kx_fail(k, "attention tile '%s' is not wga<64|128|192>x<BN>s<2..4>[p][o] (BN a multiple of 16 up to 256; p with 2 or 3 consumers)",
+		return kx_fail(k, "attention tile '%s' is not wga<64|128|192>x<BN>s<2..4>[p][o][w] (BN a multiple of 16 up to 256; p with 2 or 3 consumers)",
 			       tile);
 	if (!asked)
 		default_cfg(k, at, &c);
+	c.it = c.pw ? "kf_gi + it" : "it";
+	c.it1 = c.pw ? "kf_gi + it - 1" : "it - 1";
+	c.last = c.pw ? "kf_last" : "true";
 	int r = at->q.view.rank;
 	int64_t pTq = at->p ? at->p->Tq : at->Tq, pTk = at->p ? at->p->Tk : at->Tk;
 	tmv m[3];
@@ -563,6 +636,7 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	kk->block = 128 * (1 + nc);
 	kk->units = (at->Tq + c.bm - 1) / c.bm * at->NB;
 	kk->per_sm = -1;
+	kk->walk = c.pw; /* the runtime launches a block per SM (kf_cuda_fit_walk) */
 	kk->smem = smem;
 	kk->ntmap = 3;
 	const kx_attop *ops[3] = {&at->q, &at->k, &at->v};
@@ -570,12 +644,14 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	for (int i = 0; i < 3; i++)
 		kk->tmap[i] = (kf_tmap_spec){.param = ops[i]->param, .elem = 2, .inner = m[i].pitch, .mid = m[i].rows,
 					     .outer = m[i].runs, .box_inner = 64, .box_outer = box[i]};
-	kf_buf_printf(&k->b, "  /* wga%dx%ds%d%s%s: q, k, v by TMA%s%s */\n", c.bm, c.bn, c.s, c.pp ? "p" : "", c.ov ? "o" : "",
-		      at->causal ? ", causal" : "", at->fold ? ", the scale in exp2" : "");
+	kf_buf_printf(&k->b, "  /* wga%dx%ds%d%s%s%s: q, k, v by TMA%s%s */\n", c.bm, c.bn, c.s, c.pp ? "p" : "", c.ov ? "o" : "",
+		      c.pw ? "w" : "", at->causal ? ", causal" : "", at->fold ? ", the scale in exp2" : "");
 	block_head(k, at, &c, qsz, ksz, vsz);
 	producer(k, at, &c, m, ksz, vsz);
-	consumer(k, at, &c, ksz, vsz);
+	int rc = consumer(k, at, &c, ksz, vsz);
 	for (int i = 0; i < 3; i++)
 		tmv_free(&m[i]);
+	if (rc != 0 || c.pw) /* a walk wrote each tile's output in its loop */
+		return rc;
 	return kx_att_finish(k, at, (int)at->DV);
 }

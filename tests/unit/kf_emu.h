@@ -192,8 +192,9 @@ static inline void kfe_program(const kf_kernel *k, kf_buf *src)
 
 /* Runs kernel k on the host over params in[0..k->nin) (in the kernel's
  * parameter order, their data as stored), writing out[0..k->nout)
- * (allocated by the caller with their types).  The grid is k->units x
- * k->grid_y x k->grid_z blocks of k->block threads; kd: a sized plan's
+ * (allocated by the caller with their types).  The grid is k->units (or
+ * $KFE_WALK_GRID for a walking kernel) x k->grid_y x k->grid_z blocks of
+ * k->block threads; kd: a sized plan's
  * sizes (kf_emit_dyn's order; NULL: none).  The program of a kernel's text
  * is compiled once per process (by its name, in $TMPDIR) and run for each
  * call.  Returns false when there is no C++ compiler. */
@@ -241,8 +242,14 @@ static inline bool kfe_run_sized(const kf_kernel *k, const kf_tensor *in, kf_ten
 	}
 	uint32_t np = k->nin + k->nout;
 	kf_buf l = {0};
-	kf_buf_printf(&l, "%lld %u %u %d\n", (long long)k->units, k->grid_y ? k->grid_y : 1, k->grid_z ? k->grid_z : 1,
-		      k->block);
+	/* a kernel that walks its units (k->walk) gets $KFE_WALK_GRID blocks
+	 * when set (fewer than its units: each block walks several, as on a
+	 * GPU with fewer SMs than units) */
+	long long gx = k->units;
+	const char *wg = getenv("KFE_WALK_GRID");
+	if (k->walk && wg && atoll(wg) > 0 && atoll(wg) < gx)
+		gx = atoll(wg);
+	kf_buf_printf(&l, "%lld %u %u %d\n", gx, k->grid_y ? k->grid_y : 1, k->grid_z ? k->grid_z : 1, k->block);
 	for (uint32_t j = 0; j < np; j++)
 		kf_buf_printf(&l, "%zu %d\n", j < k->nin ? in[j].nbytes : out[j - k->nin].nbytes, j < k->nin);
 	for (int i = 0; i < 32; i++)

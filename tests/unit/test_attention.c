@@ -413,6 +413,40 @@ static void test_ptxas(void **state)
 
 static void emu_case(const acase *a) { kfe_expect_clean(emulate(a, NULL, NULL)); }
 
+/* "w": the blocks walk the tiles, emulated with 3 blocks for 4 tiles, so
+ * that one block takes two (q's buffer handed back, the stages' phases and
+ * ping-pong's turns going on across tiles): plain with ping-pong and
+ * overlap, causal (tiles of different lengths), and one consumer without
+ * overlap; each compiled for sm_90a without spills. */
+static void test_emu_wga_walk(void **state)
+{
+	(void)state;
+	acase w[3] = {wga_plain, wga_causal, wga_plain};
+	w[0].name = "wga_walk", w[0].tile = "wga128x64s2pow";
+	w[0].want = "wga128x64s2pow: q, k, v by TMA, the scale in exp2 */";
+	w[1].name = "wga_walk_causal", w[1].tile = "wga128x64s3pow";
+	w[1].want = "wga128x64s3pow: q, k, v by TMA, causal, the scale in exp2 */";
+	w[2].name = "wga_walk_plain", w[2].tile = "wga64x64s2w", w[2].maxreg = 240;
+	w[2].want = "wga64x64s2w: q, k, v by TMA, the scale in exp2 */";
+	for (int i = 0; i < 3; i++) {
+		if (kft_have_nvrtc()) {
+			kf_ctx *c = kf_ctx_new();
+			kf_kernel k;
+			kf_nid f;
+			kf_module *m = emit_case(c, &w[i], &k, &f);
+			assert_true(k.walk);
+			int regs = kft_ptxas_checked(&k, "sm_90a", w[i].maxreg);
+			fprintf(stderr, "ptxas %s: %d registers, no spills\n", w[i].name, regs);
+			kf_kernel_free(&k);
+			kf_module_free(m);
+			kf_ctx_free(c);
+		}
+		setenv("KFE_WALK_GRID", "3", 1);
+		emu_case(&w[i]);
+		unsetenv("KFE_WALK_GRID");
+	}
+}
+
 static void test_emu_plain(void **s) { (void)s; emu_case(&plain); }
 static void test_emu_causal(void **s) { (void)s; emu_case(&causal); }
 static void test_emu_gqa(void **s) { (void)s; emu_case(&gqa); }
@@ -601,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_default),
 		cmocka_unit_test(test_emu_wga_default128),
 		cmocka_unit_test(test_emu_wga_pad),
+		cmocka_unit_test(test_emu_wga_walk),
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),
 		cmocka_unit_test(test_emu_decode_pad),
