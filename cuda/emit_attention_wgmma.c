@@ -293,8 +293,9 @@ static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, in
 	if (c->pw) {
 		kf_buf_puts(b, "    int kf_gi = 0;\n    for (int kf_t = blockIdx.x, kf_tc = 0; kf_t < kf_ntiles; kf_t += gridDim.x, kf_tc++) {\n");
 		tile_indices(k, at, c, "kf_t");
-		kf_buf_puts(b, "    (void)nm;\n    if (kf_tc > 0) kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
-		load_q(k, at, c, m, "    ");
+		kf_buf_puts(b, "    (void)nm;\n    if (kf_tc == 0) {\n");
+		load_q(k, at, c, m, "      ");
+		kf_buf_puts(b, "    }\n");
 	} else {
 		load_q(k, at, c, m, "    ");
 	}
@@ -305,7 +306,13 @@ static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, in
 	for (int kc = 0; kc < D / 64; kc++)
 		kf_buf_printf(b, "        kf_tma3d(sk + s * %d + %d, &tm1, %.*s + %d, jt * %d, %.*s, bar_fk + s * 8);\n", ksz,
 			      kc * BN * 128, (int)m[1].col.n, m[1].col.p, kc * 64, BN, (int)m[1].run.n, m[1].run.p);
-	kf_buf_puts(b, "      }\n      if (i > 0) {\n");
+	kf_buf_puts(b, "      }\n");
+	if (c->pw) { /* a later tile's q once the consumers are done with the last one's */
+		kf_buf_puts(b, "      if (i == 0 && kf_tc > 0) {\n        kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
+		load_q(k, at, c, m, "        ");
+		kf_buf_puts(b, "      }\n");
+	}
+	kf_buf_puts(b, "      if (i > 0) {\n");
 	kf_buf_printf(b, "        const int s = (%si - 1) %% %d, jt = nt - i;\n", g, S);
 	kf_buf_printf(b, "        if (%si - 1 >= %d) kf_mbar_wait(bar_ev + s * 8, (((%si - 1) / %d) - 1) & 1);\n", g, S, g, S);
 	kf_buf_printf(b, "        kf_mbar_expect(bar_fv + s * 8, %d);\n", vsz);
@@ -329,6 +336,15 @@ static void wait_full(kf_buf *b, const wga_cfg *c, const char *bar, const char *
 static void release(kf_buf *b, const wga_cfg *c, const char *bar, const char *i)
 {
 	kf_buf_printf(b, "    if (lane == 0) kf_mbar_arrive(%s + ((%s) %% %d) * 8);\n", bar, i, c->s);
+}
+
+/* With "w": this warp is done with q's buffer after the products of the
+ * iteration `cond` (text) says is the tile's last: the producer may load
+ * the next tile's q while the last P V and the output run. */
+static void q_done(kf_buf *b, const wga_cfg *c, const char *cond)
+{
+	if (c->pw)
+		kf_buf_printf(b, "    if ((%s) && lane == 0) kf_mbar_arrive(bar_qe);\n", cond);
 }
 
 static void fence_regs(kf_buf *b, const char *a, int n)
@@ -395,6 +411,7 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 	kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 	fence_regs(b, "sc", BN / 2);
 	release(b, c, "bar_ek", c->it);
+	q_done(b, c, "nt == 1");
 	st->mask = KX_MASK_EDGE;
 	kx_att_tile_scores(k, at, st);
 	kx_att_tile_max(k, at, st);
@@ -416,6 +433,7 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 		kf_buf_puts(b, "    kf_wg_wait<1>();\n");
 		fence_regs(b, "sc", BN / 2);
 		release(b, c, "bar_ek", c->it);
+		q_done(b, c, "it == nt - 1");
 		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
 		kx_att_tile_scores(k, at, st);
 		kx_att_tile_max(k, at, st);
@@ -455,6 +473,7 @@ static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *
 		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
 		fence_regs(b, "sc", BN / 2);
 		release(b, c, "bar_ek", c->it);
+		q_done(b, c, "it == nt - 1");
 		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
 		kx_att_tile_scores(k, at, st);
 		kx_att_tile_max(k, at, st);
@@ -507,8 +526,6 @@ static int consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 		loops_plain(k, at, c, &st, ty, ksz, vsz);
 	if (!c->pw)
 		return 0;
-	/* every product of the tile is done (the loops waited for them) */
-	kf_buf_puts(b, "  if (lane == 0) kf_mbar_arrive(bar_qe);\n");
 	if (kx_att_finish(k, at, DV) != 0)
 		return -1;
 	kf_buf_puts(b, "  kf_gi += nt;\n  }\n");
