@@ -4,9 +4,10 @@
  * emit_wgmma.c: its helpers, descriptors and 128-byte swizzled layouts),
  * scheduled as FlashAttention-3 does.
  *
- * Tile "wga<BM>x<BN>s<S>[p][o]": BM 64, 128 or 192 query rows (1 to 3
+ * Tile "wga<BM>x<BN>s<S>[p][o][w]": BM 64, 128 or 192 query rows (1 to 3
  * consumer warpgroups of 64), BN keys a tile (a multiple of 16 up to
- * 256), S stages; "p" ping-pong, "o" intra-warpgroup overlap (below).
+ * 256), S stages; "p" ping-pong, "o" intra-warpgroup overlap (below), "w"
+ * the blocks walk the tiles (a block an SM; producer() and consumer()).
  * Warpgroup 0 is the producer: it gives up registers (setmaxnreg) and one
  * thread loads q's tile once (bar_q), then per key tile k (K-major: BN rows
  * of 64 head dims a box) and v (N-major: boxes of BN keys x 64 head dims)
