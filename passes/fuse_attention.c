@@ -274,13 +274,33 @@ static bool mask_tree(const kf_graph *g, kf_vid v, kf_nid *t, int *nt, int depth
 	return true;
 }
 
+/* Whether mask tree t (nodes of mask_tree) reads a value other than a
+ * constant (a graph input, a value computed elsewhere). */
+static bool reads_data(const kf_graph *g, const kf_nid *t, int nt)
+{
+	for (int k = 0; k < nt; k++)
+		for (uint32_t i = 0; i < kf_N(g, t[k])->nin; i++) {
+			kf_nid d = kf_def(g, kf_in(g, t[k], i));
+			bool inside = false;
+			for (int q = 0; q < nt && !inside; q++)
+				inside = t[q] == d;
+			if (!inside && (d == KF_NONE || kf_N(g, d)->op != KF_OP_CONST))
+				return true;
+		}
+	return false;
+}
+
 /* A mask the score chain reads that cheap element-wise ops compute (from
- * iotas: causal, banded, sliding windows; from a padding mask input: BERT's
- * (1 - m) * -10000) is copied into the group: its nodes are cloned before
- * the reader, the originals stay for other readers (and go when none is
- * left).  The kernel computes the mask where it needs it instead of a
- * kernel writing it for every attention to read, and a causal mask in the
- * form below is recognised there. */
+ * iotas: causal, banded, sliding windows) is copied into the group: its
+ * nodes are cloned before the reader, the originals stay for other readers
+ * (and go when none is left).  The kernel computes the mask where it needs
+ * it instead of a kernel writing it for every attention to read, and a
+ * causal mask in the form below is recognised there.  Not a mask that
+ * reads data and is the same for every query row (BERT's padding, (1 - m)
+ * * -10000 of an i64 input [B, 1, 1, T]): in the kernel it was a load, an
+ * i64 conversion (on the exp's own unit) and two flops a score, where the
+ * mask outside is one small kernel, shared by the layers, and the kernel
+ * loads a value a score. */
 static void clone_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 {
 	kf_graph *g = a->g;
@@ -292,6 +312,9 @@ static void clone_masks(kf_att *a, kf_nid *extra, kf_nid *reader, int *nextra)
 			kf_nid t[FREE_MAX];
 			int nt = 0;
 			if (m == chainv || !mask_tree(g, m, t, &nt, 0) || !nt || *nextra + nt > KF_ATT_CHAIN)
+				continue;
+			const kf_type *mt = kf_vtype(g, m);
+			if (reads_data(g, t, nt) && (mt->rank < 2 || mt->dim[mt->rank - 2] == 1))
 				continue;
 			kf_vid from[FREE_MAX], to[FREE_MAX];
 			for (int k = 0; k < nt; k++) {
