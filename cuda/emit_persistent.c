@@ -261,8 +261,6 @@ static int per_step(pm *p, kf_vid v, kf_nid d, bool zr, const char *col, kf_buf 
 	return load_ext(p, a, rix, o);
 }
 
-/* The expression of step-0 value v at row b (zr: 0) and column j + off
- * (zc: off). */
 /* ex of operand j of step-0 node n: a state operand names its slot (two
  * states may start from one value: CSE made the zero h0 and c0 of an LSTM
  * one constant, and the value alone read c as h on the H200) */
@@ -281,13 +279,14 @@ static int ex(pm *p, kf_vid v, int64_t off, bool zc, bool zr, kf_buf *o)
 	return ex_s(p, v, -1, off, zc, zr, o);
 }
 
-/* ex of value v, read as state slot hs when hs >= 0 (else the slot v
- * starts, if any) */
+/* The expression of step-0 value v at row b (zr: 0) and column j + off
+ * (zc: off), read as state slot hs when hs >= 0 (else the slot v starts,
+ * if any). */
 static int ex_s(pm *p, kf_vid v, int hs, int64_t off, bool zc, bool zr, kf_buf *o)
 {
 	kf_graph *g = p->k->g;
 	if (!row_shape(p, v))
-		return kx_pm_bad(p, "the cell has a value that is not one f32 row per sequence");
+		return kx_pm_bad(p, "the cell has a value that is not one f32, f16 or bf16 row per sequence");
 	zr = zr || rows(g, v) == 1;
 	int s = hs >= 0 ? hs : slot_of(p, v);
 	for (int i = 0; i < p->nmemo; i++)
@@ -390,7 +389,7 @@ int kx_pm_analyze(pm *p)
 	for (uint32_t s = 0; s < r->nslot; s++)
 		if (!row_shape(p, r->init[s]) || width(g, r->init[s]) != p->H || rows(g, r->init[s]) != p->B ||
 		    kf_vtype(g, r->init[s])->rank != 2)
-			return kx_pm_bad(p, "a state is not one f32 row of the hidden size per sequence");
+			return kx_pm_bad(p, "a state is not one row of the hidden size per sequence");
 	/* which way each per-step input's rows move: under its column slices,
 	 * the row slice of an argument */
 	for (uint32_t i = 0; i < r->nper; i++)
