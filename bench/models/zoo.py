@@ -614,9 +614,14 @@ class HFWrap(nn.Module):
 
 def make_hf(kind):
     def build(cfg):
-        c = HFConfig(**HF_CFG[kind][0 if cfg.full else 1])
         hand = {"bert": Bert, "gpt2": GPT2, "llama": Llama, "t5": T5Encoder}[kind]
         b, t = cfg.batch or (1 if cfg.full else 2), cfg.seq or (128 if cfg.full else 8)
+        d = dict(HF_CFG[kind][0 if cfg.full else 1])
+        # a sequence past the position table (BERT's 512 at 4 x 2048): a
+        # table as long as the sequence and the test input's (other_size)
+        if "max_pos" in d and t + 3 > d["max_pos"]:
+            d["max_pos"] = t + 3
+        c = HFConfig(**d)
         g = torch.Generator().manual_seed(cfg.seed + 7)
         ids = torch.randint(1, c.vocab, (b, t), generator=g)
         b2, t2 = other_size(cfg, b, 1), other_size(cfg, t, 3)
