@@ -717,7 +717,7 @@ void kx_pm_h0_load(pm *p, int n, const char *ind)
 		if (d != KF_NONE)
 			kx_const_elem(k, d, ix, &k->b);
 		else
-			kf_buf_printf(&k->b, "__ldg(p%d + %s)", kx_pm_param(p, h0), ix);
+			kx_load(&k->b, kx_dt(k, h0), "__ldg(p%d + %s)", kx_pm_param(p, h0), ix); /* f16/bf16 widened */
 		kf_buf_puts(&k->b, ";\n");
 	}
 }
