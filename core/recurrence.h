@@ -53,6 +53,14 @@ typedef struct kf_rec {
 
 #define KF_REC_MAXIN 8
 
+/* The dtypes of recurrences the persistent kernels take (the pass leaves
+ * others as they are: cuda/emit_persistent.c would refuse the node and
+ * its body would run op by op). */
+static inline bool kf_rec_dtype_ok(int dt)
+{
+	return dt == KF_F32 || dt == KF_F16 || dt == KF_BF16;
+}
+
 /* Values in block b used as operand 1 by two or more matmuls of rank-2
  * operands, in order of first use; returns how many (at most max). */
 uint32_t kf_rec_candidates(kf_graph *g, kf_bid b, kf_vid *out, uint32_t max);

@@ -184,7 +184,7 @@ static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
 {
 	kf_buf *b = &k->b;
 	int64_t sTk = KX_ATT_S(k, at, Tk);
-	kx_att_block_z_q0(k, at, c->bm, false, "(int)blockIdx.x");
+	kx_att_block_z_q0(k, at, c->bm, false, "blockIdx.x");
 	kf_buf q = {0}, kk = {0}, vv = {0};
 	kx_att_boff(k, at, &at->q.view, "z", &q);
 	kx_att_boff(k, at, &at->k.view, "z", &kk);

@@ -225,19 +225,18 @@ int kx_att_finish(kx *k, const kx_att *at, int dv)
  * tiles first for the balance of the grid's end (one head a group left
  * a causal grid's last head's longest tile running alone).  `grouped`
  * false: one group of every head (the mma.sync kernel, which spilled
- * with the group's arithmetic).  idx: the tile's index (text; grouped
- * only: the other reads blockIdx.x). */
+ * with the group's arithmetic).  idx: the tile's index (text). */
 void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped, const char *idx)
 {
 	kf_buf *b = &k->b;
 	int64_t sTq = KX_ATT_S(k, at, Tq), sNB = KX_ATT_S(k, at, NB);
 	if (!grouped) { /* heads fastest (a kernel short of registers: z and q0
-			 * are recomputed from blockIdx where they are used) */
-		kf_buf_puts(b, "  const int z = blockIdx.x % ");
+			 * are recomputed from the index where they are used) */
+		kf_buf_printf(b, "  const int z = %s %% ", idx);
 		kx_dim(k, b, at->NB, sNB);
 		kf_buf_puts(b, ", q0 = (");
 		kx_dimlin(k, b, at->Tq, sTq, bm - 1, bm, -1); /* the last query tile */
-		kf_buf_puts(b, " - (int)(blockIdx.x / ");
+		kf_buf_printf(b, " - (int)(%s / ", idx);
 		kx_dim(k, b, at->NB, sNB);
 		kf_buf_printf(b, ")) * %d;\n", bm);
 		return;

@@ -294,9 +294,7 @@ static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, in
 	if (c->pw) {
 		kf_buf_puts(b, "    int kf_gi = 0;\n    for (int kf_t = blockIdx.x, kf_tc = 0; kf_t < kf_ntiles; kf_t += gridDim.x, kf_tc++) {\n");
 		tile_indices(k, at, c, "kf_t");
-		kf_buf_puts(b, "    (void)nm;\n    if (kf_tc == 0) {\n");
-		load_q(k, at, c, m, "      ");
-		kf_buf_puts(b, "    }\n");
+		kf_buf_puts(b, "    (void)nm;\n");
 	} else {
 		load_q(k, at, c, m, "    ");
 	}
@@ -308,8 +306,9 @@ static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, in
 		kf_buf_printf(b, "        kf_tma3d(sk + s * %d + %d, &tm1, %.*s + %d, jt * %d, %.*s, bar_fk + s * 8);\n", ksz,
 			      kc * BN * 128, (int)m[1].col.n, m[1].col.p, kc * 64, BN, (int)m[1].run.n, m[1].run.p);
 	kf_buf_puts(b, "      }\n");
-	if (c->pw) { /* a later tile's q once the consumers are done with the last one's */
-		kf_buf_puts(b, "      if (i == 0 && kf_tc > 0) {\n        kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
+	if (c->pw) { /* a tile's q after its first k; a later tile's once the
+		      * consumers are done with the last one's */
+		kf_buf_puts(b, "      if (i == 0) {\n        if (kf_tc > 0) kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
 		load_q(k, at, c, m, "        ");
 		kf_buf_puts(b, "      }\n");
 	}

@@ -380,7 +380,7 @@ int kx_pm_analyze(pm *p)
 		return kx_pm_bad(p, "batch sizes above 16 are not supported");
 	/* f16/bf16 (an amp graph): loaded widened, computed in f32, stored
 	 * rounded; the weights in registers as f32 */
-	if ((A->dtype != KF_F32 && A->dtype != KF_F16 && A->dtype != KF_BF16) || R->dtype != A->dtype)
+	if (!kf_rec_dtype_ok(A->dtype) || R->dtype != A->dtype)
 		return kx_pm_bad(p, "only f32, f16 and bf16 are supported");
 	p->K = A->dim[1];
 	p->G = R->dim[1];
