@@ -244,7 +244,9 @@ static int smem_of(const kx_att *at, const wga_cfg *c, int *qsz, int *ksz, int *
  * the 132 SMs of an H200 with less than a wave of blocks (short
  * sequences, few heads): then one consumer of 64 rows; BN 128, 176 for
  * head dim 128 without a causal mask, never past the keys (rounded up to
- * 16); as many stages as fit, up to 3. */
+ * 16); as many stages as fit, up to 3; with two consumers the blocks walk
+ * the tiles over up to 2048 x 64 query rows x head dims (2048 rows
+ * without a mask). */
 static void default_cfg(const kx *k, const kx_att *at, wga_cfg *c)
 {
 	/* (a sized plan: for its buckets' sizes, so that a bucket shares a kernel) */
@@ -257,6 +259,13 @@ static void default_cfg(const kx *k, const kx_att *at, wga_cfg *c)
 		c->bn = (int)tk16;
 	c->pp = c->bm > 64;
 	c->ov = true;
+	/* blocks walk the tiles (a block an SM) over short rows: measured on
+	 * the H200 (bench/results/2026-12-02-gpu-s8b-*), the walk is faster
+	 * at 128 queries (1.05-1.50x), at 2048 for head dim 64 (1.05-1.09x)
+	 * and for 128 without a mask (1.01x); the hardware's block scheduler
+	 * does better under a causal mask at 2048 x 128 (its tiles' uneven
+	 * lengths) and at 8192 but for head dim 64 without a mask (0.97x) */
+	c->pw = c->bm > 64 && (Tq * at->D <= 2048 * 64 || (!at->causal && Tq <= 2048));
 	int qs, ks, vs;
 	for (c->s = 3; c->s > 2; c->s--)
 		if (smem_of(at, c, &qs, &ks, &vs) <= 227 * 1024)

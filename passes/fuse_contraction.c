@@ -79,6 +79,53 @@ static kf_vid prologue_input(const kf_graph *g, kf_nid n)
 	return KF_NONE;
 }
 
+/* How much of an operand's prologue chain (chain[0] next to the
+ * contraction, nc ops, read from value v) the contraction keeps.  Its
+ * transposes cost nothing (folded into the loads); an op that computes
+ * (a cast, a scaling) costs a pass over the operand on every run when the
+ * contraction runs as a library GEMM (cuda/cuda_route.c: a prologue
+ * kernel before cuBLAS, and no cuBLASLt), which is the cost model's floor
+ * for most shapes.  So, looking through views from v:
+ * - a chain over a constant (amp's cast of a weight kept in a file) stays
+ *   outside whole: the backend computes it once when it plans
+ *   (cuda/cuda_hoist.c), the contraction reads the operand as stored;
+ * - a chain over a value an element-wise, broadcast, injective or
+ *   reduction op computes keeps its leading transposes only: `fuse` puts
+ *   the rest into the producer's kernel, which then writes the narrower
+ *   value (amp's cast after a layer norm), instead of a kernel of its own;
+ * - so does one over a graph input moved by a transpose or a slice, in
+ *   the chain past its first computing op or below it (a kernel of its
+ *   own in any case);
+ * - a chain over a graph input (reshaped at most) or another kernel's
+ *   result stays inside. */
+static int prologue_cut(const kf_graph *g, kf_vid v, const kf_nid *chain, int nc)
+{
+	int lead = 0;
+	while (lead < nc && kf_N(g, chain[lead])->op == KF_OP_TRANSPOSE)
+		lead++;
+	if (lead == nc)
+		return nc;
+	kf_nid d = kf_def(g, v);
+	bool moves = false; /* a view that is a kernel of its own (not a reshape) */
+	for (int j = lead; j < nc; j++)
+		moves |= kf_N(g, chain[j])->op == KF_OP_TRANSPOSE;
+	while (d != KF_NONE && kf_N(g, d)->blk == 0 && kf_N(g, d)->nin == 1 &&
+	       kf_op(g->ctx, kf_N(g, d)->op)->trait == KF_TRAIT_INJECTIVE) {
+		moves |= kf_N(g, d)->op != KF_OP_RESHAPE;
+		d = kf_def(g, kf_in(g, d, 0));
+	}
+	if (d == KF_NONE)
+		return moves ? lead : nc;
+	const kf_node *x = kf_N(g, d);
+	if (x->op == KF_OP_CONST)
+		return 0;
+	int t = kf_op(g->ctx, x->op)->trait;
+	bool fusible = x->blk == 0 && x->body == KF_NONE && x->nres == 1 &&
+		       (t == KF_TRAIT_ELEMENTWISE || t == KF_TRAIT_BROADCAST || t == KF_TRAIT_INJECTIVE ||
+			t == KF_TRAIT_REDUCE);
+	return fusible ? lead : nc;
+}
+
 /* True when t broadcasts (numpy, right-aligned) into shape o. */
 static bool bcasts_to(const kf_type *t, const kf_type *o)
 {
@@ -150,6 +197,7 @@ static void collect(kf_graph *g, kf_nid c, int max_epi, grp *gr)
 		kf_nid root = kf_def(g, v);
 		if (root != KF_NONE && kf_fuse_const_embeddable(g, root))
 			nc = 0;
+		nc = prologue_cut(g, v, chain, nc);
 		for (int j = 0; j < nc; j++)
 			add(gr, chain[j]);
 	}

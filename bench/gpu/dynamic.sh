@@ -25,9 +25,6 @@
 [ $# -ge 2 ] || set -- "${1:-}" 20
 . "$(dirname "$0")/setup.sh"
 py=${PYTHON:-python3}
-# the importer links libprotobuf-c: a machine without it takes the one
-# carried in BUILD/lib (as bench/models/gpu.sh)
-[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 rc=0
 
 echo "== 1. the zoo's small transformers: one compile, every shape against the interpreter"

@@ -15,8 +15,6 @@
 . "$(dirname "$0")/setup.sh"
 imp="$build/onnx/kfuse-import-onnx"
 [ -x "$imp" ] || imp="$build/kfuse-import-onnx"
-# the importer links libprotobuf-c: BUILD/lib holds it where the machine lacks it
-[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 d="$out"
 ${PYTHON:-python3} "$here/llama_block.py" export "$d" > "$d/export.log" 2>&1 || { echo "export failed:"; tail -5 "$d/export.log"; exit 1; }
 "$imp" "$d/llama_block.onnx" -o "$d/block.kf" 2> "$d/import.log" || { echo "import failed:"; cat "$d/import.log"; exit 1; }

@@ -18,6 +18,9 @@ if [ -z "$build" ] || [ ! -x "$build/kfuse-run" ]; then
 	echo "$me: no build directory with kfuse-run and kfuse-opt (pass one, or set KFUSE_BUILD)" >&2
 	exit 2
 fi
+# the programs link libprotobuf-c (and libkfuse.so Lua's shared library): a
+# machine without them takes those carried in BUILD/lib (bench/gpu/carry-build.sh)
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 opt="$build/kfuse-opt"
 kfrun="$build/kfuse-run"
 out=${KFUSE_BENCH_OUT:-$(mktemp -d "/tmp/kfuse-${me%.sh}.XXXXXX")}

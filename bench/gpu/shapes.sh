@@ -52,7 +52,6 @@ set_=${SHAPES_SET:-zoo}
 models=${SHAPES_MODELS:-bert:1:128 bert:8:512 gpt2:1:128 llama:1:128 t5:1:128 encoder_layer:1:128 mlp:8 llamablock}
 imp="$build/onnx/kfuse-import-onnx"
 [ -x "$imp" ] || imp="$build/kfuse-import-onnx"
-[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 pipeline="canonicalize,cse,rules{path=$root/patterns},fuse-matmul,fuse,dce"
 py=${PYTHON:-python3}
 res="$out/shapes.txt"

@@ -39,12 +39,9 @@ N=${2:-30}
 models=${KFUSE_MODELS:-"resnet50:1 resnet50:32 vit_b_16:1 bert:1:128 bert:8:512 gpt2:1:128 llama:1:128"}
 dtypes=${KFUSE_DTYPES:-"f16 f32"}
 imp="$build/onnx/kfuse-import-onnx"
-# the importer links libprotobuf-c: a machine without it takes the one
-# carried in BUILD/lib (cp /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1 BUILD/lib/)
-[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if ! "$imp" --version > /dev/null 2>&1; then
 	echo "$me: $imp does not run here: $("$imp" --version 2>&1 | head -1)" >&2
-	echo "$me: (a missing libprotobuf-c.so.1: copy it into $build/lib/)" >&2
+	echo "$me: (a missing libprotobuf-c.so.1: bench/gpu/carry-build.sh copies it into BUILD/lib/)" >&2
 	exit 2
 fi
 zoo="$root/bench/models/zoo.py"
