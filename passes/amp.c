@@ -137,8 +137,30 @@ static int amp_begin(kf_ctx *c, kf_passopts *o)
 
 static kf_dtype vdt(const kf_graph *g, kf_vid v) { return (kf_dtype)kf_vtype(g, v)->dtype; }
 
+/* A data movement of one operand (reshape, transpose, slice, ...), which
+ * a cast commutes with. */
+static bool is_view(const kf_graph *g, kf_nid d)
+{
+	return d != KF_NONE && kf_N(g, d)->nin == 1 && kf_N(g, d)->nres == 1 && kf_N(g, d)->blk == 0 &&
+	       kf_op(g->ctx, kf_N(g, d)->op)->trait == KF_TRAIT_INJECTIVE;
+}
+
+/* v is a constant seen through views. */
+static bool const_rooted(const kf_graph *g, kf_vid v)
+{
+	kf_nid d = kf_def(g, v);
+	while (is_view(g, d))
+		d = kf_def(g, kf_in(g, d, 0));
+	return d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST;
+}
+
 /* The value v as type dt, by a cast before node `before` (shared by every
- * later user; folded when v is an inline constant). */
+ * later user; folded when v is an inline constant).  A view of a constant
+ * (a weight's transpose) is cast below the view: the cast of the constant
+ * is then computed once when a backend plans (cuda/cuda_hoist.c), and the
+ * view stays where passes look for it (a recurrence stack takes a
+ * weight's transpose in, a contraction folds it into its loads) instead
+ * of being materialised with the cast. */
 static kf_vid cast_of(amp_run *a, kf_vid v, kf_dtype dt, kf_nid before)
 {
 	kf_graph *g = a->g;
@@ -148,6 +170,16 @@ static kf_vid cast_of(amp_run *a, kf_vid v, kf_dtype dt, kf_nid before)
 	kf_type t = *kf_vtype(g, v);
 	t.dtype = (uint8_t)dt;
 	kf_tid tid = kf_type_intern(g->ctx, &t);
+	kf_nid d = kf_def(g, v);
+	if (is_view(g, d) && const_rooted(g, v)) {
+		kf_vid in = cast_of(a, kf_in(g, d, 0), dt, before);
+		kf_nid w = kf_node_new(g, kf_N(g, before)->blk, before, kf_N(g, d)->op, &in, 1, &tid, 1);
+		kf_N(g, w)->loc = kf_N(g, d)->loc;
+		kf_node_set_attrs(g, w, kf_N(g, d)->attr, kf_N(g, d)->nattr);
+		if (slot)
+			*slot = kf_res(g, w, 0);
+		return kf_res(g, w, 0);
+	}
 	kf_nid c = kf_node_new(g, kf_N(g, before)->blk, before, KF_OP_CAST, &v, 1, &tid, 1);
 	kf_N(g, c)->loc = kf_N(g, before)->loc;
 	kf_node_set_attr(g, c, kf_intern_cstr(g->ctx, "to"),
