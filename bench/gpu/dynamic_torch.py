@@ -226,6 +226,7 @@ def main():
     static = set(shapes) if cfg.static == "all" else set() if cfg.static == "none" else \
         {tuple(int(v) for v in s.split("x")) for s in cfg.static.split(",") if s}
     have_compile = hasattr(torch, "compile") and dev == "cuda"
+    os.makedirs(cfg.out, exist_ok=True)  # the exports and caches go there
     rows, bad = [], 0
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name() if dev == 'cuda' else 'cpu'}, {cfg.dtype}, "
           f"pipeline {cfg.pipeline}", flush=True)
