@@ -318,15 +318,15 @@ static bool read_by_plan(kf_cuda_session *s, kf_nid ret, kf_vid v)
 }
 
 /* Uploads a const node's payload (through the interpreter's const kernel);
- * a file constant another plan of the backend uploaded is that plan's
- * buffer (cuda_consts.c). */
+ * a file or large inline constant another plan of the backend uploaded is
+ * that plan's buffer (cuda_consts.c). */
 static int upload_const(kf_cuda_session *s, kf_nid n)
 {
 	kf_graph *g = s->g;
 	kf_vid v = kf_res(g, n, 0);
 	kf_buf key = {0};
 	kf_cuptr p = 0;
-	bool file = kf_cb_consts_key(g, n, &key) == 0, share = file && s->consts;
+	bool share = kf_cb_consts_key(g, n, &key) == 0 && s->consts;
 	if (share && kf_cb_consts_get(s->consts, key.p, &p)) {
 		s->vptr[v] = p;
 		s->stats.shared_bytes += (int64_t)vbytes(g, v);
@@ -340,7 +340,7 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
 		goto out;
 	}
-	if (file)
+	if (share)
 		s->stats.file_bytes += (int64_t)vbytes(g, v);
 	if (share) { /* the backend's table owns the buffer */
 		if (s->cu && kf_cuda_malloc(s->cu, vbytes(g, v), &p) != 0)

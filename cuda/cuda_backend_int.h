@@ -36,15 +36,17 @@ typedef struct prog {
 	kf_cumodule mod;
 } prog;
 
-/* Device copies of file constants shared by the plans of one backend
- * (cuda_consts.c): keyed by the file's resolved path and the declared
- * type, counted by the sessions that read them.  A table is counted too:
- * the backend and each session holding it. */
+/* Device copies of file constants and large inline ones shared by the
+ * plans of one backend (cuda_consts.c): keyed by the declared type and the
+ * file's resolved path or the payload's address, counted by the sessions
+ * that read them.  A table is counted too: the backend and each session
+ * holding it. */
 typedef struct kf_cb_consts kf_cb_consts;
 kf_cb_consts *kf_cb_consts_new(void);
 kf_cb_consts *kf_cb_consts_retain(kf_cb_consts *cc);
 void kf_cb_consts_release(kf_cb_consts *cc);
-/* const node n's key into key (NUL-terminated); -1: not a file constant */
+/* const node n's key into key (NUL-terminated); -1: not shared (a small
+ * inline constant, a splat, a symbolic type) */
 int kf_cb_consts_key(kf_graph *g, kf_nid n, kf_buf *key);
 /* the buffer of key, counting one more user; false: none yet */
 bool kf_cb_consts_get(kf_cb_consts *cc, const char *key, kf_cuptr *p);

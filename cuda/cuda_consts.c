@@ -9,7 +9,13 @@
  * and held its own device copy.  Entries are keyed by the file's resolved
  * path and the constant's declared type, counted by the sessions that use
  * them, and freed by the last (the table outlives the backend while a plan
- * holds it).  Only file constants are shared: inline ones are small. */
+ * holds it).  Large inline constants are shared too, keyed by their
+ * payload's address: a model loaded through the API from ONNX keeps its
+ * initializers inline (api/kfuse.c), and every shape's copy of the graph
+ * shares the payloads (kf_graph_clone), which live as long as the model,
+ * longer than its plans, so an address names one payload while a plan
+ * holds its entry.  (Session 8: BERT-base's first run at a new shape took
+ * 1.5-2.2 s on the H200, re-uploading its 220 MB of f16 weights.) */
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_backend_int.h"
@@ -51,16 +57,26 @@ void kf_cb_consts_release(kf_cb_consts *cc)
 	free(cc);
 }
 
+/* Inline constants of fewer bytes are uploaded per plan: the table's
+ * lookups are linear, and small ones cost nothing to upload. */
+#define CC_INLINE_MIN (64 * 1024)
+
 int kf_cb_consts_key(kf_graph *g, kf_nid n, kf_buf *key)
 {
 	const kf_const *k = kf_N(g, n)->cst;
-	if (!k || k->kind != KF_CONST_FILE)
-		return -1;
 	const kf_type *t = kf_vtype(g, kf_res(g, n, 0));
+	bool file = k && k->kind == KF_CONST_FILE;
+	if (!k || !kf_type_is_static(t) ||
+	    (!file && (k->kind != KF_CONST_DENSE || k->n < 2 ||
+		       kf_type_numel(t) * (int64_t)kf_dtype_size((kf_dtype)t->dtype) < CC_INLINE_MIN)))
+		return -1;
 	kf_buf_printf(key, "%s", kf_dtype_name(t->dtype));
 	for (int d = 0; d < t->rank; d++)
 		kf_buf_printf(key, "%c%lld", d ? 'x' : '[', (long long)t->dim[d]);
-	kf_buf_printf(key, "] %s/%s", g->dir ? kf_str(g->ctx, g->dir) : ".", kf_str(g->ctx, k->path));
+	if (file)
+		kf_buf_printf(key, "] %s/%s", g->dir ? kf_str(g->ctx, g->dir) : ".", kf_str(g->ctx, k->path));
+	else
+		kf_buf_printf(key, "] inline %p %p", (const void *)k->f, (const void *)k->i);
 	kf_buf_putc(key, '\0');
 	return 0;
 }

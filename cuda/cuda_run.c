@@ -51,7 +51,7 @@ void kf_cb_plan_report(kf_cuda_session *s)
 	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
 		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
 	if (t->file_bytes || t->shared_bytes) /* plans of other shapes share them (cuda_consts.c) */
-		kf_buf_printf(r, "cuda: @%s: file constants %.2f MiB read and uploaded, %.2f MiB shared with other plans\n",
+		kf_buf_printf(r, "cuda: @%s: constants %.2f MiB read and uploaded, %.2f MiB shared with other plans\n",
 			      kf_str(s->c, s->g->name), t->file_bytes / 1048576.0, t->shared_bytes / 1048576.0);
 	if (!s->dyn.n)
 		return;
