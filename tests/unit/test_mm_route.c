@@ -340,11 +340,12 @@ static void test_parts_compile(void **st)
 		"graph @g(%x: bf16[32,64], %w: bf16[64,16], %c: bf16[32,16]) -> (bf16[32,16], f32[32,16]) {\n"
 		"  %m = gemm(%x, %w, %c) {alpha = 2.0, beta = 0.5} : bf16[32,16]\n"
 		"  %f = cast(%m) {to = \"f32\"} : f32[32,16]\n  return %m, %f\n}\n",
-		/* a scaled, transposed operand (q * s, as attention scales): prologue */
+		/* a scaled, transposed input operand (k * s, as attention scales):
+		 * prologue (fuse-matmul keeps it: nothing else would compute it) */
 		"graph @g(%q: f32[8,16,32], %k: f32[8,16,32]) -> (f32[8,16,16]) {\n"
-		"  %t = transpose(%k) {perm = [0, 2, 1]} : f32[8,32,16]\n  %h = const 0.125 : f32[]\n"
-		"  %s = mul(%t, %h) : f32[8,32,16]\n"
-		"  %m = matmul(%q, %s) : f32[8,16,16]\n  return %m\n}\n",
+		"  %h = const 0.125 : f32[]\n  %s = mul(%k, %h) : f32[8,16,32]\n"
+		"  %t = transpose(%s) {perm = [0, 2, 1]} : f32[8,32,16]\n"
+		"  %m = matmul(%q, %t) : f32[8,16,16]\n  return %m\n}\n",
 	};
 	int parts = 0;
 	for (size_t i = 0; i < sizeof src / sizeof *src; i++) {
