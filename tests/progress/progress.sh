@@ -21,8 +21,13 @@ KFUSE_PROGRESS_AFTER=0 script -qec "$opt $tmp.kf -p fuse -o /dev/null --quiet" /
 grep -q 'fuse on @' "$tmp.quiet" && { echo "FAIL: a progress line with --quiet"; fail=1; }
 KFUSE_PROGRESS_AFTER=0 "$opt" "$tmp.kf" -p fuse -o /dev/null 2> "$tmp.err"
 grep -q 'fuse on @' "$tmp.err" && { echo "FAIL: a progress line when stderr is not a terminal"; fail=1; }
-# the default threshold (a second) keeps a short run quiet on a terminal
-script -qec "$opt $tmp.kf -p fuse -o /dev/null" /dev/null > "$tmp.short" 2>&1
+# the default threshold (a second) keeps a short run quiet on a terminal: a
+# chain of 200 (the 20000 took over a second under ASan on a loaded 2-core
+# machine, and the line rightly showed)
+awk 'BEGIN { print "graph @chain(%x: f32[64]) -> (f32[64]) {"; p = "x";
+	for (i = 0; i < 200; i++) { printf "  %%v%d = add(%%%s, %%x) : f32[64]\n", i, p; p = "v" i }
+	printf "  return %%%s\n}\n", p }' > "$tmp.small.kf"
+script -qec "$opt $tmp.small.kf -p fuse -o /dev/null" /dev/null > "$tmp.short" 2>&1
 grep -q 'on @chain' "$tmp.short" && { echo "FAIL: a progress line for a short pass"; fail=1; }
 [ $fail = 0 ] && echo "progress: shown on a terminal, not otherwise, not with --quiet"
 exit $fail
