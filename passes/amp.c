@@ -258,7 +258,8 @@ static int amp_node(amp_run *a, kf_nid n)
 	if (!any)
 		return 0;
 	kf_dtype want = cls == AMP_LOW ? low : cls == AMP_F32 ? KF_F32 : any_low ? low : KF_F32;
-	for (uint32_t i = 0; i < x->nin; i++) {
+	/* cast_of adds nodes (the node array may move): n by its id from here */
+	for (uint32_t i = 0; i < kf_N(g, n)->nin; i++) {
 		kf_vid v = kf_in(g, n, i);
 		kf_dtype dt = vdt(g, v);
 		if (is_float(dt, low) && dt != want)
