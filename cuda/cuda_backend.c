@@ -340,9 +340,8 @@ static int upload_const(kf_cuda_session *s, kf_nid n)
 		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
 		goto out;
 	}
-	if (share)
-		s->stats.file_bytes += (int64_t)vbytes(g, v);
 	if (share) { /* the backend's table owns the buffer */
+		s->stats.file_bytes += (int64_t)vbytes(g, v);
 		if (s->cu && kf_cuda_malloc(s->cu, vbytes(g, v), &p) != 0)
 			goto out;
 		s->vptr[v] = p;
