@@ -71,6 +71,26 @@ void kx_att_boff(kx *k, const kx_att *at, const kf_view *v, const char *z, kf_bu
 int kx_att_score_helper(kx *k, const kx_att *at);
 /* "KF_KERNEL_score(p0, ..., " */
 void kx_att_score_call(const kx *k, kf_buf *b);
+/* The values of the score chain that read memory but not the scores (a
+ * mask, a bias) in slots a kernel fills ahead of the scores: a load's
+ * latency hidden behind a tile's products, where inline it stalls the
+ * softmax after them.  Slot i has dtype dt[i] (in its compute type,
+ * kx_ct) and is the same for both rows of a column where rowinv[i]. */
+#define KX_ATT_MAXPRE 4
+typedef struct kx_att_pre {
+	int n;
+	kf_dtype dt[KX_ATT_MAXPRE];
+	bool rowinv[KX_ATT_MAXPRE];
+} kx_att_pre;
+/* Writes to out KF_KERNEL_scoreld(params..., int z, int row, int col, T0
+ * &l0, ...): the slots at (z, row, col), and KF_KERNEL_scorep(params...,
+ * int z, int row, int col, float s, T0 l0, ...): the score chain with the
+ * slots' values (the kernel declares them, or KF_KERNEL_score, where they
+ * fit); pre->n == 0 (and nothing written) when no value is worth a slot
+ * (more than KX_ATT_MAXPRE are computed in scorep). */
+int kx_att_score_split(kx *k, const kx_att *at, kx_att_pre *pre, kf_buf *out);
+void kx_att_scoreld_call(const kx *k, kf_buf *b);
+void kx_att_scorep_call(const kx *k, kf_buf *b);
 /* Declares KF_KERNEL_qpro(params..., float x): q's prologue ops on one
  * element (only when q has some). */
 int kx_att_qpro_helper(kx *k, const kx_att *at);
@@ -103,6 +123,7 @@ typedef struct kx_att_step {
 				  made them, the scale goes into exp2 */
 	bool tree;             /* row maxima and sums over 4 partial ones */
 	bool persist;          /* a0, a1 are declared by the caller (they outlive the step) */
+	const kx_att_pre *pre; /* the score chain reads slots ml<i>[] (kx_att_tile_preload); NULL: none */
 } kx_att_step;
 /* Writes `const float kf_sl2 = ...;` (the folded scale times log2(e)) to o
  * when at->fold; false otherwise. */
@@ -114,6 +135,10 @@ bool kx_att_fold_scale(const kx *k, const kx_att *at, kf_buf *o);
  * first. */
 void kx_att_block_z_q0(kx *k, const kx_att *at, int bm, bool grouped, const char *idx);
 void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st);
+/* Declares the slots' arrays ml<i>[] of st->pre; fills them for key tile
+ * jt (text) through KF_KERNEL_scoreld. */
+void kx_att_tile_slots(kx *k, const kx_att_step *st);
+void kx_att_tile_preload(kx *k, const kx_att *at, const kx_att_step *st, const char *jt);
 /* The rows' new maxima (m0, m1), the factors a0, a1 and the sums rescaled. */
 void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st);
 /* oacc[dv / 2] *= a0, a1 by row. */

@@ -344,6 +344,8 @@ static void helper_call(const kx *k, kf_buf *b, const char *name, bool outs)
 }
 
 void kx_att_score_call(const kx *k, kf_buf *b) { helper_call(k, b, "score", false); }
+void kx_att_scoreld_call(const kx *k, kf_buf *b) { helper_call(k, b, "scoreld", false); }
+void kx_att_scorep_call(const kx *k, kf_buf *b) { helper_call(k, b, "scorep", false); }
 void kx_att_out_call(const kx *k, kf_buf *b, bool pair) { helper_call(k, b, pair ? "out2" : "out", true); }
 void kx_att_qpro_call(const kx *k, kf_buf *b) { helper_call(k, b, "qpro", false); }
 
@@ -355,6 +357,10 @@ typedef struct sh {
 	kf_vid v[256];
 	char name[256][16];
 	int n, nx;
+	/* split (kx_att_score_split): the values that read memory but not the
+	 * scores go to the loads helper's state ld, each as a slot l<i> */
+	struct sh *ld;
+	kx_att_pre *pre;
 } sh;
 
 static const char *sname(sh *s, kf_vid v)
@@ -385,6 +391,71 @@ static void iota_at(kx *k, kf_nid d, const kf_type *S, const kf_type *OB, const 
 	}
 }
 
+/* Whether v reads the scores (dep) or a parameter (!dep): what it is made
+ * of, through computed ops.  A walk past *work steps (a chain reusing its
+ * values, walked as a tree) answers "yes" for the scores, "no" for a
+ * parameter: no slot either way. */
+static bool reads(sh *s, kf_vid v, bool dep, int *work)
+{
+	kx *k = s->k;
+	kf_nid d = kf_def(k->g, v);
+	if (--*work < 0)
+		return dep;
+	if (v == s->v[0] || (s->at->causal && d == s->at->cnode))
+		return dep;
+	if (kx_param(k, v) >= 0)
+		return !dep;
+	if (d == KF_NONE || !kx_computed(k, v) || kf_N(k->g, d)->op == KF_OP_CONST || kf_N(k->g, d)->op == KF_OP_IOTA)
+		return false;
+	for (uint32_t i = 0; i < kf_N(k->g, d)->nin; i++)
+		if (reads(s, kf_in(k->g, d, i), dep, work))
+			return true;
+	return *work < 0 && dep;
+}
+
+/* v reads memory and not the scores: worth a slot. */
+static bool slotted(sh *s, kf_vid v)
+{
+	int w1 = 1024, w2 = 1024;
+	return reads(s, v, false, &w1) && !reads(s, v, true, &w2);
+}
+
+static const char *sval(sh *s, kf_vid v, int depth);
+
+static const char *named(sh *s, kf_vid v, const char *fmt, int i)
+{
+	if (s->n == 256) {
+		fail(s->k, "the score chain is too long");
+		return NULL;
+	}
+	int id = s->n++;
+	s->v[id] = v;
+	snprintf(s->name[id], sizeof s->name[id], fmt, i);
+	return s->name[id];
+}
+
+/* v, which reads memory but not the scores, computed by the loads helper
+ * into a slot of its own (the kernel loads it ahead of the scores); NULL
+ * and nothing done when the slots are full. */
+static const char *slot(sh *s, kf_vid v, int depth)
+{
+	kx_att_pre *pre = s->pre;
+	const kf_type *t = kf_vtype(s->k->g, v);
+	/* one value per row (or per head) is two loads a tile, kept in
+	 * registers by the compiler: not worth a slot */
+	if (pre->n == KX_ATT_MAXPRE || t->rank == 0 || t->dim[t->rank - 1] == 1)
+		return NULL;
+	const char *x = sval(s->ld, v, depth);
+	if (!x)
+		return NULL;
+	int i = pre->n++;
+	pre->dt[i] = kx_dt(s->k, v);
+	/* a value over keys only ([.., 1, Tk]) is the same for both rows */
+	pre->rowinv[i] = t->rank < 2 || t->dim[t->rank - 2] == 1;
+	kf_buf_printf(s->ld->h, "  l%d = %s;\n", i, x);
+	return named(s, v, "l%d", i);
+}
+
 /* Emits v (and what it needs) at (z, row, col) of the scores; its name. */
 static const char *sval(sh *s, kf_vid v, int depth)
 {
@@ -397,6 +468,8 @@ static const char *sval(sh *s, kf_vid v, int depth)
 		fail(k, "the score chain is too deep");
 		return NULL;
 	}
+	if (s->ld && slotted(s, v) && (nm = slot(s, v, depth)))
+		return nm;
 	const kf_type *S = kf_vtype(g, kf_res(g, s->at->a.mm1, 0));
 	kf_type OB = s->at->a.B;
 	/* the batch dims' symbolic forms, through the probe's analysis */
@@ -436,48 +509,42 @@ static const char *sval(sh *s, kf_vid v, int depth)
 		fail(k, "the score chain reads a value it cannot compute");
 		return NULL;
 	}
-	if (s->n == 256) {
+	/* named after its operands, which come first */
+	if (!(nm = named(s, v, "e%d", s->n))) {
 		kf_buf_free(&e);
-		fail(k, "the score chain is too long");
 		return NULL;
 	}
-	/* named after its operands, which come first */
-	int id = s->n++;
-	s->v[id] = v;
-	snprintf(s->name[id], sizeof s->name[id], "e%d", id);
-	kf_buf_printf(s->h, "  const %s %s = %.*s;\n", kx_ct(dt), s->name[id], (int)e.n, e.p);
+	kf_buf_printf(s->h, "  const %s %s = %.*s;\n", kx_ct(dt), nm, (int)e.n, e.p);
 	kf_buf_free(&e);
-	return s->name[id];
+	return nm;
 }
 
-int kx_att_score_helper(kx *k, const kx_att *at)
+/* The score chain's text into body (s's state), its value's name; NULL
+ * on failure. */
+static const char *score_body(sh *s)
 {
+	kx *k = s->k;
+	const kx_att *at = s->at;
 	const kf_att *a = &at->a;
 	kf_graph *g = k->g;
-	kf_buf h = {0};
-	sh s = {.k = k, .at = at, .h = &h};
-	helper_head(k, &h, "float", "score", false);
-	kf_buf_puts(&h, "int z, int row, int col, float s)\n{\n  (void)z; (void)row; (void)col;\n");
-	s.v[0] = kf_res(g, a->mm1, 0);
-	snprintf(s.name[0], sizeof s.name[0], "s");
-	s.n = 1;
+	s->v[0] = kf_res(g, a->mm1, 0);
+	snprintf(s->name[0], sizeof s->name[0], "s");
+	s->n = 1;
 	const char *last = "s";
 	k->keep16 = true; /* scores stay f32 through the chain's casts, as in flash attention */
 	for (int i = 0; i < a->score.nn && last; i++) {
 		kf_nid n = a->score.n[i];
 		if (at->causal && n == at->cnode) {
 			/* the kernel drops the masked columns itself */
-			s.v[s.n] = kf_res(g, n, 0);
-			snprintf(s.name[s.n++], sizeof s.name[0], "%s", last);
+			s->v[s->n] = kf_res(g, n, 0);
+			snprintf(s->name[s->n++], sizeof s->name[0], "%s", last);
 			continue;
 		}
-		last = sval(&s, kf_res(g, n, 0), 0);
+		last = sval(s, kf_res(g, n, 0), 0);
 	}
 	k->keep16 = false;
-	if (!last) {
-		kf_buf_free(&h);
-		return -1;
-	}
+	if (!last)
+		return NULL;
 	/* A mask of finite huge negatives (finfo.min, as HF models fill) times
 	 * log2(e) and the scale overflows to -inf in the exponent, where the
 	 * running maximum of a slice of keys all masked then gives -inf - -inf
@@ -496,12 +563,59 @@ int kx_att_score_helper(kx *k, const kx_att *at)
 	}
 	masked &= wide;
 	if (masked)
-		kf_buf_printf(&h, "  const float r = (float)%s;\n  return r < -1e38f && r > -KF_INF ? -1e38f : r;\n}\n", last);
+		kf_buf_printf(s->h, "  const float r = (float)%s;\n  return r < -1e38f && r > -KF_INF ? -1e38f : r;\n}\n", last);
 	else
-		kf_buf_printf(&h, "  return (float)%s;\n}\n", last);
-	kf_buf_put(&k->decl, h.p, h.n);
+		kf_buf_printf(s->h, "  return (float)%s;\n}\n", last);
+	return last;
+}
+
+int kx_att_score_helper(kx *k, const kx_att *at)
+{
+	kf_buf h = {0};
+	sh s = {.k = k, .at = at, .h = &h};
+	helper_head(k, &h, "float", "score", false);
+	kf_buf_puts(&h, "int z, int row, int col, float s)\n{\n  (void)z; (void)row; (void)col;\n");
+	int rc = score_body(&s) ? 0 : -1;
+	if (rc == 0)
+		kf_buf_put(&k->decl, h.p, h.n);
 	kf_buf_free(&h);
-	return 0;
+	return rc;
+}
+
+/* The slots' parameters: ", T0 l0, T1 l1" (ref: "T0 &l0"). */
+static void slot_params(kf_buf *h, const kx_att_pre *pre, bool ref)
+{
+	for (int i = 0; i < pre->n; i++)
+		kf_buf_printf(h, ", %s %sl%d", kx_ct(pre->dt[i]), ref ? "&" : "", i);
+	kf_buf_puts(h, ")\n{\n  (void)z; (void)row; (void)col;\n");
+}
+
+int kx_att_score_split(kx *k, const kx_att *at, kx_att_pre *pre, kf_buf *out)
+{
+	kf_buf body = {0}, lbody = {0}, h = {0};
+	*pre = (kx_att_pre){0};
+	sh l = {.k = k, .at = at, .h = &lbody};
+	sh s = {.k = k, .at = at, .h = &body, .ld = &l, .pre = pre};
+	l.v[0] = kf_res(k->g, at->a.mm1, 0); /* never met: the loads read no scores */
+	snprintf(l.name[0], sizeof l.name[0], "s");
+	l.n = 1;
+	int rc = score_body(&s) ? 0 : -1;
+	if (rc == 0 && pre->n) {
+		helper_head(k, &h, "void", "scoreld", false);
+		kf_buf_puts(&h, "int z, int row, int col");
+		slot_params(&h, pre, true);
+		kf_buf_put(&h, lbody.p, lbody.n);
+		kf_buf_puts(&h, "}\n");
+		helper_head(k, &h, "float", "scorep", false);
+		kf_buf_puts(&h, "int z, int row, int col, float s");
+		slot_params(&h, pre, false);
+		kf_buf_put(&h, body.p, body.n);
+		kf_buf_put(out, h.p, h.n);
+	}
+	kf_buf_free(&body);
+	kf_buf_free(&lbody);
+	kf_buf_free(&h);
+	return rc;
 }
 
 /* The text of operand `a` of a prologue op: the chain (x) or a one-element

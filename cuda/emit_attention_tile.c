@@ -81,6 +81,13 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 	kf_buf_puts(b, "        const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n");
 	if (st->fold) {
 		kf_buf_puts(b, "        (void)row;\n        float x = sc[4 * j + r];\n");
+	} else if (st->pre) {
+		kf_buf_puts(b, "        float x = ");
+		kx_att_scorep_call(k, b);
+		kf_buf_printf(b, "z, %s, %s, sc[4 * j + r]", rtxt.p, ctxt.p);
+		for (int i = 0; i < st->pre->n; i++)
+			kf_buf_printf(b, ", ml%d[%s]", i, st->pre->rowinv[i] ? "2 * j + (r & 1)" : "4 * j + r");
+		kf_buf_puts(b, ");\n");
 	} else {
 		kf_buf_puts(b, "        float x = ");
 		kx_att_score_call(k, b);
@@ -99,6 +106,51 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 		kf_buf_puts(b, ")) x = -KF_INF;\n");
 	}
 	kf_buf_puts(b, "        sc[4 * j + r] = x;\n      }\n");
+}
+
+void kx_att_tile_slots(kx *k, const kx_att_step *st)
+{
+	for (int i = 0; st->pre && i < st->pre->n; i++)
+		kf_buf_printf(&k->b, "  %s ml%d[%d];\n", kx_ct(st->pre->dt[i]), i, st->pre->rowinv[i] ? st->bn / 4 : st->bn / 2);
+}
+
+void kx_att_tile_preload(kx *k, const kx_att *at, const kx_att_step *st, const char *jt)
+{
+	kf_buf *b = &k->b;
+	if (!st->pre)
+		return;
+	int64_t sTk = KX_ATT_S(k, at, Tk), sTq = KX_ATT_S(k, at, Tq);
+	bool kpart = !kx_multiple(k, at->Tk, sTk, st->bn);
+	kf_buf rtxt = {0}, ctxt = {0};
+	clamp(k, &rtxt, "row", st->qpart, at->Tq, sTq);
+	clamp(k, &ctxt, "col", kpart, at->Tk, sTk);
+	/* every slot over keys only: the first row's columns do */
+	bool inv = true;
+	for (int i = 0; i < st->pre->n; i++)
+		inv &= st->pre->rowinv[i];
+	kf_buf_printf(b, "    {\n      const int c0 = (%s) * %d;\n#pragma unroll\n      for (int j = 0; j < %d; j++)\n#pragma unroll\n"
+		      "        for (int r = 0; r < %d; r++) {\n",
+		      jt, st->bn, st->bn / 8, inv ? 2 : 4);
+	kf_buf_puts(b, "          const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n");
+	for (int i = 0; i < st->pre->n; i++) /* a slot over keys only: filled by the first row's columns */
+		if (st->pre->rowinv[i] && !inv)
+			kf_buf_printf(b, "          %s kf_l%d;\n", kx_ct(st->pre->dt[i]), i);
+	kf_buf_puts(b, "          ");
+	kx_att_scoreld_call(k, b);
+	kf_buf_printf(b, "z, %s, %s", rtxt.p, ctxt.p);
+	for (int i = 0; i < st->pre->n; i++) {
+		if (st->pre->rowinv[i] && !inv)
+			kf_buf_printf(b, ", kf_l%d", i);
+		else
+			kf_buf_printf(b, ", ml%d[%s]", i, st->pre->rowinv[i] ? "2 * j + r" : "4 * j + r");
+	}
+	kf_buf_puts(b, ");\n");
+	for (int i = 0; i < st->pre->n; i++)
+		if (st->pre->rowinv[i] && !inv)
+			kf_buf_printf(b, "          if (r < 2) ml%d[2 * j + r] = kf_l%d;\n", i, i);
+	kf_buf_puts(b, "        }\n    }\n");
+	kf_buf_free(&rtxt);
+	kf_buf_free(&ctxt);
 }
 
 /* v = the reduction of sc[i], sc[i + 1] over the n-tiles of row h (max:

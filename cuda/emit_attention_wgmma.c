@@ -205,6 +205,7 @@ typedef struct wga_cfg {
 	 * "w" the block's iterations of its earlier tiles added (kf_gi); the
 	 * condition of a block's last products (for ping-pong's last turn) */
 	const char *it, *it1, *last;
+	const kx_att_pre *pre; /* the score chain's slots loaded a tile ahead; NULL: none */
 } wga_cfg;
 
 /* "wga128x176s2po", "w": the block walks its tiles */
@@ -405,6 +406,11 @@ static void turn_pass(kf_buf *b, const wga_cfg *c, const char *last)
 		kf_buf_printf(b, "    kf_bar_arrive(1 + (cw + 1) %% %d, 256);\n", nc);
 }
 
+/* The key tile after jt, whose slots (st->pre) a tile's scores load once
+ * theirs are read: a tile's products and softmax long, to arrive (the
+ * last tile loads tile 0 again: a few loads, no branch). */
+#define NEXT_TILE "max(jt - 1, 0)"
+
 /* The loops of a consumer with "o": tile 0's S and softmax; then for each
  * tile i, S of i, O rescaled, O += P V of i - 1, the softmax of i while
  * that runs (the masked tiles' loop, then the others'); the last P V. */
@@ -413,6 +419,7 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 	kf_buf *b = &k->b;
 	int BN = c->bn, DV = (int)at->DV;
 	kf_buf_puts(b, "  {\n    const int it = 0, jt = nt - 1;\n    (void)jt;\n");
+	kx_att_tile_preload(k, at, st, "jt");
 	wait_full(b, c, "bar_fk", c->it);
 	turn_wait(b, c);
 	issue_qk(b, at, c, ty, ksz, c->it);
@@ -423,6 +430,7 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 	q_done(b, c, "nt == 1");
 	st->mask = KX_MASK_EDGE;
 	kx_att_tile_scores(k, at, st);
+	kx_att_tile_preload(k, at, st, NEXT_TILE);
 	kx_att_tile_max(k, at, st);
 	kx_att_tile_exp(k, at, st, false);
 	kx_att_tile_pack(k, at, BN);
@@ -445,6 +453,7 @@ static void loops_overlap(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step
 		q_done(b, c, "it == nt - 1");
 		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
 		kx_att_tile_scores(k, at, st);
+		kx_att_tile_preload(k, at, st, NEXT_TILE);
 		kx_att_tile_max(k, at, st);
 		kx_att_tile_exp(k, at, st, false);
 		kf_buf_puts(b, "    kf_wg_wait<0>();\n");
@@ -471,6 +480,7 @@ static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *
 {
 	kf_buf *b = &k->b;
 	int BN = c->bn, DV = (int)at->DV;
+	kx_att_tile_preload(k, at, st, "nt - 1");
 	for (int pass = 0; pass < 2; pass++) {
 		kf_buf_puts(b, pass ? "#pragma unroll 1\n  for (int it = nm; it < nt; it++) {\n"
 				    : "#pragma unroll 1\n  for (int it = 0; it < nm; it++) {\n");
@@ -485,6 +495,7 @@ static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *
 		q_done(b, c, "it == nt - 1");
 		st->mask = pass ? KX_MASK_NONE : KX_MASK_ALL;
 		kx_att_tile_scores(k, at, st);
+		kx_att_tile_preload(k, at, st, NEXT_TILE);
 		kx_att_tile_max(k, at, st);
 		kx_att_tile_rescale(k, DV);
 		kx_att_tile_exp(k, at, st, false);
@@ -528,7 +539,8 @@ static int consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 	kf_buf_puts(b, "  m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n");
 	kf_buf_puts(b, c->pw ? "  kf_mbar_wait(bar_q, kf_tc & 1);\n" : "  kf_mbar_wait(bar_q, 0);\n");
 	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .rowmin = "q0", .fold = at->fold, .tree = true,
-			  .persist = true};
+			  .persist = true, .pre = c->pre};
+	kx_att_tile_slots(k, &st);
 	if (c->ov)
 		loops_overlap(k, at, c, &st, ty, ksz, vsz);
 	else
@@ -602,6 +614,17 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 		      4 * nc, S, 4 * nc, 4 * nc);
 }
 
+/* Whether the slots of pre fit a consumer's registers beside the scores,
+ * the output, P's fragments and some 40 more (an estimate: ptxas spilled
+ * past it); none: no. */
+static bool slots_fit(const kx_att *at, const wga_cfg *c, const kx_att_pre *pre)
+{
+	int regs = c->bn / 2 + (int)at->DV / 2 + c->bn / 4 + 40;
+	for (int i = 0; i < pre->n; i++)
+		regs += (pre->rowinv[i] ? c->bn / 4 : c->bn / 2) * (strcmp(kx_ct(pre->dt[i]), "float") && pre->dt[i] != KF_I1 ? 2 : 1);
+	return pre->n > 0 && regs <= (c->bm == 192 ? 160 : 240) && !getenv("KFUSE_ATTN_NO_PRELOAD");
+}
+
 int kx_emit_attention_wgmma(kx *k, kx_att *at)
 {
 	const char *tile = kf_attr_str(k->g, k->at, "tile", NULL);
@@ -644,7 +667,16 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 			tmv_free(&m[i]);
 		return asked ? kx_fail(k, "attention tile %s needs %d bytes of shared memory", tile, smem) : 1;
 	}
-	if (!at->fold && kx_att_score_helper(k, at) != 0) {
+	kx_att_pre pre = {0};
+	kf_buf split = {0};
+	int hrc = at->fold ? 0 : kx_att_score_split(k, at, &pre, &split);
+	c.pre = hrc == 0 && !at->fold && slots_fit(at, &c, &pre) ? &pre : NULL;
+	if (c.pre)
+		kf_buf_put(&k->decl, split.p, split.n);
+	else if (hrc == 0 && !at->fold)
+		hrc = kx_att_score_helper(k, at);
+	kf_buf_free(&split);
+	if (hrc != 0) {
 		for (int i = 0; i < 3; i++)
 			tmv_free(&m[i]);
 		return -1;

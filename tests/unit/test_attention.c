@@ -447,6 +447,49 @@ static void test_emu_wga_walk(void **state)
 	}
 }
 
+/* Masks read from memory load a tile ahead into registers (slots,
+ * KF_KERNEL_scoreld) on walked blocks, where a block's next tile starts
+ * over: a padding mask [B, 1, 1, Tk] (the same for both rows of a thread,
+ * keys cut at 80), a [Tq, Tk] mask (rows cut at 160), a boolean one on 3
+ * consumers, and both kinds at once (a slot of each). */
+static const acase wga_two_masks = {
+	"wga_two_masks", "graph @g(%q: f16[2,2,96,64], %k: f16[2,2,96,64], %v: f16[2,2,96,64], %pm: f16[2,1,1,96], %am: f16[96,96]) -> (f16[2,2,96,64]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,2,64,96]\n"
+	"  %s = matmul(%q, %kt) : f16[2,2,96,96]\n  %c = const 0.125 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,2,96,96]\n  %a = add(%t, %pm) : f16[2,2,96,96]\n"
+	"  %b = add(%a, %am) : f16[2,2,96,96]\n  %p = softmax(%b) {axis = -1} : f16[2,2,96,96]\n"
+	"  %o = matmul(%p, %v) : f16[2,2,96,64]\n  return %o\n}\n",
+	"wga128x32s2pow: q, k, v by TMA */", "wga128x32s2pow", 2e-2, 4e-3, 168,
+};
+
+static void test_emu_wga_slots(void **state)
+{
+	(void)state;
+	acase w[4] = {wga_gqa, wga_mask80, wga_bool, wga_two_masks};
+	w[0].name = "wga_slots_pad", w[0].tile = "wga64x32s2ow", w[0].want = "wga64x32s2ow: q, k, v by TMA */";
+	w[1].name = "wga_slots_mask80", w[1].tile = "wga128x80s2pow", w[1].want = "wga128x80s2pow: q, k, v by TMA */";
+	w[2].name = "wga_slots_bool", w[2].tile = "wga192x32s3pow", w[2].want = "wga192x32s3pow: q, k, v by TMA */";
+	for (int i = 0; i < 4; i++) {
+		kf_ctx *c = kf_ctx_new();
+		kf_kernel k;
+		kf_nid f;
+		kf_module *m = emit_case(c, &w[i], &k, &f);
+		assert_true(k.walk);
+		if (!strstr(k.src, "_scoreld("))
+			fail_msg("%s: no slots loaded ahead:\n%s", w[i].name, k.src);
+		if (kft_have_nvrtc()) {
+			int regs = kft_ptxas_checked(&k, "sm_90a", w[i].maxreg);
+			fprintf(stderr, "ptxas %s: %d registers, no spills\n", w[i].name, regs);
+		}
+		kf_kernel_free(&k);
+		kf_module_free(m);
+		kf_ctx_free(c);
+		setenv("KFE_WALK_GRID", "3", 1);
+		emu_case(&w[i]);
+		unsetenv("KFE_WALK_GRID");
+	}
+}
+
 static void test_emu_plain(void **s) { (void)s; emu_case(&plain); }
 static void test_emu_causal(void **s) { (void)s; emu_case(&causal); }
 static void test_emu_gqa(void **s) { (void)s; emu_case(&gqa); }
@@ -638,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_default128),
 		cmocka_unit_test(test_emu_wga_pad),
 		cmocka_unit_test(test_emu_wga_walk),
+		cmocka_unit_test(test_emu_wga_slots),
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),
 		cmocka_unit_test(test_emu_decode_pad),
