@@ -21,7 +21,7 @@
 # separated; default the issue's anchors), KFUSE_DTYPES (default "f16 f32"),
 # KFUSE_ATTENTION=0 (merge-matmul and fuse-attention left out),
 # KFUSE_TORCH_MODES (default "eager,compile,reduce-overhead"), KFUSE_DYN=0 to
-# skip the dynamic-axes variants; KFUSE_AMP=bf16 (or f16: issue 23,
+# skip the dynamic-axes variants; KFUSE_AMP=bf16 (or f16, or "f16 bf16": issue 23,
 # docs/amp.md) gives each f32 model a second row, variant "NAME amp-bf16":
 # the f32 export with amp{dtype=bf16} first in the pipeline, checked against
 # PyTorch's f32 output by that type's relative L2 tolerance (bf16 5e-2, f16
@@ -144,11 +144,12 @@ for dt in $dtypes; do
 			case $v in *_dyn) [ "${KFUSE_DYN:-1}" = 0 ] && continue ;; esac
 			printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$dt" "$b" "${s:--}" "$(run_kfuse "$d" "$v" "$dt" "$b" "$s")" >> "$rows"
 			tail -1 "$rows"
-			if [ -n "${KFUSE_AMP:-}" ] && [ "$dt" = f32 ]; then
+			[ "$dt" = f32 ] || continue
+			for a in ${KFUSE_AMP:-}; do
 				printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$dt" "$b" "${s:--}" \
-					"$(run_kfuse "$d" "$v" "$dt" "$b" "$s" "$KFUSE_AMP")" >> "$rows"
+					"$(run_kfuse "$d" "$v" "$dt" "$b" "$s" "$a")" >> "$rows"
 				tail -1 "$rows"
-			fi
+			done
 		done
 	done
 done
