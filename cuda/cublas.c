@@ -451,12 +451,16 @@ kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, si
 	return o;
 }
 
-int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr out,
-		    kf_custream s)
+int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr res,
+		    kf_cuptr out, kf_custream s)
 {
-	float alpha = (float)o->p.alpha, zero = 0.0f;
+	/* beta 1 with a residual in C (in place when the plan gave D its
+	 * buffer: cuBLASLt allows C == D of one layout) */
+	bool rc = o->p.res != KF_NONE;
+	float alpha = (float)o->p.alpha, beta = rc ? 1.0f : 0.0f;
 	const void *bp = (const void *)(uintptr_t)bias;
-	if ((a | bm | bias | out) % KF_LT_ALIGN) {
+	kf_cuptr c = rc ? res : out;
+	if ((a | bm | bias | c | out) % KF_LT_ALIGN) {
 		/* the algorithm was chosen for KF_LT_ALIGN-aligned buffers */
 		kf_error(b->l.c, KF_NOLOC, "cublasLt: a buffer is not %d-byte aligned", KF_LT_ALIGN);
 		return -1;
@@ -464,7 +468,7 @@ int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, 
 	int st = b->desc_set(o->desc, LT_DESC_BIAS_POINTER, &bp, sizeof bp);
 	if (st == 0)
 		st = b->matmul(b->l.h, o->desc, &alpha, (const void *)(uintptr_t)bm, o->la, (const void *)(uintptr_t)a, o->lb,
-			       &zero, (void *)(uintptr_t)out, o->ld, (void *)(uintptr_t)out, o->ld, &o->algo,
+			       &beta, (void *)(uintptr_t)c, o->ld, (void *)(uintptr_t)out, o->ld, &o->algo,
 			       (void *)(uintptr_t)b->l.ws, o->ws, s);
 	if (st != 0) {
 		kf_error(b->l.c, KF_NOLOC, "cublasLt: cublasLtMatmul failed (status %d)", st);

@@ -87,6 +87,7 @@ enum { KF_LT_BIAS = 1, KF_LT_RELU_BIAS, KF_LT_GELU_BIAS };
 
 typedef struct kf_lt_plan {
 	kf_vid a, b, bias, out; /* the fusion's inputs and result (top-level values) */
+	kf_vid res;             /* a residual added before the activation (C, beta 1); KF_NONE: none */
 	int64_t M, N, K;
 	bool ta, tb;            /* A stored [K, M], B stored [N, K] */
 	int dt;                 /* kf_dtype of operands, bias and result */
@@ -141,8 +142,9 @@ void kf_cublaslt_close(kf_cublaslt *b);
  * only the launch); NULL with the reason in why. */
 kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, size_t nwhy);
 void kf_cublaslt_op_free(kf_cublaslt *b, kf_lt_op *o);
-/* D = epilogue(alpha A B + bias) on stream s (device addresses). */
-int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr out,
-		    kf_custream s);
+/* D = epilogue(alpha A B + C + bias) on stream s (device addresses; C:
+ * res, laid out as D, where the plan has a residual, else none). */
+int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr res,
+		    kf_cuptr out, kf_custream s);
 
 #endif

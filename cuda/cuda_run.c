@@ -22,7 +22,9 @@ static int launch_all(kf_cuda_session *s, bool timed)
 			rc = kf_cublas_run(s->blas, t->bop, s->stream);
 		else if (rc == 0 && t->lt)
 			rc = kf_cublaslt_run(s->lt, t->lt, s->vptr[kf_cb_root(s, t->lp.a)], s->vptr[kf_cb_root(s, t->lp.b)],
-					     s->vptr[kf_cb_root(s, t->lp.bias)], s->vptr[kf_cb_root(s, t->lp.out)], s->stream);
+					     s->vptr[kf_cb_root(s, t->lp.bias)],
+					     t->lp.res != KF_NONE ? s->vptr[kf_cb_root(s, t->lp.res)] : 0,
+					     s->vptr[kf_cb_root(s, t->lp.out)], s->stream);
 		else if (rc == 0)
 			rc = (t->k.kind == KF_KK_PERSISTENT ? kf_cuda_launch_coop : kf_cuda_launch)(
 				s->cu, t->f, grid, block, (unsigned)t->k.smem, s->stream, t->args);

@@ -100,6 +100,25 @@ static kf_vid bias_input(kf_graph *g, kf_nid f, kf_vid v, const kx_mm *mm)
 	return arg_input(g, f, v);
 }
 
+/* The other operand of e = add(cur, r) where r is a fusion input of the
+ * result's dtype and shape (a residual: cuBLASLt's C with beta 1, added
+ * before the epilogue's activation, as the graph adds it); KF_NONE
+ * otherwise. */
+static kf_vid residual_input(kf_graph *g, kf_nid f, kf_nid e, kf_vid cur, const kx_mm *mm)
+{
+	if (kf_N(g, e)->op != KF_OP_ADD || kf_N(g, e)->nin != 2)
+		return KF_NONE;
+	int s = kf_in(g, e, 0) == cur ? 1 : kf_in(g, e, 1) == cur ? 0 : -1;
+	if (s < 0)
+		return KF_NONE;
+	kf_vid r = kf_in(g, e, (uint32_t)s);
+	const kf_type *t = kf_vtype(g, r);
+	if (r == cur || t->dtype != mm->rt || !kf_type_same_shape(t, kf_vtype(g, kf_res(g, e, 0))) ||
+	    !kf_type_same_shape(t, &mm->O))
+		return KF_NONE;
+	return arg_input(g, f, r);
+}
+
 bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *lp)
 {
 	kf_mm_blas p;
@@ -128,6 +147,9 @@ bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *lp)
 		return false;
 	}
 	lp->epi = KF_LT_BIAS;
+	lp->res = KF_NONE;
+	if (i < ne && (lp->res = residual_input(g, n, ep[i], cur, &mm)) != KF_NONE)
+		cur = kf_res(g, ep[i++], 0);
 	if (i < ne) {
 		int op = kf_N(g, ep[i])->op;
 		/* cuBLASLt's GELU is the tanh form */

@@ -453,13 +453,13 @@ fail:
 typedef struct lt_call {
 	bench *b;
 	kf_lt_op *op;
-	kf_cuptr p[4]; /* a, b, bias, out */
+	kf_cuptr p[5]; /* a, b, bias, out, the residual (0: none) */
 } lt_call;
 
 static int lt_launch(void *arg)
 {
 	lt_call *l = arg;
-	return kf_cublaslt_run(l->b->lt, l->op, l->p[0], l->p[1], l->p[2], l->p[3], NULL);
+	return kf_cublaslt_run(l->b->lt, l->op, l->p[0], l->p[1], l->p[2], l->p[4], l->p[3], NULL);
 }
 
 /* Median ms of cuBLASLt with the epilogue for fusion n; negative when it
@@ -479,11 +479,11 @@ static double time_lt(bench *b, kf_graph *g, bufset *bs, kf_nid n, const kf_lt_p
 	lt_call l = {.b = b, .op = kf_cublaslt_prepare(b->lt, p, why, sizeof why)};
 	if (!l.op && report)
 		kf_buf_printf(report, "tune: @%s: %s\n", kf_str(g->ctx, kf_N(g, n)->sym), why);
-	kf_vid v[4] = {p->a, p->b, p->bias, p->out};
+	kf_vid v[5] = {p->a, p->b, p->bias, p->out, p->res};
 	double ms = -1;
 	bool ok = l.op != NULL;
-	for (int i = 0; i < 4 && ok; i++)
-		ok = bufset_get(b, g, bs, v[i], &l.p[i]) == 0;
+	for (int i = 0; i < 5 && ok; i++)
+		ok = v[i] == KF_NONE || bufset_get(b, g, bs, v[i], &l.p[i]) == 0;
 	if (ok)
 		ms = time_launches(b, lt_launch, &l);
 	kf_cublaslt_op_free(b->lt, l.op);

@@ -167,6 +167,47 @@ static void test_plan(void **st)
 			assert_int_equal(p.K, 1024);
 			assert_int_equal(p.epi, KF_LT_GELU_BIAS);
 			assert_int_equal(kf_type_numel(kf_vtype(g, p.bias)), p.N);
+			assert_int_equal(p.res, KF_NONE);
+		}
+		kf_module_free(m);
+		kf_ctx_free(c);
+	}
+}
+
+/* A residual added after the bias (BERT's attention output and FFN down
+ * projection) is cuBLASLt's C with beta 1, before a ReLU too; added after
+ * the activation, or of another shape (broadcast rows), it is no plan. */
+static void test_plan_residual(void **st)
+{
+	(void)st;
+#define RES_G(TAIL, RT)                                                                                                \
+	"graph @g(%x: f16[3,64,128], %w: f16[128,256], %b: f16[256], %r: f16[" RT "]) -> (f16[3,64,256]) {\n"            \
+	"  %y = fusion @m0(%x, %w, %b, %r) {kind = \"contraction\"} : f16[3,64,256] {\n"                                  \
+	"  ^(%px: f16[3,64,128], %pw: f16[128,256], %pb: f16[256], %pr: f16[" RT "]):\n"                                  \
+	"    %m = matmul(%px, %pw) : f16[3,64,256]\n    %a = add(%m, %pb) : f16[3,64,256]\n" TAIL "  }\n  return %y\n}\n"
+	static const char *const src[4] = {
+		RES_G("    %s = add(%pr, %a) : f16[3,64,256]\n    yield %s\n", "3,64,256"),
+		RES_G("    %s = add(%a, %pr) : f16[3,64,256]\n    %t = relu(%s) : f16[3,64,256]\n    yield %t\n", "3,64,256"),
+		RES_G("    %t = relu(%a) : f16[3,64,256]\n    %s = add(%t, %pr) : f16[3,64,256]\n    yield %s\n", "3,64,256"),
+		RES_G("    %s = add(%a, %pr) : f16[3,64,256]\n    yield %s\n", "64,256")};
+#undef RES_G
+	const int epi[4] = {KF_LT_BIAS, KF_LT_RELU_BIAS, -1, -1};
+	for (int i = 0; i < 4; i++) {
+		kf_ctx *c = kf_ctx_new();
+		kf_module *m = kft_parse(c, src[i]);
+		kf_graph *g = m->graph[0];
+		kf_lt_plan p;
+		bool found = false;
+		kf_foreach_node(g, 0, n) {
+			if (kf_N(g, n)->op == KF_OP_FUSION)
+				found = kf_cublaslt_plan(g, n, &p);
+		}
+		assert_int_equal(found, epi[i] >= 0);
+		if (found) {
+			assert_int_equal(p.M, 192);
+			assert_int_equal(p.epi, epi[i]);
+			assert_int_equal(p.res, g->blk[0].arg[3]);
+			assert_int_equal(p.bias, g->blk[0].arg[2]);
 		}
 		kf_module_free(m);
 		kf_ctx_free(c);
@@ -179,6 +220,7 @@ int main(void)
 		cmocka_unit_test(test_describe_gelu),
 		cmocka_unit_test(test_describe_trans),
 		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_plan_residual),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

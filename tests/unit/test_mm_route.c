@@ -160,7 +160,7 @@ static void test_blas_plan(void **st)
 	(void)st;
 	kf_ctx *c = kf_ctx_new();
 	/* an activation [2, 64, 512] over a weight: one GEMM of 128 rows,
-	 * the bias and the residual in the epilogue kernel */
+	 * the bias and the residual in the epilogue kernel (cuBLAS's route) */
 	kf_module *m = kft_parse_fused(c, "graph @g(%x: f32[2,64,512], %w: f32[512,256], %b: f32[256], %r: f32[2,64,256])"
 				       " -> (f32[2,64,256]) {\n  %m = matmul(%x, %w) : f32[2,64,256]\n"
 				       "  %a = add(%m, %b) : f32[2,64,256]\n  %s = add(%a, %r) : f32[2,64,256]\n  return %s\n}\n");
@@ -177,8 +177,11 @@ static void test_blas_plan(void **st)
 	assert_int_equal(p.a, g->blk[0].arg[0]);
 	assert_int_equal(p.b, g->blk[0].arg[1]);
 	assert_int_not_equal(p.acc, kf_res(g, f, 0)); /* the body's product */
-	kf_lt_plan lp;
-	assert_false(kf_cublaslt_plan(g, f, &lp)); /* the residual is more than cuBLASLt says */
+	kf_lt_plan lp; /* the residual is cuBLASLt's C (beta 1), the bias its epilogue's */
+	assert_true(kf_cublaslt_plan(g, f, &lp));
+	assert_int_equal(lp.res, g->blk[0].arg[3]);
+	assert_int_equal(lp.bias, g->blk[0].arg[2]);
+	assert_int_equal(lp.epi, KF_LT_BIAS);
 	kf_module_free(m);
 
 	/* attention's scores: q [2, 12, 64, 32] @ transpose(k) with k [2, 1, 64, 32]
