@@ -413,6 +413,30 @@ static void test_ptxas(void **state)
 
 static void emu_case(const acase *a) { kfe_expect_clean(emulate(a, NULL, NULL)); }
 
+/* Case a with a walking tile: its kernel walks (and has text `must`),
+ * compiles for sm_90a without spills, and matches the interpreter
+ * emulated with 3 blocks. */
+static void walk_case(const acase *a, const char *must)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_kernel k;
+	kf_nid f;
+	kf_module *m = emit_case(c, a, &k, &f);
+	assert_true(k.walk);
+	if (must && !strstr(k.src, must))
+		fail_msg("%s: the kernel has no '%s':\n%s", a->name, must, k.src);
+	if (kft_have_nvrtc()) {
+		int regs = kft_ptxas_checked(&k, "sm_90a", a->maxreg);
+		fprintf(stderr, "ptxas %s: %d registers, no spills\n", a->name, regs);
+	}
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	setenv("KFE_WALK_GRID", "3", 1);
+	emu_case(a);
+	unsetenv("KFE_WALK_GRID");
+}
+
 /* "w": the blocks walk the tiles, emulated with 3 blocks for 4 tiles, so
  * that one block takes two (q's buffer handed back, the stages' phases and
  * ping-pong's turns going on across tiles): plain with ping-pong and
@@ -428,23 +452,8 @@ static void test_emu_wga_walk(void **state)
 	w[1].want = "wga128x64s3pow: q, k, v by TMA, causal, the scale in exp2 */";
 	w[2].name = "wga_walk_plain", w[2].tile = "wga64x64s2w", w[2].maxreg = 240;
 	w[2].want = "wga64x64s2w: q, k, v by TMA, the scale in exp2 */";
-	for (int i = 0; i < 3; i++) {
-		if (kft_have_nvrtc()) {
-			kf_ctx *c = kf_ctx_new();
-			kf_kernel k;
-			kf_nid f;
-			kf_module *m = emit_case(c, &w[i], &k, &f);
-			assert_true(k.walk);
-			int regs = kft_ptxas_checked(&k, "sm_90a", w[i].maxreg);
-			fprintf(stderr, "ptxas %s: %d registers, no spills\n", w[i].name, regs);
-			kf_kernel_free(&k);
-			kf_module_free(m);
-			kf_ctx_free(c);
-		}
-		setenv("KFE_WALK_GRID", "3", 1);
-		emu_case(&w[i]);
-		unsetenv("KFE_WALK_GRID");
-	}
+	for (int i = 0; i < 3; i++)
+		walk_case(&w[i], NULL);
 }
 
 /* Masks read from memory load a tile ahead into registers (slots,
@@ -469,25 +478,8 @@ static void test_emu_wga_slots(void **state)
 	w[0].name = "wga_slots_pad", w[0].tile = "wga64x32s2ow", w[0].want = "wga64x32s2ow: q, k, v by TMA */";
 	w[1].name = "wga_slots_mask80", w[1].tile = "wga128x80s2pow", w[1].want = "wga128x80s2pow: q, k, v by TMA */";
 	w[2].name = "wga_slots_bool", w[2].tile = "wga192x32s3pow", w[2].want = "wga192x32s3pow: q, k, v by TMA */";
-	for (int i = 0; i < 4; i++) {
-		kf_ctx *c = kf_ctx_new();
-		kf_kernel k;
-		kf_nid f;
-		kf_module *m = emit_case(c, &w[i], &k, &f);
-		assert_true(k.walk);
-		if (!strstr(k.src, "_scoreld("))
-			fail_msg("%s: no slots loaded ahead:\n%s", w[i].name, k.src);
-		if (kft_have_nvrtc()) {
-			int regs = kft_ptxas_checked(&k, "sm_90a", w[i].maxreg);
-			fprintf(stderr, "ptxas %s: %d registers, no spills\n", w[i].name, regs);
-		}
-		kf_kernel_free(&k);
-		kf_module_free(m);
-		kf_ctx_free(c);
-		setenv("KFE_WALK_GRID", "3", 1);
-		emu_case(&w[i]);
-		unsetenv("KFE_WALK_GRID");
-	}
+	for (int i = 0; i < 4; i++) /* the slots loaded ahead */
+		walk_case(&w[i], "_scoreld(");
 }
 
 static void test_emu_plain(void **s) { (void)s; emu_case(&plain); }

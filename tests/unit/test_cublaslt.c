@@ -134,6 +134,17 @@ static void test_describe_trans(void **st)
 	assert_int_equal(find(d.desc, d.ndesc, H_BIAS_DATA_TYPE)->v.i32, H_R_32F);
 }
 
+/* kf_cublaslt_plan of graph g's fusion (its last one). */
+static bool plan_of(kf_graph *g, kf_lt_plan *p)
+{
+	bool found = false;
+	kf_foreach_node(g, 0, n) {
+		if (kf_N(g, n)->op == KF_OP_FUSION)
+			found = kf_cublaslt_plan(g, n, p);
+	}
+	return found;
+}
+
 /* The fusion the bench makes maps to a plan with the bias along N; an exact
  * gelu does not (cuBLASLt's is the tanh form). */
 static void test_plan(void **st)
@@ -155,11 +166,7 @@ static void test_plan(void **st)
 		kf_module *m = kft_parse(c, src[i]);
 		kf_graph *g = m->graph[0];
 		kf_lt_plan p;
-		bool found = false;
-		kf_foreach_node(g, 0, n) {
-			if (kf_N(g, n)->op == KF_OP_FUSION)
-				found = kf_cublaslt_plan(g, n, &p);
-		}
+		bool found = plan_of(g, &p);
 		assert_int_equal(found, i == 0);
 		if (i == 0) {
 			assert_int_equal(p.M, 512);
@@ -197,11 +204,7 @@ static void test_plan_residual(void **st)
 		kf_module *m = kft_parse(c, src[i]);
 		kf_graph *g = m->graph[0];
 		kf_lt_plan p;
-		bool found = false;
-		kf_foreach_node(g, 0, n) {
-			if (kf_N(g, n)->op == KF_OP_FUSION)
-				found = kf_cublaslt_plan(g, n, &p);
-		}
+		bool found = plan_of(g, &p);
 		assert_int_equal(found, epi[i] >= 0);
 		if (found) {
 			assert_int_equal(p.M, 192);
