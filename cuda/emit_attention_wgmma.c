@@ -615,8 +615,9 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 }
 
 /* Whether the slots of pre fit a consumer's registers beside the scores,
- * the output, P's fragments and some 40 more (an estimate: ptxas spilled
- * past it); none: no. */
+ * the output, P's fragments and some 40 more (an estimate; every tile
+ * test_attention compiles with slots has no spill, none was tried at the
+ * edge); none: no.  A slot of 8-byte values takes two registers each. */
 static bool slots_fit(const kx_att *at, const wga_cfg *c, const kx_att_pre *pre)
 {
 	int regs = c->bn / 2 + (int)at->DV / 2 + c->bn / 4 + 40;
