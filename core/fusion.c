@@ -23,6 +23,12 @@ bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n)
 	return kf_type_is_static(t) && (x->cst->n == 1 || x->cst->n <= KF_FUSE_EMBED_MAX);
 }
 
+bool kf_fuse_is_view(const kf_graph *g, kf_nid d)
+{
+	return d != KF_NONE && kf_N(g, d)->nin == 1 && kf_N(g, d)->blk == 0 &&
+	       kf_op(g->ctx, kf_N(g, d)->op)->trait == KF_TRAIT_INJECTIVE;
+}
+
 bool kf_fuse_node_static(const kf_graph *g, kf_nid n)
 {
 	const kf_node *x = kf_N(g, n);

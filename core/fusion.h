@@ -79,6 +79,11 @@ bool kf_fuse_const_embeddable(const kf_graph *g, kf_nid n);
 /* True when every operand and result of n has a static type. */
 bool kf_fuse_node_static(const kf_graph *g, kf_nid n);
 
+/* True when node d (KF_NONE: false) moves data at the top level: one
+ * operand, an injective op (reshape, transpose, slice, broadcast, split's
+ * several results...): where it reads from is its operand's def. */
+bool kf_fuse_is_view(const kf_graph *g, kf_nid d);
+
 /* True when n is a transpose that swaps the last two axes and keeps the
  * others (a batched matrix transpose, foldable into a matmul's loads). */
 bool kf_fuse_swaps_last_two(const kf_graph *g, kf_nid n);

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fusion.h"
 #include "lua_rules.h"
 #include "passes.h"
 
@@ -137,13 +138,9 @@ static int amp_begin(kf_ctx *c, kf_passopts *o)
 
 static kf_dtype vdt(const kf_graph *g, kf_vid v) { return (kf_dtype)kf_vtype(g, v)->dtype; }
 
-/* A data movement of one operand (reshape, transpose, slice, ...), which
- * a cast commutes with. */
-static bool is_view(const kf_graph *g, kf_nid d)
-{
-	return d != KF_NONE && kf_N(g, d)->nin == 1 && kf_N(g, d)->nres == 1 && kf_N(g, d)->blk == 0 &&
-	       kf_op(g->ctx, kf_N(g, d)->op)->trait == KF_TRAIT_INJECTIVE;
-}
+/* A data movement of one operand and one result (reshape, transpose,
+ * slice, ...), which a cast commutes with. */
+static bool is_view(const kf_graph *g, kf_nid d) { return kf_fuse_is_view(g, d) && kf_N(g, d)->nres == 1; }
 
 /* v is a constant seen through views. */
 static bool const_rooted(const kf_graph *g, kf_vid v)

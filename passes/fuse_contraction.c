@@ -109,8 +109,7 @@ static int prologue_cut(const kf_graph *g, kf_vid v, const kf_nid *chain, int nc
 	bool moves = false; /* a view that is a kernel of its own (not a reshape) */
 	for (int j = lead; j < nc; j++)
 		moves |= kf_N(g, chain[j])->op == KF_OP_TRANSPOSE;
-	while (d != KF_NONE && kf_N(g, d)->blk == 0 && kf_N(g, d)->nin == 1 &&
-	       kf_op(g->ctx, kf_N(g, d)->op)->trait == KF_TRAIT_INJECTIVE) {
+	while (kf_fuse_is_view(g, d)) {
 		moves |= kf_N(g, d)->op != KF_OP_RESHAPE;
 		d = kf_def(g, kf_in(g, d, 0));
 	}
