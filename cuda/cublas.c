@@ -454,8 +454,8 @@ kf_lt_op *kf_cublaslt_prepare(kf_cublaslt *b, const kf_lt_plan *p, char *why, si
 int kf_cublaslt_run(kf_cublaslt *b, const kf_lt_op *o, kf_cuptr a, kf_cuptr bm, kf_cuptr bias, kf_cuptr res,
 		    kf_cuptr out, kf_custream s)
 {
-	/* beta 1 with a residual in C (in place when the plan gave D its
-	 * buffer: cuBLASLt allows C == D of one layout) */
+	/* beta 1 with a residual in C, laid out as D (the plan never gives D
+	 * a buffer its step reads: plan_memory keeps a step's inputs live) */
 	bool rc = o->p.res != KF_NONE;
 	float alpha = (float)o->p.alpha, beta = rc ? 1.0f : 0.0f;
 	const void *bp = (const void *)(uintptr_t)bias;

@@ -100,6 +100,16 @@ static kf_vid bias_input(kf_graph *g, kf_nid f, kf_vid v, const kx_mm *mm)
 	return arg_input(g, f, v);
 }
 
+/* The other operand of e = add(cur, x) (either order); KF_NONE when e
+ * is no such add or adds cur to itself. */
+static kf_vid added_to(kf_graph *g, kf_nid e, kf_vid cur)
+{
+	if (kf_N(g, e)->op != KF_OP_ADD || kf_N(g, e)->nin != 2)
+		return KF_NONE;
+	kf_vid a = kf_in(g, e, 0), b = kf_in(g, e, 1);
+	return a == b ? KF_NONE : a == cur ? b : b == cur ? a : KF_NONE;
+}
+
 /* A residual as cuBLASLt's C was written in session 9 without device time
  * left to run it: opt-in (KFUSE_LT_RESIDUAL=1) until a GPU run checks it
  * against the interpreter (docs/matmul.md). */
@@ -115,15 +125,8 @@ static bool residual_on(void)
  * otherwise. */
 static kf_vid residual_input(kf_graph *g, kf_nid f, kf_nid e, kf_vid cur, const kx_mm *mm)
 {
-	if (kf_N(g, e)->op != KF_OP_ADD || kf_N(g, e)->nin != 2)
-		return KF_NONE;
-	int s = kf_in(g, e, 0) == cur ? 1 : kf_in(g, e, 1) == cur ? 0 : -1;
-	if (s < 0)
-		return KF_NONE;
-	kf_vid r = kf_in(g, e, (uint32_t)s);
-	const kf_type *t = kf_vtype(g, r);
-	if (r == cur || t->dtype != mm->rt || !kf_type_same_shape(t, kf_vtype(g, kf_res(g, e, 0))) ||
-	    !kf_type_same_shape(t, &mm->O))
+	kf_vid r = added_to(g, e, cur);
+	if (r == KF_NONE || kf_vtype(g, r)->dtype != mm->rt || !kf_type_same_shape(kf_vtype(g, r), &mm->O))
 		return KF_NONE;
 	return arg_input(g, f, r);
 }
@@ -147,10 +150,10 @@ bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *lp)
 			return false;
 		lp->bias = bias_input(g, n, kf_in(g, mm.c, 2), &mm);
 	} else if (ne > 0 && kf_N(g, ep[0])->op == KF_OP_ADD && kf_N(g, ep[0])->nin == 2) {
-		int s = kf_in(g, ep[0], 0) == cur ? 1 : kf_in(g, ep[0], 1) == cur ? 0 : -1;
-		if (s < 0 || kf_in(g, ep[0], (uint32_t)s) == cur || !kf_type_same_shape(kf_vtype(g, kf_res(g, ep[0], 0)), &mm.O))
+		kf_vid b = added_to(g, ep[0], cur);
+		if (b == KF_NONE || !kf_type_same_shape(kf_vtype(g, kf_res(g, ep[0], 0)), &mm.O))
 			return false;
-		lp->bias = bias_input(g, n, kf_in(g, ep[0], (uint32_t)s), &mm);
+		lp->bias = bias_input(g, n, b, &mm);
 		cur = kf_res(g, ep[i++], 0);
 	} else {
 		return false;
