@@ -595,12 +595,16 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		kf_tune_allow_tf32(g);
 	/* tuned tile configs of contraction kernels (cuda/tune.h) */
 	kf_tune_apply_for(g, s->arch, s->cu ? kf_cuda_get_info(s->cu)->name : NULL, s->o.cache_dir, s->o.report, &s->tgt);
+	double tp = kf_cb_now();
 	int rc = kf_cb_hoist(s);
+	s->stats.hoist_s = kf_cb_now() - tp;
 	if (rc == 0)
 		rc = emit_block(s, 0);
 	/* contractions through cuBLASLt or cuBLAS (cuda_route.c) */
+	tp = kf_cb_now();
 	if (rc == 0)
 		rc = kf_cb_route(s);
+	s->stats.route_s = kf_cb_now() - tp;
 	for (uint32_t i = 0; rc == 0 && s->o.report && i < s->nst; i++)
 		if (s->st[i].k.sm90a && !s->st[i].lt)
 			kf_buf_printf(s->o.report, "cuda: fusion @%s: wgmma kernel (sm_90a, %d threads, %d bytes of shared memory)\n",
@@ -620,6 +624,7 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 		s->stats.split += ns;
 	}
 	/* inputs and constants own their buffers; kernels' outputs share the arena */
+	tp = kf_cb_now();
 	for (uint32_t i = 0; rc == 0 && i < g->blk[0].narg; i++)
 		rc = own_buffer(s, g->blk[0].arg[i], vbytes(g, g->blk[0].arg[i]));
 	/* constants some step (or the graph's return) reads; body constants
@@ -645,10 +650,13 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			rc = kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes);
 	}
 	kf_cb_hoist_free(s);
+	s->stats.upload_s = kf_cb_now() - tp;
+	tp = kf_cb_now();
 	if (rc == 0)
 		rc = plan_memory(s);
 	if (rc == 0)
 		rc = bind_args(s);
+	s->stats.memory_s = kf_cb_now() - tp;
 	s->stats.kernels = (int)s->nst;
 	for (uint32_t i = 0; i < g->blk[0].narg; i++)
 		s->stats.graph_bytes += kf_type_numel(kf_vtype(g, g->blk[0].arg[i])) *
@@ -751,6 +759,9 @@ typedef struct cplan {
 typedef struct cstate {
 	kf_cuda_opts o;
 	kf_cb_consts *consts;
+	/* the option strings, copied: a caller's may not outlive kfuse_compile,
+	 * and a symbolic graph plans (and compiles) at later runs */
+	char *arch, *cache_dir;
 } cstate;
 
 static bool be_available(kf_backend *be, char *why, size_t whylen)
@@ -783,7 +794,9 @@ static kf_plan *be_compile_sized(kf_backend *be, kf_graph *g, const kf_sizes *sz
 	}
 	p->p = (kf_plan){.be = be, .g = g};
 	cstate *st = be->state;
+	double t0 = kf_cb_now();
 	p->s = kf_cuda_session_new(g->ctx, &st->o);
+	double open_s = kf_cb_now() - t0;
 	if (p->s)
 		p->s->consts = kf_cb_consts_retain(st->consts);
 	if (!p->s || kf_cuda_session_plan_sized(p->s, g, sz) != 0) {
@@ -791,6 +804,9 @@ static kf_plan *be_compile_sized(kf_backend *be, kf_graph *g, const kf_sizes *sz
 		free(p);
 		return NULL;
 	}
+	p->s->stats.open_s = open_s;
+	if (st->o.report) /* a new shape's plan opens its own session */
+		kf_buf_printf(st->o.report, "cuda: @%s: session opened in %.1f ms\n", kf_str(g->ctx, g->name), open_s * 1e3);
 	return &p->p;
 }
 
@@ -822,7 +838,10 @@ static void be_plan_free(kf_plan *p)
 
 static void be_free(kf_backend *be)
 {
-	kf_cb_consts_release(((cstate *)be->state)->consts);
+	cstate *st = be->state;
+	kf_cb_consts_release(st->consts);
+	free(st->arch);
+	free(st->cache_dir);
 	free(be);
 }
 
@@ -838,7 +857,18 @@ kf_backend *kf_backend_cuda_new(kf_ctx *c, const kf_cuda_opts *o)
 		return NULL;
 	}
 	cstate *st = (cstate *)(be + 1);
-	*st = (cstate){.o = *o, .consts = cc};
+	*st = (cstate){.o = *o, .consts = cc, .arch = o->arch ? strdup(o->arch) : NULL,
+		       .cache_dir = o->cache_dir ? strdup(o->cache_dir) : NULL};
+	if ((o->arch && !st->arch) || (o->cache_dir && !st->cache_dir)) {
+		free(st->arch);
+		free(st->cache_dir);
+		kf_cb_consts_release(cc);
+		free(be);
+		kf_error(c, KF_NOLOC, "cuda: out of memory");
+		return NULL;
+	}
+	st->o.arch = st->arch;
+	st->o.cache_dir = st->cache_dir;
 	*be = (kf_backend){.name = "cuda", .available = be_available, .compile = be_compile,
 			   .compile_sized = be_compile_sized, .run = be_run,
 			   .run_device = be_run_device, .bench = be_bench, .plan_free = be_plan_free, .free = be_free, .state = st};

@@ -36,7 +36,7 @@ typedef struct kf_cuda_opts {
 	bool no_cache;       /* compile everything, bypassing the disk cache */
 	bool dry_run;        /* plan and compile only (no GPU needed): the plan goes to report */
 	const char *arch;    /* NULL: the device's ("sm_90"); dry_run: sm_90 */
-	const char *cache_dir; /* NULL: as kcache.h says */
+	const char *cache_dir; /* NULL: as kcache.h says; the backend copies both strings */
 	int threads;         /* parallel NVRTC programs; 0: one per core, up to 16 */
 	bool allow_tf32;     /* f32 contractions may round their inputs to tf32 for the tensor
 			      * cores (PyTorch's allow_tf32; docs/matmul.md has the accuracy):
@@ -73,6 +73,9 @@ int kf_cuda_session_plan_sized(kf_cuda_session *s, kf_graph *g, const kf_sizes *
 
 typedef struct kf_cuda_stats {
 	double plan_s, emit_s, compile_s, load_s; /* wall seconds of the last plan */
+	double hoist_s, route_s, upload_s, memory_s; /* parts of plan_s: constant-only nodes, libraries
+							 (open, prepare), constants' uploads, arena and arguments */
+	double open_s;                                /* the session the plan made (driver, stream) */
 	int kernels, distinct, programs, compiled, cached, split;
 	size_t arena_bytes, naive_bytes; /* planned intermediates vs one buffer each */
 	int64_t graph_bytes;             /* inputs + outputs: the ideal traffic */

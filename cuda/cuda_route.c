@@ -153,7 +153,8 @@ static int route_step(kf_cuda_session *s, step *t, step **v, uint32_t *nv)
 		if (!s->cu || route_lt(s, t)) {
 			/* a dry run has no library to prepare: the own kernel compiles */
 			if (s->o.report)
-				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue (%s%s)\n", sym, why,
+				kf_buf_printf(s->o.report, "cuda: @%s: cuBLASLt with the fused epilogue%s (%s%s)\n", sym,
+					      t->lp.res != KF_NONE ? " and the residual as C" : "", why,
 					      s->cu ? "" : "; a dry run compiles the own kernel");
 			push(v, nv, t);
 			return 0;

@@ -50,6 +50,8 @@ void kf_cb_plan_report(kf_cuda_session *s)
 		      " emit %.1f ms, compile %.1f ms, load %.1f ms, plan %.1f ms total\n",
 		      kf_str(s->c, s->g->name), s->arch, t->kernels, t->distinct, t->programs, t->compiled,
 		      t->cached, t->emit_s * 1e3, t->compile_s * 1e3, t->load_s * 1e3, t->plan_s * 1e3);
+	kf_buf_printf(r, "cuda: @%s: plan parts: hoist %.1f ms, libraries %.1f ms, constants %.1f ms, memory %.1f ms\n",
+		      kf_str(s->c, s->g->name), t->hoist_s * 1e3, t->route_s * 1e3, t->upload_s * 1e3, t->memory_s * 1e3);
 	kf_buf_printf(r, "cuda: @%s: intermediates %.2f MiB in an arena of %.2f MiB (liveness reuse)\n",
 		      kf_str(s->c, s->g->name), t->naive_bytes / 1048576.0, t->arena_bytes / 1048576.0);
 	if (t->file_bytes || t->shared_bytes) /* plans of other shapes share them (cuda_consts.c) */
@@ -69,6 +71,12 @@ void kf_cb_plan_report(kf_cuda_session *s)
 		bool seen = false;
 		for (uint32_t j = 0; j < i && !seen; j++)
 			seen = !strcmp(s->st[j].k.name, k->name);
+		/* a kernel that writes its sizes as numbers compiles at each new shape */
+		if (!seen && !k->kd && !s->st[i].blas && !s->st[i].lt) {
+			const kf_node *x = kf_N(s->g, k->node);
+			kf_buf_printf(r, "cuda: @%s: %s %s%s: sizes fixed (compiled per shape)\n", kf_str(s->c, s->g->name),
+				      k->name, x->sym ? "@" : "", x->sym ? kf_str(s->c, x->sym) : kf_op(s->c, x->op)->name);
+		}
 		if (!k->bucket[0] || seen)
 			continue;
 		const kf_node *x = kf_N(s->g, k->node);
@@ -137,6 +145,7 @@ static int check_inputs(kf_cuda_session *s, const kf_tensor *in, int nin, int no
 static int launch(kf_cuda_session *s)
 {
 	int rc;
+	double t0 = kf_cb_now(), tc = t0;
 	if (!s->ran || s->o.no_graph || s->o.profile) {
 		/* a profile times a second run: the first pays for the modules'
 		 * lazy loading and the libraries' first calls (GPT-2's matmuls
@@ -151,6 +160,7 @@ static int launch(kf_cuda_session *s)
 		if (rc == 0 && s->o.profile)
 			profile_report(s);
 		/* the launches worked: capture them once for replays */
+		tc = kf_cb_now();
 		if (rc == 0 && !s->o.no_graph && !s->graph) {
 			rc = kf_cuda_capture_begin(s->cu, s->stream);
 			if (rc == 0) {
@@ -162,6 +172,11 @@ static int launch(kf_cuda_session *s)
 	} else {
 		rc = kf_cuda_graph_launch(s->cu, s->graph, s->stream);
 	}
+	/* the first run's cost beside the plan's: lazy module loads, the
+	 * libraries' first calls, the capture */
+	if (rc == 0 && !s->ran && s->o.report)
+		kf_buf_printf(s->o.report, "cuda: @%s: first run %.1f ms (launches %.1f ms, capture %.1f ms)\n",
+			      kf_str(s->c, s->g->name), (kf_cb_now() - t0) * 1e3, (tc - t0) * 1e3, (kf_cb_now() - tc) * 1e3);
 	if (rc == 0)
 		s->ran = true;
 	return rc;

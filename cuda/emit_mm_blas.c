@@ -110,15 +110,6 @@ static kf_vid added_to(kf_graph *g, kf_nid e, kf_vid cur)
 	return a == b ? KF_NONE : a == cur ? b : b == cur ? a : KF_NONE;
 }
 
-/* A residual as cuBLASLt's C was written in session 9 without device time
- * left to run it: opt-in (KFUSE_LT_RESIDUAL=1) until a GPU run checks it
- * against the interpreter (docs/matmul.md). */
-static bool residual_on(void)
-{
-	const char *e = getenv("KFUSE_LT_RESIDUAL");
-	return e && !strcmp(e, "1");
-}
-
 /* The other operand of e = add(cur, r) where r is a fusion input of the
  * result's dtype and shape (a residual: cuBLASLt's C with beta 1, added
  * before the epilogue's activation, as the graph adds it); KF_NONE
@@ -160,7 +151,7 @@ bool kf_cublaslt_plan(kf_graph *g, kf_nid n, kf_lt_plan *lp)
 	}
 	lp->epi = KF_LT_BIAS;
 	lp->res = KF_NONE;
-	if (i < ne && residual_on() && (lp->res = residual_input(g, n, ep[i], cur, &mm)) != KF_NONE)
+	if (i < ne && (lp->res = residual_input(g, n, ep[i], cur, &mm)) != KF_NONE)
 		cur = kf_res(g, ep[i++], 0);
 	if (i < ne) {
 		int op = kf_N(g, ep[i])->op;

@@ -133,7 +133,7 @@ int kfuse_output_info(kfuse_model *m, const char *graph, int i, kfuse_tensor_inf
 
 typedef struct kfuse_compile_opts {
 	int device;            /* cuda: the device ordinal (default 0) */
-	const char *cache_dir; /* cuda: the kernel cache (NULL: $KFUSE_CACHE_DIR, else ~/.cache/kfuse) */
+	const char *cache_dir; /* cuda: the kernel cache (NULL: $KFUSE_CACHE_DIR, else ~/.cache/kfuse); copied */
 	int allow_tf32;        /* cuda: nonzero lets f32 contractions round their inputs to tf32 for
 				* the tensor cores, as PyTorch's allow_tf32 (off by default; about
 				* 3e-4 of the largest output: docs/matmul.md, "TF32") */

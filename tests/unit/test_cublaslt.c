@@ -199,7 +199,6 @@ static void test_plan_residual(void **st)
 		RES_G("    %s = add(%a, %pr) : f16[3,64,256]\n    yield %s\n", "64,256")};
 #undef RES_G
 	const int epi[4] = {KF_LT_BIAS, KF_LT_RELU_BIAS, -1, -1};
-	setenv("KFUSE_LT_RESIDUAL", "1", 1); /* opt-in until measured on a GPU */
 	for (int i = 0; i < 4; i++) {
 		kf_ctx *c = kf_ctx_new();
 		kf_module *m = kft_parse(c, src[i]);
@@ -207,11 +206,7 @@ static void test_plan_residual(void **st)
 		kf_lt_plan p;
 		bool found = plan_of(g, &p);
 		assert_int_equal(found, epi[i] >= 0);
-		unsetenv("KFUSE_LT_RESIDUAL");
-		assert_false(plan_of(g, &p)); /* off: cuBLAS and the epilogue kernel */
-		setenv("KFUSE_LT_RESIDUAL", "1", 1);
 		if (found) {
-			assert_true(plan_of(g, &p));
 			assert_int_equal(p.M, 192);
 			assert_int_equal(p.epi, epi[i]);
 			assert_int_equal(p.res, g->blk[0].arg[3]);
@@ -220,7 +215,6 @@ static void test_plan_residual(void **st)
 		kf_module_free(m);
 		kf_ctx_free(c);
 	}
-	unsetenv("KFUSE_LT_RESIDUAL");
 }
 
 int main(void)

@@ -261,8 +261,14 @@ static void test_cuda_dry_run(void **st)
 	assert_non_null(mkdtemp(dir));
 	fx f = {.c = kf_ctx_new()};
 	f.m = kft_parse(f.c, sym_graph_d);
-	kf_cuda_opts co = {.dry_run = true, .cache_dir = dir, .threads = 1, .report = &f.report};
+	/* the backend keeps its own copy of the directory's name: later shapes
+	 * compile long after the caller's string is gone (the Python bench
+	 * passed a temporary) */
+	char *cache = strdup(dir);
+	kf_cuda_opts co = {.dry_run = true, .cache_dir = cache, .threads = 1, .report = &f.report};
 	fx_open(&f, kf_backend_cuda_new(f.c, &co), 1);
+	memset(cache, 'x', strlen(cache));
+	free(cache);
 	static const int64_t shapes[4][3] = {{2, 8, 16}, {3, 5, 16}, {2, 8, 32}, {2, 8, 16}};
 	static const bool compiles[4] = {true, false, false, false};
 	for (int i = 0; i < 4; i++) {
