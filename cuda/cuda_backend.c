@@ -317,49 +317,62 @@ static bool read_by_plan(kf_cuda_session *s, kf_nid ret, kf_vid v)
 	return false;
 }
 
-/* Uploads a const node's payload (through the interpreter's const kernel);
- * a file or large inline constant another plan of the backend uploaded is
- * that plan's buffer (cuda_consts.c). */
-static int upload_const(kf_cuda_session *s, kf_nid n)
+/* Value v's data on the host: a const node's payload materialised into
+ * tmp (the interpreter's const kernel), or a hoisted result; NULL with an
+ * error. */
+static const kf_tensor *host_value(kf_cuda_session *s, kf_vid v, kf_tensor *tmp)
 {
 	kf_graph *g = s->g;
-	kf_vid v = kf_res(g, n, 0);
-	kf_buf key = {0};
+	kf_nid n = kf_def(g, v);
+	if (kf_N(g, n)->op != KF_OP_CONST)
+		return kf_cb_hoisted_value(s, v);
+	char err[256] = "";
+	if (kf_tensor_alloc_type(tmp, kf_vtype(g, v)) != 0 ||
+	    kf_op(s->c, KF_OP_CONST)->cpu(g, n, NULL, 0, tmp, 1, err, sizeof err) != 0) {
+		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
+		return NULL;
+	}
+	return tmp;
+}
+
+/* Uploads constant or hoisted value v; with a key (key->p), the backend's
+ * table shares it: a value another plan uploaded is that plan's buffer,
+ * read and computed by none (cuda_consts.c).  Takes key's text. */
+static int upload_value(kf_cuda_session *s, kf_vid v, kf_buf *key)
+{
+	kf_graph *g = s->g;
 	kf_cuptr p = 0;
-	bool share = kf_cb_consts_key(g, n, &key) == 0 && s->consts;
-	if (share && kf_cb_consts_get(s->consts, key.p, &p)) {
+	bool share = key->p && s->consts;
+	if (share && kf_cb_consts_get(s->consts, key->p, &p)) {
 		s->vptr[v] = p;
 		s->stats.shared_bytes += (int64_t)vbytes(g, v);
-		return hold_shared(s, &key);
+		return hold_shared(s, key);
 	}
-	kf_tensor t = {0};
-	char err[256] = "";
+	kf_tensor tmp = {0};
+	const kf_tensor *t = host_value(s, v, &tmp);
 	int rc = -1;
-	if (kf_tensor_alloc_type(&t, kf_vtype(g, v)) != 0 ||
-	    kf_op(s->c, KF_OP_CONST)->cpu(g, n, NULL, 0, &t, 1, err, sizeof err) != 0) {
-		kf_error(s->c, kf_N(g, n)->loc, "cuda: cannot materialise the constant: %s", err);
+	if (!t)
 		goto out;
-	}
 	if (share) { /* the backend's table owns the buffer */
 		s->stats.file_bytes += (int64_t)vbytes(g, v);
 		if (s->cu && kf_cuda_malloc(s->cu, vbytes(g, v), &p) != 0)
 			goto out;
 		s->vptr[v] = p;
-		if (kf_cb_consts_put(s->consts, key.p, p) != 0) {
+		if (kf_cb_consts_put(s->consts, key->p, p) != 0) {
 			if (p)
 				kf_cuda_free(s->cu, p);
 			kf_error(s->c, KF_NOLOC, "cuda: out of memory");
 			goto out;
 		}
-		rc = hold_shared(s, &key);
+		rc = hold_shared(s, key);
 	} else {
 		rc = own_buffer(s, v, vbytes(g, v));
 	}
-	if (rc == 0 && s->cu && t.nbytes)
-		rc = kf_cuda_h2d(s->cu, s->vptr[v], t.data, t.nbytes);
+	if (rc == 0 && s->cu && t->nbytes)
+		rc = kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes);
 out:
-	kf_tensor_free(&t);
-	kf_buf_free(&key);
+	kf_tensor_free(&tmp);
+	kf_buf_free(key);
 	return rc;
 }
 
@@ -635,19 +648,19 @@ int kf_cuda_session_plan(kf_cuda_session *s, kf_graph *g)
 			if (rc != 0 || kf_N(g, n)->op != KF_OP_CONST || (kf_N(g, n)->flags & KF_NODE_DEAD))
 				continue;
 			kf_vid v = kf_res(g, n, 0);
-			if (read_by_plan(s, ret, v))
-				rc = upload_const(s, n);
+			kf_buf key = {0};
+			if (read_by_plan(s, ret, v)) {
+				kf_cb_consts_key(g, n, &key);
+				rc = upload_value(s, v, &key);
+			}
 		}
 	/* hoisted results some step or the return reads */
 	for (uint32_t v = 0; rc == 0 && v < g->nval; v++) {
-		const kf_tensor *t = kf_cb_hoisted_value(s, v);
-		if (!t || kf_cb_root(s, v) != v)
+		kf_buf key = {0};
+		if (!kf_cb_is_hoisted(s, v) || kf_cb_root(s, v) != v || !read_by_plan(s, ret, v))
 			continue;
-		if (!read_by_plan(s, ret, v))
-			continue;
-		rc = own_buffer(s, v, vbytes(g, v));
-		if (rc == 0 && s->cu && t->nbytes)
-			rc = kf_cuda_h2d(s->cu, s->vptr[v], t->data, t->nbytes);
+		kf_cb_hoist_key(s, v, &key);
+		rc = upload_value(s, v, &key);
 	}
 	kf_cb_hoist_free(s);
 	s->stats.upload_s = kf_cb_now() - tp;

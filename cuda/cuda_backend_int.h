@@ -118,11 +118,15 @@ int kf_cb_compile(kf_cuda_session *s);
  * replace the step.  0, or -1 with an error. */
 int kf_cb_route(kf_cuda_session *s);
 
-/* cuda_hoist.c: computes the top-level nodes that depend on constants
- * alone (s->hoisted, results in s->hv); 0, or -1 with an error.  The
- * tensor of a hoisted value, or NULL; and the freeing of them all. */
+/* cuda_hoist.c: marks the top-level nodes that depend on constants alone
+ * (s->hoisted); 0, or -1 with an error.  Whether v is such a node's
+ * result; its tensor, computed on first use (NULL with an error); its key
+ * for the backend's shared table (-1: not shared, key untouched); and the
+ * freeing of them all. */
 int kf_cb_hoist(kf_cuda_session *s);
+bool kf_cb_is_hoisted(const kf_cuda_session *s, kf_vid v);
 const struct kf_tensor *kf_cb_hoisted_value(kf_cuda_session *s, kf_vid v);
+int kf_cb_hoist_key(kf_cuda_session *s, kf_vid v, kf_buf *key);
 void kf_cb_hoist_free(kf_cuda_session *s);
 
 #endif

@@ -1,9 +1,11 @@
 #!/bin/sh
 # shared-consts.sh KFUSE_RUN: the plans of a symbolic graph share the device
-# copy of a large inline constant (cuda/cuda_consts.c): planned for two
-# shapes on the dry-run CUDA backend, the second plan reads and uploads no
-# constant.  A model loaded through the API from ONNX keeps its weights
-# inline; without the sharing every new shape uploaded them all again.
+# copy of a large inline constant (cuda/cuda_consts.c), and of a
+# constant-only node over one (cuda/cuda_hoist.c: a transposed weight):
+# planned for two shapes on the dry-run CUDA backend, the second plan
+# reads, computes and uploads no constant.  A model loaded through the API
+# from ONNX keeps its weights inline; without the sharing every new shape
+# uploaded them all again (and computed merged or cast weights again).
 # Exit 77 when NVRTC is absent (the dry run compiles the kernels).
 run=$1
 tmp=${TMPDIR:-/tmp}/kf-shared-consts.$$
@@ -18,9 +20,18 @@ awk 'BEGIN {
 			printf "%s%g", j ? ", " : "", ((i * 7 + j * 13) % 17 - 8) / 16
 		printf "]"
 	}
-	printf "]> : f32[128,256]\n  %%y = matmul(%%x, %%w) : f32[B,256]\n  %%z = relu(%%y) : f32[B,256]\n  return %%z\n}\n"
+	printf "]> : f32[128,256]\n  %%v = const file(\"v.npy\") : f32[256,128]\n"
+	printf "  %%t = transpose(%%v) {perm = [1, 0]} : f32[128,256]\n"
+	printf "  %%y = matmul(%%x, %%w) : f32[B,256]\n  %%u = matmul(%%x, %%t) : f32[B,256]\n"
+	printf "  %%r = relu(%%y) : f32[B,256]\n  %%z = add(%%r, %%u) : f32[B,256]\n  return %%z\n}\n"
 }' > "$tmp.kf"
-if ! "$run" "$tmp.kf" --compile-only --shape B=4 --shape B=64 > "$tmp.out" 2>&1; then
+# the second weight a file (canonicalize folds ops over inline constants
+# into new ones, not over files), written by kfuse-run itself
+mkdir "$tmp.d"
+printf 'graph @v(%%v: f32[256,128]) -> (f32[256,128]) {\n  return %%v\n}\n' > "$tmp.v.kf"
+"$run" "$tmp.v.kf" --random-inputs --save-inputs "$tmp.d" > /dev/null || exit 1
+mv "$tmp.kf" "$tmp.d/g.kf"
+if ! "$run" "$tmp.d/g.kf" --compile-only --shape-pipeline dce --shape B=4 --shape B=64 > "$tmp.out" 2>&1; then
 	if grep -qi "nvrtc" "$tmp.out"; then
 		echo "SKIP: NVRTC is not available: $(grep -i -m1 nvrtc "$tmp.out")"
 		exit 77
@@ -28,11 +39,12 @@ if ! "$run" "$tmp.kf" --compile-only --shape B=4 --shape B=64 > "$tmp.out" 2>&1;
 	cat "$tmp.out"
 	exit 1
 fi
-first=$(grep -c 'constants 0.12 MiB read and uploaded, 0.00 MiB shared with other plans' "$tmp.out")
-second=$(grep -c 'constants 0.00 MiB read and uploaded, 0.12 MiB shared with other plans' "$tmp.out")
-if [ "$first" != 1 ] || [ "$second" != 1 ]; then
-	echo "FAIL: the second plan did not share the inline weight:"
-	grep 'constants' "$tmp.out"
+first=$(grep -c 'constants 0.25 MiB read and uploaded, 0.00 MiB shared with other plans' "$tmp.out")
+second=$(grep -c 'constants 0.00 MiB read and uploaded, 0.25 MiB shared with other plans' "$tmp.out")
+hoisted=$(grep -c '1 constant-only node computed at plan time, or shared' "$tmp.out")
+if [ "$first" != 1 ] || [ "$second" != 1 ] || [ "$hoisted" != 2 ]; then
+	echo "FAIL: the second plan did not share the inline weight and the transposed one:"
+	grep 'constant' "$tmp.out"
 	exit 1
 fi
-echo "ok: the second shape's plan shares the 128 KiB inline weight"
+echo "ok: the second shape's plan shares the 128 KiB inline weight and the transposed file weight"
