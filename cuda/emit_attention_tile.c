@@ -114,37 +114,6 @@ void kx_att_tile_slots(kx *k, const kx_att_step *st)
 		kf_buf_printf(&k->b, "  %s ml%d[%d];\n", kx_ct(st->pre->dt[i]), i, st->pre->rowinv[i] ? st->bn / 4 : st->bn / 2);
 }
 
-/* The loop of kx_att_tile_preload over one tile's columns (c0 on), col
- * as ctxt says (clamped or not). */
-static void preload_loop(kx *k, const kx_att_step *st, const char *rtxt, const char *ctxt)
-{
-	kf_buf *b = &k->b;
-	/* every slot over keys only: the first row's columns do */
-	bool inv = true;
-	for (int i = 0; i < st->pre->n; i++)
-		inv &= st->pre->rowinv[i];
-	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++)\n#pragma unroll\n        for (int r = 0; r < %d; r++) {\n",
-		      st->bn / 8, inv ? 2 : 4);
-	kf_buf_puts(b, "          const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n");
-	for (int i = 0; i < st->pre->n; i++) /* a slot over keys only: filled by the first row's columns */
-		if (st->pre->rowinv[i] && !inv)
-			kf_buf_printf(b, "          %s kf_l%d;\n", kx_ct(st->pre->dt[i]), i);
-	kf_buf_puts(b, "          ");
-	kx_att_scoreld_call(k, b);
-	kf_buf_printf(b, "z, %s, %s", rtxt, ctxt);
-	for (int i = 0; i < st->pre->n; i++) {
-		if (st->pre->rowinv[i] && !inv)
-			kf_buf_printf(b, ", kf_l%d", i);
-		else
-			kf_buf_printf(b, ", ml%d[%s]", i, st->pre->rowinv[i] ? "2 * j + r" : "4 * j + r");
-	}
-	kf_buf_puts(b, ");\n");
-	for (int i = 0; i < st->pre->n; i++)
-		if (st->pre->rowinv[i] && !inv)
-			kf_buf_printf(b, "          if (r < 2) ml%d[2 * j + r] = kf_l%d;\n", i, i);
-	kf_buf_puts(b, "        }\n");
-}
-
 void kx_att_tile_preload(kx *k, const kx_att *at, const kx_att_step *st, const char *jt)
 {
 	kf_buf *b = &k->b;
@@ -155,24 +124,31 @@ void kx_att_tile_preload(kx *k, const kx_att *at, const kx_att_step *st, const c
 	kf_buf rtxt = {0}, ctxt = {0};
 	clamp(k, &rtxt, "row", st->qpart, at->Tq, sTq);
 	clamp(k, &ctxt, "col", kpart, at->Tk, sTk);
-	kf_buf_printf(b, "    {\n      const int c0 = (%s) * %d;\n", jt, st->bn);
-	if (kpart) {
-		/* columns are clamped to the keys only in the tile past them: a
-		 * clamped address is computed per load, an unclamped one is an
-		 * offset from one base (a sized plan's keys are never a known
-		 * multiple of the tile: BERT's attention at 2048 keys took 11%
-		 * longer with every load clamped, bench/results/...-s10c-*) */
-		kf_buf_printf(b, "      if (c0 + %d <= ", st->bn);
-		kx_dim(k, b, at->Tk, sTk);
-		kf_buf_puts(b, ") {\n");
-		preload_loop(k, st, rtxt.p, "col");
-		kf_buf_puts(b, "      } else {\n");
-		preload_loop(k, st, rtxt.p, ctxt.p);
-		kf_buf_puts(b, "      }\n");
-	} else {
-		preload_loop(k, st, rtxt.p, ctxt.p);
+	/* every slot over keys only: the first row's columns do */
+	bool inv = true;
+	for (int i = 0; i < st->pre->n; i++)
+		inv &= st->pre->rowinv[i];
+	kf_buf_printf(b, "    {\n      const int c0 = (%s) * %d;\n#pragma unroll\n      for (int j = 0; j < %d; j++)\n#pragma unroll\n"
+		      "        for (int r = 0; r < %d; r++) {\n",
+		      jt, st->bn, st->bn / 8, inv ? 2 : 4);
+	kf_buf_puts(b, "          const int row = (r & 2) ? r1 : r0, col = c0 + j * 8 + 2 * q4 + (r & 1);\n");
+	for (int i = 0; i < st->pre->n; i++) /* a slot over keys only: filled by the first row's columns */
+		if (st->pre->rowinv[i] && !inv)
+			kf_buf_printf(b, "          %s kf_l%d;\n", kx_ct(st->pre->dt[i]), i);
+	kf_buf_puts(b, "          ");
+	kx_att_scoreld_call(k, b);
+	kf_buf_printf(b, "z, %s, %s", rtxt.p, ctxt.p);
+	for (int i = 0; i < st->pre->n; i++) {
+		if (st->pre->rowinv[i] && !inv)
+			kf_buf_printf(b, ", kf_l%d", i);
+		else
+			kf_buf_printf(b, ", ml%d[%s]", i, st->pre->rowinv[i] ? "2 * j + r" : "4 * j + r");
 	}
-	kf_buf_puts(b, "    }\n");
+	kf_buf_puts(b, ");\n");
+	for (int i = 0; i < st->pre->n; i++)
+		if (st->pre->rowinv[i] && !inv)
+			kf_buf_printf(b, "          if (r < 2) ml%d[2 * j + r] = kf_l%d;\n", i, i);
+	kf_buf_puts(b, "        }\n    }\n");
 	kf_buf_free(&rtxt);
 	kf_buf_free(&ctxt);
 }
