@@ -470,6 +470,7 @@ bool kf_mm_node_shape_sized(kf_graph *g, kf_nid n, const kf_emit_target *t, kf_m
 		return true;
 	analyse_sym(&k, &mm);
 	sized_shape(&k, &mm, sh);
+	sh->sized = true;
 	return true;
 }
 

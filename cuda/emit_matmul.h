@@ -162,6 +162,7 @@ typedef struct kf_mm_shape {
 	bool tf32;         /* f32 operands may use tf32 tensor cores */
 	bool raw;          /* both operands read as stored (prologues only transpose) */
 	int wgmma;         /* kf_emit_target.wgmma: wg tiles are candidates when 1 */
+	bool sized;        /* a sized plan's bucket (kf_mm_node_shape_sized), not fixed sizes */
 	char tag[56];      /* the body's other ops, which a config's speed depends on
 			    * (kf_mm_node_shape): the prologue's and the epilogue's op
 			    * names, "cast+mul.add+gelu_tanh" (empty: a bare contraction) */

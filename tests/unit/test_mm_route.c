@@ -32,6 +32,7 @@ typedef struct choice_case {
 	int wgmma;
 	bool blas, lt;
 	const char *want;
+	bool sized;
 } choice_case;
 
 static void test_cost_model(void **st)
@@ -61,6 +62,13 @@ static void test_cost_model(void **st)
 		{KF_F16, 1, 128, 50257, 768, false, 1, true, false, "cublas"},
 		{KF_F16, 1, 256, 8192, 8192, false, 1, true, false, "cublas"},
 		{KF_F16, 1, 2048, 8192, 8192, false, 1, true, false, "wg128x256x64s4c2pvs"},
+		/* BERT's FFN up, bias + exact GELU (cuBLASLt cannot): own at 8192
+		 * rows, cuBLAS + epilogue at 2048, or with the tanh form, or in a
+		 * sized plan */
+		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "wg128x256x64s4c2pvs"},
+		{KF_F16, 1, 2048, 3072, 768, false, 1, true, false, "cublas"},
+		{KF_F16, 1, 8192, 3072, 768, false, 1, true, true, "cublaslt"},
+		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "cublas", true},
 		/* no library takes it: the own kernel */
 		{KF_I32, 1, 64, 64, 64, false, 1, false, false, "fma64x64x16t4x4"},
 		{KF_F32, 1, 64, 512, 512, false, 1, false, false, "fma64x64x16t4x4"},
@@ -68,7 +76,7 @@ static void test_cost_model(void **st)
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const choice_case *c = &cs[i];
 		kf_mm_shape sh = {.in = c->in, .out = c->in, .batch = c->batch, .M = c->M, .N = c->N, .K = c->K,
-				  .tf32 = c->tf32, .raw = true, .wgmma = c->wgmma};
+				  .tf32 = c->tf32, .raw = true, .wgmma = c->wgmma, .sized = c->sized};
 		char out[32];
 		const char *why = kf_mm_choose(&sh, (kf_mm_libs){.blas = c->blas, .lt = c->lt}, out, sizeof out);
 		if (strcmp(out, c->want))
