@@ -187,7 +187,7 @@ void kx_wg_epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const cha
 void kx_wg_epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const char *a0, bool rnd);
 /* Whether the tiles cover the output exactly (the "s" epilogue then
  * checks no bounds). */
-bool kx_wg_whole_tiles(const kx_mm *mm);
+bool kx_wg_whole_tiles(kx *k, const kx_mm *mm);
 /* The device copy of the staging tile's index math (guarded). */
 void kx_wg_staging_fn(kf_buf *o);
 /* The columns a consumer stages its epilogue through (0: none): where

@@ -45,6 +45,7 @@
  * transposed (emit_matmul.c checks; otherwise the mma.sync kernel runs).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "emit_mm_int.h"
 
@@ -225,7 +226,7 @@ static void raster_fn(kf_buf *o)
  * same text as the host's (emit_matmul.h; guarded like kx_wg_mma_fn). */
 int kx_wg_stage_pick(kx *k, const kx_mm *mm, const kf_mm_config *c)
 {
-	int stg = c->ss ? kx_mm_epilogue_s(k, mm, kx_wg_whole_tiles(mm)) : 1;
+	int stg = c->ss ? kx_mm_epilogue_s(k, mm, kx_wg_whole_tiles(k, mm)) : 1;
 	if (stg < 0)
 		return -1;
 	int sc = stg == 0 ? kf_wg_stage_cols(c) : 0;
@@ -251,10 +252,10 @@ void kx_wg_staging_fn(kf_buf *o)
 /* Inside a walk over tiles t: the tile's origin (bm, bn), placed by
  * kf_wg_raster on ntm x ntn tiles; cl > 1: cluster tiles, this CTA's M
  * tile the cluster rank's of them. */
-static void tile_at(kf_buf *b, const kx_mm *mm, const char *ind, int ntm, int ntn, int cl)
+static void tile_at(kf_buf *b, const kx_mm *mm, const char *ind, const char *ntm, int ntn, int cl)
 {
 	const kf_mm_config *c = &mm->cfg;
-	kf_buf_printf(b, "%sint mt, nt;\n%skf_wg_raster(t, %d, %d, &mt, &nt);\n", ind, ind, ntm, ntn);
+	kf_buf_printf(b, "%sint mt, nt;\n%skf_wg_raster(t, %s, %d, &mt, &nt);\n", ind, ind, ntm, ntn);
 	if (cl > 1)
 		kf_buf_printf(b, "%sconst int bm = (mt * %d + (int)(blockIdx.y %% %d)) * %d, bn = nt * %d;\n", ind, cl, cl,
 			      c->bm, c->bn);
@@ -262,24 +263,44 @@ static void tile_at(kf_buf *b, const kx_mm *mm, const char *ind, int ntm, int nt
 		kf_buf_printf(b, "%sconst int bm = mt * %d, bn = nt * %d;\n", ind, c->bm, c->bn);
 }
 
-static void tile_open(kf_buf *b, const kx_mm *mm)
+/* The number of M tiles of per x BM rows as text into ntm, and the number
+ * of tiles (times ntn N tiles) into all: numbers, or (a sized plan whose
+ * M varies) expressions of the size arguments. */
+static void m_tiles(kx *k, const kx_mm *mm, int per, int ntn, char ntm[160], char all[192])
+{
+	kf_buf o = {0};
+	kx_dimceil(k, &o, mm->M, mm->sM, (int64_t)mm->cfg.bm * per);
+	bool num = o.n > 0;
+	for (size_t i = 0; i < o.n; i++)
+		num &= o.p[i] >= '0' && o.p[i] <= '9';
+	snprintf(ntm, 160, num ? "%.*s" : "(int)(%.*s)", (int)o.n, o.p);
+	if (num)
+		snprintf(all, 192, "%lld", atoll(ntm) * ntn);
+	else
+		snprintf(all, 192, "%s * %d", ntm, ntn);
+	kf_buf_free(&o);
+}
+
+static void tile_open(kx *k, const kx_mm *mm)
 {
 	const kf_mm_config *c = &mm->cfg;
+	kf_buf *b = &k->b;
 	if (!c->ps)
 		return;
-	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	int ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	char ntm[160], all[192];
+	m_tiles(k, mm, c->cl > 1 ? c->cl : 1, ntn, ntm, all);
 	if (c->cl > 1) {
 		/* "cNp": the CTAs of a cluster (consecutive along y) walk the
 		 * same cluster tiles in step (the multicast needs both in every
 		 * K step): cluster tile T is cl M tiles x 1 N tile, CTA rank r
 		 * takes M tile T's * cl + r (past M: zeros loaded, nothing stored) */
-		int ntc = (ntm + c->cl - 1) / c->cl;
-		kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.y / %d; t < %d; t += gridDim.y / %d) {\n", c->cl,
-			      ntc * ntn, c->cl);
-		tile_at(b, mm, "    ", ntc, ntn, c->cl);
+		kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.y / %d; t < %s; t += gridDim.y / %d) {\n", c->cl,
+			      all, c->cl);
+		tile_at(b, mm, "    ", ntm, ntn, c->cl);
 		return;
 	}
-	kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.x; t < %d; t += gridDim.x) {\n", ntm * ntn);
+	kf_buf_printf(b, "  int it = 0;\n  for (int t = blockIdx.x; t < %s; t += gridDim.x) {\n", all);
 	tile_at(b, mm, "    ", ntm, ntn, 1);
 }
 
@@ -312,7 +333,7 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 			      "    if (threadIdx.x == 0) {\n", (1 << cl) - 1);
 	else
 		kf_buf_puts(b, "    if (threadIdx.x != 0) return;\n");
-	tile_open(b, mm);
+	tile_open(k, mm);
 	kloop_open(b, mm, kt);
 	kf_buf_printf(b, "      const int s = it %% %d;\n", S);
 	/* the slot was last used in round it / S - 1: wait for its release */
@@ -341,14 +362,18 @@ void kx_wg_epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const cha
 	if (pair) { /* (i, i + 1): columns col, col + 1 of one row, col even */
 		kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 2) {\n", nr);
 		kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2;\n", it);
-		kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+		kf_buf_puts(b, "    if (row < ");
+		kx_mm_dim(k, b, mm, 'M');
+		kf_buf_printf(b, " && col < %lld) ", (long long)mm->N);
 		kx_mm_epi2_call(k, b);
 		kf_buf_printf(b, "0, row, col, acc[%si], acc[%si + 1]);\n  }\n  }\n", a0, a0);
 		return;
 	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", nr);
 	kf_buf_printf(b, "    const %s row = r0 + ((i >> 1) & 1) * 8, col = bn + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);\n", it);
-	kf_buf_printf(b, "    if (row < %lld && col < %lld) ", (long long)mm->M, (long long)mm->N);
+	kf_buf_puts(b, "    if (row < ");
+	kx_mm_dim(k, b, mm, 'M');
+	kf_buf_printf(b, " && col < %lld) ", (long long)mm->N);
 	kx_mm_epi_call(k, b);
 	kf_buf_printf(b, "0, row, col, acc[%si]);\n  }\n  }\n", a0);
 }
@@ -356,11 +381,11 @@ void kx_wg_epilogue(kx *k, const kx_mm *mm, bool pair, const char *rb, const cha
 /* Whether the tiles cover the output exactly: the "s" epilogue then checks
  * no bounds, which also lets the compiler load a bias column once for the
  * two rows of a thread that share it. */
-bool kx_wg_whole_tiles(const kx_mm *mm)
+bool kx_wg_whole_tiles(kx *k, const kx_mm *mm)
 {
 	const kf_mm_config *c = &mm->cfg;
 	int cl = c->cl > 1 ? c->cl : 1; /* and no cluster's extra M tiles */
-	return mm->M % c->bm == 0 && mm->N % c->bn == 0 && (mm->M / c->bm) % cl == 0;
+	return kx_multiple(k, mm->M, mm->sM, (int64_t)c->bm * cl) && mm->N % c->bn == 0;
 }
 
 /* "s": the epilogue through this warpgroup's staging tile (at `stg`), SC
@@ -377,12 +402,16 @@ bool kx_wg_whole_tiles(const kx_mm *mm)
 /* The store of 8 staged 2-byte results w0..w3 at (row, col) of o0: one
  * 16-byte store where the chunk is whole in range and aligned, else
  * element by element where col < N; nothing for row >= M. */
-static void chunk_store(kf_buf *b, const kx_mm *mm, const char *it)
+static void chunk_store(kx *k, const kx_mm *mm, const char *it)
 {
-	long long M = (long long)mm->M, N = (long long)mm->N;
+	kf_buf *b = &k->b;
+	long long N = (long long)mm->N;
 	kf_buf_puts(b, "      do {\n");
-	if (!kx_wg_whole_tiles(mm))
-		kf_buf_printf(b, "      if (row >= %lld) break;\n", M);
+	if (!kx_wg_whole_tiles(k, mm)) {
+		kf_buf_puts(b, "      if (row >= ");
+		kx_mm_dim(k, b, mm, 'M');
+		kf_buf_puts(b, ") break;\n");
+	}
 	kf_buf_printf(b, "      const %s off = row * %lld + col;\n", it, N);
 	kf_buf_printf(b, "      if (col + 8 <= %lld && !((unsigned long long)(o0 + off) & 15)) {\n"
 		      "        *(uint4 *)(o0 + off) = make_uint4(w0, w1, w2, w3);\n      } else {\n"
@@ -437,7 +466,7 @@ void kx_wg_epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const
 	kf_buf_puts(b, "      unsigned w0, w1, w2, w3;\n");
 	kf_buf_printf(b, "      kf_lds128(stg + kf_wg_stg_off(rl, cc, %d), w0, w1, w2, w3);\n", sc);
 	kf_buf_printf(b, "      const %s row = bm + %s + rl, col = bn + h * %d + cc;\n", it, rb, sc);
-	chunk_store(b, mm, it);
+	chunk_store(k, mm, it);
 	kf_buf_puts(b, "    }\n    kf_bar_wg(1 + cw);\n  }\n  }\n");
 }
 
@@ -452,10 +481,12 @@ static void stage_out(kx *k, const kx_mm *mm, int64_t kt, int sc)
 {
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
-	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	int ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	char ntm[160], all[192];
+	m_tiles(k, mm, 1, ntn, ntm, all);
 	kf_buf_printf(b, "  {\n  const int tn = it / %lld - 1;\n", (long long)kt);
 	kf_buf_puts(b, "  if (tn > 0) kf_mbar_wait(bar_sempty, (tn - 1) & 1);\n");
-	kf_buf_printf(b, "  if (t + gridDim.x >= %d) {\n", ntm * ntn);
+	kf_buf_printf(b, "  if (t + gridDim.x >= %s) {\n", all);
 	kx_wg_epilogue_staged(k, mm, sc, "cw * 64", "", true);
 	kf_buf_puts(b, "  } else {\n");
 	kf_buf_printf(b, "  const int rl0 = cw * 64 + (warp & 3) * 16 + (lane >> 2);\n  const unsigned stg = sbase + %d;\n",
@@ -482,11 +513,13 @@ static void epilogue_warps(kx *k, const kx_mm *mm)
 	const kf_mm_config *c = &mm->cfg;
 	kf_buf *b = &k->b;
 	const char *it = kx_it(k);
-	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	int ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	char ntm[160], all[192];
+	m_tiles(k, mm, 1, ntn, ntm, all);
 	kf_buf_printf(b, "    if (threadIdx.x >= 32) {\n    const unsigned stg = sbase + %d;\n    int tn = 0;\n",
 		      c->stages * (c->bm + c->bn) * 128);
 	/* not the CTA's last tile: the consumers store that one themselves */
-	kf_buf_printf(b, "    for (int t = blockIdx.x; t + gridDim.x < %d; t += gridDim.x, tn++) {\n", ntm * ntn);
+	kf_buf_printf(b, "    for (int t = blockIdx.x; t + gridDim.x < %s; t += gridDim.x, tn++) {\n", all);
 	tile_at(b, mm, "      ", ntm, ntn, 1);
 	kf_buf_puts(b, "      kf_mbar_wait(bar_sfull, tn & 1);\n");
 	kf_buf_printf(b, "      for (int q = threadIdx.x - 32; q < %d; q += 96) {\n", c->bm * c->bn / 8);
@@ -500,7 +533,7 @@ static void epilogue_warps(kx *k, const kx_mm *mm)
 	kx_load(b, mm->rt, "(unsigned short)(u[e] >> 16)");
 	kf_buf_printf(b, ");\n      const unsigned w0 = r[0], w1 = r[1], w2 = r[2], w3 = r[3];\n"
 		      "      const %s row = bm + rl, col = bn + cc;\n", it);
-	chunk_store(b, mm, it);
+	chunk_store(k, mm, it);
 	kf_buf_puts(b, "      }\n      kf_mbar_arrive(bar_sempty);\n    }\n    return;\n    }\n");
 }
 
@@ -508,12 +541,15 @@ static void epilogue_warps(kx *k, const kx_mm *mm)
  * persistent walk (ti: the CTA's tile count); the producer fills the
  * ring with all of them in order, so tile ti's K steps are the ring's
  * uses ti * KT ... ti * KT + KT - 1. */
-static void tile_open_pp(kf_buf *b, const kx_mm *mm, int64_t kt)
+static void tile_open_pp(kx *k, const kx_mm *mm, int64_t kt)
 {
 	const kf_mm_config *c = &mm->cfg;
-	int ntm = (int)((mm->M + c->bm - 1) / c->bm), ntn = (int)((mm->N + c->bn - 1) / c->bn);
-	kf_buf_printf(b, "  for (int ti = cw, t = blockIdx.x + cw * gridDim.x; t < %d; ti += 2, t += 2 * gridDim.x) {\n",
-		      ntm * ntn);
+	kf_buf *b = &k->b;
+	int ntn = (int)((mm->N + c->bn - 1) / c->bn);
+	char ntm[160], all[192];
+	m_tiles(k, mm, 1, ntn, ntm, all);
+	kf_buf_printf(b, "  for (int ti = cw, t = blockIdx.x + cw * gridDim.x; t < %s; ti += 2, t += 2 * gridDim.x) {\n",
+		      all);
 	kf_buf_printf(b, "    int it = ti * %lld;\n", (long long)kt);
 	tile_at(b, mm, "    ", ntm, ntn, 1);
 }
@@ -532,9 +568,9 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 		      ew ? (kf_wg_consumers(c) == 2 ? 224 : 240) : kf_wg_consumers(c) == 2 ? 232 : 240);
 	kf_buf_printf(b, "  const int cw = wg - 1;\n  float acc[%d];\n", rbs * nr);
 	if (c->pp)
-		tile_open_pp(b, mm, kt);
+		tile_open_pp(k, mm, kt);
 	else
-		tile_open(b, mm);
+		tile_open(k, mm);
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) acc[i] = 0.0f;\n", rbs * nr);
 	/* "pp": tile ti's K loop after the other's of tile ti - 1 (its tile
 	 * (ti - 1) / 2): the K loops alternate, and a full barrier is never

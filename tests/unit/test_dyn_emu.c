@@ -249,6 +249,20 @@ static const dcase linear_mma = {
 	2e-2, 2e-2,
 };
 
+/* The same on the Hopper kernel (wgmma, TMA; persistent, the producer
+ * running ahead, the staged 16-byte epilogue) over R rows, bias and
+ * exact GELU as BERT's FFN (cuBLASLt cannot take it): rows past R in the
+ * last tile; 300 and 400 one text. */
+static const dcase linear_wg = {
+	"linear_wg",
+	"graph @m(%x: f16[R,128], %w: f16[128,128], %b: f16[128]) -> (f16[R,128]) {\n"
+	"  %y = matmul(%x, %w) : f16[R,128]\n"
+	"  %z = add(%y, %b) : f16[R,128]\n"
+	"  %g = gelu(%z) : f16[R,128]\n"
+	"  return %g\n}\n",
+	"fuse-matmul", "wg128x128x64s4pvs", 0, NULL, 3, {{300}, {400}, {64}}, {-1, 0, -1}, 2e-2, 2e-2, 1,
+};
+
 /* Scores of attention left unfused: a batched matmul whose N is T and a
  * batch of B*4 (q [B,4,T,16] by k^T [B,4,16,T]). */
 static const dcase scores = {
@@ -356,6 +370,7 @@ static void test_layernorm(void **st) { run_case(&layernorm); }
 static void test_softmax_t(void **st) { run_case(&softmax_t); }
 static void test_linear_fma(void **st) { run_case(&linear_fma); }
 static void test_linear_mma(void **st) { run_case(&linear_mma); }
+static void test_linear_wg(void **st) { run_case(&linear_wg); }
 static void test_scores(void **st) { run_case(&scores); }
 
 int main(void)
@@ -365,7 +380,7 @@ int main(void)
 		cmocka_unit_test(test_linear_fma), cmocka_unit_test(test_linear_mma), cmocka_unit_test(test_scores),
 		cmocka_unit_test(test_att_pad_mma), cmocka_unit_test(test_att_causal_mma), cmocka_unit_test(test_att_pad_simt),
 		cmocka_unit_test(test_att_causal_simt), cmocka_unit_test(test_att_pad_wga), cmocka_unit_test(test_att_causal_wga),
-		cmocka_unit_test(test_epi),
+		cmocka_unit_test(test_epi),       cmocka_unit_test(test_linear_wg),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
