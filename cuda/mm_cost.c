@@ -23,10 +23,11 @@ typedef struct own_class {
 	const char *name;     /* shown in reports */
 	const char *own;      /* the own default config ("gemv": any GEMV) */
 	int64_t min_m, min_n, min_k; /* the extents around the measured shapes */
-	bool nolt;            /* only where cuBLASLt cannot take the epilogue, in a
-			       * plan of fixed sizes (the wgmma kernel writes its
-			       * sizes as numbers: a sized plan would compile it
-			       * for each shape, docs/dynamic.md) */
+	bool nolt;            /* only where cuBLASLt cannot take the epilogue */
+	bool fixed;           /* only in a plan of fixed sizes: the wgmma kernel of a
+			       * sized plan (M an argument) ran 1.58x its static
+			       * time at 8192 x 3072 x 768 (0.1396 against 0.0885
+			       * ms, s10e), so sized plans take the library */
 } own_class;
 
 static const own_class owns[] = {
@@ -37,18 +38,18 @@ static const own_class owns[] = {
 	/* f16/bf16 with wgmma, 128 x 256 tiles >= 120: 4096^3 + bias + gelu
 	 * 0.1882 ms against 0.1919-0.1949 for cuBLAS + epilogue (1.02x;
 	 * s3-gpu-matmul-final, -final2) */
-	{"wgmma 128x256, M N K >= 512 2048 2048", "wg128x256x64s4c2pvs", 512, 2048, 2048},
+	{"wgmma 128x256, M N K >= 512 2048 2048", "wg128x256x64s4c2pvs", 512, 2048, 2048, false, true},
 	/* 128 x 128 tiles >= 100: 512 x 4096 x 4096 0.0280 ms against 0.0288-
 	 * 0.0291 (1.03x; s3-gpu-matmul).  Smaller M or K (a row of tiles, a
 	 * short K loop: GPT-2's LM head at M = 128) was not measured. */
-	{"wgmma 128x128, M N K >= 512 2048 2048", "wg128x128x64s4pvs", 512, 2048, 2048},
+	{"wgmma 128x128, M N K >= 512 2048 2048", "wg128x128x64s4pvs", 512, 2048, 2048, false, true},
 	/* an epilogue cuBLASLt cannot take (BERT's bias + exact GELU): the
 	 * library route is cuBLAS and a second kernel over the result; the
 	 * own kernel fuses it.  8192 x 3072 x 768 f16: 0.0889 ms against
 	 * 0.1075-0.1086 for cuBLAS + epilogue (1.21x); at M = 2048 this tile
 	 * ties it (0.0331 against 0.0313-0.0334: not taken), s10d */
 	{"wgmma 128x256, an epilogue cuBLASLt cannot take, M N K >= 8192 3072 768", "wg128x256x64s4c2pvs", 8192, 3072, 768,
-	 true},
+	 true, true},
 };
 
 const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size_t n)
@@ -60,7 +61,7 @@ const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size
 	for (size_t i = 0; i < sizeof owns / sizeof *owns; i++)
 		if ((!strcmp(txt, owns[i].own) || (!strcmp(owns[i].own, "gemv") && own.algo == KF_MM_GEMV)) &&
 		    sh->M >= owns[i].min_m && sh->N >= owns[i].min_n && sh->K >= owns[i].min_k &&
-		    (!owns[i].nolt || (!libs.lt && !sh->sized))) {
+		    (!owns[i].nolt || !libs.lt) && (!owns[i].fixed || !sh->sized)) {
 			snprintf(out, n, "%s", txt);
 			return owns[i].name;
 		}
