@@ -190,10 +190,10 @@ static int value_key(kf_cuda_session *s, kf_vid v, kf_buf *b)
 {
 	kf_graph *g = s->g;
 	kf_nid d = kf_def(g, v);
+	if (d == KF_NONE || b->n > KEY_MAX) /* a graph input (under `shape`) */
+		return -1;
 	const kf_node *x = kf_N(g, d);
 	const kf_type *t = kf_vtype(g, v);
-	if (b->n > KEY_MAX)
-		return -1;
 	if (x->op == KF_OP_CONST) {
 		kf_buf k = {0};
 		const kf_const *cst = x->cst;

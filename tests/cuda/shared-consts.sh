@@ -47,4 +47,13 @@ if [ "$first" != 1 ] || [ "$second" != 1 ] || [ "$hoisted" != 2 ]; then
 	grep 'constant' "$tmp.out"
 	exit 1
 fi
+# a hoisted `shape` of a graph input has no key (its operand is no
+# constant): computed per plan, never looked up past the input
+printf 'graph @s(%%x: f32[B,4]) -> (f32[B,4], i64[2]) {\n  %%sh = shape(%%x) : i64[2]\n  %%z = relu(%%x) : f32[B,4]\n  return %%z, %%sh\n}\n' > "$tmp.s.kf"
+if ! "$run" "$tmp.s.kf" --compile-only --shape-pipeline dce --shape B=3 --shape B=5 > "$tmp.s.out" 2>&1 ||
+	[ "$(grep -c '1 constant-only node computed at plan time' "$tmp.s.out")" != 3 ]; then
+	echo "FAIL: the hoisted shape of an input:"
+	cat "$tmp.s.out"
+	exit 1
+fi
 echo "ok: the second shape's plan shares the 128 KiB inline weight and the transposed file weight"
