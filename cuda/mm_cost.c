@@ -25,9 +25,10 @@ typedef struct own_class {
 	int64_t min_m, min_n, min_k; /* the extents around the measured shapes */
 	bool nolt;            /* only where cuBLASLt cannot take the epilogue */
 	bool fixed;           /* only in a plan of fixed sizes: the wgmma kernel of a
-			       * sized plan (M an argument) ran 1.58x its static
-			       * time at 8192 x 3072 x 768 (0.1396 against 0.0885
-			       * ms, s10e), so sized plans take the library */
+			       * sized plan (M an argument) runs 1.12x its static
+			       * time at 8192 x 3072 x 768 (0.0978 against 0.0872
+			       * ms, s10h; 1.58x before the epilogue's row clamp,
+			       * s10e), more than these classes gain on cuBLAS */
 } own_class;
 
 static const own_class owns[] = {
