@@ -817,7 +817,6 @@ static kf_plan *be_compile_sized(kf_backend *be, kf_graph *g, const kf_sizes *sz
 		free(p);
 		return NULL;
 	}
-	p->s->stats.open_s = open_s;
 	if (st->o.report) /* a new shape's plan opens its own session */
 		kf_buf_printf(st->o.report, "cuda: @%s: session opened in %.1f ms\n", kf_str(g->ctx, g->name), open_s * 1e3);
 	return &p->p;

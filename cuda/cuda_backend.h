@@ -75,7 +75,6 @@ typedef struct kf_cuda_stats {
 	double plan_s, emit_s, compile_s, load_s; /* wall seconds of the last plan */
 	double hoist_s, route_s, upload_s, memory_s; /* parts of plan_s: constant-only nodes, libraries
 							 (open, prepare), constants' uploads, arena and arguments */
-	double open_s;                                /* the session the plan made (driver, stream) */
 	int kernels, distinct, programs, compiled, cached, split;
 	size_t arena_bytes, naive_bytes; /* planned intermediates vs one buffer each */
 	int64_t graph_bytes;             /* inputs + outputs: the ideal traffic */

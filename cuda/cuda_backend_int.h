@@ -48,6 +48,8 @@ void kf_cb_consts_release(kf_cb_consts *cc);
 /* const node n's key into key (NUL-terminated); -1: not shared (a small
  * inline constant, a splat, a symbolic type) */
 int kf_cb_consts_key(kf_graph *g, kf_nid n, kf_buf *key);
+/* type t as keys write it ("f16[64x256]"), appended to b */
+void kf_cb_type_key(kf_buf *b, const kf_type *t);
 /* the buffer of key, counting one more user; false: none yet */
 bool kf_cb_consts_get(kf_cb_consts *cc, const char *key, kf_cuptr *p);
 /* a new entry (one user) for buffer p; -1 out of memory */

@@ -61,6 +61,14 @@ void kf_cb_consts_release(kf_cb_consts *cc)
  * lookups are linear, and small ones cost nothing to upload. */
 #define CC_INLINE_MIN (64 * 1024)
 
+void kf_cb_type_key(kf_buf *b, const kf_type *t)
+{
+	kf_buf_puts(b, kf_dtype_name(t->dtype));
+	for (int i = 0; i < t->rank; i++)
+		kf_buf_printf(b, "%c%lld", i ? 'x' : '[', (long long)t->dim[i]);
+	kf_buf_puts(b, t->rank ? "]" : "[]");
+}
+
 int kf_cb_consts_key(kf_graph *g, kf_nid n, kf_buf *key)
 {
 	const kf_const *k = kf_N(g, n)->cst;
@@ -70,13 +78,11 @@ int kf_cb_consts_key(kf_graph *g, kf_nid n, kf_buf *key)
 	    (!file && (k->kind != KF_CONST_DENSE || k->n < 2 ||
 		       kf_type_numel(t) * (int64_t)kf_dtype_size((kf_dtype)t->dtype) < CC_INLINE_MIN)))
 		return -1;
-	kf_buf_printf(key, "%s", kf_dtype_name(t->dtype));
-	for (int d = 0; d < t->rank; d++)
-		kf_buf_printf(key, "%c%lld", d ? 'x' : '[', (long long)t->dim[d]);
+	kf_cb_type_key(key, t);
 	if (file)
-		kf_buf_printf(key, "] %s/%s", g->dir ? kf_str(g->ctx, g->dir) : ".", kf_str(g->ctx, k->path));
+		kf_buf_printf(key, " %s/%s", g->dir ? kf_str(g->ctx, g->dir) : ".", kf_str(g->ctx, k->path));
 	else
-		kf_buf_printf(key, "] inline %p %p", (const void *)k->f, (const void *)k->i);
+		kf_buf_printf(key, " inline %p %p", (const void *)k->f, (const void *)k->i);
 	kf_buf_putc(key, '\0');
 	return 0;
 }

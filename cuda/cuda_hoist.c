@@ -143,9 +143,11 @@ bool kf_cb_is_hoisted(const kf_cuda_session *s, kf_vid v)
 
 const kf_tensor *kf_cb_hoisted_value(kf_cuda_session *s, kf_vid v)
 {
+	if (!kf_cb_is_hoisted(s, v))
+		return NULL;
 	char err[256] = "";
-	const kf_tensor *t = kf_cb_is_hoisted(s, v) ? value_of(s, v, err, sizeof err) : NULL;
-	if (!t && kf_cb_is_hoisted(s, v)) {
+	const kf_tensor *t = value_of(s, v, err, sizeof err);
+	if (!t) {
 		kf_nid d = kf_def(s->g, v);
 		kf_error(s->c, kf_N(s->g, d)->loc, "cuda: cannot compute the constant-only '%s' at plan time: %s",
 			 kf_op(s->c, kf_N(s->g, d)->op)->name, err);
@@ -175,14 +177,6 @@ static void attr_key(kf_buf *b, kf_ctx *c, const kf_attrval *a)
 	}
 }
 
-static void type_key(kf_buf *b, const kf_type *t)
-{
-	kf_buf_puts(b, kf_dtype_name(t->dtype));
-	for (int i = 0; i < t->rank; i++)
-		kf_buf_printf(b, "%c%lld", i ? 'x' : '[', (long long)t->dim[i]);
-	kf_buf_puts(b, t->rank ? "]" : "[]");
-}
-
 /* v's key appended to b: a constant's (its table key; a smaller inline
  * payload by address, which every shape's copy of the graph shares; a
  * scalar by its bits), or a hoisted node's expression; -1: none. */
@@ -195,22 +189,23 @@ static int value_key(kf_cuda_session *s, kf_vid v, kf_buf *b)
 	const kf_node *x = kf_N(g, d);
 	const kf_type *t = kf_vtype(g, v);
 	if (x->op == KF_OP_CONST) {
-		kf_buf k = {0};
 		const kf_const *cst = x->cst;
-		int rc = 0;
-		if (kf_cb_consts_key(g, d, &k) == 0)
+		kf_buf k = {0};
+		int rc = kf_cb_consts_key(g, d, &k);
+		if (rc == 0) /* the table's own key: a file, a large inline payload */
 			kf_buf_puts(b, k.p);
-		else if (!cst || !kf_type_is_static(t) || (cst->kind != KF_CONST_DENSE && cst->kind != KF_CONST_SCALAR))
-			rc = -1;
-		else
-			type_key(b, t);
-		if (rc == 0 && cst->kind == KF_CONST_DENSE)
+		kf_buf_free(&k);
+		if (rc == 0)
+			return 0;
+		if (!cst || !kf_type_is_static(t) || (cst->kind != KF_CONST_DENSE && cst->kind != KF_CONST_SCALAR))
+			return -1;
+		kf_cb_type_key(b, t);
+		if (cst->kind == KF_CONST_DENSE)
 			kf_buf_printf(b, " inline %p %p %llu", (const void *)cst->f, (const void *)cst->i,
 				      (unsigned long long)cst->n);
-		else if (rc == 0 && cst->kind == KF_CONST_SCALAR)
+		else
 			kf_buf_printf(b, " splat %llx", (unsigned long long)kf_const_elem_bits(cst, 0));
-		kf_buf_free(&k);
-		return rc;
+		return 0;
 	}
 	if (!s->hoisted[d] || x->body != KF_NONE)
 		return -1; /* a fusion's body is not in the key */
@@ -223,7 +218,7 @@ static int value_key(kf_cuda_session *s, kf_vid v, kf_buf *b)
 	while (kf_res(g, d, r) != v)
 		r++;
 	kf_buf_printf(b, " #%u ", r);
-	type_key(b, t);
+	kf_cb_type_key(b, t);
 	for (uint32_t i = 0; i < x->nin; i++) {
 		kf_buf_putc(b, ' ');
 		if (value_key(s, kf_in(g, d, i), b) != 0)
