@@ -26,6 +26,7 @@ typedef struct mmview {
 	uint32_t nnode;
 	const kf_vid *param;
 	uint32_t nparam;
+	bool nofold;          /* keep A's batches (fold_batch) */
 } mmview;
 
 static int vparam(const mmview *v, kf_vid x)
@@ -144,6 +145,7 @@ bool kx_mm_in_chain(const kx_mm *mm, kf_nid n)
 }
 
 static const char *epilogue_check(const mmview *v, const kx_mm *mm);
+static void fold_batch(const mmview *v, kx_mm *mm);
 
 /* Fills mm from a kernel's nodes and parameters; NULL, or why not. */
 static const char *analyse(const mmview *v, kx_mm *mm)
@@ -206,7 +208,53 @@ static const char *analyse(const mmview *v, kx_mm *mm)
 	mm->nb = kf_type_numel(&mm->OB);
 	if (mm->nb < 1)
 		mm->nb = 1;
-	return epilogue_check(v, mm);
+	if ((why = epilogue_check(v, mm)))
+		return why;
+	fold_batch(v, mm);
+	return NULL;
+}
+
+/* Whether the epilogue reads value x (a kernel input or a constant in it)
+ * at the same index whether the result's rows are counted per batch or
+ * across batches: x is one element, a row of N broadcast over every
+ * other dim, or the result's whole shape. */
+static bool fold_reads(const kx_mm *mm, const kf_type *x)
+{
+	int64_t lead = 1;
+	for (int d = 0; d + 1 < x->rank; d++)
+		lead *= x->dim[d];
+	return lead == 1 || kf_type_same_shape(x, &mm->O);
+}
+
+/* A [batch.., M, K] times a B without batches (a linear layer over a
+ * [B, T, K] activation) is one contraction of batch x M rows: A's batches
+ * and the result's lie one after the other.  Folded, the kernels see one
+ * tall matrix (the tensor-core tiles, GEMV and the tile choice want M, not
+ * a grid of short batches), as long as every value the epilogue reads is
+ * indexed alike either way (fold_reads). */
+static void fold_batch(const mmview *v, kx_mm *mm)
+{
+	kf_graph *g = v->g;
+	if (v->nofold || mm->nb <= 1 || mm->a.vec || mm->b.vec || mm->a.trans || kf_type_numel(&mm->b.batch) > 1 ||
+	    kf_type_numel(&mm->a.batch) != mm->nb)
+		return;
+	for (uint32_t i = 0; i < v->nnode; i++) {
+		kf_nid n = v->node[i];
+		const kf_node *x = kf_N(g, n);
+		if ((n == mm->c && !mm->gemm) || kx_mm_in_chain(mm, n) || x->op == KF_OP_CONST)
+			continue;
+		for (uint32_t j = n == mm->c ? 2 : 0; j < x->nin; j++) {
+			kf_vid in = kf_in(g, n, j);
+			kf_nid d = kf_def(g, in);
+			bool leaf = vparam(v, in) >= 0 || (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST);
+			if (leaf && !fold_reads(mm, kf_vtype(g, in)))
+				return;
+		}
+	}
+	mm->fold = true;
+	mm->M *= mm->nb;
+	mm->nb = 1;
+	mm->OB.rank = mm->a.batch.rank = mm->b.batch.rank = 0;
 }
 
 /* The rest of the kernel is the epilogue: element-wise ops over the
@@ -262,11 +310,17 @@ static void analyse_sym(kx *k, kx_mm *mm)
 		mm->sN = tb ? B->dim[B->rank - 2] : B->dim[B->rank - 1];
 		mm->b.sbatch = sub_type(B, 0, B->rank - 2);
 	}
-	mm->sOB = sub_type(&mm->sO, 0, mm->OB.rank);
+	int drop = !mm->a.vec + !mm->b.vec;
+	mm->sOB = sub_type(&mm->sO, 0, mm->sO.rank - drop);
 	int64_t nb = 1;
 	for (int d = 0; d < mm->sOB.rank; d++)
 		nb = kx_smul(k, nb, mm->sOB.dim[d]);
 	mm->snb = mm->nb == 1 && nb == 1 ? 1 : nb;
+	if (mm->fold) { /* as fold_batch did to the numbers */
+		mm->sM = kx_smul(k, mm->sM, mm->snb);
+		mm->snb = 1;
+		mm->sOB.rank = mm->a.sbatch.rank = mm->b.sbatch.rank = 0;
+	}
 }
 
 void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which)
@@ -279,9 +333,9 @@ void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which)
 		kx_dim(k, o, mm->K, mm->sK);
 }
 
-static int analyse_kx(kx *k, kx_mm *mm)
+static int analyse_kx(kx *k, kx_mm *mm, bool nofold)
 {
-	mmview v = {k->g, k->node, k->nnode, k->param, k->nparam};
+	mmview v = {k->g, k->node, k->nnode, k->param, k->nparam, nofold};
 	const char *why = analyse(&v, mm);
 	if (why)
 		return kx_fail(k, "%s", why);
@@ -690,7 +744,7 @@ static int emit_fma(kx *k, kx_mm *mm)
 int kx_emit_matmul(kx *k)
 {
 	kx_mm mm;
-	if (analyse_kx(k, &mm) != 0)
+	if (analyse_kx(k, &mm, false) != 0)
 		return -1;
 	if (mm.nb > 65535)
 		return kx_fail(k, "matmul with more than 65535 batches");
@@ -702,6 +756,14 @@ int kx_emit_matmul(kx *k)
 	if (k->part)
 		return kx_mm_emit_part(k, &mm);
 	choose_config(k, &mm);
+	/* folded batches whose rows pass the grid's 65535 row tiles (at the
+	 * bucket's size, so that a bucket shares its kernel) run unfolded,
+	 * the batches in gridDim.z */
+	if (mm.fold && mm.cfg.algo != KF_MM_GEMV && (kx_rep(k, mm.M, mm.sM) + mm.cfg.bm - 1) / mm.cfg.bm > 65535) {
+		if (analyse_kx(k, &mm, true) != 0)
+			return -1;
+		choose_config(k, &mm);
+	}
 	if (mm.cfg.algo != KF_MM_GEMV && (mm.M + mm.cfg.bm - 1) / mm.cfg.bm > 65535)
 		return kx_fail(k, "matmul with more than 65535 row tiles");
 	if (mm.conv)

@@ -44,6 +44,9 @@ typedef struct kx_mm {
 	kf_type sO, sOB;      /* their symbolic forms */
 	kx_mmop a, b;
 	bool tf32;
+	bool fold;            /* A's batch folded into M (emit_matmul.c fold_batch):
+			       * M, sM count batch x rows, nb is 1, OB and the operands'
+			       * batches are empty; O, sO stay the result's type */
 	kf_mm_config cfg;
 } kx_mm;
 

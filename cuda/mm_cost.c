@@ -28,7 +28,7 @@ typedef struct own_class {
 			       * sized plan (M an argument) runs 1.12x its static
 			       * time at 8192 x 3072 x 768 (0.0978 against 0.0872
 			       * ms, s10h; 1.58x before the epilogue's row clamp,
-			       * s10e), more than these classes gain on cuBLAS */
+			       * s10e), more than the classes so marked gain on cuBLAS */
 } own_class;
 
 static const own_class owns[] = {
@@ -48,9 +48,10 @@ static const own_class owns[] = {
 	 * library route is cuBLAS and a second kernel over the result; the
 	 * own kernel fuses it.  8192 x 3072 x 768 f16: 0.0889 ms against
 	 * 0.1075-0.1086 for cuBLAS + epilogue (1.21x); at M = 2048 this tile
-	 * ties it (0.0331 against 0.0313-0.0334: not taken), s10d */
+	 * ties it (0.0331 against 0.0313-0.0334: not taken), s10d.  In a
+	 * sized plan too: 0.0978 ms there (s10h), still 1.10x ahead */
 	{"wgmma 128x256, an epilogue cuBLASLt cannot take, M N K >= 8192 3072 768", "wg128x256x64s4c2pvs", 8192, 3072, 768,
-	 true, true},
+	 true, false},
 };
 
 const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size_t n)

@@ -34,6 +34,7 @@ typedef struct dcase {
 	int same[4];          /* the text of size i must be the one of size same[i] (-1: any) */
 	double rtol, atol;
 	int wg;               /* the device has wgmma (kf_emit_target.wgmma): the kernel must be the Hopper one */
+	const char *bucket;   /* a contraction's bucket at size 0 (kf_kernel.bucket; NULL: not checked) */
 } dcase;
 
 /* Random inputs of g's types (ids in [0, 64): the tables below have 64 rows). */
@@ -111,6 +112,8 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 	if (c->wg && !k.sm90a)
 		fail_msg("%s: size %d: not the wgmma kernel", c->name, si);
 	assert_int_equal(k.dynbad, 0); /* every symbolic dim evaluated to its number */
+	if (c->bucket && si == 0 && strcmp(k.bucket, c->bucket))
+		fail_msg("%s: bucket %s, not %s", c->name, k.bucket, c->bucket);
 	snprintf(name, 24, "%s", k.name);
 	uint32_t na = g->blk[0].narg;
 	kf_tensor in[8], want[4], got[4], par[16];
@@ -265,6 +268,33 @@ static const dcase linear_wg = {
 	"fuse-matmul", "wg128x128x64s4pvs", 0, NULL, 3, {{300}, {400}, {64}}, {-1, 0, -1}, 2e-2, 2e-2, 1,
 };
 
+/* A linear layer over [B,T] rows as BERT's FFN up projection (bias,
+ * exact GELU, a residual of the result's shape): A's batches folded into
+ * the kernel's M (one tall matrix, the bucket's B*T rows: 4 x 128); 3 x
+ * 100 and 4 x 75 one text, 2 x 32 another. */
+static const dcase linear_wg_bt = {
+	"linear_wg_bt",
+	"graph @m(%x: f16[B,T,128], %w: f16[128,128], %b: f16[128], %r: f16[B,T,128]) -> (f16[B,T,128]) {\n"
+	"  %y = matmul(%x, %w) : f16[B,T,128]\n"
+	"  %z = add(%y, %b) : f16[B,T,128]\n"
+	"  %g = gelu(%z) : f16[B,T,128]\n"
+	"  %s = add(%g, %r) : f16[B,T,128]\n"
+	"  return %s\n}\n",
+	"fuse-matmul", "wg128x128x64s4pvs", 0, NULL, 3, {{3, 100}, {4, 75}, {2, 32}}, {-1, 0, -1}, 2e-2, 2e-2, 1, "M<=512",
+};
+
+/* A residual broadcast over the batch ([T,48] against [B,T,48]) reads row
+ * t of each batch: not one tall matrix, the batches stay in the grid. */
+static const dcase linear_bcast = {
+	"linear_bcast",
+	"graph @m(%x: f16[B,T,64], %w: f16[64,48], %r: f16[T,48]) -> (f16[B,T,48]) {\n"
+	"  %y = matmul(%x, %w) : f16[B,T,48]\n"
+	"  %s = add(%y, %r) : f16[B,T,48]\n"
+	"  return %s\n}\n",
+	"fuse-matmul", "mma64x64x32w2x2s3", 0, NULL, 3, {{3, 16}, {4, 13}, {2, 9}}, {-1, 0, 0}, 2e-2, 2e-2, 0,
+	"M<=16,batch<=4",
+};
+
 /* Scores of attention left unfused: a batched matmul whose N is T and a
  * batch of B*4 (q [B,4,T,16] by k^T [B,4,16,T]). */
 static const dcase scores = {
@@ -372,7 +402,12 @@ static void test_layernorm(void **st) { run_case(&layernorm); }
 static void test_softmax_t(void **st) { run_case(&softmax_t); }
 static void test_linear_fma(void **st) { run_case(&linear_fma); }
 static void test_linear_mma(void **st) { run_case(&linear_mma); }
-static void test_linear_wg(void **st) { run_case(&linear_wg); }
+static void test_linear_wg(void **st)
+{
+	run_case(&linear_wg);
+	run_case(&linear_wg_bt);
+	run_case(&linear_bcast);
+}
 static void test_scores(void **st) { run_case(&scores); }
 
 int main(void)
