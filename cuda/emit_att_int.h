@@ -48,20 +48,7 @@ typedef struct kx_att {
 	 * generic sizes, whose numbers say which symbols ours are made of (kx_pmono);
 	 * NULL: none */
 	const struct kx_att *p;
-	/* the key tile (keys a tile) of the kernel whose score helpers are
-	 * emitted when they guard their reads over keys by col < Tk (a Tk
-	 * that is no multiple of it: the last tile runs past it), so that the
-	 * kernel passes col as it is; 0: the kernel clamps col to Tk - 1
-	 * instead (kx_att_col_guarded) */
-	int gbn;
 } kx_att;
-
-/* Whether the score helpers guard their reads over keys (at->gbn, a Tk
- * that is no multiple of it): a kernel of key tiles of bn then passes its
- * columns unclamped.  A guard is a compare and a predicated load at a
- * constant offset; a clamp, an address computed per load (18% more
- * instructions in the sized wgmma kernel under BERT's padding mask, s10g). */
-bool kx_att_col_guarded(const kx *k, const kx_att *at, int bn);
 
 /* The symbolic form of at's quantity x, read through the probe's analysis
  * at->p: field f of at (KX_ATT_S), or a field of a struct inside at at the

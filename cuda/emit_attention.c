@@ -456,11 +456,6 @@ static const char *slot(sh *s, kf_vid v, int depth)
 	return named(s, v, "l%d", i);
 }
 
-bool kx_att_col_guarded(const kx *k, const kx_att *at, int bn)
-{
-	return at->gbn && bn == at->gbn && !kx_multiple(k, at->Tk, KX_ATT_S(k, at, Tk), bn);
-}
-
 /* Emits v (and what it needs) at (z, row, col) of the scores; its name. */
 static const char *sval(sh *s, kf_vid v, int depth)
 {
@@ -485,24 +480,14 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	int p = kx_param(k, v);
 	if (p >= 0 || (d != KF_NONE && kf_N(g, d)->op == KF_OP_CONST)) {
 		kf_buf ix = {0};
-		const kf_type *vt = kf_vtype(g, v);
-		kx_bidx(k, &OB, &sOB, true, true, vt, kx_stype(k, v), &ix);
+		kx_bidx(k, &OB, &sOB, true, true, kf_vtype(g, v), kx_stype(k, v), &ix);
 		kf_buf_putc(&ix, '\0');
-		/* a read over keys past Tk (the guard's): none, the value 0 */
-		bool guard = vt->rank && vt->dim[vt->rank - 1] != 1 && kx_att_col_guarded(k, s->at, s->at->gbn);
-		if (guard) {
-			kf_buf_puts(&e, "(col < ");
-			kx_dimlini(k, &e, s->at->Tk, KX_ATT_S(k, s->at, Tk), 0, 1, 0);
-			kf_buf_puts(&e, " ? ");
-		}
 		if (p >= 0) {
 			kf_buf_printf(s->h, "  const long long x%d = %s;\n", s->nx, ix.p);
 			kx_load(&e, dt, "p%d[x%d]", p, s->nx++);
 		} else {
 			kx_const_elem(k, d, ix.p, &e);
 		}
-		if (guard)
-			kf_buf_printf(&e, " : (%s)0)", kx_ct(dt));
 		kf_buf_free(&ix);
 	} else if (d != KF_NONE && kf_N(g, d)->op == KF_OP_IOTA) {
 		iota_at(k, d, S, &OB, &sOB, &e);
@@ -779,7 +764,6 @@ int kx_emit_attention(kx *k)
 	 * scale it folds) */
 	if (rc == 0)
 		rc = kx_emit_attention_wgmma(k, &at);
-	at.gbn = 0; /* the other kernels clamp */
 	if (rc == 1 && (kx_att_score_helper(k, &at) != 0 || (at.q.npro && kx_att_qpro_helper(k, &at) != 0)))
 		rc = -1;
 	if (rc == 1)

@@ -670,7 +670,6 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	}
 	kx_att_pre pre = {0};
 	kf_buf split = {0};
-	at->gbn = c.bn; /* the score helpers guard the last key tile's reads */
 	int hrc = at->fold ? 0 : kx_att_score_split(k, at, &pre, &split);
 	c.pre = hrc == 0 && !at->fold && slots_fit(at, &c, &pre) ? &pre : NULL;
 	if (c.pre)
