@@ -372,7 +372,7 @@ int kf_cuda_occupancy(kf_cuda *cu, kf_cufunc f, int block_threads, size_t dyn_sm
 
 int kf_cuda_malloc(kf_cuda *cu, size_t n, kf_cuptr *out)
 {
-	CUresult r = cu->api.MemAlloc(out, n ? n : 1);
+	CUresult r = cu->api.MemAlloc(out, n + KF_CUDA_SLACK);
 	if (r != CUDA_SUCCESS) {
 		char what[64];
 		snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", n);

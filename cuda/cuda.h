@@ -106,6 +106,9 @@ int kf_cuda_tmap_encode(kf_cuda *cu, kf_cuptr base, int elem, uint64_t inner, ui
 			unsigned box_outer, kf_cuda_tmap *out);
 int kf_cuda_occupancy(kf_cuda *cu, kf_cufunc f, int block_threads, size_t dyn_smem, int *blocks_per_sm);
 
+/* n bytes (at least 1), followed by KF_CUDA_SLACK more that may be read:
+ * the emitted kernels' contract (emit_cuda.h's KF_EMIT_READ_PAST). */
+#define KF_CUDA_SLACK 1024
 int kf_cuda_malloc(kf_cuda *cu, size_t n, kf_cuptr *out);
 int kf_cuda_free(kf_cuda *cu, kf_cuptr p);
 int kf_cuda_h2d(kf_cuda *cu, kf_cuptr dst, const void *src, size_t n);

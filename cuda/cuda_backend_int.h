@@ -12,6 +12,9 @@
 #include "cublas.h"
 #include "emit_cuda.h"
 
+/* the kernels read past their buffers what the driver layer allocates */
+_Static_assert(KF_CUDA_SLACK >= KF_EMIT_READ_PAST, "cuda.h's KF_CUDA_SLACK is below the kernels' KF_EMIT_READ_PAST");
+
 typedef struct step {
 	kf_kernel k;
 	int prog;            /* program index */

@@ -59,6 +59,12 @@ static inline const void *kx_att_twin(const kx_att *at, const void *field)
 	return at->p ? (const char *)at->p + ((const char *)field - (const char *)at) : NULL;
 }
 
+/* Whether the score chain of a kernel of key tiles of bn may read its
+ * columns past Tk unclamped: every value it reads at a column is a kernel
+ * input, read at most bn - 1 elements past its end (KF_EMIT_READ_PAST);
+ * the tile's masks then drop those columns. */
+bool kx_att_cols_past(const kx *k, const kx_att *at, int bn);
+
 /* emit_attention.c; kx_emit_attention (emit_int.h) returns 2 with
  * k->k->why for a body the kernels do not take (the body then runs op by
  * op). */
@@ -124,6 +130,9 @@ typedef struct kx_att_step {
 	bool tree;             /* row maxima and sums over 4 partial ones */
 	bool persist;          /* a0, a1 are declared by the caller (they outlive the step) */
 	const kx_att_pre *pre; /* the score chain reads slots ml<i>[] (kx_att_tile_preload); NULL: none */
+	bool past;             /* columns past Tk read unclamped where kx_att_cols_past
+				  allows (the wgmma kernel: the mma kernel's clamp costs
+				  it less than the registers of a second index) */
 } kx_att_step;
 /* Writes `const float kf_sl2 = ...;` (the folded scale times log2(e)) to o
  * when at->fold; false otherwise. */

@@ -456,6 +456,42 @@ static const char *slot(sh *s, kf_vid v, int depth)
 	return named(s, v, "l%d", i);
 }
 
+/* Whether every value v needs that is read at a column (its last dim is
+ * not 1) is a kernel input: one column read up to `past` elements after
+ * its tensor's end stays within KF_EMIT_READ_PAST.  An embedded constant
+ * so read is not (its array ends where it ends). */
+static bool reads_past(const kx *k, const kx_att *at, kf_vid v, int past, int depth)
+{
+	kf_graph *g = k->g;
+	kf_nid d = kf_def(g, v);
+	const kf_type *t = kf_vtype(g, v);
+	bool col = t->rank && t->dim[t->rank - 1] != 1;
+	if (v == kf_res(g, at->a.mm1, 0) || (at->causal && d == at->cnode))
+		return true;
+	if (kx_param(k, v) >= 0)
+		return !col || (int64_t)past * kf_dtype_size((kf_dtype)t->dtype) <= KF_EMIT_READ_PAST;
+	if (d == KF_NONE || depth > 64)
+		return false;
+	int op = kf_N(g, d)->op;
+	if (op == KF_OP_CONST)
+		return !col;
+	if (op == KF_OP_IOTA)
+		return true;
+	for (uint32_t i = 0; i < kf_N(g, d)->nin; i++)
+		if (!reads_past(k, at, kf_in(g, d, i), past, depth + 1))
+			return false;
+	return true;
+}
+
+bool kx_att_cols_past(const kx *k, const kx_att *at, int bn)
+{
+	const kf_att_chain *c = &at->a.score;
+	for (int i = 0; i < c->nn; i++)
+		if (!reads_past(k, at, kf_res(k->g, c->n[i], 0), bn - 1, 0))
+			return false;
+	return true;
+}
+
 /* Emits v (and what it needs) at (z, row, col) of the scores; its name. */
 static const char *sval(sh *s, kf_vid v, int depth)
 {

@@ -33,7 +33,8 @@ bool kx_att_fold_scale(const kx *k, const kx_att *at, kf_buf *o)
 	return true;
 }
 
-/* o = "min(name, T - 1)" where `part` (the tile runs past T), else name;
+/* o = "min(name, T - 1)" where `part` (the tile runs past T, and reads
+ * there would pass KF_EMIT_READ_PAST: kx_att_cols_past), else name;
  * T of a sized plan as text (an int, min() takes no mix of types). */
 static void clamp(kx *k, kf_buf *o, const char *name, bool part, int64_t T, int64_t sT)
 {
@@ -73,7 +74,7 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st)
 	 * written, but read the masks in range */
 	kf_buf rtxt = {0}, ctxt = {0};
 	clamp(k, &rtxt, "row", st->qpart, at->Tq, sTq);
-	clamp(k, &ctxt, "col", kpart, at->Tk, sTk);
+	clamp(k, &ctxt, "col", kpart && !(st->past && kx_att_cols_past(k, at, bn)), at->Tk, sTk);
 	/* two nested loops (n-tiles, then the 4 of each) unroll fully where
 	 * one of bn / 2 with the helper inlined in it did not (a spill) */
 	kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++)\n#pragma unroll\n      for (int r = 0; r < 4; r++) {\n",
@@ -123,7 +124,7 @@ void kx_att_tile_preload(kx *k, const kx_att *at, const kx_att_step *st, const c
 	bool kpart = !kx_multiple(k, at->Tk, sTk, st->bn);
 	kf_buf rtxt = {0}, ctxt = {0};
 	clamp(k, &rtxt, "row", st->qpart, at->Tq, sTq);
-	clamp(k, &ctxt, "col", kpart, at->Tk, sTk);
+	clamp(k, &ctxt, "col", kpart && !(st->past && kx_att_cols_past(k, at, st->bn)), at->Tk, sTk);
 	/* every slot over keys only: the first row's columns do */
 	bool inv = true;
 	for (int i = 0; i < st->pre->n; i++)

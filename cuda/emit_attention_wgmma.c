@@ -538,7 +538,7 @@ static int consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2);
 	kf_buf_puts(b, "  m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n");
 	kf_buf_puts(b, c->pw ? "  kf_mbar_wait(bar_q, kf_tc & 1);\n" : "  kf_mbar_wait(bar_q, 0);\n");
-	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .rowmin = "q0", .fold = at->fold, .tree = true,
+	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .rowmin = "q0", .fold = at->fold, .tree = true, .past = true,
 			  .persist = true, .pre = c->pre};
 	kx_att_tile_slots(k, &st);
 	if (c->ov)

@@ -111,6 +111,15 @@ typedef struct kf_emit_dyn {
 } kf_emit_dyn;
 #define KF_EMIT_MAXSYM 16
 
+/* What a kernel may assume of the buffers it is given: at least this
+ * many bytes past each one's end can be read (never written; what is read
+ * there is never used).  The attention kernels' last key tile then reads
+ * a mask's columns past the keys at constant offsets from one base, where
+ * clamping each column to the last key computed an address per read (18%
+ * more instructions in the sized kernel, s10g).  The backend allocates so
+ * (cuda/cuda.h's KF_CUDA_SLACK); the host emulation of the tests too. */
+#define KF_EMIT_READ_PAST 1024
+
 /* The bucket of a size: the next power of two (0 and 1 are their own). */
 int64_t kf_emit_bucket(int64_t v);
 

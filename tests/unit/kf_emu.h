@@ -41,6 +41,9 @@
 #include "equiv.h"
 #include "tensor.h"
 
+/* emu/launch.h's kf_load leaves 1024 NaN bytes past each buffer */
+_Static_assert(KF_EMIT_READ_PAST <= 1024, "emu/launch.h reads too few bytes past a buffer");
+
 /* Writes n bytes to dir/name. */
 static inline bool kfe_write(const char *dir, const char *name, const void *p, size_t n)
 {

@@ -66,13 +66,15 @@ static int kf_run(unsigned gx, unsigned gy, unsigned gz, unsigned nt, void (*bod
 	return 0;
 }
 
-// Reads n bytes of dir/name into a new buffer (NaN bytes past them), or a
-// NaN-filled one when !in.
+// Reads n bytes of dir/name into a new buffer (NaN bytes past them: as
+// many as a kernel may read past a buffer, emit_cuda.h's
+// KF_EMIT_READ_PAST), or a NaN-filled one when !in.
 static unsigned char *kf_load(const char *dir, const char *name, size_t bytes, bool in)
 {
-	unsigned char *p = (unsigned char *)malloc(bytes + 16);
+	const size_t past = 1024;
+	unsigned char *p = (unsigned char *)malloc(bytes + past);
 	char path[4200];
-	memset(p, 0xff, bytes + 16);
+	memset(p, 0xff, bytes + past);
 	if (!in)
 		return p;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
