@@ -217,8 +217,13 @@ static int layer_norm_op(kx *k, row *w, kf_nid n, const char *xs)
 	const char *ct = kx_ct(dt);
 	char buf[64];
 	kf_buf *b = &k->cur;
+	char sc[32] = "", bi[32] = "";
+	if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
+		return -1;
+	if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
+		return -1;
 	double eps = kf_attr_float(g, n, "epsilon", 1e-5);
-	int mu = k->ntmp++, var = k->ntmp++;
+	int mu = k->ntmp++, d = k->ntmp++, var = k->ntmp++;
 	kf_buf_printf(b, "    %s t%d = 0;\n", ct, mu);
 	snprintf(buf, sizeof buf, "t%d", mu);
 	accumulate(k, w, buf, xs, "sum");
@@ -226,13 +231,10 @@ static int layer_norm_op(kx *k, row *w, kf_nid n, const char *xs)
 	kf_buf_printf(b, "    t%d = t%d / (%s)", mu, mu, ct);
 	put_c(k, b, w);
 	kf_buf_puts(b, ";\n");
-	/* the deviations are computed where they are used, twice, not kept:
-	 * an array of them beside x made BERT's 768-wide rows (24 a lane)
-	 * take 86 registers, 20 warps an SM */
-	char ds[112], dv[48];
-	snprintf(dv, sizeof dv, "(%s - t%d)", xs, mu);
-	snprintf(ds, sizeof ds, "%s * %s", dv, dv);
-	kf_buf_printf(b, "    %s t%d = 0;\n", ct, var);
+	kf_buf_printf(b, "    %s t%d[%d], t%d = 0;\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s - t%d;\n",
+		      ct, d, w->K, var, w->K, d, xs, mu);
+	char ds[40];
+	snprintf(ds, sizeof ds, "t%d[e] * t%d[e]", d, d);
 	snprintf(buf, sizeof buf, "t%d", var);
 	accumulate(k, w, buf, ds, "sum");
 	rowred(k, w, var, ct, "sum");
@@ -241,16 +243,9 @@ static int layer_norm_op(kx *k, row *w, kf_nid n, const char *xs)
 	kf_buf_puts(b, " + ");
 	kx_literal(b, dt == KF_F64 ? KF_F64 : KF_F32, eps, 0);
 	kf_buf_puts(b, ");\n");
-	/* the scale and bias are read after the reductions: their registers
-	 * are not held through them */
-	char sc[32] = "", bi[32] = "";
-	if (x->nin > 1 && ref(k, w, kf_in(g, n, 1), true, sc, sizeof sc) != 0)
-		return -1;
-	if (x->nin > 2 && ref(k, w, kf_in(g, n, 2), true, bi, sizeof bi) != 0)
-		return -1;
 	int y = memo_add(k, res, 1);
-	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = %s * t%dr",
-		      ct, y, w->K, w->K, y, dv, var);
+	kf_buf_printf(b, "    %s t%d[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e++) t%d[e] = t%d[e] * t%dr",
+		      ct, y, w->K, w->K, y, d, var);
 	if (*sc)
 		kf_buf_printf(b, " * %s", sc);
 	if (*bi)
