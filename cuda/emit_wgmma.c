@@ -401,7 +401,8 @@ bool kx_wg_whole_tiles(kx *k, const kx_mm *mm)
  * ("p") go on meanwhile. */
 /* The store of 8 staged 2-byte results w0..w3 at (row, col) of o0: one
  * 16-byte store where the chunk is whole in range and aligned, else
- * element by element where col < N; nothing for row >= M. */
+ * element by element where col < N; with check (rows past M possible),
+ * nothing for row >= M. */
 static void chunk_store(kx *k, const kx_mm *mm, const char *it, bool check)
 {
 	kf_buf *b = &k->b;
