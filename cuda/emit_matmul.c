@@ -232,11 +232,16 @@ static bool fold_reads(const kx_mm *mm, const kf_type *x)
  * tall matrix (the tensor-core tiles, GEMV and the tile choice want M, not
  * a grid of short batches), as long as every value the epilogue reads is
  * indexed alike either way (fold_reads). */
+bool kx_mm_rows_fold(const kx_mm *mm)
+{
+	return mm->nb > 1 && !mm->a.vec && !mm->a.trans && kf_type_numel(&mm->b.batch) <= 1 &&
+	       kf_type_numel(&mm->a.batch) == mm->nb;
+}
+
 static void fold_batch(const mmview *v, kx_mm *mm)
 {
 	kf_graph *g = v->g;
-	if (v->nofold || mm->nb <= 1 || mm->a.vec || mm->b.vec || mm->a.trans || kf_type_numel(&mm->b.batch) > 1 ||
-	    kf_type_numel(&mm->a.batch) != mm->nb)
+	if (v->nofold || mm->b.vec || !kx_mm_rows_fold(mm))
 		return;
 	for (uint32_t i = 0; i < v->nnode; i++) {
 		kf_nid n = v->node[i];

@@ -58,10 +58,12 @@ bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p)
 			     .ta = mm.a.trans, .tb = mm.b.trans, .ob = mm.OB, .abt = mm.a.batch, .bbt = mm.b.batch,
 			     .alpha = mm.gemm ? kf_attr_float(g, mm.c, "alpha", 1.0) : 1.0};
 	/* A [batch.., M, K] over a B without batches is one GEMM of batch x M
-	 * rows: the batches of A and of the result lie one after the other */
-	int64_t nb = kf_blas_batch(bg);
-	if (nb > 1 && !mm.a.vec && !mm.a.trans && kf_type_numel(&mm.b.batch) <= 1 && kf_type_numel(&mm.a.batch) == nb) {
-		bg->M *= nb;
+	 * rows: the batches of A and of the result lie one after the other.
+	 * The analysis folded them already unless the epilogue reads a value
+	 * broadcast over the batches (fold_batch); the GEMM folds them anyway,
+	 * the epilogue kernel then reading its result per batch */
+	if (kx_mm_rows_fold(&mm)) {
+		bg->M *= mm.nb;
 		bg->ob.rank = bg->abt.rank = bg->bbt.rank = 0;
 	}
 	if (!kf_blas_fits(bg))

@@ -56,6 +56,12 @@ bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh);
 /* Whether sh's input type runs on the tensor cores (f16, bf16, f32 as tf32). */
 bool kx_mm_mma_dtype(const kf_mm_shape *sh);
 
+/* emit_matmul.c: whether A's batches lie one after the other as rows of
+ * one tall A (A [batch.., M, K] not transposed, its batches the result's,
+ * B without batches): the rows of one GEMM (emit_mm_blas.c), and of the
+ * own kernels where the epilogue allows (fold_batch). */
+bool kx_mm_rows_fold(const kx_mm *mm);
+
 /* emit_matmul.c */
 /* Writes M (N, K) of mm: kx_dim of the number and its symbolic form. */
 void kx_mm_dim(kx *k, kf_buf *o, const kx_mm *mm, char which);
