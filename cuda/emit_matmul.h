@@ -62,7 +62,10 @@ typedef struct kf_mm_config {
 	int sk;            /* FMA, MMA, WGC: K split over sk blocks per output tile (suffix
 			    * "kS", last: "fma32x32x16t2x2k8"), the partial tiles summed
 			    * in split order by the tile's last block, which runs the
-			    * epilogue (cuda/emit_mm_splitk.c); 0 or 1: no split */
+			    * epilogue (cuda/emit_mm_splitk.c); WG ("wg128x128x64s4k4[s]",
+			    * sk 2..8): the splits are a cluster along y, which sums the
+			    * partial tiles through distributed shared memory, each CTA a
+			    * share of the tile (cuda/emit_wg_splitk.c); 0 or 1: no split */
 } kf_mm_config;
 
 /* The SMs of an H100 / H200 SXM: the grid of the kernels that put one CTA

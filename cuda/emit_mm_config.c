@@ -54,6 +54,17 @@ static int parse_wg(const char *s, int n, kf_mm_config *c)
 {
 	c->algo = KF_MM_WG;
 	int m = 0;
+	if (s[n] == 'k') { /* split-K over a cluster: only "s" may follow */
+		if (sscanf(s + n, "k%d%n", &c->sk, &m) != 1 || c->sk < 2 || c->sk > 8 || s[n + 1] < '1' || s[n + 1] > '9')
+			return -1;
+		n += m;
+		c->ss = s[n] == 's';
+		n += c->ss;
+		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
+			       c->bk == 64 && c->stages >= 2 && c->stages <= 8
+			       ? 0
+			       : -1;
+	}
 	if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
 		return -1;
 	n += m;
@@ -168,7 +179,9 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		break;
 	}
 	case KF_MM_WG:
-		if (c->cl)
+		if (c->sk > 1)
+			snprintf(out, n, "wg%dx%dx%ds%dk%d%s", c->bm, c->bn, c->bk, c->stages, c->sk, c->ss ? "s" : "");
+		else if (c->cl)
 			snprintf(out, n, "wg%dx%dx%ds%dc%d%s%s%s", c->bm, c->bn, c->bk, c->stages, c->cl,
 				 c->ps ? "p" : "", c->vs ? "v" : "", c->ss ? "s" : "");
 		else
@@ -195,7 +208,7 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 
 int kf_wg_stage_cols(const kf_mm_config *c)
 {
-	if (!c->ss)
+	if (!c->ss || c->sk > 1) /* a split's "s" stores from the partials, not a staging tile */
 		return 0;
 	/* + 1024 to align the ring, + 1024 of static shared memory */
 	int64_t ring = (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048;
@@ -207,6 +220,10 @@ int kf_wg_stage_cols(const kf_mm_config *c)
 
 int kf_wg_smem(const kf_mm_config *c)
 {
+	if (c->sk > 1) { /* the ring, then the f32 partial tile over it */
+		int ring = c->stages * (c->bm + c->bn) * 128, part = c->bm * c->bn * 4;
+		return (ring > part ? ring : part) + 1024;
+	}
 	int sc = kf_wg_stage_cols(c);
 	return c->stages * (c->bm + c->bn) * 128 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0) + 1024;
 }
@@ -231,6 +248,10 @@ static bool wg_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 		return false;
 	int bi, bo;
 	if (c->cl > 1 && kf_wg_bpieces(c->bn, sh->tb, c->cl, 0, &bi, &bo, NULL) < 0)
+		return false;
+	/* a split: fixed sizes (the grid holds M's tiles times the splits), at
+	 * least a K tile a split */
+	if (c->sk > 1 && (sh->sized || (sh->K + 63) / 64 < c->sk || (sh->M + c->bm - 1) / c->bm * c->sk > 65535))
 		return false;
 	/* + 1024 of static shared memory (the barriers) */
 	return kf_wg_stage_cols(c) >= 0 && kf_wg_smem(c) + 1024 <= 227 * 1024;

@@ -197,6 +197,22 @@ void kx_wg_epilogue_staged(kx *k, const kx_mm *mm, int sc, const char *rb, const
 /* Whether the tiles cover the output exactly (the "s" epilogue then
  * checks no bounds). */
 bool kx_wg_whole_tiles(kx *k, const kx_mm *mm);
+/* The store of 8 staged 2-byte results w0..w3 at (row, col) of o0: one
+ * 16-byte store where whole in range and aligned, else element by element
+ * where col < N; check: nothing for row >= M. */
+void kx_wg_chunk_store(kx *k, const kx_mm *mm, const char *it, bool check);
+
+/* emit_wg_splitk.c: the wgmma kernel's split-K over a cluster (cfg.sk > 1).
+ * vec: declares the helpers; 8 when the sums are stored through
+ * KF_KERNEL_epis 16 bytes at a time ("s", one 2-byte output: it is
+ * declared here), 0 element by element (KF_KERNEL_epi), -1 on an error.
+ * head: "const int ks, bm, bn, kt0, kt1" (the split, the tile, its K
+ * tiles).  reduce: after a consumer's K loop, the cluster's sum of the
+ * partial tiles and the epilogue (vec: as kx_wg_splitk_vec said). */
+int kx_wg_splitk_vec(kx *k, const kx_mm *mm);
+void kx_wg_splitk_head(kx *k, const kx_mm *mm);
+void kx_wg_splitk_reduce(kx *k, const kx_mm *mm, bool vec);
+
 /* The device copy of the staging tile's index math (guarded). */
 void kx_wg_staging_fn(kf_buf *o);
 /* The columns a consumer stages its epilogue through (0: none): where

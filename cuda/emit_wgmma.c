@@ -306,7 +306,9 @@ static void tile_open(kx *k, const kx_mm *mm)
 
 static void kloop_open(kf_buf *b, const kx_mm *mm, int64_t kt)
 {
-	if (mm->cfg.ps)
+	if (mm->cfg.sk > 1) /* this split's K tiles [kt0, kt1) (emit_wg_splitk.c) */
+		kf_buf_puts(b, "    for (int kt = kt0; kt < kt1; kt++) {\n      const int it = kt - kt0;\n");
+	else if (mm->cfg.ps)
 		kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++, it++) {\n", (long long)kt);
 	else
 		kf_buf_printf(b, "    for (int kt = 0; kt < %lld; kt++) {\n      const int it = kt;\n", (long long)kt);
@@ -331,6 +333,8 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	if (cl > 1)
 		kf_buf_printf(b, "    const unsigned rank = kf_cl_rank();\n    const unsigned short mask = %d;\n"
 			      "    if (threadIdx.x == 0) {\n", (1 << cl) - 1);
+	else if (c->sk > 1) /* every thread meets the cluster's barriers */
+		kf_buf_puts(b, "    if (threadIdx.x == 0) {\n");
 	else
 		kf_buf_puts(b, "    if (threadIdx.x != 0) return;\n");
 	tile_open(k, mm);
@@ -344,7 +348,10 @@ static void producer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 	kf_buf_printf(b, "      kf_tma2d(sa, &tm0, kt * 64, bm, bar_full + s * 8);\n");
 	producer_b(b, mm, cl);
 	kf_buf_puts(b, c->ps ? "    }\n  }\n" : "    }\n");
-	kf_buf_puts(b, cl > 1 ? "    }\n  } else {\n" : "    return;\n  }\n");
+	if (c->sk > 1) /* the partials are in the consumers' shared memory: the split's first barrier */
+		kf_buf_puts(b, "    }\n    kf_cl_sync();\n  } else {\n");
+	else
+		kf_buf_puts(b, cl > 1 ? "    }\n  } else {\n" : "    return;\n  }\n");
 }
 
 /* The epilogue of 64 x BN accumulators, acc[a0...], at rows bm + rb
@@ -403,7 +410,7 @@ bool kx_wg_whole_tiles(kx *k, const kx_mm *mm)
  * 16-byte store where the chunk is whole in range and aligned, else
  * element by element where col < N; with check (rows past M possible),
  * nothing for row >= M. */
-static void chunk_store(kx *k, const kx_mm *mm, const char *it, bool check)
+void kx_wg_chunk_store(kx *k, const kx_mm *mm, const char *it, bool check)
 {
 	kf_buf *b = &k->b;
 	long long N = (long long)mm->N;
@@ -452,7 +459,7 @@ static void staged_stores(kx *k, const kx_mm *mm, int sc, const char *rb, bool c
 	kf_buf_puts(b, "      unsigned w0, w1, w2, w3;\n");
 	kf_buf_printf(b, "      kf_lds128(stg + kf_wg_stg_off(rl, cc, %d), w0, w1, w2, w3);\n", sc);
 	kf_buf_printf(b, "      const %s row = bm + %s + rl, col = bn + h * %d + cc;\n", it, rb, sc);
-	chunk_store(k, mm, it, check);
+	kx_wg_chunk_store(k, mm, it, check);
 	kf_buf_puts(b, "    }\n");
 }
 
@@ -559,7 +566,7 @@ static void epilogue_warps(kx *k, const kx_mm *mm)
 	kx_load(b, mm->rt, "(unsigned short)(u[e] >> 16)");
 	kf_buf_printf(b, ");\n      const unsigned w0 = r[0], w1 = r[1], w2 = r[2], w3 = r[3];\n"
 		      "      const %s row = bm + rl, col = bn + cc;\n", it);
-	chunk_store(k, mm, it, true);
+	kx_wg_chunk_store(k, mm, it, true);
 	kf_buf_puts(b, "      }\n      kf_mbar_arrive(bar_sempty);\n    }\n    return;\n    }\n");
 }
 
@@ -627,12 +634,16 @@ static void consumer(kx *k, const kx_mm *mm, int64_t kt, int asz, int bsz, bool 
 		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane < %d) kf_mbar_arrive_cl(bar_empty + ((it + %d) %% %d) * 8, lane);\n  }\n",
 			      c->cl, S - 1, S);
 	else
-		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > 0 && lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n  }\n",
-			      S - 1, S);
+		kf_buf_printf(b, "    kf_wg_wait<1>();\n    if (kt > %s && lane == 0) kf_mbar_arrive(bar_empty + ((it + %d) %% %d) * 8);\n  }\n",
+			      c->sk > 1 ? "kt0" : "0", S - 1, S);
 	if (c->pp) /* the last stage's wait passed: the other consumer's turn */
 		kf_buf_puts(b, "  if (lane == 0) kf_mbar_arrive(bar_turn + (cw ^ 1) * 8);\n");
 	kf_buf_printf(b, "  kf_wg_wait<0>();\n#pragma unroll\n  for (int i = 0; i < %d; i++) asm volatile(\"\" : \"+f\"(acc[i]) :: \"memory\");\n",
 		      rbs * nr);
+	if (c->sk > 1) { /* the cluster sums the splits and stores */
+		kx_wg_splitk_reduce(k, mm, sc > 0);
+		return;
+	}
 	/* "p": the tile's last stage is released before the epilogue, so the
 	 * producer refills it with the next tile's data meanwhile */
 	if (c->ps && c->cl > 1)
@@ -664,6 +675,12 @@ static void wg_grid(kx *k, const kx_mm *mm)
 	k->k->sm90a = true;
 	k->k->block = 128 * (1 + kf_wg_consumers(c));
 	k->k->units = (mm->N + c->bn - 1) / c->bn;
+	if (c->sk > 1) { /* the sk splits of an M tile: a cluster along y */
+		k->k->grid_y = (unsigned)((mm->M + c->bm - 1) / c->bm * c->sk);
+		k->k->grid_z = 1;
+		k->k->cluster = c->sk;
+		return;
+	}
 	/* a cluster's CTAs are consecutive along y: the M tiles rounded up to
 	 * whole clusters (the extra CTAs load zeros and store nothing, but
 	 * load and multicast their share of B) */
@@ -699,7 +716,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	wg_grid(k, mm);
 	/* "s": the staged epilogue where there is one 2-byte output, else
 	 * the "v" / scalar one */
-	int sc = kx_wg_stage_pick(k, mm, c);
+	int sc = c->sk > 1 ? kx_wg_splitk_vec(k, mm) : kx_wg_stage_pick(k, mm, c);
 	if (sc < 0)
 		return -1;
 	/* "e": where the whole tile is staged and the staged value is the
@@ -711,7 +728,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 		 128 * kf_wg_consumers(c));
 	/* + 1024: the dynamic window is aligned up to the 1024 bytes SW128
 	 * needs; the staging tiles after the ring */
-	k->k->smem = S * (asz + bsz) + 1024 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0);
+	k->k->smem = c->sk > 1 ? kf_wg_smem(c) : S * (asz + bsz) + 1024 + (sc > 0 ? kf_wg_consumers(c) * 64 * sc * 2 : 0);
 	tmaps(k, mm);
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
 		      "  __shared__ __align__(8) unsigned long long kf_bar[%d];\n", 2 * S + 2 * (c->pp || ew));
@@ -722,7 +739,9 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	if (ew) /* the staging tile's full (consumer threads) and empty (epilogue threads) */
 		kf_buf_printf(b, "  const unsigned bar_sfull = bar_empty + %d, bar_sempty = bar_sfull + 8;\n", 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
-	if (!c->ps)
+	if (c->sk > 1)
+		kx_wg_splitk_head(k, mm);
+	else if (!c->ps)
 		kf_buf_printf(b, "  const int bm = blockIdx.y * %d, bn = blockIdx.x * %d;\n", c->bm, c->bn);
 	/* full: the producer's expect_tx arrival plus the bytes; empty: one
 	 * arrival per warp of the stage's consumers ("pp": one warpgroup) in
@@ -746,7 +765,7 @@ int kx_mm_emit_wgmma(kx *k, kx_mm *mm)
 	consumer(k, mm, kt, asz, bsz, pair == 0, sc, ew);
 	/* no CTA leaves while others may still write to its ring or arrive
 	 * on its barriers */
-	if (cl > 1)
+	if (cl > 1 || c->sk > 1)
 		kf_buf_puts(b, "  }\n  kf_cl_sync();\n");
 	return 0;
 }

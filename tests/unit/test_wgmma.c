@@ -388,6 +388,83 @@ static void test_cluster_model(void **state)
 	kf_kernel_free(&k);
 }
 
+/* "kK": split-K over a cluster along y.  Configs: only "s" after kK, K in
+ * 2..8; the kernel: M tiles times K CTAs along y, the cluster compiled in,
+ * every split a balanced range of K tiles, the partial written and read
+ * at the same swizzled offsets (each 4-byte slot of the tile once, each
+ * 16-byte read inside one row's chunk), the ranks summed in order, and
+ * only the CTA's share of pieces stored; the sums' stores 16 bytes at a
+ * time with "s", else element by element. */
+static void test_splitk(void **state)
+{
+	(void)state;
+	kf_mm_config cf;
+	const char *bad[] = {"wg128x128x64s4k1", "wg128x128x64s4k9", "wg128x128x64s4k4p", "wg128x128x64s4k4v",
+			     "wg128x128x64s4k4c2", "wg128x128x64s4c2k4", "wg128x128x64s4k04", "wg128x128x64s4k4se"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		assert_int_equal(kf_mm_config_parse(bad[i], &cf), -1);
+	const char *good[] = {"wg128x128x64s4k4s", "wg64x128x64s8k2", "wg128x256x64s3k8s", "wg128x64x64s6k3"};
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		char t[32];
+		assert_int_equal(kf_mm_config_parse(good[i], &cf), 0);
+		kf_mm_config_text(&cf, t, sizeof t);
+		assert_string_equal(t, good[i]);
+	}
+	/* smem: the larger of the ring and the f32 partial tile */
+	kf_mm_config_parse("wg128x256x64s2k4", &cf);
+	assert_int_equal(kf_wg_smem(&cf), 128 * 256 * 4 + 1024);
+	/* the partial's layout: every slot of a 128 x 128 tile written once by
+	 * the accumulator pairs, found again by the chunk reads */
+#define KF_WGK_OFF(row, col, bn) ((row) * (bn) * 4 + ((((col) >> 2) ^ ((row) & 7)) << 4) + ((col) & 3) * 4)
+	static unsigned char seen[128 * 128];
+	memset(seen, 0, sizeof seen);
+	for (int row = 0; row < 128; row++)
+		for (int col = 0; col < 128; col += 2) {
+			unsigned o = KF_WGK_OFF(row, col, 128);
+			assert_int_equal(o % 8, 0);
+			assert_int_equal(KF_WGK_OFF(row, col + 1, 128), o + 4);
+			assert_true(o / 512 == (unsigned)row);
+			seen[o / 4]++, seen[o / 4 + 1]++;
+		}
+	for (int i = 0; i < 128 * 128; i++)
+		assert_int_equal(seen[i], 1);
+	for (int row = 0; row < 128; row++)
+		for (int cc = 0; cc < 128; cc += 4)
+			for (int e = 0; e < 4; e++)
+				assert_int_equal(KF_WGK_OFF(row, cc, 128) + 4 * e, KF_WGK_OFF(row, cc + e, 128));
+#undef KF_WGK_OFF
+	kf_kernel k;
+	kft_emit_contraction(mm_text(128, 5632, 2048, false), 1, "wg128x128x64s4k4s", &k);
+	assert_int_equal(k.grid_y, 4);
+	assert_int_equal(k.units, 44);
+	assert_int_equal(k.cluster, 4);
+	assert_int_equal(k.smem, 4 * 256 * 128 + 1024);
+	assert_non_null(strstr(k.src, "__cluster_dims__(1, 4, 1)"));
+	assert_non_null(strstr(k.src, "const int kt0 = ks * 32 / 4, kt1 = (ks + 1) * 32 / 4;"));
+	assert_non_null(strstr(k.src, "for (int kt = kt0; kt < kt1; kt++)"));
+	assert_non_null(strstr(k.src, "if (kt > kt0 && lane == 0) kf_mbar_arrive("));
+	assert_non_null(strstr(k.src, "for (int q = ks * 2048 / 4 + (int)threadIdx.x - 128; q < (ks + 1) * 2048 / 4; q += 256)"));
+	assert_non_null(strstr(k.src, "for (int r = 1; r < 4; r++)"));
+	assert_non_null(strstr(k.src, "*(uint4 *)(o0 + off)"));
+	assert_null(strstr(k.src, "KF_KERNEL_epi("));
+	kf_kernel_free(&k);
+	/* M not a tile's multiple, N odd, no "s": element by element */
+	kft_emit_contraction(mm_text(100, 201, 1000, true), 1, "wg64x128x64s8k3", &k);
+	assert_int_equal(k.grid_y, 2 * 3);
+	assert_int_equal(k.cluster, 3);
+	assert_non_null(strstr(k.src, "const int kt0 = ks * 16 / 3, kt1 = (ks + 1) * 16 / 3;"));
+	assert_non_null(strstr(k.src, "if (row >= 100) break;"));
+	assert_non_null(strstr(k.src, "if (col + e < 201) "));
+	kf_kernel_free(&k);
+	/* more splits than K tiles: not this config (another kernel runs) */
+	kft_emit_contraction(mm_text(128, 512, 192, false), 1, "wg128x128x64s4k4", &k);
+	assert_int_equal(k.cluster, 0);
+	kf_kernel_free(&k);
+	kft_emit_contraction(mm_text(128, 512, 256, false), 1, "wg128x128x64s4k4", &k);
+	assert_int_equal(k.cluster, 4);
+	kf_kernel_free(&k);
+}
+
 /* The persistent schedule: CTA b of g takes tiles b, b + g, ... placed by
  * kf_wg_raster; across the CTAs every (M tile, N tile) comes exactly once,
  * and inside a group of 8 M tiles the order sweeps N with M fastest. */
@@ -733,6 +810,10 @@ static void test_compile(void **state)
 		{4096, 4096, 4096, false, "wg128x256x64s3c2pvs", 168},
 		{300, 201, 72, true, "wg128x128x64s4c2pvs", 168},
 		{512, 4096, 4096, true, "wg128x128x64s4c4pv", 168},
+		/* split-K over a cluster: 16-byte or element stores, partial tiles */
+		{128, 5632, 2048, false, "wg128x128x64s4k4s", 168},
+		{128, 2048, 5632, true, "wg128x256x64s3k8s", 168},
+		{100, 201, 1000, true, "wg64x128x64s8k3", 255},
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		kf_kernel k;
@@ -794,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_choice),
 		cmocka_unit_test(test_layout_model),
 		cmocka_unit_test(test_cluster_model),
+		cmocka_unit_test(test_splitk),
 		cmocka_unit_test(test_staging_model),
 		cmocka_unit_test(test_raster_model),
 		cmocka_unit_test(test_ring_model),
