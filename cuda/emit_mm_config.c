@@ -208,7 +208,7 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 
 int kf_wg_stage_cols(const kf_mm_config *c)
 {
-	if (!c->ss || c->sk > 1) /* a split's "s" stores from the partials, not a staging tile */
+	if (!c->ss || (c->algo == KF_MM_WG && c->sk > 1)) /* a split's "s" stores from the partials, not a staging tile */
 		return 0;
 	/* + 1024 to align the ring, + 1024 of static shared memory */
 	int64_t ring = (int64_t)c->stages * (c->bm + c->bn) * 128 + 2048;
@@ -220,7 +220,7 @@ int kf_wg_stage_cols(const kf_mm_config *c)
 
 int kf_wg_smem(const kf_mm_config *c)
 {
-	if (c->sk > 1) { /* the ring, then the f32 partial tile over it */
+	if (c->algo == KF_MM_WG && c->sk > 1) { /* the ring, then the f32 partial tile over it */
 		int ring = c->stages * (c->bm + c->bn) * 128, part = c->bm * c->bn * 4;
 		return (ring > part ? ring : part) + 1024;
 	}
