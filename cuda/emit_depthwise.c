@@ -1,21 +1,32 @@
 /* emit_depthwise.c: channels-last depthwise convs (one input channel per
- * output channel) whose channels come in whole 16-byte vectors, two
+ * output channel) whose channels come in whole 16-byte vectors, three
  * kernels:
  *
  * - the tiled kernel: weights in shared memory, a thread a tile of
  *   outputs along W of one channel vector; for convs of many outputs;
  * - the vector kernel: a thread one channel vector of one output position,
- *   weights read from global memory (L1 keeps them); for small convs.
+ *   weights read from global memory (L1 keeps them); for small convs;
+ * - the rows kernel (emit_depthwise_rows.c): a thread walks down a strip
+ *   of output rows, its weights in registers, each input row loaded once;
+ *   written to take the tiled kernel's place on 2-D kernels up to 5x5,
+ *   which the tiled one runs bound by L1 (below 50% of copy bandwidth).
  *
- * Why two, measured on the H200 (bench/results/2026-12-02-gpu-s5a-conv-layers.txt
+ * Why, measured on the H200 (bench/results/2026-12-02-gpu-s5a-conv-layers.txt
  * and -s5d-conv-layers.txt; conv + bias + ReLU, f16): at batch 32 the tiled
- * kernel is 1.5-4x faster (ConvNeXt-T's 7x7 of 192 channels at 28x28:
- * 0.058 against 0.238 ms), at batch 1 (at most 401k outputs in MobileNetV2
- * and ConvNeXt-T) the vector kernel is as fast or up to 1.6x faster (the
- * same layer: 0.019 against 0.030 ms): there the tiled kernel's weight copy
- * and barrier are not paid back over enough outputs.  Outputs of 2^19 or
- * more take the tiled kernel (every batch-32 layer of those models, no
- * batch-1 one); $KFUSE_DEPTHWISE (emit_tiled's override) forces it.
+ * kernel is 1.5-4x faster than the vector one (ConvNeXt-T's 7x7 of 192
+ * channels at 28x28: 0.058 against 0.238 ms), at batch 1 (at most 401k
+ * outputs in MobileNetV2 and ConvNeXt-T) the vector kernel is as fast or
+ * up to 1.6x faster (the same layer: 0.019 against 0.030 ms): there the
+ * tiled kernel's weight copy and barrier are not paid back over enough
+ * outputs.  Outputs of 2^19 or more (every batch-32 layer of those models,
+ * no batch-1 one) take the rows kernel where the kernel is at most 5x5 and
+ * it fits (not yet timed on a GPU: bench/gpu/depthwise.sh), else the tiled
+ * one.
+ *
+ * $KFUSE_DEPTHWISE forces one: "vector"; "rows" or "rows:<knobs>" (see
+ * emit_depthwise_rows.c); anything else the tiled kernel, with
+ * "r<R>c<CS>p<P>t<TR>b<MB>s<SB>" overrides of its choices (emit_tiled's,
+ * below; set but empty: its own).
  *
  * requires: the conv's operands read as stored (no prologue), channels a
  * multiple of V; keeps: the epilogue calls of the matmul kernels.
