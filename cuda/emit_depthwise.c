@@ -1,21 +1,32 @@
 /* emit_depthwise.c: channels-last depthwise convs (one input channel per
- * output channel) whose channels come in whole 16-byte vectors, two
+ * output channel) whose channels come in whole 16-byte vectors, three
  * kernels:
  *
  * - the tiled kernel: weights in shared memory, a thread a tile of
  *   outputs along W of one channel vector; for convs of many outputs;
  * - the vector kernel: a thread one channel vector of one output position,
- *   weights read from global memory (L1 keeps them); for small convs.
+ *   weights read from global memory (L1 keeps them); for small convs;
+ * - the rows kernel (emit_depthwise_rows.c): a thread walks down a strip
+ *   of output rows, its weights in registers, each input row loaded once;
+ *   written to take the tiled kernel's place on 2-D kernels up to 5x5,
+ *   which the tiled one runs bound by L1 (below 50% of copy bandwidth).
  *
- * Why two, measured on the H200 (bench/results/2026-12-02-gpu-s5a-conv-layers.txt
+ * Why, measured on the H200 (bench/results/2026-12-02-gpu-s5a-conv-layers.txt
  * and -s5d-conv-layers.txt; conv + bias + ReLU, f16): at batch 32 the tiled
- * kernel is 1.5-4x faster (ConvNeXt-T's 7x7 of 192 channels at 28x28:
- * 0.058 against 0.238 ms), at batch 1 (at most 401k outputs in MobileNetV2
- * and ConvNeXt-T) the vector kernel is as fast or up to 1.6x faster (the
- * same layer: 0.019 against 0.030 ms): there the tiled kernel's weight copy
- * and barrier are not paid back over enough outputs.  Outputs of 2^19 or
- * more take the tiled kernel (every batch-32 layer of those models, no
- * batch-1 one); $KFUSE_DEPTHWISE (emit_tiled's override) forces it.
+ * kernel is 1.5-4x faster than the vector one (ConvNeXt-T's 7x7 of 192
+ * channels at 28x28: 0.058 against 0.238 ms), at batch 1 (at most 401k
+ * outputs in MobileNetV2 and ConvNeXt-T) the vector kernel is as fast or
+ * up to 1.6x faster (the same layer: 0.019 against 0.030 ms): there the
+ * tiled kernel's weight copy and barrier are not paid back over enough
+ * outputs.  Outputs of 2^19 or more (every batch-32 layer of those models,
+ * no batch-1 one) take the rows kernel where the kernel is at most 5x5 and
+ * it fits (not yet timed on a GPU: bench/gpu/depthwise.sh), else the tiled
+ * one.
+ *
+ * $KFUSE_DEPTHWISE forces one: "vector"; "rows" or "rows:<knobs>" (see
+ * emit_depthwise_rows.c); anything else the tiled kernel, with
+ * "r<R>c<CS>p<P>t<TR>b<MB>s<SB>" overrides of its choices (emit_tiled's,
+ * below; set but empty: its own).
  *
  * requires: the conv's operands read as stored (no prologue), channels a
  * multiple of V; keeps: the epilogue calls of the matmul kernels.
@@ -26,34 +37,34 @@
 #include <string.h>
 #include "emit_mm_int.h"
 
-/* How a thread stores its V outputs of one position: 16 (one 16-byte
- * store of the epilogue's staged pairs, kx_mm_epis: the outputs 2 bytes
- * wide and V = 8), 4 (pairs, epi2) or 0 (each element alone).  A warp's
- * threads own adjacent channel vectors, so 16-byte stores are whole
- * sectors; 4-byte pairs wrote each 32-byte sector in four partial writes
- * (four times the L2's store transactions). */
-static int dw_store_kind(kx *k, const kx_mm *mm, int V)
+/* How a thread stores its V outputs of one position: 2 V bytes (one 16-
+ * or 8-byte store of the epilogue's staged pairs, kx_mm_epis: the outputs
+ * 2 bytes wide and V = 8 or 4), 4 (pairs, epi2) or 0 (each element
+ * alone).  A warp's threads own adjacent channel vectors, so wide stores
+ * are whole sectors; 4-byte pairs from V = 8 wrote each 32-byte sector in
+ * four partial writes (four times the L2's store transactions). */
+int kx_dw_store_kind(kx *k, const kx_mm *mm, int V)
 {
 	bool pair = kx_mm_epilogue2(k, mm) == 0;
-	if (pair && V == 8 && kx_mm_epis_fits(k) && kx_mm_epilogue_s(k, mm, true) == 0)
-		return 16;
+	if (pair && (V == 8 || V == 4) && kx_mm_epis_fits(k) && kx_mm_epilogue_s(k, mm, true) == 0)
+		return 2 * V;
 	return pair ? 4 : 0;
 }
 
-/* The statement storing acc<a>[0..V) at output (row, col) as kind sb
- * says; an unaligned output (a view) falls back to pairs. */
-static void dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a)
+void kx_dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a)
 {
-	if (sb == 16) {
+	bool wide = sb == 16 || sb == 8;
+	if (wide) {
+		const char *ty = sb == 16 ? "uint4" : "uint2";
 		kf_buf_printf(b, "{\n  const %s voff = (%s) * ", kx_it(k), row);
 		kx_mm_dim(k, b, mm, 'N');
-		kf_buf_puts(b, " + col;\n  if (!((unsigned long long)(o0 + voff) & 15)) {\n    uint4 kv;\n");
+		kf_buf_printf(b, " + col;\n  if (!((unsigned long long)(o0 + voff) & %d)) {\n    %s kv;\n", sb - 1, ty);
 		for (int j = 0; j < V; j += 2) {
 			kf_buf_printf(b, "    kv.%c = ", "xyzw"[j / 2]);
 			kx_mm_epis_call(k, b);
 			kf_buf_printf(b, "0, %s, col + %d, %s[%d], %s[%d]);\n", row, j, a, j, a, j + 1);
 		}
-		kf_buf_puts(b, "    *(uint4 *)(o0 + voff) = kv;\n  } else\n");
+		kf_buf_printf(b, "    *(%s *)(o0 + voff) = kv;\n  } else\n", ty);
 	}
 	kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j += %d)\n    ", V, sb ? 2 : 1);
 	if (sb) {
@@ -63,7 +74,7 @@ static void dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const
 		kx_mm_epi_call(k, b);
 		kf_buf_printf(b, "0, %s, col + j, %s[j]);\n", row, a);
 	}
-	if (sb == 16)
+	if (wide)
 		kf_buf_puts(b, "}\n");
 }
 
@@ -78,7 +89,7 @@ static int emit_vector(kx *k, kx_mm *mm, int V)
 	const char *it = kx_it(k), *acc = kx_mm_acc_type(mm), *st = kx_st(mm->a.st);
 	int64_t groups = cv->C / V;
 	kf_buf *b = &k->b;
-	int sb = dw_store_kind(k, mm, V);
+	int sb = kx_dw_store_kind(k, mm, V);
 	if (kx_conv_thread_grid(k, mm->M * groups, "conv") != 0)
 		return -1;
 	kf_buf_printf(b, "  const %s col = idx %% %lld * %d, row = idx / %lld;\n", it, (long long)groups, V,
@@ -96,7 +107,7 @@ static int emit_vector(kx *k, kx_mm *mm, int V)
 	kf_buf_puts(b, " * ");
 	kx_load(b, mm->b.st, "p%d[(col + j) * %lld + tap]", mm->b.param, (long long)cv->KK);
 	kf_buf_puts(b, ";\n  }}}\n");
-	dw_store_vec(k, mm, b, sb, V, "row", "acc");
+	kx_dw_store_vec(k, mm, b, sb, V, "row", "acc");
 	return 0;
 }
 
@@ -358,7 +369,7 @@ static void dw_store(kx *k, const kx_mm *mm, const dw_plan *p)
 	kf_buf_printf(b, "#pragma unroll\n    for (int r = 0; r < %d; r++) {\n", p->R);
 	if (cv->out[2] % p->R)
 		kf_buf_printf(b, "      if (ow0 + r >= %lld) break;\n", (long long)cv->out[2]);
-	dw_store_vec(k, mm, b, p->SB, p->V, "rb + r", "acc[r]");
+	kx_dw_store_vec(k, mm, b, p->SB, p->V, "rb + r", "acc[r]");
 	kf_buf_puts(b, "    }\n");
 }
 
@@ -379,7 +390,7 @@ static int emit_tiled(kx *k, kx_mm *mm, int V)
 	k->k->min_blocks = p.MB ? p.MB : warps < DW_WARPS(cv) ? DW_WARPS(cv) / warps : 1;
 	if (k->k->units >= (1LL << 31))
 		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
-	int sb = dw_store_kind(k, mm, V);
+	int sb = kx_dw_store_kind(k, mm, V);
 	if (p.SB > sb) /* the widest the outputs allow, or the override's */
 		p.SB = sb;
 	dw_stage(k, mm, &p);
@@ -396,12 +407,29 @@ static int emit_tiled(kx *k, kx_mm *mm, int V)
 	return 0;
 }
 
-/* Outputs from which the tiled kernel is faster (see the top). */
+/* Outputs from which the tiled and rows kernels are faster (see the top). */
 #define DW_TILED_OUTPUTS (1LL << 19)
+/* The largest kernel (along H and W) the rows kernel takes by default:
+ * its weights live in registers (25 taps x 2-4 channels a thread); 7x7
+ * (ConvNeXt's) is bound by its multiply-adds, where the tiled kernel's
+ * wider tiles are the better trade (not measured against the rows one). */
+#define DW_ROWS_K 5
 
 int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 {
-	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS && !getenv("KFUSE_DEPTHWISE"))
+	const char *env = getenv("KFUSE_DEPTHWISE");
+	if (env && !strcmp(env, "vector"))
 		return emit_vector(k, mm, V);
+	if (env && !strncmp(env, "rows", 4) && (env[4] == 0 || env[4] == ':'))
+		return kx_dw_emit_rows(k, mm, V, env, env + 4 + (env[4] == ':'));
+	if (env)
+		return emit_tiled(k, mm, V);
+	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)
+		return emit_vector(k, mm, V);
+	if (mm->cv.k[1] <= DW_ROWS_K && mm->cv.k[2] <= DW_ROWS_K) {
+		int rc = kx_dw_emit_rows(k, mm, V, NULL, NULL);
+		if (rc != 1)
+			return rc;
+	}
 	return emit_tiled(k, mm, V);
 }

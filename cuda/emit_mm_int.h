@@ -152,6 +152,18 @@ int kx_conv_thread_grid(kx *k, int64_t total, const char *what);
  * 16-byte vectors of V; 1 when it takes another kernel (weights too large
  * for its shared memory), else 0 or an emit error. */
 int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V);
+/* The depthwise kernels' stores of a thread's V outputs at one position:
+ * the widest store the outputs allow (2 V bytes staged, 4 in pairs, 0
+ * element by element; declares the epilogue helpers it needs), and the
+ * statement storing a[0..V) at output row `row`, channels col.. (in
+ * scope), as kind sb says. */
+int kx_dw_store_kind(kx *k, const kx_mm *mm, int V);
+void kx_dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a);
+/* emit_depthwise_rows.c: the rows kernel (a thread walks a strip of output
+ * rows, weights in registers); 1 when it does not take the conv, unless
+ * forced: knobs non-NULL ($KFUSE_DEPTHWISE `env`'s "rows:" text), then an
+ * error instead. */
+int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs);
 /* The conv part of sh (set from mm by the contraction's shape_of): conv,
  * pw, geo, and raw (A's rows copied 16 bytes at a time). */
 void kx_conv_shape(const kx_mm *mm, kf_mm_shape *sh);

@@ -143,6 +143,58 @@ static void ptxas_hopper(void **st)
 	}
 }
 
+/* The depthwise rows kernel (cuda/emit_depthwise_rows.c) on the batch-32
+ * layers it takes by default, MobileNetV2's and EfficientNet-B0's 3x3 and
+ * 5x5 at stride 1 and 2, conv + bias + ReLU6 (f16, 8-byte stores), and
+ * its forced shapes: sm_90 without spills within __launch_bounds__'s 128
+ * registers.  Prints ptxas's registers for each. */
+static void ptxas_depthwise_rows(void **st)
+{
+	if (!kft_have_nvrtc())
+		skip();
+	static const struct {
+		int C, H, k, s;
+		const char *dw;
+	} ls[] = {
+		{32, 112, 3, 1, NULL}, {144, 56, 3, 1, NULL}, {144, 56, 3, 2, NULL}, {96, 112, 3, 2, NULL},
+		{384, 14, 3, 1, NULL}, {960, 7, 3, 1, NULL},  {240, 28, 5, 1, NULL}, {144, 56, 5, 2, NULL},
+		{672, 14, 5, 1, NULL}, {32, 112, 3, 1, "rows:v8x1h4"}, {32, 112, 3, 1, "rows:v4x3h8"},
+		{144, 56, 5, 1, "rows:v2x2h8"},
+	};
+	for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
+		int C = ls[i].C, H = ls[i].H, K = ls[i].k, S = ls[i].s, p = K / 2, O = (H + 2 * p - K) / S + 1;
+		char text[2048];
+		snprintf(text, sizeof text,
+			 "graph @d(%%x: f16[32,%d,%d,%d], %%w: f16[%d,%d,%d,1], %%b: f16[%d]) -> (f16[32,%d,%d,%d]) {\n"
+			 "  %%y = fusion @c0(%%x, %%w, %%b) {kind = \"conv\"} : f16[32,%d,%d,%d] {\n"
+			 "  ^(%%0: f16[32,%d,%d,%d], %%1: f16[%d,%d,%d,1], %%2: f16[%d]):\n"
+			 "    %%c = conv(%%0, %%1, %%2) {channels_last = true, pads = [%d, %d, %d, %d], strides = [%d, %d], "
+			 "group = %d} : f16[32,%d,%d,%d]\n"
+			 "    %%k = const 6.0 : f16[]\n    %%z = const 0.0 : f16[]\n    %%h = max(%%c, %%z) : f16[32,%d,%d,%d]\n"
+			 "    %%l = min(%%h, %%k) : f16[32,%d,%d,%d]\n    yield %%l\n  }\n  return %%y\n}\n",
+			 H, H, C, C, K, K, C, O, O, C, O, O, C, H, H, C, C, K, K, C, p, p, p, p, S, S, C, O, O, C, O, O, C,
+			 O, O, C);
+		kf_ctx *c = kf_ctx_new();
+		kf_module *m = kft_parse(c, text);
+		kf_graph *g = m->graph[0];
+		if (ls[i].dw)
+			setenv("KFUSE_DEPTHWISE", ls[i].dw, 1);
+		kf_kernel k;
+		int rc = kf_emit_node(g, g->blk[0].first, &k);
+		unsetenv("KFUSE_DEPTHWISE");
+		if (rc != 0)
+			kft_fail_diags(c, "emit");
+		if (!strstr(k.src, "float wf["))
+			fail_msg("%d channels %dx%d, %dx%d /%d: not the rows kernel", C, H, H, K, K, S);
+		int regs = kft_ptxas_checked(&k, "sm_90", 128);
+		fprintf(stderr, "ptxas depthwise rows %d ch %dx%d %dx%d/%d %s: %d registers, block %d\n", C, H, H, K, K, S,
+			ls[i].dw ? ls[i].dw : "(default)", regs, k.block);
+		kf_kernel_free(&k);
+		kf_module_free(m);
+		kf_ctx_free(c);
+	}
+}
+
 /* The weight's transpose and its scaling depend on constants alone: one
  * kernel (the conv) runs; the plan says what it computed instead. */
 static void hoisting(void **st)
@@ -182,6 +234,7 @@ int main(void)
 		cmocka_unit_test(hoisting),
 		cmocka_unit_test(ptxas_convs),
 		cmocka_unit_test(ptxas_hopper),
+		cmocka_unit_test(ptxas_depthwise_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,8 +37,19 @@ static int teardown(void **st)
 
 /* Runs the first kernel-making node of g's body (whose operands are the
  * graph's inputs, in order, and whose result is the graph's) emulated, and
- * the graph on the interpreter, on the same random inputs. */
+ * the graph on the interpreter, on the same random inputs.  With `from`,
+ * the kernel's text has its first `from` replaced by `to` (as long) and
+ * must then give wrong results: the check can fail. */
+static void check_graph_mut(const char *text, const char *pipeline, double rtol, double atol, uint64_t seed,
+			    const char *from, const char *to);
+
 static void check_graph(const char *text, const char *pipeline, double rtol, double atol, uint64_t seed)
+{
+	check_graph_mut(text, pipeline, rtol, atol, seed, NULL, NULL);
+}
+
+static void check_graph_mut(const char *text, const char *pipeline, double rtol, double atol, uint64_t seed,
+			    const char *from, const char *to)
 {
 	kf_ctx *c = kf_ctx_new();
 	kf_module *m = kft_parse(c, text);
@@ -52,6 +63,12 @@ static void check_graph(const char *text, const char *pipeline, double rtol, dou
 	kf_kernel k;
 	if (kf_emit_node(g, n, &k) != 0)
 		kft_fail_diags(c, "emit");
+	if (from) {
+		char *p = strstr(k.src, from);
+		assert_non_null(p);
+		assert_int_equal(strlen(from), strlen(to));
+		memcpy(p, to, strlen(to));
+	}
 	const kf_block *b0 = &g->blk[0];
 	kf_tensor in[8] = {0}, pin[8] = {0}, want[2] = {0}, got[2] = {0};
 	assert_true(b0->narg <= 8 && k.nin <= 8 && k.nout == 1);
@@ -70,7 +87,9 @@ static void check_graph(const char *text, const char *pipeline, double rtol, dou
 	kft_emu_run(g, &k, pin, got, DIR);
 	kf_equiv_stat st;
 	kf_equiv_compare(&got[0], &want[0], rtol, atol, &st);
-	if (st.nbad || st.shape_differs) {
+	if (from)
+		assert_true(st.nbad > 0);
+	else if (st.nbad || st.shape_differs) {
 		kf_buf d = {0};
 		kf_equiv_describe(&d, &st);
 		fail_msg("%s (%s): %.*s\n%s", k.name, kf_kernel_kind_name(k.kind), (int)d.n, d.p, text);
@@ -160,7 +179,8 @@ typedef struct conv_case {
 	bool cl;
 	int nsp, N, C, O, G;
 	int in[3], k[3], s[3], d[3], pb[3], pe[3];
-	int epi;          /* 0: none; 1: bias; 2: bias, per-channel scale, residual, relu */
+	int epi;          /* 0: none; 1: bias; 2: bias, per-channel scale, residual, relu;
+			   * 3: bias, relu6 (max 0, min 6); 4: bias, silu */
 	const char *tile; /* KFUSE_CONV_TILE, or NULL */
 	bool tf32;
 	const char *dw;   /* KFUSE_DEPTHWISE (the depthwise kernel's choices), or NULL */
@@ -209,7 +229,7 @@ static void conv_text(const conv_case *cc, char *text, size_t size)
 	list_text(dd, sizeof dd, cc->d, cc->nsp, NULL);
 	/* the operands: x, w, then the bias, the scale and the residual */
 	const char *ty[5] = {xt, wt, bt, st, yt}, *nm[5] = {"x", "w", "b", "s", "r"};
-	int nops = cc->epi == 2 ? 5 : cc->epi == 1 ? 3 : 2;
+	int nops = cc->epi == 2 ? 5 : cc->epi ? 3 : 2;
 	char args[512] = "", ops[128] = "", bargs[512] = "";
 	for (int i = 0; i < nops; i++) {
 		snprintf(args + strlen(args), sizeof args - strlen(args), "%s%%%s: %s", i ? ", " : "", nm[i], ty[i]);
@@ -225,6 +245,12 @@ static void conv_text(const conv_case *cc, char *text, size_t size)
 		n += snprintf(text + n, size - (size_t)n,
 			      "    %%m = mul(%%c, %%3) : %s\n    %%a = add(%%m, %%4) : %s\n    %%z = relu(%%a) : %s\n"
 			      "    yield %%z\n  }\n  return %%y\n}\n", yt, yt, yt);
+	else if (cc->epi == 3)
+		n += snprintf(text + n, size - (size_t)n,
+			      "    %%k = const 6.0 : %s[]\n    %%z = const 0.0 : %s[]\n    %%h = max(%%c, %%z) : %s\n"
+			      "    %%l = min(%%h, %%k) : %s\n    yield %%l\n  }\n  return %%y\n}\n", cc->dt, cc->dt, yt, yt);
+	else if (cc->epi == 4)
+		n += snprintf(text + n, size - (size_t)n, "    %%s = silu(%%c) : %s\n    yield %%s\n  }\n  return %%y\n}\n", yt);
 	else
 		n += snprintf(text + n, size - (size_t)n, "    yield %%c\n  }\n  return %%y\n}\n");
 	assert_true(n < (int)size);
@@ -339,6 +365,52 @@ static void conv_depthwise(void **st)
 	}
 }
 
+/* The rows kernel (a thread VT channels x RC columns, down a strip of R
+ * output rows, weights in registers), forced by $KFUSE_DEPTHWISE "rows"
+ * (its own shape) or "rows:v<VT>x<RC>h<R>..": 3x3 and 5x5, strides 1 and
+ * 2, pads 0, 1, 2 and asymmetric, a dilation, odd sizes that the strips
+ * and column groups do not divide (and a strip taller than the image),
+ * 8 to 144 channels, batches 1 and 2, 16-, 8- and 4-byte loads and stores
+ * (and pairs forced), f16, bf16, f32, 1-D; bias with ReLU, ReLU6, SiLU, a
+ * per-channel scale and residual add. */
+static const conv_case dw_rows_cases[] = {
+	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows"},
+	{"f16", true, 2, 1, 24, 24, 24, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 3, NULL, false, "rows:v8x1h4"},
+	{"f16", true, 2, 2, 8, 8, 8, {11, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "rows:v4x2h3"},
+	{"f16", true, 2, 1, 144, 144, 144, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, NULL, false, "rows"},
+	{"f16", true, 2, 2, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v2x3h5"},
+	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "rows:v4x2h4"},
+	{"f16", true, 2, 1, 16, 16, 16, {8, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, NULL, false, "rows:v8x2h2"},
+	{"f16", true, 2, 2, 8, 8, 8, {10, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v4x2h3"},
+	{"f16", true, 2, 1, 16, 16, 16, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}, 2, NULL, false, "rows:v2x1h2"},
+	{"f16", true, 2, 1, 8, 8, 8, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 4, NULL, false, "rows:v8x1h3"},
+	{"f16", true, 2, 2, 16, 16, 16, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows:v4x1h8s4"},
+	{"f16", true, 2, 1, 32, 32, 32, {6, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 3, NULL, false, "rows:v8x2h2c2p3"},
+	{"bf16", true, 2, 1, 16, 16, 16, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows"},
+	{"f32", true, 2, 1, 8, 8, 8, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "rows"},
+	{"f32", true, 2, 1, 12, 12, 12, {7, 5}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v2x2h2"},
+	{"f16", true, 1, 2, 16, 16, 16, {19}, {5}, {1}, {1}, {2}, {2}, 1, NULL, false, "rows"},
+};
+
+static void conv_depthwise_rows(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	for (size_t i = 0; i < sizeof dw_rows_cases / sizeof *dw_rows_cases; i++)
+		check_conv(&dw_rows_cases[i], 600 + i);
+	/* and they can fail: each output row stored one input row early (before
+	 * its last tap row is in), or the strip's input one column off */
+	static const char *const muts[][2] = {{"if (i != r * 1 + 2) continue;", "if (i != r * 1 + 1) continue;"},
+					      {"iw0 = ow0 * 1 - 1;", "iw0 = ow0 * 1 - 0;"}};
+	for (int m = 0; m < 2; m++) {
+		char text[4096];
+		conv_text(&dw_rows_cases[0], text, sizeof text);
+		setenv("KFUSE_DEPTHWISE", dw_rows_cases[0].dw, 1);
+		check_graph_mut(text, NULL, 6e-3, 6e-3, 600, muts[m][0], muts[m][1]);
+		unsetenv("KFUSE_DEPTHWISE");
+	}
+}
+
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
 static int emit_case(const conv_case *cc, const char *dw, kf_kernel *k)
 {
@@ -387,7 +459,33 @@ static void depthwise_plan(void **st)
 	kf_kernel_free(&k);
 	assert_int_not_equal(emit_case(&dw, "c5", &k), 0); /* 5 does not divide 24 */
 	assert_int_not_equal(emit_case(&dw, "r9", &k), 0);
+	/* MobileNetV2's 32-channel 3x3 at 112x112, batch 32: the rows kernel,
+	 * 4 channels x 2 columns x 8 rows a thread (8-byte loads and stores),
+	 * 8 x 32 threads a block, 32 x 14 x 56 strips; "vector", "" and
+	 * "rows" force each kernel */
+	conv_case mb = {"f16", true, 2, 32, 32, 32, 32, {112, 112}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
+	assert_int_equal(emit_case(&mb, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise rows: 4 channels x 2 columns x 8 rows a thread, 8 x 32 a block"));
+	assert_non_null(strstr(k.src, "*(uint2 *)(o0 + voff) = kv;"));
+	assert_int_equal(k.block, 256);
+	assert_int_equal(k.units, 32 * 14 * 56 / 32);
+	kf_kernel_free(&k);
+	assert_int_equal(emit_case(&mb, "vector", &k), 0);
+	assert_null(strstr(k.src, "__shared__"));
+	kf_kernel_free(&k);
+	assert_int_equal(emit_case(&mb, "", &k), 0);
+	assert_non_null(strstr(k.src, "xf[r * 1 + kw * 1]"));
+	kf_kernel_free(&k);
+	assert_int_equal(emit_case(&small, "rows:v8x1h4c2p5b3", &k), 0); /* 7x7 forced */
+	assert_non_null(strstr(k.src, "depthwise rows: 8 channels x 1 columns x 4 rows a thread, 2 x 5 a block"));
+	assert_int_equal(k.min_blocks, 3);
+	assert_int_equal(k.units, 12 * ((28 * 7 + 4) / 5));
+	kf_kernel_free(&k);
+	assert_int_not_equal(emit_case(&mb, "rows:v3", &k), 0);   /* 3 does not divide 8 */
+	assert_int_not_equal(emit_case(&mb, "rows:x2q1", &k), 0); /* no knob q */
+	assert_int_not_equal(emit_case(&mb, "rows:c3", &k), 0);   /* 3 does not divide 8 vectors of 4 */
 	conv_case big = {"f16", true, 3, 1, 8, 8, 8, {11, 11, 11}, {11, 11, 11}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 0, NULL};
+	assert_int_not_equal(emit_case(&big, "rows", &k), 0); /* 3-D */
 	assert_int_equal(emit_case(&big, NULL, &k), 0);
 	assert_null(strstr(k.src, "kf_w"));
 	kf_kernel_free(&k);
@@ -521,6 +619,7 @@ int main(void)
 		cmocka_unit_test(conv_gemm),
 		cmocka_unit_test(conv_direct),
 		cmocka_unit_test(conv_depthwise),
+		cmocka_unit_test(conv_depthwise_rows),
 		cmocka_unit_test(depthwise_plan),
 		cmocka_unit_test(pools),
 		cmocka_unit_test(reductions),

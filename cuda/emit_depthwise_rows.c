@@ -1,0 +1,353 @@
+/* emit_depthwise_rows.c: the rows kernel of channels-last depthwise
+ * convs (emit_depthwise.c picks it for 2-D convs of many outputs whose
+ * kernel is at most 5x5).
+ *
+ * Why another kernel: the tiled one (a thread R outputs along W of one
+ * channel vector) is bound by L1 on the H200 (Nsight Compute on
+ * MobileNetV2's 32-channel 3x3 at 112x112, batch 32: 78% of L1 against 26%
+ * of DRAM; bench/results/2026-12-02-gpu-s6b-depthwise.txt): a 4-output
+ * tile makes 18 16-byte input loads and 18 16-byte shared-memory weight
+ * loads, each row of inputs read again by the next row's tile.  Here a
+ * thread owns VT channels at RC adjacent output columns and walks DOWN a
+ * strip of R output rows:
+ * - its KK x VT weights sit in registers (f32) for the whole strip,
+ *   copied once from the block's shared copy (as the tiled kernel stages
+ *   them, [tap][channel]);
+ * - it reads each input row of the strip once, L = (RC - 1) s + (KW - 1) d
+ *   + 1 vectors, converts them once, and adds each into every output row
+ *   that reads it (KH of them at stride 1): a 3x3 stride-1 strip of 8 rows
+ *   and 2 columns loads 10 x 4 vectors for 16 outputs, 2.5 an output
+ *   against the tiled kernel's 4.5 input and 4.5 weight loads;
+ * - an output row is stored as soon as its last input row is in (one 16-
+ *   or 8-byte store of the epilogue's staged pairs), so only the rows in
+ *   flight hold accumulators: ceil(((KH - 1) d + 1) / s) of them;
+ * - every loop has compile-time bounds and is unrolled; inputs outside the
+ *   image load as zeros (a strip past the bottom row computes on zeros and
+ *   stores nothing);
+ * - f32 accumulation (autocast's numerics), the matmul kernels' epilogue.
+ * Registers decide the shape: f32 weights take KK x VT of them, so a
+ * thread takes fewer channels (VT = 4 or 2 f16: 8- or 4-byte loads, whole
+ * sectors across a warp's adjacent channel vectors) rather than spill; the
+ * plan keeps an estimate under DWR_REGS (the ptxas tests check for
+ * spills).
+ *
+ * $KFUSE_DEPTHWISE "rows" forces this kernel; "rows:" then any of
+ * v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1> overrides its choices (channels,
+ * columns and rows a thread; channel vectors and strips a block;
+ * __launch_bounds__ blocks an SM; bytes a store at most).
+ *
+ * requires: a 2-D (or 1-D) channels-last depthwise conv, x and w read as
+ * stored, channels a multiple of V, f16, bf16 or f32 with f32
+ * accumulation; keeps: the epilogue calls of the matmul kernels.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emit_mm_int.h"
+
+typedef struct dwr_plan {
+	int esz;              /* the input's element bytes */
+	int VT, RC, R;        /* channels, output columns and output rows a thread */
+	int CS, P, MB, SB;    /* channel vectors and strips a block; blocks an SM; bytes a store */
+	int L, NI;            /* input vectors of a row, input rows of a strip */
+	uint64_t cols, rows;  /* bit i: input vector (row) i is read by some output */
+	int64_t G, NS, OWG, OHG, Q; /* channel vectors, slices, strips across and down, strips a vector */
+} dwr_plan;
+
+/* Registers a thread may plan for: __launch_bounds__ caps it at 128 (16
+ * warps an SM, 2 blocks of 256), room left for what the estimate misses. */
+#define DWR_REGS 112
+/* Threads wanted at least: about two waves of 16 warps on 132 SMs, so that
+ * enough loads are in flight; strips are made shorter or narrower until
+ * there are (the choice with the most threads where none has). */
+#define DWR_MIN_THREADS (1LL << 17)
+/* A block's weights in shared memory (as the tiled kernel's). */
+#define DWR_SMEM (40 * 1024)
+
+static void dwr_shape(const kx_conv *cv, dwr_plan *p)
+{
+	p->L = (int)((p->RC - 1) * cv->s[2] + (cv->k[2] - 1) * cv->d[2] + 1);
+	p->NI = (int)((p->R - 1) * cv->s[1] + (cv->k[1] - 1) * cv->d[1] + 1);
+	p->cols = p->rows = 0;
+	for (int c = 0; c < p->RC && p->L <= 64; c++)
+		for (int64_t kw = 0; kw < cv->k[2]; kw++)
+			p->cols |= 1ULL << (c * cv->s[2] + kw * cv->d[2]);
+	for (int r = 0; r < p->R && p->NI <= 64; r++)
+		for (int64_t kh = 0; kh < cv->k[1]; kh++)
+			p->rows |= 1ULL << (r * cv->s[1] + kh * cv->d[1]);
+	p->G = cv->C / p->VT;
+	p->OWG = (cv->out[2] + p->RC - 1) / p->RC;
+	p->OHG = (cv->out[1] + p->R - 1) / p->R;
+	p->Q = cv->N * p->OHG * p->OWG;
+}
+
+/* A thread's registers, roughly: f32 weights, the accumulators of the
+ * rows in flight, a row's converted inputs and its raw next one. */
+static int dwr_regs(const kx_conv *cv, const dwr_plan *p)
+{
+	int64_t reach = (cv->k[1] - 1) * cv->d[1] + 1, live = (reach + cv->s[1] - 1) / cv->s[1];
+	if (live > p->R)
+		live = p->R;
+	int64_t r = cv->KK * p->VT + live * p->RC * p->VT + p->L * p->VT + p->L * p->VT * p->esz / 4 + 24;
+	return r > 4096 ? 4096 : (int)r;
+}
+
+/* A strip's instructions (a load counted 4 for L1, a conversion, a
+ * multiply-add 1, an epilogue element 3, a store 4, 60 for the indices and
+ * weights), over all strips, per channel: the shape with the least. */
+static int64_t dwr_cost(const kx_conv *cv, const dwr_plan *p)
+{
+	int64_t loads = __builtin_popcountll(p->rows) * __builtin_popcountll(p->cols);
+	int64_t outs = (int64_t)p->R * p->RC;
+	int64_t strip = loads * (4 + p->VT) + outs * p->VT * (cv->KK + 3) + outs * 4 + 60 + cv->KK * p->VT / 4;
+	return p->OHG * p->OWG * strip * 64 / p->VT;
+}
+
+/* The cheapest (VT, RC, R) whose registers fit and that makes at least
+ * `least` threads; 0 when none does. */
+static int dwr_pick_in(const kx_conv *cv, dwr_plan *p, int V, int64_t least)
+{
+	dwr_plan best = {0};
+	int64_t bc = 0;
+	for (int vt = V; vt >= 2; vt /= 2)
+		for (int rc = 1; rc <= 4 && rc <= cv->out[2]; rc++)
+			for (int r = 1; r <= 8 && r <= cv->out[1]; r++) {
+				dwr_plan t = *p;
+				t.VT = vt, t.RC = rc, t.R = r;
+				dwr_shape(cv, &t);
+				if (t.L > 64 || t.NI > 64 || dwr_regs(cv, &t) > DWR_REGS || t.Q * t.G < least)
+					continue;
+				int64_t c = dwr_cost(cv, &t);
+				if (!best.VT || c < bc)
+					best = t, bc = c;
+			}
+	if (best.VT)
+		*p = best;
+	return best.VT;
+}
+
+static int dwr_pick(const kx_conv *cv, dwr_plan *p, int V)
+{
+	for (int64_t least = DWR_MIN_THREADS; least >= 1; least /= 2)
+		if (dwr_pick_in(cv, p, V, least))
+			return 1;
+	return 0;
+}
+
+/* The block: the widest slice of channel vectors up to 32 that divides G
+ * and whose weights fit, 256 threads; fewer strips a block, down to a
+ * warp, while the conv has fewer than 264 blocks (2 an H200 SM). */
+static int dwr_pick_block(const kx_conv *cv, dwr_plan *p)
+{
+	p->CS = 0;
+	for (int cs = 32; cs >= 1 && !p->CS; cs--)
+		if (p->G % cs == 0 && cv->KK * cs * p->VT * 4 <= DWR_SMEM)
+			p->CS = cs;
+	if (!p->CS)
+		return 0;
+	p->P = 256 / p->CS;
+	p->NS = p->G / p->CS;
+	while (p->NS * ((p->Q + p->P - 1) / p->P) < 264 && p->CS * p->P > 32)
+		p->P = (p->P + 1) / 2;
+	return 1;
+}
+
+/* "v4x2h8c8p32b2s8" (any of them) over the plan: the thread's shape
+ * first, then the block (its own choice for the shape unless given); an
+ * error when a knob is not one or the conv cannot take it. */
+static int dwr_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
+{
+	int kv[7] = {p->VT, p->RC, p->R, 0, 0, 0, p->SB};
+	static const char letters[] = "vxhcpbs";
+	for (const char *s = knobs; *s;) {
+		char c = *s++, *e;
+		long v = strtol(s, &e, 10);
+		const char *f = c ? strchr(letters, c) : NULL;
+		if (e == s || v < 1 || v > 1024 || !f || (c == 's' && v != 16 && v != 8 && v != 4 && v != 1))
+			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not rows:v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1>", env);
+		s = e;
+		kv[f - letters] = c == 's' && v == 1 ? 0 : (int)v;
+	}
+	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[5], p->SB = kv[6];
+	bool ok = V % p->VT == 0 && p->VT >= 2 && p->RC <= 8 && p->R <= 16;
+	if (ok) {
+		dwr_shape(cv, p);
+		ok = p->L <= 64 && p->NI <= 64 && dwr_pick_block(cv, p);
+	}
+	if (ok && kv[3]) {
+		p->CS = kv[3], p->P = 256 / p->CS > 0 ? 256 / p->CS : 1;
+		ok = p->G % p->CS == 0 && cv->KK * p->CS * p->VT * 4 <= DWR_SMEM;
+		p->NS = p->G / p->CS;
+	}
+	if (kv[4])
+		p->P = kv[4];
+	if (!ok || p->CS * p->P > 1024 || p->MB > 32)
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' does not fit this conv (VT of at least 2 dividing %d; RC <= 8, "
+			       "R <= 16; CS dividing C / VT, its weights in %d bytes; CS x P <= 1024; MB <= 32)",
+			       env, V, DWR_SMEM);
+	return 0;
+}
+
+/* Whether the rows kernel can run mm at all: 2-D (or 1-D), f32
+ * accumulation, 16-byte vectors of at most 8 elements. */
+static bool dwr_fits(const kx_mm *mm, int V)
+{
+	const kx_conv *cv = &mm->cv;
+	return cv->k[0] == 1 && cv->in[0] == 1 && cv->out[0] == 1 && !strcmp(kx_mm_acc_type(mm), "float") && V >= 2 &&
+	       V <= 8;
+}
+
+/* The plan: 0, 1 when this kernel does not take the conv (not forced), -1
+ * on an error.  knobs: NULL (not forced) or the override's text. */
+static int dwr_plan_of(kx *k, const kx_mm *mm, int V, const char *env, const char *knobs, dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	*p = (dwr_plan){.esz = 16 / V, .SB = 16};
+	if (!dwr_fits(mm, V))
+		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the rows kernel takes 2-D convs accumulated in f32", env)
+			     : 1;
+	if (!dwr_pick(cv, p, V)) {
+		if (!knobs)
+			return 1;
+		/* forced: the fewest registers (ptxas may spill) */
+		p->VT = 2, p->RC = 1, p->R = 1;
+		dwr_shape(cv, p);
+	}
+	if (!dwr_pick_block(cv, p))
+		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the weights do not fit shared memory", env) : 1;
+	p->MB = 0;
+	if (knobs && *knobs && dwr_override(k, cv, p, V, env, knobs) != 0)
+		return -1;
+	return 0;
+}
+
+/* The block's weights into shared memory as [tap][channel] f32 (a
+ * coalesced read of the slice's run of [C, taps]), then the thread's into
+ * registers: wf[tap][j], its VT channels. */
+static void dwr_weights(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k);
+	int CSV = p->CS * p->VT, T = p->CS * p->P;
+	long long KK = (long long)cv->KK;
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  __shared__ __align__(16) float kf_w[%lld];\n", KK * CSV);
+	if (p->NS > 1)
+		kf_buf_printf(b, "  const %s c0 = (%s)(blockIdx.x %% %lldu) * %d;\n", it, it, (long long)p->NS, CSV);
+	else
+		kf_buf_printf(b, "  const %s c0 = 0;\n", it);
+	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %lld; e += %d) {\n", KK * CSV, T);
+	kf_buf_printf(b, "    const int c = e / %lld;\n    kf_w[(e - c * %lld) * %d + c] = ", KK, KK, CSV);
+	kx_load(b, mm->b.st, "p%d[c0 * %lld + e]", mm->b.param, KK);
+	kf_buf_puts(b, ";\n  }\n  __syncthreads();\n");
+	kf_buf_printf(b, "  const int cl = threadIdx.x %% %d * %d;\n  const %s col = c0 + cl;\n", p->CS, p->VT, it);
+	const char *ct = p->VT * 4 >= 16 ? "uint4" : "uint2";
+	int per = p->VT * 4 >= 16 ? 4 : 2;
+	kf_buf_printf(b, "  __align__(16) float wf[%lld][%d];\n#pragma unroll\n  for (int t = 0; t < %lld; t++)\n#pragma unroll\n"
+		      "    for (int h = 0; h < %d; h++) ((%s *)wf[t])[h] = ((const %s *)(kf_w + t * %d + cl))[h];\n",
+		      KK, p->VT, KK, p->VT / per, ct, ct, CSV);
+}
+
+/* The thread's strip: its first output row oh0 and column ow0, image n,
+ * the input's first row and column, x's base and the first output row. */
+static void dwr_strip(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k);
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  const %s q = (%s)(blockIdx.x / %lldu) * %d + threadIdx.x / %d;\n  if (q >= %lldLL) return;\n", it,
+		      it, (long long)p->NS, p->P, p->CS, (long long)p->Q);
+	kf_buf_printf(b, "  const %s q1 = q / %lld;\n", it, (long long)p->OWG);
+	kf_buf_printf(b, "  const int ow0 = (int)(q - q1 * %lld) * %d, oh0 = (int)(q1 %% %lld) * %d;\n", (long long)p->OWG,
+		      p->RC, (long long)p->OHG, p->R);
+	kf_buf_printf(b, "  const %s n = q1 / %lld;\n", it, (long long)p->OHG);
+	kf_buf_printf(b, "  const int ih0 = oh0 * %lld - %lld, iw0 = ow0 * %lld - %lld;\n", (long long)cv->s[1],
+		      (long long)cv->pb[1], (long long)cv->s[2], (long long)cv->pb[2]);
+	kf_buf_printf(b, "  const %s xb = n * %lldLL + col, rb = (n * %lld + oh0) * %lld + ow0;\n", it,
+		      (long long)(cv->in[1] * cv->in[2] * cv->C), (long long)cv->out[1], (long long)cv->out[2]);
+}
+
+/* Input row i of the strip: its L vectors (those some output reads),
+ * zeros outside the image, converted once into xf[c][j]. */
+static void dwr_load_row(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	int lb = p->VT * p->esz;
+	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
+	const char *zero = lb == 16 ? "make_uint4(0, 0, 0, 0)" : lb == 8 ? "make_uint2(0, 0)" : "0u";
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "    const int ih = ih0 + i;\n    const bool hin = (unsigned)ih < %lldu;\n    float xf[%d][%d];\n",
+		      (long long)cv->in[1], p->L, p->VT);
+	kf_buf_printf(b, "#pragma unroll\n    for (int c = 0; c < %d; c++) {\n", p->L);
+	if (p->cols != (p->L == 64 ? ~0ULL : (1ULL << p->L) - 1)) /* strides past the taps' reach skip vectors */
+		kf_buf_printf(b, "      if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
+	kf_buf_printf(b, "      const int iw = iw0 + c;\n      __align__(16) %s xv[%d];\n", st, p->VT);
+	kf_buf_printf(b, "      *(%s *)xv = hin && (unsigned)iw < %lldu ? __ldg((const %s *)(p%d + xb + ((%s)ih * %lld + iw) * "
+		      "%lld)) : %s;\n", lt, (long long)cv->in[2], lt, mm->a.param, it, (long long)cv->in[2],
+		      (long long)cv->C, zero);
+	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) xf[c][j] = ", p->VT);
+	kx_load(b, mm->a.st, "xv[j]");
+	kf_buf_puts(b, ";\n    }\n");
+}
+
+/* Row i into every output row r that reads it (tap row e / d), then the
+ * output rows whose last input row i is, through the epilogue. */
+static void dwr_accumulate(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	long long s1 = (long long)cv->s[1], d1 = (long long)cv->d[1], last = (long long)((cv->k[1] - 1) * cv->d[1]);
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "#pragma unroll\n    for (int r = 0; r < %d; r++) {\n      const int e = i - r * %lld;\n", p->R, s1);
+	kf_buf_printf(b, "      if (e < 0 || e > %lld || e %% %lld) continue;\n", last, d1);
+	kf_buf_printf(b, "#pragma unroll\n      for (int kw = 0; kw < %lld; kw++)\n#pragma unroll\n"
+		      "        for (int c = 0; c < %d; c++)\n#pragma unroll\n          for (int j = 0; j < %d; j++)\n"
+		      "            acc[r][c][j] += xf[c * %lld + kw * %lld][j] * wf[e / %lld * %lld + kw][j];\n    }\n",
+		      (long long)cv->k[2], p->RC, p->VT, (long long)cv->s[2], (long long)cv->d[2], d1, (long long)cv->k[2]);
+	kf_buf_printf(b, "#pragma unroll\n    for (int r = 0; r < %d; r++) {\n      if (i != r * %lld + %lld) continue;\n",
+		      p->R, s1, last);
+	if (cv->out[1] % p->R)
+		kf_buf_printf(b, "      if (oh0 + r >= %lld) continue;\n", (long long)cv->out[1]);
+	kf_buf_printf(b, "#pragma unroll\n      for (int c = 0; c < %d; c++) {\n", p->RC);
+	if (cv->out[2] % p->RC)
+		kf_buf_printf(b, "        if (ow0 + c >= %lld) continue;\n", (long long)cv->out[2]);
+	char row[64];
+	snprintf(row, sizeof row, "rb + r * %lld + c", (long long)cv->out[2]);
+	kx_dw_store_vec(k, mm, b, p->SB, p->VT, row, "acc[r][c]");
+	kf_buf_puts(b, "      }\n    }\n");
+}
+
+int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
+{
+	dwr_plan p;
+	int rc = dwr_plan_of(k, mm, V, env, knobs, &p);
+	if (rc != 0)
+		return rc;
+	int T = p.CS * p.P;
+	k->k->block = T;
+	k->k->units = p.NS * ((p.Q + p.P - 1) / p.P);
+	k->k->per_sm = -1;
+	/* 16 warps an SM: a cap of 128 registers, which the plan stays under */
+	k->k->min_blocks = p.MB ? p.MB : T <= 512 ? 512 / T : 1;
+	if (k->k->units >= (1LL << 31))
+		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
+	int sb = kx_dw_store_kind(k, mm, p.VT);
+	if (p.SB > sb) /* the widest the outputs allow, or the override's */
+		p.SB = sb;
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  /* depthwise rows: %d channels x %d columns x %d rows a thread, %d x %d a block */\n", p.VT, p.RC,
+		      p.R, p.CS, p.P);
+	dwr_weights(k, mm, &p);
+	dwr_strip(k, mm, &p);
+	kf_buf_printf(b, "  float acc[%d][%d][%d];\n#pragma unroll\n  for (int r = 0; r < %d; r++)\n#pragma unroll\n"
+		      "    for (int c = 0; c < %d; c++)\n#pragma unroll\n      for (int j = 0; j < %d; j++) acc[r][c][j] = 0;\n",
+		      p.R, p.RC, p.VT, p.R, p.RC, p.VT);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", p.NI);
+	if (p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1))
+		kf_buf_printf(b, "    if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
+	dwr_load_row(k, mm, &p);
+	dwr_accumulate(k, mm, &p);
+	kf_buf_puts(b, "  }\n");
+	return 0;
+}
