@@ -232,15 +232,7 @@ static void dwr_weights(kx *k, const kx_mm *mm, const dwr_plan *p)
 	int CSV = p->CS * p->VT, T = p->CS * p->P;
 	long long KK = (long long)cv->KK;
 	kf_buf *b = &k->b;
-	kf_buf_printf(b, "  __shared__ __align__(16) float kf_w[%lld];\n", KK * CSV);
-	if (p->NS > 1)
-		kf_buf_printf(b, "  const %s c0 = (%s)(blockIdx.x %% %lldu) * %d;\n", it, it, (long long)p->NS, CSV);
-	else
-		kf_buf_printf(b, "  const %s c0 = 0;\n", it);
-	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %lld; e += %d) {\n", KK * CSV, T);
-	kf_buf_printf(b, "    const int c = e / %lld;\n    kf_w[(e - c * %lld) * %d + c] = ", KK, KK, CSV);
-	kx_load(b, mm->b.st, "p%d[c0 * %lld + e]", mm->b.param, KK);
-	kf_buf_puts(b, ";\n  }\n  __syncthreads();\n");
+	kx_dw_stage_weights(k, mm, "float", CSV, T, p->NS);
 	kf_buf_printf(b, "  const int cl = threadIdx.x %% %d * %d;\n  const %s col = c0 + cl;\n", p->CS, p->VT, it);
 	const char *ct = p->VT * 4 >= 16 ? "uint4" : "uint2";
 	int per = p->VT * 4 >= 16 ? 4 : 2;

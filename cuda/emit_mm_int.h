@@ -158,6 +158,10 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V);
  * statement storing a[0..V) at output row `row`, channels col.. (in
  * scope), as kind sb says. */
 int kx_dw_store_kind(kx *k, const kx_mm *mm, int V);
+/* The block's slice of depthwise weights into shared kf_w[tap][channel]
+ * (type ty, csv channels of slice blockIdx.x % ns, `threads` threads),
+ * with c0 its first channel; a barrier after. */
+void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int threads, int64_t ns);
 void kx_dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a);
 /* emit_depthwise_rows.c: the rows kernel (a thread walks a strip of output
  * rows, weights in registers); 1 when it does not take the conv, unless
