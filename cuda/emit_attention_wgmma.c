@@ -201,8 +201,6 @@ static void tmv_free(tmv *t)
 typedef struct wga_cfg {
 	int bm, bn, s;
 	bool pp, ov, pw;
-	bool q2; /* "q" (with "w"): two q buffers, tile t's in buffer t & 1, so
-		  * the producer loads the next tile's q while this one's runs */
 	/* the stage counter of iteration it and it - 1 (text): it, or with
 	 * "w" the block's iterations of its earlier tiles added (kf_gi); the
 	 * condition of a block's last products (for ping-pong's last turn) */
@@ -210,7 +208,7 @@ typedef struct wga_cfg {
 	const kx_att_pre *pre; /* the score chain's slots loaded a tile ahead; NULL: none */
 } wga_cfg;
 
-/* "wga128x176s2po", "w": the block walks its tiles, "q" (after w) with two q buffers */
+/* "wga128x176s2po", "w": the block walks its tiles */
 static bool cfg_parse(const char *t, wga_cfg *c)
 {
 	int n = 0;
@@ -224,12 +222,10 @@ static bool cfg_parse(const char *t, wga_cfg *c)
 			c->ov = true;
 		else if (*p == 'w' && !c->pw)
 			c->pw = true;
-		else if (*p == 'q' && !c->q2)
-			c->q2 = true;
 		else
 			return false;
 	}
-	return (!c->q2 || c->pw) && (c->bm == 64 || c->bm == 128 || c->bm == 192) && c->bn >= 16 && c->bn <= 256 && c->bn % 16 == 0 &&
+	return (c->bm == 64 || c->bm == 128 || c->bm == 192) && c->bn >= 16 && c->bn <= 256 && c->bn % 16 == 0 &&
 	       c->s >= 2 && c->s <= 4 && (!c->pp || c->bm > 64);
 }
 
@@ -241,8 +237,7 @@ static int smem_of(const kx_att *at, const wga_cfg *c, int *qsz, int *ksz, int *
 	*qsz = c->bm / 64 * ((int)at->D / 64) * 8192;
 	*ksz = ((int)at->D / 64) * c->bn * 128;
 	*vsz = ((int)at->DV / 64) * c->bn * 128;
-	int nq = c->q2 ? 2 : 1;
-	return nq * *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (2 * nq + 4 * c->s);
+	return *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (2 + 4 * c->s);
 }
 
 /* The default tile (the rule and its measurements: docs/attention.md):
@@ -285,14 +280,12 @@ static void load_q(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, cons
 {
 	kf_buf *b = &k->b;
 	int D = (int)at->D, nc = c->bm / 64;
-	/* "q": tile kf_tc's buffer and barrier */
-	const char *qb = c->q2 ? " + (kf_tc & 1) * 8" : "";
-	kf_buf_printf(b, "%skf_mbar_expect(bar_q%s, %d);\n", ind, qb, nc * (D / 64) * 8192);
+	kf_buf_printf(b, "%skf_mbar_expect(bar_q, %d);\n", ind, nc * (D / 64) * 8192);
 	for (int cw = 0; cw < nc; cw++)
 		for (int kc = 0; kc < D / 64; kc++)
-			kf_buf_printf(b, "%skf_tma3d(sqc + %d, &tm0, %.*s + %d, q0 + %d, %.*s, bar_q%s);\n", ind,
+			kf_buf_printf(b, "%skf_tma3d(sq + %d, &tm0, %.*s + %d, q0 + %d, %.*s, bar_q);\n", ind,
 				      (cw * (D / 64) + kc) * 8192, (int)m[0].col.n, m[0].col.p, kc * 64, cw * 64, (int)m[0].run.n,
-				      m[0].run.p, qb);
+				      m[0].run.p);
 }
 
 /* The producer warpgroup: one thread loads q, then k of tile i and v of
@@ -311,9 +304,8 @@ static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, in
 	if (c->pw) {
 		kf_buf_puts(b, "    int kf_gi = 0;\n    for (int kf_t = blockIdx.x, kf_tc = 0; kf_t < kf_ntiles; kf_t += gridDim.x, kf_tc++) {\n");
 		tile_indices(k, at, c, "kf_t");
-		kf_buf_printf(b, "    (void)nm;\n    const unsigned sqc = sq + (kf_tc & 1) * %d;\n", c->q2 ? nc * (D / 64) * 8192 : 0);
+		kf_buf_puts(b, "    (void)nm;\n");
 	} else {
-		kf_buf_puts(b, "    const unsigned sqc = sq;\n");
 		load_q(k, at, c, m, "    ");
 	}
 	kf_buf_puts(b, "    for (int i = 0; i <= nt; i++) {\n      if (i < nt) {\n");
@@ -326,10 +318,7 @@ static void producer(kx *k, const kx_att *at, const wga_cfg *c, const tmv *m, in
 	kf_buf_puts(b, "      }\n");
 	if (c->pw) { /* a tile's q after its first k; a later tile's once the
 		      * consumers are done with the last one's */
-		if (c->q2) /* the buffer's last use, two tiles back */
-			kf_buf_puts(b, "      if (i == 0) {\n        if (kf_tc > 1) kf_mbar_wait(bar_qe + (kf_tc & 1) * 8, ((kf_tc >> 1) - 1) & 1);\n");
-		else
-			kf_buf_puts(b, "      if (i == 0) {\n        if (kf_tc > 0) kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
+		kf_buf_puts(b, "      if (i == 0) {\n        if (kf_tc > 0) kf_mbar_wait(bar_qe, (kf_tc - 1) & 1);\n");
 		load_q(k, at, c, m, "        ");
 		kf_buf_puts(b, "      }\n");
 	}
@@ -365,7 +354,7 @@ static void release(kf_buf *b, const wga_cfg *c, const char *bar, const char *i)
 static void q_done(kf_buf *b, const wga_cfg *c, const char *cond)
 {
 	if (c->pw)
-		kf_buf_printf(b, "    if ((%s) && lane == 0) kf_mbar_arrive(bar_qe%s);\n", cond, c->q2 ? " + (kf_tc & 1) * 8" : "");
+		kf_buf_printf(b, "    if ((%s) && lane == 0) kf_mbar_arrive(bar_qe);\n", cond);
 }
 
 static void fence_regs(kf_buf *b, const char *a, int n)
@@ -380,7 +369,7 @@ static void issue_qk(kf_buf *b, const kx_att *at, const wga_cfg *c, const char *
 	kf_buf_printf(b, "    kf_wg_fence();\n    {\n      const unsigned ks = sk + ((%s) %% %d) * %d;\n", i, c->s, ksz);
 	/* k-step kk of 16 head dims: box kk / 4, + 32 bytes */
 	for (int kk = 0; kk < D / 16; kk++)
-		kf_buf_printf(b, "      kf_wgmma_%s_n%d_t0%s(sc, kf_wg_desc(sqc + %d + cw * %d, 16, 1024), kf_wg_desc(ks + %d, 16, 1024));\n",
+		kf_buf_printf(b, "      kf_wgmma_%s_n%d_t0%s(sc, kf_wg_desc(sq + %d + cw * %d, 16, 1024), kf_wg_desc(ks + %d, 16, 1024));\n",
 			      ty, c->bn, kk ? "" : "z", (kk / 4) * 8192 + (kk % 4) * 32, (D / 64) * 8192,
 			      (kk / 4) * c->bn * 128 + (kk % 4) * 32);
 	kf_buf_puts(b, "    }\n    kf_wg_commit();\n");
@@ -548,12 +537,7 @@ static int consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 	kf_buf_puts(b, "  const int r0 = q0 + cw * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;\n");
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2);
 	kf_buf_puts(b, "  m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n");
-	if (c->q2)
-		kf_buf_printf(b, "  const unsigned sqc = sq + (kf_tc & 1) * %d;\n  kf_mbar_wait(bar_q + (kf_tc & 1) * 8, (kf_tc >> 1) & 1);\n",
-			      nc * ((int)at->D / 64) * 8192);
-	else
-		kf_buf_puts(b, c->pw ? "  const unsigned sqc = sq;\n  kf_mbar_wait(bar_q, kf_tc & 1);\n"
-				     : "  const unsigned sqc = sq;\n  kf_mbar_wait(bar_q, 0);\n");
+	kf_buf_puts(b, c->pw ? "  kf_mbar_wait(bar_q, kf_tc & 1);\n" : "  kf_mbar_wait(bar_q, 0);\n");
 	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .rowmin = "q0", .fold = at->fold, .tree = true, .past = true,
 			  .persist = true, .pre = c->pre};
 	kx_att_tile_slots(k, &st);
@@ -601,13 +585,13 @@ static void tile_indices(kx *k, const kx_att *at, const wga_cfg *c, const char *
 static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
-	int S = c->s, nc = c->bm / 64, nq = c->q2 ? 2 : 1;
+	int S = c->s, nc = c->bm / 64;
 	/* the tiles 1024-byte aligned (the swizzle's period), the barriers after them */
 	kf_buf_printf(b, "  extern __shared__ __align__(1024) unsigned char kf_smem[];\n"
 		      "  const unsigned sq = (kf_wg_saddr(kf_smem) + 1023u) & ~1023u, sk = sq + %d, sv = sk + %d;\n"
-		      "  const unsigned bar_q = sv + %d, bar_qe = bar_q + %d, bar_fk = bar_qe + %d, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, "
+		      "  const unsigned bar_q = sv + %d, bar_qe = bar_q + 8, bar_fk = bar_qe + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, "
 		      "bar_ev = bar_ek + %d;\n  (void)bar_qe;\n",
-		      nq * qsz, S * ksz, S * vsz, 8 * nq, 8 * nq, 8 * S, 8 * S, 8 * S);
+		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
 	if (c->pw) {
 		int64_t sTq = KX_ATT_S(k, at, Tq), sNB = KX_ATT_S(k, at, NB);
@@ -621,14 +605,13 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 	}
 	/* full: the producer's expect_tx arrival and the bytes; empty: one
 	 * arrival per consumer warp */
-	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    for (int q = 0; q < %d; q++) {\n"
-		      "      kf_mbar_init(bar_q + q * 8, 1);\n      kf_mbar_init(bar_qe + q * 8, %d);\n    }\n"
+	kf_buf_printf(b, "  if (threadIdx.x == 0) {\n    kf_mbar_init(bar_q, 1);\n    kf_mbar_init(bar_qe, %d);\n"
 		      "    for (int s = 0; s < %d; s++) {\n"
 		      "      kf_mbar_init(bar_fk + s * 8, 1);\n      kf_mbar_init(bar_fv + s * 8, 1);\n"
 		      "      kf_mbar_init(bar_ek + s * 8, %d);\n      kf_mbar_init(bar_ev + s * 8, %d);\n    }\n"
 		      "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
 		      "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n  }\n  __syncthreads();\n",
-		      nq, 4 * nc, S, 4 * nc, 4 * nc);
+		      4 * nc, S, 4 * nc, 4 * nc);
 }
 
 /* Whether the slots of pre fit a consumer's registers beside the scores,
@@ -720,8 +703,8 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	for (int i = 0; i < 3; i++)
 		kk->tmap[i] = (kf_tmap_spec){.param = ops[i]->param, .elem = 2, .inner = m[i].pitch, .mid = m[i].rows,
 					     .outer = m[i].runs, .box_inner = 64, .box_outer = box[i]};
-	kf_buf_printf(&k->b, "  /* wga%dx%ds%d%s%s%s%s: q, k, v by TMA%s%s */\n", c.bm, c.bn, c.s, c.pp ? "p" : "", c.ov ? "o" : "",
-		      c.pw ? "w" : "", c.q2 ? "q" : "", at->causal ? ", causal" : "", at->fold ? ", the scale in exp2" : "");
+	kf_buf_printf(&k->b, "  /* wga%dx%ds%d%s%s%s: q, k, v by TMA%s%s */\n", c.bm, c.bn, c.s, c.pp ? "p" : "", c.ov ? "o" : "",
+		      c.pw ? "w" : "", at->causal ? ", causal" : "", at->fold ? ", the scale in exp2" : "");
 	block_head(k, at, &c, qsz, ksz, vsz);
 	producer(k, at, &c, m, ksz, vsz);
 	int rc = consumer(k, at, &c, ksz, vsz);

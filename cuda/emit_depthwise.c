@@ -19,9 +19,8 @@
  * up to 1.6x faster (the same layer: 0.019 against 0.030 ms): there the
  * tiled kernel's weight copy and barrier are not paid back over enough
  * outputs.  Outputs of 2^19 or more (every batch-32 layer of those models,
- * no batch-1 one) take the rows kernel where the kernel is at most 5x5 and
- * it fits (not yet timed on a GPU: bench/gpu/depthwise.sh), else the tiled
- * one.
+ * no batch-1 one) take the rows kernel on small inputs (dw_rows_default,
+ * measured) where it fits, else the tiled one.
  *
  * $KFUSE_DEPTHWISE forces one: "vector"; "rows" or "rows:<knobs>" (see
  * emit_depthwise_rows.c); anything else the tiled kernel, with
@@ -414,11 +413,21 @@ static int emit_tiled(kx *k, kx_mm *mm, int V)
 
 /* Outputs from which the tiled and rows kernels are faster (see the top). */
 #define DW_TILED_OUTPUTS (1LL << 19)
-/* The largest kernel (along H and W) the rows kernel takes by default:
- * its weights live in registers (25 taps x 2-4 channels a thread); 7x7
- * (ConvNeXt's) is bound by its multiply-adds, where the tiled kernel's
- * wider tiles are the better trade (not measured against the rows one). */
-#define DW_ROWS_K 5
+/* Whether the rows kernel runs a conv of many outputs by default.  Measured
+ * on the H200 (bench/results/2026-12-03-gpu-s12b-depthwise-attention.txt, batch 32,
+ * MobileNetV2's and EfficientNet-B0's 22 depthwise layers, fp16 + bias +
+ * ReLU): where the input is at most 14 x 14, or 28 x 28 under a 5x5
+ * kernel, it took 141.5 us over those 11 layers against 156.6 for the
+ * tiled kernel (7 faster by 8-39%, 4 slower by 2-10%); on the larger
+ * inputs the tiled kernel was faster at 10 of 11 (by 3-18%: 24.2 against
+ * 25.7 us at 32 channels of 112 x 112).  Kernels past 5x5 (ConvNeXt's
+ * 7x7, bound by its multiply-adds) keep the tiled kernel: the rows one's
+ * weights live in registers (25 taps x 2-4 channels a thread). */
+static bool dw_rows_default(const kx_conv *cv)
+{
+	int64_t hw = cv->in[1] * cv->in[2];
+	return cv->k[1] <= 5 && cv->k[2] <= 5 && (hw <= 14 * 14 || (cv->k[1] * cv->k[2] >= 25 && hw <= 28 * 28));
+}
 
 int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 {
@@ -431,7 +440,7 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 		return emit_tiled(k, mm, V);
 	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)
 		return emit_vector(k, mm, V);
-	if (mm->cv.k[1] <= DW_ROWS_K && mm->cv.k[2] <= DW_ROWS_K) {
+	if (dw_rows_default(&mm->cv)) {
 		int rc = kx_dw_emit_rows(k, mm, V, NULL, NULL);
 		if (rc != 1)
 			return rc;

@@ -505,9 +505,10 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		/* split-K, for few tiles over a long K (M up to 256) */
 		"fma32x32x16t2x2k4", "fma32x32x16t2x2k8", "fma64x64x16t4x4k4", "fma64x64x16t4x4k8",
 		"mma64x64x32w2x2s4k4", "mma64x64x32w2x2s4k8", "mma32x64x32w1x2s4k4", "mma32x64x32w1x2s4k8",
-		/* the wgmma kernel split over a cluster (emit_wg_splitk.c) */
-		"wg128x128x64s4k2s", "wg128x128x64s4k4s", "wg128x128x64s4k8s", "wg128x256x64s3k2s", "wg128x256x64s3k4s",
-		"wg64x128x64s8k2s", "wg64x128x64s8k4s",
+		/* the wgmma kernel split over a cluster (emit_wg_splitk.c): level
+		 * with cuBLAS + epilogue at best (a narrow N over a long K), slower
+		 * elsewhere at M 64 to 512 (s12a), so only these two */
+		"wg128x128x64s4k2s", "wg128x128x64s4k4s",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);

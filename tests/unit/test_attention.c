@@ -416,11 +416,7 @@ static void emu_case(const acase *a) { kfe_expect_clean(emulate(a, NULL, NULL));
 /* Case a with a walking tile: its kernel walks (and has text `must`),
  * compiles for sm_90a without spills, and matches the interpreter
  * emulated with 3 blocks. */
-static void walk_case_g(const acase *a, const char *must, const char *grid);
-static void walk_case(const acase *a, const char *must) { walk_case_g(a, must, "3"); }
-
-/* walk_case with `grid` blocks emulated */
-static void walk_case_g(const acase *a, const char *must, const char *grid)
+static void walk_case(const acase *a, const char *must)
 {
 	kf_ctx *c = kf_ctx_new();
 	kf_kernel k;
@@ -436,7 +432,7 @@ static void walk_case_g(const acase *a, const char *must, const char *grid)
 	kf_kernel_free(&k);
 	kf_module_free(m);
 	kf_ctx_free(c);
-	setenv("KFE_WALK_GRID", grid, 1);
+	setenv("KFE_WALK_GRID", "3", 1);
 	emu_case(a);
 	unsetenv("KFE_WALK_GRID");
 }
@@ -458,23 +454,6 @@ static void test_emu_wga_walk(void **state)
 	w[2].want = "wga64x64s2w: q, k, v by TMA, the scale in exp2 */";
 	for (int i = 0; i < 3; i++)
 		walk_case(&w[i], NULL);
-}
-
-/* "q": two q buffers, emulated with one block walking all 4 tiles (each
- * buffer taken twice: the producer waits for its release two tiles back):
- * plain with ping-pong and overlap, causal, one consumer. */
-static void test_emu_wga_walk_q2(void **state)
-{
-	(void)state;
-	acase w[3] = {wga_plain, wga_causal, wga_plain};
-	w[0].name = "wga_walk_q2", w[0].tile = "wga128x64s2powq";
-	w[0].want = "wga128x64s2powq: q, k, v by TMA, the scale in exp2 */";
-	w[1].name = "wga_walk_q2_causal", w[1].tile = "wga128x64s3powq";
-	w[1].want = "wga128x64s3powq: q, k, v by TMA, causal, the scale in exp2 */";
-	w[2].name = "wga_walk_q2_plain", w[2].tile = "wga64x64s2wq", w[2].maxreg = 240;
-	w[2].want = "wga64x64s2wq: q, k, v by TMA, the scale in exp2 */";
-	for (int i = 0; i < 3; i++)
-		walk_case_g(&w[i], "kf_mbar_wait(bar_qe + (kf_tc & 1) * 8, ((kf_tc >> 1) - 1) & 1);", "1");
 }
 
 /* Masks read from memory load a tile ahead into registers (slots,
@@ -694,7 +673,6 @@ int main(void)
 		cmocka_unit_test(test_emu_wga_default128),
 		cmocka_unit_test(test_emu_wga_pad),
 		cmocka_unit_test(test_emu_wga_walk),
-		cmocka_unit_test(test_emu_wga_walk_q2),
 		cmocka_unit_test(test_emu_wga_slots),
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),

@@ -177,8 +177,8 @@ static void ptxas_depthwise_rows(void **st)
 		kf_ctx *c = kf_ctx_new();
 		kf_module *m = kft_parse(c, text);
 		kf_graph *g = m->graph[0];
-		if (ls[i].dw)
-			setenv("KFUSE_DEPTHWISE", ls[i].dw, 1);
+		/* (the rows kernel forced: by default the larger inputs take the tiled one) */
+		setenv("KFUSE_DEPTHWISE", ls[i].dw ? ls[i].dw : "rows", 1);
 		kf_kernel k;
 		int rc = kf_emit_node(g, g->blk[0].first, &k);
 		unsetenv("KFUSE_DEPTHWISE");

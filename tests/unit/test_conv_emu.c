@@ -459,12 +459,30 @@ static void depthwise_plan(void **st)
 	kf_kernel_free(&k);
 	assert_int_not_equal(emit_case(&dw, "c5", &k), 0); /* 5 does not divide 24 */
 	assert_int_not_equal(emit_case(&dw, "r9", &k), 0);
-	/* MobileNetV2's 32-channel 3x3 at 112x112, batch 32: the rows kernel,
-	 * 4 channels x 2 columns x 8 rows a thread (8-byte loads and stores),
-	 * 8 x 32 threads a block, 32 x 14 x 56 strips; "vector", "" and
-	 * "rows" force each kernel */
+	/* MobileNetV2's 32-channel 3x3 at 112x112, batch 32: by default the
+	 * tiled kernel (faster there on the H200, s12b); forced, the rows
+	 * kernel, 4 channels x 2 columns x 8 rows a thread (8-byte loads and
+	 * stores), 8 x 32 threads a block, 32 x 14 x 56 strips; "vector" and
+	 * "" force the others.  Its 384 channels at 14x14: rows by default,
+	 * and 5x5 at 28x28, not at 56x56 */
 	conv_case mb = {"f16", true, 2, 32, 32, 32, 32, {112, 112}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
 	assert_int_equal(emit_case(&mb, NULL, &k), 0);
+	assert_null(strstr(k.src, "depthwise rows"));
+	assert_non_null(strstr(k.src, "xf[r * 1 + kw * 1]"));
+	kf_kernel_free(&k);
+	conv_case m14 = {"f16", true, 2, 32, 384, 384, 384, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
+	assert_int_equal(emit_case(&m14, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise rows"));
+	kf_kernel_free(&k);
+	conv_case e28 = {"f16", true, 2, 32, 240, 240, 240, {28, 28}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL};
+	assert_int_equal(emit_case(&e28, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise rows"));
+	kf_kernel_free(&k);
+	e28.in[0] = e28.in[1] = 56;
+	assert_int_equal(emit_case(&e28, NULL, &k), 0);
+	assert_null(strstr(k.src, "depthwise rows"));
+	kf_kernel_free(&k);
+	assert_int_equal(emit_case(&mb, "rows", &k), 0);
 	assert_non_null(strstr(k.src, "depthwise rows: 4 channels x 2 columns x 8 rows a thread, 8 x 32 a block"));
 	assert_non_null(strstr(k.src, "*(uint2 *)(o0 + voff) = kv;"));
 	assert_int_equal(k.block, 256);
