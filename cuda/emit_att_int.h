@@ -108,6 +108,16 @@ void kx_att_qpro_call(const kx *k, kf_buf *b);
  * store for 2-byte elements at even offsets. */
 int kx_att_out_helper(kx *k, const kx_att *at, bool pair);
 void kx_att_out_call(const kx *k, kf_buf *b, bool pair);
+/* The staged output's helpers, where the output's rows are whole 16-byte
+ * runs of 2-byte elements: KF_KERNEL_outv(params..., outs..., int z, int
+ * row, int col, float x, float y), out2's two values packed (nothing
+ * stored); KF_KERNEL_out8(..., int z, int row, int col, unsigned w0..w3),
+ * 8 packed values stored at (row, col), col a multiple of 8, in one
+ * 16-byte store where aligned.  1 when the output does not allow them. */
+int kx_att_out16_helper(kx *k, const kx_att *at);
+bool kx_att_out16_fits(const kx_att *at);
+void kx_att_outv_call(const kx *k, kf_buf *b);
+void kx_att_out8_call(const kx *k, kf_buf *b);
 
 /* emit_attention_mma.c: the flash kernel on mma.sync; 1 when the shape
  * does not suit it (then the SIMT kernel runs).  kx_att_helpers: exp2,
@@ -162,6 +172,8 @@ void kx_att_tile_softmax(kx *k, const kx_att *at, int bn, int dv);
 /* After the last tile: the rows' sums over the quad, and oacc[dv / 2]
  * divided by them, written in pairs of columns through the output view. */
 int kx_att_finish(kx *k, const kx_att *at, int dv);
+/* Its first part: the rows' sums over the quad, and i0, i1 their inverses. */
+void kx_att_finish_sums(kx *k);
 
 /* emit_attention_wgmma.c: the flash kernel on wgmma with TMA and a
  * producer warpgroup (sm_90a), where the device has wgmma (or a wga tile

@@ -781,6 +781,49 @@ int kx_att_out_helper(kx *k, const kx_att *at, bool pair)
 	return 0;
 }
 
+bool kx_att_out16_fits(const kx_att *at)
+{
+	/* whole 16-byte runs of columns: 2-byte elements, rows 8 elements
+	 * apart, every stride but the columns' and the offset of 8 */
+	return kf_dtype_size(at->odt) == 2 && at->ors % 8 == 0 && at->DV % 8 == 0 && aligned(&at->o, 8, at->o.rank - 1);
+}
+
+int kx_att_out16_helper(kx *k, const kx_att *at)
+{
+	if (!kx_att_out16_fits(at))
+		return 1;
+	kf_buf h = {0}, off = {0};
+	helper_head(k, &h, "unsigned", "outv", true);
+	kf_buf_puts(&h, "int z, int row, int col, float x, float y)\n{\n  (void)z, (void)row, (void)col;\n");
+	if (out_value(k, at, "v", "x", &h) != 0 || out_value(k, at, "w", "y", &h) != 0) {
+		kf_buf_free(&h);
+		return -1;
+	}
+	kf_buf_puts(&h, "  return (unsigned)");
+	kx_store(&h, at->odt, "v");
+	kf_buf_puts(&h, " | (unsigned)");
+	kx_store(&h, at->odt, "w");
+	kf_buf_puts(&h, " << 16;\n}\n");
+	helper_head(k, &h, "void", "out8", true);
+	kf_buf_puts(&h, "int z, int row, int col, unsigned w0, unsigned w1, unsigned w2, unsigned w3)\n{\n");
+	kx_att_boff(k, at, &at->o, "z", &off);
+	kf_buf_printf(&h, "  const long long i = %.*s + (long long)row * ", (int)off.n, off.p);
+	kx_dimll(k, &h, at->ors, KX_ATT_S(k, at, ors));
+	kf_buf_puts(&h, " + col;\n");
+	kf_buf_free(&off);
+	/* the address's alignment (a sized plan's strides, the buffer's) is
+	 * checked at run time: 2-byte stores where it is not 16 */
+	kf_buf_puts(&h, "  if (!((unsigned long long)(o0 + i) & 15)) {\n    *(uint4 *)(o0 + i) = make_uint4(w0, w1, w2, w3);\n"
+		       "  } else {\n    const unsigned w[4] = {w0, w1, w2, w3};\n#pragma unroll\n    for (int e = 0; e < 8; e++)\n"
+		       "      ((unsigned short *)(o0 + i))[e] = (unsigned short)(w[e >> 1] >> ((e & 1) * 16));\n  }\n}\n");
+	kf_buf_put(&k->decl, h.p, h.n);
+	kf_buf_free(&h);
+	return 0;
+}
+
+void kx_att_outv_call(const kx *k, kf_buf *b) { helper_call(k, b, "outv", true); }
+void kx_att_out8_call(const kx *k, kf_buf *b) { helper_call(k, b, "out8", true); }
+
 /* ---- the kernel ------------------------------------------------------------------- */
 
 int kx_emit_attention(kx *k)

@@ -247,14 +247,19 @@ void kx_att_tile_softmax(kx *k, const kx_att *at, int bn, int dv)
 	kx_att_tile_exp(k, at, &st, true);
 }
 
+void kx_att_finish_sums(kx *k)
+{
+	kf_buf_puts(&k->b, "  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);\n  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);\n"
+			   "  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);\n  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);\n"
+			   "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
+}
+
 int kx_att_finish(kx *k, const kx_att *at, int dv)
 {
 	kf_buf *b = &k->b;
 	if (kx_att_out_helper(k, at, true) != 0)
 		return -1;
-	kf_buf_puts(b, "  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);\n  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);\n"
-		       "  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);\n  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);\n"
-		       "  const float i0 = 1.0f / l0, i1 = 1.0f / l1;\n");
+	kx_att_finish_sums(k);
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 4) {\n    const int col = (i >> 2) * 8 + 2 * q4;\n", dv / 2);
 	for (int h = 0; h < 2; h++) {
 		kf_buf_printf(b, "    if (r%d < ", h);

@@ -201,6 +201,7 @@ static void tmv_free(tmv *t)
 typedef struct wga_cfg {
 	int bm, bn, s;
 	bool pp, ov, pw;
+	bool so; /* the output staged in shared memory, stored 16 bytes at a time */
 	/* the stage counter of iteration it and it - 1 (text): it, or with
 	 * "w" the block's iterations of its earlier tiles added (kf_gi); the
 	 * condition of a block's last products (for ping-pong's last turn) */
@@ -237,7 +238,9 @@ static int smem_of(const kx_att *at, const wga_cfg *c, int *qsz, int *ksz, int *
 	*qsz = c->bm / 64 * ((int)at->D / 64) * 8192;
 	*ksz = ((int)at->D / 64) * c->bn * 128;
 	*vsz = ((int)at->DV / 64) * c->bn * 128;
-	return *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (2 + 4 * c->s);
+	/* "so": a 64 x DV staging tile a consumer after the barriers (16-aligned) */
+	int so = c->so ? 16 + c->bm / 64 * 64 * (int)at->DV * 2 : 0;
+	return *qsz + c->s * (*ksz + *vsz) + 1024 + 8 * (2 + 4 * c->s) + so;
 }
 
 /* The default tile (the rule and its measurements: docs/attention.md):
@@ -513,6 +516,44 @@ static void loops_plain(kx *k, const kx_att *at, const wga_cfg *c, kx_att_step *
 	}
 }
 
+/* The output of a consumer's 64 rows: "so" through its staging tile at
+ * sout (the 2-byte results packed by KF_KERNEL_outv in the layout of the
+ * matmul's staged epilogue, KF_WG_STG_OFF), then, after the warpgroup's
+ * named barrier 8 + cw (1 to 3 are ping-pong's), 16-byte chunks of rows
+ * stored by KF_KERNEL_out8, consecutive threads along a row; the second
+ * barrier: read out before the next tile writes it.  At 128 keys the
+ * 4-byte pairs of kx_att_finish filled half of each 32-byte sector per
+ * store (Nsight Compute, s12c) in a kernel bound by L2 (85%). */
+static int finish(kx *k, const kx_att *at, const wga_cfg *c)
+{
+	int DV = (int)at->DV;
+	if (!c->so)
+		return kx_att_finish(k, at, DV);
+	kf_buf *b = &k->b;
+	if (kx_att_out16_helper(k, at) != 0)
+		return -1;
+	kx_wg_staging_fn(&k->decl);
+	kx_att_finish_sums(k);
+	kf_buf_printf(b, "  {\n  const unsigned stg = sout + cw * %d;\n  const int rl0 = (warp & 3) * 16 + g;\n", 64 * DV * 2);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i += 4) {\n    const int col = (i >> 2) * 8 + 2 * q4;\n", DV / 2);
+	for (int h = 0; h < 2; h++) {
+		kf_buf_printf(b, "    kf_sts32(stg + kf_wg_stg_off(rl0 + %d, col, %d), ", 8 * h, DV);
+		kx_att_outv_call(k, b);
+		kf_buf_printf(b, "z, r%d, col, oacc[i + %d] * i%d, oacc[i + %d] * i%d));\n", h, 2 * h, h, 2 * h + 1, h);
+	}
+	kf_buf_puts(b, "  }\n  kf_bar_sync(8 + cw, 128);\n");
+	kf_buf_printf(b, "#pragma unroll\n  for (int j = 0; j < %d; j++) {\n    int rl, cc;\n"
+		      "    kf_wg_stg_chunk(threadIdx.x & 127, j, %d, &rl, &cc);\n    unsigned w0, w1, w2, w3;\n"
+		      "    kf_lds128(stg + kf_wg_stg_off(rl, cc, %d), w0, w1, w2, w3);\n"
+		      "    const int row = q0 + cw * 64 + rl;\n    if (row < ",
+		      64 * DV / 8 / 128, DV, DV);
+	kx_dim(k, b, at->Tq, KX_ATT_S(k, at, Tq));
+	kf_buf_puts(b, ") ");
+	kx_att_out8_call(k, b);
+	kf_buf_puts(b, "z, row, cc, w0, w1, w2, w3);\n  }\n  kf_bar_sync(8 + cw, 128);\n  }\n");
+	return 0;
+}
+
 /* A consumer warpgroup: 64 query rows, every key tile; with "w" for each
  * tile of the block's walk, releasing q's buffer (bar_qe) once its
  * products are done and writing the tile's output. */
@@ -547,7 +588,7 @@ static int consumer(kx *k, const kx_att *at, const wga_cfg *c, int ksz, int vsz)
 		loops_plain(k, at, c, &st, ty, ksz, vsz);
 	if (!c->pw)
 		return 0;
-	if (kx_att_finish(k, at, DV) != 0)
+	if (finish(k, at, c) != 0)
 		return -1;
 	kf_buf_puts(b, "  kf_gi += nt;\n  }\n");
 	return 0;
@@ -592,6 +633,8 @@ static void block_head(kx *k, const kx_att *at, const wga_cfg *c, int qsz, int k
 		      "  const unsigned bar_q = sv + %d, bar_qe = bar_q + 8, bar_fk = bar_qe + 8, bar_fv = bar_fk + %d, bar_ek = bar_fv + %d, "
 		      "bar_ev = bar_ek + %d;\n  (void)bar_qe;\n",
 		      qsz, S * ksz, S * vsz, 8 * S, 8 * S, 8 * S);
+	if (c->so)
+		kf_buf_printf(b, "  const unsigned sout = (bar_ev + %d + 15u) & ~15u;\n", 8 * S);
 	kf_buf_puts(b, "  const int wg = threadIdx.x >> 7, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
 	if (c->pw) {
 		int64_t sTq = KX_ATT_S(k, at, Tq), sNB = KX_ATT_S(k, at, NB);
@@ -639,12 +682,20 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || (at->D != 64 && at->D != 128) || (at->DV != 64 && at->DV != 128) ||
 	    kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)) < 16)
 		return 1;
-	wga_cfg c;
+	wga_cfg c = {0};
 	if (asked && !cfg_parse(tile, &c))
 		return kx_fail(k, "attention tile '%s' is not wga<64|128|192>x<BN>s<2..4>[p][o][w] (BN a multiple of 16 up to 256; p with 2 or 3 consumers)",
 			       tile);
 	if (!asked)
 		default_cfg(k, at, &c);
+	/* the staged output where its rows are 16-byte runs and its tiles fit
+	 * beside the stages chosen without them (a third stage is worth more
+	 * to a long row than 16-byte stores); $KFUSE_ATTN_OUT=pairs: the pairs
+	 * of kx_att_finish, for A/B runs */
+	const char *ao = getenv("KFUSE_ATTN_OUT");
+	c.so = kx_att_out16_fits(at) && !(ao && !strcmp(ao, "pairs"));
+	if (c.so && smem_of(at, &c, &(int){0}, &(int){0}, &(int){0}) > 227 * 1024)
+		c.so = false;
 	c.it = c.pw ? "kf_gi + it" : "it";
 	c.it1 = c.pw ? "kf_gi + it - 1" : "it - 1";
 	c.last = c.pw ? "kf_last" : "true";
@@ -712,5 +763,5 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 		tmv_free(&m[i]);
 	if (rc != 0 || c.pw) /* a walk wrote each tile's output in its loop */
 		return rc;
-	return kx_att_finish(k, at, (int)at->DV);
+	return finish(k, at, &c);
 }
