@@ -694,6 +694,11 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 	 * of kx_att_finish, for A/B runs */
 	const char *ao = getenv("KFUSE_ATTN_OUT");
 	c.so = kx_att_out16_fits(at) && !(ao && !strcmp(ao, "pairs"));
+	/* a row of at most two key tiles has no use for a third stage: the
+	 * staging tiles take its place (head dim 128 at 128 keys) */
+	if (c.so && !asked && c.s > 2 && kx_rep(k, at->Tk, KX_ATT_S(k, at, Tk)) <= 2 * c.bn &&
+	    smem_of(at, &c, &(int){0}, &(int){0}, &(int){0}) > 227 * 1024)
+		c.s--;
 	if (c.so && smem_of(at, &c, &(int){0}, &(int){0}, &(int){0}) > 227 * 1024)
 		c.so = false;
 	c.it = c.pw ? "kf_gi + it" : "it";

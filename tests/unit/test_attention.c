@@ -519,7 +519,7 @@ static void test_default_tile(void **state)
 	} cases[] = {
 		{4, 16, 8192, 128, false, 1, "wga128x176s2po"},  {2, 32, 8192, 64, true, 1, "wga128x128s3po"},
 		{8, 16, 2048, 128, true, 1, "wga128x128s3po"},   {1, 2, 1024, 64, false, 1, "wga64x128s3o"},
-		{8, 32, 2048, 64, true, 1, "wga128x128s3pow"},   {128, 16, 128, 128, true, 1, "wga128x128s3pow"},
+		{8, 32, 2048, 64, true, 1, "wga128x128s3pow"},   {128, 16, 128, 128, true, 1, "wga128x128s2pow"}, /* 2 stages: the output staged */
 		{8, 16, 2048, 128, false, 1, "wga128x176s2pow"},
 		{4, 16, 8192, 128, false, 0, "fa128x64s2"},     {4, 16, 8192, 128, false, -1, "fa128x64s2"},
 	};
