@@ -109,14 +109,6 @@ def nhwc(t):
     return t.permute(0, 2, 3, 1).contiguous().cpu().numpy()
 
 
-def copy_gbs():
-    a = torch.empty(1 << 29, device=dev, dtype=torch.float16)
-    bb = torch.empty_like(a)
-    ms = cb.do_bench(lambda: bb.copy_(a))
-    del a, bb
-    return 2.0 * (1 << 30) / (ms * 1e-3) / 1e9
-
-
 def why(rc, out):
     """The line of kfuse-run's output that says what failed."""
     lines = [l for l in out.strip().splitlines() if l.strip()]
@@ -200,7 +192,7 @@ def main():
     say('depthwise_bench: %s, torch %s, %s%s' % (time.strftime('%Y-%m-%d %H:%M'), torch.__version__,
                                                  'CPU (--dry)' if DRY else torch.cuda.get_device_name(),
                                                  ', variants ' + ','.join(VARIANTS)))
-    copy = 1.0 if DRY else copy_gbs()
+    copy = 1.0 if DRY else cb.copy_gbs()
     if not DRY:
         say('copy ceiling (torch copy_ of 1 GiB, f16): %.0f GB/s; each variant: check, median ms, %% of copy '
             '((x + w + b + y bytes) / time / ceiling); MB = those bytes' % copy)
