@@ -669,6 +669,23 @@ static bool slots_fit(const kx_att *at, const wga_cfg *c, const kx_att_pre *pre)
 	return pre->n > 0 && regs <= (c->bm == 192 ? 160 : 240) && !getenv("KFUSE_ATTN_NO_PRELOAD");
 }
 
+/* "so", the staged output, where the output's rows are 16-byte runs and
+ * its tiles fit beside the stages chosen without them (a third stage is
+ * worth more to a long row than 16-byte stores), but for a row of at most
+ * two key tiles (head dim 128 at 128 keys), which has no use for a third
+ * stage; $KFUSE_ATTN_OUT=pairs: kx_att_finish's pairs, for A/B runs. */
+static void pick_so(const kx *k, const kx_att *at, wga_cfg *c, bool asked)
+{
+	const char *ao = getenv("KFUSE_ATTN_OUT");
+	int x;
+	c->so = kx_att_out16_fits(at) && !(ao && !strcmp(ao, "pairs"));
+	if (c->so && !asked && c->s > 2 && kx_rep(k, at->Tk, KX_ATT_S(k, at, Tk)) <= 2 * c->bn &&
+	    smem_of(at, c, &x, &x, &x) > 227 * 1024)
+		c->s--;
+	if (c->so && smem_of(at, c, &x, &x, &x) > 227 * 1024)
+		c->so = false;
+}
+
 int kx_emit_attention_wgmma(kx *k, kx_att *at)
 {
 	const char *tile = kf_attr_str(k->g, k->at, "tile", NULL);
@@ -688,19 +705,7 @@ int kx_emit_attention_wgmma(kx *k, kx_att *at)
 			       tile);
 	if (!asked)
 		default_cfg(k, at, &c);
-	/* the staged output where its rows are 16-byte runs and its tiles fit
-	 * beside the stages chosen without them (a third stage is worth more
-	 * to a long row than 16-byte stores); $KFUSE_ATTN_OUT=pairs: the pairs
-	 * of kx_att_finish, for A/B runs */
-	const char *ao = getenv("KFUSE_ATTN_OUT");
-	c.so = kx_att_out16_fits(at) && !(ao && !strcmp(ao, "pairs"));
-	/* a row of at most two key tiles has no use for a third stage: the
-	 * staging tiles take its place (head dim 128 at 128 keys) */
-	if (c.so && !asked && c.s > 2 && kx_rep(k, at->Tk, KX_ATT_S(k, at, Tk)) <= 2 * c.bn &&
-	    smem_of(at, &c, &(int){0}, &(int){0}, &(int){0}) > 227 * 1024)
-		c.s--;
-	if (c.so && smem_of(at, &c, &(int){0}, &(int){0}, &(int){0}) > 227 * 1024)
-		c.so = false;
+	pick_so(k, at, &c, asked);
 	c.it = c.pw ? "kf_gi + it" : "it";
 	c.it1 = c.pw ? "kf_gi + it - 1" : "it - 1";
 	c.last = c.pw ? "kf_last" : "true";
