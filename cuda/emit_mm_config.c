@@ -13,16 +13,24 @@
 
 /* ---- configs ---------------------------------------------------------------------- */
 
+/* A split count "kS" at s, S from 2 to max without leading zeros, into
+ * c->sk: the chars it took, -1 when it is malformed. */
+static int k_count(const char *s, int max, kf_mm_config *c)
+{
+	int n = 0;
+	if (sscanf(s, "k%d%n", &c->sk, &n) != 1 || c->sk < 2 || c->sk > max || s[1] < '1' || s[1] > '9')
+		return -1;
+	return n;
+}
+
 /* The split-K suffix "kS" (S from 2 to 64) at s, or nothing: the chars it
  * took, -1 when it is malformed. */
 static int splitk_suffix(const char *s, kf_mm_config *c)
 {
-	int n = 0;
 	if (!*s)
 		return 0;
-	if (sscanf(s, "k%d%n", &c->sk, &n) != 1 || s[n] || c->sk < 2 || c->sk > 64 || s[1] < '1' || s[1] > '9')
-		return -1;
-	return n;
+	int n = k_count(s, 64, c);
+	return n < 0 || s[n] ? -1 : n;
 }
 
 /* The rest of a "wgc<M>x<N>x<K>s<S>" config (the conv kernel), from
@@ -32,8 +40,7 @@ static int parse_wgc(const char *s, int n, kf_mm_config *c)
 {
 	c->algo = KF_MM_WGC;
 	int m = 0;
-	if (s[n] == 'k' && (sscanf(s + n, "k%d%n", &c->sk, &m) != 1 || c->sk < 2 || c->sk > 64 || s[n + 1] < '1' ||
-			    s[n + 1] > '9'))
+	if (s[n] == 'k' && (m = k_count(s + n, 64, c)) < 0)
 		return -1;
 	n += m;
 	c->vs = s[n] == 'v';
@@ -54,34 +61,32 @@ static int parse_wg(const char *s, int n, kf_mm_config *c)
 {
 	c->algo = KF_MM_WG;
 	int m = 0;
-	if (s[n] == 'k') { /* split-K over a cluster: only "s" may follow */
-		if (sscanf(s + n, "k%d%n", &c->sk, &m) != 1 || c->sk < 2 || c->sk > 8 || s[n + 1] < '1' || s[n + 1] > '9')
+	if (s[n] == 'k') { /* split-K over a cluster (a cluster's size): only "s" may follow */
+		if ((m = k_count(s + n, 8, c)) < 0)
 			return -1;
 		n += m;
 		c->ss = s[n] == 's';
 		n += c->ss;
-		return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
-			       c->bk == 64 && c->stages >= 2 && c->stages <= 8
-			       ? 0
-			       : -1;
+	} else {
+		if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
+			return -1;
+		n += m;
+		c->ps = s[n] == 'p';
+		n += c->ps;
+		c->pp = c->ps && s[n] == 'p';
+		n += c->pp;
+		if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
+			return -1;
+		c->vs = s[n] == 'v';
+		n += c->vs;
+		c->ss = s[n] == 's';
+		n += c->ss;
+		c->ew = c->ss && s[n] == 'e';
+		n += c->ew;
+		if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
+			return -1;
 	}
-	if (s[n] == 'c' && (sscanf(s + n, "c%d%n", &c->cl, &m) != 1 || (c->cl != 2 && c->cl != 4)))
-		return -1;
-	n += m;
-	c->ps = s[n] == 'p';
-	n += c->ps;
-	c->pp = c->ps && s[n] == 'p';
-	n += c->pp;
-	if (c->pp && c->cl) /* ping-pong alternates tiles, a cluster walks them in step */
-		return -1;
-	c->vs = s[n] == 'v';
-	n += c->vs;
-	c->ss = s[n] == 's';
-	n += c->ss;
-	c->ew = c->ss && s[n] == 'e';
-	n += c->ew;
-	if (c->ew && (!c->ps || c->pp || c->cl)) /* the epilogue warps walk the tiles of "p" */
-		return -1;
+	/* (a split has no cluster, walk or epilogue warps, and no staging tile) */
 	return !s[n] && (c->bm == 64 || c->bm == 128) && c->bn >= 64 && c->bn <= 256 && c->bn % 64 == 0 &&
 		       c->bk == 64 && c->stages >= 2 && c->stages <= 8 &&
 		       (!c->pp || c->bm * c->bn <= 128 * 128) && /* 128 accumulators a thread */
