@@ -32,9 +32,10 @@
  * spills).
  *
  * $KFUSE_DEPTHWISE "rows" forces this kernel; "rows:" then any of
- * v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1> overrides its choices (channels,
- * columns and rows a thread; channel vectors and strips a block;
- * __launch_bounds__ blocks an SM; bytes a store at most).
+ * v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1>f<PF> overrides its choices
+ * (channels, columns and rows a thread; channel vectors and strips a block;
+ * __launch_bounds__ blocks an SM; bytes a store at most; input rows loaded
+ * ahead, 0 to 4).
  *
  * requires: a 2-D (or 1-D) channels-last depthwise conv, x and w read as
  * stored, channels a multiple of V, f16, bf16 or f32 with f32
@@ -50,6 +51,7 @@ typedef struct dwr_plan {
 	int esz;              /* the input's element bytes */
 	int VT, RC, R;        /* channels, output columns and output rows a thread */
 	int CS, P, MB, SB;    /* channel vectors and strips a block; blocks an SM; bytes a store */
+	int PF;               /* input rows loaded ahead of the one added in */
 	int L, NI;            /* input vectors of a row, input rows of a strip */
 	uint64_t cols, rows;  /* bit i: input vector (row) i is read by some output */
 	int64_t G, NS, OWG, OHG, Q; /* channel vectors, slices, strips across and down, strips a vector */
@@ -58,6 +60,8 @@ typedef struct dwr_plan {
 /* Registers a thread may plan for: __launch_bounds__ caps it at 128 (16
  * warps an SM, 2 blocks of 256), room left for what the estimate misses. */
 #define DWR_REGS 112
+/* Input rows a thread loads ahead by default. */
+#define DWR_PF 0
 /* Threads wanted at least: about two waves of 16 warps on 132 SMs, so that
  * enough loads are in flight; strips are made shorter or narrower until
  * there are (the choice with the most threads where none has). */
@@ -83,13 +87,13 @@ static void dwr_shape(const kx_conv *cv, dwr_plan *p)
 }
 
 /* A thread's registers, roughly: f32 weights, the accumulators of the
- * rows in flight, a row's converted inputs and its raw next one. */
+ * rows in flight, a row's converted inputs and the raw ring of PF + 1. */
 static int dwr_regs(const kx_conv *cv, const dwr_plan *p)
 {
 	int64_t reach = (cv->k[1] - 1) * cv->d[1] + 1, live = (reach + cv->s[1] - 1) / cv->s[1];
 	if (live > p->R)
 		live = p->R;
-	int64_t r = cv->KK * p->VT + live * p->RC * p->VT + p->L * p->VT + p->L * p->VT * p->esz / 4 + 24;
+	int64_t r = cv->KK * p->VT + live * p->RC * p->VT + p->L * p->VT + (p->PF + 1) * p->L * p->VT * p->esz / 4 + 24;
 	return r > 4096 ? 4096 : (int)r;
 }
 
@@ -158,17 +162,19 @@ static int dwr_pick_block(const kx_conv *cv, dwr_plan *p)
  * error when a knob is not one or the conv cannot take it. */
 static int dwr_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
 {
-	int kv[7] = {p->VT, p->RC, p->R, 0, 0, 0, p->SB};
-	static const char letters[] = "vxhcpbs";
+	int kv[8] = {p->VT, p->RC, p->R, 0, 0, 0, p->SB, p->PF};
+	static const char letters[] = "vxhcpbsf";
 	for (const char *s = knobs; *s;) {
 		char c = *s++, *e;
 		long v = strtol(s, &e, 10);
 		const char *f = c ? strchr(letters, c) : NULL;
-		if (e == s || v < 1 || v > 1024 || !f || (c == 's' && v != 16 && v != 8 && v != 4 && v != 1))
-			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not rows:v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1>", env);
+		if (e == s || v < (c == 'f' ? 0 : 1) || v > (c == 'f' ? 4 : 1024) || !f ||
+		    (c == 's' && v != 16 && v != 8 && v != 4 && v != 1))
+			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not rows:v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1>f<0..4>", env);
 		s = e;
 		kv[f - letters] = c == 's' && v == 1 ? 0 : (int)v;
 	}
+	p->PF = kv[7];
 	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[5], p->SB = kv[6];
 	bool ok = V % p->VT == 0 && p->VT >= 2 && p->RC <= 8 && p->R <= 16;
 	if (ok) {
@@ -203,7 +209,7 @@ static bool dwr_fits(const kx_mm *mm, int V)
 static int dwr_plan_of(kx *k, const kx_mm *mm, int V, const char *env, const char *knobs, dwr_plan *p)
 {
 	const kx_conv *cv = &mm->cv;
-	*p = (dwr_plan){.esz = 16 / V, .SB = 16};
+	*p = (dwr_plan){.esz = 16 / V, .SB = 16, .PF = DWR_PF};
 	if (!dwr_fits(mm, V))
 		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the rows kernel takes 2-D convs accumulated in f32", env)
 			     : 1;
@@ -260,25 +266,42 @@ static void dwr_strip(kx *k, const kx_mm *mm, const dwr_plan *p)
 		      (long long)(cv->in[1] * cv->in[2] * cv->C), (long long)cv->out[1], (long long)cv->out[2]);
 }
 
-/* Input row i of the strip: its L vectors (those some output reads),
- * zeros outside the image, converted once into xf[c][j]. */
-static void dwr_load_row(kx *k, const kx_mm *mm, const dwr_plan *p)
+/* Input row ii's raw vectors into ring slot `slot` of xr (those some
+ * output reads; zeros outside the image): the loads of a row issued PF
+ * rows before its multiply-adds, so each thread keeps PF + 1 rows of
+ * loads in flight rather than one (the kernel is latency-bound at its 16
+ * warps an SM: Nsight Compute, s12c). */
+static void dwr_fetch(kx *k, const kx_mm *mm, const dwr_plan *p, const char *ii, const char *slot)
 {
 	const kx_conv *cv = &mm->cv;
-	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	const char *it = kx_it(k);
 	int lb = p->VT * p->esz;
 	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
 	const char *zero = lb == 16 ? "make_uint4(0, 0, 0, 0)" : lb == 8 ? "make_uint2(0, 0)" : "0u";
 	kf_buf *b = &k->b;
-	kf_buf_printf(b, "    const int ih = ih0 + i;\n    const bool hin = (unsigned)ih < %lldu;\n    float xf[%d][%d];\n",
-		      (long long)cv->in[1], p->L, p->VT);
-	kf_buf_printf(b, "#pragma unroll\n    for (int c = 0; c < %d; c++) {\n", p->L);
+	kf_buf_printf(b, "    {\n      const int ihf = ih0 + %s;\n      const bool hin = (unsigned)ihf < %lldu;\n", ii,
+		      (long long)cv->in[1]);
+	kf_buf_printf(b, "#pragma unroll\n      for (int c = 0; c < %d; c++) {\n", p->L);
 	if (p->cols != (p->L == 64 ? ~0ULL : (1ULL << p->L) - 1)) /* strides past the taps' reach skip vectors */
-		kf_buf_printf(b, "      if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
-	kf_buf_printf(b, "      const int iw = iw0 + c;\n      __align__(16) %s xv[%d];\n", st, p->VT);
-	kf_buf_printf(b, "      *(%s *)xv = hin && (unsigned)iw < %lldu ? __ldg((const %s *)(p%d + xb + ((%s)ih * %lld + iw) * "
-		      "%lld)) : %s;\n", lt, (long long)cv->in[2], lt, mm->a.param, it, (long long)cv->in[2],
+		kf_buf_printf(b, "        if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
+	kf_buf_printf(b, "        const int iw = iw0 + c;\n");
+	kf_buf_printf(b, "        xr[%s][c] = hin && (unsigned)iw < %lldu ? __ldg((const %s *)(p%d + xb + ((%s)ihf * %lld + iw) * "
+		      "%lld)) : %s;\n      }\n    }\n", slot, (long long)cv->in[2], lt, mm->a.param, it, (long long)cv->in[2],
 		      (long long)cv->C, zero);
+}
+
+/* Input row i of the strip from its ring slot, converted once into
+ * xf[c][j]. */
+static void dwr_load_row(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const char *st = kx_st(mm->a.st);
+	int lb = p->VT * p->esz;
+	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "    float xf[%d][%d];\n#pragma unroll\n    for (int c = 0; c < %d; c++) {\n", p->L, p->VT, p->L);
+	if (p->cols != (p->L == 64 ? ~0ULL : (1ULL << p->L) - 1))
+		kf_buf_printf(b, "      if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
+	kf_buf_printf(b, "      __align__(16) %s xv[%d];\n      *(%s *)xv = xr[i %% %d][c];\n", st, p->VT, lt, p->PF + 1);
 	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) xf[c][j] = ", p->VT);
 	kx_load(b, mm->a.st, "xv[j]");
 	kf_buf_puts(b, ";\n    }\n");
@@ -335,8 +358,25 @@ int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	kf_buf_printf(b, "  float acc[%d][%d][%d];\n#pragma unroll\n  for (int r = 0; r < %d; r++)\n#pragma unroll\n"
 		      "    for (int c = 0; c < %d; c++)\n#pragma unroll\n      for (int j = 0; j < %d; j++) acc[r][c][j] = 0;\n",
 		      p.R, p.RC, p.VT, p.R, p.RC, p.VT);
-	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", p.NI);
-	if (p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1))
+	/* the raw rows in flight: a ring of PF + 1, the first PF loaded ahead */
+	int lb = p.VT * p.esz;
+	bool skip = p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1);
+	kf_buf_printf(b, "  %s xr[%d][%d];\n", lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned", p.PF + 1, p.L);
+	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", p.PF < p.NI ? p.PF : p.NI);
+	if (skip)
+		kf_buf_printf(b, "    if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
+	dwr_fetch(k, mm, &p, "i", "i");
+	kf_buf_printf(b, "  }\n#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", p.NI);
+	kf_buf_printf(b, "    if (i + %d < %d", p.PF, p.NI);
+	if (skip)
+		kf_buf_printf(b, " && ((0x%llxULL >> (i + %d)) & 1)", (unsigned long long)p.rows, p.PF);
+	kf_buf_puts(b, ") {\n");
+	char ii[32], sl[32];
+	snprintf(ii, sizeof ii, "(i + %d)", p.PF);
+	snprintf(sl, sizeof sl, "(i + %d) %% %d", p.PF, p.PF + 1);
+	dwr_fetch(k, mm, &p, ii, sl);
+	kf_buf_puts(b, "    }\n");
+	if (skip)
 		kf_buf_printf(b, "    if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
 	dwr_load_row(k, mm, &p);
 	dwr_accumulate(k, mm, &p);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/gpu/attention.sh [BUILD_DIR] [N]: the attention kernel against
 # PyTorch's scaled_dot_product_attention (flash, cuDNN, memory-efficient
-# backends) and torch.compile, f16, in one call; prints one table.
+# backends) and torch.compile, f16 ($DTYPE=bf16: bf16), in one call;
+# prints one table.
 #
 # Needs the GPU, CUDA (libnvrtc), python3 with PyTorch and numpy; uses the
 # prebuilt kfuse-opt and kfuse-run of BUILD_DIR (bench/gpu/setup.sh).
@@ -40,6 +41,8 @@ TS=${TS:-"128 512 1024 2048 4096 8192 16384"}
 BEFORE=${BEFORE:-}
 BEFORE_TILES=${BEFORE_TILES:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
+DT=${DTYPE:-f16}
+case $DT in f16|bf16) ;; *) echo "attention.sh: DTYPE '$DT' is not f16 or bf16" >&2; exit 2 ;; esac
 py=${PYTHON:-python3}
 
 cases=""
@@ -54,7 +57,7 @@ done
 cases="$cases decode:8:32:1:8192:128:0"
 
 echo "== PyTorch (inputs, references, SDPA backends, torch.compile) =="
-(cd "$here" && COMPILE_T="${COMPILE_T:-2048}" timeout "${TORCH_TIMEOUT:-420}" "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"
+(cd "$here" && ATT_DTYPE=$DT COMPILE_T="${COMPILE_T:-2048}" timeout "${TORCH_TIMEOUT:-420}" "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"
 rc=$?
 [ $rc = 0 ] || { echo "attention_torch.py failed ($rc):"; tail -20 "$out/torch.log"; }
 
@@ -63,11 +66,11 @@ graph() {
 	n=$1 B=$2 H=$3 TQ=$4 TK=$5 D=$6 C=$7
 	sc=$(awk "BEGIN { printf \"%.8g\", 1 / sqrt($D) }")
 	{
-		echo "graph @$n(%q: f16[$B,$H,$TQ,$D], %k: f16[$B,$H,$TK,$D], %v: f16[$B,$H,$TK,$D]) -> (f16[$B,$H,$TQ,$D]) {"
-		echo "  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[$B,$H,$D,$TK]"
-		echo "  %s = matmul(%q, %kt) : f16[$B,$H,$TQ,$TK]"
-		echo "  %c = const $sc : f16[]"
-		echo "  %t = mul(%s, %c) : f16[$B,$H,$TQ,$TK]"
+		echo "graph @$n(%q: $DT[$B,$H,$TQ,$D], %k: $DT[$B,$H,$TK,$D], %v: $DT[$B,$H,$TK,$D]) -> ($DT[$B,$H,$TQ,$D]) {"
+		echo "  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : $DT[$B,$H,$D,$TK]"
+		echo "  %s = matmul(%q, %kt) : $DT[$B,$H,$TQ,$TK]"
+		echo "  %c = const $sc : $DT[]"
+		echo "  %t = mul(%s, %c) : $DT[$B,$H,$TQ,$TK]"
 		p=t
 		if [ "$C" = 1 ]; then
 			echo "  %r = iota() {axis = 0, shape = [$TQ, $TK]} : i64[$TQ,$TK]"
@@ -75,12 +78,12 @@ graph() {
 			echo "  %off = const $((TK - TQ)) : i64[]"
 			echo "  %ro = add(%r, %off) : i64[$TQ,$TK]"
 			echo "  %keep = le(%cc, %ro) : i1[$TQ,$TK]"
-			echo "  %ninf = const -inf : f16[]"
-			echo "  %m = where(%keep, %t, %ninf) : f16[$B,$H,$TQ,$TK]"
+			echo "  %ninf = const -inf : $DT[]"
+			echo "  %m = where(%keep, %t, %ninf) : $DT[$B,$H,$TQ,$TK]"
 			p=m
 		fi
-		echo "  %p = softmax(%$p) {axis = -1} : f16[$B,$H,$TQ,$TK]"
-		echo "  %o = matmul(%p, %v) : f16[$B,$H,$TQ,$D]"
+		echo "  %p = softmax(%$p) {axis = -1} : $DT[$B,$H,$TQ,$TK]"
+		echo "  %o = matmul(%p, %v) : $DT[$B,$H,$TQ,$D]"
 		echo "  return %o"
 		echo "}"
 	} > "$out/$n.kf"
@@ -134,7 +137,7 @@ for c in $cases; do
 done
 
 echo "== table =="
-$py - "$log" "$out/torch.jsonl" <<'EOP'
+$py - "$log" "$out/torch.jsonl" "$DT" <<'EOP'
 import json, math, re, sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -189,7 +192,7 @@ for n in sorted(runs, key=lambda n: (n == "decode",) + shape(n)[2:]):
 if ratios:
     print(f"default / best torch (attention cases): geometric mean {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} over {len(ratios)} cases, "
           f"min {min(ratios):.3f}, max {max(ratios):.3f}")
-print(f"(units: TFLOP/s; decode: GB/s of q, k, v and o, device copy {copy:.0f} GB/s)")
+print(f"(dtype {sys.argv[3]}; units: TFLOP/s; decode: GB/s of q, k, v and o, device copy {copy:.0f} GB/s)")
 for n in sorted(runs):
     for v, (ms, chk) in sorted(runs[n].items()):
         if math.isnan(ms):

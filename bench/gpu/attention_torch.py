@@ -4,7 +4,8 @@
     attention_torch.py OUT_DIR CASE...
 
 CASE is NAME:B:H:TQ:TK:D:CAUSAL (CAUSAL 0 or 1).  For each case it makes q,
-k, v (f16, [B, H, T, D], normal, seed 0) on the GPU, writes them to
+k, v ($ATT_DTYPE: f16 (default) or bf16; [B, H, T, D], normal, seed 0) on
+the GPU, writes them (bf16 as 2-byte voids, '|V2', what kfuse reads) to
 OUT_DIR/NAME.q.npy, .k.npy, .v.npy with the reference output NAME.ref.npy
 (scaled_dot_product_attention, flash backend where it runs, else the
 memory-efficient one; scale 1/sqrt(D); causal aligned bottom-right for a
@@ -27,6 +28,14 @@ import torch.nn.functional as F
 from timing import do_bench  # bench/gpu/timing.py, beside this script
 
 dev = "cuda"
+dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[os.environ.get("ATT_DTYPE", "f16")]
+
+
+def to_npy(t):
+    """t as numpy: bf16's bits as 2-byte voids (numpy has no bf16)."""
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).cpu().numpy().view("V2")
+    return t.cpu().numpy()
 
 
 def emit(name, variant, ms, **kw):
@@ -81,9 +90,9 @@ def main(out, cases):
         name, B, H, TQ, TK, D, causal = c.split(":")
         B, H, TQ, TK, D, causal = int(B), int(H), int(TQ), int(TK), int(D), causal == "1"
         g = torch.Generator(device=dev).manual_seed(0)
-        q = torch.randn(B, H, TQ, D, device=dev, dtype=torch.float16, generator=g)
-        k = torch.randn(B, H, TK, D, device=dev, dtype=torch.float16, generator=g)
-        v = torch.randn(B, H, TK, D, device=dev, dtype=torch.float16, generator=g)
+        q = torch.randn(B, H, TQ, D, device=dev, dtype=dtype, generator=g)
+        k = torch.randn(B, H, TK, D, device=dev, dtype=dtype, generator=g)
+        v = torch.randn(B, H, TK, D, device=dev, dtype=dtype, generator=g)
         ref = None
         for want in ("flash", "efficient", "cudnn"):
             for v_, ctx in bks:
@@ -98,7 +107,7 @@ def main(out, cases):
         if ref is None:
             ref = sdpa(q, k, v, causal)
         for t, n in ((q, "q"), (k, "k"), (v, "v"), (ref, "ref")):
-            np.save(f"{out}/{name}.{n}.npy", t.cpu().numpy())
+            np.save(f"{out}/{name}.{n}.npy", to_npy(t))
         for v_, ctx in bks:
             try:
                 with ctx():

@@ -17,7 +17,11 @@ Each variant's output is checked against PyTorch's (--expect, rtol = atol
 = 2e-2) and timed (--bench: median of CUDA-graph replays), beside cuDNN's
 conv with the bias and ReLU as its own kernel (eager, channels_last).
 GB/s = (x + w + b + y bytes, each once) / time, and its share of a copy
-ceiling measured in the same run (torch copy_ of 1 GiB f16).
+ceiling measured in the same run (torch copy_ of 1 GiB f16); beside it a
+copy of the layer's own bytes (torch copy_ of nbytes / 2 each way), the
+ceiling at that size, where launch and the ramp count ("vs same-size copy":
+its time / the variant's).  $KFUSE_BENCH_FLUSH=1 flushes L2 before each
+kfuse replay, as do_bench does for PyTorch's.
 
 --dry (no GPU: this script's own check on a CPU machine): batch 1 only
 unless DW_BATCHES says otherwise; each variant compiled for sm_90 by
@@ -167,10 +171,20 @@ def run_layer(mname, li, layer, B, copy, stats):
             if note:
                 notes.append('%s: %s' % (v, note))
         if not DRY:
+            # a copy of the same bytes (read and write, nbytes in all):
+            # the ceiling at this size, where launch and ramp count
+            ca = torch.empty(int(nbytes) // 4, device=dev, dtype=torch.float16)
+            cb_ = torch.empty_like(ca)
+            row['copy_ms'] = cb.do_bench(lambda: cb_.copy_(ca))
+            del ca, cb_
+            for v in VARIANTS:
+                if row[v].get('copy'):
+                    stats.setdefault((v + ' vs same-size copy', B), []).append(row['copy_ms'] / row[v]['ms'])
             row['cudnn'] = cb.do_bench(lambda: f(x, w, b))
             frac = nbytes / (row['cudnn'] * 1e-3) / 1e9 / copy
             stats.setdefault(('cudnn+relu', B), []).append(frac)
             cells.append('cudnn+relu %.4f %3.0f%%' % (row['cudnn'], 100 * frac))
+            cells.append('copy %.4f' % row['copy_ms'])
     except Exception as e:
         notes.append('ERROR %s' % str(e)[:100])
         traceback.print_exc()

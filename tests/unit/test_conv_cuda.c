@@ -159,7 +159,8 @@ static void ptxas_depthwise_rows(void **st)
 		{32, 112, 3, 1, NULL}, {144, 56, 3, 1, NULL}, {144, 56, 3, 2, NULL}, {96, 112, 3, 2, NULL},
 		{384, 14, 3, 1, NULL}, {960, 7, 3, 1, NULL},  {240, 28, 5, 1, NULL}, {144, 56, 5, 2, NULL},
 		{672, 14, 5, 1, NULL}, {32, 112, 3, 1, "rows:v8x1h4"}, {32, 112, 3, 1, "rows:v4x3h8"},
-		{144, 56, 5, 1, "rows:v2x2h8"},
+		{144, 56, 5, 1, "rows:v2x2h8"}, {32, 112, 3, 1, "rows:v4x1h8f2"}, {96, 112, 3, 2, "rows:f2"},
+		{144, 56, 3, 1, "rows:v4x1h8f3"}, {672, 14, 5, 1, "rows:f1"},
 	};
 	for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
 		int C = ls[i].C, H = ls[i].H, K = ls[i].k, S = ls[i].s, p = K / 2, O = (H + 2 * p - K) / S + 1;

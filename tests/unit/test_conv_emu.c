@@ -372,24 +372,28 @@ static void conv_depthwise(void **st)
  * and column groups do not divide (and a strip taller than the image),
  * 8 to 144 channels, batches 1 and 2, 16-, 8- and 4-byte loads and stores
  * (and pairs forced), f16, bf16, f32, 1-D; bias with ReLU, ReLU6, SiLU, a
- * per-channel scale and residual add. */
+ * per-channel scale and residual add; 0 to 4 input rows loaded ahead
+ * (f<PF>), a stride past the taps' reach. */
 static const conv_case dw_rows_cases[] = {
 	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows"},
 	{"f16", true, 2, 1, 24, 24, 24, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 3, NULL, false, "rows:v8x1h4"},
-	{"f16", true, 2, 2, 8, 8, 8, {11, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "rows:v4x2h3"},
+	{"f16", true, 2, 2, 8, 8, 8, {11, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "rows:v4x2h3f4"},
 	{"f16", true, 2, 1, 144, 144, 144, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, NULL, false, "rows"},
-	{"f16", true, 2, 2, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v2x3h5"},
+	{"f16", true, 2, 2, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v2x3h5f3"},
 	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "rows:v4x2h4"},
 	{"f16", true, 2, 1, 16, 16, 16, {8, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, NULL, false, "rows:v8x2h2"},
 	{"f16", true, 2, 2, 8, 8, 8, {10, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v4x2h3"},
 	{"f16", true, 2, 1, 16, 16, 16, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}, 2, NULL, false, "rows:v2x1h2"},
 	{"f16", true, 2, 1, 8, 8, 8, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 4, NULL, false, "rows:v8x1h3"},
-	{"f16", true, 2, 2, 16, 16, 16, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows:v4x1h8s4"},
-	{"f16", true, 2, 1, 32, 32, 32, {6, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 3, NULL, false, "rows:v8x2h2c2p3"},
+	{"f16", true, 2, 2, 16, 16, 16, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows:v4x1h8s4f2"},
+	{"f16", true, 2, 1, 32, 32, 32, {6, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 3, NULL, false, "rows:v8x2h2c2p3f1"},
 	{"bf16", true, 2, 1, 16, 16, 16, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "rows"},
 	{"f32", true, 2, 1, 8, 8, 8, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "rows"},
 	{"f32", true, 2, 1, 12, 12, 12, {7, 5}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "rows:v2x2h2"},
 	{"f16", true, 1, 2, 16, 16, 16, {19}, {5}, {1}, {1}, {2}, {2}, 1, NULL, false, "rows"},
+	/* stride 4 over 3 taps: input rows no output reads, loaded ahead or not */
+	{"f16", true, 2, 1, 16, 16, 16, {14, 13}, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {0, 0}, 1, NULL, false, "rows:v4x2h3f2"},
+	{"f16", true, 2, 1, 16, 16, 16, {14, 13}, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {0, 0}, 2, NULL, false, "rows:v8x1h2f0"},
 };
 
 static void conv_depthwise_rows(void **st)
