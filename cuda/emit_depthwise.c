@@ -436,6 +436,8 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 		return emit_vector(k, mm, V);
 	if (env && !strncmp(env, "rows", 4) && (env[4] == 0 || env[4] == ':'))
 		return kx_dw_emit_rows(k, mm, V, env, env + 4 + (env[4] == ':'));
+	if (env && !strncmp(env, "band", 4) && (env[4] == 0 || env[4] == ':'))
+		return kx_dw_emit_band(k, mm, V, env, env + 4 + (env[4] == ':'));
 	if (env)
 		return emit_tiled(k, mm, V);
 	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)

@@ -52,6 +52,7 @@ typedef struct dwr_plan {
 	int VT, RC, R;        /* channels, output columns and output rows a thread */
 	int CS, P, MB, SB;    /* channel vectors and strips a block; blocks an SM; bytes a store */
 	int PF;               /* input rows loaded ahead of the one added in */
+	int LW, BB;           /* band mode: input columns of the band, its bytes in shared memory */
 	int L, NI;            /* input vectors of a row, input rows of a strip */
 	uint64_t cols, rows;  /* bit i: input vector (row) i is read by some output */
 	int64_t G, NS, OWG, OHG, Q; /* channel vectors, slices, strips across and down, strips a vector */
@@ -331,6 +332,194 @@ static void dwr_accumulate(kx *k, const kx_mm *mm, const dwr_plan *p)
 	snprintf(row, sizeof row, "rb + r * %lld + c", (long long)cv->out[2]);
 	kx_dw_store_vec(k, mm, b, p->SB, p->VT, row, "acc[r][c]");
 	kf_buf_puts(b, "      }\n    }\n");
+}
+
+/* ---- band mode ------------------------------------------------------------
+ * The same walk down R output rows, but a block's threads share one band
+ * of input: R rows x every output column x CSV channels a block, whose NI
+ * input rows x LW columns (zeros in the padding) the block copies into
+ * shared memory with cp.async (16 bytes a copy, all of them issued before
+ * the first wait), then each thread walks its column groups' rows reading
+ * the band.  Why: the rows kernel keeps at most a few rows of loads in
+ * flight per thread, at 16 warps an SM (registers), and is latency-bound
+ * (Nsight Compute, s12c: DRAM at 26-30%); here every byte of a block's band
+ * is in flight at once, tens of KiB an SM, whatever the registers.
+ * $KFUSE_DEPTHWISE "band" or "band:" v<VT>x<RC>h<R>c<CSV>b<MB> (channels,
+ * columns, rows a thread; channels a block; blocks an SM).
+ * requires: CSV a multiple of V (whole 16-byte copies). */
+
+/* Shared memory a band may take: three blocks an H200 SM (228 KiB). */
+#define DWB_SMEM (64 * 1024)
+
+static void dwb_shape(const kx_conv *cv, dwr_plan *p, int csv)
+{
+	dwr_shape(cv, p);
+	p->CS = csv / p->VT;
+	p->NS = cv->C / csv;
+	p->LW = (int)((p->OWG * p->RC - 1) * cv->s[2] + (cv->k[2] - 1) * cv->d[2] + 1);
+	p->BB = p->NI * p->LW * csv * p->esz;
+	/* threads: whole column groups of the slice, at most 256, as few as
+	 * give every thread the same number of groups */
+	int per = (int)((p->OWG + 256 / p->CS - 1) / (256 / p->CS));
+	p->P = (int)((p->OWG + per - 1) / per);
+}
+
+/* The plan: one column a thread, 4 channels (8-byte loads of f16) or 2
+ * where the f32 weights would not fit the registers (5x5); the widest
+ * slice up to 64 channels dividing C whose one row fits, then the most
+ * rows up to 8 whose band fits DWB_SMEM. */
+static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
+{
+	p->VT = V >= 4 ? 4 : V, p->RC = 1, p->R = 8 < cv->out[1] ? 8 : (int)cv->out[1];
+	dwr_shape(cv, p);
+	if (p->VT > 2 && dwr_regs(cv, p) > DWR_REGS)
+		p->VT = 2;
+	p->R = 1;
+	int csv = 0;
+	for (int c = 64 / V * V; c >= V && !csv; c -= V) {
+		if (cv->C % c)
+			continue;
+		dwb_shape(cv, p, c);
+		if (p->BB <= DWB_SMEM && cv->KK * c * 4 <= DWR_SMEM)
+			csv = c;
+	}
+	if (!csv)
+		return 0;
+	for (int r = 8; r > 1; r--) {
+		dwr_plan t = *p;
+		t.R = r;
+		dwb_shape(cv, &t, csv);
+		if (r <= cv->out[1] && t.BB <= DWB_SMEM && t.NI <= 64) {
+			*p = t;
+			break;
+		}
+	}
+	return 1;
+}
+
+/* "v4x1h4c32b2" (any of them) over the plan; an error when one is not a
+ * knob or the conv cannot take it. */
+static int dwb_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
+{
+	int kv[5] = {p->VT, p->RC, p->R, p->CS * p->VT, p->MB};
+	static const char letters[] = "vxhcb";
+	for (const char *s = knobs; *s;) {
+		char c = *s++, *e;
+		long v = strtol(s, &e, 10);
+		const char *f = c ? strchr(letters, c) : NULL;
+		if (e == s || v < 1 || v > 1024 || !f)
+			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>", env);
+		s = e;
+		kv[f - letters] = (int)v;
+	}
+	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[4];
+	bool ok = p->VT >= 2 && V % p->VT == 0 && p->RC <= 8 && p->R <= 16 && kv[3] % V == 0 && cv->C % kv[3] == 0 &&
+		  p->MB <= 32;
+	if (ok) {
+		dwb_shape(cv, p, kv[3]);
+		ok = p->L <= 64 && p->NI <= 64 && p->BB <= 200 * 1024 && cv->KK * kv[3] * 4 <= DWR_SMEM;
+	}
+	if (!ok)
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' does not fit this conv (VT of at least 2 dividing %d; RC <= 8, "
+			       "R <= 16; CSV a multiple of %d dividing the channels; the band in 200 KiB)", env, V, V);
+	return 0;
+}
+
+/* The band of block blockIdx.x: image n, output rows oh0.., its input rows
+ * and columns from ih0, iw0 copied into kf_band[NI][LW][CSV]. */
+static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	int csv = p->CS * p->VT, cvv = csv / (16 / p->esz), T = p->CS * p->P;
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  const %s u = (%s)(blockIdx.x / %lldu), n = u / %lld;\n", it, it, (long long)p->NS, (long long)p->OHG);
+	kf_buf_printf(b, "  const int oh0 = (int)(u - n * %lld) * %d, ih0 = oh0 * %lld - %lld, iw0 = -%lld;\n", (long long)p->OHG,
+		      p->R, (long long)cv->s[1], (long long)cv->pb[1], (long long)cv->pb[2]);
+	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n  %s *const kf_band = (%s *)kf_smem;\n", st,
+		      st);
+	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %d; e += %d) {\n", p->NI * p->LW * cvv, T);
+	kf_buf_printf(b, "    const int r = e / %d, m = e - r * %d, cw = m / %d, v = m - cw * %d;\n", p->LW * cvv, p->LW * cvv,
+		      cvv, cvv);
+	kf_buf_printf(b, "    const int ih = ih0 + r, iw = iw0 + cw;\n    const bool ok = (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
+		      (long long)cv->in[1], (long long)cv->in[2]);
+	kf_buf_printf(b, "    kf_cp16(kf_band + e * %d, p%d + (ok ? ((n * %lld + ih) * %lld + iw) * %lld + c0 + v * %d : 0), ok);\n  }\n",
+		      16 / p->esz, mm->a.param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C, 16 / p->esz);
+	kf_buf_puts(b, "  kf_cp_commit();\n  kf_cp_wait<0>();\n  __syncthreads();\n");
+}
+
+/* Input row i of the band at the thread's columns, converted into xf. */
+static void dwb_row(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *st = kx_st(mm->a.st);
+	int lb = p->VT * p->esz;
+	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "      float xf[%d][%d];\n#pragma unroll\n      for (int c = 0; c < %d; c++) {\n", p->L, p->VT, p->L);
+	if (p->cols != (p->L == 64 ? ~0ULL : (1ULL << p->L) - 1))
+		kf_buf_printf(b, "        if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
+	kf_buf_printf(b, "        __align__(16) %s xv[%d];\n        *(%s *)xv = *(const %s *)(kf_band + (i * %d + ow0 * %lld + c) * %d + cl);\n",
+		      st, p->VT, lt, lt, p->LW, (long long)cv->s[2], p->CS * p->VT);
+	kf_buf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) xf[c][j] = ", p->VT);
+	kx_load(b, mm->a.st, "xv[j]");
+	kf_buf_puts(b, ";\n      }\n");
+}
+
+/* The band kernel: 0, 1 when it does not take the conv (not forced), -1 on
+ * an error. */
+static int dwb_emit(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
+{
+	const kx_conv *cv = &mm->cv;
+	const char *it = kx_it(k);
+	dwr_plan p = {.esz = 16 / V, .SB = 16};
+	if (!dwr_fits(mm, V))
+		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the band kernel takes 2-D convs accumulated in f32", env) : 1;
+	if (!dwb_pick(cv, &p, V)) {
+		if (!knobs)
+			return 1;
+		dwb_shape(cv, &p, V); /* forced: the narrowest slice */
+	}
+	if (knobs && *knobs && dwb_override(k, cv, &p, V, env, knobs) != 0)
+		return -1;
+	if (p.BB > 200 * 1024)
+		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': no band of this conv fits shared memory", env) : 1;
+	int T = p.CS * p.P;
+	k->k->block = T;
+	k->k->units = p.NS * cv->N * p.OHG;
+	k->k->per_sm = -1;
+	k->k->smem = p.BB;
+	k->k->min_blocks = p.MB ? p.MB : T <= 512 ? 512 / T : 1;
+	if (k->k->units >= (1LL << 31))
+		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
+	int sb = kx_dw_store_kind(k, mm, p.VT);
+	if (p.SB > sb)
+		p.SB = sb;
+	kf_buf *b = &k->b;
+	kf_buf_puts(&k->decl, kx_mm_helpers());
+	kf_buf_printf(b, "  /* depthwise band: %d rows x %lld columns x %d channels a block (%d x %d inputs in shared memory), "
+		      "%d channels x %d columns a thread, %d threads */\n", p.R, (long long)cv->out[2], p.CS * p.VT, p.NI, p.LW,
+		      p.VT, p.RC, T);
+	dwr_weights(k, mm, &p);
+	dwb_load(k, mm, &p);
+	kf_buf_printf(b, "  for (int g = threadIdx.x / %d; g < %lld; g += %d) {\n", p.CS, (long long)p.OWG, p.P);
+	kf_buf_printf(b, "    const int ow0 = g * %d;\n    const %s rb = (n * %lld + oh0) * %lld + ow0;\n", p.RC, it,
+		      (long long)cv->out[1], (long long)cv->out[2]);
+	kf_buf_printf(b, "    float acc[%d][%d][%d];\n#pragma unroll\n    for (int r = 0; r < %d; r++)\n#pragma unroll\n"
+		      "      for (int c = 0; c < %d; c++)\n#pragma unroll\n        for (int j = 0; j < %d; j++) acc[r][c][j] = 0;\n",
+		      p.R, p.RC, p.VT, p.R, p.RC, p.VT);
+	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i++) {\n", p.NI);
+	if (p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1))
+		kf_buf_printf(b, "      if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
+	dwb_row(k, mm, &p);
+	dwr_accumulate(k, mm, &p);
+	kf_buf_puts(b, "    }\n  }\n");
+	return 0;
+}
+
+int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
+{
+	return dwb_emit(k, mm, V, env, knobs);
 }
 
 int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)

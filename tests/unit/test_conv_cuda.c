@@ -146,8 +146,9 @@ static void ptxas_hopper(void **st)
 /* The depthwise rows kernel (cuda/emit_depthwise_rows.c) on the batch-32
  * layers it takes by default, MobileNetV2's and EfficientNet-B0's 3x3 and
  * 5x5 at stride 1 and 2, conv + bias + ReLU6 (f16, 8-byte stores), and
- * its forced shapes: sm_90 without spills within __launch_bounds__'s 128
- * registers.  Prints ptxas's registers for each. */
+ * its forced shapes, and the band kernel's plans for them: sm_90 without
+ * spills within __launch_bounds__'s 128 registers.  Prints ptxas's
+ * registers and the plan for each. */
 static void ptxas_depthwise_rows(void **st)
 {
 	if (!kft_have_nvrtc())
@@ -160,7 +161,9 @@ static void ptxas_depthwise_rows(void **st)
 		{384, 14, 3, 1, NULL}, {960, 7, 3, 1, NULL},  {240, 28, 5, 1, NULL}, {144, 56, 5, 2, NULL},
 		{672, 14, 5, 1, NULL}, {32, 112, 3, 1, "rows:v8x1h4"}, {32, 112, 3, 1, "rows:v4x3h8"},
 		{144, 56, 5, 1, "rows:v2x2h8"}, {32, 112, 3, 1, "rows:v4x1h8f2"}, {96, 112, 3, 2, "rows:f2"},
-		{144, 56, 3, 1, "rows:v4x1h8f3"}, {672, 14, 5, 1, "rows:f1"},
+		{144, 56, 3, 1, "rows:v4x1h8f3"}, {672, 14, 5, 1, "rows:f1"}, {32, 112, 3, 1, "band"},
+		{96, 112, 3, 2, "band"}, {144, 56, 3, 1, "band"}, {144, 56, 5, 2, "band"}, {240, 28, 5, 1, "band"},
+		{960, 7, 3, 1, "band"}, {672, 14, 5, 1, "band"}, {1152, 7, 5, 1, "band"},
 	};
 	for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
 		int C = ls[i].C, H = ls[i].H, K = ls[i].k, S = ls[i].s, p = K / 2, O = (H + 2 * p - K) / S + 1;
@@ -188,8 +191,9 @@ static void ptxas_depthwise_rows(void **st)
 		if (!strstr(k.src, "float wf["))
 			fail_msg("%d channels %dx%d, %dx%d /%d: not the rows kernel", C, H, H, K, K, S);
 		int regs = kft_ptxas_checked(&k, "sm_90", 128);
-		fprintf(stderr, "ptxas depthwise rows %d ch %dx%d %dx%d/%d %s: %d registers, block %d\n", C, H, H, K, K, S,
-			ls[i].dw ? ls[i].dw : "(default)", regs, k.block);
+		const char *plan = strstr(k.src, "/* depthwise ");
+		fprintf(stderr, "ptxas depthwise %d ch %dx%d %dx%d/%d %s: %d registers, block %d, %.*s\n", C, H, H, K, K, S,
+			ls[i].dw ? ls[i].dw : "(default)", regs, k.block, plan ? (int)strcspn(plan, "\n") : 0, plan ? plan : "");
 		kf_kernel_free(&k);
 		kf_module_free(m);
 		kf_ctx_free(c);

@@ -415,6 +415,47 @@ static void conv_depthwise_rows(void **st)
 	}
 }
 
+/* The band kernel (the rows kernel's walk over a band of input a block
+ * copies into shared memory with cp.async), forced by $KFUSE_DEPTHWISE
+ * "band" (its own plan) or "band:v<VT>x<RC>h<R>c<CSV>b<MB>": 3x3 and 5x5,
+ * strides 1, 2 and 4, pads 0 to 2 and asymmetric, a dilation, bands that
+ * the image's rows do not divide, several slices of channels and column
+ * groups a thread, f16, bf16, f32, 1-D; the epilogues of the rows cases. */
+static const conv_case dw_band_cases[] = {
+	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band"},
+	{"f16", true, 2, 1, 24, 24, 24, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 3, NULL, false, "band:v8h4c8"},
+	{"f16", true, 2, 2, 32, 32, 32, {11, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "band:v4x2h3c16"},
+	{"f16", true, 2, 1, 144, 144, 144, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, NULL, false, "band"},
+	{"f16", true, 2, 2, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:v2x3h5"},
+	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "band"},
+	{"f16", true, 2, 1, 16, 16, 16, {8, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, NULL, false, "band:h2"},
+	{"f16", true, 2, 2, 8, 8, 8, {10, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 1, NULL, false, "band:h3"},
+	{"f16", true, 2, 1, 16, 16, 16, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}, 2, NULL, false, "band"},
+	{"f16", true, 2, 1, 16, 16, 16, {14, 13}, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {0, 0}, 1, NULL, false, "band:x2h3"},
+	{"f16", true, 2, 1, 32, 32, 32, {30, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "band:c8h2"},
+	{"bf16", true, 2, 1, 16, 16, 16, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band"},
+	{"f32", true, 2, 1, 8, 8, 8, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "band"},
+	{"f32", true, 2, 1, 12, 12, 12, {7, 5}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:v2x2h2c4"},
+	{"f16", true, 1, 2, 16, 16, 16, {19}, {5}, {1}, {1}, {2}, {2}, 1, NULL, false, "band"},
+};
+
+static void conv_depthwise_band(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	for (size_t i = 0; i < sizeof dw_band_cases / sizeof *dw_band_cases; i++)
+		check_conv(&dw_band_cases[i], 700 + i);
+	/* and they can fail: the band's rows one off, or its columns */
+	static const char *const muts[][2] = {{"ih0 = oh0 * 1 - 1,", "ih0 = oh0 * 1 - 0,"}, {"iw0 = -1;", "iw0 = -0;"}};
+	for (int m = 0; m < 2; m++) {
+		char text[4096];
+		conv_text(&dw_band_cases[0], text, sizeof text);
+		setenv("KFUSE_DEPTHWISE", dw_band_cases[0].dw, 1);
+		check_graph_mut(text, NULL, 6e-3, 6e-3, 700, muts[m][0], muts[m][1]);
+		unsetenv("KFUSE_DEPTHWISE");
+	}
+}
+
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
 static int emit_case(const conv_case *cc, const char *dw, kf_kernel *k)
 {
@@ -642,6 +683,7 @@ int main(void)
 		cmocka_unit_test(conv_direct),
 		cmocka_unit_test(conv_depthwise),
 		cmocka_unit_test(conv_depthwise_rows),
+		cmocka_unit_test(conv_depthwise_band),
 		cmocka_unit_test(depthwise_plan),
 		cmocka_unit_test(pools),
 		cmocka_unit_test(reductions),
