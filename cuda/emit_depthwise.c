@@ -429,6 +429,22 @@ static bool dw_rows_default(const kx_conv *cv)
 	return cv->k[1] <= 5 && cv->k[2] <= 5 && (hw <= 14 * 14 || (cv->k[1] * cv->k[2] >= 25 && hw <= 28 * 28));
 }
 
+/* Whether the band kernel runs a conv of many outputs by default.
+ * Measured on the H200 (bench/results/2026-12-03-gpu-s13a-depthwise-band.txt,
+ * batch 32, MobileNetV2's and EfficientNet-B0's 22 depthwise layers, f16 +
+ * bias + ReLU, replays after an L2 flush): at stride 1 and under 5x5
+ * kernels it was the fastest kernel at 13 of those 15 layers (144 channels
+ * of 56x56: 0.0292 against the tiled kernel's 0.0340 ms; 240 of 28x28 5x5:
+ * 0.0264 against 0.0329; 960 of 7x7: 0.0087 against 0.0104), within 2%
+ * of the best at the other two; 3x3 at stride 2 it lost to the tiled or
+ * rows kernel at 3 of 7 (144 of 56x56: 0.0231 against 0.0196), so those
+ * keep the older rule.  Kernels past 5x5 keep the tiled kernel (weights in
+ * registers, as the rows kernel's). */
+static bool dw_band_default(const kx_conv *cv)
+{
+	return cv->k[1] <= 5 && cv->k[2] <= 5 && (cv->KK >= 25 || (cv->s[1] == 1 && cv->s[2] == 1));
+}
+
 int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 {
 	const char *env = getenv("KFUSE_DEPTHWISE");
@@ -442,6 +458,11 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 		return emit_tiled(k, mm, V);
 	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)
 		return emit_vector(k, mm, V);
+	if (dw_band_default(&mm->cv)) {
+		int rc = kx_dw_emit_band(k, mm, V, NULL, NULL);
+		if (rc != 1)
+			return rc;
+	}
 	if (dw_rows_default(&mm->cv)) {
 		int rc = kx_dw_emit_rows(k, mm, V, NULL, NULL);
 		if (rc != 1)

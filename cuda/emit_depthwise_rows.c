@@ -348,8 +348,12 @@ static void dwr_accumulate(kx *k, const kx_mm *mm, const dwr_plan *p)
  * columns, rows a thread; channels a block; blocks an SM).
  * requires: CSV a multiple of V (whole 16-byte copies). */
 
-/* Shared memory a band may take: three blocks an H200 SM (228 KiB). */
-#define DWB_SMEM (64 * 1024)
+/* Shared memory a band's plan may take (three or four blocks an H200 SM
+ * of 228 KiB): 64 KiB for 5x5 kernels, whose 4 halo rows want tall bands
+ * (EfficientNet-B0's 144 channels of 56 x 56 at stride 2, s13a: 4 rows in
+ * 62 KiB 0.0278 ms, 2 rows 0.0318), 48 KiB for 3x3 (32 channels of 112 x
+ * 112: 4 rows in 44 KiB 0.0246 ms, 6 rows in 58 KiB 0.0271). */
+#define DWB_SMEM(cv) ((cv)->KK >= 25 ? 64 * 1024 : 48 * 1024)
 
 static void dwb_shape(const kx_conv *cv, dwr_plan *p, int csv)
 {
@@ -380,7 +384,7 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 		if (cv->C % c)
 			continue;
 		dwb_shape(cv, p, c);
-		if (p->BB <= DWB_SMEM && cv->KK * c * 4 <= DWR_SMEM)
+		if (p->BB <= DWB_SMEM(cv) && cv->KK * c * 4 <= DWR_SMEM)
 			csv = c;
 	}
 	if (!csv)
@@ -389,7 +393,7 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 		dwr_plan t = *p;
 		t.R = r;
 		dwb_shape(cv, &t, csv);
-		if (r <= cv->out[1] && t.BB <= DWB_SMEM && t.NI <= 64) {
+		if (r <= cv->out[1] && t.BB <= DWB_SMEM(cv) && t.NI <= 64) {
 			*p = t;
 			break;
 		}

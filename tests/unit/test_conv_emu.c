@@ -505,28 +505,51 @@ static void depthwise_plan(void **st)
 	assert_int_not_equal(emit_case(&dw, "c5", &k), 0); /* 5 does not divide 24 */
 	assert_int_not_equal(emit_case(&dw, "r9", &k), 0);
 	/* MobileNetV2's 32-channel 3x3 at 112x112, batch 32: by default the
-	 * tiled kernel (faster there on the H200, s12b); forced, the rows
-	 * kernel, 4 channels x 2 columns x 8 rows a thread (8-byte loads and
-	 * stores), 8 x 32 threads a block, 32 x 14 x 56 strips; "vector" and
-	 * "" force the others.  Its 384 channels at 14x14: rows by default,
-	 * and 5x5 at 28x28, not at 56x56 */
+	 * band kernel (stride 1; faster there on the H200, s13a), bands of 4
+	 * rows (6 x 114 x 32 f16 inputs: 43776 bytes of shared memory), 32 x 28
+	 * blocks of 224 threads (112 columns x 8 vectors of 4 channels, 4 a
+	 * thread); forced, the rows kernel, 4 channels x 2 columns x 8 rows a
+	 * thread (8-byte loads and stores), 8 x 32 threads a block, 32 x 14 x
+	 * 56 strips; "vector" and "" force the others.  At stride 2 the band
+	 * kernel takes 5x5 only: 3x3 at 56x56 the tiled kernel, at 14x14 the
+	 * rows kernel.  Its 384 channels at 14x14 stride 1, the band; 5x5 at
+	 * 28x28 and 56x56, the band */
 	conv_case mb = {"f16", true, 2, 32, 32, 32, 32, {112, 112}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
 	assert_int_equal(emit_case(&mb, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise band: 4 rows x 112 columns x 32 channels a block (6 x 114 inputs"));
+	assert_int_equal(k.smem, 6 * 114 * 32 * 2);
+	assert_int_equal(k.block, 224);
+	assert_int_equal(k.units, 32 * 28);
+	kf_kernel_free(&k);
+	conv_case s2 = mb;
+	s2.C = s2.O = s2.G = 144, s2.in[0] = s2.in[1] = 56, s2.s[0] = s2.s[1] = 2;
+	assert_int_equal(emit_case(&s2, NULL, &k), 0);
+	assert_null(strstr(k.src, "depthwise band"));
 	assert_null(strstr(k.src, "depthwise rows"));
-	assert_non_null(strstr(k.src, "xf[r * 1 + kw * 1]"));
+	assert_non_null(strstr(k.src, "xf[r * 2 + kw * 1]")); /* the tiled kernel */
+	kf_kernel_free(&k);
+	s2.C = s2.O = s2.G = 576, s2.in[0] = s2.in[1] = 14;
+	assert_int_equal(emit_case(&s2, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise rows"));
 	kf_kernel_free(&k);
 	conv_case m14 = {"f16", true, 2, 32, 384, 384, 384, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
 	assert_int_equal(emit_case(&m14, NULL, &k), 0);
-	assert_non_null(strstr(k.src, "depthwise rows"));
+	assert_non_null(strstr(k.src, "depthwise band"));
 	kf_kernel_free(&k);
 	conv_case e28 = {"f16", true, 2, 32, 240, 240, 240, {28, 28}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL};
 	assert_int_equal(emit_case(&e28, NULL, &k), 0);
-	assert_non_null(strstr(k.src, "depthwise rows"));
+	assert_non_null(strstr(k.src, "depthwise band"));
 	kf_kernel_free(&k);
 	e28.in[0] = e28.in[1] = 56;
+	e28.s[0] = e28.s[1] = 2;
 	assert_int_equal(emit_case(&e28, NULL, &k), 0);
-	assert_null(strstr(k.src, "depthwise rows"));
+	assert_non_null(strstr(k.src, "depthwise band: 4 rows x 28 columns"));
 	kf_kernel_free(&k);
+	/* ConvNeXt's 7x7 (above) keeps the tiled kernel; so does a conv the
+	 * band kernel does not take: bad knobs are errors */
+	assert_int_not_equal(emit_case(&mb, "band:c24", &k), 0); /* 24 does not divide 32 */
+	assert_int_not_equal(emit_case(&mb, "band:q1", &k), 0);  /* no knob q */
+	assert_int_not_equal(emit_case(&mb, "band:h99", &k), 0); /* 99 rows */
 	assert_int_equal(emit_case(&mb, "rows", &k), 0);
 	assert_non_null(strstr(k.src, "depthwise rows: 4 channels x 2 columns x 8 rows a thread, 8 x 32 a block"));
 	assert_non_null(strstr(k.src, "*(uint2 *)(o0 + voff) = kv;"));
