@@ -1,5 +1,5 @@
 /* emit_depthwise.c: channels-last depthwise convs (one input channel per
- * output channel) whose channels come in whole 16-byte vectors, three
+ * output channel) whose channels come in whole 16-byte vectors, four
  * kernels:
  *
  * - the tiled kernel: weights in shared memory, a thread a tile of
@@ -9,7 +9,10 @@
  * - the rows kernel (emit_depthwise_rows.c): a thread walks down a strip
  *   of output rows, its weights in registers, each input row loaded once;
  *   written to take the tiled kernel's place on 2-D kernels up to 5x5,
- *   which the tiled one runs bound by L1 (below 50% of copy bandwidth).
+ *   which the tiled one runs bound by L1 (below 50% of copy bandwidth);
+ * - the band kernel (emit_depthwise_rows.c's band mode): the rows
+ *   kernel's walk over a band of input rows a block copies into shared
+ *   memory with cp.async, for more bytes in flight than registers allow.
  *
  * Why, measured on the H200 (bench/results/2026-12-02-gpu-s5a-conv-layers.txt
  * and -s5d-conv-layers.txt; conv + bias + ReLU, f16): at batch 32 the tiled
@@ -19,11 +22,13 @@
  * up to 1.6x faster (the same layer: 0.019 against 0.030 ms): there the
  * tiled kernel's weight copy and barrier are not paid back over enough
  * outputs.  Outputs of 2^19 or more (every batch-32 layer of those models,
- * no batch-1 one) take the rows kernel on small inputs (dw_rows_default,
- * measured) where it fits, else the tiled one.
+ * no batch-1 one) take the band kernel at stride 1 and under 5x5 kernels
+ * (dw_band_default), the rows kernel on small inputs (dw_rows_default),
+ * else the tiled one: each where it was measured fastest.
  *
- * $KFUSE_DEPTHWISE forces one: "vector"; "rows" or "rows:<knobs>" (see
- * emit_depthwise_rows.c); anything else the tiled kernel, with
+ * $KFUSE_DEPTHWISE forces one: "vector"; "rows" or "rows:<knobs>", "band"
+ * or "band:<knobs>" (see emit_depthwise_rows.c); anything else the tiled
+ * kernel, with
  * "r<R>c<CS>p<P>t<TR>b<MB>s<SB>" overrides of its choices (emit_tiled's,
  * below; set but empty: its own).
  *

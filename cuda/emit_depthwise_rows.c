@@ -1,6 +1,7 @@
 /* emit_depthwise_rows.c: the rows kernel of channels-last depthwise
  * convs (emit_depthwise.c picks it for 2-D convs of many outputs whose
- * kernel is at most 5x5).
+ * kernel is at most 5x5), and its band mode (below: the same walk over a
+ * band of input in shared memory).
  *
  * Why another kernel: the tiled one (a thread R outputs along W of one
  * channel vector) is bound by L1 on the H200 (Nsight Compute on
