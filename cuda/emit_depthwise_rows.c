@@ -268,6 +268,13 @@ static void dwr_strip(kx *k, const kx_mm *mm, const dwr_plan *p)
 		      (long long)(cv->in[1] * cv->in[2] * cv->C), (long long)cv->out[1], (long long)cv->out[2]);
 }
 
+/* The type of a thread's VT-channel load (16, 8 or 4 bytes). */
+static const char *dwr_lt(const dwr_plan *p)
+{
+	int lb = p->VT * p->esz;
+	return lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
+}
+
 /* Input row ii's raw vectors into ring slot `slot` of xr (those some
  * output reads; zeros outside the image): the loads of a row issued PF
  * rows before its multiply-adds, so each thread keeps PF + 1 rows of
@@ -277,9 +284,10 @@ static void dwr_fetch(kx *k, const kx_mm *mm, const dwr_plan *p, const char *ii,
 {
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k);
-	int lb = p->VT * p->esz;
-	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
-	const char *zero = lb == 16 ? "make_uint4(0, 0, 0, 0)" : lb == 8 ? "make_uint2(0, 0)" : "0u";
+	const char *lt = dwr_lt(p);
+	const char *zero = !strcmp(lt, "uint4")   ? "make_uint4(0, 0, 0, 0)"
+			   : !strcmp(lt, "uint2") ? "make_uint2(0, 0)"
+						  : "0u";
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "    {\n      const int ihf = ih0 + %s;\n      const bool hin = (unsigned)ihf < %lldu;\n", ii,
 		      (long long)cv->in[1]);
@@ -292,18 +300,16 @@ static void dwr_fetch(kx *k, const kx_mm *mm, const dwr_plan *p, const char *ii,
 		      (long long)cv->C, zero);
 }
 
-/* Input row i of the strip from its ring slot, converted once into
- * xf[c][j]. */
-static void dwr_load_row(kx *k, const kx_mm *mm, const dwr_plan *p)
+/* Input row i converted once into xf[c][j]: its vector c read as `src`
+ * (an expression of c and i, of the load type): the strip's ring slot, or
+ * the band in shared memory. */
+static void dwr_load_row(kx *k, const kx_mm *mm, const dwr_plan *p, const char *src)
 {
-	const char *st = kx_st(mm->a.st);
-	int lb = p->VT * p->esz;
-	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "    float xf[%d][%d];\n#pragma unroll\n    for (int c = 0; c < %d; c++) {\n", p->L, p->VT, p->L);
 	if (p->cols != (p->L == 64 ? ~0ULL : (1ULL << p->L) - 1))
 		kf_buf_printf(b, "      if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
-	kf_buf_printf(b, "      __align__(16) %s xv[%d];\n      *(%s *)xv = xr[i %% %d][c];\n", st, p->VT, lt, p->PF + 1);
+	kf_buf_printf(b, "      __align__(16) %s xv[%d];\n      *(%s *)xv = %s;\n", kx_st(mm->a.st), p->VT, dwr_lt(p), src);
 	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < %d; j++) xf[c][j] = ", p->VT);
 	kx_load(b, mm->a.st, "xv[j]");
 	kf_buf_puts(b, ";\n    }\n");
@@ -453,27 +459,9 @@ static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
 	kf_buf_puts(b, "  kf_cp_commit();\n  kf_cp_wait<0>();\n  __syncthreads();\n");
 }
 
-/* Input row i of the band at the thread's columns, converted into xf. */
-static void dwb_row(kx *k, const kx_mm *mm, const dwr_plan *p)
-{
-	const kx_conv *cv = &mm->cv;
-	const char *st = kx_st(mm->a.st);
-	int lb = p->VT * p->esz;
-	const char *lt = lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned";
-	kf_buf *b = &k->b;
-	kf_buf_printf(b, "      float xf[%d][%d];\n#pragma unroll\n      for (int c = 0; c < %d; c++) {\n", p->L, p->VT, p->L);
-	if (p->cols != (p->L == 64 ? ~0ULL : (1ULL << p->L) - 1))
-		kf_buf_printf(b, "        if (!((0x%llxULL >> c) & 1)) continue;\n", (unsigned long long)p->cols);
-	kf_buf_printf(b, "        __align__(16) %s xv[%d];\n        *(%s *)xv = *(const %s *)(kf_band + (i * %d + ow0 * %lld + c) * %d + cl);\n",
-		      st, p->VT, lt, lt, p->LW, (long long)cv->s[2], p->CS * p->VT);
-	kf_buf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) xf[c][j] = ", p->VT);
-	kx_load(b, mm->a.st, "xv[j]");
-	kf_buf_puts(b, ";\n      }\n");
-}
-
-/* The band kernel: 0, 1 when it does not take the conv (not forced), -1 on
- * an error. */
-static int dwb_emit(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
+/* The band kernel: its plan (or the override's), the weights, the band,
+ * then each thread's column groups walked down the band. */
+int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 {
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k);
@@ -516,15 +504,13 @@ static int dwb_emit(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i++) {\n", p.NI);
 	if (p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1))
 		kf_buf_printf(b, "      if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
-	dwb_row(k, mm, &p);
+	char src[160];
+	snprintf(src, sizeof src, "*(const %s *)(kf_band + (i * %d + ow0 * %lld + c) * %d + cl)", dwr_lt(&p), p.LW,
+		 (long long)cv->s[2], p.CS * p.VT);
+	dwr_load_row(k, mm, &p, src);
 	dwr_accumulate(k, mm, &p);
 	kf_buf_puts(b, "    }\n  }\n");
 	return 0;
-}
-
-int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
-{
-	return dwb_emit(k, mm, V, env, knobs);
 }
 
 int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
@@ -553,9 +539,8 @@ int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 		      "    for (int c = 0; c < %d; c++)\n#pragma unroll\n      for (int j = 0; j < %d; j++) acc[r][c][j] = 0;\n",
 		      p.R, p.RC, p.VT, p.R, p.RC, p.VT);
 	/* the raw rows in flight: a ring of PF + 1, the first PF loaded ahead */
-	int lb = p.VT * p.esz;
 	bool skip = p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1);
-	kf_buf_printf(b, "  %s xr[%d][%d];\n", lb == 16 ? "uint4" : lb == 8 ? "uint2" : "unsigned", p.PF + 1, p.L);
+	kf_buf_printf(b, "  %s xr[%d][%d];\n", dwr_lt(&p), p.PF + 1, p.L);
 	kf_buf_printf(b, "#pragma unroll\n  for (int i = 0; i < %d; i++) {\n", p.PF < p.NI ? p.PF : p.NI);
 	if (skip)
 		kf_buf_printf(b, "    if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
@@ -572,7 +557,8 @@ int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	kf_buf_puts(b, "    }\n");
 	if (skip)
 		kf_buf_printf(b, "    if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
-	dwr_load_row(k, mm, &p);
+	snprintf(sl, sizeof sl, "xr[i %% %d][c]", p.PF + 1);
+	dwr_load_row(k, mm, &p, sl);
 	dwr_accumulate(k, mm, &p);
 	kf_buf_puts(b, "  }\n");
 	return 0;
