@@ -245,17 +245,26 @@ static void dw_pick_block(const kx_conv *cv, dw_plan *p)
 /* $KFUSE_DEPTHWISE, "r<R>c<CS>p<P>t<TR>b<MB>s<SB>" (any of them: "r3c2";
  * s: 16, 4 or 1 bytes a store at most), over the choices: for measuring
  * others on a GPU, and for tests of uncommon ones. */
-static int dw_override(kx *k, const kx_conv *cv, dw_plan *p, const char *env)
+bool kx_dw_knobs(const char *knobs, const char *letters, const char *zero_ok, int *kv)
 {
-	for (const char *s = env; *s;) {
+	for (const char *s = knobs; *s;) {
 		char c = *s++, *e;
 		long v = strtol(s, &e, 10);
-		if (e == s || v < 1 || v > 1024 || !strchr("rcptbs", c) || (c == 's' && v != 16 && v != 4 && v != 1))
-			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not r<R>c<CS>p<P>t<TR>b<MB>s<16|4|1>", env);
+		const char *f = c ? strchr(letters, c) : NULL;
+		if (e == s || !f || v < (strchr(zero_ok, c) ? 0 : 1) || v > 1024)
+			return false;
 		s = e;
-		*(c == 'r' ? &p->R : c == 'c' ? &p->CS : c == 'p' ? &p->P : c == 't' ? &p->TR : c == 'b' ? &p->MB : &p->SB) =
-			c == 's' && v == 1 ? 0 : (int)v;
+		kv[f - letters] = (int)v;
 	}
+	return true;
+}
+
+static int dw_override(kx *k, const kx_conv *cv, dw_plan *p, const char *env)
+{
+	int kv[6] = {p->R, p->CS, p->P, p->TR, p->MB, p->SB ? p->SB : 1};
+	if (!kx_dw_knobs(env, "rcptbs", "", kv) || (kv[5] != 16 && kv[5] != 4 && kv[5] != 1))
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not r<R>c<CS>p<P>t<TR>b<MB>s<16|4|1>", env);
+	p->R = kv[0], p->CS = kv[1], p->P = kv[2], p->TR = kv[3], p->MB = kv[4], p->SB = kv[5] == 1 ? 0 : kv[5];
 	p->NS = p->G / p->CS;
 	if (p->R > 8 || dw_span(cv, p->R) > 64 || p->G % p->CS || cv->KK * p->CS * p->V * p->asz > DW_SMEM ||
 	    p->CS * p->P > 1024 || p->TR > 64 || p->MB > 32)
@@ -427,7 +436,9 @@ static int emit_tiled(kx *k, kx_mm *mm, int V)
  * inputs the tiled kernel was faster at 10 of 11 (by 3-18%: 24.2 against
  * 25.7 us at 32 channels of 112 x 112).  Kernels past 5x5 (ConvNeXt's
  * 7x7, bound by its multiply-adds) keep the tiled kernel: the rows one's
- * weights live in registers (25 taps x 2-4 channels a thread). */
+ * weights live in registers (25 taps x 2-4 channels a thread).  Asked
+ * after dw_band_default (session 13): it now decides 3x3 convs at stride
+ * 2, and 5x5 ones only where the band kernel does not fit. */
 static bool dw_rows_default(const kx_conv *cv)
 {
 	int64_t hw = cv->in[1] * cv->in[2];
@@ -450,15 +461,26 @@ static bool dw_band_default(const kx_conv *cv)
 	return cv->k[1] <= 5 && cv->k[2] <= 5 && (cv->KK >= 25 || (cv->s[1] == 1 && cv->s[2] == 1));
 }
 
+/* The knobs after "<name>" or "<name>:" of $KFUSE_DEPTHWISE `env` (""
+ * for none), NULL when env does not force that kernel. */
+static const char *forced(const char *env, const char *name)
+{
+	size_t n = strlen(name);
+	if (!env || strncmp(env, name, n) || (env[n] && env[n] != ':'))
+		return NULL;
+	return env + n + (env[n] == ':');
+}
+
 int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 {
 	const char *env = getenv("KFUSE_DEPTHWISE");
 	if (env && !strcmp(env, "vector"))
 		return emit_vector(k, mm, V);
-	if (env && !strncmp(env, "rows", 4) && (env[4] == 0 || env[4] == ':'))
-		return kx_dw_emit_rows(k, mm, V, env, env + 4 + (env[4] == ':'));
-	if (env && !strncmp(env, "band", 4) && (env[4] == 0 || env[4] == ':'))
-		return kx_dw_emit_band(k, mm, V, env, env + 4 + (env[4] == ':'));
+	const char *knobs;
+	if ((knobs = forced(env, "rows")))
+		return kx_dw_emit_rows(k, mm, V, env, knobs);
+	if ((knobs = forced(env, "band")))
+		return kx_dw_emit_band(k, mm, V, env, knobs);
 	if (env)
 		return emit_tiled(k, mm, V);
 	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)

@@ -164,20 +164,11 @@ static int dwr_pick_block(const kx_conv *cv, dwr_plan *p)
  * error when a knob is not one or the conv cannot take it. */
 static int dwr_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
 {
-	int kv[8] = {p->VT, p->RC, p->R, 0, 0, 0, p->SB, p->PF};
-	static const char letters[] = "vxhcpbsf";
-	for (const char *s = knobs; *s;) {
-		char c = *s++, *e;
-		long v = strtol(s, &e, 10);
-		const char *f = c ? strchr(letters, c) : NULL;
-		if (e == s || v < (c == 'f' ? 0 : 1) || v > (c == 'f' ? 4 : 1024) || !f ||
-		    (c == 's' && v != 16 && v != 8 && v != 4 && v != 1))
-			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not rows:v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1>f<0..4>", env);
-		s = e;
-		kv[f - letters] = c == 's' && v == 1 ? 0 : (int)v;
-	}
-	p->PF = kv[7];
-	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[5], p->SB = kv[6];
+	int kv[8] = {p->VT, p->RC, p->R, 0, 0, 0, p->SB ? p->SB : 1, p->PF};
+	if (!kx_dw_knobs(knobs, "vxhcpbsf", "f", kv) || (kv[6] != 16 && kv[6] != 8 && kv[6] != 4 && kv[6] != 1) ||
+	    kv[7] > 4)
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not rows:v<VT>x<RC>h<R>c<CS>p<P>b<MB>s<16|8|4|1>f<0..4>", env);
+	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[5], p->SB = kv[6] == 1 ? 0 : kv[6], p->PF = kv[7];
 	bool ok = V % p->VT == 0 && p->VT >= 2 && p->RC <= 8 && p->R <= 16;
 	if (ok) {
 		dwr_shape(cv, p);
@@ -413,16 +404,8 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 static int dwb_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
 {
 	int kv[5] = {p->VT, p->RC, p->R, p->CS * p->VT, p->MB};
-	static const char letters[] = "vxhcb";
-	for (const char *s = knobs; *s;) {
-		char c = *s++, *e;
-		long v = strtol(s, &e, 10);
-		const char *f = c ? strchr(letters, c) : NULL;
-		if (e == s || v < 1 || v > 1024 || !f)
-			return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>", env);
-		s = e;
-		kv[f - letters] = (int)v;
-	}
+	if (!kx_dw_knobs(knobs, "vxhcb", "", kv))
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>", env);
 	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[4];
 	bool ok = p->VT >= 2 && V % p->VT == 0 && p->RC <= 8 && p->R <= 16 && kv[3] % V == 0 && cv->C % kv[3] == 0 &&
 		  p->MB <= 32;

@@ -163,6 +163,10 @@ int kx_dw_store_kind(kx *k, const kx_mm *mm, int V);
  * with c0 its first channel; a barrier after. */
 void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int threads, int64_t ns);
 void kx_dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a);
+/* $KFUSE_DEPTHWISE's knobs "<letter><number>...": each letter of `letters`
+ * sets kv[its index] to its number, 1 to 1024 (0 too for those in
+ * `zero_ok`); false on anything else (the caller checks its own limits). */
+bool kx_dw_knobs(const char *knobs, const char *letters, const char *zero_ok, int *kv);
 /* emit_depthwise_rows.c: the rows kernel (a thread walks a strip of output
  * rows, weights in registers); 1 when it does not take the conv, unless
  * forced: knobs non-NULL ($KFUSE_DEPTHWISE `env`'s "rows:" text), then an

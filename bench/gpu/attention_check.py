@@ -9,18 +9,18 @@ import sys
 import numpy as np
 
 
-
 def load(f):
-    """f's array as f32; bf16 (2-byte voids) through its bits."""
+    """(f's array as f32, whether it is bf16): bf16 (2-byte voids) through
+    its bits."""
     a = np.load(f)
     if a.dtype.kind == "V" and a.dtype.itemsize == 2:
-        return (a.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return a.astype(np.float32)
+        return (a.view(np.uint16).astype(np.uint32) << 16).view(np.float32), True
+    return a.astype(np.float32), False
 
 
 try:
-    got = load(sys.argv[1])
-    ref = load(sys.argv[2])
+    got, _ = load(sys.argv[1])
+    ref, bf = load(sys.argv[2])
 except Exception as e:
     print(f"MISMATCH cannot read: {e}")
     sys.exit(1)
@@ -28,7 +28,6 @@ if got.shape != ref.shape:
     print(f"MISMATCH shape {got.shape} vs {ref.shape}")
     sys.exit(1)
 d = np.abs(got - ref)
-bf = np.load(sys.argv[2], mmap_mode="r").dtype.kind == "V"
 bad = ~(d <= (1e-2 if bf else 2e-3) + (4e-2 if bf else 2e-2) * np.abs(ref)) & ~(np.isnan(got) & np.isnan(ref))
 n = int(bad.sum())
 word = "ok" if n == 0 else "MISMATCH"

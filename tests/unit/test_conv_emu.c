@@ -550,6 +550,13 @@ static void depthwise_plan(void **st)
 	assert_int_not_equal(emit_case(&mb, "band:c24", &k), 0); /* 24 does not divide 32 */
 	assert_int_not_equal(emit_case(&mb, "band:q1", &k), 0);  /* no knob q */
 	assert_int_not_equal(emit_case(&mb, "band:h99", &k), 0); /* 99 rows */
+	/* the knobs' own limits: a store of 2 bytes, 5 rows ahead, no channels */
+	assert_int_not_equal(emit_case(&mb, "rows:s2", &k), 0);
+	assert_int_not_equal(emit_case(&mb, "rows:f5", &k), 0);
+	assert_int_not_equal(emit_case(&mb, "band:v0", &k), 0);
+	assert_int_not_equal(emit_case(&mb, "s8", &k), 0);
+	assert_int_equal(emit_case(&mb, "rows:f0s4", &k), 0);
+	kf_kernel_free(&k);
 	assert_int_equal(emit_case(&mb, "rows", &k), 0);
 	assert_non_null(strstr(k.src, "depthwise rows: 4 channels x 2 columns x 8 rows a thread, 8 x 32 a block"));
 	assert_non_null(strstr(k.src, "*(uint2 *)(o0 + voff) = kv;"));
