@@ -1,5 +1,6 @@
 /* emit_attention_mma.c: the flash-attention kernel on tensor cores
- * (mma.sync m16n8k16, f16 or bf16; the helpers of emit_mma.c).
+ * (mma.sync m16n8k16, f16 or bf16; m16n8k8 tf32 for f32 where the fusion
+ * says tf32 = true; the helpers of emit_mma.c).
  *
  * A block owns BM query rows of one batch index (BM / 16 warps, 16 rows
  * each) and walks the key tiles of BN keys: q's tile is loaded once into
@@ -16,6 +17,18 @@
  * accumulator layout of two n8 tiles is the A layout of one k16 step) and
  * adds P V.  The scores never leave registers.  At the end each row is
  * divided by its sum and written through the output's view.
+ *
+ * tf32 (f32 operands rounded to tf32 as the tensor cores read them):
+ * tiles hold f32, and fragments are read with scalar shared loads
+ * (ldmatrix moves 16-bit elements).  Both products permute their
+ * contraction index in the same way on both sides, which leaves the sum
+ * unchanged: k-index q4 of a step of 8 is element 2 q4 and q4 + 4 is 2 q4
+ * + 1.  Then P's A fragment is the lane's own accumulators (a quad lane
+ * holds columns 2 q4 and 2 q4 + 1, no shuffles), and where the
+ * contraction runs along a tile's rows (k's head dims, v's keys, as
+ * stored) the two elements sit side by side: one 8-byte load.  Paddings
+ * keep each pattern free of bank conflicts: rows of cols + 8 floats where
+ * a lane reads pairs along the row, cols + 4 where it reads down columns.
  *
  * Causal masks (emit_attention.c) limit the key tiles a block walks to
  * those at or left of its last row's diagonal and mask only the tiles
@@ -56,23 +69,29 @@ static bool cfg_parse(const char *t, fa_cfg *c)
  * rows are keys, or the operand goes through registers), or keys as
  * columns (stored transposed, copied as stored). */
 typedef struct tl {
-	bool keycols;      /* [dim][BN + 8] */
+	bool keycols;      /* [dim][BN + pad] */
 	bool raw;          /* copied with cp.async */
+	bool pairs;        /* tf32: the product's contraction runs along the rows
+			      (a lane reads 2 adjacent elements at once) */
 	int rows, cols, ld;
+	int epv;           /* elements in 16 bytes: 8 (f16, bf16) or 4 (f32) */
 } tl;
 
 static tl tile_of(const kx *k, const kx_att *at, const kx_attop *op, int dim, const fa_cfg *c, bool isk)
 {
 	/* k is [D, Tk]: its keys are the columns; v is [Tk, DV]: the rows */
 	int64_t kstride = isk ? op->cs : op->rs, dstride = isk ? op->rs : op->cs;
-	tl t = {0};
-	if (op->raw && dstride == 1 && dim % 8 == 0)
+	tl t = {.epv = at->mdt == KF_F32 ? 4 : 8};
+	if (op->raw && dstride == 1 && dim % t.epv == 0)
 		t.raw = true;
-	else if (op->raw && kstride == 1 && kx_multiple(k, at->Tk, KX_ATT_S(k, at, Tk), 8))
+	else if (op->raw && kstride == 1 && kx_multiple(k, at->Tk, KX_ATT_S(k, at, Tk), t.epv))
 		t.raw = t.keycols = true;
 	t.rows = t.keycols ? dim : c->bn;
 	t.cols = t.keycols ? c->bn : dim;
-	t.ld = t.cols + 8;
+	/* k's contraction (head dims) is along rows of keys, v's (keys) along
+	 * rows of head dims */
+	t.pairs = at->mdt == KF_F32 && isk != t.keycols;
+	t.ld = t.cols + (at->mdt == KF_F32 && !t.pairs ? 4 : 8);
 	return t;
 }
 
@@ -87,9 +106,9 @@ static void load_kv(kx *k, const kx_att *at, const kx_attop *op, const tl *t, bo
 	int64_t skstride = pop ? kx_pmono(k, isk ? pop->cs : pop->rs) : kstride;
 	int64_t sdstride = pop ? kx_pmono(k, isk ? pop->rs : pop->cs) : dstride, sTk = KX_ATT_S(k, at, Tk);
 	if (t->raw) {
-		int per = t->cols / 8;
+		int per = t->cols / t->epv;
 		kf_buf_printf(b, "#pragma unroll\n    for (int c = threadIdx.x; c < %d; c += %d) {\n", t->rows * per, nt);
-		kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * 8;\n", per, per);
+		kf_buf_printf(b, "      const int r = c / %d, f = (c %% %d) * %d;\n", per, per, t->epv);
 		kf_buf_printf(b, "      const int j = j0 + %s;\n      const bool ok = j < ", t->keycols ? "f" : "r");
 		kx_dim(k, b, at->Tk, sTk);
 		kf_buf_printf(b, ";\n      kf_cp16(%s + r * %d + f, p%d + (ok ? %s + (long long)%s * ", s, t->ld, op->param, off,
@@ -127,6 +146,19 @@ static void frag_b(kf_buf *b, const tl *t, bool ncols, const char *s, const char
 			      k16, t->ld, n8);
 }
 
+/* tf32: the B fragment t[0..1] of the k-step from k8 and the n-tile from
+ * n8: elements (k8 + 2 q4, n8 + g) and (k8 + 2 q4 + 1, n8 + g) of the
+ * product's B, rounded to tf32. */
+static void frag_b32(kf_buf *b, const tl *t, const char *s, const char *n8, const char *k8)
+{
+	if (t->pairs)
+		kf_buf_printf(b, "{\n          const float2 w = *(const float2 *)(%s + (%s + g) * %d + %s + 2 * q4);\n"
+			      "          t[0] = kf_tf32(w.x);\n          t[1] = kf_tf32(w.y);\n        }", s, n8, t->ld, k8);
+	else
+		kf_buf_printf(b, "t[0] = kf_tf32(%s[(%s + 2 * q4) * %d + %s + g]);\n        t[1] = kf_tf32(%s[(%s + 2 * q4 + 1) * %d + %s + g]);",
+			      s, k8, t->ld, n8, s, k8, t->ld, n8);
+}
+
 static void default_cfg(const kx *k, const kx_att *at, fa_cfg *c)
 {
 	/* a sized plan: for its bucket's rows */
@@ -143,10 +175,11 @@ static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, 
 	kf_buf *b = &k->b;
 	int D = (int)at->D;
 	int64_t sTq = KX_ATT_S(k, at, Tq), srs = KX_ATT_S(k, at, q.rs), scs = KX_ATT_S(k, at, q.cs);
+	int epv = at->mdt == KF_F32 ? 4 : 8;
 	if (qraw) {
-		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * (D / 8), nt);
-		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * 8, i = q0 + r;\n    const bool ok = i < ", D / 8,
-			      D / 8);
+		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * (D / epv), nt);
+		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * %d, i = q0 + r;\n    const bool ok = i < ", D / epv,
+			      D / epv, epv);
 		kx_dim(k, b, at->Tq, sTq);
 		kf_buf_printf(b, ";\n    kf_cp16(sq + r * %d + f, p%d + (ok ? qo + (long long)i * ", lq, at->q.param);
 		kx_dimll(k, b, at->q.rs, srs);
@@ -174,7 +207,9 @@ static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, 
 		kf_buf_printf(b, "%.*s;\n", (int)lv.n, lv.p);
 	}
 	kf_buf_free(&lv);
-	kf_buf_printf(b, "    }\n    sq[r * %d + f] = %s(x);\n  }\n", lq, at->mdt == KF_F16 ? "kf_f2h" : "kf_f2b");
+	/* (tf32: rounded where the fragments are read) */
+	kf_buf_printf(b, "    }\n    sq[r * %d + f] = %s(x);\n  }\n", lq,
+		      at->mdt == KF_F16 ? "kf_f2h" : at->mdt == KF_BF16 ? "kf_f2b" : "");
 }
 
 /* The block's indices: its batch index z and first query row q0 (the
@@ -232,12 +267,43 @@ static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, co
 		      mma, mma);
 }
 
+/* tf32's key-tile loop: the steps of tile_loop with m16n8k8 products, the
+ * contraction permuted (the file's head); P's A fragments are the
+ * exponentials in sc, read in place. */
+static void tile_loop32(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, const tl *tv, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
+	kf_buf_puts(b, "  for (int jt = 0; jt < nt; jt++) {\n");
+	kf_buf_printf(b, "    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
+	kf_buf_printf(b, "    if (jt + %d < nt) load((jt + %d) %% %d, jt + %d);\n    kf_cp_commit();\n", S - 1, S - 1, S, S - 1);
+	kf_buf_printf(b, "    const float *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", S, ksz, S, vsz);
+	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", BN / 2, BN / 2);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int j = 0; j < %d; j++) {\n"
+		      "        unsigned t[2];\n        ", D / 8, BN / 8);
+	frag_b32(b, tk, "ks", "j * 8", "kk * 8");
+	kf_buf_puts(b, "\n        kf_mma_tf32(sc + 4 * j, qf[kk], t);\n      }\n");
+	kx_att_step st = {.bn = BN, .dv = DV, .qpart = !kx_multiple(k, at->Tq, KX_ATT_S(k, at, Tq), c->bm), .mask = KX_MASK_EDGE, .rowmin = "q0"};
+	kx_att_tile_scores(k, at, &st);
+	kx_att_tile_max(k, at, &st);
+	kx_att_tile_rescale(k, DV);
+	kx_att_tile_exp(k, at, &st, false);
+	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++) {\n"
+		      "      const unsigned pa[4] = {kf_tf32(sc[4 * kk]), kf_tf32(sc[4 * kk + 2]), kf_tf32(sc[4 * kk + 1]), kf_tf32(sc[4 * kk + 3])};\n"
+		      "#pragma unroll\n      for (int n = 0; n < %d; n++) {\n        unsigned t[2];\n        ", BN / 8, DV / 8);
+	frag_b32(b, tv, "vs", "n * 8", "kk * 8");
+	kf_buf_puts(b, "\n        kf_mma_tf32(oacc + 4 * n, pa, t);\n      }\n    }\n  }\n");
+}
+
 int kx_emit_attention_mma(kx *k, kx_att *at)
 {
 	/* (a sized plan: at its bucket's rows, so that the bucket shares a kernel;
 	 * fewer rows are a partial tile) */
-	if ((at->mdt != KF_F16 && at->mdt != KF_BF16) || at->D % 16 || at->DV % 16 || at->D > 128 || at->DV > 128 ||
-	    kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)) < 16)
+	/* tf32: k-steps and n-tiles of 8 */
+	bool t32 = at->mdt == KF_F32;
+	int step = t32 ? 8 : 16;
+	if ((at->mdt != KF_F16 && at->mdt != KF_BF16 && !(t32 && at->tf32)) || at->D % step || at->DV % step ||
+	    at->D > 128 || at->DV > 128 || kx_rep(k, at->Tq, KX_ATT_S(k, at, Tq)) < 16)
 		return 1;
 	fa_cfg c;
 	const char *tile = kf_attr_str(k->g, k->at, "tile", NULL);
@@ -251,11 +317,13 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 		default_cfg(k, at, &c);
 	int nt = 32 * (c.bm / 16), D = (int)at->D, DV = (int)at->DV, S = c.s;
 	tl tk = tile_of(k, at, &at->k, D, &c, true), tv = tile_of(k, at, &at->v, DV, &c, false);
-	int lq = D + 8, qsz = c.bm * lq, ksz = tk.rows * tk.ld, vsz = tv.rows * tv.ld;
-	int smem = (qsz + S * (ksz + vsz)) * 2;
+	/* (tf32: q's fragments are read once, its conflicts do not matter) */
+	int lq = D + (t32 ? 4 : 8), qsz = c.bm * lq, ksz = tk.rows * tk.ld, vsz = tv.rows * tv.ld;
+	int smem = (qsz + S * (ksz + vsz)) * (t32 ? 4 : 2);
 	if (smem > 227 * 1024)
 		return kx_fail(k, "attention tile %s needs %d bytes of shared memory", tile ? tile : "(default)", smem);
-	bool qraw = at->q.raw && at->q.cs == 1 && D % 8 == 0;
+	bool qraw = at->q.raw && at->q.cs == 1 && D % tk.epv == 0;
+	const char *et = t32 ? "float" : "unsigned short";
 	kf_buf *b = &k->b;
 	kf_buf_puts(&k->decl, kx_mm_helpers());
 	kf_buf_puts(&k->decl, att_helpers);
@@ -263,33 +331,42 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 	k->k->units = (at->Tq + c.bm - 1) / c.bm * at->NB;
 	k->k->per_sm = -1;
 	k->k->smem = smem;
-	kf_buf_printf(b, "  /* fa%dx%ds%d: q %s%s, k %s, v %s%s */\n", c.bm, c.bn, S, qraw ? "cp.async" : "registers",
+	kf_buf_printf(b, "  /* fa%dx%ds%d%s: q %s%s, k %s, v %s%s */\n", c.bm, c.bn, S, t32 ? " tf32" : "", qraw ? "cp.async" : "registers",
 		      at->q.npro ? " + prologue" : "", tk.raw ? (tk.keycols ? "cp.async, keys as columns" : "cp.async")
 							       : "registers",
 		      tv.raw ? (tv.keycols ? "cp.async, keys as columns" : "cp.async") : "registers",
 		      at->causal ? ", causal" : "");
 	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n");
-	kf_buf_printf(b, "  unsigned short *const sq = (unsigned short *)kf_smem, *const sk = sq + %d, *const sv = sk + %d;\n",
-		      qsz, S * ksz);
+	kf_buf_printf(b, "  %s *const sq = (%s *)kf_smem, *const sk = sq + %d, *const sv = sk + %d;\n", et, et, qsz, S * ksz);
 	kf_buf_puts(b, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q4 = lane & 3;\n");
 	block_head(k, at, &c);
 	load_q(k, at, &c, qraw, lq, nt);
 	kf_buf_puts(b, "  kf_cp_commit();\n");
 	/* k and v tiles: the ring */
-	kf_buf_printf(b, "  auto load = [&](int stage, int jt) {\n    unsigned short *const ks = sk + stage * %d, *const vs = sv + stage * %d;\n"
-		      "    const int j0 = jt * %d;\n", ksz, vsz, c.bn);
+	kf_buf_printf(b, "  auto load = [&](int stage, int jt) {\n    %s *const ks = sk + stage * %d, *const vs = sv + stage * %d;\n"
+		      "    const int j0 = jt * %d;\n", et, ksz, vsz, c.bn);
 	load_kv(k, at, &at->k, &tk, true, "ks", "ko", nt);
 	load_kv(k, at, &at->v, &tv, false, "vs", "vo", nt);
 	kf_buf_puts(b, "  };\n");
 	kf_buf_printf(b, "#pragma unroll\n  for (int s = 0; s < %d; s++) {\n    if (s < nt) load(s, s);\n    kf_cp_commit();\n  }\n",
 		      S - 1);
 	kf_buf_printf(b, "  kf_cp_wait<%d>();\n  __syncthreads();\n", S - 1);
-	kf_buf_printf(b, "  unsigned qf[%d][4];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++)\n"
-		      "    kf_ldsm4(qf[kk], sq + (warp * 16 + (lane & 15)) * %d + kk * 16 + (lane >> 4) * 8);\n",
-		      D / 16, D / 16, lq);
+	if (t32) /* A: (g, 2 q4), (g + 8, 2 q4), (g, 2 q4 + 1), (g + 8, 2 q4 + 1) of each step */
+		kf_buf_printf(b, "  unsigned qf[%d][4];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++) {\n"
+			      "    const float *const a = sq + (warp * 16 + g) * %d + kk * 8 + 2 * q4;\n"
+			      "    qf[kk][0] = kf_tf32(a[0]);\n    qf[kk][1] = kf_tf32(a[%d]);\n"
+			      "    qf[kk][2] = kf_tf32(a[1]);\n    qf[kk][3] = kf_tf32(a[%d]);\n  }\n",
+			      D / 8, D / 8, lq, 8 * lq, 8 * lq + 1);
+	else
+		kf_buf_printf(b, "  unsigned qf[%d][4];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++)\n"
+			      "    kf_ldsm4(qf[kk], sq + (warp * 16 + (lane & 15)) * %d + kk * 16 + (lane >> 4) * 8);\n",
+			      D / 16, D / 16, lq);
 	kf_buf_printf(b, "  float oacc[%d];\n#pragma unroll\n  for (int i = 0; i < %d; i++) oacc[i] = 0.0f;\n", DV / 2, DV / 2);
 	kf_buf_puts(b, "  float m0 = -KF_INF, m1 = -KF_INF, l0 = 0.0f, l1 = 0.0f;\n"
 		       "  const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;\n");
-	tile_loop(k, at, &c, &tk, &tv, ksz, vsz);
+	if (t32)
+		tile_loop32(k, at, &c, &tk, &tv, ksz, vsz);
+	else
+		tile_loop(k, at, &c, &tk, &tv, ksz, vsz);
 	return kx_att_finish(k, at, DV);
 }

@@ -250,9 +250,14 @@ int kf_tune_allow_tf32(kf_graph *g)
 	kf_mm_shape sh;
 	int set = 0;
 	kf_foreach_node(g, 0, n) {
-		/* (PyTorch's allow_tf32 is for matmuls: convs keep f32) */
-		if (kf_N(g, n)->op != KF_OP_FUSION || !kf_mm_node_shape(g, n, &sh) || sh.in != KF_F32 ||
-		    kf_attr_bool(g, n, "tf32", false))
+		/* (PyTorch's allow_tf32 is for matmuls: convs keep f32; attention's
+		 * two products are matmuls, and its kernel reads the flag only
+		 * where q, k and v are f32) */
+		if (kf_N(g, n)->op != KF_OP_FUSION || kf_attr_bool(g, n, "tf32", false))
+			continue;
+		bool att = !strcmp(kf_attr_str(g, n, "kind", ""), "attention") &&
+			   kf_vtype(g, kf_res(g, n, 0))->dtype == KF_F32;
+		if (!att && (!kf_mm_node_shape(g, n, &sh) || sh.in != KF_F32))
 			continue;
 		kf_node_set_attr(g, n, kf_intern_cstr(g->ctx, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
 		set++;

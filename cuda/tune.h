@@ -77,8 +77,9 @@ int kf_tune_apply_for(kf_graph *g, const char *arch, const char *device, const c
 		      const struct kf_emit_target *t);
 
 /* PyTorch's allow_tf32 for g: sets tf32 = true on every top-level
- * contraction fusion of f32 operands (the kernels and cuBLAS may then round
- * its inputs to tf32; docs/matmul.md has the accuracy).  Returns how many. */
+ * contraction fusion of f32 operands and every f32 attention fusion (the
+ * kernels and cuBLAS may then round their inputs to tf32; docs/matmul.md
+ * has the accuracy).  Returns how many. */
 int kf_tune_allow_tf32(kf_graph *g);
 
 typedef struct kf_tune_opts {

@@ -4,6 +4,10 @@
  * that the interpreter and the verifier read it as ordinary IR and a
  * backend runs it as one kernel (cuda/emit_attention.c).
  *
+ * Option: tf32 (f32 attention may use tf32 tensor cores: sets the
+ * fusion's tf32 attribute, as fuse-matmul{tf32} does for contractions;
+ * kfuse-run --allow-tf32 sets it on the fusions too).
+ *
  * requires: a verified graph with softmax as an op (rules{path=patterns}
  * turns the primitive spelling into one, and patterns/attention.lua moves
  * scales written on q and k after the first matmul); runs before
@@ -390,7 +394,7 @@ static int first_index(const kf_graph *g)
 
 /* Collects the group's nodes (and the causal masks' new ones) in program
  * order and outlines them. */
-static void build(kf_att *a, int index, int64_t **pos, uint32_t *npos)
+static kf_nid build(kf_att *a, int index, int64_t **pos, uint32_t *npos)
 {
 	kf_graph *g = a->g;
 	kf_nid mem[KF_ATT_CHAIN * 8 + 8], extra[KF_ATT_CHAIN], reader[KF_ATT_CHAIN];
@@ -425,7 +429,7 @@ static void build(kf_att *a, int index, int64_t **pos, uint32_t *npos)
 	sort_by_pos(mem, nm, *pos);
 	char name[32];
 	snprintf(name, sizeof name, "a%d", index);
-	kf_pass_outline(g, mem, (uint32_t)nm, kf_att_result(a), "attention", kf_intern_cstr(g->ctx, name));
+	return kf_pass_outline(g, mem, (uint32_t)nm, kf_att_result(a), "attention", kf_intern_cstr(g->ctx, name));
 }
 
 /* A top-level matmul whose scores reach an exp or a reduce_max through
@@ -465,9 +469,15 @@ static bool members_live(const kf_att *a)
 	return true;
 }
 
+static const char *const opts[] = {"tf32", NULL};
+
 static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 {
 	bool why = po->log && (po->flags & KF_PASSF_EXPLAIN);
+	int nerr = kf_nerrors(g->ctx);
+	bool tf32 = kf_passopt_bool(g->ctx, po, "tf32", false);
+	if (kf_nerrors(g->ctx) != nerr)
+		return -1;
 	uint32_t npos = g->nnode, nsm = 0;
 	int64_t *pos = malloc((npos + 1) * sizeof *pos);
 	kf_nid *todo = malloc((npos + 1) * sizeof *todo);
@@ -500,7 +510,12 @@ static int run(kf_graph *g, const kf_passopts *po, bool *changed)
 				explain(po->log, g, todo[i], "it shares ops with an attention before it");
 			continue;
 		}
-		build(&a, index++, &pos, &npos);
+		/* f32 operands may go through tf32 tensor cores (as fuse-matmul's
+		 * option says for contractions) */
+		bool f32 = kf_vtype(g, kf_att_operand(&a, 0))->dtype == KF_F32;
+		kf_nid f = build(&a, index++, &pos, &npos);
+		if (tf32 && f32 && f != KF_NONE)
+			kf_node_set_attr(g, f, kf_intern_cstr(g->ctx, "tf32"), (kf_attrval){.kind = KF_ATTR_BOOL, .b = true});
 		made++;
 	}
 	if (pg)
@@ -519,4 +534,5 @@ const kf_pass kf_pass_fuse_attention = {
 	.name = "fuse-attention",
 	.doc = "group scaled dot-product attention (matmul, scale, mask, softmax, matmul) into one attention kernel",
 	.run = run,
+	.opts = opts,
 };

@@ -1,8 +1,9 @@
 #!/bin/sh
 # bench/gpu/attention.sh [BUILD_DIR] [N]: the attention kernel against
 # PyTorch's scaled_dot_product_attention (flash, cuDNN, memory-efficient
-# backends) and torch.compile, f16 ($DTYPE=bf16: bf16), in one call;
-# prints one table.
+# backends) and torch.compile, f16 ($DTYPE=bf16: bf16; $DTYPE=f32: f32,
+# with TF32=1 through tf32 tensor cores on both sides), in one call; prints
+# one table.
 #
 # Needs the GPU, CUDA (libnvrtc), python3 with PyTorch and numpy; uses the
 # prebuilt kfuse-opt and kfuse-run of BUILD_DIR (bench/gpu/setup.sh).
@@ -42,7 +43,16 @@ BEFORE=${BEFORE:-}
 BEFORE_TILES=${BEFORE_TILES:-}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 DT=${DTYPE:-f16}
-case $DT in f16|bf16) ;; *) echo "attention.sh: DTYPE '$DT' is not f16 or bf16" >&2; exit 2 ;; esac
+case $DT in f16|bf16|f32) ;; *) echo "attention.sh: DTYPE '$DT' is not f16, bf16 or f32" >&2; exit 2 ;; esac
+# TF32=1 (f32 only): kfuse-run --allow-tf32, and PyTorch's allow_tf32 for
+# its timings (the references stay exact f32)
+tf=""
+case ${TF32:-0} in
+1) [ "$DT" = f32 ] || { echo "attention.sh: TF32=1 needs DTYPE=f32" >&2; exit 2; }
+   tf=--allow-tf32 ;;
+0) ;;
+*) echo "attention.sh: TF32 '$TF32' is not 0 or 1" >&2; exit 2 ;;
+esac
 py=${PYTHON:-python3}
 
 cases=""
@@ -57,7 +67,7 @@ done
 cases="$cases decode:8:32:1:8192:128:0"
 
 echo "== PyTorch (inputs, references, SDPA backends, torch.compile) =="
-(cd "$here" && ATT_DTYPE=$DT COMPILE_T="${COMPILE_T:-2048}" timeout "${TORCH_TIMEOUT:-420}" "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"
+(cd "$here" && ATT_DTYPE=$DT ATT_TF32=${TF32:-0} COMPILE_T="${COMPILE_T:-2048}" timeout "${TORCH_TIMEOUT:-420}" "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"
 rc=$?
 [ $rc = 0 ] || { echo "attention_torch.py failed ($rc):"; tail -20 "$out/torch.log"; }
 
@@ -97,7 +107,7 @@ kfuse() {
 	rm -rf "$out/$n.out"
 	mkdir -p "$out/$n.out"
 	timeout "$RUN_TIMEOUT" env "$@" "$run" "$f" --backend=cuda --input "q=$out/$n.q.npy" --input "k=$out/$n.k.npy" \
-		--input "v=$out/$n.v.npy" --output-dir "$out/$n.out" --bench "$N" > "$out/$n.$v.txt" 2>&1
+		--input "v=$out/$n.v.npy" --output-dir "$out/$n.out" --bench "$N" $tf > "$out/$n.$v.txt" 2>&1
 	rc=$?
 	chk=$($py "$here/attention_check.py" "$out/$n.out/out0.npy" "$out/$n.ref.npy" 2>&1)
 	line=$(grep '^bench cuda' "$out/$n.$v.txt" | head -1)
@@ -137,7 +147,7 @@ for c in $cases; do
 done
 
 echo "== table =="
-$py - "$log" "$out/torch.jsonl" "$DT" <<'EOP'
+$py - "$log" "$out/torch.jsonl" "$DT${tf:+ (tf32 allowed)}" <<'EOP'
 import json, math, re, sys
 runs = {}
 for line in open(sys.argv[1]):

@@ -4,7 +4,7 @@
     attention_torch.py OUT_DIR CASE...
 
 CASE is NAME:B:H:TQ:TK:D:CAUSAL (CAUSAL 0 or 1).  For each case it makes q,
-k, v ($ATT_DTYPE: f16 (default) or bf16; [B, H, T, D], normal, seed 0) on
+k, v ($ATT_DTYPE: f16 (default), bf16 or f32; [B, H, T, D], normal, seed 0) on
 the GPU, writes them (bf16 as 2-byte voids, '|V2', what kfuse reads) to
 OUT_DIR/NAME.q.npy, .k.npy, .v.npy with the reference output NAME.ref.npy
 (scaled_dot_product_attention, flash backend where it runs, else the
@@ -15,6 +15,8 @@ written as matmuls and softmax (Inductor may match it to SDPA), at the
 sequence lengths in $COMPILE_T only and without a mask (each shape
 compiles for tens of seconds).  One JSON object
 per line: {"name", "variant", "ms"} (ms NaN and "why" when it did not run).
+$ATT_TF32=1: f32 timed with torch.backends' allow_tf32 on (matmuls and
+cuDNN); the references are computed with it off.
 """
 import json
 import math
@@ -28,7 +30,13 @@ import torch.nn.functional as F
 from timing import do_bench  # bench/gpu/timing.py, beside this script
 
 dev = "cuda"
-dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[os.environ.get("ATT_DTYPE", "f16")]
+dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[os.environ.get("ATT_DTYPE", "f16")]
+tf32 = os.environ.get("ATT_TF32", "0") == "1"
+
+
+def allow_tf32(on):
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
 
 
 def to_npy(t):
@@ -94,6 +102,7 @@ def main(out, cases):
         k = torch.randn(B, H, TK, D, device=dev, dtype=dtype, generator=g)
         v = torch.randn(B, H, TK, D, device=dev, dtype=dtype, generator=g)
         ref = None
+        allow_tf32(False)
         for want in ("flash", "efficient", "cudnn"):
             for v_, ctx in bks:
                 if v_ != want or ref is not None:
@@ -108,6 +117,7 @@ def main(out, cases):
             ref = sdpa(q, k, v, causal)
         for t, n in ((q, "q"), (k, "k"), (v, "v"), (ref, "ref")):
             np.save(f"{out}/{name}.{n}.npy", to_npy(t))
+        allow_tf32(tf32)
         for v_, ctx in bks:
             try:
                 with ctx():

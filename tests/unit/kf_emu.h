@@ -4,7 +4,7 @@
  * and a shim that implements the CUDA it uses: a block's threads are fibers
  * (ucontext) switched at __syncthreads and at the warp's collective
  * operations, which run when all 32 lanes have arrived (shuffles, ldmatrix,
- * mma.sync m16n8k16 on f16 and bf16); cp.async copies are deferred to the
+ * mma.sync m16n8k16 on f16 and bf16, m16n8k8 on tf32); cp.async copies are deferred to the
  * cp.async.wait_group that must cover them (so a read before the wait sees
  * stale data, as it may on a GPU); shared memory is filled with NaN bytes
  * before each block; blocks run one after the other, __device__ globals

@@ -31,6 +31,7 @@ typedef struct acase {
 	double rtol, atol;
 	int maxreg;
 	int wgmma; /* the target's (kf_emit_target); 0: unknown (kf_emit_node) */
+	bool tf32; /* fuse-attention{tf32}: f32 on tf32 tensor cores */
 } acase;
 
 static const acase plain;
@@ -40,7 +41,7 @@ static kf_module *emit_case(kf_ctx *c, const acase *a, kf_kernel *k, kf_nid *fn)
 {
 	kf_rt_register(c);
 	kf_module *m = kft_parse(c, a->text ? a->text : plain.text);
-	kft_run_pipe(c, m, "fuse-attention");
+	kft_run_pipe(c, m, a->tf32 ? "fuse-attention{tf32}" : "fuse-attention");
 	*fn = kft_first_fusion(m->graph[0]);
 	assert_string_equal(kf_attr_str(m->graph[0], *fn, "kind", ""), "attention");
 	if (a->tile)
@@ -384,11 +385,74 @@ static const acase decode_pad = {
 	"slices of keys a row */", NULL, 2e-2, 8e-3, 96,
 };
 
+/* tf32 (f32 asked to use the tensor cores: fuse-attention{tf32}) on the
+ * mma.sync kernel, m16n8k8 with the contraction permuted: the plain case
+ * (k's tile read in pairs along its rows, v's down its columns) */
+static const acase tf32_plain = {
+	"tf32_plain", "graph @g(%q: f32[2,2,128,64], %k: f32[2,2,128,64], %v: f32[2,2,128,64]) -> (f32[2,128,128]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f32[2,2,64,128]\n"
+	"  %s = matmul(%q, %kt) : f32[2,2,128,128]\n  %c = const 0.125 : f32[]\n"
+	"  %t = mul(%s, %c) : f32[2,2,128,128]\n  %p = softmax(%t) {axis = -1} : f32[2,2,128,128]\n"
+	"  %o = matmul(%p, %v) : f32[2,2,128,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f32[2,128,2,64]\n"
+	"  %y = reshape(%ot) {shape = [2, 128, 128]} : f32[2,128,128]\n  return %y\n}\n",
+	"fa128x64s2 tf32: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 255, 0, true,
+};
+
+/* k and v stored with keys as columns (the other reading of each tile), a
+ * bottom-right causal mask over a cache, 3 stages of 32 keys */
+static const acase tf32_kcols = {
+	"tf32_kcols", "graph @g(%q: f32[2,48,64], %kt: f32[2,64,112], %vt: f32[2,64,112]) -> (f32[2,48,64]) {\n"
+	"  %s = matmul(%q, %kt) : f32[2,48,112]\n  %c = const 0.125 : f32[]\n"
+	"  %t = mul(%s, %c) : f32[2,48,112]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %o64 = const 64 : i64[]\n"
+	"  %rr = add(%r, %o64) : i64[48,112]\n  %cut = gt(%cc, %rr) : i1[48,112]\n"
+	"  %ninf = const -inf : f32[]\n  %w = where(%cut, %ninf, %t) : f32[2,48,112]\n"
+	"  %p = softmax(%w) {axis = -1} : f32[2,48,112]\n"
+	"  %v = transpose(%vt) {perm = [0, 2, 1]} : f32[2,112,64]\n"
+	"  %o = matmul(%p, %v) : f32[2,48,64]\n  return %o\n}\n",
+	"fa64x32s3 tf32: q cp.async, k cp.async, keys as columns, v cp.async, keys as columns, causal */", "fa64x32s3",
+	2e-2, 4e-3, 255, 0, true,
+};
+
+/* q through registers with its scale (an odd offset), k stored
+ * transposed with 41 keys (rows not 16-byte aligned: element by element,
+ * keys as rows), head dim 24 (k-steps of 8), a boolean mask */
+static const acase tf32_regs = {
+	"tf32_regs", "graph @g(%x: f32[2,33,97], %kt: f32[2,24,41], %v: f32[2,41,24], %keep: i1[2,33,41]) -> (f32[2,33,24]) {\n"
+	"  %q = slice(%x) {starts = [1], ends = [25], axes = [2]} : f32[2,33,24]\n"
+	"  %c = const 0.2 : f32[]\n  %qs = mul(%q, %c) : f32[2,33,24]\n"
+	"  %s = matmul(%qs, %kt) : f32[2,33,41]\n  %fm = const -3.4028235e+38 : f32[]\n"
+	"  %w = where(%keep, %s, %fm) : f32[2,33,41]\n"
+	"  %p = softmax(%w) {axis = -1} : f32[2,33,41]\n"
+	"  %o = matmul(%p, %v) : f32[2,33,24]\n  return %o\n}\n",
+	"fa64x32s2 tf32: q registers + prologue, k registers, v cp.async */", "fa64x32s2", 2e-2, 4e-3, 255, 0, true,
+};
+
+/* head dim 128 (the register budget: q's fragments, 64 accumulators), 4
+ * query heads over 2 k/v heads, a padding mask, 96 rows of a 128-row tile
+ * (the default) */
+static const acase tf32_gqa = {
+	"tf32_gqa", "graph @g(%q: f32[1,4,96,128], %k: f32[1,2,96,128], %v: f32[1,2,96,128], %m: f32[1,1,1,96]) -> (f32[1,4,96,128]) {\n"
+	"  %k5 = reshape(%k) {shape = [1, 2, 1, 96, 128]} : f32[1,2,1,96,128]\n"
+	"  %ke = broadcast_to(%k5) {shape = [1, 2, 2, 96, 128]} : f32[1,2,2,96,128]\n"
+	"  %kr = reshape(%ke) {shape = [1, 4, 96, 128]} : f32[1,4,96,128]\n"
+	"  %v5 = reshape(%v) {shape = [1, 2, 1, 96, 128]} : f32[1,2,1,96,128]\n"
+	"  %ve = broadcast_to(%v5) {shape = [1, 2, 2, 96, 128]} : f32[1,2,2,96,128]\n"
+	"  %vr = reshape(%ve) {shape = [1, 4, 96, 128]} : f32[1,4,96,128]\n"
+	"  %kt = transpose(%kr) {perm = [0, 1, 3, 2]} : f32[1,4,128,96]\n"
+	"  %s = matmul(%q, %kt) : f32[1,4,96,96]\n  %c = const 0.088388 : f32[]\n"
+	"  %t = mul(%s, %c) : f32[1,4,96,96]\n  %a = add(%t, %m) : f32[1,4,96,96]\n"
+	"  %p = softmax(%a) {axis = -1} : f32[1,4,96,96]\n"
+	"  %o = matmul(%p, %vr) : f32[1,4,96,128]\n  return %o\n}\n",
+	"fa128x64s2 tf32: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 255, 0, true,
+};
+
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
 				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
-				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad, &decode_pad};
+				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad, &decode_pad,
+				   &tf32_plain, &tf32_kcols, &tf32_regs, &tf32_gqa};
 
 static void test_ptxas(void **state)
 {
@@ -502,6 +566,10 @@ static void test_emu_wga_pad(void **s) { (void)s; emu_case(&wga_pad); }
 static void test_emu_fa_pad(void **s) { (void)s; emu_case(&fa_pad); }
 static void test_emu_simt_pad(void **s) { (void)s; emu_case(&simt_pad); }
 static void test_emu_decode_pad(void **s) { (void)s; emu_case(&decode_pad); }
+static void test_emu_tf32_plain(void **s) { (void)s; emu_case(&tf32_plain); }
+static void test_emu_tf32_kcols(void **s) { (void)s; emu_case(&tf32_kcols); }
+static void test_emu_tf32_regs(void **s) { (void)s; emu_case(&tf32_regs); }
+static void test_emu_tf32_gqa(void **s) { (void)s; emu_case(&tf32_gqa); }
 
 /* The kernel and tile a fusion gets without a tile: on a device with
  * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
@@ -582,6 +650,9 @@ static void test_emu_catches(void **s)
 	assert_true(emulate(&decode, "s++) O += __ldcg", "s += 2) O += __ldcg") > 0);
 	/* the Hopper kernel's softmax reading S before its wgmma is done */
 	assert_true(emulate(&wga_causal, "kf_wg_wait<1>();", "kf_wg_wait<2>();") > 0);
+	/* tf32: P's fragment without the permutation of its keys */
+	assert_true(emulate(&tf32_plain, "kf_tf32(sc[4 * kk + 2]), kf_tf32(sc[4 * kk + 1])",
+			    "kf_tf32(sc[4 * kk + 1]), kf_tf32(sc[4 * kk + 2])") > 0);
 }
 
 /* A dense f32[32,16] constant's text (more than a kernel embeds). */
@@ -677,6 +748,10 @@ int main(void)
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),
 		cmocka_unit_test(test_emu_decode_pad),
+		cmocka_unit_test(test_emu_tf32_plain),
+		cmocka_unit_test(test_emu_tf32_kcols),
+		cmocka_unit_test(test_emu_tf32_regs),
+		cmocka_unit_test(test_emu_tf32_gqa),
 		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};

@@ -47,6 +47,9 @@ struct uint2 {
 struct uint4 {
 	unsigned x, y, z, w;
 };
+struct float2 {
+	float x, y;
+};
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
