@@ -177,7 +177,8 @@ def shape(n):
 def rate(n, ms):
     B, H, TQ, TK, D, C = shape(n)
     if n == "decode":  # GB/s of k and v (and q, o) moved once
-        return 2 * B * H * (2 * TK * D + 2 * TQ * D) / (ms * 1e6)
+        es = 4 if sys.argv[3].startswith("f32") else 2
+        return es * B * H * (2 * TK * D + 2 * TQ * D) / (ms * 1e6)
     f = 4 * B * H * TQ * TK * D * (0.5 if C else 1.0)
     return f / (ms * 1e9)
 cols = ["flash", "cudnn", "efficient", "compile"]
