@@ -25,7 +25,10 @@
 # docs/amp.md) gives each f32 model a second row, variant "NAME amp-bf16":
 # the f32 export with amp{dtype=bf16} first in the pipeline, checked against
 # PyTorch's f32 output by that type's relative L2 tolerance (bf16 5e-2, f16
-# 1e-2), beside the f32 row it is to beat; KFUSE_BACKEND=cpu KFUSE_FULL=0
+# 1e-2), beside the f32 row it is to beat; KFUSE_TF32=1: f32 through tf32
+# tensor cores on both sides (kfuse-run --allow-tf32, checked by relative L2
+# 1e-2 as f16 is, tf32 having f16's mantissa; torch_bench.py --tf32, which
+# also times f16 rows with it on, where it changes nothing); KFUSE_BACKEND=cpu KFUSE_FULL=0
 # KFUSE_DEVICE=cpu tries the script's plumbing on a machine without a GPU
 # (small models on the interpreter; PyTorch rows then say why they failed).
 # The whole zoo, f16 only:
@@ -92,7 +95,9 @@ run_kfuse() { # DIR NAME DTYPE BATCH SEQ [AMP]
 	# kfuse-opt --check-equivalence judges it (runtime/equiv.h)
 	[ "$amp" = f16 ] && tol="--l2 1e-2"
 	[ "$amp" = bf16 ] && tol="--l2 5e-2"
-	"$kfrun" "$d/$o.opt.kf" --backend="${KFUSE_BACKEND:-cuda}" "$@" $tol --bench "$N" > "$d/$o.run.txt" 2>&1
+	tf=""
+	[ "${KFUSE_TF32:-0}" = 1 ] && [ "$dt" = f32 ] && [ -z "$amp" ] && tf=--allow-tf32 tol="--l2 1e-2"
+	"$kfrun" "$d/$o.opt.kf" --backend="${KFUSE_BACKEND:-cuda}" "$@" $tol $tf --bench "$N" > "$d/$o.run.txt" 2>&1
 	rc=$?
 	line=$(grep '^bench ' "$d/$o.run.txt" | head -1)
 	ms=$(echo "$line" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
@@ -157,7 +162,8 @@ done
 echo "== torch: eager, torch.compile, reduce-overhead"
 cfgs=$(echo "$tcfgs" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
 $py "$root/bench/models/torch_bench.py" --configs "$cfgs" --dtypes "$(echo $dtypes | tr ' ' ',')" \
-	--modes "${KFUSE_TORCH_MODES:-eager,compile,reduce-overhead}" $hf > "$out/torch.jsonl" 2> "$out/torch.err" ||
+	--modes "${KFUSE_TORCH_MODES:-eager,compile,reduce-overhead}" $hf $([ "${KFUSE_TF32:-0}" = 1 ] && echo --tf32) \
+	> "$out/torch.jsonl" 2> "$out/torch.err" ||
 	{ echo "torch_bench.py failed:"; tail -5 "$out/torch.err"; }
 
 results=${KFUSE_RESULTS:-$root/bench/results/$(date +%F)-gpu-models.txt}
@@ -193,7 +199,7 @@ for e in sorted(set(errs)):
     print("torch error:", e)
 PY
 {
-	echo "# bench/models/gpu.sh, $(date -u '+%F %T UTC'), N=$N"
+	echo "# bench/models/gpu.sh, $(date -u '+%F %T UTC'), N=$N${KFUSE_TF32:+, KFUSE_TF32=$KFUSE_TF32}"
 	sed 's/^/# /' "$out/index-kernels.txt"
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
 	$py -c "import torch; print('# torch', torch.__version__)" 2>/dev/null

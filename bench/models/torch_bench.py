@@ -6,7 +6,7 @@ warm-up runs (the compiles happen in the warm-up).  The models are zoo.py's
 builders with its seeds, so they are the ones gpu.sh exported.
 
     torch_bench.py --configs resnet50:1,bert:8:512 [--dtypes f16,f32]
-                   [--modes eager,compile,reduce-overhead] [--reps 30] [--hf]
+                   [--modes eager,compile,reduce-overhead] [--reps 30] [--hf] [--tf32]
 
 One JSON line per (config, dtype, mode) on stdout: {"model", "batch",
 "seq", "dtype", "mode", "ms"} or, when it failed, "error" instead of "ms".
@@ -54,7 +54,10 @@ def main():
     ap.add_argument("--modes", default="eager,compile,reduce-overhead")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--hf", action="store_true")
+    ap.add_argument("--tf32", action="store_true", help="f32 with torch.backends' allow_tf32 (matmuls, cuDNN)")
     a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
     for spec in a.configs.split(","):
         parts = spec.split(":")
         name, batch, seq = parts[0], int(parts[1]), int(parts[2] or 0) if len(parts) > 2 else 0
