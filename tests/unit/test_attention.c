@@ -22,6 +22,7 @@
 #include "kf_test_nvrtc.h"
 #include "kf_emu.h"
 #include "cuda_backend.h"
+#include "tune.h"
 #include "equiv.h"
 
 /* A case: graph text; the kernel kind expected in its text ("fa", "simt")
@@ -721,6 +722,34 @@ static void test_plan(void **state)
 	kf_ctx_free(c);
 }
 
+/* PyTorch's allow_tf32 (kfuse-run --allow-tf32, kf_cuda_opts.allow_tf32)
+ * marks an f32 attention fusion, whose kernel then runs on tf32 tensor
+ * cores; an f16 one is left alone (its kernel is the same either way). */
+static void test_allow_tf32(void **state)
+{
+	(void)state;
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, tf32_plain.text);
+	kft_run_pipe(c, m, "fuse-attention");
+	kf_graph *g = m->graph[0];
+	kf_nid f = kft_first_fusion(g);
+	assert_false(kf_attr_bool(g, f, "tf32", false));
+	assert_int_equal(kf_tune_allow_tf32(g), 1);
+	assert_true(kf_attr_bool(g, f, "tf32", false));
+	kf_kernel k;
+	kf_emit_target t = {0};
+	assert_int_equal(kf_emit_node_for(g, f, &t, &k), 0);
+	assert_non_null(strstr(k.src, "fa128x64s2 tf32:"));
+	kf_kernel_free(&k);
+	kf_module_free(m);
+	m = kft_parse(c, plain.text);
+	kft_run_pipe(c, m, "fuse-attention");
+	assert_int_equal(kf_tune_allow_tf32(m->graph[0]), 0);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -748,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),
 		cmocka_unit_test(test_emu_decode_pad),
+		cmocka_unit_test(test_allow_tf32),
 		cmocka_unit_test(test_emu_tf32_plain),
 		cmocka_unit_test(test_emu_tf32_kcols),
 		cmocka_unit_test(test_emu_tf32_regs),
