@@ -164,6 +164,8 @@ static void ptxas_depthwise_rows(void **st)
 		{144, 56, 3, 1, "rows:v4x1h8f3"}, {672, 14, 5, 1, "rows:f1"}, {32, 112, 3, 1, "band"},
 		{96, 112, 3, 2, "band"}, {144, 56, 3, 1, "band"}, {144, 56, 5, 2, "band"}, {240, 28, 5, 1, "band"},
 		{960, 7, 3, 1, "band"}, {672, 14, 5, 1, "band"}, {1152, 7, 5, 1, "band"},
+		{240, 28, 5, 1, "band:x2"}, {672, 14, 5, 1, "band:x2"},
+		{144, 56, 5, 2, "band:x2"}, {1152, 7, 5, 1, "band:x2"}, {144, 56, 3, 1, "band:x2"}, {32, 112, 3, 1, "band:x2"},
 	};
 	for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
 		int C = ls[i].C, H = ls[i].H, K = ls[i].k, S = ls[i].s, p = K / 2, O = (H + 2 * p - K) / S + 1;
