@@ -335,6 +335,10 @@ int kf_cuda_func_attrs(kf_cuda *cu, kf_cufunc f, kf_cuda_funcattr *out)
 
 int kf_cuda_func_set_max_dyn_smem(kf_cuda *cu, kf_cufunc f, int bytes)
 {
+	int st = 0;
+	CK(cu->api.FuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute");
+	if (bytes + st <= 48 * 1024)
+		return 0;
 	CK(cu->api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
 	   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 	return 0;

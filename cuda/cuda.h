@@ -87,8 +87,9 @@ int kf_cuda_module_load(kf_cuda *cu, const void *image, kf_cumodule *out);
 int kf_cuda_module_unload(kf_cuda *cu, kf_cumodule m);
 int kf_cuda_function(kf_cuda *cu, kf_cumodule m, const char *name, kf_cufunc *out);
 int kf_cuda_func_attrs(kf_cuda *cu, kf_cufunc f, kf_cuda_funcattr *out);
-/* Allows launches of f with up to bytes of dynamic shared memory (needed
- * beyond 48 KiB). */
+/* Allows launches of f with `bytes` of dynamic shared memory: a function
+ * must ask for it where that and its static shared memory pass 48 KiB
+ * (done here only then). */
 int kf_cuda_func_set_max_dyn_smem(kf_cuda *cu, kf_cufunc f, int bytes);
 /* A TMA tensor map (CUtensorMap: 128 bytes, 64-byte aligned), passed to a
  * kernel by value. */

@@ -156,8 +156,10 @@ static int load(kf_cuda_session *s, bool *spilled)
 		}
 		int bps = 0;
 		const kf_cuda_info *inf = kf_cuda_get_info(s->cu);
-		/* contraction kernels keep their pipeline in dynamic shared memory */
-		if (t->k.smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(s->cu, t->f, t->k.smem) != 0)
+		/* contraction kernels keep their pipeline in dynamic shared memory
+		 * (past 48 KiB with the static part, a function must ask: a
+		 * depthwise band's 47 KiB beside 2 KiB of weights failed to launch) */
+		if (t->k.smem > 0 && kf_cuda_func_set_max_dyn_smem(s->cu, t->f, t->k.smem) != 0)
 			return -1;
 		if (kf_cuda_occupancy(s->cu, t->f, t->k.block, (size_t)t->k.smem, &bps) != 0 || bps < 1)
 			bps = 1;

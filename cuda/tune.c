@@ -434,7 +434,7 @@ static int kernel_bind(bench *b, kf_graph *g, bufset *bs, const kf_kernel *k, co
 			   .smem = (unsigned)k->smem, .ptr = calloc(np + 1, sizeof *l->ptr),
 			   .args = calloc(np + 3, sizeof *l->args), .tm = aligned_alloc(64, 2 * sizeof *l->tm)};
 	if (kf_cuda_module_load(b->cu, img->p, &l->mod) != 0 || kf_cuda_function(b->cu, l->mod, k->name, &l->f) != 0 ||
-	    (k->smem > 48 * 1024 && kf_cuda_func_set_max_dyn_smem(b->cu, l->f, k->smem) != 0))
+	    (k->smem > 0 && kf_cuda_func_set_max_dyn_smem(b->cu, l->f, k->smem) != 0))
 		goto fail;
 	int bps = 0; /* the grid the plan will launch (kf_cuda_fit_walk) */
 	if (kf_cuda_occupancy(b->cu, l->f, k->block, (size_t)k->smem, &bps) != 0 || bps < 1)

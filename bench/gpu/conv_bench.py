@@ -20,9 +20,11 @@
 Every failure is reported in its row and the script goes on.  The table
 goes to stdout and OUT/conv-results.txt.  Environment: CONV_N (timed runs,
 default 30), CONV_COMPILE=0 (skip torch.compile per layer: it compiles
-each shape), CONV_MODELS (comma list of resnet50,mobilenet_v2,convnext_tiny),
-CONV_BATCHES (default 1,32), CONV_E2E=0 (skip part 2), CONV_LIMIT (layers
-per model, for a quick try).
+each shape), CONV_MODELS (comma list of resnet50,mobilenet_v2,convnext_tiny;
+empty: no layers), CONV_BATCHES (default 1,32), CONV_E2E=0 (skip part 2),
+CONV_E2E_MODELS (default resnet50), CONV_E2E_MODES (default
+compile,reduce-overhead: the torch.compile modes timed end to end, eager
+always), CONV_LIMIT (layers per model, for a quick try).
 """
 import json
 import os
@@ -45,7 +47,8 @@ PIPE = ('canonicalize,cse,rules{path=%s/patterns},canonicalize,cse,layout,pad-ch
         'fuse-conv,fuse-matmul,fuse,dce' % ROOT)
 N = int(os.environ.get('CONV_N', '30'))
 COMPILE = os.environ.get('CONV_COMPILE', '1') != '0'
-MODELS = os.environ.get('CONV_MODELS', 'resnet50,mobilenet_v2,convnext_tiny').split(',')
+MODELS = [m for m in os.environ.get('CONV_MODELS', 'resnet50,mobilenet_v2,convnext_tiny').split(',') if m]
+E2E_MODES = os.environ.get('CONV_E2E_MODES', 'compile,reduce-overhead').split(',')
 BATCHES = [int(b) for b in os.environ.get('CONV_BATCHES', '1,32').split(',')]
 LIMIT = int(os.environ.get('CONV_LIMIT', '0'))
 dev = 'cuda'
@@ -322,6 +325,8 @@ def run_e2e(name='resnet50'):
                     sfx = '_cl' if cl else ''
                     row['eager' + sfx] = do_bench(lambda: mm(xx))
                     for mode, key in ((None, 'compile'), ('reduce-overhead', 'ro')):
+                        if (mode or 'compile') not in E2E_MODES:
+                            continue
                         try:
                             torch._dynamo.reset()
                             mc = torch.compile(mm, mode=mode) if mode else torch.compile(mm)
