@@ -64,9 +64,9 @@ static const char usage[] =
 	"                          runs. Reports the kernels each shape compiled (0: all were in the\n"
 	"                          cache): checks a model compiles for the GPU, or fills the kernel\n"
 	"                          cache ($KFUSE_CACHE_DIR) on a build machine\n"
-	"  --allow-tf32            cuda: f32 contractions may round their inputs to tf32 for the tensor\n"
-	"                          cores (PyTorch's allow_tf32; off by default; about 3e-4 relative\n"
-	"                          error: docs/matmul.md, \"TF32\")\n"
+	"  --allow-tf32            cuda: f32 contractions and attention may round their inputs to tf32\n"
+	"                          for the tensor cores (PyTorch's allow_tf32; off by default; about\n"
+	"                          3e-4 relative error: docs/matmul.md, \"TF32\")\n"
 	"  -h, --help, --version\n"
 	"Exit status: 0 done (and every check passed), 1 an error or a failed check, 2 a usage error.\n";
 
