@@ -132,49 +132,6 @@ static void kf_afrag(const unsigned *a, unsigned l, bool bf, float A[16][16])
 	}
 }
 
-// mma.sync m16n8k16 row.col, f32 accumulators: c[0..1] row g, columns 2q
-// and 2q + 1; c[2..3] row g + 8
-static void kf_mma(float *c, const unsigned *a, const unsigned *bb, bool bf)
-{
-	unsigned in[10];
-	memcpy(in, c, 16);
-	memcpy(in + 4, a, 16);
-	memcpy(in + 8, bb, 8);
-	kf_coll(32, in, 40, c, 16, [&](unsigned b) {
-		float A[16][16], B[16][8], C[16][8];
-		for (unsigned l = 0; l < 32; l++) {
-			unsigned x[10];
-			memcpy(x, kf_cin[b + l], 40);
-			unsigned g = l >> 2, q = l & 3;
-			float cf[4];
-			memcpy(cf, x, 16);
-			C[g][2 * q] = cf[0];
-			C[g][2 * q + 1] = cf[1];
-			C[g + 8][2 * q] = cf[2];
-			C[g + 8][2 * q + 1] = cf[3];
-			kf_afrag(x + 4, l, bf, A);
-			for (int h = 0; h < 2; h++) {
-				B[2 * q + h][g] = kf_half(x[8], h, bf);
-				B[2 * q + 8 + h][g] = kf_half(x[9], h, bf);
-			}
-		}
-		for (unsigned l = 0; l < 32; l++) {
-			unsigned g = l >> 2, q = l & 3;
-			float d[4];
-			for (int r = 0; r < 4; r++) {
-				unsigned i = g + (r >> 1) * 8, j = 2 * q + (r & 1);
-				float s = C[i][j];
-				for (int kk = 0; kk < 16; kk++)
-					s += A[i][kk] * B[kk][j];
-				d[r] = s;
-			}
-			memcpy(kf_cout[b + l], d, 16);
-		}
-	});
-}
-static void kf_mma_f16(float *c, const unsigned *a, const unsigned *b) { kf_mma(c, a, b, false); }
-static void kf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { kf_mma(c, a, b, true); }
-
 // cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero
 static unsigned kf_tf32(float f)
 {
@@ -183,19 +140,23 @@ static unsigned kf_tf32(float f)
 	return (u & 0x7f800000) == 0x7f800000 ? u : (u + 0x1000) & 0xffffe000;
 }
 
-// mma.sync m16n8k8 row.col tf32, f32 accumulators: a[0] row g, column q;
-// a[1] row g + 8; a[2], a[3] column q + 4; b[0] row q, column g; b[1] row
-// q + 4.  The tensor cores read 19 bits of each operand: the low 13 are
-// dropped (an operand not rounded by kf_tf32 is truncated, as there).
-static void kf_mma_tf32(float *c, const unsigned *a, const unsigned *bb)
+// mma.sync row.col, f32 accumulators: c[0..1] row g, columns 2q and 2q + 1;
+// c[2..3] row g + 8.  m16n8k16 on f16 or bf16 (ty 0, 1): A as kf_afrag;
+// b[0] rows 2q and 2q + 1 of column g, b[1] those + 8.  m16n8k8 on tf32
+// (ty 2): a[0] row g, column q; a[1] row g + 8; a[2], a[3] column q + 4;
+// b[0] row q, b[1] row q + 4.  The tensor cores read 19 bits of a tf32
+// operand: the low 13 are dropped (one not rounded by kf_tf32 is
+// truncated, as there).
+static void kf_mma(float *c, const unsigned *a, const unsigned *bb, int ty)
 {
 	unsigned in[10];
 	memcpy(in, c, 16);
 	memcpy(in + 4, a, 16);
 	memcpy(in + 8, bb, 8);
+	const int K = ty == 2 ? 8 : 16;
 	kf_coll(32, in, 40, c, 16, [&](unsigned b) {
-		float A[16][8], B[8][8], C[16][8];
-		auto el = [](unsigned v) { return __uint_as_float(v & 0xffffe000u); };
+		float A[16][16], B[16][8], C[16][8];
+		auto t32 = [](unsigned v) { return __uint_as_float(v & 0xffffe000u); };
 		for (unsigned l = 0; l < 32; l++) {
 			unsigned x[10];
 			memcpy(x, kf_cin[b + l], 40);
@@ -206,12 +167,20 @@ static void kf_mma_tf32(float *c, const unsigned *a, const unsigned *bb)
 			C[g][2 * q + 1] = cf[1];
 			C[g + 8][2 * q] = cf[2];
 			C[g + 8][2 * q + 1] = cf[3];
-			A[g][q] = el(x[4]);
-			A[g + 8][q] = el(x[5]);
-			A[g][q + 4] = el(x[6]);
-			A[g + 8][q + 4] = el(x[7]);
-			B[q][g] = el(x[8]);
-			B[q + 4][g] = el(x[9]);
+			if (ty == 2) {
+				A[g][q] = t32(x[4]);
+				A[g + 8][q] = t32(x[5]);
+				A[g][q + 4] = t32(x[6]);
+				A[g + 8][q + 4] = t32(x[7]);
+				B[q][g] = t32(x[8]);
+				B[q + 4][g] = t32(x[9]);
+				continue;
+			}
+			kf_afrag(x + 4, l, ty == 1, A);
+			for (int h = 0; h < 2; h++) {
+				B[2 * q + h][g] = kf_half(x[8], h, ty == 1);
+				B[2 * q + 8 + h][g] = kf_half(x[9], h, ty == 1);
+			}
 		}
 		for (unsigned l = 0; l < 32; l++) {
 			unsigned g = l >> 2, q = l & 3;
@@ -219,7 +188,7 @@ static void kf_mma_tf32(float *c, const unsigned *a, const unsigned *bb)
 			for (int r = 0; r < 4; r++) {
 				unsigned i = g + (r >> 1) * 8, j = 2 * q + (r & 1);
 				float s = C[i][j];
-				for (int kk = 0; kk < 8; kk++)
+				for (int kk = 0; kk < K; kk++)
 					s += A[i][kk] * B[kk][j];
 				d[r] = s;
 			}
@@ -227,6 +196,9 @@ static void kf_mma_tf32(float *c, const unsigned *a, const unsigned *bb)
 		}
 	});
 }
+static void kf_mma_f16(float *c, const unsigned *a, const unsigned *b) { kf_mma(c, a, b, 0); }
+static void kf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { kf_mma(c, a, b, 1); }
+static void kf_mma_tf32(float *c, const unsigned *a, const unsigned *b) { kf_mma(c, a, b, 2); }
 
 // ---- Hopper: shared-memory addresses, mbarriers, TMA, wgmma ----
 
