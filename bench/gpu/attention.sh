@@ -8,9 +8,9 @@
 # Needs the GPU, CUDA (libnvrtc), python3 with PyTorch and numpy; uses the
 # prebuilt kfuse-opt and kfuse-run of BUILD_DIR (bench/gpu/setup.sh).
 # Cases: sequence lengths $TS (default 128 to 16384; queries = keys), head
-# dims 64 and 128, causal and not; batch x heads fill the GPU as the
+# dims $DS (default 64 and 128), causal and not; batch x heads fill the GPU as the
 # FlashAttention benchmarks do: 16384 tokens a batch (B = 16384 / T) and
-# 2048 channels (H = 2048 / D).  A decode case: one query over 8192 keys (no
+# 2048 channels (H = 2048 / D, rounded down).  A decode case ($DECODE=0: none): one query over 8192 keys (no
 # mask: the last query sees them all), batch 8 x 32 heads, head dim 128,
 # timed in GB/s of q, k, v and o moved (the device copy beside it).
 # kfuse runs as it chooses (the default: on an H200 the Hopper kernel's
@@ -57,14 +57,14 @@ py=${PYTHON:-python3}
 
 cases=""
 for T in $TS; do
-	for D in 64 128; do
+	for D in ${DS:-64 128}; do
 		for C in 0 1; do
 			B=$((16384 / T)) H=$((2048 / D))
 			cases="$cases t${T}_d${D}_c${C}:$B:$H:$T:$T:$D:$C"
 		done
 	done
 done
-cases="$cases decode:8:32:1:8192:128:0"
+[ "${DECODE:-1}" = 1 ] && cases="$cases decode:8:32:1:8192:128:0"
 
 echo "== PyTorch (inputs, references, SDPA backends, torch.compile) =="
 (cd "$here" && ATT_DTYPE=$DT ATT_TF32=${TF32:-0} COMPILE_T="${COMPILE_T:-2048}" timeout "${TORCH_TIMEOUT:-420}" "$py" attention_torch.py "$out" $cases) > "$out/torch.jsonl" 2> "$out/torch.log"

@@ -448,12 +448,37 @@ static const acase tf32_gqa = {
 	"fa128x64s2 tf32: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 255, 0, true,
 };
 
+/* Head dims 80 and 96 (Phi-2's, some ViTs'): the Hopper kernel takes 64
+ * and 128 only, so on any device they run the mma.sync kernel; 80 is 5
+ * k-steps of 16 and 10 n-tiles of 8 (an odd number of k16 steps, pairs of
+ * n-tiles), f16 causal; 96 bf16 with a padding mask */
+static const acase hd80 = {
+	"hd80", "graph @g(%q: f16[2,2,96,80], %k: f16[2,2,96,80], %v: f16[2,2,96,80]) -> (f16[2,2,96,80]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,2,80,96]\n"
+	"  %s = matmul(%q, %kt) : f16[2,2,96,96]\n  %c = const 0.1118 : f16[]\n"
+	"  %t = mul(%s, %c) : f16[2,2,96,96]\n  %ninf = const -inf : f16[]\n"
+	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [96, 96]} : i64[96,96]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [96, 96]} : i64[96,96]\n"
+	"  %keep = le(%cc, %r) : i1[96,96]\n  %w = where(%keep, %t, %ninf) : f16[2,2,96,96]\n"
+	"  %p = softmax(%w) {axis = -1} : f16[2,2,96,96]\n"
+	"  %o = matmul(%p, %v) : f16[2,2,96,80]\n  return %o\n}\n",
+	"fa128x64s2: q cp.async, k cp.async, v cp.async, causal */", NULL, 2e-2, 4e-3, 200, 1,
+};
+static const acase hd96 = {
+	"hd96", "graph @g(%q: bf16[2,3,64,96], %k: bf16[2,3,80,96], %v: bf16[2,3,80,96], %m: bf16[2,1,1,80]) -> (bf16[2,3,64,96]) {\n"
+	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : bf16[2,3,96,80]\n"
+	"  %s = matmul(%q, %kt) : bf16[2,3,64,80]\n  %c = const 0.10206 : bf16[]\n"
+	"  %t = mul(%s, %c) : bf16[2,3,64,80]\n  %a = add(%t, %m) : bf16[2,3,64,80]\n"
+	"  %p = softmax(%a) {axis = -1} : bf16[2,3,64,80]\n"
+	"  %o = matmul(%p, %v) : bf16[2,3,64,96]\n  return %o\n}\n",
+	"fa64x64s2: q cp.async, k cp.async, v cp.async */", NULL, 5e-2, 3e-2, 200, 1,
+};
+
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
 				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
 				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad, &decode_pad,
-				   &tf32_plain, &tf32_kcols, &tf32_regs, &tf32_gqa};
+				   &tf32_plain, &tf32_kcols, &tf32_regs, &tf32_gqa, &hd80, &hd96};
 
 static void test_ptxas(void **state)
 {
@@ -571,6 +596,8 @@ static void test_emu_tf32_plain(void **s) { (void)s; emu_case(&tf32_plain); }
 static void test_emu_tf32_kcols(void **s) { (void)s; emu_case(&tf32_kcols); }
 static void test_emu_tf32_regs(void **s) { (void)s; emu_case(&tf32_regs); }
 static void test_emu_tf32_gqa(void **s) { (void)s; emu_case(&tf32_gqa); }
+static void test_emu_hd80(void **s) { (void)s; emu_case(&hd80); }
+static void test_emu_hd96(void **s) { (void)s; emu_case(&hd96); }
 
 /* The kernel and tile a fusion gets without a tile: on a device with
  * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
@@ -782,6 +809,8 @@ int main(void)
 		cmocka_unit_test(test_emu_tf32_kcols),
 		cmocka_unit_test(test_emu_tf32_regs),
 		cmocka_unit_test(test_emu_tf32_gqa),
+		cmocka_unit_test(test_emu_hd80),
+		cmocka_unit_test(test_emu_hd96),
 		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};
