@@ -18,118 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "kf_test.h"
-#include "kf_test_nvrtc.h"
-#include "kf_emu.h"
+#include "kf_att_test.h"
 #include "cuda_backend.h"
-#include "tune.h"
-#include "equiv.h"
-
-/* A case: graph text; the kernel kind expected in its text ("fa", "simt")
- * and an environment tile; tolerances. */
-typedef struct acase {
-	const char *name, *text, *want, *tile;
-	double rtol, atol;
-	int maxreg;
-	int wgmma; /* the target's (kf_emit_target); 0: unknown (kf_emit_node) */
-	bool tf32; /* fuse-attention{tf32}: f32 on tf32 tensor cores */
-} acase;
-
-static const acase plain;
-
-/* Parses text, runs fuse-attention and emits the attention fusion. */
-static kf_module *emit_case(kf_ctx *c, const acase *a, kf_kernel *k, kf_nid *fn)
-{
-	kf_rt_register(c);
-	kf_module *m = kft_parse(c, a->text ? a->text : plain.text);
-	kft_run_pipe(c, m, a->tf32 ? "fuse-attention{tf32}" : "fuse-attention");
-	*fn = kft_first_fusion(m->graph[0]);
-	assert_string_equal(kf_attr_str(m->graph[0], *fn, "kind", ""), "attention");
-	if (a->tile)
-		setenv("KFUSE_ATTN_TILE", a->tile, 1);
-	kf_emit_target t = {.wgmma = a->wgmma};
-	int rc = kf_emit_node_for(m->graph[0], *fn, &t, k);
-	unsetenv("KFUSE_ATTN_TILE");
-	if (rc != 0)
-		kft_fail_diags(c, a->name);
-	if (a->want && !strstr(k->src, a->want))
-		fail_msg("%s: the kernel does not say '%s':\n%s", a->name, a->want, k->src);
-	return m;
-}
-
-/* The graph's inputs as random tensors (normal, exactly representable). */
-static void inputs(kf_graph *g, kf_tensor *in, uint64_t seed)
-{
-	uint64_t rng = seed;
-	const kf_block *b = &g->blk[0];
-	for (uint32_t i = 0; i < b->narg; i++) {
-		const kf_type *t = kf_vtype(g, b->arg[i]);
-		assert_int_equal(kf_tensor_random(&in[i], (kf_dtype)t->dtype, t->rank, t->dim, &rng), 0);
-	}
-}
-
-/* Emulates the attention kernel of case a and compares it with the
- * interpreter; returns the elements out of tolerance. */
-static int64_t emulate(const acase *a, const char *from, const char *to)
-{
-	kf_ctx *c = kf_ctx_new();
-	kf_kernel k;
-	kf_nid f;
-	kf_module *m = emit_case(c, a, &k, &f);
-	kf_graph *g = m->graph[0];
-	if (from) { /* a corrupted kernel must fail the comparison */
-		char *p = strstr(k.src, from);
-		assert_non_null(p);
-		kf_buf s = {0};
-		kf_buf_put(&s, k.src, (size_t)(p - k.src));
-		kf_buf_puts(&s, to);
-		kf_buf_puts(&s, p + strlen(from));
-		kf_buf_putc(&s, 0);
-		free(k.src);
-		k.src = s.p;
-	}
-	uint32_t na = g->blk[0].narg;
-	kf_tensor in[16], want, got[1], par[16];
-	assert_true(na <= 16 && k.nin <= 16 && k.nout == 1);
-	inputs(g, in, 42);
-	assert_int_equal(kf_interp_run(g, in, (int)na, &want, 1), 0);
-	/* the kernel's parameters are graph inputs (the tests keep them so) */
-	kfe_params_from_inputs(g, &k, in, par);
-	assert_int_equal(kf_tensor_alloc_type(&got[0], kf_vtype(g, k.out[0])), 0);
-	int64_t bad = -1;
-	if (kfe_run(&k, par, got)) {
-		kf_equiv_stat st;
-		kf_equiv_compare(&got[0], &want, a->rtol, a->atol, &st);
-		kf_buf d = {0};
-		kf_equiv_describe(&d, &st);
-		fprintf(stderr, "emu %s%s: %.*s\n", a->name, from ? " (corrupted)" : "", (int)d.n, d.p);
-		kf_buf_free(&d);
-		bad = st.nbad;
-	} else {
-		fprintf(stderr, "emu: no C++ compiler, %s not emulated\n", a->name);
-	}
-	for (uint32_t i = 0; i < na; i++)
-		kf_tensor_free(&in[i]);
-	kf_tensor_free(&want);
-	kf_tensor_free(&got[0]);
-	kf_kernel_free(&k);
-	kf_module_free(m);
-	kf_ctx_free(c);
-	return bad;
-}
 
 /* ---- the cases ------------------------------------------------------------------- */
 
-/* f16, head dim 64, plain: the transposes of k in the graph, the output
- * transposed back to [B, T, H * D] (written through its view). */
+/* f16, head dim 64, plain (kf_att_test.h's KFT_ATT_PLAIN) */
 static const acase plain = {
-	"plain", "graph @g(%q: f16[2,2,128,64], %k: f16[2,2,128,64], %v: f16[2,2,128,64]) -> (f16[2,128,128]) {\n"
-	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,2,64,128]\n"
-	"  %s = matmul(%q, %kt) : f16[2,2,128,128]\n  %c = const 0.125 : f16[]\n"
-	"  %t = mul(%s, %c) : f16[2,2,128,128]\n  %p = softmax(%t) {axis = -1} : f16[2,2,128,128]\n"
-	"  %o = matmul(%p, %v) : f16[2,2,128,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f16[2,128,2,64]\n"
-	"  %y = reshape(%ot) {shape = [2, 128, 128]} : f16[2,128,128]\n  return %y\n}\n",
-	"fa128x64s2: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 168,
+	"plain", KFT_ATT_PLAIN, "fa128x64s2: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 168,
 };
 
 /* causal (a tril constant: the pass makes it iotas), rows and keys that do
@@ -386,122 +282,17 @@ static const acase decode_pad = {
 	"slices of keys a row */", NULL, 2e-2, 8e-3, 96,
 };
 
-/* tf32 (f32 asked to use the tensor cores: fuse-attention{tf32}) on the
- * mma.sync kernel, m16n8k8 with the contraction permuted: the plain case
- * (k's tile read in pairs along its rows, v's down its columns) */
-static const acase tf32_plain = {
-	"tf32_plain", "graph @g(%q: f32[2,2,128,64], %k: f32[2,2,128,64], %v: f32[2,2,128,64]) -> (f32[2,128,128]) {\n"
-	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f32[2,2,64,128]\n"
-	"  %s = matmul(%q, %kt) : f32[2,2,128,128]\n  %c = const 0.125 : f32[]\n"
-	"  %t = mul(%s, %c) : f32[2,2,128,128]\n  %p = softmax(%t) {axis = -1} : f32[2,2,128,128]\n"
-	"  %o = matmul(%p, %v) : f32[2,2,128,64]\n  %ot = transpose(%o) {perm = [0, 2, 1, 3]} : f32[2,128,2,64]\n"
-	"  %y = reshape(%ot) {shape = [2, 128, 128]} : f32[2,128,128]\n  return %y\n}\n",
-	"fa128x64s2 tf32: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 255, 0, true,
-};
-
-/* k and v stored with keys as columns (the other reading of each tile), a
- * bottom-right causal mask over a cache, 3 stages of 32 keys */
-static const acase tf32_kcols = {
-	"tf32_kcols", "graph @g(%q: f32[2,48,64], %kt: f32[2,64,112], %vt: f32[2,64,112]) -> (f32[2,48,64]) {\n"
-	"  %s = matmul(%q, %kt) : f32[2,48,112]\n  %c = const 0.125 : f32[]\n"
-	"  %t = mul(%s, %c) : f32[2,48,112]\n"
-	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [48, 112]} : i64[48,112]\n  %o64 = const 64 : i64[]\n"
-	"  %rr = add(%r, %o64) : i64[48,112]\n  %cut = gt(%cc, %rr) : i1[48,112]\n"
-	"  %ninf = const -inf : f32[]\n  %w = where(%cut, %ninf, %t) : f32[2,48,112]\n"
-	"  %p = softmax(%w) {axis = -1} : f32[2,48,112]\n"
-	"  %v = transpose(%vt) {perm = [0, 2, 1]} : f32[2,112,64]\n"
-	"  %o = matmul(%p, %v) : f32[2,48,64]\n  return %o\n}\n",
-	"fa64x32s3 tf32: q cp.async, k cp.async, keys as columns, v cp.async, keys as columns, causal */", "fa64x32s3",
-	2e-2, 4e-3, 255, 0, true,
-};
-
-/* q through registers with its scale (an odd offset), k stored
- * transposed with 41 keys (rows not 16-byte aligned: element by element,
- * keys as rows), head dim 24 (k-steps of 8), a boolean mask */
-static const acase tf32_regs = {
-	"tf32_regs", "graph @g(%x: f32[2,33,97], %kt: f32[2,24,41], %v: f32[2,41,24], %keep: i1[2,33,41]) -> (f32[2,33,24]) {\n"
-	"  %q = slice(%x) {starts = [1], ends = [25], axes = [2]} : f32[2,33,24]\n"
-	"  %c = const 0.2 : f32[]\n  %qs = mul(%q, %c) : f32[2,33,24]\n"
-	"  %s = matmul(%qs, %kt) : f32[2,33,41]\n  %fm = const -3.4028235e+38 : f32[]\n"
-	"  %w = where(%keep, %s, %fm) : f32[2,33,41]\n"
-	"  %p = softmax(%w) {axis = -1} : f32[2,33,41]\n"
-	"  %o = matmul(%p, %v) : f32[2,33,24]\n  return %o\n}\n",
-	"fa64x32s2 tf32: q registers + prologue, k registers, v cp.async */", "fa64x32s2", 2e-2, 4e-3, 255, 0, true,
-};
-
-/* head dim 128 (the register budget: q's fragments, 64 accumulators), 4
- * query heads over 2 k/v heads, a padding mask, 96 rows of a 128-row tile
- * (the default) */
-static const acase tf32_gqa = {
-	"tf32_gqa", "graph @g(%q: f32[1,4,96,128], %k: f32[1,2,96,128], %v: f32[1,2,96,128], %m: f32[1,1,1,96]) -> (f32[1,4,96,128]) {\n"
-	"  %k5 = reshape(%k) {shape = [1, 2, 1, 96, 128]} : f32[1,2,1,96,128]\n"
-	"  %ke = broadcast_to(%k5) {shape = [1, 2, 2, 96, 128]} : f32[1,2,2,96,128]\n"
-	"  %kr = reshape(%ke) {shape = [1, 4, 96, 128]} : f32[1,4,96,128]\n"
-	"  %v5 = reshape(%v) {shape = [1, 2, 1, 96, 128]} : f32[1,2,1,96,128]\n"
-	"  %ve = broadcast_to(%v5) {shape = [1, 2, 2, 96, 128]} : f32[1,2,2,96,128]\n"
-	"  %vr = reshape(%ve) {shape = [1, 4, 96, 128]} : f32[1,4,96,128]\n"
-	"  %kt = transpose(%kr) {perm = [0, 1, 3, 2]} : f32[1,4,128,96]\n"
-	"  %s = matmul(%q, %kt) : f32[1,4,96,96]\n  %c = const 0.088388 : f32[]\n"
-	"  %t = mul(%s, %c) : f32[1,4,96,96]\n  %a = add(%t, %m) : f32[1,4,96,96]\n"
-	"  %p = softmax(%a) {axis = -1} : f32[1,4,96,96]\n"
-	"  %o = matmul(%p, %vr) : f32[1,4,96,128]\n  return %o\n}\n",
-	"fa128x64s2 tf32: q cp.async, k cp.async, v cp.async */", NULL, 2e-2, 4e-3, 255, 0, true,
-};
-
-/* Head dims 80 and 96 (Phi-2's, some ViTs'): the Hopper kernel takes 64
- * and 128 only, so on any device they run the mma.sync kernel; 80 is 5
- * k-steps of 16 and 10 n-tiles of 8 (an odd number of k16 steps, pairs of
- * n-tiles), f16 causal; 96 bf16 with a padding mask */
-static const acase hd80 = {
-	"hd80", "graph @g(%q: f16[2,2,96,80], %k: f16[2,2,96,80], %v: f16[2,2,96,80]) -> (f16[2,2,96,80]) {\n"
-	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : f16[2,2,80,96]\n"
-	"  %s = matmul(%q, %kt) : f16[2,2,96,96]\n  %c = const 0.1118 : f16[]\n"
-	"  %t = mul(%s, %c) : f16[2,2,96,96]\n  %ninf = const -inf : f16[]\n"
-	"  %r = iota() {axis = 0, dtype = \"i64\", shape = [96, 96]} : i64[96,96]\n  %cc = iota() {axis = 1, dtype = \"i64\", shape = [96, 96]} : i64[96,96]\n"
-	"  %keep = le(%cc, %r) : i1[96,96]\n  %w = where(%keep, %t, %ninf) : f16[2,2,96,96]\n"
-	"  %p = softmax(%w) {axis = -1} : f16[2,2,96,96]\n"
-	"  %o = matmul(%p, %v) : f16[2,2,96,80]\n  return %o\n}\n",
-	"fa128x64s2: q cp.async, k cp.async, v cp.async, causal */", NULL, 2e-2, 4e-3, 200, 1,
-};
-static const acase hd96 = {
-	"hd96", "graph @g(%q: bf16[2,3,64,96], %k: bf16[2,3,80,96], %v: bf16[2,3,80,96], %m: bf16[2,1,1,80]) -> (bf16[2,3,64,96]) {\n"
-	"  %kt = transpose(%k) {perm = [0, 1, 3, 2]} : bf16[2,3,96,80]\n"
-	"  %s = matmul(%q, %kt) : bf16[2,3,64,80]\n  %c = const 0.10206 : bf16[]\n"
-	"  %t = mul(%s, %c) : bf16[2,3,64,80]\n  %a = add(%t, %m) : bf16[2,3,64,80]\n"
-	"  %p = softmax(%a) {axis = -1} : bf16[2,3,64,80]\n"
-	"  %o = matmul(%p, %v) : bf16[2,3,64,96]\n  return %o\n}\n",
-	"fa64x64s2: q cp.async, k cp.async, v cp.async */", NULL, 5e-2, 3e-2, 200, 1,
-};
-
 /* ---- the tests ------------------------------------------------------------------- */
 
 static const acase *const all[] = {&plain, &causal, &gqa, &kcols, &regs, &decode, &f32c,
 				   &wga_plain, &wga_causal, &wga_split, &wga_gqa, &wga_bool, &wga_mask80, &wga_cache,
-				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad, &decode_pad,
-				   &tf32_plain, &tf32_kcols, &tf32_regs, &tf32_gqa, &hd80, &hd96};
+				   &wga_default, &wga_default128, &wga_pad, &fa_pad, &simt_pad, &decode_pad};
 
 static void test_ptxas(void **state)
 {
 	(void)state;
-	if (!kft_have_nvrtc()) {
-		skip();
-		return;
-	}
-	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-		kf_ctx *c = kf_ctx_new();
-		kf_kernel k;
-		kf_nid f;
-		kf_module *m = emit_case(c, all[i], &k, &f);
-		int regs = kft_ptxas_checked(&k, k.sm90a ? "sm_90a" : "sm_90", all[i]->maxreg);
-		fprintf(stderr, "ptxas %s: %d registers, %d threads, %d bytes of shared memory, no spills\n", all[i]->name,
-			regs, k.block, k.smem);
-		kf_kernel_free(&k);
-		kf_module_free(m);
-		kf_ctx_free(c);
-	}
+	kft_att_ptxas(all, sizeof all / sizeof all[0]);
 }
-
-static void emu_case(const acase *a) { kfe_expect_clean(emulate(a, NULL, NULL)); }
 
 /* Case a with a walking tile: its kernel walks (and has text `must`),
  * compiles for sm_90a without spills, and matches the interpreter
@@ -592,12 +383,6 @@ static void test_emu_wga_pad(void **s) { (void)s; emu_case(&wga_pad); }
 static void test_emu_fa_pad(void **s) { (void)s; emu_case(&fa_pad); }
 static void test_emu_simt_pad(void **s) { (void)s; emu_case(&simt_pad); }
 static void test_emu_decode_pad(void **s) { (void)s; emu_case(&decode_pad); }
-static void test_emu_tf32_plain(void **s) { (void)s; emu_case(&tf32_plain); }
-static void test_emu_tf32_kcols(void **s) { (void)s; emu_case(&tf32_kcols); }
-static void test_emu_tf32_regs(void **s) { (void)s; emu_case(&tf32_regs); }
-static void test_emu_tf32_gqa(void **s) { (void)s; emu_case(&tf32_gqa); }
-static void test_emu_hd80(void **s) { (void)s; emu_case(&hd80); }
-static void test_emu_hd96(void **s) { (void)s; emu_case(&hd96); }
 
 /* The kernel and tile a fusion gets without a tile: on a device with
  * wgmma the Hopper kernel where q, k and v fit its tensor maps (the rule:
@@ -678,9 +463,6 @@ static void test_emu_catches(void **s)
 	assert_true(emulate(&decode, "s++) O += __ldcg", "s += 2) O += __ldcg") > 0);
 	/* the Hopper kernel's softmax reading S before its wgmma is done */
 	assert_true(emulate(&wga_causal, "kf_wg_wait<1>();", "kf_wg_wait<2>();") > 0);
-	/* tf32: P's fragment without the permutation of its keys */
-	assert_true(emulate(&tf32_plain, "kf_tf32(sc[4 * kk + 2]), kf_tf32(sc[4 * kk + 1])",
-			    "kf_tf32(sc[4 * kk + 1]), kf_tf32(sc[4 * kk + 2])") > 0);
 }
 
 /* A dense f32[32,16] constant's text (more than a kernel embeds). */
@@ -749,34 +531,6 @@ static void test_plan(void **state)
 	kf_ctx_free(c);
 }
 
-/* PyTorch's allow_tf32 (kfuse-run --allow-tf32, kf_cuda_opts.allow_tf32)
- * marks an f32 attention fusion, whose kernel then runs on tf32 tensor
- * cores; an f16 one is left alone (its kernel is the same either way). */
-static void test_allow_tf32(void **state)
-{
-	(void)state;
-	kf_ctx *c = kf_ctx_new();
-	kf_rt_register(c);
-	kf_module *m = kft_parse(c, tf32_plain.text);
-	kft_run_pipe(c, m, "fuse-attention");
-	kf_graph *g = m->graph[0];
-	kf_nid f = kft_first_fusion(g);
-	assert_false(kf_attr_bool(g, f, "tf32", false));
-	assert_int_equal(kf_tune_allow_tf32(g), 1);
-	assert_true(kf_attr_bool(g, f, "tf32", false));
-	kf_kernel k;
-	kf_emit_target t = {0};
-	assert_int_equal(kf_emit_node_for(g, f, &t, &k), 0);
-	assert_non_null(strstr(k.src, "fa128x64s2 tf32:"));
-	kf_kernel_free(&k);
-	kf_module_free(m);
-	m = kft_parse(c, plain.text);
-	kft_run_pipe(c, m, "fuse-attention");
-	assert_int_equal(kf_tune_allow_tf32(m->graph[0]), 0);
-	kf_module_free(m);
-	kf_ctx_free(c);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -804,13 +558,6 @@ int main(void)
 		cmocka_unit_test(test_emu_fa_pad),
 		cmocka_unit_test(test_emu_simt_pad),
 		cmocka_unit_test(test_emu_decode_pad),
-		cmocka_unit_test(test_allow_tf32),
-		cmocka_unit_test(test_emu_tf32_plain),
-		cmocka_unit_test(test_emu_tf32_kcols),
-		cmocka_unit_test(test_emu_tf32_regs),
-		cmocka_unit_test(test_emu_tf32_gqa),
-		cmocka_unit_test(test_emu_hd80),
-		cmocka_unit_test(test_emu_hd96),
 		cmocka_unit_test(test_default_tile),
 		cmocka_unit_test(test_emu_catches),
 	};
