@@ -76,17 +76,8 @@ static int64_t emulate(const acase *a, const char *from, const char *to)
 	kf_nid f;
 	kf_module *m = emit_case(c, a, &k, &f);
 	kf_graph *g = m->graph[0];
-	if (from) { /* a corrupted kernel must fail the comparison */
-		char *p = strstr(k.src, from);
-		assert_non_null(p);
-		kf_buf s = {0};
-		kf_buf_put(&s, k.src, (size_t)(p - k.src));
-		kf_buf_puts(&s, to);
-		kf_buf_puts(&s, p + strlen(from));
-		kf_buf_putc(&s, 0);
-		free(k.src);
-		k.src = s.p;
-	}
+	if (from) /* a corrupted kernel must fail the comparison */
+		kfe_corrupt(&k, from, to);
 	uint32_t na = g->blk[0].narg;
 	kf_tensor in[16], want, got[1], par[16];
 	assert_true(na <= 16 && k.nin <= 16 && k.nout == 1);

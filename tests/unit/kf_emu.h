@@ -92,6 +92,21 @@ static inline void kfe_replace(kf_buf *o, const char *src, const char *from, con
 	kf_buf_puts(o, p);
 }
 
+/* k's text with its first `from` replaced by `to` (a test's corrupted
+ * kernel, which the comparison must catch); `from` must be there. */
+static inline void kfe_corrupt(kf_kernel *k, const char *from, const char *to)
+{
+	char *p = strstr(k->src, from);
+	assert_non_null(p);
+	kf_buf t = {0};
+	kf_buf_put(&t, k->src, (size_t)(p - k->src));
+	kf_buf_puts(&t, to);
+	kf_buf_puts(&t, p + strlen(from));
+	kf_buf_putc(&t, 0);
+	free(k->src);
+	k->src = t.p;
+}
+
 /* src without the chunks `#ifndef KF_WGMMA...` to their `#endif`: the
  * wgmma helpers, one for each shape a kernel uses (the shim has them all). */
 static inline void kfe_drop_wgmma(kf_buf *o, const char *src)

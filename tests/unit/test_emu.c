@@ -27,17 +27,8 @@ static int64_t emulate_as(const char *text, const char *tile, const char *from, 
 	kf_kernel k;
 	kft_emit_contraction(text, 0, tile, &k);
 	assert_non_null(strstr(k.src, strncmp(tile, "wg", 2) ? "kf_mma_" : "kf_wgmma_"));
-	if (from) {
-		char *p = strstr(k.src, from);
-		assert_non_null(p);
-		kf_buf t = {0};
-		kf_buf_put(&t, k.src, (size_t)(p - k.src));
-		kf_buf_puts(&t, to);
-		kf_buf_puts(&t, p + strlen(from));
-		kf_buf_putc(&t, 0);
-		free(k.src);
-		k.src = t.p;
-	}
+	if (from)
+		kfe_corrupt(&k, from, to);
 	kf_rt_register(c);
 	kf_module *m = kft_parse(c, text);
 	kf_graph *g = m->graph[0];
