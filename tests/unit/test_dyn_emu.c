@@ -111,6 +111,8 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 		kft_fail_diags(ctx, c->name);
 	if (c->wg && !k.sm90a)
 		fail_msg("%s: size %d: not the wgmma kernel", c->name, si);
+	if (c->pipe && strstr(c->pipe, "{tf32}") && !strstr(k.src, " tf32: "))
+		fail_msg("%s: size %d: not the flash kernel's tf32 form", c->name, si);
 	assert_int_equal(k.dynbad, 0); /* every symbolic dim evaluated to its number */
 	if (c->bucket && si == 0 && strcmp(k.bucket, c->bucket))
 		fail_msg("%s: bucket %s, not %s", c->name, k.bucket, c->bucket);
@@ -363,6 +365,17 @@ static const dcase att_causal_wga = {
 	{-1, 0, -1, 2}, 2e-2, 4e-3, 1,
 };
 
+/* The same in f32 with tf32 allowed: the mma.sync kernel's tf32 form at
+ * symbolic sizes (its tile's rows from the size's bucket) */
+static const dcase att_pad_tf32 = {
+	"att_pad_tf32", ATT_PAD("f32"), "fuse-attention{tf32}", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {3, 9}, {2, 40}},
+	{-1, 0, -1, -1}, 2e-2, 4e-3,
+};
+static const dcase att_causal_tf32 = {
+	"att_causal_tf32", ATT_CAUSAL("f32"), "fuse-attention{tf32}", NULL, 0, NULL, 4, {{2, 13}, {2, 16}, {2, 40}, {1, 100}},
+	{-1, 0, -1, -1}, 2e-2, 4e-3,
+};
+
 /* Causal attention in f32: the SIMT kernel; at 300 and 400 keys (one
  * bucket) a row's keys are split across two blocks, combined through the
  * kernel's workspace (sized for the bucket's rows). */
@@ -398,6 +411,11 @@ static void test_att_causal_mma(void **st) { run_case(&att_causal_mma); }
 static void test_att_pad_simt(void **st) { run_case(&att_pad_simt); }
 static void test_att_pad_wga(void **st) { run_case(&att_pad_wga); }
 static void test_att_causal_wga(void **st) { run_case(&att_causal_wga); }
+static void test_att_tf32(void **st)
+{
+	run_case(&att_pad_tf32);
+	run_case(&att_causal_tf32);
+}
 static void test_layernorm(void **st) { run_case(&layernorm); }
 static void test_softmax_t(void **st) { run_case(&softmax_t); }
 static void test_linear_fma(void **st) { run_case(&linear_fma); }
@@ -417,7 +435,7 @@ int main(void)
 		cmocka_unit_test(test_linear_fma), cmocka_unit_test(test_linear_mma), cmocka_unit_test(test_scores),
 		cmocka_unit_test(test_att_pad_mma), cmocka_unit_test(test_att_causal_mma), cmocka_unit_test(test_att_pad_simt),
 		cmocka_unit_test(test_att_causal_simt), cmocka_unit_test(test_att_pad_wga), cmocka_unit_test(test_att_causal_wga),
-		cmocka_unit_test(test_epi),       cmocka_unit_test(test_linear_wg),
+		cmocka_unit_test(test_epi),       cmocka_unit_test(test_linear_wg), cmocka_unit_test(test_att_tf32),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
