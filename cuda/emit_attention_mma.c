@@ -77,11 +77,15 @@ typedef struct tl {
 	int epv;           /* elements in 16 bytes: 8 (f16, bf16) or 4 (f32) */
 } tl;
 
+/* Elements of the tiles' type in 16 bytes (a cp.async): f16 and bf16 8,
+ * f32 (tf32) 4. */
+static int epv_of(const kx_att *at) { return 16 / (int)kf_dtype_size(at->mdt); }
+
 static tl tile_of(const kx *k, const kx_att *at, const kx_attop *op, int dim, const fa_cfg *c, bool isk)
 {
 	/* k is [D, Tk]: its keys are the columns; v is [Tk, DV]: the rows */
 	int64_t kstride = isk ? op->cs : op->rs, dstride = isk ? op->rs : op->cs;
-	tl t = {.epv = at->mdt == KF_F32 ? 4 : 8};
+	tl t = {.epv = epv_of(at)};
 	if (op->raw && dstride == 1 && dim % t.epv == 0)
 		t.raw = true;
 	else if (op->raw && kstride == 1 && kx_multiple(k, at->Tk, KX_ATT_S(k, at, Tk), t.epv))
@@ -175,7 +179,7 @@ static void load_q(kx *k, const kx_att *at, const fa_cfg *c, bool qraw, int lq, 
 	kf_buf *b = &k->b;
 	int D = (int)at->D;
 	int64_t sTq = KX_ATT_S(k, at, Tq), srs = KX_ATT_S(k, at, q.rs), scs = KX_ATT_S(k, at, q.cs);
-	int epv = at->mdt == KF_F32 ? 4 : 8;
+	int epv = epv_of(at);
 	if (qraw) {
 		kf_buf_printf(b, "#pragma unroll\n  for (int c = threadIdx.x; c < %d; c += %d) {\n", c->bm * (D / epv), nt);
 		kf_buf_printf(b, "    const int r = c / %d, f = (c %% %d) * %d, i = q0 + r;\n    const bool ok = i < ", D / epv,
@@ -238,21 +242,32 @@ static void block_head(kx *k, const kx_att *at, const fa_cfg *c)
 	kf_buf_puts(b, ";\n");
 }
 
-/* The key-tile loop: the ring's wait and refill, S = Q K^T on the tensor
- * cores, the scores and the softmax (emit_attention.c), O += P V. */
-static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, const tl *tv, int ksz, int vsz)
+/* The head of the key-tile loop: the ring's wait and refill, this tile's
+ * k and v stages (ks, vs, of element type et) and the scores' zeroed
+ * accumulators sc. */
+static void loop_head(kx *k, const fa_cfg *c, const char *et, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
-	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
-	const char *mma = at->mdt == KF_F16 ? "kf_mma_f16" : "kf_mma_bf16";
+	int S = c->s;
 	kf_buf_puts(b, "  for (int jt = 0; jt < nt; jt++) {\n");
 	kf_buf_printf(b, "    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
 	/* the stage refilled now was read in the previous iteration, which every
 	 * warp has finished: they all passed the barrier above */
 	kf_buf_printf(b, "    if (jt + %d < nt) load((jt + %d) %% %d, jt + %d);\n    kf_cp_commit();\n", S - 1, S - 1, S, S - 1);
-	kf_buf_printf(b, "    const unsigned short *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", S, ksz,
-		      S, vsz);
-	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", BN / 2, BN / 2);
+	kf_buf_printf(b, "    const %s *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", et, S, ksz, S,
+		      vsz);
+	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", c->bn / 2,
+		      c->bn / 2);
+}
+
+/* The key-tile loop: S = Q K^T on the tensor cores, the scores and the
+ * softmax (emit_attention.c), O += P V. */
+static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, const tl *tv, int ksz, int vsz)
+{
+	kf_buf *b = &k->b;
+	int D = (int)at->D, DV = (int)at->DV, BN = c->bn;
+	const char *mma = at->mdt == KF_F16 ? "kf_mma_f16" : "kf_mma_bf16";
+	loop_head(k, c, "unsigned short", ksz, vsz);
 	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int j = 0; j < %d; j += 2) {\n"
 		      "        unsigned t[4];\n        ", D / 16, BN / 8);
 	frag_b(b, tk, tk->keycols, "ks", "j * 8", "kk * 16");
@@ -273,12 +288,8 @@ static void tile_loop(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, co
 static void tile_loop32(kx *k, const kx_att *at, const fa_cfg *c, const tl *tk, const tl *tv, int ksz, int vsz)
 {
 	kf_buf *b = &k->b;
-	int D = (int)at->D, DV = (int)at->DV, BN = c->bn, S = c->s;
-	kf_buf_puts(b, "  for (int jt = 0; jt < nt; jt++) {\n");
-	kf_buf_printf(b, "    kf_cp_wait<%d>();\n    __syncthreads();\n", S - 2);
-	kf_buf_printf(b, "    if (jt + %d < nt) load((jt + %d) %% %d, jt + %d);\n    kf_cp_commit();\n", S - 1, S - 1, S, S - 1);
-	kf_buf_printf(b, "    const float *const ks = sk + (jt %% %d) * %d, *const vs = sv + (jt %% %d) * %d;\n", S, ksz, S, vsz);
-	kf_buf_printf(b, "    float sc[%d];\n#pragma unroll\n    for (int i = 0; i < %d; i++) sc[i] = 0.0f;\n", BN / 2, BN / 2);
+	int D = (int)at->D, DV = (int)at->DV, BN = c->bn;
+	loop_head(k, c, "float", ksz, vsz);
 	kf_buf_printf(b, "#pragma unroll\n    for (int kk = 0; kk < %d; kk++)\n#pragma unroll\n      for (int j = 0; j < %d; j++) {\n"
 		      "        unsigned t[2];\n        ", D / 8, BN / 8);
 	frag_b32(b, tk, "ks", "j * 8", "kk * 8");
@@ -322,7 +333,7 @@ int kx_emit_attention_mma(kx *k, kx_att *at)
 	int smem = (qsz + S * (ksz + vsz)) * (t32 ? 4 : 2);
 	if (smem > 227 * 1024)
 		return kx_fail(k, "attention tile %s needs %d bytes of shared memory", tile ? tile : "(default)", smem);
-	bool qraw = at->q.raw && at->q.cs == 1 && D % tk.epv == 0;
+	bool qraw = at->q.raw && at->q.cs == 1 && D % epv_of(at) == 0;
 	const char *et = t32 ? "float" : "unsigned short";
 	kf_buf *b = &k->b;
 	kf_buf_puts(&k->decl, kx_mm_helpers());
