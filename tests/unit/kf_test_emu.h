@@ -27,6 +27,7 @@ static const char kft_emu_shim[] =
 	"#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
 	"#define __restrict__ __restrict\n#define __align__(n) __attribute__((aligned(n)))\n#define __shared__ static\n"
 	"#define __ldg(p) (*(p))\n#define __ldcg(p) (*(p))\nstatic void __threadfence() {}\n"
+	"static inline float __fdividef(float a, float b) { return a / b; }\n"
 	/* blocks run one after another: an atomic is a plain update */
 	"static unsigned atomicInc(unsigned *p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }\n"
 	"struct kf_d3 { unsigned x, y, z; };\nstruct uint4 { unsigned x, y, z, w; };\nstruct uint2 { unsigned x, y; };\n"
@@ -60,8 +61,8 @@ static const char kft_emu_shim[] =
 	"#define KF_F1(name, fe, de) \\\n  static float name(float x) { return fe; } static double name(double x) { return de; }\n"
 	"KF_F1(kf_exp, expf(x), exp(x))\nKF_F1(kf_log, logf(x), log(x))\nKF_F1(kf_sqrt, sqrtf(x), sqrt(x))\n"
 	"KF_F1(kf_rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))\nKF_F1(kf_tanh, tanhf(x), tanh(x))\nKF_F1(kf_erf, erff(x), erf(x))\n"
-	"KF_F1(kf_sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))\n"
-	"KF_F1(kf_silu, x / (1.0f + expf(-x)), x / (1.0 + exp(-x)))\n"
+	"KF_F1(kf_sigmoid, __fdividef(1.0f, 1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))\n"
+	"KF_F1(kf_silu, __fdividef(x, 1.0f + expf(-x)), x / (1.0 + exp(-x)))\n"
 	"KF_F1(kf_gelu, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)), 0.5 * x * (1.0 + erf(x * 0.70710678118654752)))\n"
 	"KF_F1(kf_gelu_tanh, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))), "
 	"0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x))))\n"
