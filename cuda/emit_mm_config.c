@@ -336,6 +336,29 @@ bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	}
 }
 
+/* M of 65 to 128 (two 64-row tiles) over a large weight: the kernel
+ * streams B, and the tiles that do it fastest (H200, f16, B [N, K], weight
+ * from HBM, Nsight Compute, bench/results/2026-12-03-gpu-s15-mlp128.txt):
+ * a cluster of the two M tiles sharing each 64 x 128 B tile (multicast:
+ * B read once) where there are 66 to 132 such CTAs (128 x 5632 x 2048:
+ * 12.5-13.6 us against 9.8 for cuBLAS alone and 15.5 with the epilogue
+ * kernel after it; 128-wide tiles alone 17-18 us, 128 x 128 split 20 us);
+ * else, over a long K, 64 x 64 tiles split in two along K where that
+ * gives 100 to 132 CTAs (128 x 2048 x 5632: 14.6 us against 20.4 for
+ * cuBLAS's split-K + reduction + epilogue).  0 when neither applies. */
+static bool mem_bound_tile(const kf_mm_shape *sh, kf_mm_config *c)
+{
+	int64_t c2 = 2 * ((sh->N + 127) / 128), k2 = 4 * ((sh->N + 63) / 64);
+	const char *t = c2 >= 66 && c2 <= 132 ? "wg64x128x64s8c2s"
+			: k2 >= 100 && k2 <= 132 && sh->K >= 4096 ? "wg64x64x64s8k2s"
+								  : NULL;
+	kf_mm_config cc;
+	if (!t || kf_mm_config_parse(t, &cc) || !wg_fits(&cc, sh))
+		return false;
+	*c = cc;
+	return true;
+}
+
 void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 {
 	if (sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in) && sh->N >= 32) {
@@ -362,6 +385,8 @@ void kf_mm_own_default(const kf_mm_shape *sh, kf_mm_config *c)
 		 * c2 with 3 stages gained nothing and c4 runs a second wave
 		 * (bench/results/2026-11-29-s3-gpu-wgmma-c2p.txt); at M = 512 c2
 		 * is 17% slower */
+		if (sh->M > 64 && sh->M <= 128 && !sh->sized && mem_bound_tile(sh, c))
+			return;
 		int64_t t256 = ((sh->M + 127) / 128) * ((sh->N + 255) / 256);
 		int64_t t128 = ((sh->M + 127) / 128) * ((sh->N + 127) / 128);
 		kf_mm_config_parse(t256 >= 120 ? "wg128x256x64s4c2pvs" : t128 >= 100 ? "wg128x128x64s4pvs" : "wg64x128x64s8v",
@@ -514,6 +539,9 @@ int kf_mm_candidates(const kf_mm_shape *sh, char (*out)[32], int max)
 		 * with cuBLAS + epilogue at best (a narrow N over a long K), slower
 		 * elsewhere at M 64 to 512 (s12a), so only these two */
 		"wg128x128x64s4k2s", "wg128x128x64s4k4s",
+		/* M of 65 to 128 over a large weight (mem_bound_tile): the two M
+		 * tiles sharing B, the 64 x 64 split */
+		"wg64x128x64s8c2s", "wg64x64x64s8k2s",
 	};
 	int n = 0;
 	bool gemv = sh->M == 1 && sh->batch == 1 && kf_dtype_is_float(sh->in);

@@ -70,6 +70,18 @@ static void test_cost_model(void **st)
 		{KF_F16, 1, 8192, 3072, 768, false, 1, true, true, "cublaslt"},
 		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "wg128x256x64s4c2pvs", true},
 		{KF_F16, 1, 2048, 3072, 768, false, 1, true, false, "cublas", true},
+		/* Llama's MLP at 128 tokens, an epilogue cuBLASLt cannot take: B
+		 * streamed by the own kernel (a cluster of the two M tiles, or a
+		 * split over the long K); bare, at M = 64, at a short K, or in a
+		 * sized plan: the library */
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s"},
+		{KF_BF16, 1, 100, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s"},
+		{KF_F16, 1, 128, 2048, 5632, false, 1, true, false, "wg64x64x64s8k2s"},
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, true, "cublaslt"},
+		{KF_F16, 1, 64, 5632, 2048, false, 1, true, false, "cublas"},
+		{KF_F16, 1, 128, 2048, 2048, false, 1, true, false, "cublas"},
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", true},
+		{KF_F16, 1, 128, 5632, 2048, false, 0, true, false, "cublas"},
 		/* a sized plan's wgmma kernel is slower than the static one: the library */
 		{KF_F16, 1, 4096, 4096, 4096, false, 1, true, true, "cublaslt", true},
 		/* no library takes it: the own kernel */
