@@ -23,7 +23,7 @@ typedef struct own_class {
 	const char *name;     /* shown in reports */
 	const char *own;      /* the own default config ("gemv": any GEMV) */
 	int64_t min_m, min_n, min_k; /* the extents around the measured shapes */
-	bool nolt;            /* only where cuBLASLt cannot take the epilogue */
+	bool nolt;            /* only where there is an epilogue and cuBLASLt cannot take it */
 	bool fixed;           /* only in a plan of fixed sizes: the wgmma kernel of a
 			       * sized plan (M an argument) runs 1.12x its static
 			       * time at 8192 x 3072 x 768 (0.0978 against 0.0872
@@ -65,6 +65,14 @@ static const own_class owns[] = {
 	 true, true},
 };
 
+/* Whether the body has ops after the contraction (sh->tag: "pre.post",
+ * or a hash of a long one, which has them) */
+static bool has_epilogue(const kf_mm_shape *sh)
+{
+	const char *d = strchr(sh->tag, '.');
+	return d ? d[1] != 0 : sh->tag[0] != 0;
+}
+
 const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size_t n)
 {
 	kf_mm_config own;
@@ -74,7 +82,7 @@ const char *kf_mm_choose(const kf_mm_shape *sh, kf_mm_libs libs, char *out, size
 	for (size_t i = 0; i < sizeof owns / sizeof *owns; i++)
 		if ((!strcmp(txt, owns[i].own) || (!strcmp(owns[i].own, "gemv") && own.algo == KF_MM_GEMV)) &&
 		    sh->M >= owns[i].min_m && sh->N >= owns[i].min_n && sh->K >= owns[i].min_k &&
-		    (!owns[i].nolt || !libs.lt) && (!owns[i].fixed || !sh->sized)) {
+		    (!owns[i].nolt || (!libs.lt && has_epilogue(sh))) && (!owns[i].fixed || !sh->sized)) {
 			snprintf(out, n, "%s", txt);
 			return owns[i].name;
 		}

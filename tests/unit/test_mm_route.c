@@ -33,6 +33,7 @@ typedef struct choice_case {
 	bool blas, lt;
 	const char *want;
 	bool sized;
+	const char *tag; /* kf_mm_shape.tag: the body's ops, '.' the contraction */
 } choice_case;
 
 static void test_cost_model(void **st)
@@ -65,23 +66,25 @@ static void test_cost_model(void **st)
 		/* BERT's FFN up, bias + exact GELU (cuBLASLt cannot): own at 8192
 		 * rows, in a sized plan too; cuBLAS + epilogue at 2048, or with
 		 * the tanh form */
-		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "wg128x256x64s4c2pvs"},
+		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "wg128x256x64s4c2pvs", false, ".add+gelu"},
 		{KF_F16, 1, 2048, 3072, 768, false, 1, true, false, "cublas"},
 		{KF_F16, 1, 8192, 3072, 768, false, 1, true, true, "cublaslt"},
-		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "wg128x256x64s4c2pvs", true},
+		{KF_F16, 1, 8192, 3072, 768, false, 1, true, false, "wg128x256x64s4c2pvs", true, ".add+gelu"},
 		{KF_F16, 1, 2048, 3072, 768, false, 1, true, false, "cublas", true},
 		/* Llama's MLP at 128 tokens, an epilogue cuBLASLt cannot take: B
 		 * streamed by the own kernel (a cluster of the two M tiles, or a
 		 * split over the long K); bare, at M = 64, at a short K, or in a
-		 * sized plan: the library */
-		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s"},
-		{KF_BF16, 1, 100, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s"},
-		{KF_F16, 1, 128, 2048, 5632, false, 1, true, false, "wg64x64x64s8k2s"},
+		 * sized plan, or bare (no epilogue to fuse): the library */
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s", false, ".silu+mul"},
+		{KF_BF16, 1, 100, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s", false, ".add"},
+		{KF_F16, 1, 128, 2048, 5632, false, 1, true, false, "wg64x64x64s8k2s", false, ".add+cast"},
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", false, ""},
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", false, "cast."},
 		{KF_F16, 1, 128, 5632, 2048, false, 1, true, true, "cublaslt"},
-		{KF_F16, 1, 64, 5632, 2048, false, 1, true, false, "cublas"},
-		{KF_F16, 1, 128, 2048, 2048, false, 1, true, false, "cublas"},
-		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", true},
-		{KF_F16, 1, 128, 5632, 2048, false, 0, true, false, "cublas"},
+		{KF_F16, 1, 64, 5632, 2048, false, 1, true, false, "cublas", false, ".add"},
+		{KF_F16, 1, 128, 2048, 2048, false, 1, true, false, "cublas", false, ".add"},
+		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", true, ".add"},
+		{KF_F16, 1, 128, 5632, 2048, false, 0, true, false, "cublas", false, ".add"},
 		/* a sized plan's wgmma kernel is slower than the static one: the library */
 		{KF_F16, 1, 4096, 4096, 4096, false, 1, true, true, "cublaslt", true},
 		/* no library takes it: the own kernel */
@@ -92,6 +95,7 @@ static void test_cost_model(void **st)
 		const choice_case *c = &cs[i];
 		kf_mm_shape sh = {.in = c->in, .out = c->in, .batch = c->batch, .M = c->M, .N = c->N, .K = c->K,
 				  .tf32 = c->tf32, .raw = true, .wgmma = c->wgmma, .sized = c->sized};
+		snprintf(sh.tag, sizeof sh.tag, "%s", c->tag ? c->tag : "");
 		char out[32];
 		const char *why = kf_mm_choose(&sh, (kf_mm_libs){.blas = c->blas, .lt = c->lt}, out, sizeof out);
 		if (strcmp(out, c->want))
