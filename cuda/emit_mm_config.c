@@ -337,19 +337,22 @@ bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 }
 
 /* M of 65 to 128 (two 64-row tiles) over a large weight: the kernel
- * streams B, and the tiles that do it fastest (H200, f16, B [N, K], weight
- * from HBM, Nsight Compute, bench/results/2026-12-03-gpu-s15-mlp128.txt):
- * a cluster of the two M tiles sharing each 64 x 128 B tile (multicast:
- * B read once) where there are 66 to 132 such CTAs (128 x 5632 x 2048:
- * 12.5-13.6 us against 9.8 for cuBLAS alone and 15.5 with the epilogue
- * kernel after it; 128-wide tiles alone 17-18 us, 128 x 128 split 20 us);
- * else, over a long K, 64 x 64 tiles split in two along K where that
- * gives 100 to 132 CTAs (128 x 2048 x 5632: 14.6 us against 20.4 for
- * cuBLAS's split-K + reduction + epilogue).  0 when neither applies. */
+ * streams B, and the tiles that do it fastest (H200, f16, weight from HBM,
+ * Nsight Compute, bench/results/2026-12-03-gpu-s15-mlp128.txt): at M =
+ * 128 and K up to 2048, a cluster of the two M tiles sharing each 64 x
+ * 128 B tile (multicast: B read once) where there are 66 to 132 such CTAs
+ * (128 x 5632 x 2048: 12.5-13.6 us against 9.8 for cuBLAS alone and 15.5
+ * with the epilogue kernel after it; 128-wide tiles alone 17-18 us, 128 x
+ * 128 split 20 us; B [N, K] and [K, N] alike, replays 18.0 against 19.4,
+ * s15h) - not at M = 100 (20.6 against 18.5 replayed) nor at 72 x 5632 x
+ * 4096 bf16 (29.2 against 25.6); else, over a long K, 64 x 64 tiles split
+ * in two along K where that gives 100 to 132 CTAs (128 x 2048 x 5632:
+ * 14.6 us against 20.4 for cuBLAS's split-K + reduction + epilogue; 120
+ * rows: 19.0 against 21.7 replayed).  False when neither applies. */
 static bool mem_bound_tile(const kf_mm_shape *sh, kf_mm_config *c)
 {
 	int64_t c2 = 2 * ((sh->N + 127) / 128), k2 = 4 * ((sh->N + 63) / 64);
-	const char *t = c2 >= 66 && c2 <= 132 ? "wg64x128x64s8c2s"
+	const char *t = c2 >= 66 && c2 <= 132 && sh->M == 128 && sh->K <= 2048 ? "wg64x128x64s8c2s"
 			: k2 >= 100 && k2 <= 132 && sh->K >= 4096 ? "wg64x64x64s8k2s"
 								  : NULL;
 	kf_mm_config cc;

@@ -35,6 +35,7 @@ typedef struct dcase {
 	double rtol, atol;
 	int wg;               /* the device has wgmma (kf_emit_target.wgmma): the kernel must be the Hopper one */
 	const char *bucket;   /* a contraction's bucket at size 0 (kf_kernel.bucket; NULL: not checked) */
+	bool fixed;           /* emitted for the fixed sizes (no kf_emit_dyn), as a static plan does */
 } dcase;
 
 /* Random inputs of g's types (ids in [0, 64): the tables below have 64 rows). */
@@ -105,7 +106,7 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 		rep[i] = kf_emit_bucket(val[i]);
 	}
 	kf_emit_dyn dy = {.sym = sym, .sid = psym, .val = val, .rep = rep, .n = np, .probe = probe, .pval = pval};
-	kf_emit_target t = {.wgmma = c->wg, .dyn = &dy};
+	kf_emit_target t = {.wgmma = c->wg, .dyn = c->fixed ? NULL : &dy};
 	kf_kernel k;
 	if (kf_emit_node_part(g, f, &t, c->part, &k) != 0)
 		kft_fail_diags(ctx, c->name);
@@ -138,7 +139,7 @@ static int64_t run_size(const dcase *c, kf_graph *sym, const kf_graph *probe, co
 	for (uint32_t j = 0; j < k.nout; j++)
 		assert_int_equal(kf_tensor_alloc_type(&got[j], kf_vtype(g, k.out[j])), 0);
 	int64_t bad = -1;
-	if (kfe_run_sized(&k, par, got, val, (int)np)) {
+	if (kfe_run_sized(&k, par, got, val, c->fixed ? 0 : (int)np)) {
 		bad = 0;
 		for (uint32_t j = 0; j < k.nout; j++) {
 			/* the kernel's outputs are the fusion's results, in order */
@@ -399,12 +400,33 @@ static const dcase epi_f32 = {
 	{-1, 0}, 1e-5, 1e-6,
 };
 
+/* The epilogue after cuBLAS where rows have an even length but not a
+ * multiple of 8 (128 x 1700 + x, cast to f32: the cublas route mismatched
+ * on the H200, s15h), sized and fixed. */
+#define ADDCAST                                                                                                  \
+	"graph @m(%x: f16[M,64], %w: f16[N,64], %r: f16[M,N]) -> (f32[M,N]) {\n"                                   \
+	"  %t = transpose(%w) {perm = [1, 0]} : f16[64,N]\n  %y = matmul(%x, %t) : f16[M,N]\n"                   \
+	"  %z = add(%y, %r) : f16[M,N]\n  %c = cast(%z) {to = \"f32\"} : f32[M,N]\n  return %c\n}\n"
+#define ADDCAST_ACC                                                                                              \
+	"graph @m(%x: f16[M,64], %w: f16[N,64], %r: f16[M,N]) -> (f16[M,N]) {\n"                                   \
+	"  %t = transpose(%w) {perm = [1, 0]} : f16[64,N]\n  %y = matmul(%x, %t) : f16[M,N]\n  return %y\n}\n"
+static const dcase epi_addcast = {
+	"epi_addcast", ADDCAST, "fuse-matmul", NULL, KF_MM_PART_EPI, ADDCAST_ACC, 2, {{128, 1700}, {6, 1704}}, {-1, -1},
+	2e-2, 2e-2,
+};
+static const dcase epi_addcast_fixed = {
+	"epi_addcast_fixed", ADDCAST, "fuse-matmul", NULL, KF_MM_PART_EPI, ADDCAST_ACC, 2, {{128, 1700}, {6, 1704}},
+	{-1, -1}, 2e-2, 2e-2, 0, NULL, true,
+};
+
 static void test_embed(void **st) { run_case(&embed); }
 static void test_att_causal_simt(void **st) { run_case(&att_causal_simt); }
 static void test_epi(void **st)
 {
 	run_case(&epi_f16);
 	run_case(&epi_f32);
+	run_case(&epi_addcast);
+	run_case(&epi_addcast_fixed);
 }
 static void test_att_pad_mma(void **st) { run_case(&att_pad_mma); }
 static void test_att_causal_mma(void **st) { run_case(&att_causal_mma); }

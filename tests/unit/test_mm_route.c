@@ -76,7 +76,10 @@ static void test_cost_model(void **st)
 		 * split over the long K); bare, at M = 64, at a short K, or in a
 		 * sized plan, or bare (no epilogue to fuse): the library */
 		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s", false, ".silu+mul"},
-		{KF_BF16, 1, 100, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s", false, ".add"},
+		{KF_BF16, 1, 128, 5632, 2048, false, 1, true, false, "wg64x128x64s8c2s", false, ".add"},
+		{KF_F16, 1, 100, 5632, 2048, false, 1, true, false, "cublas", false, ".silu+mul"},
+		{KF_BF16, 1, 128, 5632, 4096, false, 1, true, false, "cublas", false, ".add"},
+		{KF_F16, 1, 120, 2048, 5632, false, 1, true, false, "wg64x64x64s8k2s", false, ".add"},
 		{KF_F16, 1, 128, 2048, 5632, false, 1, true, false, "wg64x64x64s8k2s", false, ".add+cast"},
 		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", false, ""},
 		{KF_F16, 1, 128, 5632, 2048, false, 1, true, false, "cublas", false, "cast."},
