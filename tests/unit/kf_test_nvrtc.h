@@ -59,4 +59,26 @@ static inline int kft_ptxas_checked_w(const kf_kernel *k, const char *arch, int 
 	kf_ctx_free(c);
 	return regs;
 }
+
+/* k (with the prelude) compiled for arch to PTX, into ptx (NUL-ended). */
+static inline void kft_ptx(const kf_kernel *k, const char *arch, kf_buf *ptx)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_buf src = {0}, log = {0};
+	kf_buf_puts(&src, kf_emit_prelude());
+	kf_buf_puts(&src, k->src);
+	kf_buf_putc(&src, '\0');
+	const char *opts[] = {"-std=c++17"};
+	if (kf_nvrtc_compile(nv, src.p, "k.cu", arch, opts, 1, 0, ptx, &log) != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		fail_msg("%.*s", (int)d.n, d.p);
+	}
+	kf_buf_putc(ptx, '\0');
+	kf_buf_free(&src);
+	kf_buf_free(&log);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+}
 #endif

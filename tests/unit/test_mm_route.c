@@ -358,6 +358,57 @@ static void test_dry_plans(void **st)
 	kf_ctx_free(c);
 }
 
+/* Llama's MLP at 128 tokens, routed by a dry plan: the epilogues cuBLAS
+ * would run as a second kernel go to the own kernels that stream the
+ * weight (emit_mm_config.c mem_bound_tile); the bare product stays with
+ * cuBLAS.  The SiLU epilogue has no IEEE division, whose slow-path branch
+ * serialised each thread's 64 outputs (26.4 us against 13.6 with an add,
+ * s15d); a division in the graph keeps its div.rn (the control). */
+#define MLP128(w, body, out)                                                                                     \
+	"graph @g(%x: f16[128," w "], %w: f16[" out "," w "], %r: f16[128," out "]) -> (f16[128," out "]) {\n"      \
+	"  %t = transpose(%w) {perm = [1, 0]} : f16[" w "," out "]\n  %y = matmul(%x, %t) : f16[128," out "]\n" body \
+	"}\n"
+#define SILU_MUL "  %s = silu(%y) : f16[128,5632]\n  %z = mul(%s, %r) : f16[128,5632]\n  return %z\n"
+static void test_mem_bound_route(void **st)
+{
+	(void)st;
+	if (!kft_have_nvrtc())
+		skip();
+	static const char *const plans[][2] = {
+		{MLP128("2048", SILU_MUL, "5632"), "own kernel wg64x128x64s8c2s (cost model: "},
+		{MLP128("5632", "  %z = add(%y, %r) : f16[128,2048]\n  return %z\n", "2048"),
+		 "own kernel wg64x64x64s8k2s (cost model: "},
+		{MLP128("2048", "  return %y\n", "5632"), "cuBLAS (library: cuBLAS)"},
+	};
+	kf_ctx *c = kf_ctx_new();
+	kf_buf rep = {0};
+	kf_cuda_stats cs;
+	for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+		rep.n = 0;
+		dry_plan(c, plans[i][0], false, &rep, &cs);
+		if (!strstr(rep.p, plans[i][1]))
+			fail_msg("plan %zu: want \"%s\": %s", i, plans[i][1], rep.p);
+	}
+	kf_buf_free(&rep);
+	kf_ctx_free(c);
+	static const char *const text[2] = {
+		MLP128("2048", SILU_MUL, "5632"),
+		MLP128("2048", "  %z = div(%y, %r) : f16[128,5632]\n  return %z\n", "5632"),
+	};
+	kf_buf ptx = {0};
+	for (int div = 0; div < 2; div++) {
+		kf_kernel k;
+		kft_emit_contraction(text[div], 1, "wg64x128x64s8c2s", &k);
+		assert_true(k.sm90a);
+		ptx.n = 0;
+		kft_ptx(&k, "sm_90a", &ptx);
+		if ((strstr(ptx.p, "div.rn.f32") != NULL) != (div == 1))
+			fail_msg("%s: div.rn.f32 %s", div ? "div" : "silu", div ? "missing" : "present");
+		kf_kernel_free(&k);
+	}
+	kf_buf_free(&ptx);
+}
+
 /* The part kernels of every kind compile to cubins without spills. */
 static void test_parts_compile(void **st)
 {
@@ -572,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_blas_plan),
 		cmocka_unit_test(test_lt_imported),
 		cmocka_unit_test(test_dry_plans),
+		cmocka_unit_test(test_mem_bound_route),
 		cmocka_unit_test(test_parts_compile),
 		cmocka_unit_test(test_shipped_table),
 		cmocka_unit_test(test_splitk_model),
