@@ -54,12 +54,12 @@ static const own_class owns[] = {
 	 true, false},
 	/* M of 65 to 128 over a large weight (the cluster at M = 128, K up
 	 * to 2048), an epilogue cuBLASLt cannot take (Llama's MLP at 128
-	 * tokens: silu(gate) * up, + the residual):
-	 * the own kernel fuses it where cuBLAS needs a second kernel (the
-	 * tiles: emit_mm_config.c mem_bound_tile).  f16, weight from HBM,
-	 * replays (s15e): 128 x 5632 x 2048 + silu * x 17.8 us against 18.4
-	 * for cuBLAS + epilogue, + x 17.2 against 18.4; 128 x 2048 x 5632 +
-	 * x 19.0 against 22.7.  Bare, cuBLAS stays ahead (14.1 against 15.4) */
+	 * tokens: silu(gate) * up, + the residual): the own kernel fuses it
+	 * where cuBLAS needs a second kernel (the tiles: emit_mm_config.c
+	 * mem_bound_tile).  f16, weight from HBM, replays (s15e): 128 x 5632
+	 * x 2048 + silu * x 17.8 us against 18.4 for cuBLAS + epilogue, + x
+	 * 17.2 against 18.4; 128 x 2048 x 5632 + x 19.0 against 22.7.  Bare,
+	 * cuBLAS stays ahead (14.1 against 15.4) */
 	{"wgmma 64x128 cluster 2, M 128, K <= 2048, an epilogue cuBLASLt cannot take", "wg64x128x64s8c2s", 128, 4096,
 	 2048, true, true},
 	{"wgmma 64x64 split 2, M 65-128, K >= 4096, an epilogue cuBLASLt cannot take", "wg64x64x64s8k2s", 65, 1600, 4096,
