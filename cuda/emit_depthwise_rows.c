@@ -54,6 +54,8 @@ typedef struct dwr_plan {
 	int CS, P, MB, SB;    /* channel vectors and strips a block; blocks an SM; bytes a store */
 	int PF;               /* input rows loaded ahead of the one added in */
 	int LW, BB;           /* band mode: input columns of the band, its bytes in shared memory */
+	int DB, WG;           /* band mode: blocks walk bands, the next one copied while this one is added up;
+			       * blocks a slice (0: as many as are resident) */
 	int L, NI;            /* input vectors of a row, input rows of a strip */
 	uint64_t cols, rows;  /* bit i: input vector (row) i is read by some output */
 	int64_t G, NS, OWG, OHG, Q; /* channel vectors, slices, strips across and down, strips a vector */
@@ -342,8 +344,9 @@ static void dwr_accumulate(kx *k, const kx_mm *mm, const dwr_plan *p)
  * flight per thread, at 16 warps an SM (registers), and is latency-bound
  * (Nsight Compute, s12c: DRAM at 26-30%); here every byte of a block's band
  * is in flight at once, tens of KiB an SM, whatever the registers.
- * $KFUSE_DEPTHWISE "band" or "band:" v<VT>x<RC>h<R>c<CSV>b<MB> (channels,
- * columns, rows a thread; channels a block; blocks an SM).
+ * $KFUSE_DEPTHWISE "band" or "band:" v<VT>x<RC>h<R>c<CSV>b<MB>d<0|1>g<G>
+ * (channels, columns, rows a thread; channels a block; blocks an SM; d1:
+ * the double-buffered walk, dwb_walk, with G blocks a slice).
  * requires: CSV a multiple of V (whole 16-byte copies). */
 
 /* Shared memory a band's plan may take (three or four blocks an H200 SM
@@ -403,43 +406,96 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
  * knob or the conv cannot take it. */
 static int dwb_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
 {
-	int kv[5] = {p->VT, p->RC, p->R, p->CS * p->VT, p->MB};
-	if (!kx_dw_knobs(knobs, "vxhcb", "", kv))
-		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>", env);
-	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[4];
+	int kv[7] = {p->VT, p->RC, p->R, p->CS * p->VT, p->MB, p->DB, p->WG};
+	if (!kx_dw_knobs(knobs, "vxhcbdg", "dg", kv))
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>d<0|1>g<G>", env);
+	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[4], p->DB = kv[5], p->WG = kv[6];
 	bool ok = p->VT >= 2 && V % p->VT == 0 && p->RC <= 8 && p->R <= 16 && kv[3] % V == 0 && cv->C % kv[3] == 0 &&
-		  p->MB <= 32;
+		  p->MB <= 32 && p->DB <= 1;
 	if (ok) {
 		dwb_shape(cv, p, kv[3]);
-		ok = p->L <= 64 && p->NI <= 64 && p->BB <= 200 * 1024 && cv->KK * kv[3] * 4 <= DWR_SMEM;
+		ok = p->L <= 64 && p->NI <= 64 && p->BB * (p->DB + 1) <= 200 * 1024 && cv->KK * kv[3] * 4 <= DWR_SMEM;
 	}
 	if (!ok)
 		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' does not fit this conv (VT of at least 2 dividing %d; RC <= 8, "
-			       "R <= 16; CSV a multiple of %d dividing the channels; the band in 200 KiB)", env, V, V);
+			       "R <= 16; CSV a multiple of %d dividing the channels; the band (two with d1) in 200 KiB)", env,
+			       V, V);
 	return 0;
 }
 
-/* The band of block blockIdx.x: image n, output rows oh0.., its input rows
- * and columns from ih0, iw0 copied into kf_band[NI][LW][CSV]. */
-static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
+/* Band u of this block's slice (image n, output rows oh0..) copied into
+ * `dst` ([NI][LW][CSV]): its input rows and columns from ih0, iw0, zeros in
+ * the padding; the copies issued, not waited for.  `ind` indents it. */
+static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, const char *dst, const char *ind)
 {
 	const kx_conv *cv = &mm->cv;
-	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	const char *it = kx_it(k);
 	int csv = p->CS * p->VT, cvv = csv / (16 / p->esz), T = p->CS * p->P;
 	kf_buf *b = &k->b;
+	kf_buf_printf(b, "%s{\n%s  const %s n = (%s) / %lld;\n", ind, ind, it, u, (long long)p->OHG);
+	kf_buf_printf(b, "%s  const int oh0 = (int)((%s) - n * %lld) * %d, ih0 = oh0 * %lld - %lld, iw0 = -%lld;\n", ind, u,
+		      (long long)p->OHG, p->R, (long long)cv->s[1], (long long)cv->pb[1], (long long)cv->pb[2]);
+	kf_buf_printf(b, "%s  for (int e = threadIdx.x; e < %d; e += %d) {\n", ind, p->NI * p->LW * cvv, T);
+	kf_buf_printf(b, "%s    const int r = e / %d, m = e - r * %d, cw = m / %d, v = m - cw * %d;\n", ind, p->LW * cvv,
+		      p->LW * cvv, cvv, cvv);
+	kf_buf_printf(b, "%s    const int ih = ih0 + r, iw = iw0 + cw;\n%s    const bool ok = (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
+		      ind, ind, (long long)cv->in[1], (long long)cv->in[2]);
+	kf_buf_printf(b, "%s    kf_cp16(%s + e * %d, p%d + (ok ? ((n * %lld + ih) * %lld + iw) * %lld + c0 + v * %d : 0), ok);\n%s  }\n%s}\n",
+		      ind, dst, 16 / p->esz, mm->a.param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C,
+		      16 / p->esz, ind, ind);
+}
+
+/* The band of block blockIdx.x (u, image n, output rows oh0..) copied
+ * into kf_band and waited for. */
+static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
+{
+	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	kf_buf *b = &k->b;
 	kf_buf_printf(b, "  const %s u = (%s)(blockIdx.x / %lldu), n = u / %lld;\n", it, it, (long long)p->NS, (long long)p->OHG);
-	kf_buf_printf(b, "  const int oh0 = (int)(u - n * %lld) * %d, ih0 = oh0 * %lld - %lld, iw0 = -%lld;\n", (long long)p->OHG,
-		      p->R, (long long)cv->s[1], (long long)cv->pb[1], (long long)cv->pb[2]);
+	kf_buf_printf(b, "  const int oh0 = (int)(u - n * %lld) * %d;\n", (long long)p->OHG, p->R);
 	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n  %s *const kf_band = (%s *)kf_smem;\n", st,
 		      st);
-	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %d; e += %d) {\n", p->NI * p->LW * cvv, T);
-	kf_buf_printf(b, "    const int r = e / %d, m = e - r * %d, cw = m / %d, v = m - cw * %d;\n", p->LW * cvv, p->LW * cvv,
-		      cvv, cvv);
-	kf_buf_printf(b, "    const int ih = ih0 + r, iw = iw0 + cw;\n    const bool ok = (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
-		      (long long)cv->in[1], (long long)cv->in[2]);
-	kf_buf_printf(b, "    kf_cp16(kf_band + e * %d, p%d + (ok ? ((n * %lld + ih) * %lld + iw) * %lld + c0 + v * %d : 0), ok);\n  }\n",
-		      16 / p->esz, mm->a.param, (long long)cv->in[1], (long long)cv->in[2], (long long)cv->C, 16 / p->esz);
+	dwb_copy(k, mm, p, "u", "kf_band", "  ");
 	kf_buf_puts(b, "  kf_cp_commit();\n  kf_cp_wait<0>();\n  __syncthreads();\n");
+}
+
+/* d1, the double-buffered walk: the grid is G blocks a slice (the
+ * slice, and so the weights, stay a block's); block blockIdx.x takes its
+ * slice's bands u = blockIdx.x / NS, + G, ..., and copies band u + G into
+ * the other buffer while it adds up band u, so that a block's copies and
+ * its arithmetic overlap rather than alternate (Nsight Compute, s14c: an
+ * SM half idle while its blocks copy).  Opens the loop over u, in which
+ * `band` is the buffer to read, n and oh0 the band's place; the caller
+ * closes it with walk_close. */
+static void dwb_walk(kx *k, const kx_mm *mm, const dwr_plan *p, int64_t nb)
+{
+	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	int be = p->BB / p->esz; /* a buffer's elements */
+	kf_buf *b = &k->b;
+	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n  %s *const kf_band = (%s *)kf_smem;\n", st,
+		      st);
+	kf_buf_printf(b, "  const %s G = (%s)(gridDim.x / %lldu);\n  %s u = (%s)(blockIdx.x / %lldu);\n", it, it,
+		      (long long)p->NS, it, it, (long long)p->NS);
+	kf_buf_printf(b, "  if (u < %lldLL)\n", (long long)nb);
+	dwb_copy(k, mm, p, "u", "kf_band", "  ");
+	kf_buf_printf(b, "  kf_cp_commit();\n  for (int t = 0; u < %lldLL; u += G, t ^= 1) {\n", (long long)nb);
+	kf_buf_printf(b, "    if (u + G < %lldLL)\n", (long long)nb);
+	char dst[64];
+	snprintf(dst, sizeof dst, "kf_band + (t ^ 1) * %d", be);
+	dwb_copy(k, mm, p, "u + G", dst, "    ");
+	/* this band's group is done when at most the next one's is pending */
+	kf_buf_puts(b, "    kf_cp_commit();\n    kf_cp_wait<1>();\n    __syncthreads();\n");
+	kf_buf_printf(b, "    const %s *const band = kf_band + t * %d;\n", st, be);
+	kf_buf_printf(b, "    const %s n = u / %lld;\n    const int oh0 = (int)(u - n * %lld) * %d;\n", it, (long long)p->OHG,
+		      (long long)p->OHG, p->R);
+}
+
+/* The grid of the walk: G blocks a slice (WG, or about `mb` blocks on
+ * each of the H200's 132 SMs), at most one a band. */
+static int64_t dwb_walk_grid(const dwr_plan *p, int64_t nb, int mb)
+{
+	int64_t g = p->WG ? p->WG : (132LL * mb + p->NS - 1) / p->NS;
+	return (g < nb ? g : nb) * p->NS;
 }
 
 /* The band kernel: its plan (or the override's), the weights, the band,
@@ -463,15 +519,22 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	/* 5x5 at one column a thread: three blocks an SM (80 registers, no
 	 * spill): at two (86 registers) a block's copy phase left the SM idle
 	 * (Nsight Compute, s14c: 21% occupancy, DRAM at 8-11%); 1.01-1.21x at
-	 * all six of EfficientNet-B0's 5x5 layers (s14d) */
-	if (!p.MB && cv->KK >= 25 && p.RC == 1)
+	 * all six of EfficientNet-B0's 5x5 layers (s14d).  Not under d1: its
+	 * walk needs a register more (a spill at 80), and its copies overlap
+	 * its arithmetic within a block */
+	if (!p.MB && cv->KK >= 25 && p.RC == 1 && !p.DB)
 		p.MB = 3;
 	int T = p.CS * p.P;
+	int64_t nb = cv->N * p.OHG; /* bands a slice */
 	k->k->block = T;
-	k->k->units = p.NS * cv->N * p.OHG;
 	k->k->per_sm = -1;
-	k->k->smem = p.BB;
+	k->k->smem = p.BB * (p.DB + 1);
 	k->k->min_blocks = p.MB ? p.MB : T <= 512 ? 512 / T : 1;
+	if (p.DB) { /* resident blocks: registers (min_blocks) or shared memory */
+		int64_t by_smem = (227 * 1024) / (k->k->smem + cv->KK * p.CS * p.VT * 4 + 1024);
+		k->k->units = dwb_walk_grid(&p, nb, (int)(by_smem < k->k->min_blocks ? by_smem : k->k->min_blocks));
+	} else
+		k->k->units = p.NS * nb;
 	if (k->k->units >= (1LL << 31))
 		return kx_fail(k, "a conv with more than 2^31 blocks of outputs");
 	int sb = kx_dw_store_kind(k, mm, p.VT);
@@ -483,7 +546,10 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 		      "%d channels x %d columns a thread, %d threads */\n", p.R, (long long)cv->out[2], p.CS * p.VT, p.NI, p.LW,
 		      p.VT, p.RC, T);
 	dwr_weights(k, mm, &p);
-	dwb_load(k, mm, &p);
+	if (p.DB)
+		dwb_walk(k, mm, &p, nb);
+	else
+		dwb_load(k, mm, &p);
 	kf_buf_printf(b, "  for (int g = threadIdx.x / %d; g < %lld; g += %d) {\n", p.CS, (long long)p.OWG, p.P);
 	kf_buf_printf(b, "    const int ow0 = g * %d;\n    const %s rb = (n * %lld + oh0) * %lld + ow0;\n", p.RC, it,
 		      (long long)cv->out[1], (long long)cv->out[2]);
@@ -494,11 +560,14 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	if (p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1))
 		kf_buf_printf(b, "      if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
 	char src[160];
-	snprintf(src, sizeof src, "*(const %s *)(kf_band + (i * %d + ow0 * %lld + c) * %d + cl)", dwr_lt(&p), p.LW,
-		 (long long)cv->s[2], p.CS * p.VT);
+	snprintf(src, sizeof src, "*(const %s *)(%s + (i * %d + ow0 * %lld + c) * %d + cl)", dwr_lt(&p),
+		 p.DB ? "band" : "kf_band", p.LW, (long long)cv->s[2], p.CS * p.VT);
 	dwr_load_row(k, mm, &p, src);
 	dwr_accumulate(k, mm, &p);
 	kf_buf_puts(b, "    }\n  }\n");
+	/* d1: no thread refills this buffer (next round's copy) while another reads it */
+	if (p.DB)
+		kf_buf_puts(b, "  __syncthreads();\n  }\n");
 	return 0;
 }
 

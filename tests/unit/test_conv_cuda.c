@@ -169,6 +169,9 @@ static void ptxas_depthwise_rows(void **st)
 		{192, 28, 3, 2, "band:x2"}, {192, 28, 3, 2, "band"},
 		{240, 28, 5, 1, "band:b3"}, {672, 14, 5, 1, "band:b3"}, {144, 56, 5, 2, "band:b3"}, {1152, 7, 5, 1, "band:b3"},
 		{480, 14, 5, 1, "band:b3"},
+		/* d1, the double-buffered walk (two bands of shared memory) */
+		{240, 28, 5, 1, "band:h4d1"}, {672, 14, 5, 1, "band:d1"}, {144, 56, 5, 2, "band:h2d1"},
+		{1152, 7, 5, 1, "band:d1"}, {144, 56, 3, 1, "band:d1"}, {32, 112, 3, 1, "band:h2d1"},
 	};
 	for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
 		int C = ls[i].C, H = ls[i].H, K = ls[i].k, S = ls[i].s, p = K / 2, O = (H + 2 * p - K) / S + 1;

@@ -437,6 +437,14 @@ static const conv_case dw_band_cases[] = {
 	{"f32", true, 2, 1, 8, 8, 8, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "band"},
 	{"f32", true, 2, 1, 12, 12, 12, {7, 5}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:v2x2h2c4"},
 	{"f16", true, 1, 2, 16, 16, 16, {19}, {5}, {1}, {1}, {2}, {2}, 1, NULL, false, "band"},
+	/* d1, the double-buffered walk: 3 or 5 blocks a slice over 12 to 20
+	 * bands (several rounds, the last partial), two slices, 5x5 at stride
+	 * 2, bf16, and every band its own block (g past the bands) */
+	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:h2d1g3"},
+	{"f16", true, 2, 1, 32, 32, 32, {10, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "band:h1c16d1g5"},
+	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "band:h2d1g2"},
+	{"bf16", true, 2, 1, 16, 16, 16, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:h1d1g4"},
+	{"f16", true, 2, 1, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:h3d1g64"},
 };
 
 static void conv_depthwise_band(void **st)
@@ -452,6 +460,18 @@ static void conv_depthwise_band(void **st)
 		conv_text(&dw_band_cases[0], text, sizeof text);
 		setenv("KFUSE_DEPTHWISE", dw_band_cases[0].dw, 1);
 		check_graph_mut(text, NULL, 6e-3, 6e-3, 700, muts[m][0], muts[m][1]);
+		unsetenv("KFUSE_DEPTHWISE");
+	}
+	/* the walk's: the next band into the buffer being read, or the
+	 * buffers never swapped */
+	static const char *const wmuts[][2] = {{"kf_band + (t ^ 1) *", "kf_band + (t ^ 0) *"},
+					       {"u += G, t ^= 1", "u += G, t ^= 0"}};
+	size_t w = sizeof dw_band_cases / sizeof *dw_band_cases - 5;
+	for (int m = 0; m < 2; m++) {
+		char text[4096];
+		conv_text(&dw_band_cases[w], text, sizeof text);
+		setenv("KFUSE_DEPTHWISE", dw_band_cases[w].dw, 1);
+		check_graph_mut(text, NULL, 6e-3, 6e-3, 720, wmuts[m][0], wmuts[m][1]);
 		unsetenv("KFUSE_DEPTHWISE");
 	}
 }
