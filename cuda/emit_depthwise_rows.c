@@ -466,7 +466,7 @@ static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
  * its arithmetic overlap rather than alternate (Nsight Compute, s14c: an
  * SM half idle while its blocks copy).  Opens the loop over u, in which
  * `band` is the buffer to read, n and oh0 the band's place; the caller
- * closes it with walk_close. */
+ * closes it (a barrier, then the brace). */
 static void dwb_walk(kx *k, const kx_mm *mm, const dwr_plan *p, int64_t nb)
 {
 	const char *it = kx_it(k), *st = kx_st(mm->a.st);
@@ -532,7 +532,8 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	k->k->min_blocks = p.MB ? p.MB : T <= 512 ? 512 / T : 1;
 	if (p.DB) { /* resident blocks: registers (min_blocks) or shared memory */
 		int64_t by_smem = (227 * 1024) / (k->k->smem + cv->KK * p.CS * p.VT * 4 + 1024);
-		k->k->units = dwb_walk_grid(&p, nb, (int)(by_smem < k->k->min_blocks ? by_smem : k->k->min_blocks));
+		int mb = (int)(by_smem < k->k->min_blocks ? by_smem : k->k->min_blocks);
+		k->k->units = dwb_walk_grid(&p, nb, mb > 1 ? mb : 1);
 	} else
 		k->k->units = p.NS * nb;
 	if (k->k->units >= (1LL << 31))
