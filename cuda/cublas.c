@@ -20,6 +20,9 @@ typedef int (*create_fn)(void **);
 typedef int (*destroy_fn)(void *);
 typedef int (*stream_fn)(void *, void *);
 typedef int (*ws_fn)(void *, void *, size_t);
+typedef int (*math_fn)(void *, int);
+/* cublasMath_t's CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION */
+#define MATH_NO_REDUCED_REDUCTION 16
 typedef int (*gemm_fn)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
 		       const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
 typedef int (*gemm_ptrs_fn)(void *, int, int, int, int, int, const void *, const void *const *, int, int,
@@ -73,6 +76,19 @@ struct kf_cublas {
 	gemm_ptrs_fn gemm_ptrs;
 };
 
+/* $KFUSE_CUBLAS_MATH=strict: reductions (split-K's) in the compute type,
+ * never in a 16-bit output type, which cuBLAS's default math mode allows.
+ * Opt-in while untimed: the suspect of a mismatch at 128 x 1700 x 4096 f16
+ * (bench/results/2026-12-03-gpu-s15h-*); 0, or cuBLAS's status. */
+static int strict_math(kf_cublas *b)
+{
+	const char *e = getenv("KFUSE_CUBLAS_MATH");
+	if (!e || strcmp(e, "strict"))
+		return 0;
+	math_fn set = (math_fn)dlsym(b->l.lib, "cublasSetMathMode");
+	return set ? set(b->l.h, MATH_NO_REDUCED_REDUCTION) : -1;
+}
+
 kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 {
 	char loaded[512];
@@ -97,6 +113,8 @@ kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 		snprintf(why, nwhy, "no device memory for the cuBLAS workspace");
 	else if ((st = set_ws(b->l.h, (void *)(uintptr_t)b->l.ws, WORKSPACE)) != 0)
 		snprintf(why, nwhy, "cublasSetWorkspace failed (status %d)", st);
+	else if ((st = strict_math(b)) != 0)
+		snprintf(why, nwhy, "cublasSetMathMode failed (status %d)", st);
 	if (st != 0) {
 		kf_cublas_close(b);
 		return NULL;
