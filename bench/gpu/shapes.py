@@ -375,6 +375,16 @@ def torch_zoo(d, dt, regex, do_bench):
                 ms = math.nan
             print(json.dumps(dict(name=e["name"], dt=dt, variant=v, ms=ms)), flush=True)
         torch._dynamo.reset()
+        # a copy of the case's own bytes (half read, half written: its bytes
+        # in all), the rate a kernel of that size can reach from a cold L2,
+        # launch and ramp included; beside the 1 GiB ceiling for the
+        # memory-bound cases
+        if e.get("bytes", 0) >= 8 << 20:
+            ca = torch.empty(e["bytes"] // 4, device="cuda", dtype=torch.float16)
+            cb = torch.empty_like(ca)
+            ms = do_bench(lambda: cb.copy_(ca), return_mode="median")
+            print(json.dumps(dict(name=e["name"], dt=dt, variant="samecopy", ms=ms)), flush=True)
+            del ca, cb
 
 
 def torch_run(d, dt, regex):
@@ -501,7 +511,7 @@ def table(d, res, tj):
         # latency-bound, no bandwidth bar)
         ridge = (990e12 if dt != "f32" else 67e12) / 4.8e12
         if fl / by < ridge and d == d and copy and by / (copy * 1e3) >= 4.0:
-            mem.append((n, dt, by / (d * 1e6) / copy))
+            mem.append((n, dt, by / (d * 1e6) / copy, th.get((n, dt, "samecopy"), math.nan) / d))
     for k, v in rat.items():
         v = [x for x in v if x == x]
         if v:  # a route that is the cuBLAS variant itself reads 1.00 +- the runs' noise: 0.98 is level
@@ -512,7 +522,9 @@ def table(d, res, tj):
                       sum(x < 0.9 for x in v), min(v)))
     if mem:
         print("memory-bound (below the ridge): %d cases, >= 85%% of copy on %d; %s" % (
-            len(mem), sum(m[2] >= 0.85 for m in mem), ", ".join("%s.%s %.0f%%" % (a, b, 100 * x) for a, b, x in mem)))
+            len(mem), sum(m[2] >= 0.85 for m in mem), ", ".join("%s.%s %.0f%%" % (a, b, 100 * x) for a, b, x, _ in mem)))
+        print("memory-bound against a copy of the same bytes (torch, the same run): >= 85%% on %d of %d; %s" % (
+            sum(m[3] >= 0.85 for m in mem), len(mem), ", ".join("%s.%s %.0f%%" % (a, b, 100 * y) for a, b, _, y in mem)))
 
 
 if __name__ == "__main__":
