@@ -423,6 +423,14 @@ static int dwb_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char
 	return 0;
 }
 
+/* kf_band: the block's dynamic shared memory, of x's storage type. */
+static void dwb_smem(kx *k, const kx_mm *mm)
+{
+	const char *st = kx_st(mm->a.st);
+	kf_buf_printf(&k->b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n  %s *const kf_band = (%s *)kf_smem;\n",
+		      st, st);
+}
+
 /* Band u of this block's slice (image n, output rows oh0..) copied into
  * `dst` ([NI][LW][CSV]): its input rows and columns from ih0, iw0, zeros in
  * the padding; the copies issued, not waited for.  `ind` indents it. */
@@ -449,12 +457,11 @@ static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, c
  * into kf_band and waited for. */
 static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
 {
-	const char *it = kx_it(k), *st = kx_st(mm->a.st);
+	const char *it = kx_it(k);
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "  const %s u = (%s)(blockIdx.x / %lldu), n = u / %lld;\n", it, it, (long long)p->NS, (long long)p->OHG);
 	kf_buf_printf(b, "  const int oh0 = (int)(u - n * %lld) * %d;\n", (long long)p->OHG, p->R);
-	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n  %s *const kf_band = (%s *)kf_smem;\n", st,
-		      st);
+	dwb_smem(k, mm);
 	dwb_copy(k, mm, p, "u", "kf_band", "  ");
 	kf_buf_puts(b, "  kf_cp_commit();\n  kf_cp_wait<0>();\n  __syncthreads();\n");
 }
@@ -472,8 +479,7 @@ static void dwb_walk(kx *k, const kx_mm *mm, const dwr_plan *p, int64_t nb)
 	const char *it = kx_it(k), *st = kx_st(mm->a.st);
 	int be = p->BB / p->esz; /* a buffer's elements */
 	kf_buf *b = &k->b;
-	kf_buf_printf(b, "  extern __shared__ __align__(16) unsigned char kf_smem[];\n  %s *const kf_band = (%s *)kf_smem;\n", st,
-		      st);
+	dwb_smem(k, mm);
 	kf_buf_printf(b, "  const %s G = (%s)(gridDim.x / %lldu);\n  %s u = (%s)(blockIdx.x / %lldu);\n", it, it,
 		      (long long)p->NS, it, it, (long long)p->NS);
 	kf_buf_printf(b, "  if (u < %lldLL)\n", (long long)nb);

@@ -18,6 +18,29 @@ static inline bool kft_have_nvrtc(void)
 	return nv != NULL;
 }
 
+/* k (with the prelude) through NVRTC for arch: a cubin (cubin) or PTX
+ * into out, the compiler's log (NUL-ended) into log; fails the test when
+ * it does not compile. */
+static inline void kft_nvrtc_build(const kf_kernel *k, const char *arch, bool cubin, kf_buf *out, kf_buf *log)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_nvrtc *nv = kf_nvrtc_open(c);
+	kf_buf src = {0};
+	kf_buf_puts(&src, kf_emit_prelude());
+	kf_buf_puts(&src, k->src);
+	kf_buf_putc(&src, '\0');
+	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
+	if (kf_nvrtc_compile(nv, src.p, "k.cu", arch, opts, cubin ? 2 : 1, cubin, out, log) != 0) {
+		kf_buf d = {0};
+		kf_diag_render(c, &d);
+		fail_msg("%.*s", (int)d.n, d.p);
+	}
+	kf_buf_putc(log, '\0');
+	kf_buf_free(&src);
+	kf_nvrtc_close(nv);
+	kf_ctx_free(c);
+}
+
 /* Compiles k (with the prelude) for arch to a cubin; fails the test unless
  * ptxas reports no stack frame, no spills and no warning, and (maxreg > 0)
  * at most maxreg registers a thread.  Returns the registers a thread. */
@@ -31,19 +54,8 @@ static inline int kft_ptxas_checked(const kf_kernel *k, const char *arch, int ma
  * kernels' unused shared-memory pointers) */
 static inline int kft_ptxas_checked_w(const kf_kernel *k, const char *arch, int maxreg, bool warnings)
 {
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_buf src = {0}, img = {0}, log = {0};
-	kf_buf_puts(&src, kf_emit_prelude());
-	kf_buf_puts(&src, k->src);
-	kf_buf_putc(&src, '\0');
-	const char *opts[] = {"-std=c++17", "--ptxas-options=-v"};
-	if (kf_nvrtc_compile(nv, src.p, "k.cu", arch, opts, 2, 1, &img, &log) != 0) {
-		kf_buf d = {0};
-		kf_diag_render(c, &d);
-		fail_msg("%.*s", (int)d.n, d.p);
-	}
-	kf_buf_putc(&log, '\0');
+	kf_buf img = {0}, log = {0};
+	kft_nvrtc_build(k, arch, true, &img, &log);
 	if (!strstr(log.p, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") ||
 	    (!warnings && strstr(log.p, "arning")))
 		fail_msg("ptxas: %s", log.p);
@@ -52,33 +64,17 @@ static inline int kft_ptxas_checked_w(const kf_kernel *k, const char *arch, int 
 	int regs = atoi(u + 5);
 	if (maxreg > 0 && regs > maxreg)
 		fail_msg("%d registers (at most %d): %s", regs, maxreg, log.p);
-	kf_buf_free(&src);
 	kf_buf_free(&img);
 	kf_buf_free(&log);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
 	return regs;
 }
 
 /* k (with the prelude) compiled for arch to PTX, into ptx (NUL-ended). */
 static inline void kft_ptx(const kf_kernel *k, const char *arch, kf_buf *ptx)
 {
-	kf_ctx *c = kf_ctx_new();
-	kf_nvrtc *nv = kf_nvrtc_open(c);
-	kf_buf src = {0}, log = {0};
-	kf_buf_puts(&src, kf_emit_prelude());
-	kf_buf_puts(&src, k->src);
-	kf_buf_putc(&src, '\0');
-	const char *opts[] = {"-std=c++17"};
-	if (kf_nvrtc_compile(nv, src.p, "k.cu", arch, opts, 1, 0, ptx, &log) != 0) {
-		kf_buf d = {0};
-		kf_diag_render(c, &d);
-		fail_msg("%.*s", (int)d.n, d.p);
-	}
+	kf_buf log = {0};
+	kft_nvrtc_build(k, arch, false, ptx, &log);
 	kf_buf_putc(ptx, '\0');
-	kf_buf_free(&src);
 	kf_buf_free(&log);
-	kf_nvrtc_close(nv);
-	kf_ctx_free(c);
 }
 #endif
