@@ -24,6 +24,11 @@
 
 typedef struct kf_cublas kf_cublas;
 
+/* False unless $KFUSE_CUBLAS_MATH=fast: cuBLAS and cuBLASLt then may reduce
+ * split-K partials in a 16-bit output type (their defaults; faster at
+ * times, and less accurate: see cublas.c); kfuse's default reduces in f32. */
+bool kf_cublas_fast_math(void);
+
 /* NULL with the reason in why (no error: a caller falls back to a kernel,
  * or makes it one); later errors go to c. */
 kf_cublas *kf_cublas_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy);

@@ -31,6 +31,9 @@
 #define H_EPI_RELU_BIAS CUBLASLT_EPILOGUE_RELU_BIAS
 #define H_EPI_GELU_BIAS CUBLASLT_EPILOGUE_GELU_BIAS
 #define H_PREF_WS CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+#define H_PREF_RED CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK
+#define H_RED_INPLACE CUBLASLT_REDUCTION_SCHEME_INPLACE
+#define H_RED_COMPUTE CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
 #define H_COMPUTE_32F CUBLAS_COMPUTE_32F
 #define H_R_32F CUDA_R_32F
 #define H_R_16F CUDA_R_16F
@@ -47,6 +50,9 @@
 #define H_EPI_RELU_BIAS 6
 #define H_EPI_GELU_BIAS 36
 #define H_PREF_WS 1
+#define H_PREF_RED 3
+#define H_RED_INPLACE 1
+#define H_RED_COMPUTE 2
 #define H_COMPUTE_32F 68
 #define H_R_32F 0
 #define H_R_16F 2
@@ -105,6 +111,10 @@ static void test_describe_gelu(void **st)
 	assert_non_null(a = find(d.pref, d.npref, H_PREF_WS));
 	assert_int_equal(a->size, sizeof(uint64_t));
 	assert_true(a->v.u64 >= (1u << 20));
+	/* split-K partials reduced in f32, never in the f16 output type */
+	assert_non_null(a = find(d.pref, d.npref, H_PREF_RED));
+	assert_int_equal(a->size, sizeof(uint32_t));
+	assert_int_equal(a->v.u32, H_RED_INPLACE | H_RED_COMPUTE);
 	/* no attribute twice, every size 4 or 8 */
 	for (int i = 0; i < d.ndesc; i++) {
 		assert_true(d.desc[i].size == 4 || d.desc[i].size == 8);
@@ -147,6 +157,24 @@ static bool plan_of(kf_graph *g, kf_lt_plan *p)
 
 /* The fusion the bench makes maps to a plan with the bias along N; an exact
  * gelu does not (cuBLASLt's is the tanh form). */
+/* KFUSE_CUBLAS_MATH=fast leaves cuBLASLt its default mask (every scheme,
+ * the output type's included); anything else keeps the f32 reduction. */
+static void test_fast_math(void **st)
+{
+	(void)st;
+	kf_lt_plan p = {.M = 128, .N = 1700, .K = 4096, .dt = KF_F16, .epi = KF_LT_BIAS};
+	kf_lt_desc d;
+	setenv("KFUSE_CUBLAS_MATH", "fast", 1);
+	kf_cublaslt_describe(&p, &d);
+	assert_true(kf_cublas_fast_math());
+	assert_null(find(d.pref, d.npref, H_PREF_RED));
+	setenv("KFUSE_CUBLAS_MATH", "strict", 1);
+	kf_cublaslt_describe(&p, &d);
+	assert_false(kf_cublas_fast_math());
+	assert_non_null(find(d.pref, d.npref, H_PREF_RED));
+	unsetenv("KFUSE_CUBLAS_MATH");
+}
+
 static void test_plan(void **st)
 {
 	(void)st;
@@ -222,6 +250,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_describe_gelu),
 		cmocka_unit_test(test_describe_trans),
+		cmocka_unit_test(test_fast_math),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_plan_residual),
 	};
