@@ -131,7 +131,7 @@ static int load(kf_cuda_session *s, bool *spilled)
 	for (uint32_t i = 0; i < s->nst; i++) {
 		step *t = &s->st[i];
 		spilled[i] = false;
-		if (t->f || t->blas || t->lt) /* cuBLAS's and cuBLASLt's steps: no kernel of ours */
+		if (t->f || kf_cb_lib(t)) /* the libraries' steps: no kernel of ours */
 			continue;
 		if (kf_cuda_function(s->cu, s->pr[t->prog].mod, t->k.name, &t->f) != 0)
 			return -1;
@@ -469,8 +469,8 @@ static int bind_args(kf_cuda_session *s)
 		}
 		/* the sizes a sized plan's kernel reads, after its tensor maps:
 		 * int or long long, as its text declares them */
-		uint32_t na = n + (uint32_t)(t->blas || t->lt ? 0 : t->k.ntmap);
-		for (uint32_t i = 0, j = 0; i < s->dyn.n && !t->blas && !t->lt; i++) {
+		uint32_t na = n + (uint32_t)(kf_cb_lib(t) ? 0 : t->k.ntmap);
+		for (uint32_t i = 0, j = 0; i < s->dyn.n && !kf_cb_lib(t); i++) {
 			if (!(t->k.kd >> i & 1))
 				continue;
 			int32_t v32 = (int32_t)s->dyn.val[i];
@@ -484,7 +484,7 @@ static int bind_args(kf_cuda_session *s)
 			kf_note(s->c, kf_N(s->g, t->k.node)->loc, "cuda: the cuBLAS GEMM of this node");
 			return -1;
 		}
-		if (!t->k.ntmap || !s->cu || t->blas || t->lt)
+		if (!t->k.ntmap || !s->cu || kf_cb_lib(t))
 			continue;
 		t->tm = aligned_alloc(64, (size_t)t->k.ntmap * sizeof *t->tm);
 		if (kf_cuda_kernel_tmaps(s->cu, &t->k, t->ptr, t->tm) != 0) {
@@ -525,6 +525,7 @@ static void unplan(kf_cuda_session *s)
 {
 	for (uint32_t i = 0; i < s->nst; i++) {
 		kf_cublaslt_op_free(s->lt, s->st[i].lt);
+		kf_cudnn_op_free(s->st[i].dop);
 		kf_cublas_op_free(s->blas, s->st[i].bop);
 		kf_kernel_free(&s->st[i].k);
 		free(s->st[i].ptr);
@@ -736,6 +737,7 @@ void kf_cuda_session_free(kf_cuda_session *s)
 	kf_cb_consts_release(s->consts);
 	kf_cublas_close(s->blas);
 	kf_cublaslt_close(s->lt);
+	kf_cudnn_close(s->dnn);
 	if (s->cu && s->ev_in)
 		kf_cuda_event_free(s->cu, s->ev_in);
 	if (s->cu && s->ev_out)

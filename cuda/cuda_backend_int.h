@@ -10,6 +10,7 @@
 #include "cuda.h"
 #include "kcache.h"
 #include "cublas.h"
+#include "cudnn.h"
 #include "emit_cuda.h"
 
 /* the kernels read past their buffers what the driver layer allocates */
@@ -31,7 +32,16 @@ typedef struct step {
 	bool part;           /* a kernel around the GEMM (a prologue, the epilogue) */
 	kf_lt_op *lt;        /* a contraction fusion run by cuBLASLt with its epilogue */
 	kf_lt_plan lp;
+	bool dnn;            /* a conv's cuDNN call (cuda_route.c): no kernel; its op made
+			      * when routed (NULL in a dry run); k.in x, w, k.out the result */
+	kf_dnn_op *dop;
 } step;
+
+/* A step that is a library's call, no kernel of ours. */
+static inline bool kf_cb_lib(const step *t)
+{
+	return t->blas || t->lt || t->dnn;
+}
 
 typedef struct prog {
 	kf_buf src;
@@ -94,6 +104,9 @@ struct kf_cuda_session {
 	char blas_why[512];    /* why it did not open */
 	kf_cublaslt *lt;       /* contractions with tile `cublaslt` (opened at the first) */
 	bool lt_tried;
+	kf_cudnn *dnn;         /* convs with tile `cudnn` (opened at the first) */
+	bool dnn_tried;
+	char dnn_why[512];     /* why it did not open */
 	uint8_t *hoisted;      /* per node: computed at plan time (cuda_hoist.c) */
 	struct kf_tensor *hv;  /* per value: the hoisted results and the consts they read */
 };

@@ -168,7 +168,7 @@ int kf_cb_compile(kf_cuda_session *s)
 	 * (prepared on a device: a dry run compiles its own kernel) never
 	 * launches its own */
 	for (uint32_t i = 0; i < s->nst; i++)
-		if (s->st[i].prog < 0 && !s->st[i].blas && !s->st[i].lt)
+		if (s->st[i].prog < 0 && !kf_cb_lib(&s->st[i]))
 			by[n++] = &s->st[i];
 	qsort(by, n, sizeof *by, cmp_name);
 	uint32_t first = s->npr, inprog = PER_PROGRAM;

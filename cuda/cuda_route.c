@@ -1,7 +1,8 @@
 /* cuda_route.c: the CUDA backend's contractions through a library: which
  * contraction steps of a plan run as one cuBLASLt call with the epilogue,
  * or as a cuBLAS GEMM between the kernels of its prologue and epilogue
- * (cuda/emit_mm_blas.c), and the steps that makes.
+ * (cuda/emit_mm_blas.c), which convs as a cuDNN call before their
+ * epilogue kernel, and the steps that makes.
  *
  * A contraction's route: its `tile` attribute (the tuner's pick, or the
  * cache's), else $KFUSE_MATMUL_TILE, else the cost model (cuda/mm_cost.c);
@@ -184,6 +185,71 @@ static int route_step(kf_cuda_session *s, step *t, step **v, uint32_t *nv)
 	return 0;
 }
 
+/* cuDNN for the session, opened at the first conv routed there; false
+ * (why in s->dnn_why) when it does not load.  A dry run has no library
+ * but plans as if it had. */
+static bool dnn_ready(kf_cuda_session *s)
+{
+	if (!s->cu)
+		return true;
+	if (!s->dnn && !s->dnn_tried) {
+		s->dnn_tried = true;
+		s->dnn = kf_cudnn_open(s->c, s->cu, s->dnn_why, sizeof s->dnn_why);
+	}
+	return s->dnn != NULL;
+}
+
+/* Routes conv step t (an implicit GEMM) through cuDNN when its tile, else
+ * $KFUSE_CONV_TILE, says `cudnn` (the own kernels are the default; cuDNN
+ * is a candidate the tuner times): the call, then the epilogue kernel,
+ * replace the step; anything that stops cuDNN leaves the own kernel and a
+ * note.  -1 when the epilogue fails to emit. */
+static int route_conv(kf_cuda_session *s, step *t, step **v, uint32_t *nv)
+{
+	kf_graph *g = s->g;
+	kf_nid f = t->k.node;
+	const char *tile = kf_N(g, f)->op == KF_OP_FUSION ? kf_attr_str(g, f, "tile", NULL) : NULL;
+	const char *env = getenv("KFUSE_CONV_TILE"), *want = tile ? tile : env, *sym = node_sym(s, f);
+	kf_mm_blas p;
+	char why[1024] = "";
+	if (!want || strcmp(want, "cudnn")) {
+		push(v, nv, t);
+		return 0;
+	}
+	if (!kf_conv_dnn_plan(g, f, &p))
+		snprintf(why, sizeof why, "a conv it does not take: asymmetric pads, a prologue, or a dtype other than f16, bf16, f32");
+	else if (!dnn_ready(s))
+		snprintf(why, sizeof why, "%s", s->dnn_why);
+	step d = {.prog = -1, .dnn = true};
+	if (!why[0] && s->cu && !(d.dop = kf_cudnn_prepare(s->dnn, &p.conv, why, sizeof why)) && !why[0])
+		snprintf(why, sizeof why, "cuDNN failed");
+	if (why[0]) {
+		route_note(s, f, "@%s: cuDNN not used (%s); its own kernel runs", sym, why);
+		push(v, nv, t);
+		return 0;
+	}
+	kf_kernel *k = &d.k;
+	*k = (kf_kernel){.kind = KF_KK_MATMUL, .node = f, .nin = 2, .nout = 1, .grid_y = 1, .grid_z = 1, .nops = 1};
+	snprintf(k->name, sizeof k->name, "cudnn");
+	k->in = malloc(2 * sizeof *k->in);
+	k->out = malloc(sizeof *k->out);
+	k->in[0] = p.a, k->in[1] = p.b, k->out[0] = p.acc;
+	k->bytes = (kf_type_numel(kf_vtype(g, p.a)) + kf_type_numel(kf_vtype(g, p.b)) + kf_type_numel(kf_vtype(g, p.acc))) *
+		   (int64_t)kf_dtype_size((kf_dtype)p.conv.dt);
+	push(v, nv, &d);
+	if (p.epi) {
+		step e = {.prog = -1, .part = true};
+		if (kf_emit_node_part(g, f, &s->tgt, KF_MM_PART_EPI, &e.k) != 0)
+			return -1;
+		push(v, nv, &e);
+	}
+	if (s->o.report)
+		kf_buf_printf(s->o.report, "cuda: @%s: cuDNN%s (%s%s)\n", sym, p.epi ? " + the fused epilogue kernel" : "",
+			      tile ? "its tile" : "KFUSE_CONV_TILE", s->cu ? "" : "; a dry run");
+	kf_kernel_free(&t->k); /* the own kernel is not needed */
+	return 0;
+}
+
 int kf_cb_route(kf_cuda_session *s)
 {
 	step *v = NULL;
@@ -193,13 +259,17 @@ int kf_cb_route(kf_cuda_session *s)
 		step *t = &s->st[i];
 		if (t->k.kind == KF_KK_MATMUL && kf_mm_node_shape(s->g, t->k.node, NULL))
 			rc = route_step(s, t, &v, &nv);
+		else if (t->k.kind == KF_KK_MATMUL && kf_conv_node_shape(s->g, t->k.node, NULL))
+			rc = route_conv(s, t, &v, &nv);
 		else
 			push(&v, &nv, t);
 	}
 	if (rc != 0) {
 		for (uint32_t i = 0; i < nv; i++)
-			if (v[i].blas || v[i].part)
+			if (v[i].blas || v[i].part || v[i].dnn) {
 				kf_kernel_free(&v[i].k);
+				kf_cudnn_op_free(v[i].dop);
+			}
 		free(v);
 		return -1;
 	}

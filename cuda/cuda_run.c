@@ -20,6 +20,8 @@ static int launch_all(kf_cuda_session *s, bool timed)
 			rc = kf_cuda_event_record(s->cu, e0, s->stream);
 		if (rc == 0 && t->blas)
 			rc = kf_cublas_run(s->blas, t->bop, s->stream);
+		else if (rc == 0 && t->dnn)
+			rc = kf_cudnn_run(s->dnn, t->dop, t->ptr[0], t->ptr[1], t->ptr[2], s->stream);
 		else if (rc == 0 && t->lt)
 			rc = kf_cublaslt_run(s->lt, t->lt, s->vptr[kf_cb_root(s, t->lp.a)], s->vptr[kf_cb_root(s, t->lp.b)],
 					     s->vptr[kf_cb_root(s, t->lp.bias)],
@@ -72,7 +74,7 @@ void kf_cb_plan_report(kf_cuda_session *s)
 		for (uint32_t j = 0; j < i && !seen; j++)
 			seen = !strcmp(s->st[j].k.name, k->name);
 		/* a kernel that writes its sizes as numbers compiles at each new shape */
-		if (!seen && !k->kd && !s->st[i].blas && !s->st[i].lt) {
+		if (!seen && !k->kd && !kf_cb_lib(&s->st[i])) {
 			const kf_node *x = kf_N(s->g, k->node);
 			kf_buf_printf(r, "cuda: @%s: %s %s%s: sizes fixed (compiled per shape)\n", kf_str(s->c, s->g->name),
 				      k->name, x->sym ? "@" : "", x->sym ? kf_str(s->c, x->sym) : kf_op(s->c, x->op)->name);

@@ -18,6 +18,7 @@
 
 #include "kf.h"
 #include "cublas.h"
+#include "cudnn.h"
 
 /* KF_MM_LT ("cublaslt"): the runtime calls cuBLASLt with the epilogue
  * (cuda/cublas.h); the emitter passes it over (its kernel, the
@@ -29,7 +30,7 @@
 /* KF_MM_BLAS ("cublas"): the runtime runs the contraction as a cuBLAS
  * GEMM between the kernels of its prologue and epilogue (the parts below);
  * the emitter's whole kernel (the fallback) takes the heuristic's config. */
-typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG, KF_MM_BLAS, KF_MM_WGC } kf_mm_algo;
+typedef enum { KF_MM_FMA, KF_MM_MMA, KF_MM_GEMV, KF_MM_LT, KF_MM_WG, KF_MM_BLAS, KF_MM_WGC, KF_MM_DNN } kf_mm_algo;
 
 typedef struct kf_mm_config {
 	int algo;          /* kf_mm_algo */
@@ -152,7 +153,7 @@ typedef struct kf_wg_piece {
 int kf_wg_bpieces(int bn, bool kmajor, int cl, int rank, int *box_inner, int *box_outer, kf_wg_piece *out);
 
 /* "mma128x128x32w2x4s3", "wg128x256x64s4", "wg128x128x64s4c2", "wg128x128x64s4c2v", "wg128x256x64s4pv", "fma64x64x16t4x4", "gemv", "gemvk16", "gemvk32u8", "gemvb", "gemvb8",
- * "cublaslt"; 0, or -1
+ * "cublaslt", "cudnn" (a conv through cuDNN: cudnn.h); 0, or -1
  * when the text is not a config. */
 int kf_mm_config_parse(const char *s, kf_mm_config *out);
 void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n);
@@ -232,12 +233,20 @@ typedef struct kf_mm_blas {
 	kf_vid acc;     /* what the GEMM writes: the result itself, or the body's matmul
 			 * value that the epilogue part then reads */
 	bool epi;       /* part EPI runs after */
+	bool dnn;       /* a conv through cuDNN (kf_conv_dnn_plan): conv, not gemm, says it */
+	kf_dnn_conv conv;
 } kf_mm_blas;
 
 /* True when n runs as above: f16, bf16, f32 or f64 operands and result of
  * one dtype, extents cuBLAS takes; a batch of A folded into M where B has
  * none (one GEMM of M x batch rows).  An unfused gemm with C does not. */
 bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p);
+
+/* True when conv n (a conv, or a fusion of kind "conv", that runs as an
+ * implicit GEMM: kf_conv_node_shape) runs through cuDNN (cudnn.h): x and w
+ * read as stored, f16, bf16 or f32 throughout, symmetric pads; a conv
+ * alone with a bias does not (its bias would need the epilogue kernel). */
+bool kf_conv_dnn_plan(kf_graph *g, kf_nid n, kf_mm_blas *p);
 
 /* True when fusion n maps to one cublasLtMatmul with its epilogue
  * (cublas.h: bias [+ relu | gelu-tanh], operands read as stored, one batch

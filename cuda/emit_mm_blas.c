@@ -1,7 +1,9 @@
 /* emit_mm_blas.c: a contraction around a cuBLAS GEMM: what the GEMM
  * reads and writes (kf_mm_blas_plan), when one cuBLASLt call with its
  * epilogue says the whole body (kf_cublaslt_plan), and the kernels before
- * and after the GEMM (parts KF_MM_PART_A, _B, _EPI of kf_emit_node_part).
+ * and after the GEMM (parts KF_MM_PART_A, _B, _EPI of kf_emit_node_part);
+ * the same for an implicit-GEMM conv around a cuDNN call
+ * (kf_conv_dnn_plan: no prologue, the epilogue part alone).
  * The analysis is emit_matmul.c's (kx_mm_analyse_node), so a contraction
  * means the same here as in the kernels; the epilogue kernel calls the
  * same KF_KERNEL_epi helper (emit_mm_epi.c) as every contraction kernel.
@@ -89,6 +91,41 @@ bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p)
 	p->acc = direct ? kf_res(g, n, 0) : kf_res(g, mm.c, 0);
 	if (p->epi)
 		bg->alpha = 1.0; /* the epilogue helper applies gemm's alpha and beta C */
+	return true;
+}
+
+bool kf_conv_dnn_plan(kf_graph *g, kf_nid n, kf_mm_blas *p)
+{
+	kx_mm mm;
+	const kf_node *x = kf_N(g, n);
+	memset(p, 0, sizeof *p);
+	if (!kf_conv_node_shape(g, n, NULL) || kx_mm_analyse_conv(g, n, &mm) || mm.rt != mm.dt || mm.a.nchain ||
+	    mm.b.nchain)
+		return false;
+	const kx_conv *cv = &mm.cv;
+	bool fusion = x->op == KF_OP_FUSION, bias = cv->bias >= 0;
+	if (!fusion && bias)
+		return false;
+	kf_dnn_conv *c = &p->conv;
+	*c = (kf_dnn_conv){.dt = mm.dt, .tf32 = mm.tf32 && mm.dt == KF_F32, .N = cv->N, .C = cv->C, .O = cv->O};
+	for (int i = 0; i < 3; i++) {
+		if (cv->pb[i] != cv->pe[i]) /* cuDNN pads both ends alike */
+			return false;
+		c->in[i] = cv->in[i], c->out[i] = cv->out[i], c->k[i] = cv->k[i];
+		c->s[i] = cv->s[i], c->d[i] = cv->d[i], c->p[i] = cv->pb[i];
+	}
+	if (!kf_dnn_fits(c))
+		return false;
+	p->dnn = true;
+	p->a = fusion ? kf_in(g, n, (uint32_t)mm.a.param) : kf_in(g, n, 0);
+	p->b = fusion ? kf_in(g, n, (uint32_t)mm.b.param) : kf_in(g, n, 1);
+	kf_nid ep[1];
+	kf_nid y = fusion ? kf_block_terminator(g, x->body) : KF_NONE;
+	/* the result itself when nothing follows the conv and it has no bias */
+	bool direct = !fusion || (x->nres == 1 && !bias && epi_nodes(g, n, &mm, ep, 1) == 0 &&
+				  kf_N(g, y)->nin == 1 && kf_in(g, y, 0) == kf_res(g, mm.c, 0));
+	p->epi = !direct;
+	p->acc = direct ? kf_res(g, n, 0) : kf_res(g, mm.c, 0);
 	return true;
 }
 
@@ -278,8 +315,9 @@ static int emit_epilogue(kx *k, kx_mm *mm, kf_vid acc)
 int kx_mm_emit_part(kx *k, kx_mm *mm)
 {
 	kf_mm_blas p;
-	if (kf_N(k->g, k->at)->op != KF_OP_FUSION || !kf_mm_blas_plan(k->g, k->at, &p))
-		return kx_fail(k, "this contraction does not run around a cuBLAS GEMM");
+	if (kf_N(k->g, k->at)->op != KF_OP_FUSION ||
+	    !(mm->conv ? kf_conv_dnn_plan(k->g, k->at, &p) : kf_mm_blas_plan(k->g, k->at, &p)))
+		return kx_fail(k, "this contraction does not run around a cuBLAS GEMM or a cuDNN conv");
 	switch (k->part) {
 	case KF_MM_PART_A:
 	case KF_MM_PART_B: {

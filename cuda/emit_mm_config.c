@@ -125,6 +125,10 @@ int kf_mm_config_parse(const char *s, kf_mm_config *c)
 		c->algo = KF_MM_BLAS;
 		return 0;
 	}
+	if (!strcmp(s, "cudnn")) {
+		c->algo = KF_MM_DNN;
+		return 0;
+	}
 	if (!strcmp(s, "gemv")) {
 		c->algo = KF_MM_GEMV;
 		return 0;
@@ -175,6 +179,9 @@ void kf_mm_config_text(const kf_mm_config *c, char *out, size_t n)
 		break;
 	case KF_MM_BLAS:
 		snprintf(out, n, "cublas");
+		break;
+	case KF_MM_DNN:
+		snprintf(out, n, "cudnn");
 		break;
 	case KF_MM_WGC: {
 		char k[16] = "";
@@ -323,6 +330,7 @@ bool kx_mm_config_fits(const kf_mm_config *c, const kf_mm_shape *sh)
 	}
 	case KF_MM_LT:
 	case KF_MM_BLAS:
+	case KF_MM_DNN:
 		return false; /* not a kernel */
 	default:
 		if (c->bulk)

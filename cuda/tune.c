@@ -278,6 +278,8 @@ typedef struct bench {
 	bool lt_tried;
 	kf_cublas *blas; /* opened at the first cublas candidate */
 	bool blas_tried;
+	kf_cudnn *dnn;   /* opened at the first cudnn candidate */
+	bool dnn_tried;
 	kf_cuptr flush;  /* TUNE_FLUSH bytes overwritten before each sample (0: not made yet) */
 } bench;
 
@@ -496,9 +498,9 @@ static double time_lt(bench *b, kf_graph *g, bufset *bs, kf_nid n, const kf_lt_p
 }
 
 /* One candidate config of a node: an own kernel, or a library route
- * (cublas: the kernels around the GEMM, cublaslt: none), with its compiled
- * programs. */
-enum { C_OWN, C_BLAS, C_LT };
+ * (cublas: the kernels around the GEMM, cublaslt: none, cudnn: the
+ * epilogue kernel after the conv), with its compiled programs. */
+enum { C_OWN, C_BLAS, C_LT, C_DNN };
 typedef struct cand {
 	char cfg[32];
 	int kind;
@@ -508,12 +510,15 @@ typedef struct cand {
 	kf_buf src[3];
 } cand;
 
-/* cublas: the parts, the GEMM between them */
+/* cublas: the parts, the GEMM between them; cudnn: the conv (dop, on
+ * buffers x, w, y), then the epilogue part */
 typedef struct blas_call {
 	bench *b;
 	kernel_call part[3];
 	int nk, npre;
 	kf_blas_op *op;
+	kf_dnn_op *dop;
+	kf_cuptr x, w, y;
 } blas_call;
 
 static int blas_launch(void *arg)
@@ -523,10 +528,40 @@ static int blas_launch(void *arg)
 	for (int i = 0; i < l->npre && rc == 0; i++)
 		rc = kernel_launch(&l->part[i]);
 	if (rc == 0)
-		rc = kf_cublas_run(l->b->blas, l->op, NULL);
+		rc = l->dop ? kf_cudnn_run(l->b->dnn, l->dop, l->x, l->w, l->y, NULL) : kf_cublas_run(l->b->blas, l->op, NULL);
 	for (int i = l->npre; i < l->nk && rc == 0; i++)
 		rc = kernel_launch(&l->part[i]);
 	return rc;
+}
+
+/* Median ms of cudnn candidate c: the conv, then its epilogue kernel (if
+ * any); negative when it cannot run. */
+static double time_dnn(bench *b, kf_graph *g, bufset *bs, cand *c, const kf_mm_blas *bp, kf_buf *report)
+{
+	char why[1024] = "";
+	if (!b->dnn_tried) {
+		b->dnn_tried = true;
+		if (!(b->dnn = kf_cudnn_open(b->c, b->cu, why, sizeof why)) && report)
+			kf_buf_printf(report, "tune: cudnn is no candidate: %s\n", why);
+	}
+	if (!b->dnn)
+		return -1;
+	blas_call l = {.b = b, .nk = c->nk};
+	double ms = -1;
+	if (!(l.dop = kf_cudnn_prepare(b->dnn, &bp->conv, why, sizeof why))) {
+		if (report)
+			kf_buf_printf(report, "tune: cudnn: %s\n", why);
+		return -1;
+	}
+	if ((c->nk == 0 || kernel_bind(b, g, bs, &c->k[0], &c->u[0].image, &l.part[0]) == 0)) {
+		if (bufset_get(b, g, bs, bp->a, &l.x) == 0 && bufset_get(b, g, bs, bp->b, &l.w) == 0 &&
+		    bufset_get(b, g, bs, bp->acc, &l.y) == 0)
+			ms = time_launches(b, blas_launch, &l);
+		if (c->nk)
+			kernel_unbind(&l.part[0]);
+	}
+	kf_cudnn_op_free(l.dop);
+	return ms;
 }
 
 /* Median ms of candidate c (its programs compiled); negative when it
@@ -547,6 +582,8 @@ static double time_cand(bench *b, kf_graph *g, bufset *bs, kf_nid n, cand *c, co
 		kernel_unbind(&l);
 		return ms;
 	}
+	if (c->kind == C_DNN)
+		return time_dnn(b, g, bs, c, bp, report);
 	if (!b->blas_tried) {
 		char why[1024] = "";
 		b->blas_tried = true;
@@ -598,15 +635,23 @@ static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, ca
 		}
 		ncfg = k;
 	}
-	if (kf_mm_blas_plan(g, n, bp))
-		snprintf(cfg[ncfg++], 32, "cublas");
-	if (kf_cublaslt_plan(g, n, lp))
-		snprintf(cfg[ncfg++], 32, "cublaslt");
+	if (sh->conv) { /* a conv: cuDNN is the library */
+		if (kf_conv_dnn_plan(g, n, bp))
+			snprintf(cfg[ncfg++], 32, "cudnn");
+	} else {
+		if (kf_mm_blas_plan(g, n, bp))
+			snprintf(cfg[ncfg++], 32, "cublas");
+		if (kf_cublaslt_plan(g, n, lp))
+			snprintf(cfg[ncfg++], 32, "cublaslt");
+	}
 	for (int i = 0; i < ncfg && nc < max; i++) {
 		cand *x = &c[nc];
 		memset(x, 0, sizeof *x);
 		snprintf(x->cfg, sizeof x->cfg, "%s", cfg[i]);
-		x->kind = !strcmp(cfg[i], "cublas") ? C_BLAS : !strcmp(cfg[i], "cublaslt") ? C_LT : C_OWN;
+		x->kind = !strcmp(cfg[i], "cublas")     ? C_BLAS
+			  : !strcmp(cfg[i], "cublaslt") ? C_LT
+			  : !strcmp(cfg[i], "cudnn")    ? C_DNN
+							: C_OWN;
 		int nerr = kf_nerrors(g->ctx);
 		if (x->kind == C_OWN) {
 			set_tile(g, n, cfg[i]);
@@ -617,7 +662,7 @@ static int make_cands(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, ca
 				continue;
 			}
 			x->nk = 1;
-		} else if (x->kind == C_BLAS) {
+		} else if (x->kind == C_BLAS || x->kind == C_DNN) {
 			static const int parts[3] = {KF_MM_PART_A, KF_MM_PART_B, KF_MM_PART_EPI};
 			bool ok = true;
 			for (int p = 0; p < 3 && ok; p++) {
@@ -782,6 +827,7 @@ done_libs:
 		kf_cuda_free(b.cu, b.flush);
 	kf_cublaslt_close(b.lt);
 	kf_cublas_close(b.blas);
+	kf_cudnn_close(b.dnn);
 done:
 	if (b.nv)
 		kf_nvrtc_close(b.nv);

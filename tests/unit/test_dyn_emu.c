@@ -419,6 +419,31 @@ static const dcase epi_addcast_fixed = {
 	{-1, -1}, 2e-2, 2e-2, 0, NULL, true,
 };
 
+/* The epilogue a conv runs after cuDNN (tile `cudnn`: cuda_route.c) writes
+ * its result: the conv's bias, a residual and relu on it, channels last;
+ * f16 with an even channel count (column pairs) and f32 with an odd one. */
+#define CONV_EPI(dt, O)                                                                                          \
+	"graph @c(%x: " dt "[B,9,9,16], %w: " dt "[" O ",3,3,16], %b: " dt "[" O "], %r: " dt "[B,5,5," O "]) -> (" dt \
+	"[B,5,5," O "]) {\n"                                                                                           \
+	"  %f = fusion @c0(%x, %w, %b, %r) {kind = \"conv\"} : " dt "[B,5,5," O "] {\n"                                \
+	"  ^(%0: " dt "[B,9,9,16], %1: " dt "[" O ",3,3,16], %2: " dt "[" O "], %3: " dt "[B,5,5," O "]):\n"           \
+	"    %y = conv(%0, %1, %2) {channels_last = true, pads = [1, 1, 1, 1], strides = [2, 2]} : " dt "[B,5,5," O "]\n" \
+	"    %a = add(%y, %3) : " dt "[B,5,5," O "]\n    %e = relu(%a) : " dt "[B,5,5," O "]\n    yield %e\n  }\n"      \
+	"  return %f\n}\n"
+#define CONV_ACC(dt, O)                                                                                          \
+	"graph @c(%x: " dt "[B,9,9,16], %w: " dt "[" O ",3,3,16], %b: " dt "[" O "], %r: " dt "[B,5,5," O "]) -> (" dt \
+	"[B,5,5," O "]) {\n"                                                                                           \
+	"  %y = conv(%x, %w) {channels_last = true, pads = [1, 1, 1, 1], strides = [2, 2]} : " dt "[B,5,5," O "]\n" \
+	"  return %y\n}\n"
+static const dcase epi_conv_f16 = {
+	"epi_conv_f16", CONV_EPI("f16", "24"), NULL, "cudnn", KF_MM_PART_EPI, CONV_ACC("f16", "24"), 2, {{2}, {3}},
+	{-1, -1}, 2e-2, 2e-2, 0, NULL, true,
+};
+static const dcase epi_conv_f32 = {
+	"epi_conv_f32", CONV_EPI("f32", "13"), NULL, "cudnn", KF_MM_PART_EPI, CONV_ACC("f32", "13"), 2, {{2}, {1}},
+	{-1, -1}, 1e-5, 1e-6, 0, NULL, true,
+};
+
 static void test_embed(void **st) { run_case(&embed); }
 static void test_att_causal_simt(void **st) { run_case(&att_causal_simt); }
 static void test_epi(void **st)
@@ -427,6 +452,8 @@ static void test_epi(void **st)
 	run_case(&epi_f32);
 	run_case(&epi_addcast);
 	run_case(&epi_addcast_fixed);
+	run_case(&epi_conv_f16);
+	run_case(&epi_conv_f32);
 }
 static void test_att_pad_mma(void **st) { run_case(&att_pad_mma); }
 static void test_att_causal_mma(void **st) { run_case(&att_causal_mma); }
