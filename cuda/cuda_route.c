@@ -243,9 +243,13 @@ static int route_conv(kf_cuda_session *s, step *t, step **v, uint32_t *nv)
 			return -1;
 		push(v, nv, &e);
 	}
-	if (s->o.report)
-		kf_buf_printf(s->o.report, "cuda: @%s: cuDNN%s (%s%s)\n", sym, p.epi ? " + the fused epilogue kernel" : "",
-			      tile ? "its tile" : "KFUSE_CONV_TILE", s->cu ? "" : "; a dry run");
+	if (s->o.report) {
+		char how[32] = "a dry run";
+		if (d.dop)
+			snprintf(how, sizeof how, "algorithm %d", kf_cudnn_algo(d.dop));
+		kf_buf_printf(s->o.report, "cuda: @%s: cuDNN%s (%s; %s)\n", sym, p.epi ? " + the fused epilogue kernel" : "",
+			      tile ? "its tile" : "KFUSE_CONV_TILE", how);
+	}
 	kf_kernel_free(&t->k); /* the own kernel is not needed */
 	return 0;
 }

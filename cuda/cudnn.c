@@ -52,7 +52,7 @@ struct kf_cudnn {
 	filter_fn filter;
 	conv_fn conv;
 	int_fn math, groups;
-	algos_fn algos;
+	algos_fn algos, find;
 	wsize_fn wsize;
 	fwd_fn fwd;
 };
@@ -148,12 +148,13 @@ kf_cudnn *kf_cudnn_open(kf_ctx *c, kf_cuda *cu, char *why, size_t nwhy)
 	b->math = (int_fn)dlsym(lib, "cudnnSetConvolutionMathType");
 	b->groups = (int_fn)dlsym(lib, "cudnnSetConvolutionGroupCount");
 	b->algos = (algos_fn)dlsym(lib, "cudnnGetConvolutionForwardAlgorithm_v7");
+	b->find = (algos_fn)dlsym(lib, "cudnnFindConvolutionForwardAlgorithm");
 	b->wsize = (wsize_fn)dlsym(lib, "cudnnGetConvolutionForwardWorkspaceSize");
 	b->fwd = (fwd_fn)dlsym(lib, "cudnnConvolutionForward");
 	int st = -1;
 	if (!create || !b->destroy || !b->set_stream || !b->errstr || !b->tcreate || !b->tdestroy || !b->tensor ||
 	    !b->fcreate || !b->fdestroy || !b->filter || !b->ccreate || !b->cdestroy || !b->conv || !b->math ||
-	    !b->groups || !b->algos || !b->wsize || !b->fwd)
+	    !b->groups || !b->algos || !b->find || !b->wsize || !b->fwd)
 		snprintf(why, nwhy, "%s lacks the cuDNN functions kfuse needs (the legacy convolution API of cuDNN 9)",
 			 loaded);
 	else if ((st = create(&b->h)) != 0)
@@ -199,14 +200,23 @@ static int make_descs(kf_cudnn *b, const kf_dnn_desc *d, kf_dnn_op *o, char *why
 	return st;
 }
 
-/* The first algorithm of cuDNN's heuristic list that runs with d's math in
- * the workspace; -1 with why when none does. */
+/* The first algorithm of cuDNN's list that runs with d's math in the
+ * workspace; -1 with why when none does.  The list: every algorithm timed
+ * by cudnnFindConvolutionForwardAlgorithm, fastest first (PyTorch's
+ * cudnn.benchmark); with $KFUSE_CUDNN_ALGO=heuristic the untimed
+ * heuristic's order (cudnnGetConvolutionForwardAlgorithm_v7), whose first
+ * pick for ResNet-50's 1x1 stride-1 layers ran 20-50x slower than the own
+ * kernels on the H200 (bench/results/2026-12-03-gpu-s16b-*). */
 static int pick_algo(kf_cudnn *b, const kf_dnn_desc *d, kf_dnn_op *o, char *why, size_t nwhy)
 {
 	dnn_perf perf[MAXALGO];
-	int n = 0, st = b->algos(b->h, o->x, o->w, o->cv, o->y, MAXALGO, &n, perf);
+	const char *e = getenv("KFUSE_CUDNN_ALGO");
+	bool heur = e && !strcmp(e, "heuristic");
+	int n = 0, st = (heur ? b->algos : b->find)(b->h, o->x, o->w, o->cv, o->y, MAXALGO, &n, perf);
 	if (st != 0) {
-		snprintf(why, nwhy, "cudnnGetConvolutionForwardAlgorithm_v7 failed: %s", b->errstr(st));
+		snprintf(why, nwhy, "%s failed: %s",
+			 heur ? "cudnnGetConvolutionForwardAlgorithm_v7" : "cudnnFindConvolutionForwardAlgorithm",
+			 b->errstr(st));
 		return -1;
 	}
 	for (int i = 0; i < n && i < MAXALGO; i++) {

@@ -22,8 +22,9 @@ tune,e2e,cudnn,check):
   cudnn  each layer's cuDNN conv + separate ReLU (PyTorch eager, channels
          last) beside the tuned kernel's time from the tune step;
   check  the graph on the GPU against the CPU interpreter (kfuse-run
-         --compare=cpu), with the default configs and, at batch 1, with
-         tiles forced by KFUSE_CONV_TILE (CONV_TUNE_CHECK_TILES; a tile a
+         --compare=cpu), with the default configs and, at batch 1 (every
+         batch with CONV_TUNE_CHECK_ALL=1), with tiles forced by
+         KFUSE_CONV_TILE (CONV_TUNE_CHECK_TILES, e.g. cudnn; a tile a
          layer cannot take leaves its default).
 
 Each step's output goes to OUT/<step>-*.txt; a summary table last.
@@ -94,7 +95,7 @@ def step_check():
     for B in BATCHES:
         path, _ = layers_graph(B)
         # (a large batch checks the defaults; the tune step checks its picks)
-        for tile in ['default'] + (TILES if B == 1 else []):
+        for tile in ['default'] + (TILES if B == 1 or os.environ.get('CONV_TUNE_CHECK_ALL') == '1' else []):
             env = {'KFUSE_TUNE_FILE': os.path.join(OUT, 'none.txt'), 'KFUSE_TUNE_SHIPPED': '0'}
             if tile != 'default':
                 env['KFUSE_CONV_TILE'] = tile
