@@ -201,17 +201,18 @@ static int make_descs(kf_cudnn *b, const kf_dnn_desc *d, kf_dnn_op *o, char *why
 }
 
 /* The first algorithm of cuDNN's list that runs with d's math in the
- * workspace; -1 with why when none does.  The list: every algorithm timed
- * by cudnnFindConvolutionForwardAlgorithm, fastest first (PyTorch's
- * cudnn.benchmark); with $KFUSE_CUDNN_ALGO=heuristic the untimed
- * heuristic's order (cudnnGetConvolutionForwardAlgorithm_v7), whose first
- * pick for ResNet-50's 1x1 stride-1 layers ran 20-50x slower than the own
- * kernels on the H200 (bench/results/2026-12-03-gpu-s16b-*). */
+ * workspace; -1 with why when none does.  The list: the heuristic's order
+ * (cudnnGetConvolutionForwardAlgorithm_v7, PyTorch's without
+ * cudnn.benchmark); with $KFUSE_CUDNN_ALGO=find every algorithm timed by
+ * cudnnFindConvolutionForwardAlgorithm, fastest first.  On the H200 the
+ * heuristic's picks replayed faster: ResNet-50's 23 layers through cuDNN
+ * in one graph 0.19 / 0.75 ms at batch 1 / 32, Find's 1.01 / 1.86
+ * (bench/results/2026-12-03-gpu-s16b-*, -s16c-*). */
 static int pick_algo(kf_cudnn *b, const kf_dnn_desc *d, kf_dnn_op *o, char *why, size_t nwhy)
 {
 	dnn_perf perf[MAXALGO];
 	const char *e = getenv("KFUSE_CUDNN_ALGO");
-	bool heur = e && !strcmp(e, "heuristic");
+	bool heur = !e || strcmp(e, "find");
 	int n = 0, st = (heur ? b->algos : b->find)(b->h, o->x, o->w, o->cv, o->y, MAXALGO, &n, perf);
 	if (st != 0) {
 		snprintf(why, nwhy, "%s failed: %s",

@@ -10,10 +10,11 @@
  *
  * Library: $KFUSE_CUDNN_LIB (if set, only that), else libcudnn.so.9,
  * libcudnn.so.  The legacy convolution API of cuDNN 9 (libcudnn.so's
- * shim loads libcudnn_cnn); the algorithm is the fastest that
- * cudnnFindConvolutionForwardAlgorithm times (PyTorch's cudnn.benchmark;
- * $KFUSE_CUDNN_ALGO=heuristic: the untimed heuristic's first) that runs
- * in the handle's workspace with the math the conv allows: tensor cores for f16/bf16, and for f32 only with
+ * shim loads libcudnn_cnn); the algorithm is the first of cuDNN's
+ * heuristic list (cudnnGetConvolutionForwardAlgorithm_v7, as PyTorch
+ * without cudnn.benchmark; $KFUSE_CUDNN_ALGO=find: the fastest that
+ * cudnnFindConvolutionForwardAlgorithm times) that runs in the handle's
+ * workspace with the math the conv allows: tensor cores for f16/bf16, and for f32 only with
  * tf32 allowed (else CUDNN_FMA_MATH).  The handle uses the driver's
  * current context and a workspace of its own, so runs can be captured
  * into a CUDA graph.
