@@ -90,6 +90,19 @@ static void push(step **v, uint32_t *n, const step *t)
 	(*v)[(*n)++] = *t;
 }
 
+/* The kernel record of a library's step for contraction f (no code: the
+ * plan's buffers and reports read it): it reads p's a and b, writes acc. */
+static void lib_kernel(kf_graph *g, kf_nid f, const char *name, const kf_mm_blas *p, kf_kernel *k)
+{
+	*k = (kf_kernel){.kind = KF_KK_MATMUL, .node = f, .nin = 2, .nout = 1, .grid_y = 1, .grid_z = 1, .nops = 1};
+	snprintf(k->name, sizeof k->name, "%s", name);
+	k->in = malloc(2 * sizeof *k->in);
+	k->out = malloc(sizeof *k->out);
+	k->in[0] = p->a, k->in[1] = p->b, k->out[0] = p->acc;
+	k->bytes = (kf_type_numel(kf_vtype(g, p->a)) + kf_type_numel(kf_vtype(g, p->b)) + kf_type_numel(kf_vtype(g, p->acc))) *
+		   (int64_t)kf_dtype_size(kf_vtype(g, p->acc)->dtype);
+}
+
 /* The steps of contraction node f around a cuBLAS GEMM (parts A, B, the
  * GEMM, the epilogue) appended to v; -1 when a part fails to emit. */
 static int route_blas(kf_cuda_session *s, kf_nid f, const kf_mm_blas *p, step **v, uint32_t *n)
@@ -105,14 +118,7 @@ static int route_blas(kf_cuda_session *s, kf_nid f, const kf_mm_blas *p, step **
 		push(v, n, &t);
 	}
 	step t = {.prog = -1, .blas = true, .bg = p->gemm};
-	kf_kernel *k = &t.k;
-	*k = (kf_kernel){.kind = KF_KK_MATMUL, .node = f, .nin = 2, .nout = 1, .grid_y = 1, .grid_z = 1, .nops = 1};
-	snprintf(k->name, sizeof k->name, "cublas");
-	k->in = malloc(2 * sizeof *k->in);
-	k->out = malloc(sizeof *k->out);
-	k->in[0] = p->a, k->in[1] = p->b, k->out[0] = p->acc;
-	int64_t nb = kf_blas_batch(&p->gemm), es = (int64_t)kf_dtype_size((kf_dtype)p->gemm.dt);
-	k->bytes = (kf_type_numel(kf_vtype(g, p->a)) + kf_type_numel(kf_vtype(g, p->b)) + nb * p->gemm.M * p->gemm.N) * es;
+	lib_kernel(g, f, "cublas", p, &t.k);
 	push(v, n, &t);
 	if (p->epi) {
 		step e = {.prog = -1, .part = true};
@@ -228,14 +234,7 @@ static int route_conv(kf_cuda_session *s, step *t, step **v, uint32_t *nv)
 		push(v, nv, t);
 		return 0;
 	}
-	kf_kernel *k = &d.k;
-	*k = (kf_kernel){.kind = KF_KK_MATMUL, .node = f, .nin = 2, .nout = 1, .grid_y = 1, .grid_z = 1, .nops = 1};
-	snprintf(k->name, sizeof k->name, "cudnn");
-	k->in = malloc(2 * sizeof *k->in);
-	k->out = malloc(sizeof *k->out);
-	k->in[0] = p.a, k->in[1] = p.b, k->out[0] = p.acc;
-	k->bytes = (kf_type_numel(kf_vtype(g, p.a)) + kf_type_numel(kf_vtype(g, p.b)) + kf_type_numel(kf_vtype(g, p.acc))) *
-		   (int64_t)kf_dtype_size((kf_dtype)p.conv.dt);
+	lib_kernel(g, f, "cudnn", &p, &d.k);
 	push(v, nv, &d);
 	if (p.epi) {
 		step e = {.prog = -1, .part = true};

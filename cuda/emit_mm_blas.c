@@ -45,6 +45,23 @@ static kf_vid arg_input(kf_graph *g, kf_nid f, kf_vid v)
 	return KF_NONE;
 }
 
+/* What the library writes (p->acc) and whether the epilogue part runs
+ * (p->epi): the result itself when nothing follows the product (one
+ * result, yielded once, no epilogue op, nothing the product carries that
+ * the library leaves out: gemm's C, the conv's bias); else the body's
+ * contraction value, which the epilogue part reads. */
+static void set_acc(kf_graph *g, kf_nid n, const kx_mm *mm, bool carried, kf_mm_blas *p)
+{
+	const kf_node *x = kf_N(g, n);
+	kf_nid ep[1];
+	bool fusion = x->op == KF_OP_FUSION;
+	kf_nid y = fusion ? kf_block_terminator(g, x->body) : KF_NONE;
+	bool direct = !fusion || (x->nres == 1 && !carried && epi_nodes(g, n, mm, ep, 1) == 0 &&
+				  kf_N(g, y)->nin == 1 && kf_in(g, y, 0) == kf_res(g, mm->c, 0));
+	p->epi = !direct;
+	p->acc = direct ? kf_res(g, n, 0) : kf_res(g, mm->c, 0);
+}
+
 bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p)
 {
 	kx_mm mm;
@@ -81,14 +98,8 @@ bool kf_mm_blas_plan(kf_graph *g, kf_nid n, kf_mm_blas *p)
 			  : p->pro[w] ? kf_in(g, mm.c, (uint32_t)w)
 				      : kf_in(g, n, (uint32_t)ops[w]->param);
 	}
-	kf_nid ep[1];
-	kf_nid y = fusion ? kf_block_terminator(g, x->body) : KF_NONE;
-	/* the result itself when nothing follows the product: one result,
-	 * yielded once, no epilogue op, no C (alpha goes to the GEMM) */
-	bool direct = !fusion || (x->nres == 1 && !hasc && epi_nodes(g, n, &mm, ep, 1) == 0 &&
-				  kf_N(g, y)->nin == 1 && kf_in(g, y, 0) == kf_res(g, mm.c, 0));
-	p->epi = !direct;
-	p->acc = direct ? kf_res(g, n, 0) : kf_res(g, mm.c, 0);
+	/* no C: alpha goes to the GEMM */
+	set_acc(g, n, &mm, hasc, p);
 	if (p->epi)
 		bg->alpha = 1.0; /* the epilogue helper applies gemm's alpha and beta C */
 	return true;
@@ -119,13 +130,7 @@ bool kf_conv_dnn_plan(kf_graph *g, kf_nid n, kf_mm_blas *p)
 	p->dnn = true;
 	p->a = fusion ? kf_in(g, n, (uint32_t)mm.a.param) : kf_in(g, n, 0);
 	p->b = fusion ? kf_in(g, n, (uint32_t)mm.b.param) : kf_in(g, n, 1);
-	kf_nid ep[1];
-	kf_nid y = fusion ? kf_block_terminator(g, x->body) : KF_NONE;
-	/* the result itself when nothing follows the conv and it has no bias */
-	bool direct = !fusion || (x->nres == 1 && !bias && epi_nodes(g, n, &mm, ep, 1) == 0 &&
-				  kf_N(g, y)->nin == 1 && kf_in(g, y, 0) == kf_res(g, mm.c, 0));
-	p->epi = !direct;
-	p->acc = direct ? kf_res(g, n, 0) : kf_res(g, mm.c, 0);
+	set_acc(g, n, &mm, bias, p);
 	return true;
 }
 
