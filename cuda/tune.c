@@ -281,6 +281,8 @@ typedef struct bench {
 	kf_cudnn *dnn;   /* opened at the first cudnn candidate */
 	bool dnn_tried;
 	kf_cuptr flush;  /* TUNE_FLUSH bytes overwritten before each sample (0: not made yet) */
+	kf_custream s;   /* the candidates' stream, captured into a graph per candidate */
+	int warm;        /* 1: no flush ($KFUSE_TUNE_FLUSH=0); -1: not read yet */
 } bench;
 
 /* Bytes written over the L2 before each timed sample: 256 MiB, five
@@ -359,42 +361,79 @@ static void bufset_free(bench *b, bufset *s)
 	free(s->p);
 }
 
-/* Median ms of one launch of fn(arg) over b->reps samples (default
- * stream); negative when one fails.  A sample is one launch between two
- * events, after an untimed memset of TUNE_FLUSH bytes: the operands come
- * from memory, as in a model's forward pass and in kfuse-run --bench with
- * KFUSE_BENCH_FLUSH (triton's do_bench does the same).  The memset, still
- * running when the launch is queued, also hides the host's time to
- * submit (cuBLASLt's ~10 us of it made cuBLASLt read 0.197 ms at 4096^3
- * where its graph replays take 0.184): the device time is measured. */
+/* fn(arg)'s launches on b->s captured into a CUDA graph after one run
+ * that is waited for (a launch error is then the candidate's, not the
+ * capture's); NULL, with the error in b->c, when either fails. */
+static kf_cugraph capture(bench *b, int (*fn)(void *), void *arg)
+{
+	kf_cugraph gr = NULL;
+	if (fn(arg) != 0 || kf_cuda_sync(b->cu, b->s) != 0 || kf_cuda_capture_begin(b->cu, b->s) != 0)
+		return NULL;
+	int lrc = fn(arg), rc = kf_cuda_capture_end(b->cu, b->s, &gr);
+	if ((lrc || rc) && gr) {
+		kf_cuda_graph_free(b->cu, gr);
+		gr = NULL;
+	}
+	return gr;
+}
+
+/* Median ms of one replay of fn(arg)'s launches over b->reps samples;
+ * negative when one fails.  The launches are timed as the plan runs them:
+ * captured into a CUDA graph and replayed.  Launched one by one instead,
+ * each kernel of a library route (the GEMM, then the epilogue kernel) paid
+ * a launch gap that a replay does not have, and own single-kernel tiles
+ * that timed ahead here replayed up to 10% behind cuBLAS + epilogue
+ * (Llama's scores, bench/results/2026-12-03-gpu-s16d-shapes-f16-transformers.txt).
+ * A sample is one replay between two events, after an untimed memset of
+ * TUNE_FLUSH bytes: the operands come from memory, as in a model's
+ * forward pass and in kfuse-run --bench with KFUSE_BENCH_FLUSH (triton's
+ * do_bench does the same). */
 static double time_launches(bench *b, int (*fn)(void *), void *arg)
 {
-	kf_cuevent e0 = NULL, e1 = NULL;
-	float *t = calloc((size_t)b->reps, sizeof *t);
+	int n = b->reps + 2; /* two warm-up samples */
+	kf_cuevent *ev = calloc((size_t)(2 * n), sizeof *ev);
+	float *t = calloc((size_t)n, sizeof *t);
 	double ms = -1;
-	if (!b->flush && kf_cuda_malloc(b->cu, TUNE_FLUSH, &b->flush) != 0)
-		goto out;
-	if (kf_cuda_event_new(b->cu, &e0) != 0 || kf_cuda_event_new(b->cu, &e1) != 0)
-		goto out;
-	for (int r = -2; r < b->reps; r++) { /* two warm-up samples */
-		float x = 0;
-		int rc = kf_cuda_memset_async(b->cu, b->flush, (uint8_t)r, TUNE_FLUSH, NULL);
-		if (rc == 0)
-			rc = kf_cuda_event_record(b->cu, e0, NULL);
-		if (rc == 0)
-			rc = fn(arg);
-		if (rc != 0 || kf_cuda_event_record(b->cu, e1, NULL) != 0 || kf_cuda_event_elapsed(b->cu, e0, e1, &x) != 0)
-			goto out;
-		if (r >= 0)
-			t[r] = x;
+	kf_cugraph gr = NULL;
+	int made = 0, rc = 0;
+	if (b->warm < 0) { /* $KFUSE_TUNE_FLUSH=0: time warm replays, back to back */
+		const char *e = getenv("KFUSE_TUNE_FLUSH");
+		b->warm = e && !strcmp(e, "0");
 	}
-	qsort(t, (size_t)b->reps, sizeof *t, cmp_f);
-	ms = t[b->reps / 2];
+	if (!b->warm && !b->flush && kf_cuda_malloc(b->cu, TUNE_FLUSH, &b->flush) != 0)
+		goto out;
+	for (; made < 2 * n; made++)
+		if (kf_cuda_event_new(b->cu, &ev[made]) != 0)
+			goto out;
+	if (!(gr = capture(b, fn, arg)))
+		goto out;
+	/* flushed: replay r between ev[2r] and ev[2r + 1], its memset before
+	 * them; warm: all queued back to back, replay r timed from the end of
+	 * replay r - 1 (ev[r]) to its own (ev[r + 1]) so the host's time to
+	 * submit is not counted */
+	for (int r = 0; r < n && rc == 0; r++) {
+		if (!b->warm)
+			rc = kf_cuda_memset_async(b->cu, b->flush, (uint8_t)r, TUNE_FLUSH, b->s);
+		if (rc == 0 && (!b->warm || r == 0))
+			rc = kf_cuda_event_record(b->cu, ev[b->warm ? 0 : 2 * r], b->s);
+		if (rc == 0)
+			rc = kf_cuda_graph_launch(b->cu, gr, b->s);
+		if (rc == 0)
+			rc = kf_cuda_event_record(b->cu, ev[b->warm ? r + 1 : 2 * r + 1], b->s);
+	}
+	for (int r = 2; r < n && rc == 0; r++)
+		rc = b->warm ? kf_cuda_event_elapsed(b->cu, ev[r], ev[r + 1], &t[r - 2])
+			     : kf_cuda_event_elapsed(b->cu, ev[2 * r], ev[2 * r + 1], &t[r - 2]);
+	if (rc == 0) {
+		qsort(t, (size_t)b->reps, sizeof *t, cmp_f);
+		ms = t[b->reps / 2];
+	}
 out:
-	if (e0)
-		kf_cuda_event_free(b->cu, e0);
-	if (e1)
-		kf_cuda_event_free(b->cu, e1);
+	if (gr)
+		kf_cuda_graph_free(b->cu, gr);
+	for (int i = 0; i < made; i++)
+		kf_cuda_event_free(b->cu, ev[i]);
+	free(ev);
 	free(t);
 	return ms;
 }
@@ -414,7 +453,7 @@ typedef struct kernel_call {
 static int kernel_launch(void *arg)
 {
 	kernel_call *l = arg;
-	return kf_cuda_launch(l->b->cu, l->f, l->grid, l->block, l->smem, NULL, l->args);
+	return kf_cuda_launch(l->b->cu, l->f, l->grid, l->block, l->smem, l->b->s, l->args);
 }
 
 static void kernel_unbind(kernel_call *l)
@@ -466,7 +505,7 @@ typedef struct lt_call {
 static int lt_launch(void *arg)
 {
 	lt_call *l = arg;
-	return kf_cublaslt_run(l->b->lt, l->op, l->p[0], l->p[1], l->p[2], l->p[4], l->p[3], NULL);
+	return kf_cublaslt_run(l->b->lt, l->op, l->p[0], l->p[1], l->p[2], l->p[4], l->p[3], l->b->s);
 }
 
 /* Median ms of cuBLASLt with the epilogue for fusion n; negative when it
@@ -528,7 +567,8 @@ static int blas_launch(void *arg)
 	for (int i = 0; i < l->npre && rc == 0; i++)
 		rc = kernel_launch(&l->part[i]);
 	if (rc == 0)
-		rc = l->dop ? kf_cudnn_run(l->b->dnn, l->dop, l->x, l->w, l->y, NULL) : kf_cublas_run(l->b->blas, l->op, NULL);
+		rc = l->dop ? kf_cudnn_run(l->b->dnn, l->dop, l->x, l->w, l->y, l->b->s)
+			    : kf_cublas_run(l->b->blas, l->op, l->b->s);
 	for (int i = l->npre; i < l->nk && rc == 0; i++)
 		rc = kernel_launch(&l->part[i]);
 	return rc;
@@ -776,7 +816,7 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 {
 	kf_ctx *c = g->ctx;
-	bench b = {.c = kf_ctx_new(), .reps = o->reps > 0 ? o->reps : 20};
+	bench b = {.c = kf_ctx_new(), .reps = o->reps > 0 ? o->reps : 20, .warm = -1};
 	kf_buf path = {0};
 	kf_tune_table t = {0};
 	int rc = -1, tuned = 0;
@@ -788,6 +828,10 @@ int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 		kf_error(c, KF_NOLOC, "tune: needs a GPU and NVRTC: %.*s", (int)(d.n && d.p[d.n - 1] == '\n' ? d.n - 1 : d.n),
 			 d.p ? d.p : "");
 		kf_buf_free(&d);
+		goto done;
+	}
+	if (kf_cuda_stream_new(b.cu, &b.s) != 0) {
+		kf_error(c, KF_NOLOC, "tune: cannot make a CUDA stream");
 		goto done;
 	}
 	b.arch = o->arch ? o->arch : kf_cuda_get_info(b.cu)->arch;
@@ -828,6 +872,7 @@ done_libs:
 	kf_cublaslt_close(b.lt);
 	kf_cublas_close(b.blas);
 	kf_cudnn_close(b.dnn);
+	kf_cuda_stream_free(b.cu, b.s);
 done:
 	if (b.nv)
 		kf_nvrtc_close(b.nv);

@@ -541,9 +541,11 @@ class T5Encoder(nn.Module):
         self.final_layer_norm = RMSNorm(c.hidden)
 
     def forward(self, input_ids, attention_mask):
-        ext = attention_mask[:, None, None, :].to(torch.float32)
-        ext = (1.0 - ext) * torch.finfo(torch.float32).min
         h = self.embed_tokens(input_ids)
+        # the mask in the model's dtype (as transformers does): an f32 mask
+        # promoted the f16 scores to f32 and the next matmul failed
+        ext = attention_mask[:, None, None, :].to(h.dtype)
+        ext = (1.0 - ext) * torch.finfo(h.dtype).min
         bias = None
         for blk in self.block:
             h, bias = blk(h, ext, bias)
