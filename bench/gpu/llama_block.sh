@@ -8,8 +8,9 @@
 #   default    the cost model (no tune file, no shipped table)
 #   shipped    with the shipped table (cuda/tune_h200.txt) and no tune file
 #   tuned      kfuse-run --tune=force first
+#   tuned-cached  the tune file that run wrote, in a fresh process
 #   tf32       --allow-tf32 (checked at rtol/atol 1e-2), and tf32 tuned
-# A per-kernel profile of the default run follows the table.  L2 is
+# Per-kernel profiles of the default and tuned runs follow the table.  L2 is
 # flushed before every timed replay (KFUSE_BENCH_FLUSH=1, outside the
 # events), as triton's do_bench does for PyTorch; LLAMA_FLUSH=0: warm.
 . "$(dirname "$0")/setup.sh"
@@ -42,10 +43,17 @@ run() {
 run default 1e-4 -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/none.txt"
 run shipped 1e-4 -- KFUSE_TUNE_FILE="$d/none.txt"
 run tuned 1e-4 --tune=force -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt"
+run tuned-cached 1e-4 -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt"
 run tf32 1e-2 --allow-tf32 -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/none.txt"
 run tf32-tuned 1e-2 --allow-tf32 --tune=force -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt"
+run tf32-tuned-cached 1e-2 --allow-tf32 -- KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt"
 echo "torch (median ms, bench/gpu/timing.py):"
 ${PYTHON:-python3} "$here/llama_block.py" time "$N" 2> "$d/torch.err" | sed 's/^/  /' || tail -5 "$d/torch.err"
 echo "profile of the default run (eager launches):"
 KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/none.txt" "$kfrun" "$d/block.fused.kf" --backend=cuda --input "x=$d/x.npy" \
 	--profile 2>&1 | sed -n '/^profile/,$p' | sed 's/^/  /'
+echo "profile of the tuned run (its tune file; eager launches):"
+KFUSE_TUNE_SHIPPED=0 KFUSE_TUNE_FILE="$d/tune.txt" "$kfrun" "$d/block.fused.kf" --backend=cuda --input "x=$d/x.npy" \
+	--profile 2>&1 | sed -n '/^profile/,$p' | sed 's/^/  /'
+echo "tuned picks:"
+grep -h ' -> ' "$d"/block.tuned.txt "$d"/block.tf32-tuned.txt | sed 's/^/  /'

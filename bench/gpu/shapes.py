@@ -503,8 +503,12 @@ def table(d, res, tj):
             by / (d * 1e6) if d == d else 0, t * 1e3, kf.get((n, dt, "tuned"), {}).get("route", "?")[:20], cb * 1e3,
             lt * 1e3, th.get((n, dt, "cublas"), math.nan) * 1e3, th.get((n, dt, "eager"), math.nan) * 1e3,
             rt * 1e3, r1, r2, (rt / d) if d == d else math.nan, checks))
-        rat["def"].append(r1)
-        rat["tun"].append(r2)
+        # the route of the faster library variant: a kfuse row on that very
+        # route runs the same kernels, and its ratio is the runs' noise
+        broute = kf.get((n, dt, "cublas" if base == cb else "cublaslt"), {}).get("route")
+        same = {v: kf.get((n, dt, v), {}).get("route") == broute for v in ("default", "tuned")}
+        rat["def"].append((r1, same["default"]))
+        rat["tun"].append((r2, same["tuned"]))
         # memory-bound: below the ridge (H200: ~990 TFLOP/s f16 dense, ~67 f32;
         # 4.8 TB/s) and big enough that moving the bytes takes 4 us at copy
         # speed (below that a launch and a wave of tiles are the time:
@@ -512,14 +516,17 @@ def table(d, res, tj):
         ridge = (990e12 if dt != "f32" else 67e12) / 4.8e12
         if fl / by < ridge and d == d and copy and by / (copy * 1e3) >= 4.0:
             mem.append((n, dt, by / (d * 1e6) / copy, th.get((n, dt, "samecopy"), math.nan) / d))
-    for k, v in rat.items():
-        v = [x for x in v if x == x]
+    for k, vs in rat.items():
+        v = [x for x, _ in vs if x == x]
         if v:  # a route that is the cuBLAS variant itself reads 1.00 +- the runs' noise: 0.98 is level
+            below = [(x, sm) for x, sm in vs if x == x and x < 1.0]
             print("%s vs cuBLAS+epilogue: %d cases, >= 1.0x on %d, >= 0.98x (level) on %d (%.0f%%), "
-                  "below 0.9x on %d, min %.2fx" % (
+                  "below 0.9x on %d, min %.2fx; of the %d below 1.0x, %d run the library variant's own route "
+                  "(the same kernels timed twice), min of the rest %s" % (
                       "default" if k == "def" else "tuned", len(v), sum(x >= 1.0 for x in v),
                       sum(x >= 0.98 for x in v), 100.0 * sum(x >= 0.98 for x in v) / len(v),
-                      sum(x < 0.9 for x in v), min(v)))
+                      sum(x < 0.9 for x in v), min(v), len(below), sum(sm for _, sm in below),
+                      "%.2fx" % min(x for x, sm in below if not sm) if any(not sm for _, sm in below) else "-"))
     if mem:
         print("memory-bound (below the ridge): %d cases, >= 85%% of copy on %d; %s" % (
             len(mem), sum(m[2] >= 0.85 for m in mem), ", ".join("%s.%s %.0f%%" % (a, b, 100 * x) for a, b, x, _ in mem)))
