@@ -781,9 +781,10 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 		}
 	}
 	/* cuBLAS(Lt) is the floor: an own kernel wins only by more than
-	 * TUNE_MARGIN, the spread between the tuner's times and graph replays
-	 * of the same kernels (an own tile 4% ahead here ran 11% behind
-	 * cuBLAS in replays: -s6b-shapes.txt) */
+	 * TUNE_MARGIN, the spread of one route's replays between processes
+	 * (up to 4% at 6-30 us: -s17a-shapes-f16-llama-block.txt); before
+	 * candidates were timed as replays, an own tile 4% ahead here ran 11%
+	 * behind cuBLAS in replays (-s6b-shapes.txt) */
 	int w = lms[0] >= 0 && (lms[1] < 0 || lms[0] < lms[1] * (1.0 - TUNE_MARGIN)) ? 0 : 1;
 	const char *best = lbest[w];
 	double bms = lms[w];

@@ -2,8 +2,10 @@
  *
  * Each contraction kernel (a `fusion {kind = "contraction"}`) has a tile
  * config (cuda/emit_matmul.h).  kf_tune_graph compiles every candidate
- * config of each contraction of a graph, times it on the device (CUDA
- * events, median of reps launches after a warm-up), keeps the fastest as
+ * config of each contraction of a graph, times it on the device (its
+ * launches captured into a CUDA graph, as the plan runs them; CUDA events,
+ * median of reps replays after a warm-up, each after an L2 flush unless
+ * $KFUSE_TUNE_FLUSH=0), keeps the fastest as
  * the node's `tile` attribute and records it in the cache file.
  * kf_tune_apply (called by the CUDA backend when it plans a graph) sets
  * `tile` from the cache on every contraction that has none, so a tuned
@@ -86,7 +88,7 @@ typedef struct kf_tune_opts {
 	int device;
 	const char *arch;      /* NULL: the device's */
 	const char *cache_dir; /* NULL: as kcache.h says */
-	int reps;              /* timed launches per candidate (default 20) */
+	int reps;              /* timed replays per candidate (default 20) */
 	bool force;            /* tune also shapes the cache already has */
 	kf_buf *report;        /* one line per candidate and per winner; may be NULL */
 } kf_tune_opts;
