@@ -1,6 +1,6 @@
 /* emit_matmul.h: the contraction kernels (cuda/emit_matmul.c: analysis,
  * configs, epilogue, SIMT FMA kernel; cuda/emit_mma.c: tensor-core
- * kernel; cuda/emit_gemv.c: GEMV) and what the autotuner (cuda/tune.c) needs of them.
+ * kernel; cuda/emit_gemv.c: GEMV) and what the autotuner (cuda/tune_time.c) needs of them.
  *
  * A contraction kernel runs a matmul or gemm node alone, or a
  * `fusion {kind = "contraction"}` whose body is one matmul/gemm with an
