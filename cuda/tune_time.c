@@ -31,7 +31,7 @@ typedef struct bench {
 	bool dnn_tried;
 	kf_cuptr flush;  /* TUNE_FLUSH bytes overwritten before each sample (0: not made yet) */
 	kf_custream s;   /* the candidates' stream, captured into a graph per candidate */
-	int warm;        /* 1: no flush ($KFUSE_TUNE_FLUSH=0); -1: not read yet */
+	bool warm;       /* no flush: warm replays, back to back ($KFUSE_TUNE_FLUSH=0) */
 } bench;
 
 /* Bytes written over the L2 before each timed sample: 256 MiB, five
@@ -145,10 +145,6 @@ static double time_launches(bench *b, int (*fn)(void *), void *arg)
 	double ms = -1;
 	kf_cugraph gr = NULL;
 	int made = 0, rc = 0;
-	if (b->warm < 0) { /* $KFUSE_TUNE_FLUSH=0: time warm replays, back to back */
-		const char *e = getenv("KFUSE_TUNE_FLUSH");
-		b->warm = e && !strcmp(e, "0");
-	}
 	if (!b->warm && !b->flush && kf_cuda_malloc(b->cu, TUNE_FLUSH, &b->flush) != 0)
 		goto out;
 	for (; made < 2 * n; made++)
@@ -566,10 +562,17 @@ static int tune_node(bench *b, kf_graph *g, kf_nid n, const kf_mm_shape *sh, con
 int kf_tune_graph(kf_graph *g, const kf_tune_opts *o)
 {
 	kf_ctx *c = g->ctx;
-	bench b = {.c = kf_ctx_new(), .reps = o->reps > 0 ? o->reps : 20, .warm = -1};
+	bench b = {.c = kf_ctx_new(), .reps = o->reps > 0 ? o->reps : 20};
 	kf_buf path = {0};
 	kf_tune_table t = {0};
 	int rc = -1, tuned = 0;
+	const char *fl = getenv("KFUSE_TUNE_FLUSH");
+	if (fl && *fl && strcmp(fl, "0") && strcmp(fl, "1")) {
+		kf_error(c, KF_NOLOC, "tune: KFUSE_TUNE_FLUSH wants 0 (warm replays) or 1 (the L2 flushed, the default), not '%s'",
+			 fl);
+		goto done;
+	}
+	b.warm = fl && !strcmp(fl, "0");
 	b.cu = kf_cuda_open(b.c, o->device);
 	b.nv = b.cu ? kf_nvrtc_open(b.c) : NULL;
 	if (!b.cu || !b.nv) {

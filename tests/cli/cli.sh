@@ -81,6 +81,14 @@ if [ -x "$build/onnx/kfuse-import-onnx" ]; then
 fi
 usage_error kfuse-check 1 "--dump-input-context needs an integer" $kf --dump-input-context=lots
 
+# a bad environment knob: one error line naming it, status 1 (checked
+# before the tuner looks for a GPU, so on any machine)
+env KFUSE_TUNE_FLUSH=sometimes "$(tool_path kfuse-run)" $kf --backend=cuda --random-inputs --tune > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "KFUSE_TUNE_FLUSH=sometimes kfuse-run --tune: status $rc, not 1"
+grep -qF "KFUSE_TUNE_FLUSH wants 0 (warm replays) or 1 (the L2 flushed, the default), not 'sometimes'" "$tmp/err" ||
+	{ fail "KFUSE_TUNE_FLUSH=sometimes: no error naming it:"; cat "$tmp/err"; }
+
 # the two scripts of the tree: --help and --version too
 for py in tests/run-golden tools/update-checks; do
 	python3 "$src/$py" --help > "$tmp/out" 2>&1 || fail "$py --help: status $?"
