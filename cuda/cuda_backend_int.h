@@ -129,6 +129,10 @@ static inline kf_vid kf_cb_root(const kf_cuda_session *s, kf_vid v)
 /* The plan notes into s's report (cuda_run.c): kernels, compiles, the
  * arena; a sized plan's kernels that read their sizes and buckets. */
 void kf_cb_plan_report(kf_cuda_session *s);
+/* The plan's memory (cuda_memory.c): inputs, the constants and hoisted
+ * results the steps read uploaded (then the hoisted tensors freed), the
+ * arena laid out, every step's arguments bound.  0, or -1 with an error. */
+int kf_cb_memory(kf_cuda_session *s);
 /* Compiles the programs s->pr not yet compiled (cuda_compile.c). */
 int kf_cb_compile(kf_cuda_session *s);
 /* Routes the contraction steps through cuBLASLt or cuBLAS where their
