@@ -1,7 +1,7 @@
 /* emit_cuda.c: the CUDA emitter's common part: the prelude, dtypes,
  * constants, and turning a node into a kernel (dispatch to
- * emit_elementwise.c, emit_reduce.c, emit_matmul.c); an op's expression
- * is emit_expr.c's.
+ * emit_elementwise.c, emit_reduce.c, emit_reduce_generic.c,
+ * emit_matmul.c); an op's expression is emit_expr.c's.
  *
  * requires: static shapes; keeps the graph unchanged (read only).
  * Numerics follow the interpreter (docs/interpreter.md): f16/bf16 stored,

@@ -168,10 +168,13 @@ kf_type kx_ptype(const kx *k, const kf_type *pt);
 /* ---- the kernel kinds ---- */
 int kx_emit_loop(kx *k);       /* emit_elementwise.c */
 int kx_emit_row(kx *k);        /* emit_reduce.c */
-int kx_emit_reduce(kx *k);     /* emit_reduce.c: generic reductions */
+int kx_emit_reduce(kx *k);     /* emit_reduce_generic.c: generic reductions */
+/* The start value of reduction op ("sum", "max", "min") in compute type
+ * ct's text: 0, or the type's least or greatest value (emit_reduce.c). */
+const char *kx_red_ident(const char *op, const char *ct);
 /* Rows of a block that splits reductions of L elements, TX outputs wide: a
  * power of two leaving each row 16 or more elements, the block 32 to 1024
- * threads (emit_reduce.c; the column kernels use it too). */
+ * threads (emit_reduce_generic.c; the column kernels use it too). */
 int kx_split_rows(int64_t L, int TX);
 /* The split kernels' combine: var of every row ty of the block's column tx
  * through the shared array arr[TY][tx] (a tree; op "max"/"min" or NULL for
