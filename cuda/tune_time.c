@@ -139,15 +139,16 @@ static kf_cugraph capture(bench *b, int (*fn)(void *), void *arg)
  * do_bench does the same). */
 static double time_launches(bench *b, int (*fn)(void *), void *arg)
 {
-	int n = b->reps + 2; /* two warm-up samples */
-	kf_cuevent *ev = calloc((size_t)(2 * n), sizeof *ev);
+	int n = b->reps + 2;                /* two warm-up samples */
+	int ne = b->warm ? n + 1 : 2 * n;  /* events: between replays, or around each */
+	kf_cuevent *ev = calloc((size_t)ne, sizeof *ev);
 	float *t = calloc((size_t)n, sizeof *t);
 	double ms = -1;
 	kf_cugraph gr = NULL;
 	int made = 0, rc = 0;
 	if (!b->warm && !b->flush && kf_cuda_malloc(b->cu, TUNE_FLUSH, &b->flush) != 0)
 		goto out;
-	for (; made < 2 * n; made++)
+	for (; made < ne; made++)
 		if (kf_cuda_event_new(b->cu, &ev[made]) != 0)
 			goto out;
 	if (!(gr = capture(b, fn, arg)))
