@@ -23,9 +23,7 @@
 #include <string.h>
 #include "emit_att_int.h"
 
-/* A body the kernels do not take: why, for the caller, which then runs
- * the body op by op (kf_emit_node_for's 2); not an error. */
-static int fail(kx *k, const char *why)
+int kx_att_decline(kx *k, const char *why)
 {
 	snprintf(k->k->why, sizeof k->k->why, "attention kernel: %s", why);
 	return -1;
@@ -56,19 +54,19 @@ static int operand(kx *k, kx_att *at, int which, kx_attop *op)
 	op->param = kx_param(k, c->base);
 	if (op->param < 0) {
 		snprintf(buf, sizeof buf, "%s is not read from a parameter", name[which]);
-		return fail(k, buf);
+		return kx_att_decline(k, buf);
 	}
 	op->st = kx_dt(k, c->base);
 	op->dt = kx_dt(k, kf_att_operand(a, which));
 	if (!kf_att_view(a, which, &a->B, &op->view)) {
 		snprintf(buf, sizeof buf, "%s is not a strided view of its parameter", name[which]);
-		return fail(k, buf);
+		return kx_att_decline(k, buf);
 	}
 	for (int i = c->nn - 1; i >= 0; i--) {
 		if (kf_att_layout_op(kf_N(g, c->n[i])->op))
 			continue;
 		if (which != 0)
-			return fail(k, "k or v has an element-wise prologue");
+			return kx_att_decline(k, "k or v has an element-wise prologue");
 		op->pro[op->npro++] = c->n[i];
 	}
 	int r = op->view.rank;
@@ -76,7 +74,7 @@ static int operand(kx *k, kx_att *at, int which, kx_attop *op)
 	op->cs = kf_view_stride(&op->view, r - 1);
 	if (op->rs < 0 || op->cs < 0) {
 		snprintf(buf, sizeof buf, "the rows or columns of %s are not one stride", name[which]);
-		return fail(k, buf);
+		return kx_att_decline(k, buf);
 	}
 	/* 16-byte pieces along the contiguous dim: every other offset must be
 	 * a multiple of 16 bytes (the kernel checks the tile's extent) */
@@ -225,19 +223,19 @@ static int analyse(kx *k, kx_att *at)
 	for (uint32_t i = 0; i < k->nnode; i++)
 		if (kf_N(g, k->node[i])->op == KF_OP_SOFTMAX) {
 			if (sm != KF_NONE)
-				return fail(k, "the body holds more than one softmax");
+				return kx_att_decline(k, "the body holds more than one softmax");
 			sm = k->node[i];
 		}
 	if (sm == KF_NONE)
-		return fail(k, "the body holds no softmax");
+		return kx_att_decline(k, "the body holds no softmax");
 	kf_att *a = &at->a;
 	if (!kf_att_recognise(g, sm, a)) {
 		char buf[140];
 		snprintf(buf, sizeof buf, "not attention: %s", a->why);
-		return fail(k, buf);
+		return kx_att_decline(k, buf);
 	}
 	if (k->nout != 1 || k->out[0] != kf_att_result(a))
-		return fail(k, "the body yields something other than the attention's result");
+		return kx_att_decline(k, "the body yields something other than the attention's result");
 	for (uint32_t i = 0; i < k->nnode; i++) {
 		kf_nid n = k->node[i];
 		int op = kf_N(g, n)->op;
@@ -245,7 +243,7 @@ static int analyse(kx *k, kx_att *at)
 			continue;
 		int t = kf_op(k->c, op)->trait;
 		if (t != KF_TRAIT_ELEMENTWISE && t != KF_TRAIT_BROADCAST)
-			return fail(k, "the body computes more than the attention and its masks");
+			return kx_att_decline(k, "the body computes more than the attention and its masks");
 	}
 	const kf_type *S = kf_vtype(g, kf_res(g, a->mm1, 0)), *O = kf_vtype(g, kf_res(g, a->mm2, 0));
 	at->nb = a->B.rank;
@@ -260,17 +258,17 @@ static int analyse(kx *k, kx_att *at)
 	at->mdt = at->q.dt;
 	if (at->k.dt != at->mdt || at->v.dt != at->mdt ||
 	    (at->mdt != KF_F16 && at->mdt != KF_BF16 && at->mdt != KF_F32))
-		return fail(k, "q, k and v are not of one of f16, bf16, f32");
+		return kx_att_decline(k, "q, k and v are not of one of f16, bf16, f32");
 	/* the output: back through the output chain from the result */
 	at->odt = kx_dt(k, k->out[0]);
 	if (!kf_view_init(&at->o, kf_vtype(g, k->out[0])))
-		return fail(k, "the result's shape");
+		return kx_att_decline(k, "the result's shape");
 	for (int i = a->out.nn - 1; i >= 0; i--)
 		if (kf_N(g, a->out.n[i])->op != KF_OP_CAST && !kf_view_back_through(g, a->out.n[i], &at->o))
-			return fail(k, "the output chain is not a view");
+			return kx_att_decline(k, "the output chain is not a view");
 	if (at->o.rank != O->rank || kf_view_stride(&at->o, O->rank - 1) != 1 ||
 	    (at->ors = kf_view_stride(&at->o, O->rank - 2)) < 0)
-		return fail(k, "the output's rows are not contiguous");
+		return kx_att_decline(k, "the output's rows are not contiguous");
 	for (int i = 0; i < a->score.nn && !at->causal; i++)
 		if (causal_node(k, at, a->score.n[i], chain_in(at, i))) {
 			at->causal = true;
@@ -425,7 +423,7 @@ static const char *sval(sh *s, kf_vid v, int depth);
 static const char *named(sh *s, kf_vid v, const char *fmt, int i)
 {
 	if (s->n == 256) {
-		fail(s->k, "the score chain is too long");
+		kx_att_decline(s->k, "the score chain is too long");
 		return NULL;
 	}
 	int id = s->n++;
@@ -501,7 +499,7 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	if (nm)
 		return nm;
 	if (depth > 64) {
-		fail(k, "the score chain is too deep");
+		kx_att_decline(k, "the score chain is too deep");
 		return NULL;
 	}
 	if (s->ld && slotted(s, v) && (nm = slot(s, v, depth)))
@@ -531,7 +529,7 @@ static const char *sval(sh *s, kf_vid v, int depth)
 		const kf_node *x = kf_N(g, d);
 		const char *a[3] = {"", "", ""};
 		if (x->nin > 3) {
-			fail(k, "an op of the score chain has more than three operands");
+			kx_att_decline(k, "an op of the score chain has more than three operands");
 			return NULL;
 		}
 		for (uint32_t i = 0; i < x->nin; i++)
@@ -542,7 +540,7 @@ static const char *sval(sh *s, kf_vid v, int depth)
 			return NULL;
 		}
 	} else {
-		fail(k, "the score chain reads a value it cannot compute");
+		kx_att_decline(k, "the score chain reads a value it cannot compute");
 		return NULL;
 	}
 	/* named after its operands, which come first */
@@ -553,6 +551,21 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	kf_buf_printf(s->h, "  const %s %s = %.*s;\n", kx_ct(dt), nm, (int)e.n, e.p);
 	kf_buf_free(&e);
 	return nm;
+}
+
+bool kx_att_huge(const kx *k, const kx_att *at)
+{
+	/* only a chain that adds or selects (a mask) in a type that reaches
+	 * 1e38 (f32, bf16; f16 stops at 65504): f16 kernels keep their
+	 * registers and their fused exponents */
+	bool masked = false, wide = false;
+	for (int i = 0; i < at->a.score.nn; i++) {
+		int op = kf_N(k->g, at->a.score.n[i])->op;
+		kf_dtype rt = kx_dt(k, kf_res(k->g, at->a.score.n[i], 0));
+		masked |= op == KF_OP_ADD || op == KF_OP_SUB || op == KF_OP_WHERE;
+		wide |= rt == KF_F32 || rt == KF_BF16 || rt == KF_F64;
+	}
+	return masked && wide;
 }
 
 /* The score chain's text into body (s's state), its value's name; NULL
@@ -587,18 +600,8 @@ static const char *score_body(sh *s)
 	 * (NaN: found by emulating BERT with padding).  Such scores become
 	 * -1e38, still weightless beside any real score, and equal to each
 	 * other, so that a row masked whole averages v as PyTorch's softmax
-	 * does; -inf and NaN stay what they are.  Only a chain that adds or
-	 * selects (a mask) in a type that reaches 1e38 (f32, bf16; f16 stops at
-	 * 65504) needs it: f16 kernels keep their registers. */
-	bool masked = false, wide = false;
-	for (int i = 0; i < a->score.nn; i++) {
-		int op = kf_N(g, a->score.n[i])->op;
-		kf_dtype rt = kx_dt(k, kf_res(g, a->score.n[i], 0));
-		masked |= op == KF_OP_ADD || op == KF_OP_SUB || op == KF_OP_WHERE;
-		wide |= rt == KF_F32 || rt == KF_BF16 || rt == KF_F64;
-	}
-	masked &= wide;
-	if (masked)
+	 * does; -inf and NaN stay what they are (kx_att_huge says where). */
+	if (kx_att_huge(k, at))
 		kf_buf_printf(s->h, "  const float r = (float)%s;\n  return r < -1e38f && r > -KF_INF ? -1e38f : r;\n}\n", last);
 	else
 		kf_buf_printf(s->h, "  return (float)%s;\n}\n", last);
@@ -667,7 +670,7 @@ static int scalar_text(kx *k, kf_vid v, kf_vid chain, const char *x, kf_buf *o)
 	else if (d != KF_NONE && kf_N(k->g, d)->op == KF_OP_CONST && kx_computed(k, v))
 		kx_const_elem(k, d, "0", o);
 	else
-		return fail(k, "a prologue op of q reads more than a scalar");
+		return kx_att_decline(k, "a prologue op of q reads more than a scalar");
 	return 0;
 }
 

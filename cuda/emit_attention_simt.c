@@ -24,6 +24,7 @@
 #define SIMT_WARPS 4
 #define SIMT_U 4
 #define SIMT_SMS 132 /* the H200's SMs: the split aims at about 12 blocks per SM */
+#define LOG2E "1.44269504f"
 
 /* The loads of n elements of operand op along its dim of stride `stride`
  * (contiguous when 1) from offset text base into a[0..n) as f32, the first
@@ -96,12 +97,17 @@ static void split_combine(kx *k, const kx_att *at, int64_t ns, int nt)
 	kf_buf_printf(b, "  const float *const wr = KF_KERNEL_ws + rowg * %lld * %lld;\n", (long long)ns, W);
 	kf_buf_printf(b, "  float MM = -KF_INF;\n  for (int s = 0; s < %lld; s++) MM = fmaxf(MM, __ldcg(wr + s * %lld));\n",
 		      (long long)ns, W);
-	kf_buf_puts(b, "  const float bs = MM == -KF_INF ? 0.0f : MM * 1.44269504f;\n  float LL = 0.0f;\n");
-	kf_buf_printf(b, "  for (int s = 0; s < %lld; s++) LL += __ldcg(wr + s * %lld + 1) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n",
-		      (long long)ns, W, W);
-	kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
-	kf_buf_printf(b, "    for (int s = 0; s < %lld; s++) O += __ldcg(wr + s * %lld + 2 + d) * kf_ex2(__ldcg(wr + s * %lld) * 1.44269504f - bs);\n    ",
-		      (long long)ns, W, W);
+	char ms[64];
+	snprintf(ms, sizeof ms, "__ldcg(wr + s * %lld)", W);
+	kf_buf_puts(b, "  const float bs = ");
+	kx_att_exp_off(k, at, b, "MM", LOG2E);
+	kf_buf_puts(b, ";\n  float LL = 0.0f;\n");
+	kf_buf_printf(b, "  for (int s = 0; s < %lld; s++) LL += __ldcg(wr + s * %lld + 1) * ", (long long)ns, W);
+	kx_att_ex2(k, at, b, ms, "bs", LOG2E);
+	kf_buf_printf(b, ";\n  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
+	kf_buf_printf(b, "    for (int s = 0; s < %lld; s++) O += __ldcg(wr + s * %lld + 2 + d) * ", (long long)ns, W);
+	kx_att_ex2(k, at, b, ms, "bs", LOG2E);
+	kf_buf_puts(b, ";\n    ");
 	kx_att_out_call(k, b, false);
 	kf_buf_puts(b, "z, i, d, O / LL);\n  }\n  if (threadIdx.x == 0)\n    KF_KERNEL_cnt[rowg] = 0u;\n");
 }
@@ -133,11 +139,15 @@ static void key_loop(kx *k, const kx_att *at, int V, int VV, bool kv, bool vv)
 	kx_att_score_call(k, b);
 	kf_buf_puts(b, "z, i, j0 + u, d) : -KF_INF;\n    }\n");
 	kf_buf_printf(b, "    float mx = m;\n#pragma unroll\n    for (int u = 0; u < %d; u++) mx = fmaxf(mx, s[u]);\n", SIMT_U);
-	kf_buf_puts(b, "    const float bb = mx == -KF_INF ? 0.0f : mx * 1.44269504f, a = kf_ex2(m * 1.44269504f - bb);\n"
-		       "    m = mx;\n    l *= a;\n");
+	kf_buf_puts(b, "    const float bb = ");
+	kx_att_exp_off(k, at, b, "mx", LOG2E);
+	kf_buf_puts(b, ", a = ");
+	kx_att_ex2(k, at, b, "m", "bb", LOG2E);
+	kf_buf_puts(b, ";\n    m = mx;\n    l *= a;\n");
 	kf_buf_printf(b, "#pragma unroll\n    for (int e = 0; e < %d; e++) ov[e] *= a;\n", VV);
-	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const float p = kf_ex2(s[u] * 1.44269504f - bb);\n"
-		      "      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", SIMT_U, VV);
+	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const float p = ", SIMT_U);
+	kx_att_ex2(k, at, b, "s[u]", "bb", LOG2E);
+	kf_buf_printf(b, ";\n      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", VV);
 }
 
 /* The block's row: its batch index z and query row i (rowg: the row over
@@ -175,8 +185,11 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 {
 	kf_buf *b = &k->b;
 	int V = (int)((at->D + 31) / 32), VV = (int)((at->DV + 31) / 32), nt = 32 * SIMT_WARPS;
-	if (V > 16 || VV > 16)
-		return kx_fail(k, "attention kernel: head dims over 512 (%lld, %lld)", (long long)at->D, (long long)at->DV);
+	if (V > 16 || VV > 16) { /* (EdgeNeXt's attention across channels: 1024) */
+		char why[80];
+		snprintf(why, sizeof why, "head dims over 512 (%lld, %lld)", (long long)at->D, (long long)at->DV);
+		return kx_att_decline(k, why);
+	}
 	int64_t rows = at->NB * at->Tq;
 	int64_t sNB = KX_ATT_S(k, at, NB), sTq = KX_ATT_S(k, at, Tq), sTk = KX_ATT_S(k, at, Tk);
 	/* keys split across blocks when rows are too few to fill the GPU, each
@@ -231,9 +244,11 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 		      "  for (int e = 0; e < %d; e++)\n    if (lane * %d + e < %lld) co[warp * %lld + lane * %d + e] = ov[e];\n"
 		      "  __syncthreads();\n", VV, VV, (long long)at->DV, (long long)at->DV, VV);
 	kf_buf_printf(b, "  float M = cm[0];\n  for (int w = 1; w < %d; w++) M = fmaxf(M, cm[w]);\n", SIMT_WARPS);
-	kf_buf_printf(b, "  const float bm = M == -KF_INF ? 0.0f : M * 1.44269504f;\n  float L = 0.0f, f[%d];\n"
-		      "  for (int w = 0; w < %d; w++) {\n    f[w] = kf_ex2(cm[w] * 1.44269504f - bm);\n    L += cl[w] * f[w];\n  }\n",
-		      SIMT_WARPS, SIMT_WARPS);
+	kf_buf_puts(b, "  const float bm = ");
+	kx_att_exp_off(k, at, b, "M", LOG2E);
+	kf_buf_printf(b, ";\n  float L = 0.0f, f[%d];\n  for (int w = 0; w < %d; w++) {\n    f[w] = ", SIMT_WARPS, SIMT_WARPS);
+	kx_att_ex2(k, at, b, "cm[w]", "bm", LOG2E);
+	kf_buf_puts(b, ";\n    L += cl[w] * f[w];\n  }\n");
 	if (ns == 1) {
 		kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
 		kf_buf_printf(b, "    for (int w = 0; w < %d; w++) O += co[w * %lld + d] * f[w];\n    ", SIMT_WARPS, (long long)at->DV);

@@ -177,7 +177,6 @@ static void tree(kf_buf *b, int bn, int h, const char *v, bool max)
 
 void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st)
 {
-	(void)at;
 	kf_buf *b = &k->b;
 	const char *L = st->fold ? "kf_sl2" : "1.44269504f";
 	if (st->tree) {
@@ -195,10 +194,30 @@ void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st)
 		       "    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));\n");
 	/* exp(x - m) = 2^(x log2(e) - m log2(e)); a row with nothing but -inf so
 	 * far keeps 0 as its offset, so that no -inf - -inf appears */
-	kf_buf_printf(b, "    const float b0 = mx0 == -KF_INF ? 0.0f : mx0 * %s, b1 = mx1 == -KF_INF ? 0.0f : mx1 * %s;\n"
-		      "    %sa0 = kf_ex2(m0 * %s - b0)%sa1 = kf_ex2(m1 * %s - b1);\n"
-		      "    m0 = mx0;\n    m1 = mx1;\n    l0 *= a0;\n    l1 *= a1;\n",
-		      L, L, st->persist ? "" : "const float ", L, st->persist ? ";\n    " : ", ", L);
+	kf_buf_puts(b, "    const float b0 = ");
+	kx_att_exp_off(k, at, b, "mx0", L);
+	kf_buf_puts(b, ", b1 = ");
+	kx_att_exp_off(k, at, b, "mx1", L);
+	kf_buf_printf(b, ";\n    %sa0 = ", st->persist ? "" : "const float ");
+	kx_att_ex2(k, at, b, "m0", "b0", L);
+	kf_buf_puts(b, st->persist ? ";\n    a1 = " : ", a1 = ");
+	kx_att_ex2(k, at, b, "m1", "b1", L);
+	kf_buf_puts(b, ";\n    m0 = mx0;\n    m1 = mx1;\n    l0 *= a0;\n    l1 *= a1;\n");
+}
+
+void kx_att_ex2(const kx *k, const kx_att *at, kf_buf *b, const char *x, const char *off, const char *L)
+{
+	if (kx_att_huge(k, at))
+		kf_buf_printf(b, "kf_ex2((%s - %s) * %s)", x, off, L);
+	else
+		kf_buf_printf(b, "kf_ex2(%s * %s - %s)", x, L, off);
+}
+
+void kx_att_exp_off(const kx *k, const kx_att *at, kf_buf *b, const char *m, const char *L)
+{
+	kf_buf_printf(b, "%s == -KF_INF ? 0.0f : %s", m, m);
+	if (!kx_att_huge(k, at))
+		kf_buf_printf(b, " * %s", L);
 }
 
 void kx_att_tile_rescale(kx *k, int dv)
@@ -220,11 +239,17 @@ void kx_att_tile_exp(kx *k, const kx_att *at, const kx_att_step *st, bool pack)
 {
 	kf_buf *b = &k->b;
 	const char *L = st->fold ? "kf_sl2" : "1.44269504f";
+	static const char *const row[4] = {"b0", "b0", "b1", "b1"};
 	if (!pack) { /* in place; the row sums over partial ones */
-		kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n"
-			      "      sc[4 * j] = kf_ex2(sc[4 * j] * %s - b0);\n      sc[4 * j + 1] = kf_ex2(sc[4 * j + 1] * %s - b0);\n"
-			      "      sc[4 * j + 2] = kf_ex2(sc[4 * j + 2] * %s - b1);\n      sc[4 * j + 3] = kf_ex2(sc[4 * j + 3] * %s - b1);\n    }\n",
-			      st->bn / 8, L, L, L, L);
+		kf_buf_printf(b, "#pragma unroll\n    for (int j = 0; j < %d; j++) {\n", st->bn / 8);
+		for (int e = 0; e < 4; e++) {
+			char x[32];
+			snprintf(x, sizeof x, e ? "sc[4 * j + %d]" : "sc[4 * j]", e);
+			kf_buf_printf(b, "      %s = ", x);
+			kx_att_ex2(k, at, b, x, row[e], L);
+			kf_buf_puts(b, ";\n");
+		}
+		kf_buf_puts(b, "    }\n");
 		tree(b, st->bn, 0, "xs0", false);
 		tree(b, st->bn, 1, "xs1", false);
 		kf_buf_puts(b, "    l0 += xs0;\n    l1 += xs1;\n");
@@ -232,9 +257,14 @@ void kx_att_tile_exp(kx *k, const kx_att *at, const kx_att_step *st, bool pack)
 	}
 	const char *pk = at->mdt == KF_BF16 ? "kf_pack_b2" : "kf_pack_h2";
 	kf_buf_printf(b, "    unsigned pf[%d][4];\n#pragma unroll\n    for (int j = 0; j < %d; j++) {\n", st->bn / 16, st->bn / 8);
-	kf_buf_printf(b, "      const float e0 = kf_ex2(sc[4 * j] * %s - b0), e1 = kf_ex2(sc[4 * j + 1] * %s - b0);\n"
-		      "      const float e2 = kf_ex2(sc[4 * j + 2] * %s - b1), e3 = kf_ex2(sc[4 * j + 3] * %s - b1);\n"
-		      "      l0 += e0 + e1;\n      l1 += e2 + e3;\n", L, L, L, L);
+	for (int e = 0; e < 4; e++) { /* two declarations of two */
+		char x[32];
+		snprintf(x, sizeof x, e ? "sc[4 * j + %d]" : "sc[4 * j]", e);
+		kf_buf_printf(b, e & 1 ? ", e%d = " : "      const float e%d = ", e);
+		kx_att_ex2(k, at, b, x, row[e], L);
+		kf_buf_puts(b, e & 1 ? ";\n" : "");
+	}
+	kf_buf_puts(b, "      l0 += e0 + e1;\n      l1 += e2 + e3;\n");
 	kf_buf_printf(b, "      pf[j >> 1][(j & 1) * 2] = %s(e0, e1);\n      pf[j >> 1][(j & 1) * 2 + 1] = %s(e2, e3);\n    }\n",
 		      pk, pk);
 }

@@ -12,7 +12,7 @@ cannot build or export is reported on stderr ("wild: NAME: export failed:
 bench/models/wild.sh counts it apart.
 
     wild.py [--out DIR] [--set timm|hf] [--only a,b] [--dtype f32|f16]
-            [--device cuda|cpu] [--list]
+            [--device cuda|cpu] [--tiny] [--list]
 """
 import argparse
 import os
@@ -106,9 +106,26 @@ def hf_config(kind):
     return cfg
 
 
-def hf_entry(kind, what):
+# --tiny: widths a test fixture can hold (the same structure, a few hundred
+# KB of weights): every width key an architecture's config may spell
+TINY = dict(hidden_size=64, d_model=64, n_embd=64, embed_dim=64, embedding_size=64, intermediate_size=128,
+            ffn_dim=128, encoder_ffn_dim=128, decoder_ffn_dim=128, d_ff=128, n_inner=128, num_attention_heads=4,
+            encoder_attention_heads=4, decoder_attention_heads=4, n_head=4, num_heads=4, num_key_value_heads=2,
+            d_kv=16, head_dim=16)
+
+
+def tiny(cfg):
+    for k, v in TINY.items():
+        if isinstance(getattr(cfg, k, None), int):
+            setattr(cfg, k, v)
+    return cfg
+
+
+def hf_entry(kind, what, small=False):
     import transformers as T
     cfg = hf_config(kind)
+    if small:
+        cfg = tiny(cfg)
     try:
         m = T.AutoModel.from_config(cfg, attn_implementation="eager")
     except (TypeError, ValueError):
@@ -122,7 +139,10 @@ def hf_entry(kind, what):
         return Entry(HFOut(m, ["input_ids", "attention_mask"]), [ids, mask], ["input_ids", "attention_mask"],
                      ["last_hidden_state"])
     if what == "causal":
-        return Entry(HFOut(m, ["input_ids"]), [ids], ["input_ids"], ["last_hidden_state"])
+        # with the padding mask: without one, transformers 5 looks for
+        # packed sequences with aten::diff, which the exporter lacks
+        return Entry(HFOut(m, ["input_ids", "attention_mask"]), [ids, mask], ["input_ids", "attention_mask"],
+                     ["last_hidden_state"])
     if what == "seq2seq":
         dec = torch.randint(2, VOCAB, (2, SEQ // 2), generator=g)
         return Entry(HFOut(m, ["input_ids", "attention_mask", "decoder_input_ids"]), [ids, mask, dec],
@@ -149,6 +169,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--dtype", default="f32", choices=["f32", "f16"])
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tiny", action="store_true", help="transformers' models at widths of 64 (test fixtures)")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
     names = TIMM if a.set == "timm" else [k for k, _ in HF]
@@ -165,7 +186,7 @@ def main():
         base = n.replace("-", "_")
         try:
             torch.manual_seed(0)
-            e = timm_entry(n) if a.set == "timm" else hf_entry(n, what[n])
+            e = timm_entry(n) if a.set == "timm" else hf_entry(n, what[n], a.tiny)
             model = e.model.eval().to(a.device, dtype)
             xs = [x.to(a.device) for x in e.inputs]
             xs = [x.to(dtype) if x.is_floating_point() else x for x in xs]

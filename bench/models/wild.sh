@@ -11,7 +11,8 @@
 # apart (PyTorch's failure, not kfuse's).
 #
 # Environment: WILD_SET (timm or hf; default timm), WILD_ONLY (comma-
-# separated names), WILD_DTYPE, WILD_CPU, KFUSE_RUN_TIMEOUT (seconds a
+# separated names), WILD_DTYPE, WILD_CPU, WILD_TINY=1 (transformers at
+# widths of 64: wild.py --tiny), KFUSE_RUN_TIMEOUT (seconds a
 # kfuse-run may take; default 300 here).
 . "$(dirname "$0")/../gpu/setup.sh"
 N=${2:-10}
@@ -25,7 +26,7 @@ export KFUSE_RUN_TIMEOUT=${KFUSE_RUN_TIMEOUT:-300}
 t0=$(date +%s)
 # one model: export, then kfuse on the GPU and on the CPU; rows into $d/NAME.rows
 one() {
-	$py "$root/bench/models/wild.py" --set "$set" --dtype "$dt" --only "$1" --out "$d" > "$d/$1.export.log" 2>&1
+	$py "$root/bench/models/wild.py" --set "$set" --dtype "$dt" --only "$1" ${WILD_TINY:+--tiny} --out "$d" > "$d/$1.export.log" 2>&1
 	n=$(echo "$1" | tr - _)
 	: > "$d/$n.rows"
 	[ -f "$d/$n.onnx" ] || return 0

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "emit_cuda.h"
+#include "kf_emu_fma.h"
 #include "kf.h"
 #include "interp.h"
 #include "equiv.h"
@@ -251,8 +252,8 @@ static inline bool kfe_run_sized(const kf_kernel *k, const kf_tensor *in, kf_ten
 		snprintf(name, sizeof name, "%016llx.cc", (unsigned long long)h);
 		assert_true(kfe_write(bindir, name, src.p, src.n));
 		kf_buf_free(&src);
-		snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -I%s/unit/emu -o %s %s.cc 2> %s/cc.log || (cat %s/cc.log >&2; false)",
-			 KF_TEST_DATA, exe, exe, bindir, bindir);
+		snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1%s -w -I%s/unit/emu -o %s %s.cc 2> %s/cc.log || (cat %s/cc.log >&2; false)",
+			 kft_emu_fma(), KF_TEST_DATA, exe, exe, bindir, bindir);
 		int rc = system(cmd);
 		if (rc != 0)
 			fprintf(stderr, "emu: the kernel does not compile on the host (kept in %s)\n", bindir);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emit_cuda.h"
+#include "kf_emu_fma.h"
 #include "kf.h"
 #include "tensor.h"
 
@@ -192,8 +193,8 @@ static inline void kft_emu_run(kf_graph *g, const kf_kernel *k, const kf_tensor 
 		assert_int_equal(fwrite(in[j].data, 1, in[j].nbytes, f), in[j].nbytes);
 		fclose(f);
 	}
-	snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -w -pthread -o '%s/k' '%s/k.cc' 2> '%s/cc.log' && '%s/k' '%s'", dir,
-		 dir, dir, dir, dir);
+	snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -w -pthread%s -o '%s/k' '%s/k.cc' 2> '%s/cc.log' && '%s/k' '%s'", kft_emu_fma(),
+		 dir, dir, dir, dir, dir);
 	if (system(cmd) != 0) {
 		snprintf(cmd, sizeof cmd, "head -c 3000 '%s/cc.log'", dir);
 		if (system(cmd)) {}
