@@ -361,20 +361,52 @@ static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	if (kf_imp_attr_int(np, "training_mode", 0))
-		return kf_imp_fail(I, "training mode is not supported");
-	for (size_t i = 1; i < np->n_output; i++)
+	bool train = kf_imp_attr_int(np, "training_mode", 0);
+	for (size_t i = 1; i < np->n_output && !train; i++)
 		if (np->output[i][0])
-			return kf_imp_fail(I, "output %zu (running statistics) is not supported", i);
+			return kf_imp_fail(I, "output %zu (running statistics) is given only in training mode", i);
 	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
 	int r = kf_tr_ty(I, x)->rank;
 	kf_vid scale = kf_tr_per_channel(I, kf_imp_input(I, np, 1), r), b = kf_tr_per_channel(I, kf_imp_input(I, np, 2), r);
-	kf_vid mean = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r), var = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
+	kf_vid mean, var;
+	if (train) {
+		/* the batch's own statistics (population variance), over every
+		 * axis but the channels: how timm's weight-standardised convs
+		 * (StdConv2d: NF-ResNets, BiT) normalise their weights, with
+		 * F.batch_norm(training=True) on a constant.  Outputs 1 and 2,
+		 * the running statistics, as the operator defines them (the
+		 * exporter names them; nothing reads them in an inference graph,
+		 * and dce removes them) */
+		int64_t axes[KF_MAX_RANK];
+		int n = 0;
+		for (int d = 0; d < r; d++)
+			if (d != 1)
+				axes[n++] = d;
+		kf_vid cm = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, x, axes, n, false);
+		mean = kf_tr_per_channel(I, cm, r);
+		kf_vid dx = kf_tr_op2(I, KF_OP_SUB, x, mean);
+		kf_vid cv = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, kf_tr_op2(I, KF_OP_MUL, dx, dx), axes, n, false);
+		var = kf_tr_per_channel(I, cv, r);
+		double mom = kf_tr_float(np, "momentum", 0.9);
+		kf_vid cur[2] = {cm, cv};
+		for (int i = 0; i < 2; i++) {
+			kf_vid in = kf_imp_input(I, np, 3 + i);
+			if (in == KF_NONE)
+				return -1;
+			out[1 + i] = kf_tr_op2(I, KF_OP_ADD, kf_tr_op2(I, KF_OP_MUL, in, kf_tr_sc(I, mom, in)),
+					       kf_tr_op2(I, KF_OP_MUL, cur[i], kf_tr_sc(I, 1 - mom, cur[i])));
+		}
+	} else {
+		mean = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r);
+		var = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
+	}
 	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, var, kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), x)));
 	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, x, mean), kf_tr_op2(I, KF_OP_MUL, inv, scale));
-	return (out[0] = kf_tr_op2(I, KF_OP_ADD, y, b)) != KF_NONE;
+	if ((out[0] = kf_tr_op2(I, KF_OP_ADD, y, b)) == KF_NONE)
+		return -1;
+	return train ? 3 : 1;
 }
 
 /* ReduceSumSquare, L1, L2, LogSum, LogSumExp as ONNX's function bodies write them. */
@@ -484,6 +516,7 @@ static const struct {
 	{"SpaceToDepth", kf_tr_DepthSpace, 1, "blocksize"}, {"OneHot", kf_tr_OneHot, 0, "axis"},
 	{"ReduceProd", kf_tr_ReduceProd, 0, "axes keepdims noop_with_empty_axes"},
 	{"Einsum", kf_tr_Einsum, 0, "equation"}, {"Sin", tr_unary, KF_OP_SIN, ""}, {"Cos", tr_unary, KF_OP_COS, ""},
+	{"Floor", tr_unary, KF_OP_FLOOR, ""}, {"Ceil", tr_unary, KF_OP_CEIL, ""},
 };
 
 static bool word_in(const char *list, const char *w)

@@ -141,6 +141,8 @@ struct ewparam {
 	case KF_OP_SILU: EACH(y[i] = x[i] / (ONE + EXP(-x[i])));                               \
 	case KF_OP_SIN: EACH(y[i] = SIN(x[i]));                                                \
 	case KF_OP_COS: EACH(y[i] = COS(x[i]));                                                \
+	case KF_OP_FLOOR: EACH(y[i] = (T)floor(x[i])); /* exact in double for either T */      \
+	case KF_OP_CEIL: EACH(y[i] = (T)ceil(x[i]));                                           \
 	case KF_OP_GELU:                                                                       \
 		if (p->tanh_approx) {                                                          \
 			EACH(T v = x[i];                                                       \

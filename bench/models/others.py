@@ -29,11 +29,14 @@ import is the test that the importer is not fitted to the zoo:
     moe           top-1 mixture of experts: argmax routing, one_hot, einsum experts
     retrieval     F.normalize, cosine similarity, masked_fill(-inf), pixel_unshuffle, GLU
     resample      bilinear (align_corners) and nearest interpolate, adaptive pools, flip, roll
+    stdconv       timm's weight-standardised conv (StdConv2d: F.batch_norm in training mode over
+                  the weight: BatchNormalization with training_mode=1), timm's same padding
 
     others.py [--out DIR] [--only a,b] [--list] [--large]
 Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
 """
 import argparse
+import math
 import os
 import sys
 import warnings
@@ -380,6 +383,26 @@ def tvm():
     return m
 
 
+class StdConv(nn.Conv2d):
+    """timm's StdConv2d (NF-ResNets, BiT): the weight standardised per
+    output channel by F.batch_norm in training mode, which exports as
+    BatchNormalization with training_mode=1; then timm's same padding for
+    stride 2, whose amount is ceil arithmetic on the input's size."""
+    def forward(self, x):
+        w = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None, training=True, momentum=0.,
+                         eps=1e-6).reshape_as(self.weight)
+        ih = x.shape[-1]
+        s, k = self.stride[0], self.kernel_size[0]
+        pad = max((math.ceil(ih / s) - 1) * s + k - ih, 0)
+        x = F.pad(x, [pad // 2, pad - pad // 2, pad // 2, pad - pad // 2])
+        return F.conv2d(x, w, self.bias, self.stride)
+
+
+def stdconv():
+    m = nn.Sequential(StdConv(3, 8, 3, stride=2), nn.ReLU(), StdConv(8, 6, 3), nn.SiLU(), StdConv(6, 4, 1))
+    return Entry(m, [torch.randn(1, 3, 17, 17)], ["input"], ["out"])
+
+
 def googlenet():
     m = tvm().GoogLeNet(num_classes=10, aux_logits=False, init_weights=True)
     return Entry(randomize_norms(m, 3), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
@@ -416,14 +439,14 @@ OTHERS = {
     "pad_resize": pad_resize, "gather_ops": gather_ops,
     "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
     "cliptext": cliptext, "conformer": conformer, "activations": activations,
-    "moe": moe, "retrieval": retrieval, "resample": resample,
+    "moe": moe, "retrieval": retrieval, "resample": resample, "stdconv": stdconv,
 }
 LARGE = {
     "googlenet": googlenet, "inception": inception, "mnasnet": mnasnet, "mbv3_large": mbv3_large,
     "regnet_x": regnet_x, "effv2": effv2, "alexnet": alexnet, "vgg": vgg, "wide": wide,
 }
 NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet", "swin", "tcn", "video", "diffusion", "style",
-              "conformer"}
+              "conformer", "stdconv"}
 
 
 def main():

@@ -136,6 +136,7 @@ CASE(empty, 0, 0)
 CASE(fusion, 1e-6, 1e-7)
 CASE(const, 1e-7, 0)
 CASE(symbolic, 1e-6, 1e-7)
+CASE(floor_ceil, 0, 0)
 
 /* ---- hand-computed ------------------------------------------------------------ */
 
@@ -426,7 +427,7 @@ int main(void)
 		cmocka_unit_test(test_case_bcast_add),
 		cmocka_unit_test(test_case_arith_bcast),
 		cmocka_unit_test(test_case_max_min_nan),
-		cmocka_unit_test(test_case_unary_f32),
+		cmocka_unit_test(test_case_unary_f32), cmocka_unit_test(test_case_floor_ceil),
 		cmocka_unit_test(test_case_f16_ops),
 		cmocka_unit_test(test_case_f64_ops),
 		cmocka_unit_test(test_case_gemm),
