@@ -29,6 +29,8 @@ import is the test that the importer is not fitted to the zoo:
     moe           top-1 mixture of experts: argmax routing, one_hot, einsum experts
     retrieval     F.normalize, cosine similarity, masked_fill(-inf), pixel_unshuffle, GLU
     resample      bilinear (align_corners) and nearest interpolate, adaptive pools, flip, roll
+    shiftpad      MobileBERT's trigram embedding: F.pad of shifted slices, whose pads the exporter
+                  builds by concatenating an empty ConstantOfShape (a fold of empty operands)
     stdconv       timm's weight-standardised conv (StdConv2d: F.batch_norm in training mode over
                   the weight: BatchNormalization with training_mode=1), timm's same padding
 
@@ -383,6 +385,22 @@ def tvm():
     return m
 
 
+class ShiftPad(nn.Module):
+    """MobileBERT's embedding of a token with its neighbours."""
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(12, 8)
+
+    def forward(self, x):
+        x = torch.cat([F.pad(x[:, 1:], [0, 0, 0, 1, 0, 0], value=0.0), x,
+                       F.pad(x[:, :-1], [0, 0, 1, 0, 0, 0], value=0.0)], dim=2)
+        return self.proj(x)
+
+
+def shiftpad():
+    return Entry(ShiftPad(), [torch.randn(2, 7, 4)], ["x"], ["y"])
+
+
 class StdConv(nn.Conv2d):
     """timm's StdConv2d (NF-ResNets, BiT): the weight standardised per
     output channel by F.batch_norm in training mode, which exports as
@@ -439,7 +457,7 @@ OTHERS = {
     "pad_resize": pad_resize, "gather_ops": gather_ops,
     "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
     "cliptext": cliptext, "conformer": conformer, "activations": activations,
-    "moe": moe, "retrieval": retrieval, "resample": resample, "stdconv": stdconv,
+    "moe": moe, "retrieval": retrieval, "resample": resample, "stdconv": stdconv, "shiftpad": shiftpad,
 }
 LARGE = {
     "googlenet": googlenet, "inception": inception, "mnasnet": mnasnet, "mbv3_large": mbv3_large,
