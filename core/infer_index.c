@@ -131,12 +131,13 @@ static bool one_of(const char *s, const char *const *list)
 	return false;
 }
 
-/* resize {mode, coordinate_transformation_mode, nearest_mode, scales, sizes?}:
+/* resize {mode, coordinate_transformation_mode, nearest_mode, scales, sizes?,
+ * cubic_coeff_a = -0.75, exclude_outside = 0 (cubic)}:
  * one scale per dim; the result dim is sizes[i] when given, else
  * floor(dim * scale).  A symbolic dim keeps scale 1. */
 int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, size_t errlen)
 {
-	static const char *const modes[] = {"nearest", "linear", NULL};
+	static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
 	static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
 					     "tf_half_pixel_for_nn", NULL};
 	static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
@@ -155,15 +156,15 @@ int kf_infer_resize(kf_graph *g, kf_nid n, kf_type *out, int maxout, char *err, 
 	if (have_sizes && (nsz = kf_attr_dims(g, n, "sizes", sz, szsym, KF_MAX_RANK)) < 0)
 		return kf_ic_fail(&ic, "attribute 'sizes' of 'resize' must be a list of dims");
 	if (!one_of(mode, modes))
-		return kf_ic_fail(&ic, "'resize' mode must be \"nearest\" or \"linear\", got \"%s\"", mode);
+		return kf_ic_fail(&ic, "'resize' mode must be \"nearest\", \"linear\" or \"cubic\", got \"%s\"", mode);
 	if (!one_of(coord, coords))
 		return kf_ic_fail(&ic, "'resize' coordinate_transformation_mode \"%s\" is not one of half_pixel, "
 				       "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn", coord);
 	if (!one_of(near, nearest))
 		return kf_ic_fail(&ic, "'resize' nearest_mode \"%s\" is not one of round_prefer_floor, "
 				       "round_prefer_ceil, floor, ceil", near);
-	if (!strcmp(mode, "linear") && !kf_dtype_is_float(x->dtype))
-		return kf_ic_fail(&ic, "'resize' linear mode takes a float operand, got %s", kf_dtype_name(x->dtype));
+	if (strcmp(mode, "nearest") && !kf_dtype_is_float(x->dtype))
+		return kf_ic_fail(&ic, "'resize' %s mode takes a float operand, got %s", mode, kf_dtype_name(x->dtype));
 	int ns = float_list(&ic, "scales", scale, KF_MAX_RANK);
 	if (ns == -2)
 		return -1;

@@ -198,23 +198,42 @@ static void rs_coord_expr(kf_buf *e, const char *mode, const char *c, double s, 
 }
 
 /* resize {mode, coordinate_transformation_mode, nearest_mode, scales,
- * sizes}: per dim the input coordinate of the output one; nearest reads
- * the rounded one, linear the 2^k corners of the dims it interpolates,
- * weighted (neighbours clamped into the input, as the interpreter). */
-/* A resize's source index: per dim lo (the element, or the lower of the
- * two a linear dim interpolates), hi and the fraction w of the ni
- * interpolated dims interp[]. */
+ * sizes, cubic_coeff_a, exclude_outside}: per dim the input coordinate of
+ * the output one; nearest reads the rounded one, linear the 2 and cubic
+ * the 4 elements around it on each dim it interpolates, T^k of them for k
+ * such dims, weighted (neighbours clamped into the input, as the
+ * interpreter: cpu_index.c). */
+/* A resize's source index: per dim the elements it reads (tap[d][0] alone
+ * where the dim is not interpolated) and, for the ni interpolated dims
+ * interp[], each tap's weight as text. */
 typedef struct {
-	int lo[KF_MAX_RANK], hi[KF_MAX_RANK], interp[KF_MAX_RANK], ni;
-	kf_buf w[KF_MAX_RANK];
+	int tap[KF_MAX_RANK][4], interp[KF_MAX_RANK], ni, T;
+	kf_buf w[KF_MAX_RANK][4];
 } rs_src;
+
+/* Keys' cubic kernel (kf_rs_cub) and, for exclude_outside, tap j's weight
+ * of coordinate c on a dim of D elements with the taps past the edge left
+ * out and the rest renormalised (kf_rs_cubx). */
+static const char rs_cubic_helpers[] =
+	"#ifndef KF_RS_CUBIC\n#define KF_RS_CUBIC\n"
+	"__device__ __forceinline__ double kf_rs_cub(double x, double a) {\n"
+	"  x = fabs(x);\n"
+	"  return x <= 1.0 ? ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0\n"
+	"       : x < 2.0 ? ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a : 0.0;\n}\n"
+	"__device__ __forceinline__ double kf_rs_cubx(double c, int j, double a, long long D) {\n"
+	"  const double f = floor(c), t = c - f;\n  double s = 0.0, wj = 0.0;\n"
+	"  for (int i = 0; i < 4; i++) {\n"
+	"    const long long e = (long long)f - 1 + i;\n"
+	"    const double w = e < 0 || e >= D ? 0.0 : kf_rs_cub(t + 1.0 - i, a);\n"
+	"    s += w;\n    if (i == j) wj = w;\n  }\n"
+	"  return s != 0.0 ? wj / s : 0.0;\n}\n#endif\n";
 
 /* Fills dim d of *src for output dim O of input dim D at scale s. */
 static void rs_dim(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int ix, int d, int64_t D, double s,
 		   rs_src *src)
 {
 	kf_graph *g = k->g;
-	bool linear = !strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear");
+	const char *mode = kf_attr_str(g, n, "mode", "nearest");
 	const char *cmode = kf_attr_str(g, n, "coordinate_transformation_mode", "half_pixel");
 	const char *nmode = kf_attr_str(g, n, "nearest_mode", "round_prefer_floor"), *it = kx_it(k);
 	int64_t O = out->dim[d];
@@ -230,53 +249,70 @@ static void rs_dim(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int
 		kf_buf_putc(&c, '0');
 	else
 		kx_coord(k, &c, out, sout, d, xs);
-	/* a dim the map leaves alone (batch, channels) is read as it is */
+	/* a dim the map leaves alone (batch, channels) is read as it is: the
+	 * coordinates are the integers, where every mode puts all the weight
+	 * on the element itself */
 	bool ident = D == O && (!strcmp(cmode, "align_corners") ||
 				(s == 1 && (!strcmp(cmode, "half_pixel") || !strcmp(cmode, "asymmetric") ||
 					    (!strcmp(cmode, "pytorch_half_pixel") && outlen > 1))));
 	if (ident) {
-		src->lo[d] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0, 0);
+		src->tap[d][0] = kx_ix_add(k, &c, ix == IX_ZERO ? -2 : IXF_OTHER, 0, 0);
 		return;
 	}
 	kf_buf_putc(&c, '\0');
 	rs_coord_expr(&ce, cmode, c.p, s, D, outlen);
 	kf_buf_putc(&ce, '\0');
-	kf_buf e = {0};
-	if (!linear) {
+	if (!strcmp(mode, "nearest")) {
+		kf_buf e = {0};
 		const char *rnd = !strcmp(nmode, "floor") ? "floor(%s)" : !strcmp(nmode, "ceil") ? "ceil(%s)"
 				: !strcmp(nmode, "round_prefer_ceil") ? "floor(%s + 0.5)" : "ceil(%s - 0.5)";
 		kf_buf_printf(&e, "kf_min(kf_max((%s)", it);
 		kf_buf_printf(&e, rnd, ce.p);
 		kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
-		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
+		src->tap[d][0] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
 	} else {
-		kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s), (%s)0), (%s)%lld)", it, ce.p, it, it, (long long)(D - 1));
-		src->lo[d] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
-		kf_buf h = {0};
-		kf_buf_printf(&h, "kf_min(kf_max((%s)floor(%s) + 1, (%s)0), (%s)%lld)", it, ce.p, it, it,
-			      (long long)(D - 1));
-		src->hi[d] = kx_ix_add(k, &h, IXF_OTHER, 0, 0);
-		kf_buf_printf(&src->w[src->ni], "(%s - floor(%s))", ce.p, ce.p);
+		bool cubic = src->T == 4, excl = kf_attr_int(g, n, "exclude_outside", 0) != 0;
+		double a = kf_attr_float(g, n, "cubic_coeff_a", -0.75);
+		for (int j = 0; j < src->T; j++) {
+			kf_buf e = {0};
+			kf_buf_printf(&e, "kf_min(kf_max((%s)floor(%s)", it, ce.p);
+			if (j - cubic)
+				kf_buf_printf(&e, " %c %d", j - cubic < 0 ? '-' : '+', abs(j - cubic));
+			kf_buf_printf(&e, ", (%s)0), (%s)%lld)", it, it, (long long)(D - 1));
+			src->tap[d][j] = kx_ix_add(k, &e, IXF_OTHER, 0, 0);
+			kf_buf *w = &src->w[src->ni][j];
+			if (!cubic)
+				kf_buf_printf(w, j ? "(%s - floor(%s))" : "(1.0 - (%s - floor(%s)))", ce.p, ce.p);
+			else if (excl)
+				kf_buf_printf(w, "kf_rs_cubx(%s, %d, %.17g, %lldLL)", ce.p, j, a, (long long)D);
+			else
+				kf_buf_printf(w, "kf_rs_cub(%s - floor(%s) + %d.0, %.17g)", ce.p, ce.p, 1 - j, a);
+		}
 		src->interp[src->ni++] = d;
 	}
 	kf_buf_free(&c);
 	kf_buf_free(&ce);
 }
 
-/* The weighted sum over the 2^ni corners of *src into acc (the element
- * read, for nearest); -1 when a read fails. */
+/* The weighted sum over the T^ni tap combinations of *src into acc (the
+ * element read, for nearest); -1 when a read fails. */
 static int rs_corners(kx *k, kf_vid x, kf_dtype dt, const rs_src *src, kf_buf *acc)
 {
 	const kf_type *xt = kf_vtype(k->g, x);
-	int r = xt->rank, ni = src->ni;
-	int64_t sx[KF_MAX_RANK];
+	int r = xt->rank, ni = src->ni, T = src->T;
+	int64_t sx[KF_MAX_RANK], combos = 1;
 	kx_strides(k, xt, NULL, sx, NULL);
-	for (int corner = 0; corner < (1 << ni); corner++) {
+	for (int j = 0; j < ni; j++)
+		combos *= T;
+	for (int64_t cmb = 0; cmb < combos; cmb++) {
 		kf_buf ie = {0};
+		int pick[KF_MAX_RANK] = {0}; /* the tap of each interpolated dim */
+		for (int j = 0, q = (int)cmb; j < ni; j++, q /= T)
+			pick[j] = q % T;
 		for (int d = 0, j = 0; d < r; d++) {
-			bool up = j < ni && src->interp[j] == d && (corner >> j & 1);
-			j += j < ni && src->interp[j] == d;
-			int id = up ? src->hi[d] : src->lo[d];
+			int id = src->tap[d][0];
+			if (j < ni && src->interp[j] == d)
+				id = src->tap[d][pick[j++]];
 			if (id == IX_ZERO)
 				kf_buf_printf(&ie, "%s0", d ? " + " : "");
 			else
@@ -285,12 +321,10 @@ static int rs_corners(kx *k, kf_vid x, kf_dtype dt, const rs_src *src, kf_buf *a
 		int t = kx_value_at(k, x, kx_ix_add(k, &ie, r ? IXF_OTHER : -2, 0, 0));
 		if (t < 0)
 			return -1;
-		kf_buf_printf(acc, "%s(%s)(", corner ? " + " : "", kx_ct(dt));
-		/* the weight: per interpolated dim its fraction, or 1 - it
-		 * (each factor closed where it ends: (1.0 - a) * b) */
+		/* the weight: the product of each interpolated dim's tap weight */
+		kf_buf_printf(acc, "%s(%s)(", cmb ? " + " : "", kx_ct(dt));
 		for (int j = 0; j < ni; j++)
-			kf_buf_printf(acc, "%s%s%s%s", j ? " * " : "", corner >> j & 1 ? "" : "(1.0 - ", src->w[j].p,
-				      corner >> j & 1 ? "" : ")");
+			kf_buf_printf(acc, "%s%s", j ? " * " : "", src->w[j][pick[j]].p);
 		kf_buf_printf(acc, "%s) * t%d", ni ? "" : "1.0", t);
 	}
 	if (!ni) { /* nearest: the element read */
@@ -309,7 +343,10 @@ int kx_resize_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int i
 	int r = xt->rank;
 	if (!sc || sc->kind != KF_ATTR_LIST || sc->n != (uint32_t)r)
 		return kx_fail(k, "resize without one scale per dim");
-	rs_src src = {.ni = 0};
+	const char *mode = kf_attr_str(g, n, "mode", "nearest");
+	rs_src src = {.ni = 0, .T = !strcmp(mode, "cubic") ? 4 : 2};
+	if (!strcmp(mode, "cubic"))
+		kf_buf_puts(&k->decl, rs_cubic_helpers);
 	for (int d = 0; d < r; d++)
 		rs_dim(k, n, out, sout, ix, d, xt->dim[d],
 		       sc->list[d].kind == KF_ATTR_FLOAT ? sc->list[d].f : (double)sc->list[d].i, &src);
@@ -317,7 +354,8 @@ int kx_resize_at(kx *k, kf_nid n, const kf_type *out, const kf_type *sout, int i
 	kf_buf acc = {0};
 	int rc = rs_corners(k, x, dt, &src, &acc);
 	for (int j = 0; j < src.ni; j++)
-		kf_buf_free(&src.w[j]);
+		for (int t = 0; t < src.T; t++)
+			kf_buf_free(&src.w[j][t]);
 	if (rc < 0) {
 		kf_buf_free(&acc);
 		return -1;

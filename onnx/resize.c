@@ -82,8 +82,6 @@ int kf_tr_Resize(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	kf_imp_attr_str(np, "coordinate_transformation_mode", I->opset < 11 ? "asymmetric" : "half_pixel", coord, sizeof coord);
 	kf_imp_attr_str(np, "nearest_mode", I->opset < 11 ? "floor" : "round_prefer_floor", near, sizeof near);
 	kf_imp_attr_str(np, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy);
-	if (!strcmp(mode, "cubic"))
-		return kf_imp_fail(I, "mode \"cubic\" is not supported (kfuse's resize does nearest and linear)");
 	if (!strcmp(coord, "tf_crop_and_resize") || !strcmp(coord, "half_pixel_symmetric"))
 		return kf_imp_fail(I, "coordinate_transformation_mode \"%s\" is not supported", coord);
 	if (kf_imp_attr_int(np, "antialias", 0))
@@ -135,11 +133,15 @@ int kf_tr_Resize(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	kf_attrval sc[KF_MAX_RANK], sz[KF_MAX_RANK];
 	for (int i = 0; i < rank; i++)
 		sc[i] = (kf_attrval){.kind = KF_ATTR_FLOAT, .f = scale[i]};
-	kf_attr a[5] = {kf_tr_as(I, "mode", mode), kf_tr_as(I, "coordinate_transformation_mode", coord),
+	kf_attr a[7] = {kf_tr_as(I, "mode", mode), kf_tr_as(I, "coordinate_transformation_mode", coord),
 			kf_tr_as(I, "nearest_mode", near),
 			{kf_intern_cstr(I->c, "scales"), {.kind = KF_ATTR_LIST, .n = (uint32_t)rank, .list = sc}}};
 	int nattr = 4;
 	if (use_sizes)
 		a[nattr++] = kf_tr_dims(I, "sizes", sz, sizes, rank);
+	if (!strcmp(mode, "cubic")) { /* (PyTorch's bicubic: -0.75, edges clamped) */
+		a[nattr++] = kf_tr_af(I, "cubic_coeff_a", kf_tr_float(np, "cubic_coeff_a", -0.75));
+		a[nattr++] = kf_imp_int_attr(I, "exclude_outside", kf_imp_attr_int(np, "exclude_outside", 0));
+	}
 	return (out[0] = kf_imp_op(I, KF_OP_RESIZE, &x, 1, a, nattr)) != KF_NONE;
 }

@@ -258,30 +258,62 @@ static int resize_nearest(kf_graph *g, kf_nid n, const kf_tensor *x, kf_tensor *
 	return 0;
 }
 
-/* Per dim: the two input coordinates around each output coordinate and the
- * second's weight; dims that map one to one (weight 0, the same index) are
- * not interpolated. */
-static int resize_linear(const kf_tensor *x, kf_tensor *y, const rs_axis *ax, char *err, size_t errlen)
+/* Keys' cubic convolution kernel at distance x, coefficient a (ONNX
+ * Resize's cubic_coeff_a; PyTorch's bicubic is a = -0.75). */
+static double rs_cubic(double x, double a)
 {
-	int r = y->rank;
+	x = fabs(x);
+	return x <= 1 ? ((a + 2) * x - (a + 3)) * x * x + 1 : x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0;
+}
+
+/* Input coordinate c on a dim of D elements: the T (2: linear, 4: cubic)
+ * elements it reads, clamped into the input (the edge repeated, as ONNX's
+ * reference and PyTorch do), and their weights; exclude_outside: the
+ * weights of taps past the edge are 0 and the rest renormalised. */
+static void rs_taps(double c, int64_t D, int T, double a, bool excl, int64_t *ix, double *w)
+{
+	double f = floor(c), t = c - f;
+	int64_t b = (int64_t)f - (T == 4);
+	for (int j = 0; j < T; j++) {
+		w[j] = T == 2 ? (j ? t : 1 - t) : rs_cubic(t + 1 - j, a);
+		if (excl && (b + j < 0 || b + j >= D))
+			w[j] = 0;
+		ix[j] = clamp(b + j, D - 1);
+	}
+	if (excl) {
+		double sum = 0;
+		for (int j = 0; j < T; j++)
+			sum += w[j];
+		for (int j = 0; j < T && sum != 0; j++)
+			w[j] /= sum;
+	}
+}
+
+/* linear and cubic: per dim the T elements each output coordinate reads
+ * and their weights; dims that map one to one (all weight on the same
+ * index) are not interpolated; each output sums over the T^k tap
+ * combinations of the k interpolated dims, in double. */
+static int resize_taps(kf_graph *g, kf_nid n, const kf_tensor *x, kf_tensor *y, const rs_axis *ax, char *err,
+		       size_t errlen)
+{
+	int r = y->rank, T = strcmp(kf_attr_str(g, n, "mode", "nearest"), "cubic") ? 2 : 4;
+	double a = kf_attr_float(g, n, "cubic_coeff_a", -0.75);
+	bool excl = kf_attr_int(g, n, "exclude_outside", 0) != 0;
 	int64_t numel = kf_tensor_numel(y), nx = kf_tensor_numel(x);
-	int64_t *lo[KF_MAX_RANK] = {0}, *hi[KF_MAX_RANK] = {0};
+	int64_t *ix[KF_MAX_RANK] = {0};
 	double *w[KF_MAX_RANK] = {0}, *xv = malloc(sizeof(double) * (size_t)(nx ? nx : 1)),
 	       *yv = malloc(sizeof(double) * (size_t)(numel ? numel : 1));
 	int interp[KF_MAX_RANK], ni = 0, rc = 0;
 	bool ok = xv && yv;
 	for (int d = 0; ok && d < r; d++) {
-		lo[d] = malloc(sizeof(int64_t) * (size_t)y->dim[d]);
-		hi[d] = malloc(sizeof(int64_t) * (size_t)y->dim[d]);
-		w[d] = malloc(sizeof(double) * (size_t)y->dim[d]);
-		ok = lo[d] && hi[d] && w[d];
+		ix[d] = malloc(sizeof(int64_t) * (size_t)(y->dim[d] * T));
+		w[d] = malloc(sizeof(double) * (size_t)(y->dim[d] * T));
+		ok = ix[d] && w[d];
 		bool ident = y->dim[d] == x->dim[d];
 		for (int64_t i = 0; ok && i < y->dim[d]; i++) {
-			double c = rs_coord(&ax[d], i), f = floor(c);
-			lo[d][i] = clamp((int64_t)f, x->dim[d] - 1);
-			hi[d][i] = clamp((int64_t)f + 1, x->dim[d] - 1);
-			w[d][i] = c - f;
-			ident = ident && lo[d][i] == i && (w[d][i] == 0 || hi[d][i] == lo[d][i]);
+			rs_taps(rs_coord(&ax[d], i), x->dim[d], T, a, excl, ix[d] + i * T, w[d] + i * T);
+			for (int j = 0; j < T; j++)
+				ident = ident && (w[d][i * T + j] == 0 || (ix[d][i * T + j] == i && w[d][i * T + j] == 1));
 		}
 		if (ok && !ident)
 			interp[ni++] = d;
@@ -291,25 +323,27 @@ static int resize_linear(const kf_tensor *x, kf_tensor *y, const rs_axis *ax, ch
 		goto done;
 	}
 	kf_rt_load((kf_dtype)x->dtype, x->data, 1, nx, RT_F64, xv);
-	int64_t xs[KF_MAX_RANK], idx[KF_MAX_RANK] = {0};
+	int64_t xs[KF_MAX_RANK], idx[KF_MAX_RANK] = {0}, combos = 1;
 	row_strides(x->rank, x->dim, xs);
+	for (int k = 0; k < ni; k++)
+		combos *= T;
 	for (int64_t e = 0; e < numel; e++) {
+		/* the dims read as they are (one to one: ident above) */
 		int64_t base = 0;
-		for (int d = 0; d < r; d++)
-			base += lo[d][idx[d]] * xs[d];
+		for (int d = 0, k = 0; d < r; d++) {
+			if (k < ni && interp[k] == d)
+				k++;
+			else
+				base += idx[d] * xs[d];
+		}
 		double acc = 0;
-		for (int corner = 0; corner < (1 << ni); corner++) {
+		for (int64_t cmb = 0; cmb < combos; cmb++) {
 			double wt = 1;
-			int64_t off = base;
-			for (int k = 0; k < ni; k++) {
-				int d = interp[k];
-				double t = w[d][idx[d]];
-				if (corner >> k & 1) {
-					wt *= t;
-					off += (hi[d][idx[d]] - lo[d][idx[d]]) * xs[d];
-				} else {
-					wt *= 1 - t;
-				}
+			int64_t off = base, q = cmb;
+			for (int k = 0; k < ni && wt != 0; k++, q /= T) {
+				int d = interp[k], j = (int)(q % T);
+				wt *= w[d][idx[d] * T + j];
+				off += ix[d][idx[d] * T + j] * xs[d];
 			}
 			if (wt != 0)
 				acc += wt * xv[off];
@@ -321,8 +355,7 @@ static int resize_linear(const kf_tensor *x, kf_tensor *y, const rs_axis *ax, ch
 	kf_rt_store((kf_dtype)y->dtype, y->data, RT_F64, yv, numel);
 done:
 	for (int d = 0; d < r; d++) {
-		free(lo[d]);
-		free(hi[d]);
+		free(ix[d]);
 		free(w[d]);
 	}
 	free(xv);
@@ -339,8 +372,8 @@ int kf_cpu_resize(KF_RT_CPU_ARGS)
 		return kf_rt_fail(err, errlen, "resize of an empty tensor to a non-empty one");
 	if (rs_axes(g, n, &in[0], &out[0], ax, err, errlen) != 0)
 		return -1;
-	if (!strcmp(kf_attr_str(g, n, "mode", "nearest"), "linear"))
-		return resize_linear(&in[0], &out[0], ax, err, errlen);
+	if (strcmp(kf_attr_str(g, n, "mode", "nearest"), "nearest"))
+		return resize_taps(g, n, &in[0], &out[0], ax, err, errlen);
 	return resize_nearest(g, n, &in[0], &out[0], ax, err, errlen);
 }
 

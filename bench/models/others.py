@@ -29,6 +29,8 @@ import is the test that the importer is not fitted to the zoo:
     moe           top-1 mixture of experts: argmax routing, one_hot, einsum experts
     retrieval     F.normalize, cosine similarity, masked_fill(-inf), pixel_unshuffle, GLU
     resample      bilinear (align_corners) and nearest interpolate, adaptive pools, flip, roll
+    bicubic       bicubic interpolation (cubic Resize) of activations, with and without aligned corners,
+                  and of a learned position table, as DINOv2 and DeiT III resize theirs
     shiftpad      MobileBERT's trigram embedding: F.pad of shifted slices, whose pads the exporter
                   builds by concatenating an empty ConstantOfShape (a fold of empty operands)
     stdconv       timm's weight-standardised conv (StdConv2d: F.batch_norm in training mode over
@@ -385,6 +387,24 @@ def tvm():
     return m
 
 
+class Bicubic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 6, 4, 4))
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        a = F.interpolate(y, scale_factor=1.75, mode="bicubic", align_corners=False)
+        b = F.interpolate(y, size=(5, 11), mode="bicubic", align_corners=True)
+        p = F.interpolate(self.pos, size=(7, 7), mode="bicubic", align_corners=False)
+        return a, b, y[:, :, :7, :7] + p
+
+
+def bicubic():
+    return Entry(Bicubic(), [torch.randn(2, 3, 7, 9)], ["x"], ["a", "b", "c"])
+
+
 class ShiftPad(nn.Module):
     """MobileBERT's embedding of a token with its neighbours."""
     def __init__(self):
@@ -457,14 +477,14 @@ OTHERS = {
     "pad_resize": pad_resize, "gather_ops": gather_ops,
     "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
     "cliptext": cliptext, "conformer": conformer, "activations": activations,
-    "moe": moe, "retrieval": retrieval, "resample": resample, "stdconv": stdconv, "shiftpad": shiftpad,
+    "moe": moe, "retrieval": retrieval, "resample": resample, "stdconv": stdconv, "shiftpad": shiftpad, "bicubic": bicubic,
 }
 LARGE = {
     "googlenet": googlenet, "inception": inception, "mnasnet": mnasnet, "mbv3_large": mbv3_large,
     "regnet_x": regnet_x, "effv2": effv2, "alexnet": alexnet, "vgg": vgg, "wide": wide,
 }
 NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet", "swin", "tcn", "video", "diffusion", "style",
-              "conformer", "stdconv"}
+              "conformer", "stdconv", "bicubic"}
 
 
 def main():

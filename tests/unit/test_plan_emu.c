@@ -162,6 +162,9 @@ static void test_gpt2_dyn(void **s) { (void)s; run_model("zoo/gpt2_dyn"); }
  * made a slice of keys all masked; the exponents' fused multiply-add gave
  * inf weights there, NaN on the H200 (emulated with fma: kf_emu_fma.h) */
 static void test_wild_mistral(void **s) { (void)s; run_model("wild/mistral"); }
+/* cubic Resize (Keys' kernel, two coordinate modes) against the
+ * interpreter, which matches PyTorch's bicubic (models/others/bicubic) */
+static void test_bicubic(void **s) { (void)s; run_model("others/bicubic"); }
 /* convolutions: the wgmma implicit GEMM, depthwise, pooling */
 static void test_resnet18(void **s) { (void)s; run_model("zoo/resnet18"); }
 
@@ -186,6 +189,7 @@ int main(void)
 		cmocka_unit_test(test_style), cmocka_unit_test(test_crossattn), cmocka_unit_test(test_conformer),
 		cmocka_unit_test(test_gather_ops), cmocka_unit_test(test_bert_dyn), cmocka_unit_test(test_gpt2_dyn),
 		cmocka_unit_test(test_resnet18), cmocka_unit_test(test_wild_mistral),
+		cmocka_unit_test(test_bicubic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
