@@ -37,6 +37,33 @@ one() {
 # WILD_JOBS models at once (default 6): the time goes to exports and NVRTC
 # compiles on the CPU; the GPU times are then indicative only
 names=$($py "$root/bench/models/wild.py" --set "$set" ${WILD_ONLY:+--only "$WILD_ONLY"} --list)
+# the table of the models done so far (at the end, or when stopped: a
+# device call's timeout then still leaves what finished)
+report() {
+	rows="$out/wild.tsv"
+	: > "$rows"
+	for m in $names; do
+		n=$(echo "$m" | tr - _)
+		cat "$d/$n.rows" 2>/dev/null >> "$rows"
+		grep -h 'export failed' "$d/$m.export.log" 2>/dev/null >> "$d/export.err"
+	done
+	{
+		echo "# bench/models/wild.sh, $(date -u '+%F %T UTC'): WILD_SET=$set, $dt, N=$N${1:+ ($1)}"
+		nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+		$py -c "import torch, importlib; print('# torch', torch.__version__, *[m + ' ' + importlib.import_module(m).__version__ for m in ('timm', 'transformers') if importlib.util.find_spec(m)])" 2>/dev/null
+		echo "| backend | model | check | ms | kernels | detail |"
+		echo "|---|---|---|---|---|---|"
+		sed 's/\t/ | /g; s/^/| /; s/$/ |/' "$rows"
+		for b in cuda cpu; do
+			t=$(grep -c "^$b	" "$rows")
+			[ "$t" = 0 ] && continue
+			echo "$b: $(grep -c "^$b	[^	]*	ok	" "$rows") of $t exported models match PyTorch"
+		done
+		sed -n 's/^wild: \(.*\): export failed: /PyTorch could not export \1: /p' "$d/export.err"
+		echo "wild: $(($(date +%s) - t0)) s"
+	} | tee "$log"
+}
+trap 'trap - TERM INT; kill $(jobs -p) 2>/dev/null; report "stopped before the end"; exit 124' TERM INT
 i=0
 for m in $names; do
 	one "$m" &
@@ -44,25 +71,4 @@ for m in $names; do
 	[ $((i % ${WILD_JOBS:-6})) = 0 ] && wait
 done
 wait
-rows="$out/wild.tsv"
-: > "$rows"
-for m in $names; do
-	n=$(echo "$m" | tr - _)
-	cat "$d/$n.rows" 2>/dev/null >> "$rows"
-	grep -h 'export failed' "$d/$m.export.log" >> "$d/export.err"
-done
-{
-	echo "# bench/models/wild.sh, $(date -u '+%F %T UTC'): WILD_SET=$set, $dt, N=$N"
-	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
-	$py -c "import torch, importlib; print('# torch', torch.__version__, *[m + ' ' + importlib.import_module(m).__version__ for m in ('timm', 'transformers') if importlib.util.find_spec(m)])" 2>/dev/null
-	echo "| backend | model | check | ms | kernels | detail |"
-	echo "|---|---|---|---|---|---|"
-	sed 's/\t/ | /g; s/^/| /; s/$/ |/' "$rows"
-	for b in cuda cpu; do
-		t=$(grep -c "^$b	" "$rows")
-		[ "$t" = 0 ] && continue
-		echo "$b: $(grep -c "^$b	[^	]*	ok	" "$rows") of $t exported models match PyTorch"
-	done
-	sed -n 's/^wild: \(.*\): export failed: /PyTorch could not export \1: /p' "$d/export.err"
-	echo "wild: $(($(date +%s) - t0)) s"
-} | tee "$log"
+report
