@@ -158,6 +158,10 @@ void kx_att_tile_scores(kx *k, const kx_att *at, const kx_att_step *st);
  * jt (text) through KF_KERNEL_scoreld. */
 void kx_att_tile_slots(kx *k, const kx_att_step *st);
 void kx_att_tile_preload(kx *k, const kx_att *at, const kx_att_step *st, const char *jt);
+/* Starts the declaration of device helper KF_KERNEL_<name> returning ret:
+ * the kernel's parameters (and its outputs when outs), the sizes it reads,
+ * then the helper's own parameters follow (emit_attention.c). */
+void kx_att_helper_head(kx *k, kf_buf *h, const char *ret, const char *name, bool outs);
 /* A body the kernels do not take: why, for the caller, which then runs
  * the body op by op (kf_emit_node_for's 2); not an error.  -1. */
 int kx_att_decline(kx *k, const char *why);
