@@ -79,6 +79,44 @@ static const char mm_nk[] = "graph @g(%a: f16[128,128], %b: f16[192,128]) -> (f1
 
 static void check(const char *text, const char *tile) { kfe_expect_clean(emulate(text, tile)); }
 
+/* cubic resize's loop kernel (emit_index.c) against the interpreter, which
+ * matches ONNX's conformance tests (exclude_outside, cubic_coeff_a -0.5,
+ * the coordinate modes) and PyTorch's bicubic: up and down, on two dims at
+ * once, with the edge taps left out and renormalised, and aligned corners. */
+static void test_resize_cubic(void **s)
+{
+	(void)s;
+	static const char text[] =
+		"graph @g(%x: f32[1,2,5,6]) -> (f32[1,2,8,4], f32[1,2,3,9]) {\n"
+		"  %a = resize(%x) {mode = \"cubic\", cubic_coeff_a = -0.5, exclude_outside = 1, scales = [1.0, 1.0, 1.6, 0.6667]} : f32[1,2,8,4]\n"
+		"  %b = resize(%x) {mode = \"cubic\", coordinate_transformation_mode = \"align_corners\", scales = [1.0, 1.0, 0.6, 1.5]} : f32[1,2,3,9]\n"
+		"  return %a, %b\n}\n";
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, text);
+	kf_graph *g = m->graph[0];
+	const kf_type *t = kf_vtype(g, g->blk[0].arg[0]);
+	kf_tensor in;
+	uint64_t rng = 5;
+	assert_int_equal(kf_tensor_random(&in, (kf_dtype)t->dtype, t->rank, t->dim, &rng), 0);
+	kf_emit_target tg = {.wgmma = 1};
+	int kernels = 0;
+	kf_foreach_node(g, 0, n) {
+		if (kf_N(g, n)->op != KF_OP_RESIZE)
+			continue;
+		kf_kernel k;
+		assert_int_equal(kf_emit_node_for(g, n, &tg, &k), 0);
+		assert_non_null(strstr(k.src, "kf_rs_cub"));
+		kfe_expect_clean(kfe_check_node(g, n, &k, &in, 1, "resize_cubic"));
+		kf_kernel_free(&k);
+		kernels++;
+	}
+	assert_int_equal(kernels, 2);
+	kf_tensor_free(&in);
+	kf_module_free(m);
+	kf_ctx_free(c);
+}
+
 /* wgmma is asynchronous in the emulation as on the GPU: a kernel that
  * releases a stage before the product reading it is known done (waiting
  * for all but 2 groups, not 1) computes with the next tile's data, which
@@ -105,7 +143,7 @@ static void test_wgmma_bn64(void **s) { (void)s; check(mm_nk, "wg128x64x64s3"); 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mma),
+		cmocka_unit_test(test_mma), cmocka_unit_test(test_resize_cubic),
 		cmocka_unit_test(test_wgmma_nmajor),
 		cmocka_unit_test(test_wgmma_kmajor),
 		cmocka_unit_test(test_wgmma_bn64),
