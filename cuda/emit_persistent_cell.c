@@ -3,8 +3,8 @@
  * (kx_pm_analyze: H, K, G, the gate offsets, the states, the per-step
  * inputs), the cell's element-wise ops for one unit as text into p->ew
  * (kx_pm_cell: states, h published, outputs; the loads that do not depend
- * on h issued before the step's wait for it), and the recurrent weight's expression W(row, kk)
- * (kx_pm_wexpr).
+ * on h issued before the step's wait for it), and the recurrent weight's
+ * expression W(row, kk) (kx_pm_wexpr).
  */
 #include <stdlib.h>
 #include <string.h>
