@@ -520,8 +520,11 @@ static void test_index_ops(void **st)
 	    "'resize' can only keep symbolic dim B (axis 0): scale 1");
 	BAD(INF("resize", "i64[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "linear")),
 	    "'resize' linear mode takes a float operand, got i64");
-	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "cubic")),
-	    "'resize' mode must be \"nearest\" or \"linear\", got \"cubic\"");
+	OK(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "cubic")), "f32[8]");
+	BAD(INF("resize", "i32[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "cubic")),
+	    "'resize' cubic mode takes a float operand, got i32");
+	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){2}), AS("mode", "area")),
+	    "'resize' mode must be \"nearest\", \"linear\" or \"cubic\", got \"area\"");
 	BAD(INF("resize", "f32[4,4]", 1, ALF("scales", 1, (double[]){2})), "'resize' scales has 1 entries for rank 2");
 	BAD(INF("resize", "f32[4]", 1, ALF("scales", 1, (double[]){-2})), "'resize' scale -2 (axis 0) must be positive and finite");
 	OK(INF("iota", "", 1, ALD("shape", "T,4"), AI("axis", 1)), "i64[T,4]");
