@@ -117,7 +117,13 @@ TINY = dict(hidden_size=64, d_model=64, n_embd=64, embed_dim=64, embedding_size=
 def tiny(cfg):
     for k, v in TINY.items():
         if isinstance(getattr(cfg, k, None), int):
-            setattr(cfg, k, v)
+            try:
+                setattr(cfg, k, v)
+            except AttributeError:  # a derived property (Falcon's head_dim)
+                pass
+    # a rotary part no wider than the new heads (GPT-J, CodeGen: 64 by default)
+    if isinstance(getattr(cfg, "rotary_dim", None), int):
+        cfg.rotary_dim = min(cfg.rotary_dim, TINY["head_dim"])
     return cfg
 
 
