@@ -379,7 +379,7 @@ enum {
 	X(TRANSPOSE, "transpose") X(RESHAPE, "reshape") X(BROADCAST_TO, "broadcast_to") \
 	X(CONCAT, "concat") X(SLICE, "slice") X(SPLIT, "split") \
 	X(GATHER, "gather") X(GATHER_ELEMENTS, "gather_elements") X(PAD, "pad") X(RESIZE, "resize") X(IOTA, "iota") X(SHAPE, "shape") \
-	X(SIN, "sin") X(COS, "cos") X(FLOOR, "floor") X(CEIL, "ceil") X(OPAQUE, "opaque") \
+	X(SIN, "sin") X(COS, "cos") X(FLOOR, "floor") X(CEIL, "ceil") X(ROUND, "round") X(OPAQUE, "opaque") \
 	X(CONV, "conv") X(CONV_TRANSPOSE, "conv_transpose") X(MAX_POOL, "max_pool") X(AVG_POOL, "avg_pool") \
 	X(FUSION, "fusion") X(RETURN, "return") X(YIELD, "yield")
 

@@ -433,6 +433,7 @@ static const kf_opinfo builtin[KF_NBUILTIN] = {
 	[KF_OP_COS] = {"cos", 1, 1, 1, EW, 0, inf_float1, NULL, "cosf(a)", "", "cosine"},
 	[KF_OP_FLOOR] = {"floor", 1, 1, 1, EW, 0, inf_float1, NULL, "floorf(a)", "", "the largest integer <= a"},
 	[KF_OP_CEIL] = {"ceil", 1, 1, 1, EW, 0, inf_float1, NULL, "ceilf(a)", "", "the smallest integer >= a"},
+	[KF_OP_ROUND] = {"round", 1, 1, 1, EW, 0, inf_float1, NULL, "rintf(a)", "", "the nearest integer, halves to even"},
 	/* the importer's stand-in for an ONNX op kfuse lacks: @name is the op,
 	 * the node's types and attributes are the model's (trusted, no
 	 * inference); a plugin op of that name runs it */

@@ -138,6 +138,7 @@ static int op_expr_wide(kx *k, kf_nid n, const char *const *a, kf_buf *o)
 	case KF_OP_COS: kf_buf_printf(o, rt == KF_F64 ? "cos(%s)" : "cosf(%s)", a[0]); return 0;
 	case KF_OP_FLOOR: kf_buf_printf(o, rt == KF_F64 ? "floor(%s)" : "floorf(%s)", a[0]); return 0;
 	case KF_OP_CEIL: kf_buf_printf(o, rt == KF_F64 ? "ceil(%s)" : "ceilf(%s)", a[0]); return 0;
+	case KF_OP_ROUND: kf_buf_printf(o, rt == KF_F64 ? "rint(%s)" : "rintf(%s)", a[0]); return 0;
 	case KF_OP_GELU: {
 		const char *ap = kf_attr_str(g, n, "approximate", "none");
 		kf_buf_printf(o, strcmp(ap, "tanh") != 0 ? "kf_gelu(%s)" : k->tune.fast_gelu ? "kf_gelu_tanh_fast(%s)"

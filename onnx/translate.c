@@ -516,7 +516,7 @@ static const struct {
 	{"SpaceToDepth", kf_tr_DepthSpace, 1, "blocksize"}, {"OneHot", kf_tr_OneHot, 0, "axis"},
 	{"ReduceProd", kf_tr_ReduceProd, 0, "axes keepdims noop_with_empty_axes"},
 	{"Einsum", kf_tr_Einsum, 0, "equation"}, {"Sin", tr_unary, KF_OP_SIN, ""}, {"Cos", tr_unary, KF_OP_COS, ""},
-	{"Floor", tr_unary, KF_OP_FLOOR, ""}, {"Ceil", tr_unary, KF_OP_CEIL, ""},
+	{"Floor", tr_unary, KF_OP_FLOOR, ""}, {"Ceil", tr_unary, KF_OP_CEIL, ""}, {"Round", tr_unary, KF_OP_ROUND, ""},
 };
 
 static bool word_in(const char *list, const char *w)

@@ -143,6 +143,7 @@ struct ewparam {
 	case KF_OP_COS: EACH(y[i] = COS(x[i]));                                                \
 	case KF_OP_FLOOR: EACH(y[i] = (T)floor(x[i])); /* exact in double for either T */      \
 	case KF_OP_CEIL: EACH(y[i] = (T)ceil(x[i]));                                           \
+	case KF_OP_ROUND: EACH(y[i] = (T)nearbyint(x[i])); /* halves to even (the default mode) */ \
 	case KF_OP_GELU:                                                                       \
 		if (p->tanh_approx) {                                                          \
 			EACH(T v = x[i];                                                       \

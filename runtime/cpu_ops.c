@@ -62,6 +62,7 @@ void kf_rt_register(kf_ctx *c)
 		{KF_OP_GATHER, kf_cpu_gather}, {KF_OP_GATHER_ELEMENTS, kf_cpu_gather_elements}, {KF_OP_PAD, kf_cpu_pad}, {KF_OP_RESIZE, kf_cpu_resize},
 		{KF_OP_IOTA, kf_cpu_iota}, {KF_OP_SHAPE, kf_cpu_shape}, {KF_OP_SIN, kf_cpu_unary},
 		{KF_OP_COS, kf_cpu_unary}, {KF_OP_FLOOR, kf_cpu_unary}, {KF_OP_CEIL, kf_cpu_unary},
+		{KF_OP_ROUND, kf_cpu_unary},
 		{KF_OP_OPAQUE, kf_cpu_opaque},
 	};
 	if (kf_op_count(c) < KF_NBUILTIN)

@@ -331,20 +331,22 @@ graph @g(%x: f32[N,3], %w: f32[3,2], %y: f32[N,1]) -> (f32[N,2], f32[1,2]) {
     np.save(os.path.join(OUT, "symbolic.out0.npy"), (f64(sx) @ sw + sy).astype(np.float32))
     np.save(os.path.join(OUT, "symbolic.out1.npy"), (f64(sx) @ sw + sy).sum(0, keepdims=True).astype(np.float32))
 
-    # floor and ceil (ONNX Floor, Ceil: timm's same-padding and HF
-    # MobileViT's patch sizes): halves, signed zeros, past 2^23 (already
+    # floor, ceil and round (ONNX Floor, Ceil, Round: timm's same-padding and HF
+    # MobileViT's patch sizes; fake quantisation): halves (round: to even), signed zeros, past 2^23 (already
     # integers), infinities and NaN; f16 too (fixed values: no draw)
     fv = np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, -1.0, 3.0, 0.7, -0.7, 9.99, -9.99,
                    8388609.0, -8388609.0, 1e30, np.inf, -np.inf, np.nan], np.float32)
     fh = fv.astype(np.float16)
     case("floor_ceil", """
-graph @g(%x: f32[20], %h: f16[20]) -> (f32[20], f32[20], f16[20], f16[20]) {
+graph @g(%x: f32[20], %h: f16[20]) -> (f32[20], f32[20], f16[20], f16[20], f32[20], f16[20]) {
   %0 = floor(%x) : f32[20]
   %1 = ceil(%x) : f32[20]
   %2 = floor(%h) : f16[20]
   %3 = ceil(%h) : f16[20]
-  return %0, %1, %2, %3
-}""", [fv, fh], [np.floor(fv), np.ceil(fv), np.floor(fh), np.ceil(fh)])
+  %4 = round(%x) : f32[20]
+  %5 = round(%h) : f16[20]
+  return %0, %1, %2, %3, %4, %5
+}""", [fv, fh], [np.floor(fv), np.ceil(fv), np.floor(fh), np.ceil(fh), np.round(fv), np.round(fh)])
 
 
 if __name__ == "__main__":

@@ -79,6 +79,43 @@ static const char mm_nk[] = "graph @g(%a: f16[128,128], %b: f16[192,128]) -> (f1
 
 static void check(const char *text, const char *tile) { kfe_expect_clean(emulate(text, tile)); }
 
+/* Every kernel of graph text (its top-level nodes of op `op`, or of any op
+ * for -1) emulated against the interpreter on random inputs, each kernel's
+ * text holding `needle`; the kernels' count. */
+static int emulate_nodes(const char *text, int op, const char *needle)
+{
+	kf_ctx *c = kf_ctx_new();
+	kf_rt_register(c);
+	kf_module *m = kft_parse(c, text);
+	kf_graph *g = m->graph[0];
+	uint32_t na = g->blk[0].narg;
+	kf_tensor in[4];
+	uint64_t rng = 5;
+	assert_true(na <= 4);
+	for (uint32_t i = 0; i < na; i++) {
+		const kf_type *t = kf_vtype(g, g->blk[0].arg[i]);
+		assert_int_equal(kf_tensor_random(&in[i], (kf_dtype)t->dtype, t->rank, t->dim, &rng), 0);
+	}
+	kf_emit_target tg = {.wgmma = 1};
+	int kernels = 0;
+	kf_foreach_node(g, 0, n) {
+		if (op >= 0 && kf_N(g, n)->op != op)
+			continue;
+		kf_kernel k;
+		if (kf_emit_node_for(g, n, &tg, &k) != 0)
+			continue; /* no kernel: a const, an alias */
+		assert_non_null(strstr(k.src, needle));
+		kfe_expect_clean(kfe_check_node(g, n, &k, in, (int)na, needle));
+		kf_kernel_free(&k);
+		kernels++;
+	}
+	for (uint32_t i = 0; i < na; i++)
+		kf_tensor_free(&in[i]);
+	kf_module_free(m);
+	kf_ctx_free(c);
+	return kernels;
+}
+
 /* cubic resize's loop kernel (emit_index.c) against the interpreter, which
  * matches ONNX's conformance tests (exclude_outside, cubic_coeff_a -0.5,
  * the coordinate modes) and PyTorch's bicubic: up and down, on two dims at
@@ -91,28 +128,30 @@ static void test_resize_cubic(void **s)
 		"  %a = resize(%x) {mode = \"cubic\", cubic_coeff_a = -0.5, exclude_outside = 1, scales = [1.0, 1.0, 1.6, 0.6667]} : f32[1,2,8,4]\n"
 		"  %b = resize(%x) {mode = \"cubic\", coordinate_transformation_mode = \"align_corners\", scales = [1.0, 1.0, 0.6, 1.5]} : f32[1,2,3,9]\n"
 		"  return %a, %b\n}\n";
+	assert_int_equal(emulate_nodes(text, KF_OP_RESIZE, "kf_rs_cub"), 2);
+}
+
+/* floor, ceil and round in an element-wise kernel, f32 and f16: round of
+ * multiples of 0.5 (floor(4x) / 2), so that halves go to even */
+static void test_rounding(void **s)
+{
+	(void)s;
+	static const char text[] =
+		"graph @g(%x: f32[64], %h: f16[64]) -> (f32[64], f16[64]) {\n"
+		"  %c = const 4.0 : f32[]\n  %x4 = mul(%x, %c) : f32[64]\n  %q = floor(%x4) : f32[64]\n"
+		"  %k = const 0.5 : f32[]\n  %hv = mul(%q, %k) : f32[64]\n  %r = round(%hv) : f32[64]\n"
+		"  %e = ceil(%x4) : f32[64]\n  %a = add(%r, %e) : f32[64]\n  %y = add(%a, %q) : f32[64]\n"
+		"  %c16 = const 4.0 : f16[]\n  %h4 = mul(%h, %c16) : f16[64]\n  %hq = floor(%h4) : f16[64]\n"
+		"  %k16 = const 0.5 : f16[]\n  %hh = mul(%hq, %k16) : f16[64]\n  %zr = round(%hh) : f16[64]\n"
+		"  return %y, %zr\n}\n";
 	kf_ctx *c = kf_ctx_new();
-	kf_rt_register(c);
 	kf_module *m = kft_parse(c, text);
-	kf_graph *g = m->graph[0];
-	const kf_type *t = kf_vtype(g, g->blk[0].arg[0]);
-	kf_tensor in;
-	uint64_t rng = 5;
-	assert_int_equal(kf_tensor_random(&in, (kf_dtype)t->dtype, t->rank, t->dim, &rng), 0);
-	kf_emit_target tg = {.wgmma = 1};
-	int kernels = 0;
-	kf_foreach_node(g, 0, n) {
-		if (kf_N(g, n)->op != KF_OP_RESIZE)
-			continue;
-		kf_kernel k;
-		assert_int_equal(kf_emit_node_for(g, n, &tg, &k), 0);
-		assert_non_null(strstr(k.src, "kf_rs_cub"));
-		kfe_expect_clean(kfe_check_node(g, n, &k, &in, 1, "resize_cubic"));
-		kf_kernel_free(&k);
-		kernels++;
-	}
-	assert_int_equal(kernels, 2);
-	kf_tensor_free(&in);
+	kft_run_pipe(c, m, "fuse");
+	kf_buf b = {0};
+	kf_print_module(&b, m);
+	kf_buf_putc(&b, '\0');
+	assert_true(emulate_nodes(b.p, KF_OP_FUSION, "rintf(") >= 1);
+	kf_buf_free(&b);
 	kf_module_free(m);
 	kf_ctx_free(c);
 }
@@ -143,7 +182,7 @@ static void test_wgmma_bn64(void **s) { (void)s; check(mm_nk, "wg128x64x64s3"); 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mma), cmocka_unit_test(test_resize_cubic),
+		cmocka_unit_test(test_mma), cmocka_unit_test(test_resize_cubic), cmocka_unit_test(test_rounding),
 		cmocka_unit_test(test_wgmma_nmajor),
 		cmocka_unit_test(test_wgmma_kmajor),
 		cmocka_unit_test(test_wgmma_bn64),
