@@ -44,6 +44,15 @@ typedef struct kx_att {
 	bool fold;
 	kf_nid fnode;
 	int fconst;
+	/* the score chain may give finite scores of huge magnitude (a mask
+	 * adding or selecting finfo.min in f32 or bf16): then the chain clamps
+	 * them to -1e38 and the exponents are (s - m) log2(e), not the fused s
+	 * log2(e) - m log2(e) flash attention writes: NVRTC contracts that into
+	 * one fma, whose unrounded product differs from m log2(e)'s rounding by
+	 * up to 2^103 at -1e38, so a slice of keys all masked had 2^(2^103) =
+	 * inf for its weights and inf * 0 = NaN in the sum (HF decoders with a
+	 * padding mask, session 18).  (s - m) is exact where s is near m. */
+	bool huge;
 	/* a sized plan (kf_emit_dyn.probe): the same analysis of the graph at
 	 * generic sizes, whose numbers say which symbols ours are made of (kx_pmono);
 	 * NULL: none */
@@ -165,23 +174,14 @@ void kx_att_helper_head(kx *k, kf_buf *h, const char *ret, const char *name, boo
 /* A body the kernels do not take: why, for the caller, which then runs
  * the body op by op (kf_emit_node_for's 2); not an error.  -1. */
 int kx_att_decline(kx *k, const char *why);
-/* Whether the score chain may give finite scores of huge magnitude (a
- * mask adding or selecting finfo.min in f32 or bf16): then the score chain
- * clamps them to -1e38 and the exponents are (s - m) log2(e), not the
- * fused s log2(e) - m log2(e) flash attention writes: NVRTC contracts that
- * into one fma, whose unrounded product differs from m log2(e)'s rounding
- * by up to 2^103 at -1e38, so a slice of keys all masked had 2^(2^103) =
- * inf for its weights and inf * 0 = NaN in the sum (HF decoders with a
- * padding mask, session 18).  (s - m) is exact where s is near m. */
-bool kx_att_huge(const kx *k, const kx_att *at);
 /* kf_ex2 of exp(x - m)'s exponent of 2, as text into b: x L - off (one
- * fma), or (x - off) L under kx_att_huge; x, off (the row's offset as
+ * fma), or (x - off) L under at->huge; x, off (the row's offset as
  * kx_att_exp_off wrote it) and L (log2(e), or kf_sl2 for a folded scale)
  * are texts. */
-void kx_att_ex2(const kx *k, const kx_att *at, kf_buf *b, const char *x, const char *off, const char *L);
+void kx_att_ex2(const kx_att *at, kf_buf *b, const char *x, const char *off, const char *L);
 /* The row's offset for maximum m, as text: 0 for -inf (no -inf - -inf),
- * else m L, or m itself under kx_att_huge. */
-void kx_att_exp_off(const kx *k, const kx_att *at, kf_buf *b, const char *m, const char *L);
+ * else m L, or m itself under at->huge. */
+void kx_att_exp_off(const kx_att *at, kf_buf *b, const char *m, const char *L);
 /* The rows' new maxima (m0, m1), the factors a0, a1 and the sums rescaled. */
 void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st);
 /* oacc[dv / 2] *= a0, a1 by row. */

@@ -215,6 +215,23 @@ static void fold_of(const kx *k, kx_att *at)
 		}
 }
 
+/* Whether the score chain may give finite scores of huge magnitude (kx_att
+ * huge). */
+static bool huge_of(const kx *k, const kx_att *at)
+{
+	/* only a chain that adds or selects (a mask) in a type that reaches
+	 * 1e38 (f32, bf16; f16 stops at 65504): f16 kernels keep their
+	 * registers and their fused exponents */
+	bool masked = false, wide = false;
+	for (int i = 0; i < at->a.score.nn; i++) {
+		int op = kf_N(k->g, at->a.score.n[i])->op;
+		kf_dtype rt = kx_dt(k, kf_res(k->g, at->a.score.n[i], 0));
+		masked |= op == KF_OP_ADD || op == KF_OP_SUB || op == KF_OP_WHERE;
+		wide |= rt == KF_F32 || rt == KF_BF16 || rt == KF_F64;
+	}
+	return masked && wide;
+}
+
 static int analyse(kx *k, kx_att *at)
 {
 	kf_graph *g = k->g;
@@ -276,6 +293,7 @@ static int analyse(kx *k, kx_att *at)
 		}
 	at->tf32 = kf_attr_bool(g, k->at, "tf32", false);
 	fold_of(k, at);
+	at->huge = huge_of(k, at);
 	return 0;
 }
 

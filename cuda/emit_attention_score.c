@@ -3,7 +3,7 @@
  * the first product's scores to the softmax): KF_KERNEL_score(..., z, row,
  * col, s) gives the score the softmax reads, masks and scales applied; a
  * causal mask in the pass's form is left to the kernel; finite huge
- * negatives (finfo.min masks) clamped to -1e38 (kx_att_huge).  Split
+ * negatives (finfo.min masks) clamped to -1e38 (kx_att huge).  Split
  * (kx_att_score_split): the chain's values that read memory but not the
  * scores (a mask's rows) go into slots a tile loads once (scoreld), the
  * rest runs per score (scorep).
@@ -217,21 +217,6 @@ static const char *sval(sh *s, kf_vid v, int depth)
 	return nm;
 }
 
-bool kx_att_huge(const kx *k, const kx_att *at)
-{
-	/* only a chain that adds or selects (a mask) in a type that reaches
-	 * 1e38 (f32, bf16; f16 stops at 65504): f16 kernels keep their
-	 * registers and their fused exponents */
-	bool masked = false, wide = false;
-	for (int i = 0; i < at->a.score.nn; i++) {
-		int op = kf_N(k->g, at->a.score.n[i])->op;
-		kf_dtype rt = kx_dt(k, kf_res(k->g, at->a.score.n[i], 0));
-		masked |= op == KF_OP_ADD || op == KF_OP_SUB || op == KF_OP_WHERE;
-		wide |= rt == KF_F32 || rt == KF_BF16 || rt == KF_F64;
-	}
-	return masked && wide;
-}
-
 /* The score chain's text into body (s's state), its value's name; NULL
  * on failure. */
 static const char *score_body(sh *s)
@@ -264,8 +249,8 @@ static const char *score_body(sh *s)
 	 * (NaN: found by emulating BERT with padding).  Such scores become
 	 * -1e38, still weightless beside any real score, and equal to each
 	 * other, so that a row masked whole averages v as PyTorch's softmax
-	 * does; -inf and NaN stay what they are (kx_att_huge says where). */
-	if (kx_att_huge(k, at))
+	 * does; -inf and NaN stay what they are (at->huge says where). */
+	if (at->huge)
 		kf_buf_printf(s->h, "  const float r = (float)%s;\n  return r < -1e38f && r > -KF_INF ? -1e38f : r;\n}\n", last);
 	else
 		kf_buf_printf(s->h, "  return (float)%s;\n}\n", last);

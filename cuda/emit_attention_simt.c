@@ -100,13 +100,13 @@ static void split_combine(kx *k, const kx_att *at, int64_t ns, int nt)
 	char ms[64];
 	snprintf(ms, sizeof ms, "__ldcg(wr + s * %lld)", W);
 	kf_buf_puts(b, "  const float bs = ");
-	kx_att_exp_off(k, at, b, "MM", LOG2E);
+	kx_att_exp_off(at, b, "MM", LOG2E);
 	kf_buf_puts(b, ";\n  float LL = 0.0f;\n");
 	kf_buf_printf(b, "  for (int s = 0; s < %lld; s++) LL += __ldcg(wr + s * %lld + 1) * ", (long long)ns, W);
-	kx_att_ex2(k, at, b, ms, "bs", LOG2E);
+	kx_att_ex2(at, b, ms, "bs", LOG2E);
 	kf_buf_printf(b, ";\n  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);
 	kf_buf_printf(b, "    for (int s = 0; s < %lld; s++) O += __ldcg(wr + s * %lld + 2 + d) * ", (long long)ns, W);
-	kx_att_ex2(k, at, b, ms, "bs", LOG2E);
+	kx_att_ex2(at, b, ms, "bs", LOG2E);
 	kf_buf_puts(b, ";\n    ");
 	kx_att_out_call(k, b, false);
 	kf_buf_puts(b, "z, i, d, O / LL);\n  }\n  if (threadIdx.x == 0)\n    KF_KERNEL_cnt[rowg] = 0u;\n");
@@ -140,13 +140,13 @@ static void key_loop(kx *k, const kx_att *at, int V, int VV, bool kv, bool vv)
 	kf_buf_puts(b, "z, i, j0 + u, d) : -KF_INF;\n    }\n");
 	kf_buf_printf(b, "    float mx = m;\n#pragma unroll\n    for (int u = 0; u < %d; u++) mx = fmaxf(mx, s[u]);\n", SIMT_U);
 	kf_buf_puts(b, "    const float bb = ");
-	kx_att_exp_off(k, at, b, "mx", LOG2E);
+	kx_att_exp_off(at, b, "mx", LOG2E);
 	kf_buf_puts(b, ", a = ");
-	kx_att_ex2(k, at, b, "m", "bb", LOG2E);
+	kx_att_ex2(at, b, "m", "bb", LOG2E);
 	kf_buf_puts(b, ";\n    m = mx;\n    l *= a;\n");
 	kf_buf_printf(b, "#pragma unroll\n    for (int e = 0; e < %d; e++) ov[e] *= a;\n", VV);
 	kf_buf_printf(b, "#pragma unroll\n    for (int u = 0; u < %d; u++) {\n      const float p = ", SIMT_U);
-	kx_att_ex2(k, at, b, "s[u]", "bb", LOG2E);
+	kx_att_ex2(at, b, "s[u]", "bb", LOG2E);
 	kf_buf_printf(b, ";\n      l += p;\n#pragma unroll\n      for (int e = 0; e < %d; e++) ov[e] += p * vx[u][e];\n    }\n  }\n", VV);
 }
 
@@ -245,9 +245,9 @@ int kx_emit_attention_simt(kx *k, kx_att *at)
 		      "  __syncthreads();\n", VV, VV, (long long)at->DV, (long long)at->DV, VV);
 	kf_buf_printf(b, "  float M = cm[0];\n  for (int w = 1; w < %d; w++) M = fmaxf(M, cm[w]);\n", SIMT_WARPS);
 	kf_buf_puts(b, "  const float bm = ");
-	kx_att_exp_off(k, at, b, "M", LOG2E);
+	kx_att_exp_off(at, b, "M", LOG2E);
 	kf_buf_printf(b, ";\n  float L = 0.0f, f[%d];\n  for (int w = 0; w < %d; w++) {\n    f[w] = ", SIMT_WARPS, SIMT_WARPS);
-	kx_att_ex2(k, at, b, "cm[w]", "bm", LOG2E);
+	kx_att_ex2(at, b, "cm[w]", "bm", LOG2E);
 	kf_buf_puts(b, ";\n    L += cl[w] * f[w];\n  }\n");
 	if (ns == 1) {
 		kf_buf_printf(b, "  for (int d = threadIdx.x; d < %lld; d += %d) {\n    float O = 0.0f;\n", (long long)at->DV, nt);

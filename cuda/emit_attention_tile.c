@@ -195,28 +195,28 @@ void kx_att_tile_max(kx *k, const kx_att *at, const kx_att_step *st)
 	/* exp(x - m) = 2^(x log2(e) - m log2(e)); a row with nothing but -inf so
 	 * far keeps 0 as its offset, so that no -inf - -inf appears */
 	kf_buf_puts(b, "    const float b0 = ");
-	kx_att_exp_off(k, at, b, "mx0", L);
+	kx_att_exp_off(at, b, "mx0", L);
 	kf_buf_puts(b, ", b1 = ");
-	kx_att_exp_off(k, at, b, "mx1", L);
+	kx_att_exp_off(at, b, "mx1", L);
 	kf_buf_printf(b, ";\n    %sa0 = ", st->persist ? "" : "const float ");
-	kx_att_ex2(k, at, b, "m0", "b0", L);
+	kx_att_ex2(at, b, "m0", "b0", L);
 	kf_buf_puts(b, st->persist ? ";\n    a1 = " : ", a1 = ");
-	kx_att_ex2(k, at, b, "m1", "b1", L);
+	kx_att_ex2(at, b, "m1", "b1", L);
 	kf_buf_puts(b, ";\n    m0 = mx0;\n    m1 = mx1;\n    l0 *= a0;\n    l1 *= a1;\n");
 }
 
-void kx_att_ex2(const kx *k, const kx_att *at, kf_buf *b, const char *x, const char *off, const char *L)
+void kx_att_ex2(const kx_att *at, kf_buf *b, const char *x, const char *off, const char *L)
 {
-	if (kx_att_huge(k, at))
+	if (at->huge)
 		kf_buf_printf(b, "kf_ex2((%s - %s) * %s)", x, off, L);
 	else
 		kf_buf_printf(b, "kf_ex2(%s * %s - %s)", x, L, off);
 }
 
-void kx_att_exp_off(const kx *k, const kx_att *at, kf_buf *b, const char *m, const char *L)
+void kx_att_exp_off(const kx_att *at, kf_buf *b, const char *m, const char *L)
 {
 	kf_buf_printf(b, "%s == -KF_INF ? 0.0f : %s", m, m);
-	if (!kx_att_huge(k, at))
+	if (!at->huge)
 		kf_buf_printf(b, " * %s", L);
 }
 
@@ -246,7 +246,7 @@ void kx_att_tile_exp(kx *k, const kx_att *at, const kx_att_step *st, bool pack)
 			char x[32];
 			snprintf(x, sizeof x, e ? "sc[4 * j + %d]" : "sc[4 * j]", e);
 			kf_buf_printf(b, "      %s = ", x);
-			kx_att_ex2(k, at, b, x, row[e], L);
+			kx_att_ex2(at, b, x, row[e], L);
 			kf_buf_puts(b, ";\n");
 		}
 		kf_buf_puts(b, "    }\n");
@@ -261,7 +261,7 @@ void kx_att_tile_exp(kx *k, const kx_att *at, const kx_att_step *st, bool pack)
 		char x[32];
 		snprintf(x, sizeof x, e ? "sc[4 * j + %d]" : "sc[4 * j]", e);
 		kf_buf_printf(b, e & 1 ? ", e%d = " : "      const float e%d = ", e);
-		kx_att_ex2(k, at, b, x, row[e], L);
+		kx_att_ex2(at, b, x, row[e], L);
 		kf_buf_puts(b, e & 1 ? ";\n" : "");
 	}
 	kf_buf_puts(b, "      l0 += e0 + e1;\n      l1 += e2 + e3;\n");
