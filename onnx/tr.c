@@ -105,6 +105,22 @@ kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to)
 	return kf_imp_op(I, KF_OP_CAST, &x, 1, &a, 1);
 }
 
+kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n)
+{
+	kf_dtype t = kf_tr_dt(I, v[0]);
+	for (int i = 1; i < n; i++) {
+		kf_dtype u = kf_tr_dt(I, v[i]);
+		if (u == t || !kf_dtype_is_float(u) || !kf_dtype_is_float(t))
+			continue;
+		/* f16 and bf16 meet in f32; otherwise the wider one */
+		if (kf_dtype_size(u) == kf_dtype_size(t))
+			t = KF_F32;
+		else if (kf_dtype_size(u) > kf_dtype_size(t))
+			t = u;
+	}
+	return t;
+}
+
 int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, bool *sym, int max,
 		    bool *present)
 {

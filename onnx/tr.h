@@ -77,6 +77,9 @@ kf_vid kf_tr_slice(kf_imp *I, kf_vid x, int64_t axis, int64_t start, int64_t end
 kf_vid kf_tr_transpose(kf_imp *I, kf_vid x, const int64_t *perm, int rank);
 kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis);
 kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to);
+/* The float type v[0..n) compute in, as PyTorch promotes: the widest (f16
+ * and bf16 meet in f32); v[0]'s type where an operand is not a float. */
+kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n);
 /* A per-channel parameter [C] as [C,1,...,1], to broadcast over an
  * [N,C,...] of that rank (other shapes as they are). */
 kf_vid kf_tr_per_channel(kf_imp *I, kf_vid p, int rank);

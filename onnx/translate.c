@@ -196,7 +196,19 @@ static int tr_layer_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	double eps = kf_tr_float(np, "epsilon", 1e-5);
 	int64_t axis = kf_imp_attr_int(np, "axis", -1);
 	kf_attr a[2] = {kf_imp_int_attr(I, "axis", axis), kf_tr_af(I, "epsilon", eps)};
-	if ((out[0] = kf_imp_op(I, KF_OP_LAYER_NORM, v, kf_tr_has_in(np, 2) ? 3 : 2, a, 2)) == KF_NONE)
+	int nin = kf_tr_has_in(np, 2) ? 3 : 2;
+	/* PyTorch exports layer_norm with a scale and bias of another float
+	 * type than x (ONNX wants one type; torch's mixed-type layer_norm runs
+	 * them: timm's ConvNeXt-V2 in f16, whose response norm casts its block
+	 * to f32): computed in the widest of the three, the result in x's type,
+	 * as torch returns it */
+	kf_dtype xt = kf_tr_dt(I, v[0]), wt = kf_tr_float_join(I, v, nin);
+	for (int i = 0; i < nin; i++)
+		if ((v[i] = kf_tr_cast(I, v[i], wt)) == KF_NONE)
+			return -1;
+	if ((out[0] = kf_imp_op(I, KF_OP_LAYER_NORM, v, nin, a, 2)) == KF_NONE)
+		return -1;
+	if (wt != xt && (out[0] = kf_tr_cast(I, out[0], xt)) == KF_NONE)
 		return -1;
 	bool stats = false;
 	for (size_t i = 1; i < np->n_output; i++)
@@ -402,8 +414,19 @@ static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		mean = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r);
 		var = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
 	}
-	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, var, kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), x)));
-	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, x, mean), kf_tr_op2(I, KF_OP_MUL, inv, scale));
+	/* ONNX lets scale and bias (T1) and the statistics (T2) have other
+	 * float types than x (PyTorch exports them so under autocast: f16 x,
+	 * f32 parameters): the per-channel factor is computed in their widest
+	 * type, then it, the mean and the bias are rounded to x's type, as
+	 * model.half() would have stored them, so the conv folds still apply */
+	kf_vid p[4] = {scale, b, mean, var};
+	kf_dtype xt = kf_tr_dt(I, x), pt = kf_tr_float_join(I, p, 4);
+	for (int i = 0; i < 4; i++)
+		p[i] = kf_tr_cast(I, p[i], pt);
+	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, p[3], kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), p[3])));
+	kf_vid f = kf_tr_cast(I, kf_tr_op2(I, KF_OP_MUL, inv, p[0]), xt);
+	b = kf_tr_cast(I, p[1], xt);
+	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, x, kf_tr_cast(I, p[2], xt)), f);
 	if ((out[0] = kf_tr_op2(I, KF_OP_ADD, y, b)) == KF_NONE)
 		return -1;
 	return train ? 3 : 1;

@@ -11,6 +11,9 @@
 # `amp` (docs/amp.md), whose low-precision results say nothing element by
 # element.
 #
+# KFUSE_RUN_BACKEND=cuda runs the graph on the GPU instead of the
+# interpreter, judged the same way (bench/models/testdata_gpu.sh).
+#
 # With NEEDS_CONV=1 in the environment, a model whose import fails only for
 # want of the convolution and pooling ops (issue 21) is skipped (status 77,
 # "needs conv"); once those ops exist it runs like any other.
@@ -55,7 +58,8 @@ if [ $i = 0 ]; then
 	echo "FAIL: $name has no expected outputs ($dir/$name.out0.npy)"
 	exit 1
 fi
-"$build/kfuse-run" "$tmp/$name.opt.kf" "$@" $judge || {
-	echo "FAIL: $name: the interpreter's outputs differ from PyTorch's"
+backend=${KFUSE_RUN_BACKEND:-cpu}
+"$build/kfuse-run" "$tmp/$name.opt.kf" --backend="$backend" "$@" $judge || {
+	echo "FAIL: $name: the outputs of the $backend backend differ from PyTorch's"
 	exit 1
 }

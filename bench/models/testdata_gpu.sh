@@ -1,0 +1,46 @@
+#!/bin/sh
+# bench/models/testdata_gpu.sh BUILD [JOBS]: every model of the tests' data
+# (tests/models/{zoo,others,wild}: PyTorch exports with PyTorch's outputs)
+# through the tests' pipeline and run on the GPU, judged as the CTests judge
+# the interpreter (tests/models/run_model.sh with KFUSE_RUN_BACKEND=cuda):
+# f32 (rtol 1e-3, atol 1e-4), amp{dtype=bf16} (relative L2 5e-2) and
+# amp{dtype=f16} (1e-2).  One line a model and form; JOBS at once (default
+# 8).  $TESTDATA_ONLY (a grep -E pattern over SET/NAME) selects.
+set -u
+# --one BUILD LOGS K: the case on line K of LOGS/cases, one line of the table
+if [ "${1:-}" = --one ]; then
+	root=$(cd "$(dirname "$0")/../.." && pwd)
+	build=$2 logs=$3
+	IFS='	' read -r d n p dt tol <<EOF
+$(sed -n "${4}p" "$logs/cases")
+EOF
+	l="$logs/$(basename "$d").$n.$dt.log"
+	# shellcheck disable=SC2086
+	timeout 300 sh "$root/tests/models/run_model.sh" "$build" "$d" "$n" "$p" $tol > "$l" 2>&1
+	case $? in 0) st=ok ;; 77) st=skip ;; 124) st="FAIL timeout" ;; *) st=FAIL ;; esac
+	printf '| %s/%s | %s | %s | %s |\n' "$(basename "$d")" "$n" "$dt" "$st" \
+		"$(grep -m1 -E 'FAIL|MISMATCH|rror' "$l" | cut -c1-160)"
+	exit 0
+fi
+build=$(cd "${1:?usage: testdata_gpu.sh BUILD [JOBS]}" && pwd)
+jobs=${2:-8}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KFUSE_CACHE_DIR=${KFUSE_CACHE_DIR:-$(mktemp -d /tmp/kfuse-testdata.XXXXXX)}
+export KFUSE_RUN_BACKEND=${KFUSE_RUN_BACKEND:-cuda}  # cpu: the plumbing without a GPU
+pipeline="canonicalize,cse,persistent,rules{path=$root/patterns},canonicalize,cse,layout,pad-channels,canonicalize,cse,merge-matmul,fuse-attention,fuse-conv,fuse-matmul,fuse,dce"
+logs=$(mktemp -d /tmp/kfuse-testdata-logs.XXXXXX)
+echo "testdata_gpu.sh: build $build, logs in $logs"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+for f in "$root"/tests/models/zoo/*.onnx "$root"/tests/models/others/*.onnx "$root"/tests/models/wild/*.onnx; do
+	d=$(dirname "$f") n=$(basename "$f" .onnx)
+	s=$(basename "$d")/$n
+	if [ -n "${TESTDATA_ONLY:-}" ] && ! echo "$s" | grep -qE "$TESTDATA_ONLY"; then continue; fi
+	printf '%s\t%s\t%s\tf32\t%s\n' "$d" "$n" "$pipeline" "1e-3 1e-4"
+	printf '%s\t%s\t%s\tbf16\t%s\n' "$d" "$n" "amp{dtype=bf16},$pipeline" "--l2 5e-2"
+	printf '%s\t%s\t%s\tf16\t%s\n' "$d" "$n" "amp{dtype=f16},$pipeline" "--l2 1e-2"
+done > "$logs/cases"
+echo "| model | form | status | first failure line |"
+echo "|---|---|---|---|"
+# the cases JOBS at a time, each by this script again (--one K: line K of the cases)
+seq 1 "$(wc -l < "$logs/cases")" | xargs -P "$jobs" -n 1 sh "$0" --one "$build" "$logs"

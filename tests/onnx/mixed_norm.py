@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""LayerNormalization with a scale and bias of another float type than x,
+as PyTorch exports torch's mixed-type layer_norm (timm's ConvNeXt-V2 in f16:
+its response norm casts the block to f32, so a later norm gets f32 x and f16
+weights; ONNX asks for one type, so kfuse refused the model):
+
+  x f32, scale and bias f16   -> y f32, computed in f32
+  x f16, scale and bias f32   -> y f16, computed in f32, rounded once
+  x f16, scale bf16, bias f16 -> y f16, computed in f32
+and BatchNormalization with f16 x and f32 scale, bias, mean and variance
+(ONNX's T, T1, T2; PyTorch's export under autocast): y f16, its factor
+rounded to f16 as model.half() would store it.
+
+Each graph is written with the onnx package, imported, run on the
+interpreter and compared with numpy's layer norm in f64 of the same values,
+rounded to y's type.
+
+    mixed_norm.py KFUSE_IMPORT_ONNX KFUSE_RUN WORKDIR
+Exit 77 (skipped) where no onnx package is importable."""
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    print("no onnx / numpy package: skipped")
+    sys.exit(77)
+
+imp, run, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+rng = np.random.default_rng(5)
+ONNX_T = {"f32": TensorProto.FLOAT, "f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
+NP_T = {"f32": np.float32, "f16": np.float16}
+
+
+def bf16_round(a):
+    """a (f32) rounded to bf16 (to nearest even), as f32 values and raw bits."""
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return (u << 16).astype(np.uint32).view(np.float32), u.astype(np.uint16)
+
+
+def init(name, vals, t):
+    if t == "bf16":
+        _, bits = bf16_round(vals)
+        return helper.make_tensor(name, TensorProto.BFLOAT16, vals.shape, bits.tobytes(), raw=True)
+    return numpy_helper.from_array(vals.astype(NP_T[t]), name)
+
+
+fails = 0
+for xt, st, bt in [("f32", "f16", "f16"), ("f16", "f32", "f32"), ("f16", "bf16", "f16")]:
+    name = f"ln_{xt}_{st}_{bt}"
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32) * 3 + 1
+    s = rng.standard_normal(8).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    # the values each operand holds in its type
+    xv = x.astype(NP_T[xt]).astype(np.float64)
+    sv = (bf16_round(s)[0] if st == "bf16" else s.astype(NP_T[st])).astype(np.float64)
+    bv = (bf16_round(b)[0] if bt == "bf16" else b.astype(NP_T[bt])).astype(np.float64)
+    mu = xv.mean(-1, keepdims=True)
+    var = ((xv - mu) ** 2).mean(-1, keepdims=True)
+    want = ((xv - mu) / np.sqrt(var + 1e-5) * sv + bv).astype(NP_T[xt])
+    g = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-5)], name,
+        [helper.make_tensor_value_info("x", ONNX_T[xt], [2, 3, 8])],
+        [helper.make_tensor_value_info("y", ONNX_T[xt], [2, 3, 8])],
+        [init("s", s, st), init("b", b, bt)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    path = os.path.join(work, name)
+    onnx.save(m, path + ".onnx")
+    np.save(path + ".x.npy", x.astype(NP_T[xt]))
+    np.save(path + ".want.npy", want)
+    r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {name}: import: {r.stderr.strip()}")
+        fails += 1
+        continue
+    # one rounding of y's type apart at most (f16: 2^-11 relative)
+    tol = ["--rtol", "1e-3", "--atol", "1e-3"] if xt == "f16" else ["--rtol", "1e-5", "--atol", "1e-5"]
+    r = subprocess.run([run, path + ".kf", "--input", "0=" + path + ".x.npy", "--expect", "0=" + path + ".want.npy"]
+                       + tol, capture_output=True, text=True)
+    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
+    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
+    fails += r.returncode != 0
+
+# BatchNormalization: f16 x, f32 parameters
+name = "bn_f16_f32"
+x = (rng.standard_normal((2, 3, 4, 4)) * 2).astype(np.float16)
+ps = [rng.standard_normal(3).astype(np.float32) for _ in range(3)] + [rng.uniform(0.5, 2, 3).astype(np.float32)]
+sc, bi, mean, var = (p.astype(np.float64).reshape(1, 3, 1, 1) for p in ps)
+want = ((x.astype(np.float64) - mean) / np.sqrt(var + 1e-5) * sc + bi).astype(np.float16)
+g = helper.make_graph(
+    [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-5)], name,
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3, 4, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 3, 4, 4])],
+    [numpy_helper.from_array(p, n) for p, n in zip(ps, "sbmv")])
+path = os.path.join(work, name)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)]), path + ".onnx")
+np.save(path + ".x.npy", x)
+np.save(path + ".want.npy", want)
+r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
+if r.returncode != 0:
+    print(f"FAIL {name}: import: {r.stderr.strip()}")
+    fails += 1
+else:
+    # a few f16 roundings apart (the factor, mean and bias rounded to f16)
+    r = subprocess.run([run, path + ".kf", "--input", "0=" + path + ".x.npy", "--expect", "0=" + path + ".want.npy",
+                        "--rtol", "4e-3", "--atol", "4e-3"], capture_output=True, text=True)
+    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
+    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
+    fails += r.returncode != 0
+sys.exit(1 if fails else 0)
