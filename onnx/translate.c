@@ -414,20 +414,23 @@ static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		mean = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r);
 		var = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
 	}
-	/* ONNX lets scale and bias (T1) and the statistics (T2) have other
-	 * float types than x (PyTorch exports them so under autocast: f16 x,
-	 * f32 parameters): the per-channel factor is computed in their widest
-	 * type, then it, the mean and the bias are rounded to x's type, as
-	 * model.half() would have stored them, so the conv folds still apply */
-	kf_vid p[4] = {scale, b, mean, var};
-	kf_dtype xt = kf_tr_dt(I, x), pt = kf_tr_float_join(I, p, 4);
-	for (int i = 0; i < 4; i++)
-		p[i] = kf_tr_cast(I, p[i], pt);
-	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, p[3], kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), p[3])));
-	kf_vid f = kf_tr_cast(I, kf_tr_op2(I, KF_OP_MUL, inv, p[0]), xt);
-	b = kf_tr_cast(I, p[1], xt);
-	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, x, kf_tr_cast(I, p[2], xt)), f);
-	if ((out[0] = kf_tr_op2(I, KF_OP_ADD, y, b)) == KF_NONE)
+	/* Computed as PyTorch computes it: in f32 where x is f16 or bf16
+	 * (cuDNN's and torch's kernels do: one rounding of y, not one per op,
+	 * and a per-channel factor not rounded to 11 bits, which would bias a
+	 * whole channel), else in the widest of x's type and the parameters'
+	 * (ONNX lets scale and bias, T1, and the statistics, T2, differ from
+	 * x: PyTorch's export under autocast has f16 x and f32 parameters);
+	 * y in x's type */
+	kf_vid p[5] = {x, scale, b, mean, var};
+	kf_dtype xt = kf_tr_dt(I, x), ct = kf_tr_float_join(I, p, 5);
+	if ((xt == KF_F16 || xt == KF_BF16) && ct != KF_F64)
+		ct = KF_F32;
+	for (int i = 0; i < 5; i++)
+		p[i] = kf_tr_cast(I, p[i], ct);
+	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, p[4], kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), p[4])));
+	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_SUB, p[0], p[3]), kf_tr_op2(I, KF_OP_MUL, inv, p[1]));
+	y = kf_tr_cast(I, kf_tr_op2(I, KF_OP_ADD, y, p[2]), xt);
+	if ((out[0] = y) == KF_NONE)
 		return -1;
 	return train ? 3 : 1;
 }
