@@ -7,7 +7,7 @@
 # the exported inputs, every output checked against PyTorch's
 # (DIR/NAME.out<i>.npy), then --bench N, under a timeout of
 # $KFUSE_RUN_TIMEOUT seconds (default 1800); its files are
-# DIR/NAME[.amp-AMP][.$KFUSE_RUN_TAG].*; prints one tab-separated row:
+# DIR/NAME[.amp-AMP][.$KFUSE_RUN_TAG].* (its outputs in .outs/); prints one tab-separated row:
 # variant, status (ok, FAIL import/opt/run/check/timeout), ms, kernels,
 # detail.
 
@@ -63,7 +63,8 @@ run_kfuse() { # DIR NAME DTYPE BATCH SEQ [AMP]
 	[ "$amp" = bf16 ] && tol="--l2 5e-2"
 	tf=""
 	[ "${KFUSE_TF32:-0}" = 1 ] && [ "$dt" = f32 ] && [ -z "$amp" ] && tf=--allow-tf32 tol="--l2 1e-2"
-	timeout "${KFUSE_RUN_TIMEOUT:-1800}" "$kfrun" "$d/$o.opt.kf" --backend="${KFUSE_BACKEND:-cuda}" "$@" $tol $tf --bench "$N" > "$d/$o.run.txt" 2>&1
+	timeout "${KFUSE_RUN_TIMEOUT:-1800}" "$kfrun" "$d/$o.opt.kf" --backend="${KFUSE_BACKEND:-cuda}" "$@" $tol $tf --bench "$N" \
+		--output-dir "$d/$o.outs" > "$d/$o.run.txt" 2>&1
 	rc=$?
 	line=$(grep '^bench ' "$d/$o.run.txt" | head -1)
 	ms=$(echo "$line" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')

@@ -6,7 +6,9 @@ create_model(pretrained=False), transformers' AutoModel.from_config with
 the architecture's default configuration, fewer layers and a small
 vocabulary), exported as zoo.py exports (torch.onnx.export, opset 17,
 TorchScript exporter) and written as NAME.onnx, NAME.in<i>.npy and
-NAME.out<i>.npy, PyTorch's outputs for those inputs.  A model PyTorch
+NAME.out<i>.npy, PyTorch's outputs for those inputs; in f16 also
+NAME.ref<i>.npy, the same model's outputs in f64 from its f32 weights (the
+truth both f16 results are measured against).  A model PyTorch
 cannot build or export is reported on stderr ("wild: NAME: export failed:
 ...") and skipped: that is PyTorch's failure, not kfuse's, and
 bench/models/wild.sh counts it apart.
@@ -15,11 +17,13 @@ bench/models/wild.sh counts it apart.
             [--device cuda|cpu] [--tiny] [--list]
 """
 import argparse
+import copy
 import os
 import sys
 import time
 import warnings
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -193,12 +197,21 @@ def main():
         try:
             torch.manual_seed(0)
             e = timm_entry(n) if a.set == "timm" else hf_entry(n, what[n], a.tiny)
+            exact = copy.deepcopy(e.model).eval().to(a.device, torch.float64) if a.dtype == "f16" else None
             model = e.model.eval().to(a.device, dtype)
             xs = [x.to(a.device) for x in e.inputs]
             xs = [x.to(dtype) if x.is_floating_point() else x for x in xs]
             path = os.path.join(a.out, base)
             export(model, xs, e.input_names, e.output_names, path + ".onnx", None)
             save(path, xs, run(model, xs))
+            if exact is not None:
+                try:
+                    ys = run(exact, [x.double() if x.is_floating_point() else x for x in xs])
+                    for i, y in enumerate(ys):
+                        np.save(f"{path}.ref{i}.npy", y.detach().cpu().numpy())
+                except Exception as err:  # noqa: BLE001 -- no f64 truth for this one; the f16 check stands
+                    print(f"wild: {base}: no f64 reference: {type(err).__name__}", file=sys.stderr, flush=True)
+                del exact
             print(f"wild: {base}: exported in {time.time() - t0:.1f} s", flush=True)
         except Exception as err:  # noqa: BLE001 -- PyTorch's failure on one model; the rest go on
             msg = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""

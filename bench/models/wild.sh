@@ -9,6 +9,9 @@
 # interpreter too (the oracle; --bench 1), WILD_JOBS models at a time.  One table: a row per model and
 # backend, then the counts; a model PyTorch could not export is listed
 # apart (PyTorch's failure, not kfuse's).
+# In f16 each GPU row also gives kfuse's and PyTorch's f16 distance from
+# the same model in f64 (relative L2 of the worst output), the count of
+# models where kfuse's is at most 1.5x PyTorch's follows the table.
 #
 # Environment: WILD_SET (timm or hf; default timm), WILD_ONLY (comma-
 # separated names), WILD_DTYPE, WILD_CPU, WILD_TINY=1 (transformers at
@@ -30,7 +33,11 @@ one() {
 	n=$(echo "$1" | tr - _)
 	: > "$d/$n.rows"
 	[ -f "$d/$n.onnx" ] || return 0
-	printf 'cuda\t%s\n' "$(run_kfuse "$d" "$n" "$dt" 2 "")" >> "$d/$n.rows"
+	# in f16, the distance of kfuse's and of PyTorch's f16 outputs from
+	# the model in f64 (bench/models/f64err.py) follows the row's detail
+	r=$(run_kfuse "$d" "$n" "$dt" 2 "")
+	e=$($py "$root/bench/models/f64err.py" "$d" "$n" "$d/$n.outs" 2>/dev/null)
+	printf 'cuda\t%s%s\n' "$r" "${e:+; $e}" >> "$d/$n.rows"
 	[ "${WILD_CPU:-1}" = 0 ] && return 0
 	printf 'cpu\t%s\n' "$(N=1 KFUSE_BACKEND=cpu KFUSE_RUN_TAG=cpu run_kfuse "$d" "$n" "$dt" 2 "")" >> "$d/$n.rows"
 }
@@ -58,6 +65,8 @@ report() {
 			t=$(grep -c "^$b	" "$rows")
 			[ "$t" = 0 ] && continue
 			echo "$b: $(grep -c "^$b	[^	]*	ok	" "$rows") of $t exported models match PyTorch"
+			f=$(grep "^$b	.*f64 rel L2" "$rows" | sed 's/.*(\([0-9.inf]*\) x)$/\1/')
+			[ -n "$f" ] && echo "$b: $(echo "$f" | awk '$1 <= 1.5' | wc -l) of $(echo "$f" | wc -l) within 1.5x PyTorch f16's distance from f64"
 		done
 		sed -n 's/^wild: \(.*\): export failed: /PyTorch could not export \1: /p' "$d/export.err"
 		echo "wild: $(($(date +%s) - t0)) s"
