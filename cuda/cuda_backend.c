@@ -188,24 +188,38 @@ static int load(kf_cuda_session *s, bool *spilled)
 /* Whether fusion f's yielded values can alias its results: not when one
  * is an argument, a constant, a reshape (an alias itself) or yielded
  * twice, which would need a copy. */
+/* The value whose bytes v views: v itself, or the first operand down a
+ * chain of reshapes (a reshape is an alias, emit_block). */
+static kf_vid view_base(const kf_graph *g, kf_vid v)
+{
+	while (kf_def(g, v) != KF_NONE && kf_N(g, kf_def(g, v))->op == KF_OP_RESHAPE)
+		v = kf_in(g, kf_def(g, v), 0);
+	return v;
+}
+
+/* Each value fusion f's body yields can live in the fusion's result: it
+ * is computed by a step of the body (not a block argument or a constant),
+ * directly or viewed through reshapes (an attention that ends in
+ * reshape(transpose(...)): its base is written into the result, which the
+ * reshape then views), and no two yields share those bytes. */
 static bool body_aliasable(const kf_graph *g, kf_nid f)
 {
 	kf_nid y = kf_block_terminator(g, kf_N(g, f)->body);
 	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++) {
-		kf_vid v = kf_in(g, y, j);
-		if (kf_def(g, v) == KF_NONE || kf_N(g, kf_def(g, v))->op == KF_OP_CONST ||
-		    kf_N(g, kf_def(g, v))->op == KF_OP_RESHAPE)
+		kf_vid v = view_base(g, kf_in(g, y, j));
+		if (kf_def(g, v) == KF_NONE || kf_N(g, kf_def(g, v))->op == KF_OP_CONST)
 			return false;
 		for (uint32_t k = 0; k < j; k++)
-			if (kf_in(g, y, k) == v)
+			if (view_base(g, kf_in(g, y, k)) == v)
 				return false;
 	}
 	return true;
 }
 
 /* Fusion f's body as steps (appended): its arguments alias the fusion's
- * operands and the yielded values its results.  1 (nothing done) when they
- * cannot (body_aliasable). */
+ * operands, and the values its yields view (themselves, or the bases of
+ * their reshapes, which emit_block aliases to those) its results.  1
+ * (nothing done) when they cannot (body_aliasable). */
 static int body_steps(kf_cuda_session *s, kf_nid f)
 {
 	kf_graph *g = s->g;
@@ -216,7 +230,7 @@ static int body_steps(kf_cuda_session *s, kf_nid f)
 	for (uint32_t j = 0; j < x->nin; j++)
 		s->alias[g->blk[x->body].arg[j]] = kf_in(g, f, j);
 	for (uint32_t j = 0; j < kf_N(g, y)->nin; j++)
-		s->alias[kf_in(g, y, j)] = kf_res(g, f, j);
+		s->alias[view_base(g, kf_in(g, y, j))] = kf_res(g, f, j);
 	return emit_block(s, x->body);
 }
 
