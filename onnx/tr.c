@@ -121,6 +121,32 @@ kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n)
 	return t;
 }
 
+/* v is 0-d, or a constant of one element */
+static bool scalar_like(kf_imp *I, kf_vid v)
+{
+	const kf_type *t = kf_tr_ty(I, v);
+	if (t->rank == 0)
+		return true;
+	kf_nid d = kf_def(I->g, v);
+	return d != KF_NONE && kf_N(I->g, d)->op == KF_OP_CONST && kf_type_is_static(t) && kf_type_numel(t) == 1;
+}
+
+int kf_tr_promote(kf_imp *I, kf_vid *a, kf_vid *b)
+{
+	kf_dtype ta = kf_tr_dt(I, *a), tb = kf_tr_dt(I, *b);
+	if (ta == tb || !kf_dtype_is_float(ta) || !kf_dtype_is_float(tb))
+		return 0;
+	bool sa = scalar_like(I, *a), sb = scalar_like(I, *b);
+	kf_vid v[2] = {*a, *b};
+	/* a scalar does not widen a tensor (torch's rule for 0-d tensors and
+	 * Python numbers, which the exporter writes as constants of one
+	 * element: cosine_similarity's eps, f32[1] beside bf16 norms) */
+	kf_dtype t = sa && !sb ? tb : sb && !sa ? ta : kf_tr_float_join(I, v, 2);
+	*a = kf_tr_cast(I, *a, t);
+	*b = kf_tr_cast(I, *b, t);
+	return *a == KF_NONE || *b == KF_NONE ? -1 : 0;
+}
+
 int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, bool *sym, int max,
 		    bool *present)
 {

@@ -23,15 +23,18 @@ static int tr_binary(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		kf_attr to = kf_tr_as(I, "to", kf_dtype_name(kf_tr_dt(I, a)));
 		b = kf_imp_op(I, KF_OP_CAST, &b, 1, &to, 1);
 	}
-	return (out[0] = kf_tr_op2(I, op, a, b)) != KF_NONE;
+	return kf_tr_promote(I, &a, &b) == 0 && (out[0] = kf_tr_op2(I, op, a, b)) != KF_NONE;
 }
 
 static int tr_variadic(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	bool mean = op < 0;
 	kf_vid acc = kf_imp_input(I, np, 0);
-	for (size_t i = 1; acc != KF_NONE && i < np->n_input; i++)
-		acc = kf_tr_op2(I, mean ? KF_OP_ADD : op, acc, kf_imp_input(I, np, i));
+	for (size_t i = 1; acc != KF_NONE && i < np->n_input; i++) {
+		kf_vid x = kf_imp_input(I, np, i);
+		acc = x == KF_NONE || kf_tr_promote(I, &acc, &x) != 0 ? KF_NONE
+									: kf_tr_op2(I, mean ? KF_OP_ADD : op, acc, x);
+	}
 	if (mean && acc != KF_NONE && np->n_input > 1)
 		acc = kf_tr_op2(I, KF_OP_DIV, acc, kf_tr_sc(I, (double)np->n_input, acc));
 	return (out[0] = acc) != KF_NONE;

@@ -532,3 +532,24 @@ int kf_npy_write(kf_ctx *c, const char *path, const kf_tensor *t)
 	}
 	return 0;
 }
+
+int kf_npy_read_input(kf_ctx *c, const char *path, kf_dtype want, kf_tensor *out, bool *rounded)
+{
+	*rounded = false;
+	if (kf_npy_read(c, path, out) != 0)
+		return -1;
+	if (want != KF_BF16 || (out->dtype != KF_F32 && out->dtype != KF_F64))
+		return 0;
+	kf_tensor b;
+	if (kf_tensor_alloc(&b, KF_BF16, out->rank, out->dim) != 0) {
+		kf_error(c, KF_NOLOC, "%s: no memory to round it to bf16", path);
+		kf_tensor_free(out);
+		return -1;
+	}
+	for (int64_t e = 0, n = kf_tensor_numel(out); e < n; e++)
+		kf_tensor_set(&b, e, kf_tensor_get(out, e));
+	kf_tensor_free(out);
+	*out = b;
+	*rounded = true;
+	return 0;
+}

@@ -16,6 +16,10 @@ int kf_npy_read(kf_ctx *c, const char *path, kf_tensor *out);
 /* The same for a path an input file names: a regular file only, never
  * blocking on a FIFO or a device. */
 int kf_npy_read_regular(kf_ctx *c, const char *path, kf_tensor *out);
+/* An input for a parameter of dtype want: numpy has no bfloat16, so for a
+ * bf16 want a file of f32 or f64 (PyTorch's x.float().numpy()) is rounded
+ * to bf16 (nearest even; *rounded set); any other file is as read. */
+int kf_npy_read_input(kf_ctx *c, const char *path, kf_dtype want, kf_tensor *out, bool *rounded);
 /* Parses a whole .npy image already in memory; name is used in errors. */
 int kf_npy_parse(kf_ctx *c, const char *name, const void *buf, size_t len, kf_tensor *out);
 /* Writes t to path atomically (a temporary file, then rename). */

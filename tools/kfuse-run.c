@@ -27,7 +27,7 @@ static const char usage[] =
 	"  --plugin FILE           load an op plugin (FILE.so, or FILE.lua with op{} declarations)\n"
 	"                          before parsing, so graphs may use its ops; repeatable\n"
 	"  --input NAME=FILE.npy   an input, by index (a number) or parameter name (%NAME or NAME);\n"
-	"                          repeatable\n"
+	"                          repeatable (a bf16 input also takes an f32 or f64 file, rounded)\n"
 	"  --random-inputs         inputs not given are random (normal floats, small ints)\n"
 	"  --seed N                seed for --random-inputs (default 0)\n"
 	"  --dim SYM=SIZE          size of a symbolic dim no input fixes (default 4); repeatable\n"
@@ -259,8 +259,13 @@ static int load_inputs(kf_graph *g, const opt *o, kf_tensor *in, bool *given)
 		}
 		kf_tensor_free(&in[i]);
 		given[i] = true;
-		if (kf_npy_read(c, eq + 1, &in[i]) != 0)
+		bool rounded;
+		kf_vid p = b0->arg[i];
+		if (kf_npy_read_input(c, eq + 1, (kf_dtype)kf_vtype(g, p)->dtype, &in[i], &rounded) != 0)
 			return -1;
+		if (rounded) /* numpy has no bf16: PyTorch users save x.float() */
+			fprintf(stderr, "kfuse-run: %s: rounded to bf16 for input %d (%%%s)\n", eq + 1, i,
+				kf_str(c, kf_V(g, p)->name));
 	}
 	return 0;
 }

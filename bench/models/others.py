@@ -36,8 +36,13 @@ import is the test that the importer is not fitted to the zoo:
     stdconv       timm's weight-standardised conv (StdConv2d: F.batch_norm in training mode over
                   the weight: BatchNormalization with training_mode=1), timm's same padding
 
-    others.py [--out DIR] [--only a,b] [--list] [--large]
+    others.py [--out DIR] [--only a,b] [--list] [--large] [--dtype bf16]
 Writes NAME.onnx, NAME.in<i>.npy and NAME.out<i>.npy as zoo.py does.
+--dtype bf16: the model converted to bf16 (model.to(torch.bfloat16), as a
+user runs one natively) and exported so; the inputs are written as f32
+(numpy has no bf16: kfuse-run rounds them) and NAME.out<i>.npy is the truth
+the bf16 result is measured against, the same model (same seed) in f64.
+A model whose ops this torch cannot run in bf16 on the CPU is skipped.
 """
 import argparse
 import math
@@ -493,6 +498,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--large", action="store_true", help="the large torchvision CNNs (not test data) instead")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     a = ap.parse_args()
     models = LARGE if a.large else OTHERS
     if a.list:
@@ -504,18 +510,33 @@ def main():
     for i, n in enumerate(models):
         if a.only and n not in a.only.split(","):
             continue
-        torch.manual_seed((300 if a.large else 100) + i)
+        seed = (300 if a.large else 100) + i
+        torch.manual_seed(seed)
         try:
             e = models[n]()
             model = e.model.eval()
             path = os.path.join(a.out, n)
-            export(model, e.inputs, e.input_names, e.output_names, path + ".onnx", e.dynamic)
             test = e.test or e.inputs
-            save(path, test, run(model, test))
+            if a.dtype == "bf16":
+                def bf16(xs):
+                    return [x.to(torch.bfloat16) if x.is_floating_point() else x for x in xs]
+                model = model.to(torch.bfloat16)
+                export(model, bf16(e.inputs), e.input_names, e.output_names, path + ".onnx", e.dynamic)
+                run(model, bf16(test))  # a model this torch cannot run in bf16 stops here
+                torch.manual_seed(seed)
+                exact = models[n]().model.eval().double()
+                xs = [x.to(torch.bfloat16).float() if x.is_floating_point() else x for x in test]
+                save(path, xs, [y.float() for y in run(exact, [x.double() if x.is_floating_point() else x for x in xs])])
+            else:
+                export(model, e.inputs, e.input_names, e.output_names, path + ".onnx", e.dynamic)
+                save(path, test, run(model, test))
             print(f"others: wrote {n}")
         except Exception as err:  # noqa: BLE001 -- report and go on
             print(f"others: {n}: FAILED: {type(err).__name__}: {err}", file=sys.stderr)
-            rc = 1
+            for f in os.listdir(a.out):  # no half-written model
+                if f.startswith(n + "."):
+                    os.remove(os.path.join(a.out, f))
+            rc = 1 if a.dtype == "f32" else rc
     return rc
 
 

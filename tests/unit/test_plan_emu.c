@@ -39,18 +39,20 @@
 	"canonicalize,cse,rules,canonicalize,cse,layout,pad-channels,canonicalize,cse,merge-matmul,fuse-attention," \
 	"fuse-conv,fuse-matmul,fuse,dce"
 
-/* The test inputs of DIR/NAME (NAME.in<i>.npy); their count. */
-static int load_inputs(kf_ctx *c, const char *model, kf_tensor *in, int max)
+/* The test inputs of DIR/NAME (NAME.in<i>.npy; f32 files of a bf16
+ * graph's inputs rounded to bf16); their count. */
+static int load_inputs(kf_ctx *c, kf_graph *g, const char *model, kf_tensor *in, int max)
 {
 	int n = 0;
-	for (; n < max; n++) {
+	for (; n < max && (uint32_t)n < g->blk[0].narg; n++) {
 		char path[600];
 		snprintf(path, sizeof path, "%s/models/%s.in%d.npy", KF_TEST_DATA, model, n);
 		FILE *f = fopen(path, "rb");
 		if (!f)
 			break;
 		fclose(f);
-		if (kf_npy_read(c, path, &in[n]) != 0)
+		bool rounded;
+		if (kf_npy_read_input(c, path, (kf_dtype)kf_vtype(g, g->blk[0].arg[n])->dtype, &in[n], &rounded) != 0)
 			kft_fail_diags(c, path);
 	}
 	return n;
@@ -106,7 +108,7 @@ static void run_model_amp(const char *model, const char *pre)
 	kf_rt_register(c);
 	kf_graph *g = km->m->graph[0];
 	kf_tensor in[8] = {0};
-	int nin = load_inputs(c, model, in, 8);
+	int nin = load_inputs(c, g, model, in, 8);
 	extreme_inputs(in, nin, getenv("KF_EMU_INPUTS"));
 	assert_int_equal(nin, (int)g->blk[0].narg);
 	/* the sizes of the test inputs, as a sized plan sees them */
@@ -167,6 +169,10 @@ static void test_wild_mistral(void **s) { (void)s; run_model("wild/mistral"); }
 static void test_bicubic(void **s) { (void)s; run_model("others/bicubic"); }
 /* convolutions: the wgmma implicit GEMM, depthwise, pooling */
 static void test_resnet18(void **s) { (void)s; run_model("zoo/resnet18"); }
+/* Models exported in bf16 whose graphs mix f32 into bf16 (the importer
+ * promotes as torch does: a float mask's scores, cosine similarity's eps) */
+static void test_bf16_decoder(void **s) { (void)s; run_model("bf16/decoder_layer"); }
+static void test_bf16_retrieval(void **s) { (void)s; run_model("bf16/retrieval"); }
 
 /* $KF_EMU_MODELS: a comma-separated list (zoo/bert,others/swin) instead */
 static void test_env(void **s)
@@ -189,7 +195,7 @@ int main(void)
 		cmocka_unit_test(test_style), cmocka_unit_test(test_crossattn), cmocka_unit_test(test_conformer),
 		cmocka_unit_test(test_gather_ops), cmocka_unit_test(test_bert_dyn), cmocka_unit_test(test_gpt2_dyn),
 		cmocka_unit_test(test_resnet18), cmocka_unit_test(test_wild_mistral),
-		cmocka_unit_test(test_bicubic),
+		cmocka_unit_test(test_bicubic), cmocka_unit_test(test_bf16_decoder), cmocka_unit_test(test_bf16_retrieval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""LayerNormalization with a scale and bias of another float type than x,
+"""Graphs whose operands have different float types, as PyTorch exports
+them and ONNX does not allow (one T): torch ran them, so kfuse takes them.
+
+LayerNormalization with a scale and bias of another float type than x,
 as PyTorch exports torch's mixed-type layer_norm (timm's ConvNeXt-V2 in f16:
 its response norm casts the block to f32, so a later norm gets f32 x and f16
 weights; ONNX asks for one type, so kfuse refused the model):
@@ -11,11 +14,18 @@ and BatchNormalization of f16 x with f32 or f16 scale, bias, mean and
 variance (ONNX's T, T1, T2; PyTorch's export under autocast or of
 model.half()): y f16, computed in f32 and rounded once, as torch does.
 
+Binary ops of two float types (a bf16 model's f32 mask added to its
+scores, F.normalize's f32 eps in a bf16 max), promoted as torch promotes:
+
+  Add(bf16[2,3], f32[2,3])       -> f32
+  Max(bf16[2,3], f32[1] const)   -> bf16 (one element: a scalar, no widening)
+  MatMul(f32[2,3], bf16[3,4])    -> f32
+
 Each graph is written with the onnx package, imported, run on the
 interpreter and compared with numpy's layer norm in f64 of the same values,
 rounded to y's type.
 
-    mixed_norm.py KFUSE_IMPORT_ONNX KFUSE_RUN WORKDIR
+    mixed_types.py KFUSE_IMPORT_ONNX KFUSE_RUN WORKDIR
 Exit 77 (skipped) where no onnx package is importable."""
 import os
 import subprocess
@@ -114,6 +124,55 @@ for pt in ["f32", "f16"]:
     # one f16 rounding apart at most (f32's own error is far below it)
     r = subprocess.run([run, path + ".kf", "--input", "0=" + path + ".x.npy", "--expect", "0=" + path + ".want.npy",
                         "--rtol", "1e-3", "--atol", "1e-4"], capture_output=True, text=True)
+    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
+    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
+    fails += r.returncode != 0
+
+# binary ops of two float types; bf16 inputs given as f32 files (kfuse-run
+# rounds them: numpy has no bf16)
+def bf(a):
+    return bf16_round(a)[0].astype(np.float64)
+
+
+cases = [
+    ("add_bf16_f32", "Add", [("x", "bf16", (2, 3)), ("y", "f32", (2, 3))], None, "f32", lambda x, y: x + y),
+    ("max_bf16_f32c", "Max", [("x", "bf16", (2, 3))], ("c", np.array([0.25], np.float32)), "bf16", np.maximum),
+    ("matmul_f32_bf16", "MatMul", [("x", "f32", (2, 3)), ("y", "bf16", (3, 4))], None, "f32", lambda x, y: x @ y),
+]
+for name, op, ins, const, yt, fn in cases:
+    vals = [rng.standard_normal(shp).astype(np.float32) for _, _, shp in ins]
+    exact = [bf(v) if t == "bf16" else v.astype(np.float64) for v, (_, t, _) in zip(vals, ins)]
+    inits, names = [], [n for n, _, _ in ins]
+    if const is not None:
+        inits.append(numpy_helper.from_array(const[1], const[0]))
+        names.append(const[0])
+        exact.append(const[1].astype(np.float64))
+    want = fn(*exact)
+    want = bf16_round(want.astype(np.float32))[0] if yt == "bf16" else want.astype(np.float32)
+    shape = list(want.shape)
+    g = helper.make_graph([helper.make_node(op, names, ["out"])], name,
+                          [helper.make_tensor_value_info(n, ONNX_T[t], list(shp)) for n, t, shp in ins],
+                          [helper.make_tensor_value_info("out", ONNX_T[yt], shape)], inits)
+    path = os.path.join(work, name)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path + ".onnx")
+    args = []
+    for k, v in enumerate(vals):
+        np.save(f"{path}.in{k}.npy", v)
+        args += ["--input", f"{k}={path}.in{k}.npy"]
+    np.save(path + ".want.npy", want)
+    r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {name}: import: {r.stderr.strip()}")
+        fails += 1
+        continue
+    with open(path + ".kf") as f:
+        got_t = f.readline().split("->")[1]
+    if yt not in got_t:
+        print(f"FAIL {name}: the result is not {yt}: {got_t.strip()}")
+        fails += 1
+        continue
+    r = subprocess.run([run, path + ".kf"] + args + ["--expect", "0=" + path + ".want.npy", "--rtol", "1e-5",
+                                                    "--atol", "1e-6"], capture_output=True, text=True)
     line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
     print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
     fails += r.returncode != 0
