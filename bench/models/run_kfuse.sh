@@ -57,6 +57,7 @@ run_kfuse() { # DIR NAME DTYPE BATCH SEQ [AMP]
 	# on the H200: rel L2 1e-3, yet single logits near 50 off by up to 1)
 	tol="--rtol 1e-3 --atol 1e-3"
 	[ "$dt" = f16 ] && tol="--l2 1e-2"
+	[ "$dt" = bf16 ] && tol="--l2 5e-2"
 	# amp: the f32 model computing in the low type, judged as
 	# kfuse-opt --check-equivalence judges it (runtime/equiv.h)
 	[ "$amp" = f16 ] && tol="--l2 1e-2"

@@ -6,14 +6,15 @@ create_model(pretrained=False), transformers' AutoModel.from_config with
 the architecture's default configuration, fewer layers and a small
 vocabulary), exported as zoo.py exports (torch.onnx.export, opset 17,
 TorchScript exporter) and written as NAME.onnx, NAME.in<i>.npy and
-NAME.out<i>.npy, PyTorch's outputs for those inputs; in f16 also
+NAME.out<i>.npy, PyTorch's outputs for those inputs; in f16 and bf16 also
 NAME.ref<i>.npy, the same model's outputs in f64 from its f32 weights (the
-truth both f16 results are measured against).  A model PyTorch
+truth both low-precision results are measured against; bf16 inputs and
+outputs are written as f32, numpy having no bf16).  A model PyTorch
 cannot build or export is reported on stderr ("wild: NAME: export failed:
 ...") and skipped: that is PyTorch's failure, not kfuse's, and
 bench/models/wild.sh counts it apart.
 
-    wild.py [--out DIR] [--set timm|hf] [--only a,b] [--dtype f32|f16]
+    wild.py [--out DIR] [--set timm|hf] [--only a,b] [--dtype f32|f16|bf16]
             [--device cuda|cpu] [--tiny] [--list]
 """
 import argparse
@@ -177,7 +178,7 @@ def main():
     ap.add_argument("--out", default="wild")
     ap.add_argument("--set", default="timm", choices=["timm", "hf"])
     ap.add_argument("--only", default="")
-    ap.add_argument("--dtype", default="f32", choices=["f32", "f16"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "f16", "bf16"])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="transformers' models at widths of 64 (test fixtures)")
     ap.add_argument("--list", action="store_true")
@@ -189,7 +190,7 @@ def main():
         print("\n".join(names))
         return 0
     os.makedirs(a.out, exist_ok=True)
-    dtype = torch.float16 if a.dtype == "f16" else torch.float32
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}.get(a.dtype, torch.float32)
     what = dict(HF)
     for n in names:
         t0 = time.time()
@@ -197,13 +198,16 @@ def main():
         try:
             torch.manual_seed(0)
             e = timm_entry(n) if a.set == "timm" else hf_entry(n, what[n], a.tiny)
-            exact = copy.deepcopy(e.model).eval().to(a.device, torch.float64) if a.dtype == "f16" else None
+            exact = copy.deepcopy(e.model).eval().to(a.device, torch.float64) if a.dtype != "f32" else None
             model = e.model.eval().to(a.device, dtype)
             xs = [x.to(a.device) for x in e.inputs]
             xs = [x.to(dtype) if x.is_floating_point() else x for x in xs]
             path = os.path.join(a.out, base)
             export(model, xs, e.input_names, e.output_names, path + ".onnx", None)
-            save(path, xs, run(model, xs))
+            ys = run(model, xs)
+            if dtype == torch.bfloat16:  # numpy has no bf16 (kfuse-run rounds f32 inputs to it)
+                xs, ys = [x.float() if x.is_floating_point() else x for x in xs], [y.float() if y.is_floating_point() else y for y in ys]
+            save(path, xs, ys)
             if exact is not None:
                 try:
                     ys = run(exact, [x.double() if x.is_floating_point() else x for x in xs])

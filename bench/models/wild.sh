@@ -2,14 +2,14 @@
 # bench/models/wild.sh [BUILD_DIR] [N]: models nobody here shaped kfuse
 # for, on the GPU machine (timm and transformers are there): wild.py
 # exports each (random weights, the library's own definition, f32 unless
-# WILD_DTYPE=f16), then each goes through run_kfuse (bench/models/
+# WILD_DTYPE=f16 or bf16), then each goes through run_kfuse (bench/models/
 # run_kfuse.sh: kfuse-import-onnx, the tests' whole pipeline, kfuse-run
 # with PyTorch's inputs, every output checked against PyTorch's) on the
 # GPU (--bench N, default 10) and, unless WILD_CPU=0, on the CPU
 # interpreter too (the oracle; --bench 1), WILD_JOBS models at a time.  One table: a row per model and
 # backend, then the counts; a model PyTorch could not export is listed
 # apart (PyTorch's failure, not kfuse's).
-# In f16 each GPU row also gives kfuse's and PyTorch's f16 distance from
+# In f16 and bf16 each GPU row also gives kfuse's and PyTorch's distance from
 # the same model in f64 (relative L2 of the worst output), the count of
 # models where kfuse's is at most 1.5x PyTorch's follows the table.
 #
@@ -33,7 +33,7 @@ one() {
 	n=$(echo "$1" | tr - _)
 	: > "$d/$n.rows"
 	[ -f "$d/$n.onnx" ] || return 0
-	# in f16, the distance of kfuse's and of PyTorch's f16 outputs from
+	# in f16 and bf16, the distance of kfuse's and of PyTorch's outputs from
 	# the model in f64 (bench/models/f64err.py) follows the row's detail
 	r=$(run_kfuse "$d" "$n" "$dt" 2 "")
 	e=$($py "$root/bench/models/f64err.py" "$d" "$n" "$d/$n.outs" 2>/dev/null)
@@ -66,7 +66,7 @@ report() {
 			[ "$t" = 0 ] && continue
 			echo "$b: $(grep -c "^$b	[^	]*	ok	" "$rows") of $t exported models match PyTorch"
 			f=$(grep "^$b	.*f64 rel L2" "$rows" | sed 's/.*(\([0-9.inf]*\) x)$/\1/')
-			[ -n "$f" ] && echo "$b: $(echo "$f" | awk '$1 <= 1.5' | wc -l) of $(echo "$f" | wc -l) within 1.5x PyTorch f16's distance from f64"
+			[ -n "$f" ] && echo "$b: $(echo "$f" | awk '$1 <= 1.5' | wc -l) of $(echo "$f" | wc -l) within 1.5x PyTorch $dt's distance from f64"
 		done
 		sed -n 's/^wild: \(.*\): export failed: /PyTorch could not export \1: /p' "$d/export.err"
 		echo "wild: $(($(date +%s) - t0)) s"
