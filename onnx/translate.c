@@ -50,7 +50,10 @@ static int tr_reciprocal(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 static int tr_where(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	return (out[0] = kf_tr_op3(I, KF_OP_WHERE, kf_imp_input(I, np, 0), kf_imp_input(I, np, 1), kf_imp_input(I, np, 2))) != KF_NONE;
+	kf_vid c = kf_imp_input(I, np, 0), x = kf_imp_input(I, np, 1), y = kf_imp_input(I, np, 2);
+	if (c == KF_NONE || x == KF_NONE || y == KF_NONE || kf_tr_promote(I, &x, &y) != 0)
+		return -1;
+	return (out[0] = kf_tr_op3(I, KF_OP_WHERE, c, x, y)) != KF_NONE;
 }
 
 static int tr_cast(kf_imp *I, kf_np *np, kf_vid *out, int op)

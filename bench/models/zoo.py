@@ -19,8 +19,12 @@ as transformers writes them (eager attention); with --hf and transformers
 importable, transformers' own classes are used instead (random init), and a
 model whose build or export fails falls back to the hand-written one.
 
-    zoo.py [--out DIR] [--full] [--only a,b] [--dtype f32|f16] [--device cpu|cuda]
+    zoo.py [--out DIR] [--full] [--only a,b] [--dtype f32|f16|bf16] [--device cpu|cuda]
            [--batch N] [--seq N] [--hf] [--list]
+
+--dtype bf16 writes the inputs as f32 (numpy has no bf16; kfuse-run rounds
+them) and, as NAME.out<i>.npy, the truth a bf16 result is measured
+against: the same model (same seed) in f64 (others.py --dtype bf16 too).
 """
 import argparse
 import inspect
@@ -713,10 +717,19 @@ def run(model, inputs):
     return list(y) if isinstance(y, (tuple, list)) else [y]
 
 
+def exact_outputs(name, cfg, attempt, xs):
+    """The zoo model `name` built again from the same seed, in f64, on xs:
+    the truth a low-precision run is measured against."""
+    torch.manual_seed(cfg.seed)
+    e = ZOO[name](cfg)
+    model = (e.model if attempt == 0 else e.fallback).eval().to(cfg.device, torch.float64)
+    return [y.float() if y.is_floating_point() else y for y in run(model, to_dtype(xs, torch.float64))]
+
+
 def build_one(name, cfg, out):
     torch.manual_seed(cfg.seed)
     e = ZOO[name](cfg)
-    dtype = torch.float16 if cfg.dtype == "f16" else torch.float32
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}.get(cfg.dtype, torch.float32)
     variants = [(name, None, e.inputs)]
     if e.dynamic:
         variants.append((name + "_dyn", e.dynamic, e.test))
@@ -734,7 +747,10 @@ def build_one(name, cfg, out):
                 # nn.TransformerEncoderLayer take their fused fast path, which
                 # the exporter cannot write
                 export(model, ex, e.input_names, e.output_names, path + ".onnx", dyn)
-                save(path, tin, run(model, tin))
+                ys = run(model, tin)
+                if dtype == torch.bfloat16:
+                    tin, ys = to_dtype(tin, torch.float32), exact_outputs(name, cfg, attempt, tin)
+                save(path, tin, ys)
                 done.append(vname + ("" if attempt == 0 else " (hand-written: transformers' export failed)"))
                 break
             except Exception as err:  # noqa: BLE001 -- a zoo entry that fails is reported, the rest go on
@@ -751,7 +767,7 @@ def main():
     ap.add_argument("--full", action="store_true", help="the real sizes (default: the small CI ones)")
     ap.add_argument("--only", default="", help="comma-separated names")
     ap.add_argument("--skip", default="", help="comma-separated names")
-    ap.add_argument("--dtype", default="f32", choices=["f32", "f16"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "f16", "bf16"])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--seq", type=int, default=0)

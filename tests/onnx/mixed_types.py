@@ -20,6 +20,7 @@ scores, F.normalize's f32 eps in a bf16 max), promoted as torch promotes:
   Add(bf16[2,3], f32[2,3])       -> f32
   Max(bf16[2,3], f32[1] const)   -> bf16 (one element: a scalar, no widening)
   MatMul(f32[2,3], bf16[3,4])    -> f32
+  Where(b, bf16[2,3], f32[2,3])  -> f32 (GPT-2's mask value beside bf16 scores)
 
 Each graph is written with the onnx package, imported, run on the
 interpreter and compared with numpy's layer norm in f64 of the same values,
@@ -138,8 +139,11 @@ cases = [
     ("add_bf16_f32", "Add", [("x", "bf16", (2, 3)), ("y", "f32", (2, 3))], None, "f32", lambda x, y: x + y),
     ("max_bf16_f32c", "Max", [("x", "bf16", (2, 3))], ("c", np.array([0.25], np.float32)), "bf16", np.maximum),
     ("matmul_f32_bf16", "MatMul", [("x", "f32", (2, 3)), ("y", "bf16", (3, 4))], None, "f32", lambda x, y: x @ y),
+    ("where_bf16_f32", "Where", [("x", "bf16", (2, 3)), ("y", "f32", (2, 3))],
+     ("c", np.array([[True, False, True], [False, True, False]])), "f32", lambda x, y, c: np.where(c, x, y),
+     ["c", "x", "y"]),
 ]
-for name, op, ins, const, yt, fn in cases:
+for name, op, ins, const, yt, fn, *order in cases:
     vals = [rng.standard_normal(shp).astype(np.float32) for _, _, shp in ins]
     exact = [bf(v) if t == "bf16" else v.astype(np.float64) for v, (_, t, _) in zip(vals, ins)]
     inits, names = [], [n for n, _, _ in ins]
@@ -150,7 +154,7 @@ for name, op, ins, const, yt, fn in cases:
     want = fn(*exact)
     want = bf16_round(want.astype(np.float32))[0] if yt == "bf16" else want.astype(np.float32)
     shape = list(want.shape)
-    g = helper.make_graph([helper.make_node(op, names, ["out"])], name,
+    g = helper.make_graph([helper.make_node(op, order[0] if order else names, ["out"])], name,
                           [helper.make_tensor_value_info(n, ONNX_T[t], list(shp)) for n, t, shp in ins],
                           [helper.make_tensor_value_info("out", ONNX_T[yt], shape)], inits)
     path = os.path.join(work, name)
