@@ -384,7 +384,8 @@ class Resample(nn.Module):
 def resample(): return Entry(Resample(), [torch.randn(1, 2, 4, 6)], ["x"], ["a", "b", "c", "f", "r"])
 
 
-# Large torchvision CNNs, written the same way (session 4's second batch) but
+# Large torchvision models, written the same way (session 4; session 19 added
+# the segmentation heads, MaxViT and the (2+1)-D and mixed 3-D video nets) but
 # not committed (4 to 270 MB each): `others.py --large --out DIR` writes them;
 # tests/models/run_model.sh and test_plan_emu (KF_EMU_MODELS) take them from there.
 def tvm():
@@ -476,6 +477,41 @@ def wide():
     return Entry(randomize_norms(m, 10), [torch.randn(1, 3, 64, 64)], ["input"], ["logits"])
 
 
+class DenseOut(nn.Module):
+    """torchvision's segmentation models return {"out": ...}: the tensor."""
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)["out"]
+
+
+def _seg(build, seed):
+    m = build(num_classes=5, weights_backbone=None, **({} if build.__name__.startswith("lraspp") else {"aux_loss": False}))
+    return Entry(DenseOut(randomize_norms(m, seed)), [torch.randn(1, 3, 96, 96)], ["input"], ["mask"])
+def deeplab():
+    from torchvision.models import segmentation
+    return _seg(segmentation.deeplabv3_mobilenet_v3_large, 11)
+def lraspp():
+    from torchvision.models import segmentation
+    return _seg(segmentation.lraspp_mobilenet_v3_large, 12)
+def fcn():
+    from torchvision.models import segmentation
+    return _seg(segmentation.fcn_resnet50, 13)
+def maxvit():
+    m = tvm().maxvit_t(num_classes=10)
+    return Entry(randomize_norms(m, 14), [torch.randn(1, 3, 224, 224)], ["input"], ["logits"])
+def r2plus1d():
+    from torchvision.models import video
+    return Entry(randomize_norms(video.r2plus1d_18(num_classes=10), 15), [torch.randn(1, 3, 8, 56, 56)], ["input"],
+                 ["logits"])
+def mc3():
+    from torchvision.models import video
+    return Entry(randomize_norms(video.mc3_18(num_classes=10), 16), [torch.randn(1, 3, 8, 56, 56)], ["input"],
+                 ["logits"])
+
+
 OTHERS = {
     "squeezenet": squeezenet, "shufflenet": shufflenet, "densenet": densenet, "resnext": resnext,
     "unet": unet, "masked_attn": masked_attn, "decoder_layer": decoder_layer, "mixer": mixer, "bigru": bigru,
@@ -487,6 +523,7 @@ OTHERS = {
 LARGE = {
     "googlenet": googlenet, "inception": inception, "mnasnet": mnasnet, "mbv3_large": mbv3_large,
     "regnet_x": regnet_x, "effv2": effv2, "alexnet": alexnet, "vgg": vgg, "wide": wide,
+    "deeplab": deeplab, "lraspp": lraspp, "fcn": fcn, "maxvit": maxvit, "r2plus1d": r2plus1d, "mc3": mc3,
 }
 NEEDS_CONV = {"squeezenet", "shufflenet", "densenet", "resnext", "unet", "swin", "tcn", "video", "diffusion", "style",
               "conformer", "stdconv", "bicubic"}
