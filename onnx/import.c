@@ -75,30 +75,49 @@ int kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, 
 	for (int i = 0; i < nin; i++)
 		if (in[i] == KF_NONE)
 			return -1;
-	if (nres > 64)
-		return kf_imp_fail(I, "more than 64 results");
-	kf_tid dummy[64];
+	if (nres > KF_IMP_MAX_LIST)
+		return kf_imp_fail(I, "more than %d results", KF_IMP_MAX_LIST);
+	/* small nodes on the stack, a long Split's results on the heap */
+	kf_tid dummy_s[64];
+	kf_type t_s[64];
+	kf_vid folded_s[64];
+	kf_tid *dummy = dummy_s;
+	kf_type *t = t_s;
+	kf_vid *folded = folded_s;
+	if (nres > 64) {
+		dummy = malloc(nres * sizeof *dummy);
+		t = malloc(nres * sizeof *t);
+		folded = malloc(nres * sizeof *folded);
+		if (!dummy || !t || !folded) {
+			free(dummy), free(t), free(folded);
+			return kf_imp_fail(I, "out of memory");
+		}
+	}
+	int rc = 0;
 	for (int i = 0; i < nres; i++)
 		dummy[i] = I->scalar_f32;
 	kf_nid n = kf_node_new(I->g, 0, KF_NONE, op, in, (uint32_t)nin, dummy, (uint32_t)nres);
 	if (na)
 		kf_node_set_attrs(I->g, n, a, (uint32_t)na);
-	kf_type t[64];
 	char err[256];
-	int k = kf_infer(I->g, n, t, 64, err, sizeof err);
-	if (k != nres)
-		return kf_imp_fail(I, "%s", k < 0 ? err : "result count mismatch");
+	int k = kf_infer(I->g, n, t, nres > 64 ? nres : 64, err, sizeof err);
+	if (k != nres) {
+		rc = kf_imp_fail(I, "%s", k < 0 ? err : "result count mismatch");
+		goto out;
+	}
 	for (int i = 0; i < nres; i++) {
 		I->g->val[kf_res(I->g, n, (uint32_t)i)].type = kf_type_intern(I->c, &t[i]);
 		res[i] = kf_res(I->g, n, (uint32_t)i);
 	}
-	kf_vid folded[64];
 	if (op != KF_OP_CONST && kf_fold_node(I->g, n, 4096, folded) == 1) {
 		for (int i = 0; i < nres; i++)
 			res[i] = folded[i];
 		kf_node_erase(I->g, n);
 	}
-	return 0;
+out:
+	if (nres > 64)
+		free(dummy), free(t), free(folded);
+	return rc;
 }
 
 kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na)

@@ -42,6 +42,9 @@ void kf_imp_bind(kf_imp *I, const char *name, kf_vid v);
 /* A node of op over in[], typed by inference (folded when its operands are
  * constants); its results in res[].  -1 after an error. */
 int kf_imp_node(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na, int nres, kf_vid *res);
+/* The most results a node, operands a Concat and sizes a Split may have
+ * (torch.split(x, 1) of a 100-step sequence, and its torch.stack, pass 64) */
+#define KF_IMP_MAX_LIST 4096
 kf_vid kf_imp_op(kf_imp *I, int op, const kf_vid *in, int nin, const kf_attr *a, int na);
 kf_vid kf_imp_scalar(kf_imp *I, double v, kf_dtype dt);
 kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *dims);

@@ -170,6 +170,10 @@ int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 			sym[i] = false;
 		return n;
 	}
+	const kf_type *t = kf_tr_ty(I, v);
+	if (kf_type_is_static(t) && kf_type_numel(t) > max)
+		return kf_imp_fail(I, "input %zu ('%s') holds %lld values, more than the %d kfuse takes here", input,
+				   np->input[input], (long long)kf_type_numel(t), max);
 	if ((n = kf_sv_dims(I, v, out, sym, max)) >= 0)
 		return n;
 	return kf_imp_fail(I, "input %zu ('%s') must be a constant, or computed from the input shapes "
@@ -179,9 +183,9 @@ int kf_tr_dims_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 
 int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_t *out, int max, bool *present)
 {
-	bool sym[64];
-	if (max > 64)
-		max = 64;
+	bool sym[KF_IMP_MAX_LIST];
+	if (max > KF_IMP_MAX_LIST)
+		max = KF_IMP_MAX_LIST;
 	int n = kf_tr_dims_from(I, np, input, attr, out, sym, max, present);
 	for (int i = 0; i < n; i++)
 		if (sym[i])

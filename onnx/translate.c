@@ -120,33 +120,49 @@ static int tr_transpose(kf_imp *I, kf_np *np, kf_vid *out, int op)
 
 static int tr_concat(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
-	kf_vid v[64];
-	if (np->n_input > 64)
-		return kf_imp_fail(I, "more than 64 inputs");
-	for (size_t i = 0; i < np->n_input; i++)
+	if (np->n_input > KF_IMP_MAX_LIST)
+		return kf_imp_fail(I, "more than %d inputs", KF_IMP_MAX_LIST);
+	kf_vid *v = malloc((np->n_input + 1) * sizeof *v);
+	if (!v)
+		return kf_imp_fail(I, "out of memory");
+	int rc = 1;
+	for (size_t i = 0; i < np->n_input && rc == 1; i++)
 		if ((v[i] = kf_imp_input(I, np, i)) == KF_NONE)
-			return -1;
+			rc = -1;
 	kf_attr a = kf_imp_int_attr(I, "axis", kf_imp_attr_int(np, "axis", 0));
-	return (out[0] = kf_imp_op(I, KF_OP_CONCAT, v, (int)np->n_input, &a, 1)) != KF_NONE;
+	if (rc == 1 && (out[0] = kf_imp_op(I, KF_OP_CONCAT, v, (int)np->n_input, &a, 1)) == KF_NONE)
+		rc = -1;
+	free(v);
+	return rc;
 }
 
 static int tr_split(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	kf_vid x = kf_imp_input(I, np, 0);
-	int64_t sizes[64];
-	bool present;
-	int n = kf_tr_ints_from(I, np, 1, I->opset < 13 ? "split" : NULL, sizes, 64, &present);
-	if (x == KF_NONE || n < 0)
-		return -1;
 	int nres = (int)np->n_output;
-	if (nres > 64)
-		return kf_imp_fail(I, "more than 64 outputs");
-	kf_attrval items[64];
-	kf_attr a[2] = {kf_imp_int_attr(I, "axis", kf_imp_attr_int(np, "axis", 0))};
-	int na = 1;
-	if (n > 0)
-		a[na++] = kf_imp_ints_attr(I, "sizes", items, sizes, n);
-	return kf_imp_node(I, KF_OP_SPLIT, &x, 1, a, na, nres, out) < 0 ? -1 : nres;
+	if (x == KF_NONE)
+		return -1;
+	if (np->n_output > KF_IMP_MAX_LIST)
+		return kf_imp_fail(I, "more than %d outputs", KF_IMP_MAX_LIST);
+	int64_t *sizes = malloc(KF_IMP_MAX_LIST * sizeof *sizes);
+	kf_attrval *items = malloc(KF_IMP_MAX_LIST * sizeof *items);
+	if (!sizes || !items) {
+		free(sizes), free(items);
+		return kf_imp_fail(I, "out of memory");
+	}
+	bool present;
+	int n = kf_tr_ints_from(I, np, 1, I->opset < 13 ? "split" : NULL, sizes, KF_IMP_MAX_LIST, &present);
+	int rc = -1;
+	if (n >= 0) {
+		kf_attr a[2] = {kf_imp_int_attr(I, "axis", kf_imp_attr_int(np, "axis", 0))};
+		int na = 1;
+		if (n > 0)
+			a[na++] = kf_imp_ints_attr(I, "sizes", items, sizes, n);
+		rc = kf_imp_node(I, KF_OP_SPLIT, &x, 1, a, na, nres, out) < 0 ? -1 : nres;
+	}
+	free(sizes);
+	free(items);
+	return rc;
 }
 
 static int tr_reduce(kf_imp *I, kf_np *np, kf_vid *out, int op)
@@ -569,31 +585,41 @@ int kf_imp_translate(kf_imp *I, kf_np *np)
 	/* translations name constants after output 0 (found by fuzzing) */
 	if (np->n_output == 0)
 		return kf_imp_fail(I, "the node has no outputs");
+	if (np->n_output > KF_IMP_MAX_LIST)
+		return kf_imp_fail(I, "more than %d outputs", KF_IMP_MAX_LIST);
 	for (size_t k = 0; k < sizeof table / sizeof *table; k++) {
 		if (strcmp(table[k].name, np->op_type))
 			continue;
 		for (size_t i = 0; i < np->n_attribute; i++)
 			if (!word_in(table[k].attrs, np->attribute[i]->name))
 				return kf_imp_fail(I, "attribute '%s' is not supported", np->attribute[i]->name);
-		kf_vid out[64];
-		int n = table[k].fn(I, np, out, table[k].op);
+		/* a translation writes at most one value per output (a Split's
+		 * many on the heap) */
+		kf_vid out_s[64], *out = out_s;
+		if (np->n_output > 64 && !(out = malloc(np->n_output * sizeof *out)))
+			return kf_imp_fail(I, "out of memory");
+		int n = table[k].fn(I, np, out, table[k].op), rc = 0;
 		if (I->failed)
-			return -1;
+			rc = -1;
 		/* a translation that gave up without a message met a required
 		 * input that is absent or empty (found by fuzzing) */
-		if (n < 0)
-			return kf_imp_fail(I, "a required input is missing (%zu given)", np->n_input);
-		for (size_t i = 0; i < np->n_output; i++) {
+		else if (n < 0)
+			rc = kf_imp_fail(I, "a required input is missing (%zu given)", np->n_input);
+		for (size_t i = 0; rc == 0 && i < np->n_output; i++) {
 			if (!np->output[i][0])
 				continue;
 			if ((int)i >= n)
-				return kf_imp_fail(I, "output %zu is not supported", i);
-			if (out[i] == KF_NONE)
-				return kf_imp_fail(I, "output %zu could not be translated", i);
-			kf_imp_bind(I, np->output[i], out[i]);
+				rc = kf_imp_fail(I, "output %zu is not supported", i);
+			else if (out[i] == KF_NONE)
+				rc = kf_imp_fail(I, "output %zu could not be translated", i);
+			else
+				kf_imp_bind(I, np->output[i], out[i]);
 		}
-		kf_sv_track(I, np, out, n);
-		return 0;
+		if (rc == 0)
+			kf_sv_track(I, np, out, n);
+		if (out != out_s)
+			free(out);
+		return rc;
 	}
 	return kf_imp_unsupported(I, np);
 }

@@ -33,6 +33,7 @@ import is the test that the importer is not fitted to the zoo:
                   and of a learned position table, as DINOv2 and DeiT III resize theirs
     shiftpad      MobileBERT's trigram embedding: F.pad of shifted slices, whose pads the exporter
                   builds by concatenating an empty ConstantOfShape (a fold of empty operands)
+    unrolled      a hand-written recurrent cell over 100 steps, traced: Split and Concat of 100
     stdconv       timm's weight-standardised conv (StdConv2d: F.batch_norm in training mode over
                   the weight: BatchNormalization with training_mode=1), timm's same padding
 
@@ -384,6 +385,24 @@ class Resample(nn.Module):
 def resample(): return Entry(Resample(), [torch.randn(1, 2, 4, 6)], ["x"], ["a", "b", "c", "f", "r"])
 
 
+class Unrolled(nn.Module):
+    """A hand-written recurrent cell over 100 steps, as a user writes one in
+    Python: tracing unrolls the loop into a Split of 100 outputs, 100 steps
+    and a Concat of 100 (the importer took at most 64)."""
+    def __init__(self):
+        super().__init__()
+        self.wx, self.wh = nn.Linear(6, 8), nn.Linear(8, 8, bias=False)
+
+    def forward(self, x):
+        h = x.new_zeros(x.shape[0], 8)
+        hs = []
+        for xt in torch.split(x, 1, dim=1):
+            h = torch.tanh(self.wx(xt[:, 0]) + self.wh(h))
+            hs.append(h)
+        return torch.stack(hs, dim=1)
+def unrolled(): return Entry(Unrolled(), [torch.randn(2, 100, 6)], ["x"], ["h"])
+
+
 # Large torchvision models, written the same way (session 4; session 19 added
 # the segmentation heads, MaxViT and the (2+1)-D and mixed 3-D video nets) but
 # not committed (4 to 270 MB each): `others.py --large --out DIR` writes them;
@@ -519,6 +538,7 @@ OTHERS = {
     "swin": swin, "tcn": tcn, "video": video, "diffusion": diffusion, "style": style, "crossattn": crossattn,
     "cliptext": cliptext, "conformer": conformer, "activations": activations,
     "moe": moe, "retrieval": retrieval, "resample": resample, "stdconv": stdconv, "shiftpad": shiftpad, "bicubic": bicubic,
+    "unrolled": unrolled,
 }
 LARGE = {
     "googlenet": googlenet, "inception": inception, "mnasnet": mnasnet, "mbv3_large": mbv3_large,
