@@ -61,6 +61,33 @@ def init(name, vals, t):
     return numpy_helper.from_array(vals.astype(NP_T[t]), name)
 
 
+def check(name, graph, opset, inputs, want, tol, result_type=None):
+    """Writes the model, its inputs and the wanted output, imports it (its
+    result of result_type when given) and runs it on the interpreter
+    against want within tol; 1 on a failure (printed), else 0."""
+    path = os.path.join(work, name)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path + ".onnx")
+    args = []
+    for k, v in enumerate(inputs):
+        np.save(f"{path}.in{k}.npy", v)
+        args += ["--input", f"{k}={path}.in{k}.npy"]
+    np.save(path + ".want.npy", want)
+    r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {name}: import: {r.stderr.strip()}")
+        return 1
+    with open(path + ".kf") as f:
+        got_t = f.readline().split("->")[1]
+    if result_type and result_type not in got_t:
+        print(f"FAIL {name}: the result is not {result_type}: {got_t.strip()}")
+        return 1
+    r = subprocess.run([run, path + ".kf"] + args + ["--expect", "0=" + path + ".want.npy"] + tol,
+                       capture_output=True, text=True)
+    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
+    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
+    return int(r.returncode != 0)
+
+
 fails = 0
 for xt, st, bt in [("f32", "f16", "f16"), ("f16", "f32", "f32"), ("f16", "bf16", "f16")]:
     name = f"ln_{xt}_{st}_{bt}"
@@ -79,23 +106,9 @@ for xt, st, bt in [("f32", "f16", "f16"), ("f16", "f32", "f32"), ("f16", "bf16",
         [helper.make_tensor_value_info("x", ONNX_T[xt], [2, 3, 8])],
         [helper.make_tensor_value_info("y", ONNX_T[xt], [2, 3, 8])],
         [init("s", s, st), init("b", b, bt)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    path = os.path.join(work, name)
-    onnx.save(m, path + ".onnx")
-    np.save(path + ".x.npy", x.astype(NP_T[xt]))
-    np.save(path + ".want.npy", want)
-    r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"FAIL {name}: import: {r.stderr.strip()}")
-        fails += 1
-        continue
     # one rounding of y's type apart at most (f16: 2^-11 relative)
     tol = ["--rtol", "1e-3", "--atol", "1e-3"] if xt == "f16" else ["--rtol", "1e-5", "--atol", "1e-5"]
-    r = subprocess.run([run, path + ".kf", "--input", "0=" + path + ".x.npy", "--expect", "0=" + path + ".want.npy"]
-                       + tol, capture_output=True, text=True)
-    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
-    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
-    fails += r.returncode != 0
+    fails += check(name, g, 17, [x.astype(NP_T[xt])], want, tol)
 
 # BatchNormalization of f16 x, its parameters f32 (T1, T2: an export under
 # autocast) or f16 (model.half()): computed in f32 and rounded once, as
@@ -113,21 +126,8 @@ for pt in ["f32", "f16"]:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3, 8, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 3, 8, 8])],
         [numpy_helper.from_array(p, n) for p, n in zip(ps, "sbmv")])
-    path = os.path.join(work, name)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)]), path + ".onnx")
-    np.save(path + ".x.npy", x)
-    np.save(path + ".want.npy", want)
-    r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"FAIL {name}: import: {r.stderr.strip()}")
-        fails += 1
-        continue
     # one f16 rounding apart at most (f32's own error is far below it)
-    r = subprocess.run([run, path + ".kf", "--input", "0=" + path + ".x.npy", "--expect", "0=" + path + ".want.npy",
-                        "--rtol", "1e-3", "--atol", "1e-4"], capture_output=True, text=True)
-    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
-    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
-    fails += r.returncode != 0
+    fails += check(name, g, 15, [x], want, ["--rtol", "1e-3", "--atol", "1e-4"])
 
 # binary ops of two float types; bf16 inputs given as f32 files (kfuse-run
 # rounds them: numpy has no bf16)
@@ -157,27 +157,5 @@ for name, op, ins, const, yt, fn, *order in cases:
     g = helper.make_graph([helper.make_node(op, order[0] if order else names, ["out"])], name,
                           [helper.make_tensor_value_info(n, ONNX_T[t], list(shp)) for n, t, shp in ins],
                           [helper.make_tensor_value_info("out", ONNX_T[yt], shape)], inits)
-    path = os.path.join(work, name)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path + ".onnx")
-    args = []
-    for k, v in enumerate(vals):
-        np.save(f"{path}.in{k}.npy", v)
-        args += ["--input", f"{k}={path}.in{k}.npy"]
-    np.save(path + ".want.npy", want)
-    r = subprocess.run([imp, path + ".onnx", "-o", path + ".kf"], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"FAIL {name}: import: {r.stderr.strip()}")
-        fails += 1
-        continue
-    with open(path + ".kf") as f:
-        got_t = f.readline().split("->")[1]
-    if yt not in got_t:
-        print(f"FAIL {name}: the result is not {yt}: {got_t.strip()}")
-        fails += 1
-        continue
-    r = subprocess.run([run, path + ".kf"] + args + ["--expect", "0=" + path + ".want.npy", "--rtol", "1e-5",
-                                                    "--atol", "1e-6"], capture_output=True, text=True)
-    line = [ln for ln in r.stdout.splitlines() + r.stderr.splitlines() if ln.startswith("expect")]
-    print(f"{'ok' if r.returncode == 0 else 'FAIL'} {name}: {line[0] if line else r.stderr.strip()}")
-    fails += r.returncode != 0
+    fails += check(name, g, 17, vals, want, ["--rtol", "1e-5", "--atol", "1e-6"], yt)
 sys.exit(1 if fails else 0)
