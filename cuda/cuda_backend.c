@@ -185,9 +185,6 @@ static int load(kf_cuda_session *s, bool *spilled)
 	return 0;
 }
 
-/* Whether fusion f's yielded values can alias its results: not when one
- * is an argument, a constant, a reshape (an alias itself) or yielded
- * twice, which would need a copy. */
 /* The value whose bytes v views: v itself, or the first operand down a
  * chain of reshapes (a reshape is an alias, emit_block). */
 static kf_vid view_base(const kf_graph *g, kf_vid v)
@@ -201,7 +198,9 @@ static kf_vid view_base(const kf_graph *g, kf_vid v)
  * is computed by a step of the body (not a block argument or a constant),
  * directly or viewed through reshapes (an attention that ends in
  * reshape(transpose(...)): its base is written into the result, which the
- * reshape then views), and no two yields share those bytes. */
+ * reshape then views), and no two yields share those bytes; else (an
+ * argument or a constant yielded, one value yielded twice) a copy would
+ * be needed. */
 static bool body_aliasable(const kf_graph *g, kf_nid f)
 {
 	kf_nid y = kf_block_terminator(g, kf_N(g, f)->body);
