@@ -107,8 +107,12 @@ kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to)
 
 kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n)
 {
-	kf_dtype t = kf_tr_dt(I, v[0]);
+	/* an absent operand (KF_NONE) has no type: the translation fails on
+	 * it later, with its message (found by fuzzing) */
+	kf_dtype t = v[0] == KF_NONE ? KF_F32 : kf_tr_dt(I, v[0]);
 	for (int i = 1; i < n; i++) {
+		if (v[i] == KF_NONE)
+			continue;
 		kf_dtype u = kf_tr_dt(I, v[i]);
 		if (u == t || !kf_dtype_is_float(u) || !kf_dtype_is_float(t))
 			continue;
@@ -133,6 +137,8 @@ static bool scalar_like(kf_imp *I, kf_vid v)
 
 int kf_tr_promote(kf_imp *I, kf_vid *a, kf_vid *b)
 {
+	if (*a == KF_NONE || *b == KF_NONE)
+		return -1;
 	kf_dtype ta = kf_tr_dt(I, *a), tb = kf_tr_dt(I, *b);
 	if (ta == tb || !kf_dtype_is_float(ta) || !kf_dtype_is_float(tb))
 		return 0;
@@ -198,6 +204,8 @@ int kf_tr_ints_from(kf_imp *I, kf_np *np, size_t input, const char *attr, int64_
 /* A per-channel parameter [C] as [C,1,...,1] so it broadcasts over NC... */
 kf_vid kf_tr_per_channel(kf_imp *I, kf_vid p, int rank)
 {
+	if (p == KF_NONE)
+		return p;
 	const kf_type *t = kf_tr_ty(I, p);
 	int64_t s[KF_MAX_RANK];
 	if (t->rank != 1 || rank < 2)

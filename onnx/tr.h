@@ -78,13 +78,14 @@ kf_vid kf_tr_transpose(kf_imp *I, kf_vid x, const int64_t *perm, int rank);
 kf_vid kf_tr_concat(kf_imp *I, const kf_vid *v, int n, int64_t axis);
 kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to);
 /* The float type v[0..n) compute in, as PyTorch promotes: the widest (f16
- * and bf16 meet in f32); v[0]'s type where an operand is not a float. */
+ * and bf16 meet in f32); v[0]'s type where an operand is not a float.
+ * Absent operands (KF_NONE) are passed over. */
 kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n);
 /* Operands of two float types, which ONNX forbids (one T) but PyTorch's
  * exporter writes where torch promoted at run time (a bf16 model's f32
  * mask added to its scores, F.normalize's f32 eps in a bf16 max): cast to
  * the type torch computes in, the wider one, or the tensor's own where the
- * other is 0-d.  0, or -1 when a cast fails. */
+ * other is 0-d.  0, or -1 when an operand is absent or a cast fails. */
 int kf_tr_promote(kf_imp *I, kf_vid *a, kf_vid *b);
 /* A per-channel parameter [C] as [C,1,...,1], to broadcast over an
  * [N,C,...] of that rank (other shapes as they are). */
