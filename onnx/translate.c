@@ -19,10 +19,8 @@ static int tr_binary(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	kf_vid a = kf_imp_input(I, np, 0), b = kf_imp_input(I, np, 1);
 	if (a == KF_NONE || b == KF_NONE)
 		return -1;
-	if (op == KF_OP_POW && kf_tr_dt(I, a) != kf_tr_dt(I, b)) { /* ONNX lets the exponent's type differ */
-		kf_attr to = kf_tr_as(I, "to", kf_dtype_name(kf_tr_dt(I, a)));
-		b = kf_imp_op(I, KF_OP_CAST, &b, 1, &to, 1);
-	}
+	if (op == KF_OP_POW) /* ONNX lets the exponent's type differ: the base's is the result's */
+		b = kf_tr_cast(I, b, kf_tr_dt(I, a));
 	return kf_tr_promote(I, &a, &b) == 0 && (out[0] = kf_tr_op2(I, op, a, b)) != KF_NONE;
 }
 

@@ -56,7 +56,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zoo import Entry, export, randomize_norms, run, save, small_resnet  # noqa: E402
+from zoo import Entry, export, f64_outputs, randomize_norms, run, save, small_resnet, to_dtype  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -575,15 +575,13 @@ def main():
             path = os.path.join(a.out, n)
             test = e.test or e.inputs
             if a.dtype == "bf16":
-                def bf16(xs):
-                    return [x.to(torch.bfloat16) if x.is_floating_point() else x for x in xs]
                 model = model.to(torch.bfloat16)
-                export(model, bf16(e.inputs), e.input_names, e.output_names, path + ".onnx", e.dynamic)
-                run(model, bf16(test))  # a model this torch cannot run in bf16 stops here
-                torch.manual_seed(seed)
-                exact = models[n]().model.eval().double()
-                xs = [x.to(torch.bfloat16).float() if x.is_floating_point() else x for x in test]
-                save(path, xs, [y.float() for y in run(exact, [x.double() if x.is_floating_point() else x for x in xs])])
+                bf16 = to_dtype(test, torch.bfloat16)
+                export(model, to_dtype(e.inputs, torch.bfloat16), e.input_names, e.output_names, path + ".onnx",
+                       e.dynamic)
+                run(model, bf16)  # a model this torch cannot run in bf16 stops here
+                xs = to_dtype(bf16, torch.float32)
+                save(path, xs, f64_outputs(lambda: models[n]().model, seed, xs))
             else:
                 export(model, e.inputs, e.input_names, e.output_names, path + ".onnx", e.dynamic)
                 save(path, test, run(model, test))

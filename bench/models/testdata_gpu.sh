@@ -1,10 +1,11 @@
 #!/bin/sh
 # bench/models/testdata_gpu.sh BUILD [JOBS]: every model of the tests' data
-# (tests/models/{zoo,others,wild}: PyTorch exports with PyTorch's outputs)
-# through the tests' pipeline and run on the GPU, judged as the CTests judge
-# the interpreter (tests/models/run_model.sh with KFUSE_RUN_BACKEND=cuda):
-# f32 (rtol 1e-3, atol 1e-4), amp{dtype=bf16} (relative L2 5e-2) and
-# amp{dtype=f16} (1e-2).  One line a model and form; JOBS at once (default
+# (tests/models/{zoo,others,wild,bf16}: PyTorch exports with their
+# expected outputs) through the tests' pipeline and run on the GPU, judged
+# as the CTests judge the interpreter (tests/models/run_model.sh with
+# KFUSE_RUN_BACKEND=cuda): f32 (rtol 1e-3, atol 1e-4), amp{dtype=bf16}
+# (relative L2 5e-2) and amp{dtype=f16} (1e-2); the bf16 set as exported
+# (against f64, 3e-2).  One line a model and form; JOBS at once (default
 # 8).  $TESTDATA_ONLY (a grep -E pattern over SET/NAME) selects.
 set -u
 # --one BUILD LOGS K: the case on line K of LOGS/cases, one line of the table
@@ -28,14 +29,21 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KFUSE_CACHE_DIR=${KFUSE_CACHE_DIR:-$(mktemp -d /tmp/kfuse-testdata.XXXXXX)}
 export KFUSE_RUN_BACKEND=${KFUSE_RUN_BACKEND:-cuda}  # cpu: the plumbing without a GPU
-pipeline="canonicalize,cse,persistent,rules{path=$root/patterns},canonicalize,cse,layout,pad-channels,canonicalize,cse,merge-matmul,fuse-attention,fuse-conv,fuse-matmul,fuse,dce"
+# the tests' whole pipeline, as run_kfuse.sh (gpu.sh, wild.sh) writes it
+me=testdata_gpu.sh
+. "$root/bench/models/run_kfuse.sh"
 logs=$(mktemp -d /tmp/kfuse-testdata-logs.XXXXXX)
 echo "testdata_gpu.sh: build $build, logs in $logs"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-for f in "$root"/tests/models/zoo/*.onnx "$root"/tests/models/others/*.onnx "$root"/tests/models/wild/*.onnx; do
+for f in "$root"/tests/models/zoo/*.onnx "$root"/tests/models/others/*.onnx "$root"/tests/models/wild/*.onnx \
+	"$root"/tests/models/bf16/*.onnx; do
 	d=$(dirname "$f") n=$(basename "$f" .onnx)
 	s=$(basename "$d")/$n
 	if [ -n "${TESTDATA_ONLY:-}" ] && ! echo "$s" | grep -qE "$TESTDATA_ONLY"; then continue; fi
+	if [ "$(basename "$d")" = bf16 ]; then # exported in bf16, judged against f64 (as its CTests)
+		printf '%s\t%s\t%s\tnative\t%s\n' "$d" "$n" "$pipeline" "--l2 3e-2"
+		continue
+	fi
 	printf '%s\t%s\t%s\tf32\t%s\n' "$d" "$n" "$pipeline" "1e-3 1e-4"
 	printf '%s\t%s\t%s\tbf16\t%s\n' "$d" "$n" "amp{dtype=bf16},$pipeline" "--l2 5e-2"
 	printf '%s\t%s\t%s\tf16\t%s\n' "$d" "$n" "amp{dtype=f16},$pipeline" "--l2 1e-2"

@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zoo import Entry, export, randomize_norms, run, save  # noqa: E402
+from zoo import Entry, export, randomize_norms, run, save, to_dtype  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -206,7 +206,7 @@ def main():
             export(model, xs, e.input_names, e.output_names, path + ".onnx", None)
             ys = run(model, xs)
             if dtype == torch.bfloat16:  # numpy has no bf16 (kfuse-run rounds f32 inputs to it)
-                xs, ys = [x.float() if x.is_floating_point() else x for x in xs], [y.float() if y.is_floating_point() else y for y in ys]
+                xs, ys = to_dtype(xs, torch.float32), to_dtype(ys, torch.float32)
             save(path, xs, ys)
             if exact is not None:
                 try:

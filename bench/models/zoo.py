@@ -717,12 +717,12 @@ def run(model, inputs):
     return list(y) if isinstance(y, (tuple, list)) else [y]
 
 
-def exact_outputs(name, cfg, attempt, xs):
-    """The zoo model `name` built again from the same seed, in f64, on xs:
-    the truth a low-precision run is measured against."""
-    torch.manual_seed(cfg.seed)
-    e = ZOO[name](cfg)
-    model = (e.model if attempt == 0 else e.fallback).eval().to(cfg.device, torch.float64)
+def f64_outputs(make_model, seed, xs):
+    """The model make_model() builds from seed, in f64, on xs (as f32): the
+    truth a low-precision run is measured against (zoo.py and others.py
+    --dtype bf16)."""
+    torch.manual_seed(seed)
+    model = make_model().eval().to(xs[0].device, torch.float64)
     return [y.float() if y.is_floating_point() else y for y in run(model, to_dtype(xs, torch.float64))]
 
 
@@ -749,7 +749,8 @@ def build_one(name, cfg, out):
                 export(model, ex, e.input_names, e.output_names, path + ".onnx", dyn)
                 ys = run(model, tin)
                 if dtype == torch.bfloat16:
-                    tin, ys = to_dtype(tin, torch.float32), exact_outputs(name, cfg, attempt, tin)
+                    tin = to_dtype(tin, torch.float32)
+                    ys = f64_outputs(lambda: getattr(ZOO[name](cfg), "fallback" if attempt else "model"), cfg.seed, tin)
                 save(path, tin, ys)
                 done.append(vname + ("" if attempt == 0 else " (hand-written: transformers' export failed)"))
                 break
