@@ -217,6 +217,8 @@ static int tr_layer_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	int64_t axis = kf_imp_attr_int(np, "axis", -1);
 	kf_attr a[2] = {kf_imp_int_attr(I, "axis", axis), kf_tr_af(I, "epsilon", eps)};
 	int nin = kf_tr_has_in(np, 2) ? 3 : 2;
+	if (v[0] == KF_NONE || v[1] == KF_NONE || (nin == 3 && v[2] == KF_NONE))
+		return -1; /* an absent operand has no type (found by fuzzing) */
 	/* PyTorch exports layer_norm with a scale and bias of another float
 	 * type than x (ONNX wants one type; torch's mixed-type layer_norm runs
 	 * them: timm's ConvNeXt-V2 in f16, whose response norm casts its block
