@@ -297,21 +297,27 @@ static int dw_plan_of(kx *k, const kx_mm *mm, int V, dw_plan *p)
 	return 0;
 }
 
+/* c0, the first channel of the block's slice (slice blockIdx.x % ns of
+ * csv channels). */
+void kx_dw_slice_c0(kx *k, int csv, int64_t ns)
+{
+	const char *it = kx_it(k);
+	if (ns > 1)
+		kf_buf_printf(&k->b, "  const %s c0 = (%s)(blockIdx.x %% %lldu) * %d;\n", it, it, (long long)ns, csv);
+	else
+		kf_buf_printf(&k->b, "  const %s c0 = 0;\n", it);
+}
+
 /* The block's weights into shared memory, [tap][channel] of type ty: a
- * coalesced read of the slice's run [c0 KK, (c0 + csv) KK) (slice
- * blockIdx.x % ns of csv channels), a strided write that each block does
- * once, by its `threads` threads.  No thread leaves before the barrier. */
-void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int threads, int64_t ns)
+ * coalesced read of the slice's run [c0 KK, (c0 + csv) KK) (c0 in scope:
+ * kx_dw_slice_c0), a strided write that each block does once, by its
+ * `threads` threads.  No thread leaves before the barrier. */
+void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int threads)
 {
 	const kx_conv *cv = &mm->cv;
-	const char *it = kx_it(k);
 	long long KK = (long long)cv->KK;
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "  __shared__ __align__(16) %s kf_w[%lld];\n", ty, KK * csv);
-	if (ns > 1)
-		kf_buf_printf(b, "  const %s c0 = (%s)(blockIdx.x %% %lldu) * %d;\n", it, it, (long long)ns, csv);
-	else
-		kf_buf_printf(b, "  const %s c0 = 0;\n", it);
 	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %lld; e += %d) {\n", KK * csv, threads);
 	kf_buf_printf(b, "    const int c = e / %lld;\n    kf_w[(e - c * %lld) * %d + c] = ", KK, KK, csv);
 	kx_load(b, mm->b.st, "p%d[c0 * %lld + e]", mm->b.param, KK);
@@ -320,7 +326,8 @@ void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int th
 
 static void dw_stage(kx *k, const kx_mm *mm, const dw_plan *p)
 {
-	kx_dw_stage_weights(k, mm, kx_mm_acc_type(mm), p->CS * p->V, p->CS * p->P, p->NS);
+	kx_dw_slice_c0(k, p->CS * p->V, p->NS);
+	kx_dw_stage_weights(k, mm, kx_mm_acc_type(mm), p->CS * p->V, p->CS * p->P);
 }
 
 /* The thread's tile of trip `tr`: its first output row rb (position n,

@@ -56,6 +56,7 @@ typedef struct dwr_plan {
 	int LW, BB;           /* band mode: input columns of the band, its bytes in shared memory */
 	int DB, WG;           /* band mode: blocks walk bands, the next one copied while this one is added up;
 			       * blocks a slice (0: as many as are resident) */
+	int ST;               /* band mode: the band copied in ST stages of rows, each waited for when first read */
 	int L, NI;            /* input vectors of a row, input rows of a strip */
 	uint64_t cols, rows;  /* bit i: input vector (row) i is read by some output */
 	int64_t G, NS, OWG, OHG, Q; /* channel vectors, slices, strips across and down, strips a vector */
@@ -224,8 +225,8 @@ static int dwr_plan_of(kx *k, const kx_mm *mm, int V, const char *env, const cha
 }
 
 /* The block's weights into shared memory as [tap][channel] f32 (a
- * coalesced read of the slice's run of [C, taps]), then the thread's into
- * registers: wf[tap][j], its VT channels. */
+ * coalesced read of the slice's run of [C, taps]; c0 in scope), then the
+ * thread's into registers: wf[tap][j], its VT channels. */
 static void dwr_weights(kx *k, const kx_mm *mm, const dwr_plan *p)
 {
 	const kx_conv *cv = &mm->cv;
@@ -233,7 +234,7 @@ static void dwr_weights(kx *k, const kx_mm *mm, const dwr_plan *p)
 	int CSV = p->CS * p->VT, T = p->CS * p->P;
 	long long KK = (long long)cv->KK;
 	kf_buf *b = &k->b;
-	kx_dw_stage_weights(k, mm, "float", CSV, T, p->NS);
+	kx_dw_stage_weights(k, mm, "float", CSV, T);
 	kf_buf_printf(b, "  const int cl = threadIdx.x %% %d * %d;\n  const %s col = c0 + cl;\n", p->CS, p->VT, it);
 	const char *ct = p->VT * 4 >= 16 ? "uint4" : "uint2";
 	int per = p->VT * 4 >= 16 ? 4 : 2;
@@ -344,9 +345,10 @@ static void dwr_accumulate(kx *k, const kx_mm *mm, const dwr_plan *p)
  * flight per thread, at 16 warps an SM (registers), and is latency-bound
  * (Nsight Compute, s12c: DRAM at 26-30%); here every byte of a block's band
  * is in flight at once, tens of KiB an SM, whatever the registers.
- * $KFUSE_DEPTHWISE "band" or "band:" v<VT>x<RC>h<R>c<CSV>b<MB>d<0|1>g<G>
+ * $KFUSE_DEPTHWISE "band" or "band:" v<VT>x<RC>h<R>c<CSV>b<MB>d<0|1>g<G>s<ST>
  * (channels, columns, rows a thread; channels a block; blocks an SM; d1:
- * the double-buffered walk, dwb_walk, with G blocks a slice).
+ * the double-buffered walk, dwb_walk, with G blocks a slice; ST stages of
+ * the band's copy, dwb_load).
  * requires: CSV a multiple of V (whole 16-byte copies). */
 
 /* Shared memory a band's plan may take (three or four blocks an H200 SM
@@ -355,6 +357,8 @@ static void dwr_accumulate(kx *k, const kx_mm *mm, const dwr_plan *p)
  * 62 KiB 0.0278 ms, 2 rows 0.0318), 48 KiB for 3x3 (32 channels of 112 x
  * 112: 4 rows in 44 KiB 0.0246 ms, 6 rows in 58 KiB 0.0271). */
 #define DWB_SMEM(cv) ((cv)->KK >= 25 ? 64 * 1024 : 48 * 1024)
+/* Stages of a band's copy by default. */
+#define DWB_ST 1
 
 static void dwb_shape(const kx_conv *cv, dwr_plan *p, int csv)
 {
@@ -406,20 +410,20 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
  * knob or the conv cannot take it. */
 static int dwb_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
 {
-	int kv[7] = {p->VT, p->RC, p->R, p->CS * p->VT, p->MB, p->DB, p->WG};
-	if (!kx_dw_knobs(knobs, "vxhcbdg", "dg", kv))
-		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>d<0|1>g<G>", env);
-	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[4], p->DB = kv[5], p->WG = kv[6];
+	int kv[8] = {p->VT, p->RC, p->R, p->CS * p->VT, p->MB, p->DB, p->WG, p->ST};
+	if (!kx_dw_knobs(knobs, "vxhcbdgs", "dg", kv))
+		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not band:v<VT>x<RC>h<R>c<CSV>b<MB>d<0|1>g<G>s<ST>", env);
+	p->VT = kv[0], p->RC = kv[1], p->R = kv[2], p->MB = kv[4], p->DB = kv[5], p->WG = kv[6], p->ST = kv[7];
 	bool ok = p->VT >= 2 && V % p->VT == 0 && p->RC <= 8 && p->R <= 16 && kv[3] % V == 0 && cv->C % kv[3] == 0 &&
-		  p->MB <= 32 && p->DB <= 1;
+		  p->MB <= 32 && p->DB <= 1 && p->ST <= 8 && (p->ST == 1 || !p->DB);
 	if (ok) {
 		dwb_shape(cv, p, kv[3]);
 		ok = p->L <= 64 && p->NI <= 64 && p->BB * (p->DB + 1) <= 200 * 1024 && cv->KK * kv[3] * 4 <= DWR_SMEM;
 	}
 	if (!ok)
 		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' does not fit this conv (VT of at least 2 dividing %d; RC <= 8, "
-			       "R <= 16; CSV a multiple of %d dividing the channels; the band (two with d1) in 200 KiB)", env,
-			       V, V);
+			       "R <= 16; CSV a multiple of %d dividing the channels; the band (two with d1) in 200 KiB; "
+			       "at most 8 stages, one under d1)", env, V, V);
 	return 0;
 }
 
@@ -431,10 +435,12 @@ static void dwb_smem(kx *k, const kx_mm *mm)
 		      st, st);
 }
 
-/* Band u of this block's slice (image n, output rows oh0..) copied into
- * `dst` ([NI][LW][CSV]): its input rows and columns from ih0, iw0, zeros in
- * the padding; the copies issued, not waited for.  `ind` indents it. */
-static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, const char *dst, const char *ind)
+/* Rows [r0, r1) of band u of this block's slice (image n, output rows
+ * oh0..) copied into `dst` ([NI][LW][CSV]): its input rows and columns
+ * from ih0, iw0, zeros in the padding; the copies issued, not waited for.
+ * `ind` indents it. */
+static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, const char *dst, const char *ind, int r0,
+		     int r1)
 {
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k);
@@ -443,7 +449,7 @@ static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, c
 	kf_buf_printf(b, "%s{\n%s  const %s n = (%s) / %lld;\n", ind, ind, it, u, (long long)p->OHG);
 	kf_buf_printf(b, "%s  const int oh0 = (int)((%s) - n * %lld) * %d, ih0 = oh0 * %lld - %lld, iw0 = -%lld;\n", ind, u,
 		      (long long)p->OHG, p->R, (long long)cv->s[1], (long long)cv->pb[1], (long long)cv->pb[2]);
-	kf_buf_printf(b, "%s  for (int e = threadIdx.x; e < %d; e += %d) {\n", ind, p->NI * p->LW * cvv, T);
+	kf_buf_printf(b, "%s  for (int e = threadIdx.x + %d; e < %d; e += %d) {\n", ind, r0 * p->LW * cvv, r1 * p->LW * cvv, T);
 	kf_buf_printf(b, "%s    const int r = e / %d, m = e - r * %d, cw = m / %d, v = m - cw * %d;\n", ind, p->LW * cvv,
 		      p->LW * cvv, cvv, cvv);
 	kf_buf_printf(b, "%s    const int ih = ih0 + r, iw = iw0 + cw;\n%s    const bool ok = (unsigned)ih < %lldu && (unsigned)iw < %lldu;\n",
@@ -453,8 +459,20 @@ static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, c
 		      16 / p->esz, ind, ind);
 }
 
+/* The first input row of stage j of ST (the last: NI), stages of equal
+ * rows but the last. */
+static int dwb_stage_row(const dwr_plan *p, int j)
+{
+	int rp = (p->NI + p->ST - 1) / p->ST, r = j * rp;
+	return r < p->NI ? r : p->NI;
+}
+
 /* The band of block blockIdx.x (u, image n, output rows oh0..) copied
- * into kf_band and waited for. */
+ * into kf_band in ST stages of rows, one commit group each, not waited for
+ * (dwb_stage_wait waits for each as the walk reaches it): the copy is
+ * issued before the weights are staged, so their round trip to memory
+ * overlaps it, and a thread adds up a stage's rows while the next ones
+ * arrive. */
 static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
 {
 	const char *it = kx_it(k);
@@ -462,8 +480,26 @@ static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
 	kf_buf_printf(b, "  const %s u = (%s)(blockIdx.x / %lldu), n = u / %lld;\n", it, it, (long long)p->NS, (long long)p->OHG);
 	kf_buf_printf(b, "  const int oh0 = (int)(u - n * %lld) * %d;\n", (long long)p->OHG, p->R);
 	dwb_smem(k, mm);
-	dwb_copy(k, mm, p, "u", "kf_band", "  ");
-	kf_buf_puts(b, "  kf_cp_commit();\n  kf_cp_wait<0>();\n  __syncthreads();\n");
+	for (int j = 0; j < p->ST; j++) {
+		dwb_copy(k, mm, p, "u", "kf_band", "  ", dwb_stage_row(p, j), dwb_stage_row(p, j + 1));
+		kf_buf_puts(b, "  kf_cp_commit();\n");
+	}
+}
+
+/* At the top of the walk's row i: in a thread's first column group (which
+ * every thread has), the wait for the stage that row i begins, then a
+ * barrier (the stage's rows were copied by all the block's threads). */
+static void dwb_stage_wait(kx *k, const dwr_plan *p)
+{
+	kf_buf *b = &k->b;
+	kf_buf_puts(b, "      if (g == g0 && (");
+	for (int j = 0; j < p->ST; j++)
+		kf_buf_printf(b, "%si == %d", j ? " || " : "", dwb_stage_row(p, j));
+	kf_buf_puts(b, ")) {\n        ");
+	for (int j = 0; j < p->ST; j++)
+		kf_buf_printf(b, "%sif (i == %d) kf_cp_wait<%d>();\n", j ? "        else " : "", dwb_stage_row(p, j),
+			      p->ST - 1 - j);
+	kf_buf_puts(b, "        __syncthreads();\n      }\n");
 }
 
 /* d1, the double-buffered walk: the grid is G blocks a slice (the
@@ -483,12 +519,12 @@ static void dwb_walk(kx *k, const kx_mm *mm, const dwr_plan *p, int64_t nb)
 	kf_buf_printf(b, "  const %s G = (%s)(gridDim.x / %lldu);\n  %s u = (%s)(blockIdx.x / %lldu);\n", it, it,
 		      (long long)p->NS, it, it, (long long)p->NS);
 	kf_buf_printf(b, "  if (u < %lldLL)\n", (long long)nb);
-	dwb_copy(k, mm, p, "u", "kf_band", "  ");
+	dwb_copy(k, mm, p, "u", "kf_band", "  ", 0, p->NI);
 	kf_buf_printf(b, "  kf_cp_commit();\n  for (int t = 0; u < %lldLL; u += G, t ^= 1) {\n", (long long)nb);
 	kf_buf_printf(b, "    if (u + G < %lldLL)\n", (long long)nb);
 	char dst[64];
 	snprintf(dst, sizeof dst, "kf_band + (t ^ 1) * %d", be);
-	dwb_copy(k, mm, p, "u + G", dst, "    ");
+	dwb_copy(k, mm, p, "u + G", dst, "    ", 0, p->NI);
 	/* this band's group is done when at most the next one's is pending */
 	kf_buf_puts(b, "    kf_cp_commit();\n    kf_cp_wait<1>();\n    __syncthreads();\n");
 	kf_buf_printf(b, "    const %s *const band = kf_band + t * %d;\n", st, be);
@@ -510,7 +546,7 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 {
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k);
-	dwr_plan p = {.esz = 16 / V, .SB = 16};
+	dwr_plan p = {.esz = 16 / V, .SB = 16, .ST = DWB_ST};
 	if (!dwr_fits(mm, V))
 		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the band kernel takes 2-D convs accumulated in f32", env) : 1;
 	if (!dwb_pick(cv, &p, V)) {
@@ -552,11 +588,15 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	kf_buf_printf(b, "  /* depthwise band: %d rows x %lld columns x %d channels a block (%d x %d inputs in shared memory), "
 		      "%d channels x %d columns a thread, %d threads */\n", p.R, (long long)cv->out[2], p.CS * p.VT, p.NI, p.LW,
 		      p.VT, p.RC, T);
-	dwr_weights(k, mm, &p);
-	if (p.DB)
+	kx_dw_slice_c0(k, p.CS * p.VT, p.NS);
+	if (p.DB) {
+		dwr_weights(k, mm, &p);
 		dwb_walk(k, mm, &p, nb);
-	else
+	} else {
 		dwb_load(k, mm, &p);
+		dwr_weights(k, mm, &p);
+		kf_buf_printf(b, "  const int g0 = threadIdx.x / %d;\n", p.CS);
+	}
 	kf_buf_printf(b, "  for (int g = threadIdx.x / %d; g < %lld; g += %d) {\n", p.CS, (long long)p.OWG, p.P);
 	kf_buf_printf(b, "    const int ow0 = g * %d;\n    const %s rb = (n * %lld + oh0) * %lld + ow0;\n", p.RC, it,
 		      (long long)cv->out[1], (long long)cv->out[2]);
@@ -564,6 +604,8 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 		      "      for (int c = 0; c < %d; c++)\n#pragma unroll\n        for (int j = 0; j < %d; j++) acc[r][c][j] = 0;\n",
 		      p.R, p.RC, p.VT, p.R, p.RC, p.VT);
 	kf_buf_printf(b, "#pragma unroll\n    for (int i = 0; i < %d; i++) {\n", p.NI);
+	if (!p.DB)
+		dwb_stage_wait(k, &p);
 	if (p.rows != (p.NI == 64 ? ~0ULL : (1ULL << p.NI) - 1))
 		kf_buf_printf(b, "      if (!((0x%llxULL >> i) & 1)) continue;\n", (unsigned long long)p.rows);
 	char src[160];
@@ -598,6 +640,7 @@ int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "  /* depthwise rows: %d channels x %d columns x %d rows a thread, %d x %d a block */\n", p.VT, p.RC,
 		      p.R, p.CS, p.P);
+	kx_dw_slice_c0(k, p.CS * p.VT, p.NS);
 	dwr_weights(k, mm, &p);
 	dwr_strip(k, mm, &p);
 	kf_buf_printf(b, "  float acc[%d][%d][%d];\n#pragma unroll\n  for (int r = 0; r < %d; r++)\n#pragma unroll\n"

@@ -158,10 +158,11 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V);
  * statement storing a[0..V) at output row `row`, channels col.. (in
  * scope), as kind sb says. */
 int kx_dw_store_kind(kx *k, const kx_mm *mm, int V);
-/* The block's slice of depthwise weights into shared kf_w[tap][channel]
- * (type ty, csv channels of slice blockIdx.x % ns, `threads` threads),
- * with c0 its first channel; a barrier after. */
-void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int threads, int64_t ns);
+/* c0, the first channel of the block's slice of depthwise channels
+ * (slice blockIdx.x % ns of csv channels); then that slice's weights into
+ * shared kf_w[tap][channel] (type ty, `threads` threads), a barrier after. */
+void kx_dw_slice_c0(kx *k, int csv, int64_t ns);
+void kx_dw_stage_weights(kx *k, const kx_mm *mm, const char *ty, int csv, int threads);
 void kx_dw_store_vec(kx *k, const kx_mm *mm, kf_buf *b, int sb, int V, const char *row, const char *a);
 /* $KFUSE_DEPTHWISE's knobs "<letter><number>...": each letter of `letters`
  * sets kv[its index] to its number, 1 to 1024 (0 too for those in

@@ -6,7 +6,10 @@
 # KFUSE_RUN_BACKEND=cuda): f32 (rtol 1e-3, atol 1e-4), amp{dtype=bf16}
 # (relative L2 5e-2) and amp{dtype=f16} (1e-2); the bf16 set as exported
 # (against f64, 3e-2).  One line a model and form; JOBS at once (default
-# 8).  $TESTDATA_ONLY (a grep -E pattern over SET/NAME) selects.
+# 8).  $TESTDATA_ONLY (a grep -E pattern over SET/NAME) selects;
+# $TESTDATA_DIRS (space-separated) runs other folders written the same way
+# instead (e.g. `others.py --large --out DIR`: models too large to commit);
+# $TESTDATA_FORMS (default "f32 bf16 f16 native") the forms.
 set -u
 # --one BUILD LOGS K: the case on line K of LOGS/cases, one line of the table
 if [ "${1:-}" = --one ]; then
@@ -35,8 +38,8 @@ me=testdata_gpu.sh
 logs=$(mktemp -d /tmp/kfuse-testdata-logs.XXXXXX)
 echo "testdata_gpu.sh: build $build, logs in $logs"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-for f in "$root"/tests/models/zoo/*.onnx "$root"/tests/models/others/*.onnx "$root"/tests/models/wild/*.onnx \
-	"$root"/tests/models/bf16/*.onnx; do
+t=$root/tests/models
+for f in $(for d in ${TESTDATA_DIRS:-$t/zoo $t/others $t/wild $t/bf16}; do ls "$d"/*.onnx; done); do
 	d=$(dirname "$f") n=$(basename "$f" .onnx)
 	s=$(basename "$d")/$n
 	if [ -n "${TESTDATA_ONLY:-}" ] && ! echo "$s" | grep -qE "$TESTDATA_ONLY"; then continue; fi
@@ -47,7 +50,7 @@ for f in "$root"/tests/models/zoo/*.onnx "$root"/tests/models/others/*.onnx "$ro
 	printf '%s\t%s\t%s\tf32\t%s\n' "$d" "$n" "$pipeline" "1e-3 1e-4"
 	printf '%s\t%s\t%s\tbf16\t%s\n' "$d" "$n" "amp{dtype=bf16},$pipeline" "--l2 5e-2"
 	printf '%s\t%s\t%s\tf16\t%s\n' "$d" "$n" "amp{dtype=f16},$pipeline" "--l2 1e-2"
-done > "$logs/cases"
+done | awk -F'\t' -v forms=" ${TESTDATA_FORMS:-f32 bf16 f16 native} " 'index(forms, " " $4 " ")' > "$logs/cases"
 echo "| model | form | status | first failure line |"
 echo "|---|---|---|---|"
 # the cases JOBS at a time, each by this script again (--one K: line K of the cases)

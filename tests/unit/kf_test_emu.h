@@ -8,7 +8,8 @@
  * barrier per warp: ldmatrix (.x4, .trans) gathers the lanes' row
  * addresses, mma.sync m16n8k16 (f16, bf16) and m16n8k8 (tf32) assemble the
  * fragments of all 32 lanes in their PTX layouts and compute each lane's
- * accumulators, cp.async copies (or zero-fills) at once.  The prelude's
+ * accumulators, cp.async copies (or zero-fills) when a wait covers its
+ * group, not before.  The prelude's
  * functions are plain C++ (f16/bf16 conversions round to nearest even).
  * The emulation is itself checked: the matmul kernels, which have run on
  * GPUs, must agree with the interpreter through it (test_conv_emu.c). */
@@ -75,8 +76,20 @@ static const char kft_emu_shim[] =
 	"template <typename T> static T kf_relu(T a) { return a < (T)0 ? (T)0 : a; }\n"
 	/* the tensor-core kernels' helpers (emit_mma.c), emulated */
 	"#define KF_MM_HELPERS\n"
-	"static void kf_cp16(void *d, const void *s, bool ok) { if (ok) memcpy(d, s, 16); else memset(d, 0, 16); }\n"
-	"static void kf_cp_commit() {}\ntemplate <int N> static void kf_cp_wait() {}\n"
+	/* cp.async as the hardware may do it: a copy lands at the latest when
+	 * kf_cp_wait<N> waits for its group (all but the newest N committed),
+	 * never before the commit; a read of shared memory before then sees
+	 * the old bytes, so a kernel that waits too little fails here */
+	"struct kf_cpq { void *d; const void *s; bool ok; int g; };\n"
+	"static thread_local kf_cpq kf_cpv[4096];\nstatic thread_local int kf_cpn, kf_cpg;\n"
+	"static void kf_cp16(void *d, const void *s, bool ok) {\n"
+	"  if (kf_cpn == 4096) { fprintf(stderr, \"emu: over 4096 cp.async copies in flight\\n\"); abort(); }\n"
+	"  kf_cpv[kf_cpn++] = {d, s, ok, kf_cpg}; }\n"
+	"static void kf_cp_commit() { kf_cpg++; }\n"
+	"template <int N> static void kf_cp_wait() {\n"
+	"  int k = 0;\n  for (int i = 0; i < kf_cpn; i++) {\n    kf_cpq &q = kf_cpv[i];\n"
+	"    if (q.g < kf_cpg - N) { if (q.ok) memcpy(q.d, q.s, 16); else memset(q.d, 0, 16); } else kf_cpv[k++] = q;\n"
+	"  }\n  kf_cpn = k; }\n"
 	"struct kf_warpx { const unsigned short *addr[32]; unsigned a[32][4], b[32][2]; };\n"
 	"static kf_warpx kf_wx[32];\n"
 	"static void kf_ldsm(unsigned *r, const void *p, bool tr) {\n"

@@ -445,6 +445,16 @@ static const conv_case dw_band_cases[] = {
 	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "band:h2d1g2"},
 	{"bf16", true, 2, 1, 16, 16, 16, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:h1d1g4"},
 	{"f16", true, 2, 1, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:h3d1g64"},
+	/* the band copied in stages of rows, each waited for as the walk
+	 * reaches it: 2 to 8 stages (more stages than a band has rows: empty
+	 * ones), several column groups a thread, a partial last band, 5x5 at
+	 * stride 2, rows no output reads (stride 4), bf16 */
+	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:s3"},
+	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "band:s2"},
+	{"f16", true, 2, 1, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:h5s4"},
+	{"f16", true, 2, 1, 16, 16, 16, {14, 13}, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {0, 0}, 1, NULL, false, "band:x2h3s3"},
+	{"f16", true, 2, 1, 32, 32, 32, {30, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, NULL, false, "band:c8h2s8"},
+	{"bf16", true, 2, 1, 16, 16, 16, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:s2"},
 };
 
 static void conv_depthwise_band(void **st)
@@ -466,7 +476,7 @@ static void conv_depthwise_band(void **st)
 	 * buffers never swapped */
 	static const char *const wmuts[][2] = {{"kf_band + (t ^ 1) *", "kf_band + (t ^ 0) *"},
 					       {"u += G, t ^= 1", "u += G, t ^= 0"}};
-	size_t w = sizeof dw_band_cases / sizeof *dw_band_cases - 5;
+	size_t w = sizeof dw_band_cases / sizeof *dw_band_cases - 11;
 	for (int m = 0; m < 2; m++) {
 		char text[4096];
 		conv_text(&dw_band_cases[w], text, sizeof text);
@@ -474,6 +484,14 @@ static void conv_depthwise_band(void **st)
 		check_graph_mut(text, NULL, 6e-3, 6e-3, 720, wmuts[m][0], wmuts[m][1]);
 		unsetenv("KFUSE_DEPTHWISE");
 	}
+	/* the stages': the first stage's wait also taken for the second (its
+	 * rows read before they land: the emulated cp.async lands at the wait) */
+	size_t s3 = sizeof dw_band_cases / sizeof *dw_band_cases - 6;
+	char text[4096];
+	conv_text(&dw_band_cases[s3], text, sizeof text);
+	setenv("KFUSE_DEPTHWISE", dw_band_cases[s3].dw, 1);
+	check_graph_mut(text, NULL, 6e-3, 6e-3, 730, "else if (i == 4) kf_cp_wait<1>();", "else if (i == 4) kf_cp_wait<2>();");
+	unsetenv("KFUSE_DEPTHWISE");
 }
 
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
