@@ -375,8 +375,13 @@ static void dwb_shape(const kx_conv *cv, dwr_plan *p, int csv)
 
 /* The plan: one column a thread, 4 channels (8-byte loads of f16) or 2
  * where the f32 weights would not fit the registers (5x5); the widest
- * slice up to 64 channels dividing C whose one row fits, then the most
- * rows up to 8 whose band fits DWB_SMEM. */
+ * slice up to 64 channels dividing C whose one row fits and whose block is
+ * whole warps (else the widest that fits); then, of the row counts up to 8
+ * whose band fits DWB_SMEM, the one adding up and loading the fewest rows
+ * (bands x (R + NI): rows past the image's bottom are computed too).
+ * Why (Nsight Compute, s20d, EfficientNet-B0's 672 channels of 14 x 14):
+ * 56-channel slices made blocks of 196 threads, a warp of 4 in every 7,
+ * and 8-row bands computed 16 rows of 14 (7 rows: 14). */
 static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 {
 	p->VT = V >= 4 ? 4 : V, p->RC = 1, p->R = 8 < cv->out[1] ? 8 : (int)cv->out[1];
@@ -384,24 +389,33 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 	if (p->VT > 2 && dwr_regs(cv, p) > DWR_REGS)
 		p->VT = 2;
 	p->R = 1;
-	int csv = 0;
+	int csv = 0, widest = 0;
 	for (int c = 64 / V * V; c >= V && !csv; c -= V) {
 		if (cv->C % c)
 			continue;
 		dwb_shape(cv, p, c);
-		if (p->BB <= DWB_SMEM(cv) && cv->KK * c * 4 <= DWR_SMEM)
+		if (p->BB > DWB_SMEM(cv) || cv->KK * c * 4 > DWR_SMEM)
+			continue;
+		if (!widest)
+			widest = c;
+		if (p->CS * p->P % 32 == 0)
 			csv = c;
 	}
 	if (!csv)
+		csv = widest;
+	if (!csv)
 		return 0;
-	for (int r = 8; r > 1; r--) {
+	dwb_shape(cv, p, csv);
+	int64_t least = -1;
+	for (int r = 8; r >= 1; r--) {
 		dwr_plan t = *p;
 		t.R = r;
 		dwb_shape(cv, &t, csv);
-		if (r <= cv->out[1] && t.BB <= DWB_SMEM(cv) && t.NI <= 64) {
-			*p = t;
-			break;
-		}
+		if (r > cv->out[1] || t.BB > DWB_SMEM(cv) || t.NI > 64)
+			continue;
+		int64_t cost = (cv->out[1] + r - 1) / r * (r + t.NI);
+		if (least < 0 || cost < least)
+			*p = t, least = cost;
 	}
 	return 1;
 }

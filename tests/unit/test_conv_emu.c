@@ -449,7 +449,7 @@ static const conv_case dw_band_cases[] = {
 	 * reaches it: 2 to 8 stages (more stages than a band has rows: empty
 	 * ones), several column groups a thread, a partial last band, 5x5 at
 	 * stride 2, rows no output reads (stride 4), bf16 */
-	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:s3"},
+	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "band:h8s3"},
 	{"f16", true, 2, 1, 24, 24, 24, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "band:s2"},
 	{"f16", true, 2, 1, 16, 16, 16, {9, 11}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL, false, "band:h5s4"},
 	{"f16", true, 2, 1, 16, 16, 16, {14, 13}, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {0, 0}, 1, NULL, false, "band:x2h3s3"},
@@ -581,8 +581,20 @@ static void depthwise_plan(void **st)
 	e28.in[0] = e28.in[1] = 56;
 	e28.s[0] = e28.s[1] = 2;
 	assert_int_equal(emit_case(&e28, NULL, &k), 0);
-	assert_non_null(strstr(k.src, "depthwise band: 4 rows x 28 columns"));
+	assert_non_null(strstr(k.src, "depthwise band: 7 rows x 28 columns x 16 channels"));
 	kf_kernel_free(&k);
+	/* slices whose blocks are whole warps, bands that divide the rows:
+	 * EfficientNet-B0's 672 channels of 14 x 14 under 5x5 take 32-channel
+	 * slices (224 threads; the widest, 56, made 196) and 7-row bands (8
+	 * would add up 16 rows of 14) */
+	conv_case e14 = {"f16", true, 2, 32, 672, 672, 672, {14, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1, NULL};
+	assert_int_equal(emit_case(&e14, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise band: 7 rows x 14 columns x 32 channels a block (11 x 18 inputs"));
+	assert_int_equal(k.block, 224);
+	assert_int_equal(k.units, 21 * 32 * 2);
+	kf_kernel_free(&k);
+	assert_int_not_equal(emit_case(&e14, "band:s9", &k), 0);   /* at most 8 stages */
+	assert_int_not_equal(emit_case(&e14, "band:d1s2", &k), 0); /* stages are not d1's */
 	/* ConvNeXt's 7x7 (above) keeps the tiled kernel; so does a conv the
 	 * band kernel does not take: bad knobs are errors */
 	assert_int_not_equal(emit_case(&mb, "band:c24", &k), 0); /* 24 does not divide 32 */
