@@ -461,11 +461,15 @@ static bool dw_rows_default(const kx_conv *cv)
  * 0.0264 against 0.0329; 960 of 7x7: 0.0087 against 0.0104), within 2%
  * of the best at the other two; 3x3 at stride 2 it lost to the tiled or
  * rows kernel at 3 of 7 (144 of 56x56: 0.0231 against 0.0196), so those
- * keep the older rule.  Kernels past 5x5 keep the tiled kernel (weights in
- * registers, as the rows kernel's). */
+ * keep the older rule, but for inputs of at most 28 x 28, where the band
+ * kernel at four blocks an SM (dwb_blocks) beat them (s20f: 192 channels
+ * of 28x28 0.0105 against 0.0116 ms, 576 of 14x14 0.0096 against 0.0105;
+ * 240 of 28x28 1.03x, 1.0x).  Kernels past 5x5 keep the tiled kernel
+ * (weights in registers, as the rows kernel's). */
 static bool dw_band_default(const kx_conv *cv)
 {
-	return cv->k[1] <= 5 && cv->k[2] <= 5 && (cv->KK >= 25 || (cv->s[1] == 1 && cv->s[2] == 1));
+	bool small = cv->in[1] * cv->in[2] <= 28 * 28;
+	return cv->k[1] <= 5 && cv->k[2] <= 5 && (cv->KK >= 25 || (cv->s[1] == 1 && cv->s[2] == 1) || small);
 }
 
 /* The knobs after "<name>" or "<name>:" of $KFUSE_DEPTHWISE `env` (""

@@ -420,6 +420,26 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 	return 1;
 }
 
+/* Blocks an SM the band kernel's plan asks for (__launch_bounds__; 0:
+ * as the block's size gives) at one column a thread.  5x5: three (80
+ * registers, no spill): at two (86 registers) a block's copy phase left
+ * the SM idle (Nsight Compute, s14c: 21% occupancy, DRAM at 8-11%);
+ * 1.01-1.21x at all six of EfficientNet-B0's 5x5 layers (s14d).  Four
+ * (72 registers at 224 threads, no spill) where that was faster still on
+ * the H200 (s20f, s20h): 5x5 at stride 1 on images of 14 rows or more in
+ * blocks of whole warps (1.04-1.07x; at 7 x 7, or 200 threads, 0.80-0.91x),
+ * and 3x3 at stride 2, which takes the band kernel at 4 blocks on inputs
+ * of at most 28 x 28 (dw_band_default).  Not under d1: its walk needs a
+ * register more (a spill at 80), and its copies overlap its arithmetic
+ * within a block. */
+static int dwb_blocks(const kx_conv *cv, const dwr_plan *p)
+{
+	bool stride1 = cv->s[1] == 1 && cv->s[2] == 1;
+	if (cv->KK >= 25)
+		return stride1 && cv->out[1] >= 14 && p->CS * p->P % 32 == 0 ? 4 : 3;
+	return stride1 ? 0 : 4;
+}
+
 /* "v4x1h4c32b2" (any of them) over the plan; an error when one is not a
  * knob or the conv cannot take it. */
 static int dwb_override(kx *k, const kx_conv *cv, dwr_plan *p, int V, const char *env, const char *knobs)
@@ -578,8 +598,8 @@ int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	 * all six of EfficientNet-B0's 5x5 layers (s14d).  Not under d1: its
 	 * walk needs a register more (a spill at 80), and its copies overlap
 	 * its arithmetic within a block */
-	if (!p.MB && cv->KK >= 25 && p.RC == 1 && !p.DB)
-		p.MB = 3;
+	if (!p.MB && p.RC == 1 && !p.DB)
+		p.MB = dwb_blocks(cv, &p);
 	int T = p.CS * p.P;
 	int64_t nb = cv->N * p.OHG; /* bands a slice */
 	k->k->block = T;

@@ -549,9 +549,10 @@ static void depthwise_plan(void **st)
 	 * thread); forced, the rows kernel, 4 channels x 2 columns x 8 rows a
 	 * thread (8-byte loads and stores), 8 x 32 threads a block, 32 x 14 x
 	 * 56 strips; "vector" and "" force the others.  At stride 2 the band
-	 * kernel takes 5x5 only: 3x3 at 56x56 the tiled kernel, at 14x14 the
-	 * rows kernel.  Its 384 channels at 14x14 stride 1, the band; 5x5 at
-	 * 28x28 and 56x56, the band */
+	 * kernel takes 5x5, and 3x3 on inputs of at most 28x28 (at 4 blocks
+	 * an SM): 3x3 at 56x56 the tiled kernel, at 14x14 the band.  Its 384
+	 * channels at 14x14 stride 1, the band; 5x5 at 28x28 and 56x56, the
+	 * band */
 	conv_case mb = {"f16", true, 2, 32, 32, 32, 32, {112, 112}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
 	assert_int_equal(emit_case(&mb, NULL, &k), 0);
 	assert_non_null(strstr(k.src, "depthwise band: 4 rows x 112 columns x 32 channels a block (6 x 114 inputs"));
@@ -568,7 +569,8 @@ static void depthwise_plan(void **st)
 	kf_kernel_free(&k);
 	s2.C = s2.O = s2.G = 576, s2.in[0] = s2.in[1] = 14;
 	assert_int_equal(emit_case(&s2, NULL, &k), 0);
-	assert_non_null(strstr(k.src, "depthwise rows"));
+	assert_non_null(strstr(k.src, "depthwise band"));
+	assert_non_null(strstr(k.src, "__launch_bounds__(112, 4)"));
 	kf_kernel_free(&k);
 	conv_case m14 = {"f16", true, 2, 32, 384, 384, 384, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL};
 	assert_int_equal(emit_case(&m14, NULL, &k), 0);
@@ -592,6 +594,11 @@ static void depthwise_plan(void **st)
 	assert_non_null(strstr(k.src, "depthwise band: 7 rows x 14 columns x 32 channels a block (11 x 18 inputs"));
 	assert_int_equal(k.block, 224);
 	assert_int_equal(k.units, 21 * 32 * 2);
+	assert_non_null(strstr(k.src, "__launch_bounds__(224, 4)")); /* 4 blocks an SM: whole warps, 14 rows */
+	kf_kernel_free(&k);
+	e14.in[0] = e14.in[1] = 7; /* 7 x 7: 3 */
+	assert_int_equal(emit_case(&e14, NULL, &k), 0);
+	assert_non_null(strstr(k.src, ", 3)"));
 	kf_kernel_free(&k);
 	assert_int_not_equal(emit_case(&e14, "band:s9", &k), 0);   /* at most 8 stages */
 	assert_int_not_equal(emit_case(&e14, "band:d1s2", &k), 0); /* stages are not d1's */
