@@ -462,9 +462,10 @@ static bool dw_rows_default(const kx_conv *cv)
  * of the best at the other two; 3x3 at stride 2 it lost to the tiled or
  * rows kernel at 3 of 7 (144 of 56x56: 0.0231 against 0.0196), so those
  * keep the older rule, but for inputs of at most 28 x 28, where the band
- * kernel at four blocks an SM (dwb_blocks) beat them (s20f: 192 channels
- * of 28x28 0.0105 against 0.0116 ms, 576 of 14x14 0.0096 against 0.0105;
- * 240 of 28x28 1.03x, 1.0x).  Kernels past 5x5 keep the tiled kernel
+ * kernel at four blocks an SM (dwb_blocks) beat them (s20f; s20h, against
+ * the build before in one call: 192 channels of 28x28 0.0106 against
+ * 0.0118 ms, 576 of 14x14 0.0097 against 0.0104, 240 of 28x28 1.03x and
+ * 1.0x).  Kernels past 5x5 keep the tiled kernel
  * (weights in registers, as the rows kernel's). */
 static bool dw_band_default(const kx_conv *cv)
 {

@@ -59,10 +59,9 @@ def upcast_graph(g):
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for sg in a.graphs:
                     upcast_graph(sg)
-            elif n.op_type == "ConstantOfShape" or a.name in ("dtype", "to"):
-                # RandomNormal's dtype, CastLike-free exports' EyeLike etc.
-                if a.type == onnx.AttributeProto.INT and a.i in LOW:
-                    a.i = TensorProto.FLOAT
+            elif a.type == onnx.AttributeProto.INT and a.name == "dtype" and a.i in LOW:
+                # the output type of EyeLike, RandomNormal and the like
+                a.i = TensorProto.FLOAT
 
 
 def main():
