@@ -172,6 +172,12 @@ static void ptxas_depthwise_rows(void **st)
 		/* d1, the double-buffered walk (two bands of shared memory) */
 		{240, 28, 5, 1, "band:h4d1"}, {672, 14, 5, 1, "band:d1"}, {144, 56, 5, 2, "band:h2d1"},
 		{1152, 7, 5, 1, "band:d1"}, {144, 56, 3, 1, "band:d1"}, {32, 112, 3, 1, "band:h2d1"},
+		/* session 20's plans ("band": the default's): four blocks an SM
+		 * at 3x3 stride 2 up to 28x28 and 5x5 stride 1 (whole warps, 14+
+		 * rows); MobileNetV3's; the staged copy */
+		{192, 28, 3, 2, "band"}, {576, 14, 3, 2, "band"}, {240, 28, 3, 2, "band"}, {480, 14, 5, 1, "band"},
+		{120, 28, 5, 1, "band"}, {72, 56, 5, 2, "band"}, {672, 14, 5, 2, "band"}, {672, 14, 5, 1, "band:s3"},
+		{32, 112, 3, 1, "band:s2"},
 	};
 	for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
 		int C = ls[i].C, H = ls[i].H, K = ls[i].k, S = ls[i].s, p = K / 2, O = (H + 2 * p - K) / S + 1;
