@@ -373,6 +373,12 @@ static void dwb_shape(const kx_conv *cv, dwr_plan *p, int csv)
 	p->P = (int)((p->OWG + per - 1) / per);
 }
 
+/* Whether a block's threads are whole warps. */
+static bool dwb_whole_warps(const dwr_plan *p)
+{
+	return p->CS * p->P % 32 == 0;
+}
+
 /* The plan: one column a thread, 4 channels (8-byte loads of f16) or 2
  * where the f32 weights would not fit the registers (5x5); the widest
  * slice up to 64 channels dividing C whose one row fits and whose block is
@@ -398,7 +404,7 @@ static int dwb_pick(const kx_conv *cv, dwr_plan *p, int V)
 			continue;
 		if (!widest)
 			widest = c;
-		if (p->CS * p->P % 32 == 0)
+		if (dwb_whole_warps(p))
 			csv = c;
 	}
 	if (!csv)
@@ -436,7 +442,7 @@ static int dwb_blocks(const kx_conv *cv, const dwr_plan *p)
 {
 	bool stride1 = cv->s[1] == 1 && cv->s[2] == 1;
 	if (cv->KK >= 25)
-		return stride1 && cv->out[1] >= 14 && p->CS * p->P % 32 == 0 ? 4 : 3;
+		return stride1 && cv->out[1] >= 14 && dwb_whole_warps(p) ? 4 : 3;
 	return stride1 ? 0 : 4;
 }
 
@@ -472,7 +478,7 @@ static void dwb_smem(kx *k, const kx_mm *mm)
 /* Rows [r0, r1) of band u of this block's slice (image n, output rows
  * oh0..) copied into `dst` ([NI][LW][CSV]): its input rows and columns
  * from ih0, iw0, zeros in the padding; the copies issued, not waited for.
- * `ind` indents it. */
+ * With u NULL, the n and oh0 in scope place the band.  `ind` indents it. */
 static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, const char *dst, const char *ind, int r0,
 		     int r1)
 {
@@ -480,9 +486,12 @@ static void dwb_copy(kx *k, const kx_mm *mm, const dwr_plan *p, const char *u, c
 	const char *it = kx_it(k);
 	int csv = p->CS * p->VT, cvv = csv / (16 / p->esz), T = p->CS * p->P;
 	kf_buf *b = &k->b;
-	kf_buf_printf(b, "%s{\n%s  const %s n = (%s) / %lld;\n", ind, ind, it, u, (long long)p->OHG);
-	kf_buf_printf(b, "%s  const int oh0 = (int)((%s) - n * %lld) * %d, ih0 = oh0 * %lld - %lld, iw0 = -%lld;\n", ind, u,
-		      (long long)p->OHG, p->R, (long long)cv->s[1], (long long)cv->pb[1], (long long)cv->pb[2]);
+	kf_buf_printf(b, "%s{\n", ind);
+	if (u)
+		kf_buf_printf(b, "%s  const %s n = (%s) / %lld;\n%s  const int oh0 = (int)((%s) - n * %lld) * %d;\n", ind, it, u,
+			      (long long)p->OHG, ind, u, (long long)p->OHG, p->R);
+	kf_buf_printf(b, "%s  const int ih0 = oh0 * %lld - %lld, iw0 = -%lld;\n", ind, (long long)cv->s[1],
+		      (long long)cv->pb[1], (long long)cv->pb[2]);
 	kf_buf_printf(b, "%s  for (int e = threadIdx.x + %d; e < %d; e += %d) {\n", ind, r0 * p->LW * cvv, r1 * p->LW * cvv, T);
 	kf_buf_printf(b, "%s    const int r = e / %d, m = e - r * %d, cw = m / %d, v = m - cw * %d;\n", ind, p->LW * cvv,
 		      p->LW * cvv, cvv, cvv);
@@ -515,7 +524,7 @@ static void dwb_load(kx *k, const kx_mm *mm, const dwr_plan *p)
 	kf_buf_printf(b, "  const int oh0 = (int)(u - n * %lld) * %d;\n", (long long)p->OHG, p->R);
 	dwb_smem(k, mm);
 	for (int j = 0; j < p->ST; j++) {
-		dwb_copy(k, mm, p, "u", "kf_band", "  ", dwb_stage_row(p, j), dwb_stage_row(p, j + 1));
+		dwb_copy(k, mm, p, NULL, "kf_band", "  ", dwb_stage_row(p, j), dwb_stage_row(p, j + 1));
 		kf_buf_puts(b, "  kf_cp_commit();\n");
 	}
 }

@@ -191,6 +191,20 @@ static void free_all(kf_tensor *t, uint32_t n)
 		kf_tensor_free(&t[i]);
 }
 
+/* got takes want's value wherever want is NaN or infinite (same shapes
+ * and float types; otherwise the comparison reports the mismatch). */
+static void take_nonfinite(kf_tensor *got, const kf_tensor *want)
+{
+	if (!kf_dtype_is_float(got->dtype) || !kf_dtype_is_float(want->dtype) ||
+	    kf_tensor_numel(got) != kf_tensor_numel(want))
+		return;
+	for (int64_t e = 0, n = kf_tensor_numel(want); e < n; e++) {
+		double w = kf_tensor_get(want, e);
+		if (!isfinite(w))
+			kf_tensor_set(got, e, w);
+	}
+}
+
 bool kf_equiv_bad(const kf_equiv_stat *w, const kf_equiv_tol *tol)
 {
 	if (tol->l2 > 0)
@@ -222,6 +236,8 @@ int kf_equiv_check_tol(kf_graph *a, kf_graph *b, uint64_t seed, int trials, cons
 		} else {
 			for (uint32_t i = 0; i < nres; i++) {
 				kf_equiv_stat st;
+				if (tol->finite_ref)
+					take_nonfinite(&rb[i], &ra[i]);
 				kf_equiv_compare(&rb[i], &ra[i], tol->rtol, tol->atol, &st);
 				kf_equiv_stat *w = &worst[i];
 				/* sums and maxima over trials; the first bad element as example */
@@ -276,6 +292,8 @@ void kf_equiv_tol_describe(kf_buf *out, const kf_equiv_tol *tol)
 		kf_buf_printf(out, "a relative L2 error of %g", tol->l2);
 	else
 		kf_buf_printf(out, "rtol=%g atol=%g", tol->rtol, tol->atol);
+	if (tol->finite_ref)
+		kf_buf_puts(out, " where the reference is finite");
 }
 
 kf_dtype kf_equiv_precision(const kf_graph *g)

@@ -416,8 +416,19 @@ static void test_equiv(void **s)
 	assert_non_null(strstr(rep.p, "MISMATCH"));
 	/* within a looser tolerance the same pair passes */
 	assert_int_equal(kf_equiv_check(a->graph[0], d->graph[0], 1, 3, 1e-3, 1e-5, NULL), 0);
+	/* finite_ref: where the reference is infinite (x / 0 at x != 0) the
+	 * other may be anything; where it is finite, it must still agree */
+	kf_module *inf = parse_ok(c, "graph @g(%x: f32[N,4]) -> (f32[N,4]) {\n"
+				     "  %z = const 0.0 : f32[]\n  %0 = div(%x, %z) : f32[N,4]\n  return %0\n}\n");
+	kf_equiv_tol strict = {1e-4, 1e-5, 0, false}, refine = {1e-4, 1e-5, 0, true};
+	assert_int_equal(kf_equiv_check_tol(inf->graph[0], b->graph[0], 1, 3, &strict, NULL), 1);
+	assert_int_equal(kf_equiv_check_tol(inf->graph[0], b->graph[0], 1, 3, &refine, NULL), 0);
+	rep.n = 0;
+	assert_int_equal(kf_equiv_check_tol(a->graph[0], d->graph[0], 1, 3, &refine, &rep), 1);
+	kf_buf_putc(&rep, 0);
+	assert_non_null(strstr(rep.p, "MISMATCH"));
 	kf_buf_free(&rep);
-	kf_module_free(a), kf_module_free(b), kf_module_free(d);
+	kf_module_free(a), kf_module_free(b), kf_module_free(d), kf_module_free(inf);
 	kf_ctx_free(c);
 }
 
