@@ -393,6 +393,57 @@ static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	return out[1] == KF_NONE ? -1 : 2;
 }
 
+/* The type BatchNormalization computes in, as PyTorch computes it: f32
+ * where x is f16 or bf16 (cuDNN's and torch's kernels do: one rounding of
+ * y, not one per op, and a per-channel factor not rounded to 11 bits,
+ * which would bias a whole channel), else the widest of x's type and the
+ * parameters' (ONNX lets scale and bias, T1, and the statistics, T2,
+ * differ from x: PyTorch's export under autocast has f16 x and f32
+ * parameters). */
+static kf_dtype bn_compute_type(kf_imp *I, const kf_vid *p, int n)
+{
+	kf_dtype xt = kf_tr_dt(I, p[0]), ct = kf_tr_float_join(I, p, n);
+	return (xt == KF_F16 || xt == KF_BF16) && ct != KF_F64 ? KF_F32 : ct;
+}
+
+/* Training mode: the batch's own statistics (population variance) of x in
+ * ct, over every axis but the channels: how timm's weight-standardised
+ * convs (StdConv2d: NF-ResNets, BiT) normalise their weights, with
+ * F.batch_norm(training=True) on a constant.  In ct, not x's type, as torch
+ * accumulates them: an f16 mean near 1 is 2^-11 off, a twentieth of a conv
+ * weight's spread of 0.01, and shifts the whole channel (NF-ResNet-26 in
+ * f16 on the H200: 1.5x PyTorch's distance from f64, session 21).  Outputs
+ * 1 and 2, the running statistics, as the operator defines them, in their
+ * inputs' types (the exporter names them; nothing reads them in an
+ * inference graph, and dce removes them).  -1 on a failure. */
+static int bn_batch_stats(kf_imp *I, kf_np *np, kf_vid x, kf_dtype ct, kf_vid *mean, kf_vid *var, kf_vid *out)
+{
+	int r = kf_tr_ty(I, x)->rank;
+	int64_t axes[KF_MAX_RANK];
+	int n = 0;
+	for (int d = 0; d < r; d++)
+		if (d != 1)
+			axes[n++] = d;
+	kf_vid xs = kf_tr_cast(I, x, ct);
+	kf_vid cm = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, xs, axes, n, false);
+	*mean = kf_tr_per_channel(I, cm, r);
+	kf_vid dx = kf_tr_op2(I, KF_OP_SUB, xs, *mean);
+	kf_vid cv = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, kf_tr_op2(I, KF_OP_MUL, dx, dx), axes, n, false);
+	*var = kf_tr_per_channel(I, cv, r);
+	double mom = kf_tr_float(np, "momentum", 0.9);
+	kf_vid cur[2] = {cm, cv};
+	for (int i = 0; i < 2; i++) {
+		kf_vid in = kf_imp_input(I, np, 3 + i);
+		if (in == KF_NONE)
+			return -1;
+		kf_vid run = kf_tr_cast(I, in, ct);
+		out[1 + i] = kf_tr_cast(I, kf_tr_op2(I, KF_OP_ADD, kf_tr_op2(I, KF_OP_MUL, run, kf_tr_sc(I, mom, run)),
+						      kf_tr_op2(I, KF_OP_MUL, cur[i], kf_tr_sc(I, 1 - mom, cur[i]))),
+					kf_tr_dt(I, in));
+	}
+	return *mean == KF_NONE || *var == KF_NONE ? -1 : 0;
+}
+
 static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 {
 	bool train = kf_imp_attr_int(np, "training_mode", 0);
@@ -404,49 +455,18 @@ static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 		return -1;
 	int r = kf_tr_ty(I, x)->rank;
 	kf_vid scale = kf_tr_per_channel(I, kf_imp_input(I, np, 1), r), b = kf_tr_per_channel(I, kf_imp_input(I, np, 2), r);
-	kf_vid mean, var;
+	kf_vid p[5] = {x, scale, b, KF_NONE, KF_NONE};
+	kf_dtype xt = kf_tr_dt(I, x), ct;
 	if (train) {
-		/* the batch's own statistics (population variance), over every
-		 * axis but the channels: how timm's weight-standardised convs
-		 * (StdConv2d: NF-ResNets, BiT) normalise their weights, with
-		 * F.batch_norm(training=True) on a constant.  Outputs 1 and 2,
-		 * the running statistics, as the operator defines them (the
-		 * exporter names them; nothing reads them in an inference graph,
-		 * and dce removes them) */
-		int64_t axes[KF_MAX_RANK];
-		int n = 0;
-		for (int d = 0; d < r; d++)
-			if (d != 1)
-				axes[n++] = d;
-		kf_vid cm = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, x, axes, n, false);
-		mean = kf_tr_per_channel(I, cm, r);
-		kf_vid dx = kf_tr_op2(I, KF_OP_SUB, x, mean);
-		kf_vid cv = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, kf_tr_op2(I, KF_OP_MUL, dx, dx), axes, n, false);
-		var = kf_tr_per_channel(I, cv, r);
-		double mom = kf_tr_float(np, "momentum", 0.9);
-		kf_vid cur[2] = {cm, cv};
-		for (int i = 0; i < 2; i++) {
-			kf_vid in = kf_imp_input(I, np, 3 + i);
-			if (in == KF_NONE)
-				return -1;
-			out[1 + i] = kf_tr_op2(I, KF_OP_ADD, kf_tr_op2(I, KF_OP_MUL, in, kf_tr_sc(I, mom, in)),
-					       kf_tr_op2(I, KF_OP_MUL, cur[i], kf_tr_sc(I, 1 - mom, cur[i])));
-		}
+		ct = bn_compute_type(I, p, 3);
+		if (bn_batch_stats(I, np, x, ct, &p[3], &p[4], out) != 0)
+			return -1;
 	} else {
-		mean = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r);
-		var = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
+		p[3] = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r);
+		p[4] = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
+		ct = bn_compute_type(I, p, 5);
 	}
-	/* Computed as PyTorch computes it: in f32 where x is f16 or bf16
-	 * (cuDNN's and torch's kernels do: one rounding of y, not one per op,
-	 * and a per-channel factor not rounded to 11 bits, which would bias a
-	 * whole channel), else in the widest of x's type and the parameters'
-	 * (ONNX lets scale and bias, T1, and the statistics, T2, differ from
-	 * x: PyTorch's export under autocast has f16 x and f32 parameters);
-	 * y in x's type */
-	kf_vid p[5] = {x, scale, b, mean, var};
-	kf_dtype xt = kf_tr_dt(I, x), ct = kf_tr_float_join(I, p, 5);
-	if ((xt == KF_F16 || xt == KF_BF16) && ct != KF_F64)
-		ct = KF_F32;
+	/* y in x's type, rounded once */
 	for (int i = 0; i < 5; i++)
 		p[i] = kf_tr_cast(I, p[i], ct);
 	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, p[4], kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), p[4])));

@@ -129,6 +129,32 @@ for pt in ["f32", "f16"]:
     # one f16 rounding apart at most (f32's own error is far below it)
     fails += check(name, g, 15, [x], want, ["--rtol", "1e-3", "--atol", "1e-4"])
 
+# BatchNormalization in training mode on f16 x (timm's weight-standardised
+# convs, StdConv2d in NF-ResNets and BiT: F.batch_norm(training=True) on the
+# f16 weight reshaped to [1, O, fan-in]): the batch's mean and variance are
+# computed in f32 from x's values, as torch computes them; statistics rounded
+# to f16 (a mean near 1 is 2^-11 off, a twentieth of a 0.01 deviation) shift
+# whole channels.  Values as a conv weight's: a mean far from 0 beside a small
+# spread.
+for pt in ["f32", "f16"]:
+    name = f"bn_train_f16_{pt}"
+    x = (1 + rng.standard_normal((1, 4, 72)) * 0.01).astype(np.float16)
+    ps = [p.astype(NP_T[pt]) for p in [rng.uniform(0.5, 2, 4), rng.standard_normal(4)]]
+    sc, bi = (p.astype(np.float64).reshape(1, 4, 1) for p in ps)
+    xv = x.astype(np.float64)
+    mu = xv.mean((0, 2), keepdims=True)
+    var = ((xv - mu) ** 2).mean((0, 2), keepdims=True)
+    want = ((xv - mu) / np.sqrt(var + 1e-5) * sc + bi).astype(np.float16)
+    rm, rv = np.zeros(4, NP_T[pt]), np.ones(4, NP_T[pt])
+    g = helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "rm", "rv"], ["y"], epsilon=1e-5, training_mode=1,
+                          momentum=0.0)], name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 4, 72])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4, 72])],
+        [numpy_helper.from_array(ps[0], "s"), numpy_helper.from_array(ps[1], "b"),
+         numpy_helper.from_array(rm, "rm"), numpy_helper.from_array(rv, "rv")])
+    fails += check(name, g, 15, [x], want, ["--rtol", "2e-3", "--atol", "2e-3"])
+
 # binary ops of two float types; bf16 inputs given as f32 files (kfuse-run
 # rounds them: numpy has no bf16)
 def bf(a):
