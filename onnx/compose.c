@@ -59,12 +59,21 @@ int kf_tr_InstanceNormalization(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	int64_t axes[KF_MAX_RANK];
 	for (int i = 2; i < r; i++)
 		axes[i - 2] = i;
-	kf_vid mean = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, x, axes, r - 2, true);
-	kf_vid d = kf_tr_op2(I, KF_OP_SUB, x, mean);
+	/* in f32 where x is f16 or bf16, y rounded once, as torch's group and
+	 * instance norms compute (statistics rounded to f16 shift whole
+	 * channels: see BatchNormalization's training mode) */
+	kf_vid p[3] = {x, scale, b};
+	kf_dtype xt = kf_tr_dt(I, x), ct = kf_tr_float_join(I, p, 3);
+	if ((xt == KF_F16 || xt == KF_BF16) && ct != KF_F64)
+		ct = KF_F32;
+	kf_vid xs = kf_tr_cast(I, x, ct);
+	kf_vid mean = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, xs, axes, r - 2, true);
+	kf_vid d = kf_tr_op2(I, KF_OP_SUB, xs, mean);
 	kf_vid var = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, kf_tr_op2(I, KF_OP_MUL, d, d), axes, r - 2, true);
-	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, var, kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), x)));
-	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_MUL, d, inv), kf_tr_per_channel(I, scale, r));
-	return (out[0] = kf_tr_op2(I, KF_OP_ADD, y, kf_tr_per_channel(I, b, r))) != KF_NONE;
+	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, var, kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), xs)));
+	kf_vid y = kf_tr_op2(I, KF_OP_MUL, kf_tr_op2(I, KF_OP_MUL, d, inv), kf_tr_per_channel(I, kf_tr_cast(I, scale, ct), r));
+	y = kf_tr_op2(I, KF_OP_ADD, y, kf_tr_per_channel(I, kf_tr_cast(I, b, ct), r));
+	return (out[0] = kf_tr_cast(I, y, xt)) != KF_NONE;
 }
 
 /* ArgMax (op 1) and ArgMin (op 0) {axis, keepdims, select_last_index}.  A

@@ -155,6 +155,23 @@ for pt in ["f32", "f16"]:
          numpy_helper.from_array(rm, "rm"), numpy_helper.from_array(rv, "rv")])
     fails += check(name, g, 15, [x], want, ["--rtol", "2e-3", "--atol", "2e-3"])
 
+# InstanceNormalization (PyTorch's GroupNorm and InstanceNorm export) of f16
+# x: in f32, y rounded once, as torch computes it
+name = "in_f16"
+x = (1 + rng.standard_normal((2, 3, 6, 6)) * 0.01).astype(np.float16)
+ps = [rng.uniform(0.5, 2, 3).astype(np.float16), rng.standard_normal(3).astype(np.float16)]
+sc, bi = (p.astype(np.float64).reshape(1, 3, 1, 1) for p in ps)
+xv = x.astype(np.float64)
+mu = xv.mean((2, 3), keepdims=True)
+var = ((xv - mu) ** 2).mean((2, 3), keepdims=True)
+want = ((xv - mu) / np.sqrt(var + 1e-5) * sc + bi).astype(np.float16)
+g = helper.make_graph(
+    [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-5)], name,
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3, 6, 6])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 3, 6, 6])],
+    [numpy_helper.from_array(ps[0], "s"), numpy_helper.from_array(ps[1], "b")])
+fails += check(name, g, 15, [x], want, ["--rtol", "2e-3", "--atol", "2e-3"])
+
 # binary ops of two float types; bf16 inputs given as f32 files (kfuse-run
 # rounds them: numpy has no bf16)
 def bf(a):
