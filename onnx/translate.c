@@ -298,8 +298,12 @@ static int tr_activation(kf_imp *I, kf_np *np, kf_vid *out, int which)
 		y = which == 5 ? kf_tr_op2(I, KF_OP_MUL, x, h) : h;
 		break;
 	}
-	case 6: /* Softplus */
-		y = kf_tr_op1(I, KF_OP_LOG, kf_tr_op2(I, KF_OP_ADD, kf_tr_op1(I, KF_OP_EXP, x), one));
+	case 6: /* Softplus, log(exp(x) + 1), as max(x, 0) + log(1 + exp(-|x|)):
+		 * exp(x) is infinite from x = 11.1 in f16 (88.7 in f32) where the
+		 * value is x; torch's softplus returns x past 20 */
+		y = kf_tr_op2(I, KF_OP_ADD, kf_tr_op2(I, KF_OP_MAX, x, zero),
+			      kf_tr_op1(I, KF_OP_LOG, kf_tr_op2(I, KF_OP_ADD, one,
+								kf_tr_op1(I, KF_OP_EXP, kf_tr_op1(I, KF_OP_NEG, kf_tr_op1(I, KF_OP_ABS, x))))));
 		break;
 	case 7: /* Softsign */
 		y = kf_tr_op2(I, KF_OP_DIV, x, kf_tr_op2(I, KF_OP_ADD, one, kf_tr_op1(I, KF_OP_ABS, x)));
@@ -489,6 +493,14 @@ static int tr_reduce_composite(kf_imp *I, kf_np *np, kf_vid *out, int which)
 	if (n == 0 && kf_imp_attr_int(np, "noop_with_empty_axes", 0))
 		return (out[0] = x), 1;
 	bool keep = kf_imp_attr_int(np, "keepdims", 1) != 0;
+	/* f16 and bf16 in f32, the result rounded once, as torch's norms and
+	 * logsumexp compute: squares rounded to f16 overflow from |x| = 256 and
+	 * their sum from 65504, so F.normalize of a 512-wide embedding of
+	 * values near 12 (norm 270) was infinite */
+	kf_dtype xt = kf_tr_dt(I, x);
+	bool half = xt == KF_F16 || xt == KF_BF16;
+	if (half)
+		x = kf_tr_cast(I, x, KF_F32);
 	kf_vid y = KF_NONE;
 	switch (which) {
 	case 0: y = kf_tr_reduce(I, KF_OP_REDUCE_SUM, kf_tr_op2(I, KF_OP_MUL, x, x), axes, n, keep); break;
@@ -505,7 +517,7 @@ static int tr_reduce_composite(kf_imp *I, kf_np *np, kf_vid *out, int which)
 	}
 	if (which != 4 && !kf_dtype_is_float(kf_tr_dt(I, x)) && which >= 2)
 		return kf_imp_fail(I, "integer input is not supported");
-	return (out[0] = y) != KF_NONE;
+	return (out[0] = half ? kf_tr_cast(I, y, xt) : y) != KF_NONE;
 }
 
 static const struct {

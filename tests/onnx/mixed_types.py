@@ -172,6 +172,31 @@ g = helper.make_graph(
     [numpy_helper.from_array(ps[0], "s"), numpy_helper.from_array(ps[1], "b")])
 fails += check(name, g, 15, [x], want, ["--rtol", "2e-3", "--atol", "2e-3"])
 
+# ReduceL2 (torch.norm, F.normalize), ReduceL1 and ReduceLogSumExp of f16 x:
+# in f32, rounded once, as torch computes them; the squares of values near
+# 12 summed over 512 overflow f16 (the norm, 270, does not)
+for op, fn in [("ReduceL2", lambda v: np.sqrt((v * v).sum(-1))), ("ReduceL1", lambda v: np.abs(v).sum(-1)),
+               ("ReduceLogSumExp", lambda v: np.log(np.exp(v - v.max(-1, keepdims=True)).sum(-1)) + v.max(-1))]:
+    name = op.lower() + "_f16"
+    x = (12 + rng.standard_normal((2, 512))).astype(np.float16)
+    want = fn(x.astype(np.float64)).astype(np.float16)
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], axes=[-1], keepdims=0)], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 512])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2])])
+    fails += check(name, g, 13, [x], want, ["--rtol", "1e-3", "--atol", "0"])
+
+# Softplus past exp's range (f16 from 11.1, f32 from 88.7): the value, not
+# infinity (torch's softplus is x there)
+for t, hi in [("f16", 30), ("f32", 200)]:
+    name = "softplus_" + t
+    x = np.linspace(-hi, hi, 64).astype(NP_T[t])
+    v = x.astype(np.float64)
+    want = (np.maximum(v, 0) + np.log1p(np.exp(-np.abs(v)))).astype(NP_T[t])
+    g = helper.make_graph([helper.make_node("Softplus", ["x"], ["y"])], name,
+                          [helper.make_tensor_value_info("x", ONNX_T[t], [64])],
+                          [helper.make_tensor_value_info("y", ONNX_T[t], [64])])
+    fails += check(name, g, 13, [x], want, ["--rtol", "2e-3", "--atol", "1e-3"])
+
 # binary ops of two float types; bf16 inputs given as f32 files (kfuse-run
 # rounds them: numpy has no bf16)
 def bf(a):
