@@ -493,8 +493,6 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 		return kx_dw_emit_rows(k, mm, V, env, knobs);
 	if ((knobs = forced(env, "band")))
 		return kx_dw_emit_band(k, mm, V, env, knobs);
-	if ((knobs = forced(env, "mma")))
-		return kx_dw_emit_mma(k, mm, V, env, knobs);
 	if (env)
 		return emit_tiled(k, mm, V);
 	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)

@@ -494,42 +494,6 @@ static void conv_depthwise_band(void **st)
 	unsetenv("KFUSE_DEPTHWISE");
 }
 
-/* The tensor-core kernel (emit_depthwise_mma.c: mma.sync with a diagonal
- * B a tap), forced by "mma" or "mma:h<R>c<CSV>b<MB>": 3x3 and 5x5, strides
- * 1 and 2, a dilation, asymmetric pads, images narrower and wider than a
- * warp's 16 columns (two segments), several slices, a partial last band,
- * f16 and bf16, every epilogue. */
-static const conv_case dw_mma_cases[] = {
-	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "mma"},
-	{"f16", true, 2, 1, 32, 32, 32, {9, 20}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 2, NULL, false, "mma"},
-	{"f16", true, 2, 2, 48, 48, 48, {13, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "mma:h3c16"},
-	{"f16", true, 2, 1, 16, 16, 16, {10, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 4, NULL, false, "mma:h4"},
-	{"f16", true, 2, 1, 32, 32, 32, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}, 1, NULL, false, "mma"},
-	{"f16", true, 2, 1, 64, 64, 64, {7, 18}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, NULL, false, "mma:h5c32"},
-	{"bf16", true, 2, 2, 16, 16, 16, {9, 8}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 2, NULL, false, "mma"},
-	{"bf16", true, 2, 1, 32, 32, 32, {6, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "mma:h2c16"},
-};
-
-static void conv_depthwise_mma(void **st)
-{
-	if (!kft_have_gxx())
-		skip();
-	for (size_t i = 0; i < sizeof dw_mma_cases / sizeof *dw_mma_cases; i++)
-		check_conv(&dw_mma_cases[i], 760 + i);
-	/* and they can fail: the diagonal on the wrong lanes, the second half
-	 * of the channels' weights in the first mma, the band a column off */
-	static const char *const muts[][2] = {{"t == (g >> 1)", "t == (g >> 2)"},
-					      {"bhi[2] = {0u, whi[tap]}", "bhi[2] = {whi[tap], 0u}"},
-					      {"iw0 = -1;", "iw0 = -0;"}};
-	for (int m = 0; m < 3; m++) {
-		char text[4096];
-		conv_text(&dw_mma_cases[0], text, sizeof text);
-		setenv("KFUSE_DEPTHWISE", dw_mma_cases[0].dw, 1);
-		check_graph_mut(text, NULL, 6e-3, 6e-3, 770, muts[m][0], muts[m][1]);
-		unsetenv("KFUSE_DEPTHWISE");
-	}
-}
-
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
 static int emit_case(const conv_case *cc, const char *dw, kf_kernel *k)
 {
@@ -807,7 +771,6 @@ int main(void)
 		cmocka_unit_test(conv_depthwise),
 		cmocka_unit_test(conv_depthwise_rows),
 		cmocka_unit_test(conv_depthwise_band),
-		cmocka_unit_test(conv_depthwise_mma),
 		cmocka_unit_test(depthwise_plan),
 		cmocka_unit_test(pools),
 		cmocka_unit_test(reductions),
