@@ -142,6 +142,12 @@ kf_vid kf_imp_splat(kf_imp *I, double v, kf_dtype dt, int rank, const int64_t *d
 		kf_imp_fail(I, "the shape is too large");
 		return KF_NONE;
 	}
+	/* an integer constant from a value no integer holds (a translation's
+	 * infinity applied to integer input; found by fuzzing) */
+	if (!kf_dtype_is_float(dt) && !(v >= -0x1p63 && v < 0x1p63)) {
+		kf_imp_fail(I, "the constant %g has no value of type %s", v, kf_dtype_name(dt));
+		return KF_NONE;
+	}
 	kf_const *k = kf_alloc(&I->g->arena, sizeof *k);
 	k->kind = rank == 0 ? KF_CONST_SCALAR : KF_CONST_DENSE;
 	k->n = 1;

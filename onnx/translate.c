@@ -360,7 +360,8 @@ static int tr_isnan_inf(kf_imp *I, kf_np *np, kf_vid *out, int inf)
 	kf_vid x = kf_imp_input(I, np, 0);
 	if (x == KF_NONE)
 		return -1;
-	if (!inf)
+	/* an integer is never NaN nor infinite (ONNX allows floats only) */
+	if (!inf || !kf_dtype_is_float(kf_tr_dt(I, x)))
 		return (out[0] = kf_tr_op2(I, KF_OP_NE, x, x)) != KF_NONE;
 	bool pos = kf_imp_attr_int(np, "detect_positive", 1), neg = kf_imp_attr_int(np, "detect_negative", 1);
 	kf_vid y = pos && neg ? kf_tr_op2(I, KF_OP_EQ, kf_tr_op1(I, KF_OP_ABS, x), kf_tr_sc(I, INFINITY, x))
