@@ -63,9 +63,7 @@ int kf_tr_InstanceNormalization(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	 * instance norms compute (statistics rounded to f16 shift whole
 	 * channels: see BatchNormalization's training mode) */
 	kf_vid p[3] = {x, scale, b};
-	kf_dtype xt = kf_tr_dt(I, x), ct = kf_tr_float_join(I, p, 3);
-	if ((xt == KF_F16 || xt == KF_BF16) && ct != KF_F64)
-		ct = KF_F32;
+	kf_dtype xt = kf_tr_dt(I, x), ct = kf_tr_norm_type(I, p, 3);
 	kf_vid xs = kf_tr_cast(I, x, ct);
 	kf_vid mean = kf_tr_reduce(I, KF_OP_REDUCE_MEAN, xs, axes, r - 2, true);
 	kf_vid d = kf_tr_op2(I, KF_OP_SUB, xs, mean);

@@ -125,6 +125,12 @@ kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n)
 	return t;
 }
 
+kf_dtype kf_tr_norm_type(kf_imp *I, const kf_vid *v, int n)
+{
+	kf_dtype xt = kf_tr_dt(I, v[0]), ct = kf_tr_float_join(I, v, n);
+	return (xt == KF_F16 || xt == KF_BF16) && ct != KF_F64 ? KF_F32 : ct;
+}
+
 /* v is 0-d, or a constant of one element */
 static bool scalar_like(kf_imp *I, kf_vid v)
 {

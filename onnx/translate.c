@@ -398,19 +398,6 @@ static int tr_dropout(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	return out[1] == KF_NONE ? -1 : 2;
 }
 
-/* The type BatchNormalization computes in, as PyTorch computes it: f32
- * where x is f16 or bf16 (cuDNN's and torch's kernels do: one rounding of
- * y, not one per op, and a per-channel factor not rounded to 11 bits,
- * which would bias a whole channel), else the widest of x's type and the
- * parameters' (ONNX lets scale and bias, T1, and the statistics, T2,
- * differ from x: PyTorch's export under autocast has f16 x and f32
- * parameters). */
-static kf_dtype bn_compute_type(kf_imp *I, const kf_vid *p, int n)
-{
-	kf_dtype xt = kf_tr_dt(I, p[0]), ct = kf_tr_float_join(I, p, n);
-	return (xt == KF_F16 || xt == KF_BF16) && ct != KF_F64 ? KF_F32 : ct;
-}
-
 /* Training mode: the batch's own statistics (population variance) of x in
  * ct, over every axis but the channels: how timm's weight-standardised
  * convs (StdConv2d: NF-ResNets, BiT) normalise their weights, with
@@ -463,15 +450,18 @@ static int tr_batch_norm(kf_imp *I, kf_np *np, kf_vid *out, int op)
 	kf_vid p[5] = {x, scale, b, KF_NONE, KF_NONE};
 	kf_dtype xt = kf_tr_dt(I, x), ct;
 	if (train) {
-		ct = bn_compute_type(I, p, 3);
+		ct = kf_tr_norm_type(I, p, 3);
 		if (bn_batch_stats(I, np, x, ct, &p[3], &p[4], out) != 0)
 			return -1;
 	} else {
 		p[3] = kf_tr_per_channel(I, kf_imp_input(I, np, 3), r);
 		p[4] = kf_tr_per_channel(I, kf_imp_input(I, np, 4), r);
-		ct = bn_compute_type(I, p, 5);
+		ct = kf_tr_norm_type(I, p, 5);
 	}
-	/* y in x's type, rounded once */
+	/* in f32 where x is f16 or bf16, as cuDNN's and torch's kernels compute
+	 * (kf_tr_norm_type; ONNX lets scale and bias, T1, and the statistics,
+	 * T2, differ from x: PyTorch's export under autocast has f16 x and f32
+	 * parameters); y in x's type, rounded once */
 	for (int i = 0; i < 5; i++)
 		p[i] = kf_tr_cast(I, p[i], ct);
 	kf_vid inv = kf_tr_op1(I, KF_OP_RSQRT, kf_tr_op2(I, KF_OP_ADD, p[4], kf_tr_sc(I, kf_tr_float(np, "epsilon", 1e-5), p[4])));
