@@ -81,10 +81,10 @@ kf_vid kf_tr_cast(kf_imp *I, kf_vid x, kf_dtype to);
  * and bf16 meet in f32); v[0]'s type where an operand is not a float.
  * Absent operands (KF_NONE) are passed over. */
 kf_dtype kf_tr_float_join(kf_imp *I, const kf_vid *v, int n);
-/* The type a normalisation of x = v[0] with parameters v[1..n) computes
- * in, as torch's kernels do: f32 where x is f16 or bf16 (statistics and a
- * per-channel factor rounded to the low type shift whole channels; y is
- * rounded once), else kf_tr_float_join's. */
+/* The type a normalisation or norm of x = v[0] (with parameters v[1..n))
+ * computes in, as torch's kernels do: f32 where x is f16 or bf16
+ * (statistics and a per-channel factor rounded to the low type shift whole
+ * channels, squares overflow; y is rounded once), else kf_tr_float_join's. */
 kf_dtype kf_tr_norm_type(kf_imp *I, const kf_vid *v, int n);
 /* Operands of two float types, which ONNX forbids (one T) but PyTorch's
  * exporter writes where torch promoted at run time (a bf16 model's f32

@@ -484,14 +484,12 @@ static int tr_reduce_composite(kf_imp *I, kf_np *np, kf_vid *out, int which)
 	if (n == 0 && kf_imp_attr_int(np, "noop_with_empty_axes", 0))
 		return (out[0] = x), 1;
 	bool keep = kf_imp_attr_int(np, "keepdims", 1) != 0;
-	/* f16 and bf16 in f32, the result rounded once, as torch's norms and
-	 * logsumexp compute: squares rounded to f16 overflow from |x| = 256 and
-	 * their sum from 65504, so F.normalize of a 512-wide embedding of
-	 * values near 12 (norm 270) was infinite */
+	/* f16 and bf16 in f32 (kf_tr_norm_type), the result rounded once, as
+	 * torch's norms and logsumexp compute: squares rounded to f16 overflow
+	 * from |x| = 256 and their sum from 65504, so F.normalize of a
+	 * 512-wide embedding of values near 12 (norm 270) was infinite */
 	kf_dtype xt = kf_tr_dt(I, x);
-	bool half = xt == KF_F16 || xt == KF_BF16;
-	if (half)
-		x = kf_tr_cast(I, x, KF_F32);
+	x = kf_tr_cast(I, x, kf_tr_norm_type(I, &x, 1));
 	kf_vid y = KF_NONE;
 	switch (which) {
 	case 0: y = kf_tr_reduce(I, KF_OP_REDUCE_SUM, kf_tr_op2(I, KF_OP_MUL, x, x), axes, n, keep); break;
@@ -508,7 +506,7 @@ static int tr_reduce_composite(kf_imp *I, kf_np *np, kf_vid *out, int which)
 	}
 	if (which != 4 && !kf_dtype_is_float(kf_tr_dt(I, x)) && which >= 2)
 		return kf_imp_fail(I, "integer input is not supported");
-	return (out[0] = half ? kf_tr_cast(I, y, xt) : y) != KF_NONE;
+	return (out[0] = kf_tr_cast(I, y, xt)) != KF_NONE;
 }
 
 static const struct {
