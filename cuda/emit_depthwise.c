@@ -23,12 +23,14 @@
  * tiled kernel's weight copy and barrier are not paid back over enough
  * outputs.  Outputs of 2^19 or more (every batch-32 layer of those models,
  * no batch-1 one) take the band kernel at stride 1 and under 5x5 kernels
- * (dw_band_default), the rows kernel on small inputs (dw_rows_default),
- * else the tiled one: each where it was measured fastest.
+ * (dw_band_default), the Toeplitz tensor-core kernel past 5x5 in f16 and
+ * bf16 (dw_toep_default), the rows kernel on small inputs
+ * (dw_rows_default), else the tiled one: each where it was measured
+ * fastest.
  *
  * $KFUSE_DEPTHWISE forces one: "vector"; "rows" or "rows:<knobs>", "band"
- * or "band:<knobs>" (see emit_depthwise_rows.c); anything else the tiled
- * kernel, with
+ * or "band:<knobs>" (see emit_depthwise_rows.c), "toep" or "toep:<knobs>"
+ * (emit_depthwise_toep.c); anything else the tiled kernel, with
  * "r<R>c<CS>p<P>t<TR>b<MB>s<SB>" overrides of its choices (emit_tiled's,
  * below; set but empty: its own).
  *
@@ -473,6 +475,22 @@ static bool dw_band_default(const kx_conv *cv)
 	return cv->k[1] <= 5 && cv->k[2] <= 5 && (cv->KK >= 25 || (cv->s[1] == 1 && cv->s[2] == 1) || small);
 }
 
+/* Whether the Toeplitz tensor-core kernel (emit_depthwise_toep.c) runs a
+ * conv of many outputs by default: kernels past 5x5, which the tiled
+ * kernel ran bound by its multiply-adds.  Measured on the H200
+ * (bench/results/2026-12-04-gpu-s22b-depthwise-toep.txt, batch 32, f16 +
+ * bias + ReLU, replays after an L2 flush): ConvNeXt-T's four 7x7 layers
+ * 1.2-2.2x faster than the tiled kernel (96 channels of 56x56: 0.0395
+ * against 0.0779 ms; 384 of 14x14: 0.0176 against 0.0382).  At 3x3 and
+ * 5x5 it lost to the band, rows and tiled kernels at all 34 layers of
+ * MobileNetV2, EfficientNet-B0 and MobileNetV3-Large (1.1-2.5x slower):
+ * there the transpose through shared memory costs more than the
+ * multiply-adds it saves.  It takes f16 and bf16 only (else the tiled). */
+static bool dw_toep_default(const kx_conv *cv)
+{
+	return cv->k[1] > 5 || cv->k[2] > 5;
+}
+
 /* The knobs after "<name>" or "<name>:" of $KFUSE_DEPTHWISE `env` (""
  * for none), NULL when env does not force that kernel. */
 static const char *forced(const char *env, const char *name)
@@ -493,12 +511,19 @@ int kx_conv_emit_depthwise(kx *k, kx_mm *mm, int V)
 		return kx_dw_emit_rows(k, mm, V, env, knobs);
 	if ((knobs = forced(env, "band")))
 		return kx_dw_emit_band(k, mm, V, env, knobs);
+	if ((knobs = forced(env, "toep")))
+		return kx_dw_emit_toep(k, mm, V, env, knobs);
 	if (env)
 		return emit_tiled(k, mm, V);
 	if (mm->M * mm->cv.C < DW_TILED_OUTPUTS)
 		return emit_vector(k, mm, V);
 	if (dw_band_default(&mm->cv)) {
 		int rc = kx_dw_emit_band(k, mm, V, NULL, NULL);
+		if (rc != 1)
+			return rc;
+	}
+	if (dw_toep_default(&mm->cv)) {
+		int rc = kx_dw_emit_toep(k, mm, V, NULL, NULL);
 		if (rc != 1)
 			return rc;
 	}

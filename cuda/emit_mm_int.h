@@ -176,6 +176,10 @@ int kx_dw_emit_rows(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 /* The band kernel (emit_depthwise_rows.c: the rows kernel's walk over a
  * band of input a block copies into shared memory); the same contract. */
 int kx_dw_emit_band(kx *k, kx_mm *mm, int V, const char *env, const char *knobs);
+/* emit_depthwise_toep.c: f16/bf16 on tensor cores, each kernel row a
+ * Toeplitz matrix over a channel-major band in shared memory; the same
+ * contract. */
+int kx_dw_emit_toep(kx *k, kx_mm *mm, int V, const char *env, const char *knobs);
 /* The conv part of sh (set from mm by the contraction's shape_of): conv,
  * pw, geo, and raw (A's rows copied 16 bytes at a time). */
 void kx_conv_shape(const kx_mm *mm, kf_mm_shape *sh);

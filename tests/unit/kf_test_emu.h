@@ -35,6 +35,7 @@ static const char kft_emu_shim[] =
 	"struct kf_d3 { unsigned x, y, z; };\nstruct uint4 { unsigned x, y, z, w; };\nstruct uint2 { unsigned x, y; };\n"
 	"static uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }\n"
 	"static uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }\n"
+	"struct float2 { float x, y; };\nstatic float2 make_float2(float x, float y) { return {x, y}; }\n"
 	"static kf_d3 gridDim, blockDim, blockIdx;\nstatic thread_local kf_d3 threadIdx;\n"
 	"static pthread_barrier_t kf_bar, kf_wbar[32];\n"
 	"static void __syncthreads() { pthread_barrier_wait(&kf_bar); }\n"

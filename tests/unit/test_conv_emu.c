@@ -494,6 +494,55 @@ static void conv_depthwise_band(void **st)
 	unsetenv("KFUSE_DEPTHWISE");
 }
 
+/* The Toeplitz tensor-core kernel (emit_depthwise_toep.c), forced by
+ * "toep" or "toep:h<R>c<CSV>w<NW>b<MB>": 3x3, 5x5, 7x7 and 9x9, strides
+ * and dilations down and along the image (one and two 16-column steps), asymmetric pads, images narrower than a
+ * segment and wider than two tiles, a partial last band, 8 and 16
+ * channels a block and several slices, one warp for many channels, a 1-D
+ * conv, f16 and bf16, every epilogue. */
+static const conv_case dw_toep_cases[] = {
+	{"f16", true, 2, 2, 16, 16, 16, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "toep"},
+	{"f16", true, 2, 1, 32, 32, 32, {9, 20}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 2, NULL, false, "toep"},
+	{"f16", true, 2, 2, 48, 48, 48, {13, 12}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}, 3, NULL, false, "toep:h3c16"},
+	{"f16", true, 2, 1, 16, 16, 16, {10, 9}, {3, 3}, {1, 1}, {2, 1}, {2, 1}, {2, 1}, 4, NULL, false, "toep:h4"},
+	{"f16", true, 2, 1, 24, 24, 24, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {1, 0}, 1, NULL, false, "toep"},
+	{"f16", true, 2, 1, 64, 64, 64, {7, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, NULL, false, "toep:h5c32w2"},
+	{"f16", true, 2, 2, 16, 16, 16, {9, 14}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 2, NULL, false, "toep:h2c8w1"},
+	{"f16", true, 2, 1, 8, 8, 8, {12, 11}, {9, 9}, {1, 1}, {1, 1}, {4, 4}, {4, 4}, 1, NULL, false, "toep"},
+	{"f16", true, 1, 2, 16, 16, 16, {19}, {5}, {1}, {1}, {2}, {2}, 1, NULL, false, "toep"},
+	{"bf16", true, 2, 2, 16, 16, 16, {9, 8}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 2, NULL, false, "toep"},
+	{"bf16", true, 2, 1, 32, 32, 32, {6, 17}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "toep:h2c16"},
+	/* along W: stride 2 (two 16-column steps from 7x7), a dilation */
+	{"f16", true, 2, 2, 16, 16, 16, {13, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, false, "toep"},
+	{"f16", true, 2, 1, 32, 32, 32, {15, 17}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, 2, NULL, false, "toep:h3"},
+	{"f16", true, 2, 1, 8, 8, 8, {16, 19}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}, 1, NULL, false, "toep"},
+	{"f16", true, 2, 1, 16, 16, 16, {7, 20}, {3, 3}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, 4, NULL, false, "toep"},
+	{"bf16", true, 2, 1, 16, 16, 16, {12, 21}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 3, NULL, false, "toep"},
+};
+
+static void conv_depthwise_toep(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	for (size_t i = 0; i < sizeof dw_toep_cases / sizeof *dw_toep_cases; i++)
+		check_conv(&dw_toep_cases[i], 780 + i);
+	/* and they can fail: T one column off, the band a column off, the
+	 * second half of a tile's segments at the first half's input columns,
+	 * a channel's results in its neighbour's stagger */
+	static const char *const muts[][2] = {{"2 * t - 1 * g + 8;", "2 * t - 1 * g + 9;"},
+					      {"iw = cl - 1;", "iw = cl - 0;"},
+					      {"(lane >> 4) * 8;", "(lane >> 4) * 0;"},
+					      {"(c >> 3 & 3) * 8;", "(c >> 3 & 1) * 8;"}};
+	for (int m = 0; m < 4; m++) {
+		const conv_case *cc = &dw_toep_cases[m == 3 ? 5 : 0];
+		char text[4096];
+		conv_text(cc, text, sizeof text);
+		setenv("KFUSE_DEPTHWISE", cc->dw, 1);
+		check_graph_mut(text, NULL, 6e-3, 6e-3, 800, muts[m][0], muts[m][1]);
+		unsetenv("KFUSE_DEPTHWISE");
+	}
+}
+
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
 static int emit_case(const conv_case *cc, const char *dw, kf_kernel *k)
 {
@@ -520,7 +569,26 @@ static void depthwise_plan(void **st)
 	conv_case dw = {"f16", true, 2, 32, 192, 192, 192, {28, 28}, {7, 7}, {1, 1}, {1, 1}, {3, 3}, {3, 3}, 1, NULL};
 	kf_kernel k;
 	unsetenv("KFUSE_DEPTHWISE"); /* a failed check_conv may have left it */
+	/* ConvNeXt-T's 7x7 of 192 channels at 28x28, batch 32: by default the
+	 * Toeplitz kernel, 16 channels (8 warps, two a warp) of 14 rows a
+	 * block: 20 input rows of 40 columns a channel (3 x 8 + 16; 5 16-byte
+	 * units, odd), 4 tiles of the 56 segments; the result tile (16 x 512
+	 * floats) over the band, then 16 x 7 x 24 weight pairs */
 	assert_int_equal(emit_case(&dw, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "depthwise toep: 14 rows x 28 columns x 16 channels a block (20 x 40 inputs a channel), "
+				      "4 tiles of 16 segments a channel, 256 threads"));
+	assert_int_equal(k.block, 256);
+	assert_int_equal(k.units, 12 * 32 * 2);
+	assert_int_equal(k.smem, (16 * 512 + 24) * 4 + 16 * 7 * 24 * 4);
+	kf_kernel_free(&k);
+	/* f32: the tiled kernel (the Toeplitz one takes f16 and bf16) */
+	conv_case dw32 = dw;
+	dw32.dt = "f32";
+	assert_int_equal(emit_case(&dw32, NULL, &k), 0);
+	assert_non_null(strstr(k.src, "kf_w["));
+	kf_kernel_free(&k);
+	/* forced (set but empty), the tiled kernel's own choices */
+	assert_int_equal(emit_case(&dw, "", &k), 0);
 	assert_non_null(strstr(k.src, "__shared__ __align__(16) float kf_w[9408]")); /* 49 taps x 192 channels */
 	assert_null(strstr(k.src, "ow0 + r >=")); /* R = 4 divides 28: no row-end guard */
 	assert_int_equal(k.block, 240); /* 24 vectors x 10 tiles */
@@ -771,6 +839,7 @@ int main(void)
 		cmocka_unit_test(conv_depthwise),
 		cmocka_unit_test(conv_depthwise_rows),
 		cmocka_unit_test(conv_depthwise_band),
+		cmocka_unit_test(conv_depthwise_toep),
 		cmocka_unit_test(depthwise_plan),
 		cmocka_unit_test(pools),
 		cmocka_unit_test(reductions),
