@@ -396,6 +396,17 @@ static const conv_case dw_rows_cases[] = {
 	{"f16", true, 2, 1, 16, 16, 16, {14, 13}, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {0, 0}, 2, NULL, false, "rows:v8x1h2f0"},
 };
 
+/* Case cc's kernel (its KFUSE_DEPTHWISE) with `from` replaced by `to`
+ * must give wrong results: the depthwise checks can fail. */
+static void check_dw_mut(const conv_case *cc, uint64_t seed, const char *from, const char *to)
+{
+	char text[4096];
+	conv_text(cc, text, sizeof text);
+	setenv("KFUSE_DEPTHWISE", cc->dw, 1);
+	check_graph_mut(text, NULL, 6e-3, 6e-3, seed, from, to);
+	unsetenv("KFUSE_DEPTHWISE");
+}
+
 static void conv_depthwise_rows(void **st)
 {
 	if (!kft_have_gxx())
@@ -406,13 +417,8 @@ static void conv_depthwise_rows(void **st)
 	 * its last tap row is in), or the strip's input one column off */
 	static const char *const muts[][2] = {{"if (i != r * 1 + 2) continue;", "if (i != r * 1 + 1) continue;"},
 					      {"iw0 = ow0 * 1 - 1;", "iw0 = ow0 * 1 - 0;"}};
-	for (int m = 0; m < 2; m++) {
-		char text[4096];
-		conv_text(&dw_rows_cases[0], text, sizeof text);
-		setenv("KFUSE_DEPTHWISE", dw_rows_cases[0].dw, 1);
-		check_graph_mut(text, NULL, 6e-3, 6e-3, 600, muts[m][0], muts[m][1]);
-		unsetenv("KFUSE_DEPTHWISE");
-	}
+	for (int m = 0; m < 2; m++)
+		check_dw_mut(&dw_rows_cases[0], 600, muts[m][0], muts[m][1]);
 }
 
 /* The band kernel (the rows kernel's walk over a band of input a block
@@ -465,33 +471,19 @@ static void conv_depthwise_band(void **st)
 		check_conv(&dw_band_cases[i], 700 + i);
 	/* and they can fail: the band's rows one off, or its columns */
 	static const char *const muts[][2] = {{"ih0 = oh0 * 1 - 1,", "ih0 = oh0 * 1 - 0,"}, {"iw0 = -1;", "iw0 = -0;"}};
-	for (int m = 0; m < 2; m++) {
-		char text[4096];
-		conv_text(&dw_band_cases[0], text, sizeof text);
-		setenv("KFUSE_DEPTHWISE", dw_band_cases[0].dw, 1);
-		check_graph_mut(text, NULL, 6e-3, 6e-3, 700, muts[m][0], muts[m][1]);
-		unsetenv("KFUSE_DEPTHWISE");
-	}
+	for (int m = 0; m < 2; m++)
+		check_dw_mut(&dw_band_cases[0], 700, muts[m][0], muts[m][1]);
 	/* the walk's: the next band into the buffer being read, or the
 	 * buffers never swapped */
 	static const char *const wmuts[][2] = {{"kf_band + (t ^ 1) *", "kf_band + (t ^ 0) *"},
 					       {"u += G, t ^= 1", "u += G, t ^= 0"}};
 	size_t w = sizeof dw_band_cases / sizeof *dw_band_cases - 11;
-	for (int m = 0; m < 2; m++) {
-		char text[4096];
-		conv_text(&dw_band_cases[w], text, sizeof text);
-		setenv("KFUSE_DEPTHWISE", dw_band_cases[w].dw, 1);
-		check_graph_mut(text, NULL, 6e-3, 6e-3, 720, wmuts[m][0], wmuts[m][1]);
-		unsetenv("KFUSE_DEPTHWISE");
-	}
+	for (int m = 0; m < 2; m++)
+		check_dw_mut(&dw_band_cases[w], 720, wmuts[m][0], wmuts[m][1]);
 	/* the stages': the first stage's wait also taken for the second (its
 	 * rows read before they land: the emulated cp.async lands at the wait) */
 	size_t s3 = sizeof dw_band_cases / sizeof *dw_band_cases - 6;
-	char text[4096];
-	conv_text(&dw_band_cases[s3], text, sizeof text);
-	setenv("KFUSE_DEPTHWISE", dw_band_cases[s3].dw, 1);
-	check_graph_mut(text, NULL, 6e-3, 6e-3, 730, "else if (i == 4) kf_cp_wait<1>();", "else if (i == 4) kf_cp_wait<2>();");
-	unsetenv("KFUSE_DEPTHWISE");
+	check_dw_mut(&dw_band_cases[s3], 730, "else if (i == 4) kf_cp_wait<1>();", "else if (i == 4) kf_cp_wait<2>();");
 }
 
 /* The Toeplitz tensor-core kernel (emit_depthwise_toep.c), forced by
@@ -533,14 +525,8 @@ static void conv_depthwise_toep(void **st)
 					      {"iw = cl - 1;", "iw = cl - 0;"},
 					      {"(lane >> 4) * 8;", "(lane >> 4) * 0;"},
 					      {"(c >> 3 & 3) * 8;", "(c >> 3 & 1) * 8;"}};
-	for (int m = 0; m < 4; m++) {
-		const conv_case *cc = &dw_toep_cases[m == 3 ? 5 : 0];
-		char text[4096];
-		conv_text(cc, text, sizeof text);
-		setenv("KFUSE_DEPTHWISE", cc->dw, 1);
-		check_graph_mut(text, NULL, 6e-3, 6e-3, 800, muts[m][0], muts[m][1]);
-		unsetenv("KFUSE_DEPTHWISE");
-	}
+	for (int m = 0; m < 4; m++)
+		check_dw_mut(&dw_toep_cases[m == 3 ? 5 : 0], 800, muts[m][0], muts[m][1]);
 }
 
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
