@@ -30,10 +30,16 @@ interpreter against PyTorch's CPU result (f32 conv rounded to f16).
 
 Environment: DW_N (timed runs, default 30), DW_MODELS (comma list),
 DW_BATCHES (default 32,1), DW_VARIANTS (default default,rows,tiled),
-DW_LIMIT (layers a model), DW_KEEP=1 (keep the .npy files).
+DW_LIMIT (layers a model), DW_KEEP=1 (keep the .npy files); DW_RANDOM=K
+(with DW_SEED, default 1): instead of the models' layers, K random ones
+(model "rand"): channels (multiples of 8 and not), kernels 1 to 9 each
+way, strides 1 to 3, dilations 1 to 3, pads, images 3 to 72 each way,
+each at its own batch (1 to 48), up to 64 MB: geometries no model here
+has, for every kernel's checks.
 """
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -52,6 +58,8 @@ BATCHES = [int(b) for b in os.environ.get('DW_BATCHES', '1' if DRY else '32,1').
 VARIANTS = os.environ.get('DW_VARIANTS', 'default,rows,tiled').split(',')
 LIMIT = int(os.environ.get('DW_LIMIT', '0'))
 KEEP = os.environ.get('DW_KEEP', '0') == '1'
+RANDOM = int(os.environ.get('DW_RANDOM', '0'))
+SEED = int(os.environ.get('DW_SEED', '1'))
 SHORT = {'mobilenet_v2': 'mbv2', 'mobilenet_v3_large': 'mbv3', 'efficientnet_b0': 'effb0', 'convnext_tiny': 'cnxt'}
 dev = 'cpu' if DRY else 'cuda'
 RUN = OUT = results = None
@@ -88,6 +96,26 @@ def depthwise_layers(name):
     cb.LIMIT = 0
     out = [(C, k, s, p, d, H, W) for (C, O, k, s, p, d, g, H, W) in cb.layers_of(name) if g == C == O and C > 1]
     return out[:LIMIT] if LIMIT else out
+
+
+def random_layers(n, seed):
+    """n ((C, k, s, p, d, H, W), B) of random geometry (DW_RANDOM)."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        C = rng.choice([8, 16, 24, 32, 40, 64, 72, 96, 120, 144, 200, 240, 256, 384, 480, 12, 20, 36, 4])
+        k = (rng.randint(1, 9), rng.randint(1, 9))
+        s = (rng.choice([1, 1, 2, 3]), rng.choice([1, 1, 2, 3]))
+        d = (rng.choice([1, 1, 1, 2, 3]), rng.choice([1, 1, 1, 2, 3]))
+        p = (rng.randint(0, (k[0] - 1) * d[0] // 2 + 1), rng.randint(0, (k[1] - 1) * d[1] // 2 + 1))
+        H, W = rng.randint(3, 72), rng.randint(3, 72)
+        if cb.out_hw(H, k[0], s[0], p[0], d[0]) < 1 or cb.out_hw(W, k[1], s[1], p[1], d[1]) < 1:
+            continue
+        B = rng.choice([1, 2, 8, 32, 48])
+        while B > 1 and 2.0 * B * H * W * C > 32e6:
+            B //= 2
+        out.append(((C, k, s, p, d, H, W), B))
+    return out
 
 
 def torch_layer(B, C, k, s, p, d, H, W, seed):
@@ -135,7 +163,8 @@ def run_variant(v, base, B):
 
 def run_layer(mname, li, layer, B, copy, stats):
     C, k, s, p, d, H, W = layer
-    desc = '%d ch %dx%d /%d p%d d%d %dx%d' % (C, k[0], k[1], s[0], p[0], d[0], H, W)
+    two = lambda t: '%d' % t[0] if t[0] == t[1] else '%d,%d' % t  # noqa: E731
+    desc = '%d ch %dx%d /%s p%s d%s %dx%d' % (C, k[0], k[1], two(s), two(p), two(d), H, W)
     OH, OW = cb.out_hw(H, k[0], s[0], p[0], d[0]), cb.out_hw(W, k[1], s[1], p[1], d[1])
     nbytes = 2.0 * (B * H * W * C + C * k[0] * k[1] + C + B * OH * OW * C)
     tag = '%s_l%d_b%d' % (SHORT.get(mname, mname), li, B)
@@ -212,7 +241,11 @@ def main():
             '((x + w + b + y bytes) / time / ceiling); MB = those bytes' % copy)
     say('%-6s %-3s %-28s %3s %6s  %s' % ('model', 'l', 'layer (C kxk /s pad dil HxW)', 'B', 'MB', 'variants'))
     stats = {}
-    for mname in MODELS:
+    if RANDOM:
+        say('random layers: DW_RANDOM=%d DW_SEED=%d' % (RANDOM, SEED))
+        for li, (layer, B) in enumerate(random_layers(RANDOM, SEED)):
+            run_layer('rand', li, layer, B, copy, stats)
+    for mname in ([] if RANDOM else MODELS):
         try:
             layers = depthwise_layers(mname)
         except Exception as e:

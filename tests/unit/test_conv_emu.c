@@ -529,6 +529,40 @@ static void conv_depthwise_toep(void **st)
 		check_dw_mut(&dw_toep_cases[m == 3 ? 5 : 0], 800, muts[m][0], muts[m][1]);
 }
 
+/* The Toeplitz kernel on geometries nobody here chose: 12 draws of a
+ * fixed xorshift (channels 8 to 48, kernels 1 to 9 each way, strides and
+ * dilations 1 to 3 down the image, along it those whose 8 outputs read at
+ * most 32 columns, pads 0 to 4 each side, images 1 to 24 each way,
+ * batches 1 to 3, any epilogue, f16 or bf16), each with drawn knobs (rows
+ * a band, channels and warps a block), against the interpreter. */
+static void conv_depthwise_toep_random(void **st)
+{
+	if (!kft_have_gxx())
+		skip();
+	uint64_t x = 0x2545f4914f6cdd1dull;
+#define DRAW(n) (x ^= x << 13, x ^= x >> 7, x ^= x << 17, (int)(x % (uint64_t)(n)))
+	for (int i = 0; i < 12;) {
+		conv_case cc = {DRAW(3) ? "f16" : "bf16", true, 2, 1 + DRAW(3), 8 * (1 + DRAW(6))};
+		cc.O = cc.G = cc.C;
+		for (int a = 0; a < 2; a++) {
+			cc.k[a] = 1 + DRAW(9), cc.s[a] = 1 + DRAW(3), cc.d[a] = 1 + DRAW(3);
+			cc.pb[a] = DRAW(5), cc.pe[a] = DRAW(5), cc.in[a] = 1 + DRAW(24);
+		}
+		cc.epi = DRAW(5);
+		int span = 7 * cc.s[1] + (cc.k[1] - 1) * cc.d[1] + 1, ok = span <= 32;
+		for (int a = 0; a < 2; a++)
+			ok &= cc.in[a] + cc.pb[a] + cc.pe[a] >= cc.d[a] * (cc.k[a] - 1) + 1;
+		int csv = cc.C % 16 == 0 && DRAW(2) ? 16 : 8, nw = csv >> DRAW(4);
+		char dw[48];
+		snprintf(dw, sizeof dw, "toep:h%dc%dw%d", 1 + DRAW(6), csv, nw);
+		cc.dw = dw;
+		if (!ok) /* toep refuses these (the emitter's own test) */
+			continue;
+		check_conv(&cc, 900 + (uint64_t)i++);
+	}
+#undef DRAW
+}
+
 /* Emits case cc's kernel into k (KFUSE_DEPTHWISE = dw); kf_emit_node's result. */
 static int emit_case(const conv_case *cc, const char *dw, kf_kernel *k)
 {
@@ -826,6 +860,7 @@ int main(void)
 		cmocka_unit_test(conv_depthwise_rows),
 		cmocka_unit_test(conv_depthwise_band),
 		cmocka_unit_test(conv_depthwise_toep),
+		cmocka_unit_test(conv_depthwise_toep_random),
 		cmocka_unit_test(depthwise_plan),
 		cmocka_unit_test(pools),
 		cmocka_unit_test(reductions),
