@@ -111,7 +111,7 @@ static void dwt_shape(const kx_conv *cv, dwt_plan *p)
  * (bench/results/2026-12-04-gpu-s22b-depthwise-toep.txt): 0.0395 against
  * 0.0453 ms at 96 channels of 56x56, 0.0176 against 0.0203 at 384 of
  * 14x14, 0.0308 against 0.0288 at 192 of 28x28. */
-static int dwt_pick(const kx_conv *cv, dwt_plan *p)
+static int dwt_pick(const kx_conv *cv, dwt_plan *p, int smem, int acc)
 {
 	p->CSV = cv->C % 16 == 0 ? 16 : 8;
 	p->NW = p->CSV / 2;
@@ -121,7 +121,7 @@ static int dwt_pick(const kx_conv *cv, dwt_plan *p)
 		dwt_plan t = *p;
 		t.R = r;
 		dwt_shape(cv, &t);
-		if (t.smem > DWT_SMEM || t.CPW * t.MT * 4 > DWT_ACC)
+		if (t.smem > smem || t.CPW * t.MT * 4 > acc)
 			continue;
 		double cost = (double)t.OHG * (t.NI + 0.5 * t.MT * 16.0 / t.SG);
 		if (least < 0 || cost < least)
@@ -285,8 +285,10 @@ int kx_dw_emit_toep(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the toep kernel takes 2-D convs of f16 or bf16 whose "
 				     "channels are a multiple of 8, whose 8 outputs along W read at most 32 input columns",
 				     env) : 1;
-	if (!dwt_pick(cv, &p) && !knobs)
-		return 1;
+	/* forced: where no plan fits the defaults' bounds, the override's (or
+	 * the knobs' own plan, checked below) */
+	if (!dwt_pick(cv, &p, DWT_SMEM, DWT_ACC) && !(knobs && dwt_pick(cv, &p, 200 * 1024, 128)) && !(knobs && *knobs))
+		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': no band of this conv fits shared memory", env) : 1;
 	if (knobs && *knobs && dwt_override(k, cv, &p, env, knobs) != 0)
 		return -1;
 	if (p.R < 1 || p.smem > 200 * 1024)

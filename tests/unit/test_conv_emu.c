@@ -510,6 +510,10 @@ static const conv_case dw_toep_cases[] = {
 	{"f16", true, 2, 1, 8, 8, 8, {16, 19}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}, 1, NULL, false, "toep"},
 	{"f16", true, 2, 1, 16, 16, 16, {7, 20}, {3, 3}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, 4, NULL, false, "toep"},
 	{"bf16", true, 2, 1, 16, 16, 16, {12, 21}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 3, NULL, false, "toep"},
+	/* a band no default plan fits (19 input rows x 88 columns x 16
+	 * channels: 53 KiB at one row; S22d's random layer 2): forced, the
+	 * override's bounds */
+	{"f16", true, 2, 1, 16, 16, 16, {21, 72}, {7, 1}, {1, 1}, {3, 1}, {4, 1}, {4, 1}, 1, NULL, false, "toep"},
 };
 
 static void conv_depthwise_toep(void **st)
