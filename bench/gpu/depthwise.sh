@@ -10,7 +10,8 @@
 # build from bench/gpu/carry-build.sh will do).  --dry: on a CPU machine,
 # each variant compiled for sm_90 (NVRTC) and each layer checked on the
 # interpreter, nothing timed.  Knobs: DW_VARIANTS (e.g.
-# default,rows,tiled,rows:v4x3h8), DW_MODELS, DW_BATCHES, DW_LIMIT.
+# default,rows,tiled,toep,rows:v4x3h8), DW_MODELS, DW_BATCHES, DW_LIMIT;
+# DW_RANDOM=K [DW_SEED=S]: K random layers instead of the models'.
 . "$(dirname "$0")/setup.sh"
 export DW_N=$N
 py=${PYTHON:-python3}

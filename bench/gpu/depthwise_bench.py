@@ -11,6 +11,7 @@ run by kfuse-run once per variant of $KFUSE_DEPTHWISE (cuda/emit_depthwise.c):
   default  the backend's own choice (unset)
   rows     the rows kernel forced, its own shape (cuda/emit_depthwise_rows.c)
   tiled    the tiled kernel forced ("" : set but empty)
+  toep     the Toeplitz tensor-core kernel forced (cuda/emit_depthwise_toep.c)
   vector   the vector kernel forced
   other    any $KFUSE_DEPTHWISE text, e.g. rows:v4x3h8 or r4t2
 Each variant's output is checked against PyTorch's (--expect, rtol = atol
