@@ -64,6 +64,7 @@ typedef struct dwt_plan {
 	int KS, OFF, TS;      /* 16-column steps of a segment's inputs; pair j holds w at j - OFF; pairs a kernel row */
 	int NI, LWC, RSE;     /* input rows and columns of the band, its row stride (elements) */
 	int PLE, OPL;         /* a channel's plane of band (elements), of results (floats) */
+	int STG;              /* the stagger of 8-channel vector v's planes in the band: v STG elements */
 	int smem, pairs;      /* bytes: the band or the results, then the weight pairs (at byte `pairs`) */
 	int64_t OHG, NS;      /* bands down an image, channel slices */
 } dwt_plan;
@@ -95,7 +96,9 @@ static void dwt_shape(const kx_conv *cv, dwt_plan *p)
 	p->RSE = p->LWC / 8 % 2 ? p->LWC : p->LWC + 8;
 	p->PLE = p->NI * p->RSE;
 	p->OPL = p->MT * 128;
-	int band = (p->CSV * p->PLE + 48) * 2, out = (p->CSV * p->OPL + 24) * 4;
+	int cvv = p->CSV / 8;
+	p->STG = 8 * (cvv < 8 ? 8 / cvv : 1);
+	int band = (p->CSV * p->PLE + cvv * p->STG) * 2, out = (p->CSV * p->OPL + 24) * 4;
 	p->CPW = p->NW ? p->CSV / p->NW : 0;
 	p->pairs = band > out ? band : out;
 	p->smem = p->pairs + p->CSV * (int)cv->k[1] * p->TS * 4;
@@ -151,16 +154,19 @@ static int dwt_override(kx *k, const kx_conv *cv, dwt_plan *p, const char *env, 
 }
 
 /* The block's place (image n, first output row oh0), its shared arrays,
- * and the band loaded: 16 bytes (8 channels of one position) a cell, read
- * channels-last and written one element at a time into channel c's plane
- * kf_band[c PLE + (c / 8 % 4) 16 + row RSE + column] (column j is input
- * column j - pad; zeros outside the image).  The (c / 8 % 4) 16 stagger
- * puts the 8-channel vectors of 4 lanes in distinct banks. */
+ * and the band loaded: a cell two adjacent positions of 8 channels (two
+ * 16-byte loads, channels-last), written as 8 pairs of 32 bits into the
+ * channels' planes kf_band[c PLE + (c / 8) STG + row RSE + column]
+ * (column j is input column j - pad; zeros outside the image).  A warp's
+ * lanes take the slice's channel vectors first: its stores are 128 / CVV
+ * bytes of each vector's plane, which the STG stagger puts in distinct
+ * banks.  (One position a cell and 2-byte stores: twice the stores, and
+ * 77% of L1's throughput at EfficientNet-B0's 5x5 in s22c.) */
 static void dwt_load(kx *k, const kx_mm *mm, const dwt_plan *p, int T)
 {
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k);
-	int cvv = p->CSV / 8, cells = p->NI * p->LWC * cvv;
+	int cvv = p->CSV / 8, pw = p->LWC / 2, cells = p->NI * pw * cvv;
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "  const %s u = (%s)(blockIdx.x / %lldu), n = u / %lld;\n", it, it, (long long)p->NS,
 		      (long long)p->OHG);
@@ -170,20 +176,23 @@ static void dwt_load(kx *k, const kx_mm *mm, const dwt_plan *p, int T)
 		      "  unsigned short *const kf_band = (unsigned short *)kf_smem;\n"
 		      "  float *const kf_out = (float *)kf_smem; /* the band's place, once it is read */\n"
 		      "  unsigned *const kf_pairs = (unsigned *)(kf_smem + %d);\n", p->pairs);
-	kf_buf_printf(b, "  for (int e0 = threadIdx.x; e0 < %d; e0 += %d) {\n    uint4 v[4];\n", cells, 4 * T);
+	kf_buf_printf(b, "  for (int e0 = threadIdx.x; e0 < %d; e0 += %d) {\n    uint4 v[4][2];\n", cells, 4 * T);
 	kf_buf_printf(b, "#pragma unroll\n    for (int q = 0; q < 4; q++) {\n      const int e = e0 + q * %d;\n", T);
-	kf_buf_printf(b, "      const int cv = e %% %d, cl = e / %d %% %d, row = e / %d;\n", cvv, cvv, p->LWC, cvv * p->LWC);
+	kf_buf_printf(b, "      const int cv = e %% %d, cl = e / %d %% %d * 2, row = e / %d;\n", cvv, cvv, pw, cvv * pw);
 	kf_buf_printf(b, "      const int ih = ih0 + row, iw = cl - %lld;\n", (long long)cv->pb[2]);
-	kf_buf_printf(b, "      v[q] = e < %d && (unsigned)ih < %lldu && (unsigned)iw < %lldu ? "
-		      "__ldg((const uint4 *)(p%d + ((n * %lld + ih) * %lld + iw) * %lld + c0 + cv * 8)) : make_uint4(0, 0, 0, 0);\n    }\n",
-		      cells, (long long)cv->in[1], (long long)cv->in[2], mm->a.param, (long long)cv->in[1],
+	kf_buf_printf(b, "      const %s xo = ((n * %lld + ih) * %lld + iw) * %lld + c0 + cv * 8;\n", it, (long long)cv->in[1],
 		      (long long)cv->in[2], (long long)cv->C);
+	kf_buf_printf(b, "#pragma unroll\n      for (int h = 0; h < 2; h++)\n"
+		      "        v[q][h] = e < %d && (unsigned)ih < %lldu && (unsigned)(iw + h) < %lldu ? "
+		      "__ldg((const uint4 *)(p%d + xo + h * %lld)) : make_uint4(0, 0, 0, 0);\n    }\n",
+		      cells, (long long)cv->in[1], (long long)cv->in[2], mm->a.param, (long long)cv->C);
 	kf_buf_printf(b, "#pragma unroll\n    for (int q = 0; q < 4; q++) {\n      const int e = e0 + q * %d;\n"
 		      "      if (e >= %d) break;\n", T, cells);
-	kf_buf_printf(b, "      const int cv = e %% %d, cl = e / %d %% %d, row = e / %d;\n", cvv, cvv, p->LWC, cvv * p->LWC);
-	kf_buf_printf(b, "      unsigned short *d = kf_band + cv * %d + (cv & 3) * 16 + row * %d + cl;\n", 8 * p->PLE, p->RSE);
-	kf_buf_puts(b, "      const unsigned short *h = (const unsigned short *)&v[q];\n");
-	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < 8; j++) d[j * %d] = h[j];\n    }\n  }\n", p->PLE);
+	kf_buf_printf(b, "      const int cv = e %% %d, cl = e / %d %% %d * 2, row = e / %d;\n", cvv, cvv, pw, cvv * pw);
+	kf_buf_printf(b, "      unsigned *d = (unsigned *)(kf_band + cv * %d + row * %d + cl);\n", 8 * p->PLE + p->STG, p->RSE);
+	kf_buf_puts(b, "      const unsigned short *h0 = (const unsigned short *)&v[q][0], *h1 = (const unsigned short *)&v[q][1];\n");
+	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < 8; j++) d[j * %d] = h0[j] | (unsigned)h1[j] << 16;\n    }\n  }\n",
+		      p->PLE / 2);
 }
 
 /* The weight pairs: kf_pairs[(c KH + kh) TS + j] holds tap(j - OFF) in
@@ -231,7 +240,7 @@ static void dwt_walk(kx *k, const kx_mm *mm, const dwt_plan *p)
 		      "      for (int ks = 0; ks < %d; ks++) {\n"
 		      "        bw[kh][ks][0] = pw[kh * %d + ks * 16];\n        bw[kh][ks][1] = pw[kh * %d + ks * 16 + 8];\n      }\n",
 		      KH, p->KS, p->TS, p->TS);
-	kf_buf_printf(b, "    const unsigned short *pl = kf_band + c * %d + (c >> 3 & 3) * 16;\n", p->PLE);
+	kf_buf_printf(b, "    const unsigned short *pl = kf_band + c * %d + (c >> 3) * %d;\n", p->PLE, p->STG);
 	kf_buf_printf(b, "#pragma unroll\n    for (int mt = 0; mt < %d; mt++) {\n", p->MT);
 	kf_buf_printf(b, "      int s = mt * 16 + (lane & 15);\n      if (s >= %d) s = %d;\n", p->S, p->S - 1);
 	kf_buf_printf(b, "      const unsigned short *pa = pl + s %% %d * %lld + s / %d * %lld + (lane >> 4) * 8;\n", p->R,
@@ -251,9 +260,10 @@ static void dwt_walk(kx *k, const kx_mm *mm, const dwt_plan *p)
 		       "    }\n  }\n");
 }
 
-/* The results channels-last: a thread 8 channels of one position (lanes
- * across the slice's channel vectors first: the stores are whole runs),
- * read from the channels' planes and stored through the epilogue. */
+/* The results channels-last: a thread 8 channels of two adjacent
+ * positions of a segment (lanes across the slice's channel vectors first:
+ * the stores are whole runs), read as 8 pairs from the channels' planes
+ * and stored through the epilogue. */
 static void dwt_store(kx *k, const kx_mm *mm, const dwt_plan *p, int T, int sb)
 {
 	const kx_conv *cv = &mm->cv;
@@ -261,16 +271,23 @@ static void dwt_store(kx *k, const kx_mm *mm, const dwt_plan *p, int T, int sb)
 	int cvv = p->CSV / 8;
 	long long OW = (long long)cv->out[2];
 	kf_buf *b = &k->b;
-	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %lld; e += %d) {\n", p->R * OW * cvv, T);
-	kf_buf_printf(b, "    const int cv = e %% %d, q = e / %d, ow = (int)(q %% %lld), r = (int)(q / %lld);\n", cvv, cvv, OW,
-		      OW);
+	long long OWP = (OW + 1) / 2;
+	kf_buf_printf(b, "  for (int e = threadIdx.x; e < %lld; e += %d) {\n", p->R * OWP * cvv, T);
+	kf_buf_printf(b, "    const int cv = e %% %d, q = e / %d, ow = (int)(q %% %lld) * 2, r = (int)(q / %lld);\n", cvv, cvv,
+		      OWP, OWP);
 	kf_buf_printf(b, "    if (oh0 + r >= %lld) break;\n", (long long)cv->out[1]);
 	kf_buf_printf(b, "    const float *po = kf_out + cv * %d + (cv & 3) * 8 + ((ow >> 3) * %d + r) * 8 + (ow & 7);\n",
 		      8 * p->OPL, p->R);
-	kf_buf_printf(b, "    float a[8];\n#pragma unroll\n    for (int j = 0; j < 8; j++) a[j] = po[j * %d];\n", p->OPL);
+	kf_buf_printf(b, "    float a[8], a1[8];\n#pragma unroll\n    for (int j = 0; j < 8; j++) {\n"
+		      "      const float2 f = *(const float2 *)(po + j * %d);\n      a[j] = f.x, a1[j] = f.y;\n    }\n", p->OPL);
 	kf_buf_printf(b, "    const %s col = c0 + cv * 8, row = (n * %lld + oh0 + r) * %lld + ow;\n", it,
 		      (long long)cv->out[1], OW);
 	kx_dw_store_vec(k, mm, b, sb, 8, "row", "a");
+	if (OW % 2) /* the second position of the last pair is past the row's end */
+		kf_buf_printf(b, "    if (ow + 1 < %lld) {\n", OW);
+	kx_dw_store_vec(k, mm, b, sb, 8, "row + 1", "a1");
+	if (OW % 2)
+		kf_buf_puts(b, "    }\n");
 	kf_buf_puts(b, "  }\n");
 }
 

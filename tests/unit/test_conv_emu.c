@@ -528,8 +528,9 @@ static void conv_depthwise_toep(void **st)
 	static const char *const muts[][2] = {{"2 * t - 1 * g + 8;", "2 * t - 1 * g + 9;"},
 					      {"iw = cl - 1;", "iw = cl - 0;"},
 					      {"(lane >> 4) * 8;", "(lane >> 4) * 0;"},
-					      {"(c >> 3 & 3) * 8;", "(c >> 3 & 1) * 8;"}};
-	for (int m = 0; m < 4; m++)
+					      {"(c >> 3 & 3) * 8;", "(c >> 3 & 1) * 8;"},
+					      {"a[j] = f.x, a1[j] = f.y;", "a[j] = f.x, a1[j] = f.x;"}};
+	for (int m = 0; m < 5; m++)
 		check_dw_mut(&dw_toep_cases[m == 3 ? 5 : 0], 800, muts[m][0], muts[m][1]);
 }
 
