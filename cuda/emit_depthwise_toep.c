@@ -49,8 +49,8 @@
  *
  * requires: a 2-D channels-last depthwise conv, x and w f16 or bf16, C a
  * multiple of 8, 8 outputs along W reading at most 32 input columns
- * (7 s + (KW - 1) d + 1 <= 32); keeps: the epilogue calls of the matmul
- * kernels.
+ * (7 s + (KW - 1) d + 1 <= 32), at most 2^20 output rows and columns (the
+ * plan's sizes in int); keeps: the epilogue calls of the matmul kernels.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -139,7 +139,8 @@ static int dwt_override(kx *k, const kx_conv *cv, dwt_plan *p, const char *env, 
 	int kv[4] = {p->R, p->CSV, p->NW, p->MB};
 	if (!kx_dw_knobs(knobs, "hcwb", "b", kv))
 		return kx_fail(k, "$KFUSE_DEPTHWISE '%s' is not toep:h<R>c<CSV>w<warps>b<MB>", env);
-	p->R = kv[0], p->CSV = kv[1], p->NW = strchr(knobs, 'w') ? kv[2] : kv[1], p->MB = kv[3];
+	/* without w, two channels a warp as by default */
+	p->R = kv[0], p->CSV = kv[1], p->NW = strchr(knobs, 'w') ? kv[2] : (kv[1] + 1) / 2, p->MB = kv[3];
 	bool ok = p->R <= 64 && p->CSV % 8 == 0 && cv->C % p->CSV == 0 && p->NW <= 32 && p->CSV % p->NW == 0 &&
 		  p->MB <= 32;
 	if (ok) {
@@ -297,11 +298,12 @@ int kx_dw_emit_toep(kx *k, kx_mm *mm, int V, const char *env, const char *knobs)
 	dwt_plan p = {0};
 	bool fits = cv->in[0] == 1 && cv->k[0] == 1 && cv->out[0] == 1 && V == 8 &&
 		    (mm->a.st == KF_F16 || mm->a.st == KF_BF16) && mm->b.st == mm->a.st && cv->C % 8 == 0 &&
-		    dwt_span(cv) <= 32 && !strcmp(kx_mm_acc_type(mm), "float");
+		    dwt_span(cv) <= 32 && cv->out[1] <= (1 << 20) && cv->out[2] <= (1 << 20) &&
+		    !strcmp(kx_mm_acc_type(mm), "float");
 	if (!fits)
 		return knobs ? kx_fail(k, "$KFUSE_DEPTHWISE '%s': the toep kernel takes 2-D convs of f16 or bf16 whose "
-				     "channels are a multiple of 8, whose 8 outputs along W read at most 32 input columns",
-				     env) : 1;
+				     "channels are a multiple of 8, whose 8 outputs along W read at most 32 input columns, "
+				     "of at most 2^20 output rows and columns", env) : 1;
 	/* forced: where no plan fits the defaults' bounds, the override's (or
 	 * the knobs' own plan, checked below) */
 	if (!dwt_pick(cv, &p, DWT_SMEM, DWT_ACC) && !(knobs && dwt_pick(cv, &p, 200 * 1024, 128)) && !(knobs && *knobs))

@@ -612,6 +612,16 @@ static void depthwise_plan(void **st)
 	assert_int_equal(emit_case(&dw32, NULL, &k), 0);
 	assert_non_null(strstr(k.src, "kf_w["));
 	kf_kernel_free(&k);
+	/* forced to the Toeplitz kernel where it cannot run: f32; 8 outputs
+	 * along W reading 43 columns (9x9 at stride 3: 7 x 3 + 8 x 2 + 1
+	 * with dilation 2 along W); knobs past its bounds */
+	assert_int_not_equal(emit_case(&dw32, "toep", &k), 0);
+	conv_case wide = dw;
+	wide.s[1] = 3, wide.d[1] = 2, wide.k[0] = wide.k[1] = 9;
+	assert_int_not_equal(emit_case(&wide, "toep", &k), 0);
+	assert_int_not_equal(emit_case(&dw, "toep:c20", &k), 0); /* not whole vectors of 8 */
+	assert_int_not_equal(emit_case(&dw, "toep:w3", &k), 0);  /* 3 warps do not share 16 channels */
+	assert_int_not_equal(emit_case(&dw, "toep:q1", &k), 0);  /* no such knob */
 	/* forced (set but empty), the tiled kernel's own choices */
 	assert_int_equal(emit_case(&dw, "", &k), 0);
 	assert_non_null(strstr(k.src, "__shared__ __align__(16) float kf_w[9408]")); /* 49 taps x 192 channels */
