@@ -483,7 +483,8 @@ static bool dw_band_default(const kx_conv *cv)
  * 1.2-2.2x faster than the tiled kernel (96 channels of 56x56: 0.0395
  * against 0.0779 ms; 384 of 14x14: 0.0176 against 0.0382).  At 3x3 and
  * 5x5 it lost to the band, rows and tiled kernels at all 34 layers of
- * MobileNetV2, EfficientNet-B0 and MobileNetV3-Large (1.1-2.5x slower):
+ * MobileNetV2, EfficientNet-B0 and MobileNetV3-Large (1.1-2.5x slower; the
+ * final form 1.1-2x, -s22e-depthwise-toep-pairs.txt):
  * there the transpose through shared memory costs more than the
  * multiply-adds it saves.  It takes f16 and bf16 only (else the tiled). */
 static bool dw_toep_default(const kx_conv *cv)

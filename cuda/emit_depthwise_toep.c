@@ -99,7 +99,7 @@ static void dwt_shape(const kx_conv *cv, dwt_plan *p)
 	int cvv = p->CSV / 8;
 	p->STG = 8 * (cvv < 8 ? 8 / cvv : 1);
 	int band = (p->CSV * p->PLE + cvv * p->STG) * 2, out = (p->CSV * p->OPL + 24) * 4;
-	p->CPW = p->NW ? p->CSV / p->NW : 0;
+	p->CPW = p->CSV / p->NW;
 	p->pairs = band > out ? band : out;
 	p->smem = p->pairs + p->CSV * (int)cv->k[1] * p->TS * 4;
 	p->OHG = (cv->out[1] + p->R - 1) / p->R;
@@ -168,6 +168,9 @@ static void dwt_load(kx *k, const kx_mm *mm, const dwt_plan *p, int T)
 	const kx_conv *cv = &mm->cv;
 	const char *it = kx_it(k);
 	int cvv = p->CSV / 8, pw = p->LWC / 2, cells = p->NI * pw * cvv;
+	char cell[128]; /* cell e's vector, first column and row, for the loads and the stores */
+	snprintf(cell, sizeof cell, "      const int cv = e %% %d, cl = e / %d %% %d * 2, row = e / %d;\n", cvv, cvv, pw,
+		 cvv * pw);
 	kf_buf *b = &k->b;
 	kf_buf_printf(b, "  const %s u = (%s)(blockIdx.x / %lldu), n = u / %lld;\n", it, it, (long long)p->NS,
 		      (long long)p->OHG);
@@ -179,7 +182,7 @@ static void dwt_load(kx *k, const kx_mm *mm, const dwt_plan *p, int T)
 		      "  unsigned *const kf_pairs = (unsigned *)(kf_smem + %d);\n", p->pairs);
 	kf_buf_printf(b, "  for (int e0 = threadIdx.x; e0 < %d; e0 += %d) {\n    uint4 v[4][2];\n", cells, 4 * T);
 	kf_buf_printf(b, "#pragma unroll\n    for (int q = 0; q < 4; q++) {\n      const int e = e0 + q * %d;\n", T);
-	kf_buf_printf(b, "      const int cv = e %% %d, cl = e / %d %% %d * 2, row = e / %d;\n", cvv, cvv, pw, cvv * pw);
+	kf_buf_puts(b, cell);
 	kf_buf_printf(b, "      const int ih = ih0 + row, iw = cl - %lld;\n", (long long)cv->pb[2]);
 	kf_buf_printf(b, "      const %s xo = ((n * %lld + ih) * %lld + iw) * %lld + c0 + cv * 8;\n", it, (long long)cv->in[1],
 		      (long long)cv->in[2], (long long)cv->C);
@@ -189,7 +192,7 @@ static void dwt_load(kx *k, const kx_mm *mm, const dwt_plan *p, int T)
 		      cells, (long long)cv->in[1], (long long)cv->in[2], mm->a.param, (long long)cv->C);
 	kf_buf_printf(b, "#pragma unroll\n    for (int q = 0; q < 4; q++) {\n      const int e = e0 + q * %d;\n"
 		      "      if (e >= %d) break;\n", T, cells);
-	kf_buf_printf(b, "      const int cv = e %% %d, cl = e / %d %% %d * 2, row = e / %d;\n", cvv, cvv, pw, cvv * pw);
+	kf_buf_puts(b, cell);
 	kf_buf_printf(b, "      unsigned *d = (unsigned *)(kf_band + cv * %d + row * %d + cl);\n", 8 * p->PLE + p->STG, p->RSE);
 	kf_buf_puts(b, "      const unsigned short *h0 = (const unsigned short *)&v[q][0], *h1 = (const unsigned short *)&v[q][1];\n");
 	kf_buf_printf(b, "#pragma unroll\n      for (int j = 0; j < 8; j++) d[j * %d] = h0[j] | (unsigned)h1[j] << 16;\n    }\n  }\n",
